@@ -1,0 +1,48 @@
+# Thin wrapper over CMake for the README commands. Everything real lives in CMakeLists.txt.
+BUILD     ?= build
+BUILDTYPE ?= RelWithDebInfo
+JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKEFLAGS ?=
+PKGS      := $(shell sed -e 's/\#.*//' -e '/^[[:space:]]*$$/d' deps/debian-packages.txt)
+SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: all deps build test demo bench bench-smoke asan tsan format clean
+
+all: build
+
+# Install the Debian packages listed in deps/debian-packages.txt when any is missing.
+deps:
+	@missing=$$(for p in $(PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "make deps: installing:" $$missing; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	else echo "make deps: all packages present"; fi
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILDTYPE) -DLUAOP_WERROR=ON $(CMAKEFLAGS)
+
+build: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+# The whole suite: C unit tests, busted specs, integration tests (all through CTest).
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 300
+
+# The main job: the memcached example end to end on the embedded API server.
+demo: build
+	./examples/memcached/demo.sh $(BUILD)/luaop
+
+bench: build
+	./bench/run.sh $(BUILD)
+
+asan:
+	$(MAKE) test BUILD=build-asan CMAKEFLAGS=-DLUAOP_SANITIZE=address
+tsan:
+	$(MAKE) test BUILD=build-tsan CMAKEFLAGS=-DLUAOP_SANITIZE=thread
+
+format:
+	git ls-files '*.c' '*.h' | xargs clang-format -i
+
+clean:
+	rm -rf $(BUILD) build-asan build-tsan

@@ -1,0 +1,15 @@
+#include "host/runtime/engine.h"
+
+#include <stdlib.h>
+
+void lop_request_list_free(lop_request_list_t *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        free(l->namespaces[i]);
+        free(l->names[i]);
+    }
+    free(l->namespaces);
+    free(l->names);
+    l->namespaces = l->names = NULL;
+    l->n = 0;
+}

@@ -1,0 +1,240 @@
+/*
+ * engine.h — the scripting engine interface. host/ never includes lua.h: it sees scripting only
+ * through this table of function pointers (as Redis's core sees its Lua engine). bindings/
+ * implements it with LuaJIT (lop_lua_engine()); C tests may implement it with plain C.
+ *
+ * Two directions:
+ *   host -> engine: lop_engine_t   (create a VM from a script set, read its controller
+ *                                   declarations, run reconcile / predicate / map functions)
+ *   engine -> host: lop_host_api_t (what scripts may call: cache reads, REST requests, leader
+ *                                   state, events), passed to every VM at creation.
+ *
+ * Threading: a VM (lop_vm_t) is used by exactly one thread at a time — its owner (a worker, or
+ * the event dispatcher for predicates and map functions). Different VMs may run concurrently.
+ * lop_host_api_t functions must be safe to call from any thread.
+ *
+ * Identity of Lua callbacks: every VM built from the same script set declares the same controllers
+ * in the same order, so a Lua predicate or map function is named by the integer id the engine
+ * assigned in declaration order (lua_id), valid in every VM of that script set.
+ */
+#ifndef LOP_RUNTIME_ENGINE_H
+#define LOP_RUNTIME_ENGINE_H
+
+#include "host/util/clock.h"
+#include "host/util/err.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---------------------------------------------------------------- script sets */
+
+/* One file of a script set: name is the path inside the set ("main.lua", "lib/util.lua"). */
+typedef struct lop_script_file {
+    char *name;
+    char *data;
+    size_t len;
+} lop_script_file_t;
+
+/* A script set: every file that may be required; "main.lua" is the entry. Owned by its creator. */
+typedef struct lop_script_set {
+    lop_script_file_t *files;
+    size_t nfiles;
+    char version[17]; /* first 16 hex digits of the SHA-256 over names and contents */
+    char origin[256]; /* where it came from, for messages: a directory or "configmap ns/name" */
+} lop_script_set_t;
+
+/* ---------------------------------------------------------------- declarations */
+
+/* Kinds are named as in manifests: api_version "apps/v1" or "v1", kind "Deployment". */
+typedef struct lop_gvk {
+    char *api_version;
+    char *kind;
+} lop_gvk_t;
+
+typedef enum lop_pred_kind {
+    LOP_PRED_GENERATION_CHANGED, /* update passes when metadata.generation differs; create/delete pass */
+    LOP_PRED_RV_CHANGED,         /* update passes when metadata.resourceVersion differs */
+    LOP_PRED_LABELS_CHANGED,
+    LOP_PRED_ANNOTATIONS_CHANGED,
+    LOP_PRED_AND,
+    LOP_PRED_OR,
+    LOP_PRED_NOT,
+    LOP_PRED_LUA, /* a Lua function; see lua_id */
+} lop_pred_kind_t;
+
+typedef struct lop_pred {
+    lop_pred_kind_t kind;
+    struct lop_pred *args; /* operands of AND / OR (nargs) and NOT (1) */
+    size_t nargs;
+    int lua_id; /* LOP_PRED_LUA: id for lop_engine_t.predicate */
+} lop_pred_t;
+
+typedef enum lop_map_kind {
+    LOP_MAP_SELF,  /* enqueue the object's own namespace/name (the primary kind: for_) */
+    LOP_MAP_OWNER, /* enqueue the ownerReference with controller=true whose kind matches for_ (owns) */
+    LOP_MAP_LUA,   /* a Lua map function returns the requests (watches) */
+} lop_map_kind_t;
+
+typedef struct lop_watch_decl {
+    lop_gvk_t gvk;
+    lop_map_kind_t map;
+    int map_lua_id;        /* LOP_MAP_LUA only */
+    lop_pred_t *preds;     /* all must pass (AND); may be empty */
+    size_t npreds;
+    char *namespace_;      /* NULL: all namespaces (or the --namespace flag) */
+    char *label_selector;  /* NULL: everything */
+} lop_watch_decl_t;
+
+typedef struct lop_ctrl_decl {
+    char *name;
+    lop_watch_decl_t for_;
+    lop_watch_decl_t *owns;
+    size_t nowns;
+    lop_watch_decl_t *watches;
+    size_t nwatches;
+    int max_concurrent_reconciles; /* >= 1; default 1 */
+    bool leader_election;          /* false: runs on every replica (default true) */
+    int64_t reconcile_timeout_ns;  /* 0: the engine default */
+} lop_ctrl_decl_t;
+
+/* ---------------------------------------------------------------- reconcile */
+
+typedef struct lop_reconcile_req {
+    const char *namespace_; /* "" for cluster-scoped */
+    const char *name;
+    const char *reconcile_id; /* unique per attempt, for logs */
+} lop_reconcile_req_t;
+
+/* How a reconcile ended; mapped to the queue exactly as controller-runtime does. */
+typedef enum lop_result_kind {
+    LOP_RESULT_DONE,           /* Forget */
+    LOP_RESULT_REQUEUE,        /* AddRateLimited (Result{Requeue:true}) */
+    LOP_RESULT_REQUEUE_AFTER,  /* Forget + AddAfter(requeue_after_ns) */
+    LOP_RESULT_ERROR,          /* AddRateLimited; message logged (a raised error: with traceback) */
+    LOP_RESULT_TERMINAL,       /* no retry; counted as terminal error */
+} lop_result_kind_t;
+
+typedef struct lop_reconcile_result {
+    lop_result_kind_t kind;
+    int64_t requeue_after_ns;
+    bool timed_out;     /* the deadline interrupted it (kind is ERROR) */
+    bool vm_broken;     /* memory cap hit or similar: the host must rebuild this VM */
+    char message[2048]; /* error text, with traceback for raised errors */
+} lop_reconcile_result_t;
+
+/* An informer event as seen by predicates and map functions. JSON is borrowed for the call. */
+typedef enum lop_event_type { LOP_EV_ADD, LOP_EV_UPDATE, LOP_EV_DELETE } lop_event_type_t;
+
+typedef struct lop_event_view {
+    lop_event_type_t type;
+    const char *old_json; /* UPDATE only, else NULL */
+    size_t old_len;
+    const char *obj_json; /* the new (or deleted) object */
+    size_t obj_len;
+} lop_event_view_t;
+
+typedef struct lop_request_list {
+    char **namespaces; /* parallel arrays, n entries, each malloc'd; free with lop_request_list_free */
+    char **names;
+    size_t n;
+} lop_request_list_t;
+
+void lop_request_list_free(lop_request_list_t *l);
+
+/* ---------------------------------------------------------------- engine -> host */
+
+/* A read-only JSON document handed out by the host; valid until release. */
+typedef struct lop_blob {
+    const char *json;
+    size_t len;
+    void *ref; /* host-private */
+} lop_blob_t;
+
+typedef struct lop_api_request {
+    const char *verb;        /* "get" "list" "create" "update" "patch" "delete" */
+    const char *api_version; /* "apps/v1" */
+    const char *kind;        /* "Deployment" */
+    const char *namespace_;  /* NULL or "" for cluster-scoped kinds / all namespaces */
+    const char *name;        /* NULL for list/create */
+    const char *subresource; /* NULL, "status", "scale" */
+    const char *patch_type;  /* patch only: "merge" "json" "strategic" "apply" */
+    const char *query;       /* extra query string without '?', e.g. "fieldManager=x&force=true" */
+    const char *body;        /* request body (JSON), may be NULL */
+    size_t body_len;
+} lop_api_request_t;
+
+typedef struct lop_api_response {
+    int code;   /* HTTP status; 0 when no response was received (see the rc and err) */
+    char *body; /* malloc'd, NUL-terminated; free with free() */
+    size_t len;
+} lop_api_response_t;
+
+typedef struct lop_host_api {
+    void *ud; /* passed back as the first argument */
+
+    /* Read one object from the informer cache. LOP_OK: *out is a reference, release it;
+     * LOP_ENOTFOUND: not in the cache; LOP_EAGAIN: the kind is not cached (use request). */
+    lop_rc_t (*cache_get)(void *ud, const char *api_version, const char *kind, const char *ns,
+                          const char *name, lop_blob_t *out, lop_err_t *err);
+    /* List cached objects (ns NULL = all namespaces; selector NULL = all). *items is a malloc'd
+     * array of n references: release each, then free the array. LOP_EAGAIN when not cached. */
+    lop_rc_t (*cache_list)(void *ud, const char *api_version, const char *kind, const char *ns,
+                           const char *label_selector, lop_blob_t **items, size_t *n,
+                           lop_err_t *err);
+    void (*release)(void *ud, lop_blob_t *b);
+
+    /* A REST request, mapped to a URL through discovery. LOP_OK for 2xx, else the rc of the
+     * HTTP code with err filled from the Status body; resp holds the body either way (free it). */
+    lop_rc_t (*request)(void *ud, const lop_api_request_t *req, lop_api_response_t *resp,
+                        lop_err_t *err);
+
+    /* Record an Event about an object (JSON of the object); type "Normal"/"Warning". */
+    lop_rc_t (*record_event)(void *ud, const char *obj_json, size_t len, const char *type,
+                             const char *reason, const char *message, lop_err_t *err);
+
+    bool (*is_leader)(void *ud);
+    const char *(*identity)(void *ud); /* static for the process lifetime */
+} lop_host_api_t;
+
+/* ---------------------------------------------------------------- host -> engine */
+
+typedef struct lop_engine_opts {
+    size_t memory_limit_bytes;     /* per VM; 0 = unlimited */
+    int64_t reconcile_timeout_ns;  /* default per-reconcile deadline; 0 = none */
+    int64_t load_timeout_ns;       /* deadline for loading the script set; 0 = none */
+    bool jit;                      /* --lua-jit: JIT on, deadlines become cooperative */
+    bool unsafe_libs;              /* allow io/os/debug/ffi/jit to user code */
+    const lop_clock_t *clock;      /* for deadlines and luaop.clock */
+} lop_engine_opts_t;
+
+typedef struct lop_vm lop_vm_t;
+
+typedef struct lop_engine {
+    const char *name; /* "luajit" */
+
+    /* Build a VM: sandbox, load every file, run main.lua (which declares controllers).
+     * Returns NULL and fills err (message "file:line: ...") on any failure. */
+    lop_vm_t *(*vm_new)(const lop_script_set_t *set, const lop_engine_opts_t *opts,
+                        const lop_host_api_t *host, lop_err_t *err);
+
+    /* The controllers main.lua declared; borrowed until vm_free. */
+    void (*declarations)(lop_vm_t *vm, const lop_ctrl_decl_t **decls, size_t *n);
+
+    /* Run the named controller's reconcile for req. Never raises; the outcome is in *res. */
+    void (*reconcile)(lop_vm_t *vm, const char *controller, const lop_reconcile_req_t *req,
+                      lop_reconcile_result_t *res);
+
+    /* Run a Lua predicate. LOP_OK with *pass set, or an error (the host then lets the event pass). */
+    lop_rc_t (*predicate)(lop_vm_t *vm, int lua_id, const lop_event_view_t *ev, bool *pass,
+                          lop_err_t *err);
+
+    /* Run a Lua map function; on LOP_OK *out holds the requests (caller frees). */
+    lop_rc_t (*map)(lop_vm_t *vm, int lua_id, const lop_event_view_t *ev, lop_request_list_t *out,
+                    lop_err_t *err);
+
+    size_t (*memory)(lop_vm_t *vm); /* bytes currently allocated by the VM */
+    void (*vm_free)(lop_vm_t *vm);
+} lop_engine_t;
+
+#endif

@@ -1,0 +1,46 @@
+/*
+ * buf.h — a growable byte buffer (always NUL-terminated, so data can be used as a C string).
+ *
+ * Ownership: the lop_buf_t owns data; lop_buf_free releases it; lop_buf_steal hands it to the
+ * caller (free with free()). Thread-safety: none; one owner at a time.
+ * Allocation failure aborts the process (as Redis's zmalloc does): every caller would otherwise
+ * need a path it can never test, and an operator out of memory cannot make progress anyway.
+ */
+#ifndef LOP_UTIL_BUF_H
+#define LOP_UTIL_BUF_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+typedef struct lop_buf {
+    char *data; /* NUL-terminated; NULL until the first append */
+    size_t len; /* bytes used, excluding the terminating NUL */
+    size_t cap; /* bytes allocated */
+} lop_buf_t;
+
+#define LOP_BUF_INIT {NULL, 0, 0}
+
+void lop_buf_init(lop_buf_t *b);
+void lop_buf_free(lop_buf_t *b);
+void lop_buf_reset(lop_buf_t *b);                 /* len = 0, keeps the allocation */
+void lop_buf_reserve(lop_buf_t *b, size_t extra); /* ensure room for extra more bytes + NUL */
+void lop_buf_append(lop_buf_t *b, const void *p, size_t n);
+void lop_buf_puts(lop_buf_t *b, const char *s);
+void lop_buf_putc(lop_buf_t *b, char c);
+void lop_buf_printf(lop_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void lop_buf_vprintf(lop_buf_t *b, const char *fmt, va_list ap);
+/* Append s as a JSON string literal, quotes included, escaping as RFC 8259 requires. */
+void lop_buf_json_str(lop_buf_t *b, const char *s, size_t n);
+/* Remove the first n bytes (n <= len). */
+void lop_buf_consume(lop_buf_t *b, size_t n);
+/* Return data (never NULL: "" when empty) and reset b to empty; the caller frees the result. */
+char *lop_buf_steal(lop_buf_t *b);
+
+/* malloc/calloc/realloc/strdup that abort on failure, with a message naming the size. */
+void *lop_xmalloc(size_t n);
+void *lop_xcalloc(size_t n, size_t size);
+void *lop_xrealloc(void *p, size_t n);
+char *lop_xstrdup(const char *s);
+char *lop_xstrndup(const char *s, size_t n);
+
+#endif
