@@ -171,11 +171,29 @@ static char *item_key(const json_t *elem, const char *const *keys)
 static json_t *fs_of_map(const json_t *obj, const lop_fs_schema_t *sc, const char *path,
                          const char *only_top);
 
+/* Built-in fields that are string maps (not structs): an Update that creates one owns it too. */
+static bool is_builtin_map(const lop_fs_schema_t *sc, const char *path)
+{
+    static const char *const names[] = {"labels",     "annotations", "data",     "binaryData",
+                                        "stringData", "matchLabels", "nodeSelector", "limits",
+                                        "requests"};
+    if (!sc->builtin || !sc->mark_maps) return false;
+    const char *dot = strrchr(path, '.');
+    const char *last = dot ? dot + 1 : path;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(names[i], last) == 0) return true;
+    return sc->kind && strcmp(path, "spec.selector") == 0 &&
+           (strcmp(sc->kind, "Service") == 0 || strcmp(sc->kind, "ReplicationController") == 0);
+}
+
 static json_t *fs_of_value(const json_t *v, const lop_fs_schema_t *sc, const char *path)
 {
     if (json_is_object(v)) {
         if (json_object_size(v) == 0) return member_leaf(); /* {} is a value of its own */
-        return fs_of_map(v, sc, path, NULL); /* may be empty when every key is server-owned */
+        json_t *sub = fs_of_map(v, sc, path, NULL); /* empty when every key is server-owned */
+        if (json_object_size(sub) && is_builtin_map(sc, path))
+            json_object_set_new(sub, ".", json_object());
+        return sub;
     }
     if (!json_is_array(v) || json_array_size(v) == 0 || !sc->builtin) return member_leaf();
     const char *const *keys = NULL;

@@ -244,6 +244,10 @@ static void test_smp_directives(void)
     smp_case("Pod", "{\"spec\":{\"containers\":[{\"name\":\"a\"},{\"name\":\"b\"}]}}",
              "{\"spec\":{\"containers\":[{\"name\":\"c\"},{\"$patch\":\"replace\"}]}}",
              "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}");
+    /* $patch: replace on one element replaces just that element */
+    smp_case("Pod", "{\"spec\":{\"containers\":[{\"name\":\"a\",\"image\":\"i\",\"tty\":true},{\"name\":\"b\"}]}}",
+             "{\"spec\":{\"containers\":[{\"name\":\"a\",\"image\":\"j\",\"$patch\":\"replace\"}]}}",
+             "{\"spec\":{\"containers\":[{\"name\":\"a\",\"image\":\"j\"},{\"name\":\"b\"}]}}");
     /* $patch: replace on a map replaces it */
     smp_case("Pod", "{\"metadata\":{\"labels\":{\"a\":\"1\",\"b\":\"2\"}}}",
              "{\"metadata\":{\"labels\":{\"$patch\":\"replace\",\"c\":\"3\"}}}",
