@@ -184,9 +184,9 @@ static void test_shutdown_with_drain_dirty_item_is_handed_out(void)
     char *again = NULL;
     T_EQ_INT(lop_workqueue_get(d.q, &again), LOP_OK); /* requeued item still handed out */
     T_EQ_STR(again, "a");
-    T_EQ_INT(atomic_load(&d.finished), 0);
     lop_workqueue_done(d.q, again);
     free(again);
+    T_EQ_INT(lop_workqueue_get(d.q, &again), LOP_ECLOSED); /* now really done */
     pthread_join(t, NULL);
     lop_workqueue_free(d.q);
 }
