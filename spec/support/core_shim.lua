@@ -1,10 +1,10 @@
 -- Spec-only stand-in for the parts of the C module `luaop.core` that busted needs (json markers
 -- and null, selector, clock), used ONLY while build/lua/luaop/core.so is not available.
--- When the real module loads, this file installs nothing. It has no codec (no encode/decode):
--- specs that need the codec require the real module.
+-- When the real module loads, this file only fills in what it still lacks (the selector, until
+-- bindings/ ships it). It has no codec (no encode/decode): specs that need the codec require the
+-- real module.
 
-local ok = pcall(require, "luaop.core")
-if ok then return end
+local ok, real = pcall(require, "luaop.core")
 
 local array_mt = { __name = "luaop.json.array" }
 local object_mt = { __name = "luaop.json.object" }
@@ -80,6 +80,11 @@ function selector.parse_labels(s)
     end
   end
   return setmetatable({ reqs = reqs }, sel_mt)
+end
+
+if ok then
+  if real.selector == nil then real.selector = selector end
+  return
 end
 
 local core = { json = json, selector = selector }
