@@ -31,6 +31,9 @@ typedef struct sim {
     int n;
     bool watch; /* feed store changes to every elector as Lease watch events */
     int64_t elapsed;
+    long writes;        /* store writes seen so far */
+    int64_t last_write; /* elapsed time of the last store write */
+    int64_t step;       /* simulation step (default 50 ms) */
 } sim_t;
 
 static void cb_started(void *ud) { ((cand_t *)ud)->started++; }
@@ -111,6 +114,11 @@ static void sim_tick(sim_t *s)
         if (!c->live) continue;
         c->next = lop_elector_tick(c->e);
     }
+    long w = lop_lease_store_writes(s->store);
+    if (w != s->writes) {
+        s->writes = w;
+        s->last_write = s->elapsed;
+    }
 }
 
 static int leaders(sim_t *s, int *who)
@@ -131,19 +139,20 @@ static lop_lease_record_t stored(sim_t *s)
     return r;
 }
 
-/* Run for `dur` in 50 ms steps; assert at most one leader at every instant. Returns false early
+/* Run for `dur` in steps of s->step (50 ms by default); assert at most one leader at every instant. Returns false early
  * (and sets *at) when until() holds. */
 typedef bool (*until_fn)(sim_t *s);
 static bool sim_run(sim_t *s, int64_t dur, until_fn until, int64_t *at)
 {
-    for (int64_t t = 0; t <= dur; t += 50 * MS) {
+    int64_t step = s->step ? s->step : 50 * MS;
+    for (int64_t t = 0; t <= dur; t += step) {
         sim_tick(s);
         T_CHECK(leaders(s, NULL) <= 1);
         if (until && until(s)) {
             if (at) *at = s->elapsed;
             return true;
         }
-        sim_step(s, 50 * MS);
+        sim_step(s, step);
         T_CHECK(leaders(s, NULL) <= 1); /* also between ticks: is_leader is judged by the clock */
     }
     return false;
@@ -295,7 +304,7 @@ static void takeover_after_crash(int64_t standby_skew)
     T_EQ_INT(b->started, 0);
 
     lop_lease_record_t last = stored(&s);
-    int64_t last_write = s.elapsed; /* a renewed within the last 50 ms step */
+    int64_t last_write = s.last_write; /* a's last renewal */
     a->live = false;                /* crash */
     int64_t at = 0;
     T_CHECK(sim_run(&s, 60 * S, c1_leads, &at));
@@ -334,7 +343,7 @@ static void test_renew_deadline_stops_leading_before_expiry(void)
     sim_run(&s, 10 * S, NULL, NULL);
     T_CHECK(lop_elector_is_leader(a->e));
     lop_lease_record_t before = stored(&s);
-    int64_t last_renew = s.elapsed; /* the last successful renew started within the last step */
+    int64_t last_renew = s.last_write; /* a's last successful renew */
     /* Every request from the leader now fails (API server unreachable for it alone). */
     lop_lease_client_memory_fail(a->client, LOP_LEASE_OP_ALL, LOP_EAGAIN, -1);
 
@@ -348,7 +357,8 @@ static void test_renew_deadline_stops_leading_before_expiry(void)
     }
     T_CHECK(a_stopped > 0 && b_started > 0);
     T_CHECK(a_stopped < b_started);
-    T_CHECK(a_stopped - last_renew <= 10 * S + 50 * MS); /* renew deadline from the last success */
+    T_CHECK(a_stopped - last_renew >= 10 * S);           /* renew deadline from the last success */
+    T_CHECK(a_stopped - last_renew <= 10 * S + 50 * MS);
     T_CHECK(b_started - last_renew >= 15 * S);           /* lease duration, as b observed it */
     T_EQ_INT(a->stopped_cb, 1);
     T_CHECK(lop_elector_lost(a->e)); /* default on loss: exit; the host exits non-zero */
@@ -601,6 +611,56 @@ static void test_watch_renewals_cost_no_extra_requests(void)
     sim_free(&s);
 }
 
+/* The issue's short durations (lease 2 s, renew 1.5 s, retry 0.25 s), three replicas in
+ * restart-election mode: 20 times the leader's requests fail until another replica has taken
+ * over. At no instant (10 ms resolution) are two replicas leaders, the old leader always stops
+ * before the new one starts, and each handover counts one transition. */
+static void test_twenty_forced_handovers_never_overlap(void)
+{
+    sim_t s;
+    sim_init(&s);
+    s.watch = true;
+    s.step = 10 * MS;
+    lop_elector_config_t cfg = base_config();
+    cfg.lease_duration_ns = 2 * S;
+    cfg.renew_deadline_ns = 1500 * MS;
+    cfg.retry_period_ns = 250 * MS;
+    cfg.on_loss = LOP_ELECTOR_ON_LOSS_RESTART;
+    for (int i = 0; i < 3; i++) sim_add(&s, cfg);
+    sim_run(&s, 1 * S, NULL, NULL);
+    int who = -1;
+    T_EQ_INT(leaders(&s, &who), 1);
+    for (int round = 0; round < 20 && who >= 0; round++) {
+        cand_t *old = &s.c[who];
+        int stops_before = old->stopped_cb;
+        lop_lease_client_memory_fail(old->client, LOP_LEASE_OP_ALL, LOP_EAGAIN, -1);
+        int next = -1;
+        for (int64_t t = 0; t < 10 * S; t += s.step) {
+            sim_tick(&s);
+            T_CHECK(leaders(&s, NULL) <= 1);
+            int w = -1;
+            if (leaders(&s, &w) == 1 && w != who) {
+                next = w;
+                break;
+            }
+            sim_step(&s, s.step);
+            T_CHECK(leaders(&s, NULL) <= 1);
+        }
+        T_CHECK(next >= 0 && next != who);
+        T_EQ_INT(old->stopped_cb, stops_before + 1); /* stopped before the other started */
+        T_CHECK(!lop_elector_lost(old->e));           /* restart mode: still campaigning */
+        lop_lease_client_memory_fail(old->client, 0, LOP_OK, 0);
+        lop_lease_record_t r = stored(&s);
+        T_EQ_INT(r.lease_transitions, round + 1);
+        lop_lease_record_cleanup(&r);
+        who = next;
+    }
+    long acquisitions = 0;
+    for (int i = 0; i < 3; i++) acquisitions += lop_elector_stats(s.c[i].e).acquisitions;
+    T_EQ_INT(acquisitions, 21);
+    sim_free(&s);
+}
+
 int main(void)
 {
     lop_log_setup(LOP_LOG_ERROR, LOP_LOG_TEXT);
@@ -618,5 +678,6 @@ int main(void)
     T_RUN(test_transitions_counting);
     T_RUN(test_restart_election_mode);
     T_RUN(test_watch_renewals_cost_no_extra_requests);
+    T_RUN(test_twenty_forced_handovers_never_overlap);
     return T_DONE();
 }
