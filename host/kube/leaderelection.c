@@ -486,6 +486,20 @@ void lop_elector_notify_lease_changed(lop_elector_t *e, const lop_lease_record_t
     pthread_mutex_unlock(&e->mu);
 }
 
+lop_rc_t lop_elector_notify_lease_event(lop_elector_t *e, const char *type, const json_t *obj,
+                                        lop_err_t *err)
+{
+    if (!type) return lop_err_set(err, LOP_EINVAL, 0, NULL, "lease watch event without a type");
+    bool deleted = strcmp(type, "DELETED") == 0;
+    if (!deleted && strcmp(type, "ADDED") != 0 && strcmp(type, "MODIFIED") != 0) return LOP_OK;
+    lop_lease_record_t rec = LOP_LEASE_RECORD_INIT;
+    char rv[LOP_LEASE_RV_MAX];
+    lop_rc_t rc = lop_lease_from_json(obj, &rec, rv, err);
+    if (rc == LOP_OK) lop_elector_notify_lease_changed(e, deleted ? NULL : &rec, rv);
+    lop_lease_record_cleanup(&rec);
+    return rc;
+}
+
 /* ---- thread ---- */
 
 static void *elector_main(void *arg)

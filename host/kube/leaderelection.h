@@ -129,6 +129,14 @@ int64_t lop_elector_tick(lop_elector_t *e);
 void lop_elector_notify_lease_changed(lop_elector_t *e, const lop_lease_record_t *rec,
                                       const char *rv);
 
+/*
+ * Same, from a watch event on the Lease: type "ADDED", "MODIFIED" or "DELETED" and the Lease object
+ * (borrowed). Other types (BOOKMARK, ERROR) are ignored. Returns LOP_EINVAL (err filled, nothing
+ * recorded) when the object is not a decodable Lease.
+ */
+lop_rc_t lop_elector_notify_lease_event(lop_elector_t *e, const char *type, const json_t *obj,
+                                        lop_err_t *err);
+
 /* True while this replica leads and its last successful renew is within the renew deadline. */
 bool lop_elector_is_leader(lop_elector_t *e);
 /* True once leadership was lost in exit mode: the host should exit non-zero. */

@@ -611,6 +611,40 @@ static void test_watch_renewals_cost_no_extra_requests(void)
     sim_free(&s);
 }
 
+/* The host feeds raw watch events; a MODIFIED event with an empty holder is a release. */
+static void test_notify_from_watch_event_json(void)
+{
+    sim_t s;
+    sim_init(&s);
+    cand_t *a = sim_add(&s, base_config());
+    cand_t *b = sim_add(&s, base_config());
+    sim_run(&s, 3 * S, NULL, NULL);
+    T_CHECK(lop_elector_is_leader(a->e));
+    /* a releases, but b hears of it only through the JSON event below. */
+    lop_elector_stop(a->e);
+    a->live = false;
+    lop_lease_record_t r = stored(&s);
+    char rv[LOP_LEASE_RV_MAX];
+    lop_lease_store_peek(s.store, &r, rv);
+    json_t *obj = lop_lease_to_json("ns", "lock", rv, &r);
+    lop_err_t err;
+    T_EQ_INT(lop_elector_notify_lease_event(b->e, "BOOKMARK", obj, &err), LOP_OK); /* ignored */
+    T_CHECK(lop_elector_tick(b->e) > lop_clock_mono(&b->clock.base));
+    T_CHECK(!lop_elector_is_leader(b->e));
+    T_EQ_INT(lop_elector_notify_lease_event(b->e, "MODIFIED", obj, &err), LOP_OK);
+    lop_elector_tick(b->e);
+    T_CHECK(lop_elector_is_leader(b->e));
+    json_decref(obj);
+    /* Garbage is refused with a clear error and records nothing. */
+    json_t *bad = json_pack("{s:s}", "kind", "Pod");
+    T_EQ_INT(lop_elector_notify_lease_event(b->e, "MODIFIED", bad, &err), LOP_EINVAL);
+    T_CHECK(strstr(err.message, "kind") != NULL);
+    T_EQ_INT(lop_elector_notify_lease_event(b->e, NULL, bad, &err), LOP_EINVAL);
+    json_decref(bad);
+    lop_lease_record_cleanup(&r);
+    sim_free(&s);
+}
+
 /* The issue's short durations (lease 2 s, renew 1.5 s, retry 0.25 s), three replicas in
  * restart-election mode: 20 times the leader's requests fail until another replica has taken
  * over. At no instant (10 ms resolution) are two replicas leaders, the old leader always stops
@@ -678,6 +712,7 @@ int main(void)
     T_RUN(test_transitions_counting);
     T_RUN(test_restart_election_mode);
     T_RUN(test_watch_renewals_cost_no_extra_requests);
+    T_RUN(test_notify_from_watch_event_json);
     T_RUN(test_twenty_forced_handovers_never_overlap);
     return T_DONE();
 }
