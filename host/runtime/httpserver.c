@@ -103,6 +103,7 @@ static void reply(struct evhttp_request *req, int status, const char *ctype, con
         evbuffer_add(buf, body, len);
     const char *reason = status == 200 ? "OK"
                        : status == 404 ? "Not Found"
+                       : status == 405 ? "Method Not Allowed"
                        : status == 500 ? "Internal Server Error"
                                        : "Error";
     evhttp_send_reply(req, status, reason, buf);
@@ -164,7 +165,7 @@ static void serve_probe(lop_httpserver_t *s, struct evhttp_request *req, lop_hea
     lop_buf_t body = LOP_BUF_INIT;
     int status = lop_health_run(s->health, kind, only, pq.verbose,
                                 (const char *const *)pq.exclude, pq.nexclude, &body);
-    if (status != 200) {
+    if (status == 500) {
         lop_log(LOP_LOG_INFO, "probe failed", "probe", lop_health_kind_name(kind), "check",
                 only ? only : "", NULL);
     }
@@ -181,6 +182,12 @@ static void handle(struct evhttp_request *req, void *arg)
     const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
     if (!path || !*path)
         path = "/";
+    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+    if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
+        reply_text(req, 405, "405 method not allowed\n");
+        return;
+    }
 
     if (s->metrics && strcmp(path, "/metrics") == 0) {
         lop_buf_t body = LOP_BUF_INIT;
@@ -225,7 +232,8 @@ static void *serve(void *arg)
     return NULL;
 }
 
-static void destroy(lop_httpserver_t *s)
+/* Close the listener, connections and loop (the thread is not running). */
+static void release(lop_httpserver_t *s)
 {
     if (s->wake_ev)
         event_free(s->wake_ev);
@@ -237,6 +245,15 @@ static void destroy(lop_httpserver_t *s)
         close(s->wake[0]);
     if (s->wake[1] >= 0)
         close(s->wake[1]);
+    s->wake_ev = NULL;
+    s->http = NULL;
+    s->base = NULL;
+    s->wake[0] = s->wake[1] = -1;
+}
+
+static void destroy(lop_httpserver_t *s)
+{
+    release(s);
     pthread_mutex_destroy(&s->mu);
     free(s);
 }
@@ -286,7 +303,10 @@ lop_rc_t lop_httpserver_start(const char *bind_addr, lop_metrics_t *metrics, lop
                          bind_addr);
         goto fail;
     }
-    evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
+    /* Every method reaches handle(), which answers 405 itself (evhttp would say 501). */
+    evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST |
+                                            EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
+                                            EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
     evhttp_set_timeout(s->http, 30);
     evhttp_set_max_headers_size(s->http, 16384);
     evhttp_set_max_body_size(s->http, 4096);
@@ -334,6 +354,7 @@ void lop_httpserver_stop(lop_httpserver_t *s)
         } while (n < 0 && errno == EINTR);
         /* EAGAIN means the pipe already holds a wake-up byte: the loop will stop anyway. */
         pthread_join(s->thread, NULL);
+        release(s); /* closes the listening socket: new connections are refused */
         s->stopped = true;
     }
     pthread_mutex_unlock(&s->mu);

@@ -45,8 +45,9 @@ lop_rc_t lop_httpserver_start(const char *bind_addr, lop_metrics_t *metrics, lop
 /* The TCP port actually bound (useful after binding port 0); -1 for NULL. */
 int lop_httpserver_port(const lop_httpserver_t *s);
 
-/* Stop serving and join the thread. Idempotent; safe from any thread except the server's own
- * (i.e. not from a health check or gauge callback). In-flight requests are dropped. NULL ok. */
+/* Stop serving, join the thread and close the listening socket (later connections are refused).
+ * Idempotent; safe from any thread except the server's own (i.e. not from a health check or gauge
+ * callback). In-flight requests are dropped. NULL ok. */
 void lop_httpserver_stop(lop_httpserver_t *s);
 
 /* Stop (if still running) and free. NULL ok. */

@@ -769,7 +769,8 @@ void lop_metrics_render(lop_metrics_t *r, lop_buf_t *out)
     pthread_mutex_lock(&r->mu);
     lop_metric_family_t **fams = lop_xcalloc(r->n ? r->n : 1, sizeof *fams);
     size_t n = r->n;
-    memcpy(fams, r->fams, n * sizeof *fams);
+    if (n)
+        memcpy(fams, r->fams, n * sizeof *fams);
     pthread_mutex_unlock(&r->mu);
     /* Families are never removed before lop_metrics_free, so the copied pointers stay valid. */
     qsort(fams, n, sizeof *fams, cmp_families);
