@@ -200,3 +200,58 @@ int lop_health_run(lop_health_t *h, lop_health_kind_t kind, const char *only, bo
     lop_buf_free(&listing);
     return failed ? 500 : 200;
 }
+
+/* ---------------------------------------------------------------- ready-made checks */
+
+void lop_health_heartbeat_init(lop_health_heartbeat_t *hb, const lop_clock_t *clock,
+                               int64_t timeout_ns, const char *what)
+{
+    hb->clock = clock ? clock : &lop_clock_system;
+    hb->timeout_ns = timeout_ns;
+    atomic_init(&hb->last_ns, lop_clock_mono(hb->clock));
+    snprintf(hb->what, sizeof hb->what, "%s", what ? what : "heartbeat");
+}
+
+void lop_health_heartbeat_beat(lop_health_heartbeat_t *hb)
+{
+    atomic_store_explicit(&hb->last_ns, lop_clock_mono(hb->clock), memory_order_relaxed);
+}
+
+bool lop_health_heartbeat_check(void *ud, char *reason, size_t reason_len)
+{
+    lop_health_heartbeat_t *hb = ud;
+    int64_t age = lop_clock_mono(hb->clock) - atomic_load_explicit(&hb->last_ns, memory_order_relaxed);
+    if (age <= hb->timeout_ns)
+        return true;
+    snprintf(reason, reason_len, "%s last beat %.1fs ago (limit %.1fs)", hb->what,
+             (double)age / 1e9, (double)hb->timeout_ns / 1e9);
+    return false;
+}
+
+void lop_health_flag_init(lop_health_flag_t *f, bool ok, const char *reason)
+{
+    pthread_mutex_init(&f->mu, NULL);
+    f->ok = ok;
+    snprintf(f->reason, sizeof f->reason, "%s", reason ? reason : "");
+}
+
+void lop_health_flag_cleanup(lop_health_flag_t *f) { pthread_mutex_destroy(&f->mu); }
+
+void lop_health_flag_set(lop_health_flag_t *f, bool ok, const char *reason)
+{
+    pthread_mutex_lock(&f->mu);
+    f->ok = ok;
+    snprintf(f->reason, sizeof f->reason, "%s", reason ? reason : "");
+    pthread_mutex_unlock(&f->mu);
+}
+
+bool lop_health_flag_check(void *ud, char *reason, size_t reason_len)
+{
+    lop_health_flag_t *f = ud;
+    pthread_mutex_lock(&f->mu);
+    bool ok = f->ok;
+    if (!ok)
+        snprintf(reason, reason_len, "%s", f->reason);
+    pthread_mutex_unlock(&f->mu);
+    return ok;
+}

@@ -22,10 +22,14 @@
 #define LOP_RUNTIME_HEALTH_H
 
 #include "host/util/buf.h"
+#include "host/util/clock.h"
 #include "host/util/err.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef enum lop_health_kind {
     LOP_HEALTHZ = 0, /* liveness: failing means restart the process */
@@ -66,5 +70,47 @@ const char *lop_health_kind_name(lop_health_kind_t kind);
  */
 int lop_health_run(lop_health_t *h, lop_health_kind_t kind, const char *only, bool verbose,
                    const char *const *exclude, size_t nexclude, lop_buf_t *out);
+
+/* ---------------------------------------------------------------- ready-made checks */
+
+/*
+ * A heartbeat: healthy while the component called lop_health_heartbeat_beat within the last
+ * timeout_ns of the clock's monotonic time (e.g. "event-loop": the dispatcher beats from a timer;
+ * if the loop stalls, the beats stop). Register with
+ *   lop_health_add(h, LOP_HEALTHZ, "event-loop", lop_health_heartbeat_check, &hb, err);
+ * Beat from any thread (lock-free). The struct is the caller's; it must outlive its registration.
+ */
+typedef struct lop_health_heartbeat {
+    const lop_clock_t *clock; /* borrowed */
+    int64_t timeout_ns;
+    _Atomic int64_t last_ns;
+    char what[64]; /* names the beating component in the failure reason */
+} lop_health_heartbeat_t;
+
+/* Start the heartbeat as if it beat now. what is copied (truncated to 63 bytes). */
+void lop_health_heartbeat_init(lop_health_heartbeat_t *hb, const lop_clock_t *clock,
+                               int64_t timeout_ns, const char *what);
+void lop_health_heartbeat_beat(lop_health_heartbeat_t *hb);
+/* lop_health_check_fn; ud is the lop_health_heartbeat_t. Reason: "<what> last beat 12.5s ago
+ * (limit 10s)". */
+bool lop_health_heartbeat_check(void *ud, char *reason, size_t reason_len);
+
+/*
+ * A flag another component sets: e.g. readyz "scripts" is set ok once a script set has loaded,
+ * with the reason shown while it is not ("no script set loaded yet"). Any thread may set or check.
+ * Initialise with lop_health_flag_init, release with lop_health_flag_cleanup.
+ */
+typedef struct lop_health_flag {
+    pthread_mutex_t mu;
+    bool ok;
+    char reason[256];
+} lop_health_flag_t;
+
+void lop_health_flag_init(lop_health_flag_t *f, bool ok, const char *reason);
+void lop_health_flag_cleanup(lop_health_flag_t *f);
+/* Set the state; reason (copied, may be NULL) is reported while !ok. */
+void lop_health_flag_set(lop_health_flag_t *f, bool ok, const char *reason);
+/* lop_health_check_fn; ud is the lop_health_flag_t. */
+bool lop_health_flag_check(void *ud, char *reason, size_t reason_len);
 
 #endif

@@ -1,5 +1,7 @@
-/* metrics.c — the Prometheus registry and its text exposition (see metrics.h). */
+/* metrics.c — the Prometheus registry: families, children, updates (see metrics.h). The text
+ * exposition lives in metrics_text.c. */
 #include "host/runtime/metrics.h"
+#include "host/runtime/metrics_impl.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -7,37 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct lop_metric {
-    lop_metric_family_t *fam;
-    lop_metric_t *next; /* immutable once published */
-    uint64_t hash;      /* of the label values, to skip most string compares */
-    char **values;      /* nlabels copies */
-    _Atomic uint64_t bits;     /* counter/gauge value, or histogram sum, as double bits */
-    _Atomic int hidden;        /* set by lop_metric_remove, cleared by any use */
-    _Atomic uint64_t *counts;  /* histogram: nbuckets + 1 non-cumulative counts (+Inf last) */
-    lop_metric_fn fn;          /* guarded by fam->mu */
-    void *fn_ud;
-};
-
-struct lop_metric_family {
-    char *name;
-    char *help;
-    lop_metric_type_t type;
-    char **labels;
-    size_t nlabels;
-    double *buckets; /* finite upper bounds; +Inf implicit */
-    size_t nbuckets;
-    pthread_mutex_t mu;               /* child creation, callbacks, rendering */
-    _Atomic(lop_metric_t *) children; /* newest first; readers walk it without the lock */
-    size_t nchildren;                 /* guarded by mu */
-};
-
-struct lop_metrics {
-    pthread_mutex_t mu; /* fams, n, cap */
-    lop_metric_family_t **fams;
-    size_t n, cap;
-};
 
 /* ---------------------------------------------------------------- buckets */
 
@@ -72,24 +43,10 @@ size_t lop_metric_exp_buckets(double *out, size_t cap, double start, double fact
 
 /* ---------------------------------------------------------------- atomics on doubles */
 
-static uint64_t dbits(double d)
-{
-    uint64_t u;
-    memcpy(&u, &d, sizeof u);
-    return u;
-}
-
-static double bitsd(uint64_t u)
-{
-    double d;
-    memcpy(&d, &u, sizeof d);
-    return d;
-}
-
 static void atomic_add_double(_Atomic uint64_t *p, double v)
 {
     uint64_t old = atomic_load_explicit(p, memory_order_relaxed);
-    while (!atomic_compare_exchange_weak_explicit(p, &old, dbits(bitsd(old) + v),
+    while (!atomic_compare_exchange_weak_explicit(p, &old, lop_metric_dbits(lop_metric_bitsd(old) + v),
                                                   memory_order_relaxed, memory_order_relaxed)) {
     }
 }
@@ -222,19 +179,6 @@ lop_metric_family_t *lop_metrics_find(lop_metrics_t *r, const char *name)
     return f;
 }
 
-static const char *type_name(lop_metric_type_t t)
-{
-    switch (t) {
-    case LOP_METRIC_COUNTER:
-        return "counter";
-    case LOP_METRIC_GAUGE:
-        return "gauge";
-    case LOP_METRIC_HISTOGRAM:
-        return "histogram";
-    }
-    return "untyped";
-}
-
 /* True when the existing family f has exactly this shape. */
 static bool same_shape(const lop_metric_family_t *f, lop_metric_type_t type,
                        const char *const *labels, size_t nlabels, const double *buckets,
@@ -320,7 +264,7 @@ static lop_metric_family_t *declare(lop_metrics_t *r, lop_metric_type_t type, co
         if (!same) {
             lop_err_set(err, LOP_EINVAL, 0, NULL,
                         "metrics: %s already declared as a %s with other labels or buckets", name,
-                        type_name(f->type));
+                        lop_metric_type_name(f->type));
             return NULL;
         }
         return f;
@@ -340,6 +284,7 @@ static lop_metric_family_t *declare(lop_metrics_t *r, lop_metric_type_t type, co
     }
     pthread_mutex_init(&f->mu, NULL);
     atomic_init(&f->children, NULL);
+    f->max_children = LOP_METRIC_DEFAULT_MAX_CHILDREN;
     if (r->n == r->cap) {
         r->cap = r->cap ? 2 * r->cap : 32;
         r->fams = lop_xrealloc(r->fams, r->cap * sizeof *r->fams);
@@ -366,6 +311,15 @@ lop_metric_family_t *lop_metrics_histogram(lop_metrics_t *r, const char *name, c
                                            size_t nbuckets, lop_err_t *err)
 {
     return declare(r, LOP_METRIC_HISTOGRAM, name, help, labels, buckets, nbuckets, err);
+}
+
+void lop_metric_family_set_max_children(lop_metric_family_t *f, size_t max)
+{
+    if (!f || max == 0)
+        return;
+    pthread_mutex_lock(&f->mu);
+    f->max_children = max;
+    pthread_mutex_unlock(&f->mu);
 }
 
 lop_metric_type_t lop_metric_family_type(const lop_metric_family_t *f) { return f->type; }
@@ -435,6 +389,14 @@ lop_metric_t *lop_metric_child(lop_metric_family_t *f, const char *const *values
     }
     pthread_mutex_lock(&f->mu);
     m = lookup(f, values, h); /* another thread may have created it meanwhile */
+    if (!m && f->nchildren >= f->max_children) {
+        pthread_mutex_unlock(&f->mu);
+        lop_err_set(err, LOP_EINVAL, 0, NULL,
+                    "metrics: %s: too many label sets (limit %zu); is a label fed with unbounded "
+                    "values?",
+                    f->name, f->max_children);
+        return NULL;
+    }
     if (!m) {
         m = lop_xcalloc(1, sizeof *m);
         m->fam = f;
@@ -442,7 +404,7 @@ lop_metric_t *lop_metric_child(lop_metric_family_t *f, const char *const *values
         m->values = lop_xcalloc(f->nlabels ? f->nlabels : 1, sizeof *m->values);
         for (size_t i = 0; i < f->nlabels; i++)
             m->values[i] = lop_xstrdup(values[i]);
-        atomic_init(&m->bits, dbits(0.0));
+        atomic_init(&m->bits, lop_metric_dbits(0.0));
         atomic_init(&m->hidden, 0);
         if (f->type == LOP_METRIC_HISTOGRAM) {
             m->counts = lop_xcalloc(f->nbuckets + 1, sizeof *m->counts);
@@ -475,7 +437,7 @@ lop_rc_t lop_metric_remove(lop_metric_family_t *f, const char *const *values)
         return LOP_ENOTFOUND;
     pthread_mutex_lock(&f->mu);
     atomic_store(&m->hidden, 1);
-    atomic_store(&m->bits, dbits(0.0));
+    atomic_store(&m->bits, lop_metric_dbits(0.0));
     if (m->counts)
         for (size_t i = 0; i <= f->nbuckets; i++)
             atomic_store(&m->counts[i], 0);
@@ -503,7 +465,7 @@ lop_rc_t lop_metric_set(lop_metric_t *m, double v)
     if (!m || m->fam->type != LOP_METRIC_GAUGE)
         return LOP_EINVAL;
     unhide(m);
-    atomic_store_explicit(&m->bits, dbits(v), memory_order_relaxed);
+    atomic_store_explicit(&m->bits, lop_metric_dbits(v), memory_order_relaxed);
     return LOP_OK;
 }
 
@@ -527,22 +489,17 @@ lop_rc_t lop_metric_observe(lop_metric_t *m, double v)
     return LOP_OK;
 }
 
-static double stored_value(lop_metric_t *m)
-{
-    return bitsd(atomic_load_explicit(&m->bits, memory_order_relaxed));
-}
-
 double lop_metric_value(lop_metric_t *m)
 {
     if (!m)
         return NAN;
     if (m->fam->type != LOP_METRIC_HISTOGRAM) {
         pthread_mutex_lock(&m->fam->mu);
-        double v = m->fn ? m->fn(m->fn_ud) : stored_value(m);
+        double v = m->fn ? m->fn(m->fn_ud) : lop_metric_stored(m);
         pthread_mutex_unlock(&m->fam->mu);
         return v;
     }
-    return stored_value(m);
+    return lop_metric_stored(m);
 }
 
 uint64_t lop_metric_count(const lop_metric_t *m)
@@ -576,7 +533,7 @@ lop_rc_t lop_metric_counter_add(lop_metric_family_t *f, const char *const *value
         return LOP_EINVAL;
     if (f->type != LOP_METRIC_COUNTER)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: %s is a %s, not a counter",
-                           f->name, type_name(f->type));
+                           f->name, lop_metric_type_name(f->type));
     if (lop_metric_add(m, v) != LOP_OK)
         return lop_err_set(err, LOP_EINVAL, 0, NULL,
                            "metrics: %s: a counter only goes up (add %g refused)", f->name, v);
@@ -591,7 +548,7 @@ lop_rc_t lop_metric_gauge_set(lop_metric_family_t *f, const char *const *values,
         return LOP_EINVAL;
     if (lop_metric_set(m, v) != LOP_OK)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: %s is a %s, not a gauge", f->name,
-                           type_name(f->type));
+                           lop_metric_type_name(f->type));
     return LOP_OK;
 }
 
@@ -603,7 +560,7 @@ lop_rc_t lop_metric_gauge_add(lop_metric_family_t *f, const char *const *values,
         return LOP_EINVAL;
     if (f->type != LOP_METRIC_GAUGE)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: %s is a %s, not a gauge", f->name,
-                           type_name(f->type));
+                           lop_metric_type_name(f->type));
     if (lop_metric_add(m, v) != LOP_OK)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: %s: cannot add NaN", f->name);
     return LOP_OK;
@@ -617,165 +574,8 @@ lop_rc_t lop_metric_histogram_observe(lop_metric_family_t *f, const char *const 
         return LOP_EINVAL;
     if (f->type != LOP_METRIC_HISTOGRAM)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: %s is a %s, not a histogram",
-                           f->name, type_name(f->type));
+                           f->name, lop_metric_type_name(f->type));
     if (lop_metric_observe(m, v) != LOP_OK)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: %s: cannot observe NaN", f->name);
     return LOP_OK;
-}
-
-/* ---------------------------------------------------------------- exposition */
-
-char *lop_metric_format_value(double v, char *buf, size_t len)
-{
-    if (isnan(v)) {
-        snprintf(buf, len, "NaN");
-        return buf;
-    }
-    if (isinf(v)) {
-        snprintf(buf, len, v > 0 ? "+Inf" : "-Inf");
-        return buf;
-    }
-    if (v == 0) {
-        snprintf(buf, len, signbit(v) ? "-0" : "0");
-        return buf;
-    }
-    /* The shortest digit count that reads back exactly, laid out as Prometheus' Go clients do
-     * (exponent form when the decimal exponent is below -4 or at least 6), so le="..." strings
-     * match theirs. */
-    char tmp[64];
-    int prec = 1;
-    for (; prec < 17; prec++) {
-        snprintf(tmp, sizeof tmp, "%.*e", prec - 1, v);
-        if (strtod(tmp, NULL) == v)
-            break;
-    }
-    snprintf(tmp, sizeof tmp, "%.*e", prec - 1, v);
-    const char *e = strchr(tmp, 'e');
-    int exp10 = e ? atoi(e + 1) : 0;
-    if (exp10 < -4 || exp10 >= 6) {
-        snprintf(buf, len, "%s", tmp);
-    } else {
-        int decimals = prec - 1 - exp10;
-        snprintf(buf, len, "%.*f", decimals > 0 ? decimals : 0, v);
-    }
-    return buf;
-}
-
-static void put_escaped(lop_buf_t *out, const char *s, bool quote)
-{
-    for (const char *p = s; *p; p++) {
-        if (*p == '\\')
-            lop_buf_puts(out, "\\\\");
-        else if (*p == '\n')
-            lop_buf_puts(out, "\\n");
-        else if (quote && *p == '"')
-            lop_buf_puts(out, "\\\"");
-        else
-            lop_buf_putc(out, *p);
-    }
-}
-
-/* name{l1="v1",...[,le="x"]} value\n */
-static void put_sample(lop_buf_t *out, const lop_metric_family_t *f, const char *suffix,
-                       const lop_metric_t *m, const char *le, double v)
-{
-    char num[64];
-    lop_buf_puts(out, f->name);
-    lop_buf_puts(out, suffix);
-    if (f->nlabels || le) {
-        lop_buf_putc(out, '{');
-        for (size_t i = 0; i < f->nlabels; i++) {
-            if (i)
-                lop_buf_putc(out, ',');
-            lop_buf_puts(out, f->labels[i]);
-            lop_buf_puts(out, "=\"");
-            put_escaped(out, m->values[i], true);
-            lop_buf_putc(out, '"');
-        }
-        if (le) {
-            if (f->nlabels)
-                lop_buf_putc(out, ',');
-            lop_buf_printf(out, "le=\"%s\"", le);
-        }
-        lop_buf_putc(out, '}');
-    }
-    lop_buf_putc(out, ' ');
-    lop_buf_puts(out, lop_metric_format_value(v, num, sizeof num));
-    lop_buf_putc(out, '\n');
-}
-
-static size_t sort_nlabels; /* qsort has no context argument; set under render_mu */
-static pthread_mutex_t render_mu = PTHREAD_MUTEX_INITIALIZER;
-
-static int cmp_children(const void *a, const void *b)
-{
-    const lop_metric_t *x = *(const lop_metric_t *const *)a, *y = *(const lop_metric_t *const *)b;
-    for (size_t i = 0; i < sort_nlabels; i++) {
-        int c = strcmp(x->values[i], y->values[i]);
-        if (c)
-            return c;
-    }
-    return 0;
-}
-
-static int cmp_families(const void *a, const void *b)
-{
-    const lop_metric_family_t *x = *(const lop_metric_family_t *const *)a;
-    const lop_metric_family_t *y = *(const lop_metric_family_t *const *)b;
-    return strcmp(x->name, y->name);
-}
-
-static void render_family(lop_metric_family_t *f, lop_buf_t *out)
-{
-    lop_buf_printf(out, "# HELP %s ", f->name);
-    put_escaped(out, f->help, false);
-    lop_buf_printf(out, "\n# TYPE %s %s\n", f->name, type_name(f->type));
-
-    pthread_mutex_lock(&f->mu);
-    size_t n = 0;
-    lop_metric_t **kids = lop_xcalloc(f->nchildren ? f->nchildren : 1, sizeof *kids);
-    for (lop_metric_t *m = atomic_load(&f->children); m && n < f->nchildren; m = m->next)
-        if (!atomic_load_explicit(&m->hidden, memory_order_relaxed))
-            kids[n++] = m;
-    sort_nlabels = f->nlabels;
-    qsort(kids, n, sizeof *kids, cmp_children);
-    for (size_t k = 0; k < n; k++) {
-        lop_metric_t *m = kids[k];
-        if (f->type != LOP_METRIC_HISTOGRAM) {
-            put_sample(out, f, "", m, NULL, m->fn ? m->fn(m->fn_ud) : stored_value(m));
-            continue;
-        }
-        uint64_t cum = 0;
-        char le[64];
-        for (size_t b = 0; b < f->nbuckets; b++) {
-            cum += atomic_load_explicit(&m->counts[b], memory_order_relaxed);
-            put_sample(out, f, "_bucket", m, lop_metric_format_value(f->buckets[b], le, sizeof le),
-                       (double)cum);
-        }
-        cum += atomic_load_explicit(&m->counts[f->nbuckets], memory_order_relaxed);
-        put_sample(out, f, "_bucket", m, "+Inf", (double)cum);
-        put_sample(out, f, "_sum", m, NULL, stored_value(m));
-        put_sample(out, f, "_count", m, NULL, (double)cum);
-    }
-    pthread_mutex_unlock(&f->mu);
-    free(kids);
-}
-
-void lop_metrics_render(lop_metrics_t *r, lop_buf_t *out)
-{
-    if (!r || !out)
-        return;
-    pthread_mutex_lock(&render_mu);
-    pthread_mutex_lock(&r->mu);
-    lop_metric_family_t **fams = lop_xcalloc(r->n ? r->n : 1, sizeof *fams);
-    size_t n = r->n;
-    if (n)
-        memcpy(fams, r->fams, n * sizeof *fams);
-    pthread_mutex_unlock(&r->mu);
-    /* Families are never removed before lop_metrics_free, so the copied pointers stay valid. */
-    qsort(fams, n, sizeof *fams, cmp_families);
-    for (size_t i = 0; i < n; i++)
-        render_family(fams[i], out);
-    free(fams);
-    pthread_mutex_unlock(&render_mu);
 }

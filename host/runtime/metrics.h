@@ -45,6 +45,9 @@ typedef struct lop_metric lop_metric_t;
 #define LOP_METRIC_MAX_BUCKETS 64
 #define LOP_METRIC_MAX_NAME 128
 #define LOP_METRIC_MAX_LABEL_VALUE 1024
+/* Default cap on children per family, so a label fed with unbounded values (an object name, a
+ * request path) cannot grow memory without limit; see lop_metric_family_set_max_children. */
+#define LOP_METRIC_DEFAULT_MAX_CHILDREN 10000
 
 /* ---------------------------------------------------------------- registry */
 
@@ -74,6 +77,10 @@ lop_metric_family_t *lop_metrics_histogram(lop_metrics_t *r, const char *name, c
 /* The family declared under name, or NULL. Borrowed until lop_metrics_free. */
 lop_metric_family_t *lop_metrics_find(lop_metrics_t *r, const char *name);
 
+/* Change the family's cap on children (>= 1). Creating a child past it fails with LOP_EINVAL
+ * ("too many label sets"); existing children keep working. */
+void lop_metric_family_set_max_children(lop_metric_family_t *f, size_t max);
+
 /* Accessors (never fail on a valid family). Strings are borrowed until lop_metrics_free. */
 lop_metric_type_t lop_metric_family_type(const lop_metric_family_t *f);
 const char *lop_metric_family_name(const lop_metric_family_t *f);
@@ -94,7 +101,8 @@ void lop_metrics_render(lop_metrics_t *r, lop_buf_t *out);
  * The child for the given label values (an array of exactly nlabels strings in declaration
  * order; NULL when the family has no labels), created on first use. Values are copied; they must
  * be valid UTF-8 of at most LOP_METRIC_MAX_LABEL_VALUE bytes. Returns NULL with err set
- * (LOP_EINVAL) on a NULL value or invalid UTF-8. The child is borrowed until lop_metrics_free.
+ * (LOP_EINVAL) on a NULL value, invalid UTF-8, or when the family already has its maximum
+ * number of children. The child is borrowed until lop_metrics_free.
  */
 lop_metric_t *lop_metric_child(lop_metric_family_t *f, const char *const *values, lop_err_t *err);
 

@@ -136,3 +136,62 @@ lop_rc_t lop_metrics_std_set_active_version(lop_metrics_std_t *std, const char *
     }
     return LOP_OK;
 }
+
+const char *lop_metrics_result_name(lop_metrics_result_t r)
+{
+    switch (r) {
+    case LOP_METRICS_RESULT_SUCCESS:
+        return "success";
+    case LOP_METRICS_RESULT_ERROR:
+        return "error";
+    case LOP_METRICS_RESULT_REQUEUE:
+        return "requeue";
+    case LOP_METRICS_RESULT_REQUEUE_AFTER:
+        return "requeue_after";
+    case LOP_METRICS_RESULT_COUNT_:
+        break;
+    }
+    return "unknown";
+}
+
+lop_rc_t lop_metrics_std_controller(const lop_metrics_std_t *std, const char *controller,
+                                    lop_metrics_controller_t *out, lop_err_t *err)
+{
+    if (!std || !std->reconcile_total || !controller || !out)
+        return lop_err_set(err, LOP_EINVAL, 0, NULL,
+                           "metrics: controller children need an initialised std and a name");
+    memset(out, 0, sizeof *out);
+    const char *v[] = {controller};
+    for (int r = 0; r < LOP_METRICS_RESULT_COUNT_; r++) {
+        const char *vr[] = {controller, lop_metrics_result_name((lop_metrics_result_t)r)};
+        if (!(out->reconcile_total[r] = lop_metric_child(std->reconcile_total, vr, err)))
+            return LOP_EINVAL;
+    }
+    if (!(out->reconcile_errors = lop_metric_child(std->reconcile_errors_total, v, err)) ||
+        !(out->terminal_errors = lop_metric_child(std->terminal_reconcile_errors_total, v, err)) ||
+        !(out->reconcile_time = lop_metric_child(std->reconcile_time, v, err)) ||
+        !(out->max_concurrent = lop_metric_child(std->max_concurrent_reconciles, v, err)) ||
+        !(out->active_workers = lop_metric_child(std->active_workers, v, err)) ||
+        !(out->timeouts = lop_metric_child(std->reconcile_timeouts_total, v, err)))
+        return LOP_EINVAL;
+    return LOP_OK;
+}
+
+lop_rc_t lop_metrics_std_queue(const lop_metrics_std_t *std, const char *name,
+                               lop_metrics_queue_t *out, lop_err_t *err)
+{
+    if (!std || !std->wq_depth || !name || !out)
+        return lop_err_set(err, LOP_EINVAL, 0, NULL,
+                           "metrics: queue children need an initialised std and a name");
+    memset(out, 0, sizeof *out);
+    const char *v[] = {name};
+    if (!(out->depth = lop_metric_child(std->wq_depth, v, err)) ||
+        !(out->adds = lop_metric_child(std->wq_adds_total, v, err)) ||
+        !(out->queue_duration = lop_metric_child(std->wq_queue_duration, v, err)) ||
+        !(out->work_duration = lop_metric_child(std->wq_work_duration, v, err)) ||
+        !(out->retries = lop_metric_child(std->wq_retries_total, v, err)) ||
+        !(out->unfinished_work = lop_metric_child(std->wq_unfinished_work, v, err)) ||
+        !(out->longest_running = lop_metric_child(std->wq_longest_running, v, err)))
+        return LOP_EINVAL;
+    return LOP_OK;
+}

@@ -97,4 +97,50 @@ lop_rc_t lop_metrics_std_init(lop_metrics_std_t *std, lop_metrics_t *r, lop_err_
 lop_rc_t lop_metrics_std_set_active_version(lop_metrics_std_t *std, const char *old_version,
                                             const char *new_version, lop_err_t *err);
 
+/*
+ * The children one controller updates, looked up once (the pointers stay valid until the
+ * registry is freed). reconcile_total is indexed by lop_metrics_result_t.
+ */
+typedef enum lop_metrics_result {
+    LOP_METRICS_RESULT_SUCCESS = 0,
+    LOP_METRICS_RESULT_ERROR,
+    LOP_METRICS_RESULT_REQUEUE,
+    LOP_METRICS_RESULT_REQUEUE_AFTER,
+    LOP_METRICS_RESULT_COUNT_,
+} lop_metrics_result_t;
+
+/* The controller-runtime label value of a result: "success", "error", "requeue", "requeue_after". */
+const char *lop_metrics_result_name(lop_metrics_result_t r);
+
+typedef struct lop_metrics_controller {
+    lop_metric_t *reconcile_total[LOP_METRICS_RESULT_COUNT_];
+    lop_metric_t *reconcile_errors;
+    lop_metric_t *terminal_errors;
+    lop_metric_t *reconcile_time;
+    lop_metric_t *max_concurrent;
+    lop_metric_t *active_workers;
+    lop_metric_t *timeouts;
+} lop_metrics_controller_t;
+
+/* The children of one workqueue (label name = the queue's name, usually the controller's). */
+typedef struct lop_metrics_queue {
+    lop_metric_t *depth;
+    lop_metric_t *adds;
+    lop_metric_t *queue_duration;
+    lop_metric_t *work_duration;
+    lop_metric_t *retries;
+    lop_metric_t *unfinished_work;
+    lop_metric_t *longest_running;
+} lop_metrics_queue_t;
+
+/*
+ * Create (or find) the children for controller / queue name, all at 0 so dashboards see the
+ * series before the first event (as controller-runtime does). LOP_EINVAL with err set for an
+ * invalid name (not UTF-8, too long) or when std was not initialised.
+ */
+lop_rc_t lop_metrics_std_controller(const lop_metrics_std_t *std, const char *controller,
+                                    lop_metrics_controller_t *out, lop_err_t *err);
+lop_rc_t lop_metrics_std_queue(const lop_metrics_std_t *std, const char *name,
+                               lop_metrics_queue_t *out, lop_err_t *err);
+
 #endif

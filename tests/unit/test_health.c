@@ -146,8 +146,51 @@ static void test_add_remove_and_bad_names(void)
     lop_health_free(h);
 }
 
+static void test_heartbeat_fails_when_beats_stop(void)
+{
+    lop_fake_clock_t fc;
+    lop_fake_clock_init(&fc, 0);
+    lop_health_heartbeat_t hb;
+    lop_health_heartbeat_init(&hb, &fc.base, 10 * LOP_NS_PER_S, "event loop");
+    lop_health_t *h = lop_health_new();
+    T_EQ_INT(lop_health_add(h, LOP_HEALTHZ, "event-loop", lop_health_heartbeat_check, &hb, NULL), LOP_OK);
+    T_EQ_INT(run(h, LOP_HEALTHZ, NULL, false, NULL, 0).status, 200);
+    lop_fake_clock_step(&fc, 10 * LOP_NS_PER_S); /* exactly at the limit: still healthy */
+    T_EQ_INT(run(h, LOP_HEALTHZ, NULL, false, NULL, 0).status, 200);
+    lop_fake_clock_step(&fc, 2500 * LOP_NS_PER_MS);
+    answer_t a = run(h, LOP_HEALTHZ, NULL, false, NULL, 0);
+    T_EQ_INT(a.status, 500);
+    T_EQ_STR(a.body, "[+]ping ok\n[-]event-loop failed: event loop last beat 12.5s ago (limit 10.0s)\n"
+                     "healthz check failed\n");
+    lop_health_heartbeat_beat(&hb); /* the loop runs again */
+    T_EQ_INT(run(h, LOP_HEALTHZ, NULL, false, NULL, 0).status, 200);
+    lop_health_free(h);
+}
+
+static void test_flag_reports_its_reason_until_set(void)
+{
+    lop_health_flag_t f;
+    lop_health_flag_init(&f, false, "no script set loaded yet");
+    lop_health_t *h = lop_health_new();
+    T_EQ_INT(lop_health_add(h, LOP_READYZ, "scripts", lop_health_flag_check, &f, NULL), LOP_OK);
+    answer_t a = run(h, LOP_READYZ, "scripts", false, NULL, 0);
+    T_EQ_INT(a.status, 500);
+    T_EQ_STR(a.body, "internal server error: no script set loaded yet\n");
+    lop_health_flag_set(&f, true, NULL);
+    a = run(h, LOP_READYZ, "scripts", false, NULL, 0);
+    T_EQ_INT(a.status, 200);
+    lop_health_flag_set(&f, false, "first load failed: main.lua:3: syntax error");
+    a = run(h, LOP_READYZ, NULL, false, NULL, 0);
+    T_EQ_STR(a.body, "[-]scripts failed: first load failed: main.lua:3: syntax error\n"
+                     "readyz check failed\n");
+    lop_health_free(h);
+    lop_health_flag_cleanup(&f);
+}
+
 int main(void)
 {
+    T_RUN(test_heartbeat_fails_when_beats_stop);
+    T_RUN(test_flag_reports_its_reason_until_set);
     T_RUN(test_healthz_has_ping_and_says_ok);
     T_RUN(test_readyz_verbose_lists_each_check_in_order);
     T_RUN(test_single_check_and_unknown_name);

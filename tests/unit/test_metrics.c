@@ -508,8 +508,65 @@ static void test_standard_families(void)
     lop_metrics_free(r);
 }
 
+static void test_controller_and_queue_children_start_at_zero(void)
+{
+    lop_metrics_t *r = lop_metrics_new();
+    lop_metrics_std_t std;
+    lop_metrics_controller_t c;
+    lop_metrics_queue_t q;
+    T_EQ_INT(lop_metrics_std_init(&std, r, NULL), LOP_OK);
+    T_EQ_INT(lop_metrics_std_controller(&std, "memcached", &c, NULL), LOP_OK);
+    T_EQ_INT(lop_metrics_std_queue(&std, "memcached", &q, NULL), LOP_OK);
+    render(r, &ps);
+    /* Every series exists (at 0) before the first reconcile, as dashboards expect. */
+    static const char *const results[] = {"success", "error", "requeue", "requeue_after"};
+    for (int i = 0; i < 4; i++)
+        T_CHECK(get(&ps, "controller_runtime_reconcile_total", "controller", "memcached", "result",
+                    results[i], NULL) == 0);
+    T_CHECK(get(&ps, "controller_runtime_reconcile_time_seconds_count", "controller", "memcached", NULL) == 0);
+    T_CHECK(get(&ps, "workqueue_depth", "name", "memcached", NULL) == 0);
+    T_CHECK(get(&ps, "luaop_reconcile_timeouts_total", "controller", "memcached", NULL) == 0);
+
+    lop_metric_inc(c.reconcile_total[LOP_METRICS_RESULT_REQUEUE_AFTER]);
+    lop_metric_set(c.max_concurrent, 4);
+    lop_metric_inc(q.adds);
+    lop_metric_observe(q.work_duration, 0.02);
+    render(r, &ps);
+    T_CHECK(get(&ps, "controller_runtime_reconcile_total", "controller", "memcached", "result",
+                "requeue_after", NULL) == 1);
+    T_CHECK(get(&ps, "controller_runtime_max_concurrent_reconciles", "controller", "memcached", NULL) == 4);
+    T_CHECK(get(&ps, "workqueue_adds_total", "name", "memcached", NULL) == 1);
+    T_CHECK(get(&ps, "workqueue_work_duration_seconds_bucket", "name", "memcached", "le", "0.01", NULL) == 0);
+    T_CHECK(get(&ps, "workqueue_work_duration_seconds_bucket", "name", "memcached", "le", "0.1", NULL) == 1);
+
+    lop_err_t err;
+    T_EQ_INT(lop_metrics_std_controller(&std, "\xc3", &c, &err), LOP_EINVAL);
+    T_EQ_INT(lop_metrics_std_queue(&std, NULL, &q, &err), LOP_EINVAL);
+    lop_metrics_free(r);
+}
+
+static void test_children_are_capped(void)
+{
+    lop_metrics_t *r = lop_metrics_new();
+    lop_metric_family_t *c = lop_metrics_counter(r, "per_object_total", "", (const char *[]){"obj", NULL}, NULL);
+    lop_metric_family_set_max_children(c, 3);
+    lop_err_t err;
+    T_EQ_INT(lop_metric_counter_add(c, (const char *[]){"a"}, 1, &err), LOP_OK);
+    T_EQ_INT(lop_metric_counter_add(c, (const char *[]){"b"}, 1, &err), LOP_OK);
+    T_EQ_INT(lop_metric_counter_add(c, (const char *[]){"c"}, 1, &err), LOP_OK);
+    T_EQ_INT(lop_metric_counter_add(c, (const char *[]){"d"}, 1, &err), LOP_EINVAL);
+    T_CHECK(strstr(err.message, "too many label sets") != NULL);
+    T_EQ_INT(lop_metric_counter_add(c, (const char *[]){"a"}, 1, &err), LOP_OK); /* existing ok */
+    render(r, &ps);
+    T_EQ_INT(ps.n, 3);
+    T_CHECK(get(&ps, "per_object_total", "obj", "a", NULL) == 2);
+    lop_metrics_free(r);
+}
+
 int main(void)
 {
+    T_RUN(test_controller_and_queue_children_start_at_zero);
+    T_RUN(test_children_are_capped);
     T_RUN(test_counter_and_gauge_exposition);
     T_RUN(test_family_without_children_prints_help_and_type);
     T_RUN(test_label_value_and_help_escaping);
