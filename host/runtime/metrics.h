@@ -92,6 +92,8 @@ size_t lop_metric_family_nlabels(const lop_metric_family_t *f);
  * with # HELP and # TYPE lines, children sorted by label values; histograms as cumulative
  * _bucket{le=...} lines ending with le="+Inf", then _sum and _count. Families without any child
  * print only HELP and TYPE. Gauge callbacks are evaluated here, on the calling thread.
+ * A histogram's _count always equals its +Inf bucket; its _sum may miss observations made while
+ * the scrape ran (they show up in the next scrape). Several threads may render at once.
  */
 void lop_metrics_render(lop_metrics_t *r, lop_buf_t *out);
 

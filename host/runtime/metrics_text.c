@@ -86,13 +86,12 @@ static void put_sample(lop_buf_t *out, const lop_metric_family_t *f, const char 
     lop_buf_putc(out, '\n');
 }
 
-static size_t sort_nlabels; /* qsort has no context argument; set under render_mu */
-static pthread_mutex_t render_mu = PTHREAD_MUTEX_INITIALIZER;
-
-static int cmp_children(const void *a, const void *b)
+/* qsort_r comparator: ctx points at the family's label count. */
+static int cmp_children(const void *a, const void *b, void *ctx)
 {
     const lop_metric_t *x = *(const lop_metric_t *const *)a, *y = *(const lop_metric_t *const *)b;
-    for (size_t i = 0; i < sort_nlabels; i++) {
+    size_t nlabels = *(const size_t *)ctx;
+    for (size_t i = 0; i < nlabels; i++) {
         int c = strcmp(x->values[i], y->values[i]);
         if (c)
             return c;
@@ -119,8 +118,7 @@ static void render_family(lop_metric_family_t *f, lop_buf_t *out)
     for (lop_metric_t *m = atomic_load(&f->children); m && n < f->nchildren; m = m->next)
         if (!atomic_load_explicit(&m->hidden, memory_order_relaxed))
             kids[n++] = m;
-    sort_nlabels = f->nlabels;
-    qsort(kids, n, sizeof *kids, cmp_children);
+    qsort_r(kids, n, sizeof *kids, cmp_children, &f->nlabels);
     for (size_t k = 0; k < n; k++) {
         lop_metric_t *m = kids[k];
         if (f->type != LOP_METRIC_HISTOGRAM) {
@@ -147,7 +145,6 @@ void lop_metrics_render(lop_metrics_t *r, lop_buf_t *out)
 {
     if (!r || !out)
         return;
-    pthread_mutex_lock(&render_mu);
     pthread_mutex_lock(&r->mu);
     lop_metric_family_t **fams = lop_xcalloc(r->n ? r->n : 1, sizeof *fams);
     size_t n = r->n;
@@ -159,5 +156,4 @@ void lop_metrics_render(lop_metrics_t *r, lop_buf_t *out)
     for (size_t i = 0; i < n; i++)
         render_family(fams[i], out);
     free(fams);
-    pthread_mutex_unlock(&render_mu);
 }
