@@ -389,9 +389,10 @@ static int cmp_cstr(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* Members of a node first, then its children's members, each pass in sorted order (the order the
+ * API server lists conflicts in). */
 static void paths_rec(const json_t *set, lop_buf_t *prefix, json_t *out)
 {
-    if (is_member(set)) json_array_append_new(out, json_string(prefix->len ? prefix->data : ""));
     size_t n = json_object_size(set), m = 0;
     const char **keys = lop_xcalloc(n + 1, sizeof *keys);
     const char *k;
@@ -399,12 +400,16 @@ static void paths_rec(const json_t *set, lop_buf_t *prefix, json_t *out)
     json_object_foreach((json_t *)set, k, v)
         if (strcmp(k, ".") != 0) keys[m++] = k;
     qsort(keys, m, sizeof *keys, cmp_cstr);
-    for (size_t i = 0; i < m; i++) {
-        size_t len = prefix->len;
-        put_element(prefix, keys[i]);
-        paths_rec(json_object_get(set, keys[i]), prefix, out);
-        prefix->len = len;
-        prefix->data[len] = '\0';
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < m; i++) {
+            const json_t *child = json_object_get(set, keys[i]);
+            size_t len = prefix->len;
+            put_element(prefix, keys[i]);
+            if (pass == 0 && is_member(child)) json_array_append_new(out, json_string(prefix->data));
+            if (pass == 1) paths_rec(child, prefix, out);
+            prefix->len = len;
+            prefix->data[len] = '\0';
+        }
     }
     free(keys);
 }
