@@ -25,7 +25,9 @@ typedef struct lop_informer lop_informer_t;
 
 typedef struct lop_informer_config {
     const char *name;         /* for logs; copied */
-    const lop_listwatch_t *lw; /* copied; its ud becomes the informer's (freed by lop_informer_free) */
+    const lop_listwatch_t *lw; /* copied; its ud becomes the informer's (lw->free(ud) runs in
+                                * lop_informer_free). For lop_rest_listwatch_new's result: pass
+                                * it, then free() the struct only (not lop_rest_listwatch_free). */
     const lop_clock_t *clock; /* borrowed; NULL = system clock */
     int obj_flags;            /* lop_obj_new flags */
     long page_size;           /* 0 = 500 */
