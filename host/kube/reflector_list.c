@@ -169,7 +169,11 @@ lop_rc_t lop_reflector_do_list(lop_reflector_t *r, lop_err_t *err)
         o = (lop_list_opts_t){NULL, NULL, o.limit ? o.limit : r->page_size, token}; /* E.15: no RV */
     }
     if (rc == LOP_OK) {
+        if (r->dlock)
+            pthread_mutex_lock(r->dlock);
         lop_store_replace(r->store, ov.v, ov.n, deliver, r);
+        if (r->dlock)
+            pthread_mutex_unlock(r->dlock);
         lop_reflector_set_rv(r, rv);
         r->rv_unavailable = false;
         atomic_store(&r->synced, true);
