@@ -6,6 +6,7 @@
 #include "bindings/engine_lua.h"
 
 #include "bindings/core_clock.h"
+#include "bindings/core_selector.h"
 #include "bindings/engine_internal.h"
 #include "bindings/json_codec.h"
 
@@ -116,6 +117,8 @@ static int load_fn(lua_State *L)
     int core = lua_gettop(L);
     lop_lua_json_open(L);
     lua_setfield(L, core, "json");
+    lop_lua_selector_open(L);
+    lua_setfield(L, core, "selector");
     lop_lua_clock_register(L, core, vm->lvm.clock);
     lop_lua_core_host_register(L, core);
     lua_pushboolean(L, 1);
