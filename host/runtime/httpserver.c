@@ -149,6 +149,32 @@ static void free_query(probe_query_t *pq)
         free(pq->exclude[i]);
 }
 
+/* Log a failed probe with its reasons: the "[-]" lines of a listing, or a single check's text. */
+static void log_failure(lop_health_kind_t kind, const char *only, const char *body)
+{
+    lop_buf_t why = LOP_BUF_INIT;
+    if (only) {
+        const char *p = strstr(body, ": ");
+        lop_buf_puts(&why, p ? p + 2 : body);
+    } else {
+        for (const char *p = body; *p;) {
+            const char *nl = strchr(p, '\n');
+            size_t len = nl ? (size_t)(nl - p) : strlen(p);
+            if (len > 3 && strncmp(p, "[-]", 3) == 0) {
+                if (why.len)
+                    lop_buf_puts(&why, "; ");
+                lop_buf_append(&why, p + 3, len - 3);
+            }
+            p += len + (nl ? 1 : 0);
+        }
+    }
+    while (why.len && why.data[why.len - 1] == '\n')
+        why.data[--why.len] = '\0';
+    lop_log(LOP_LOG_INFO, "probe failed", "probe", lop_health_kind_name(kind), "check",
+            only ? only : "", "failures", why.data ? why.data : "", NULL);
+    lop_buf_free(&why);
+}
+
 /* path is "/healthz..." or "/readyz...": rest is what follows the prefix. */
 static void serve_probe(lop_httpserver_t *s, struct evhttp_request *req, lop_health_kind_t kind,
                         const char *rest, const char *query)
@@ -165,10 +191,8 @@ static void serve_probe(lop_httpserver_t *s, struct evhttp_request *req, lop_hea
     lop_buf_t body = LOP_BUF_INIT;
     int status = lop_health_run(s->health, kind, only, pq.verbose,
                                 (const char *const *)pq.exclude, pq.nexclude, &body);
-    if (status == 500) {
-        lop_log(LOP_LOG_INFO, "probe failed", "probe", lop_health_kind_name(kind), "check",
-                only ? only : "", NULL);
-    }
+    if (status == 500)
+        log_failure(kind, only, body.data ? body.data : "");
     reply(req, status, "text/plain; charset=utf-8", body.data ? body.data : "", body.len);
     lop_buf_free(&body);
     free_query(&pq);

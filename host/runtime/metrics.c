@@ -41,6 +41,15 @@ size_t lop_metric_exp_buckets(double *out, size_t cap, double start, double fact
     return count;
 }
 
+size_t lop_metric_linear_buckets(double *out, size_t cap, double start, double width, size_t count)
+{
+    if (!out || count == 0 || count > cap || !(width > 0) || !isfinite(start) || !isfinite(width))
+        return 0;
+    for (size_t i = 0; i < count; i++)
+        out[i] = start + (double)i * width;
+    return count;
+}
+
 /* ---------------------------------------------------------------- atomics on doubles */
 
 static void atomic_add_double(_Atomic uint64_t *p, double v)

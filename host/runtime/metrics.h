@@ -171,6 +171,10 @@ extern const size_t lop_metric_rest_buckets_len;
  */
 size_t lop_metric_exp_buckets(double *out, size_t cap, double start, double factor, size_t count);
 
+/* Fill out[0..count) with start, start+width, ... Returns count, or 0 when width <= 0, count is 0
+ * or > cap, or an argument is not finite. */
+size_t lop_metric_linear_buckets(double *out, size_t cap, double start, double width, size_t count);
+
 /* Format v as Prometheus does (shortest round-trip form, "+Inf", "-Inf", "NaN"). buf >= 32. */
 char *lop_metric_format_value(double v, char *buf, size_t len);
 

@@ -33,6 +33,9 @@ static const std_def_t defs[] = {
      "controller_runtime_terminal_reconcile_errors_total",
      "Reconciliations per controller that returned a terminal (not retried) error.", L_CONTROLLER,
      0},
+    {F(reconcile_panics_total), LOP_METRIC_COUNTER, "controller_runtime_reconcile_panics_total",
+     "Reconciliations per controller that raised instead of returning (Lua errors).",
+     L_CONTROLLER, 0},
     {F(reconcile_time), LOP_METRIC_HISTOGRAM, "controller_runtime_reconcile_time_seconds",
      "Time spent in each reconciliation, per controller, in seconds.", L_CONTROLLER, 1},
     {F(max_concurrent_reconciles), LOP_METRIC_GAUGE, "controller_runtime_max_concurrent_reconciles",
@@ -169,6 +172,7 @@ lop_rc_t lop_metrics_std_controller(const lop_metrics_std_t *std, const char *co
     }
     if (!(out->reconcile_errors = lop_metric_child(std->reconcile_errors_total, v, err)) ||
         !(out->terminal_errors = lop_metric_child(std->terminal_reconcile_errors_total, v, err)) ||
+        !(out->panics = lop_metric_child(std->reconcile_panics_total, v, err)) ||
         !(out->reconcile_time = lop_metric_child(std->reconcile_time, v, err)) ||
         !(out->max_concurrent = lop_metric_child(std->max_concurrent_reconciles, v, err)) ||
         !(out->active_workers = lop_metric_child(std->active_workers, v, err)) ||

@@ -11,6 +11,8 @@
  *     result is one of "success", "error", "requeue", "requeue_after" (as controller-runtime)
  *   controller_runtime_reconcile_errors_total          {controller}          counter
  *   controller_runtime_terminal_reconcile_errors_total {controller}          counter
+ *   controller_runtime_reconcile_panics_total          {controller}          counter (a reconcile that
+ *                                                                            raised, as Go counts panics)
  *   controller_runtime_reconcile_time_seconds          {controller}          histogram (0.005…60 s)
  *   controller_runtime_max_concurrent_reconciles       {controller}          gauge
  *   controller_runtime_active_workers                  {controller}          gauge
@@ -51,6 +53,7 @@ typedef struct lop_metrics_std {
     lop_metric_family_t *reconcile_total;
     lop_metric_family_t *reconcile_errors_total;
     lop_metric_family_t *terminal_reconcile_errors_total;
+    lop_metric_family_t *reconcile_panics_total;
     lop_metric_family_t *reconcile_time;
     lop_metric_family_t *max_concurrent_reconciles;
     lop_metric_family_t *active_workers;
@@ -116,6 +119,7 @@ typedef struct lop_metrics_controller {
     lop_metric_t *reconcile_total[LOP_METRICS_RESULT_COUNT_];
     lop_metric_t *reconcile_errors;
     lop_metric_t *terminal_errors;
+    lop_metric_t *panics;
     lop_metric_t *reconcile_time;
     lop_metric_t *max_concurrent;
     lop_metric_t *active_workers;

@@ -271,6 +271,21 @@ static void test_value_formatting(void)
     T_EQ_STR(lop_metric_format_value(-INFINITY, buf, sizeof buf), "-Inf");
     T_EQ_STR(lop_metric_format_value(NAN, buf, sizeof buf), "NaN");
     T_EQ_STR(lop_metric_format_value(0.1 + 0.2, buf, sizeof buf), "0.30000000000000004");
+    T_EQ_STR(lop_metric_format_value(1234567, buf, sizeof buf), "1.234567e+06");
+}
+
+static void test_bucket_helpers(void)
+{
+    double b[8];
+    T_EQ_INT(lop_metric_exp_buckets(b, 8, 0.001, 2, 4), 4);
+    T_CHECK(b[0] == 0.001 && b[3] == 0.008);
+    T_EQ_INT(lop_metric_exp_buckets(b, 8, 0, 2, 4), 0);
+    T_EQ_INT(lop_metric_exp_buckets(b, 8, 1, 1, 4), 0);
+    T_EQ_INT(lop_metric_exp_buckets(b, 8, 1, 2, 9), 0);
+    T_EQ_INT(lop_metric_linear_buckets(b, 8, 0.5, 0.5, 3), 3);
+    T_CHECK(b[0] == 0.5 && b[1] == 1 && b[2] == 1.5);
+    T_EQ_INT(lop_metric_linear_buckets(b, 8, 0, -1, 3), 0);
+    T_EQ_INT(lop_metric_linear_buckets(b, 8, NAN, 1, 3), 0);
 }
 
 static double fake_depth;
@@ -449,6 +464,7 @@ static void test_standard_families(void)
         "controller_runtime_active_workers gauge",
         "controller_runtime_max_concurrent_reconciles gauge",
         "controller_runtime_reconcile_errors_total counter",
+        "controller_runtime_reconcile_panics_total counter",
         "controller_runtime_reconcile_time_seconds histogram",
         "controller_runtime_reconcile_total counter",
         "controller_runtime_terminal_reconcile_errors_total counter",
@@ -526,6 +542,8 @@ static void test_controller_and_queue_children_start_at_zero(void)
     T_CHECK(get(&ps, "controller_runtime_reconcile_time_seconds_count", "controller", "memcached", NULL) == 0);
     T_CHECK(get(&ps, "workqueue_depth", "name", "memcached", NULL) == 0);
     T_CHECK(get(&ps, "luaop_reconcile_timeouts_total", "controller", "memcached", NULL) == 0);
+    T_CHECK(get(&ps, "controller_runtime_reconcile_panics_total", "controller", "memcached", NULL) == 0);
+    T_CHECK(get(&ps, "workqueue_longest_running_processor_seconds", "name", "memcached", NULL) == 0);
 
     lop_metric_inc(c.reconcile_total[LOP_METRICS_RESULT_REQUEUE_AFTER]);
     lop_metric_set(c.max_concurrent, 4);
@@ -572,6 +590,7 @@ int main(void)
     T_RUN(test_label_value_and_help_escaping);
     T_RUN(test_histogram_buckets_sum_count);
     T_RUN(test_value_formatting);
+    T_RUN(test_bucket_helpers);
     T_RUN(test_gauge_callback_evaluated_at_scrape);
     T_RUN(test_remove_hides_child_until_reused);
     T_RUN(test_bad_input_is_refused_with_reason);
