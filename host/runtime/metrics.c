@@ -534,6 +534,20 @@ lop_rc_t lop_metric_set_fn(lop_metric_t *m, lop_metric_fn fn, void *ud)
     return LOP_OK;
 }
 
+bool lop_metric_clear_fn_if(lop_metric_t *m, const void *ud)
+{
+    if (!m)
+        return false;
+    pthread_mutex_lock(&m->fam->mu);
+    bool match = m->fn && m->fn_ud == ud;
+    if (match) {
+        m->fn = NULL;
+        m->fn_ud = NULL;
+    }
+    pthread_mutex_unlock(&m->fam->mu);
+    return match;
+}
+
 lop_rc_t lop_metric_counter_add(lop_metric_family_t *f, const char *const *values, double v,
                                 lop_err_t *err)
 {

@@ -138,6 +138,10 @@ uint64_t lop_metric_count(const lop_metric_t *m);
  */
 typedef double (*lop_metric_fn)(void *ud);
 lop_rc_t lop_metric_set_fn(lop_metric_t *m, lop_metric_fn fn, void *ud);
+/* Clear the callback only if it is still the one installed with this ud (so a component being
+ * torn down cannot unhook its replacement). Returns true when it cleared. Same guarantee as
+ * lop_metric_set_fn(m, NULL, NULL) once it returns. */
+bool lop_metric_clear_fn_if(lop_metric_t *m, const void *ud);
 
 /* ---------------------------------------------------------------- by label values (for bindings) */
 
