@@ -47,7 +47,8 @@ int lop_httpserver_port(const lop_httpserver_t *s);
 
 /* Stop serving, join the thread and close the listening socket (later connections are refused).
  * Idempotent; safe from any thread except the server's own (i.e. not from a health check or gauge
- * callback). In-flight requests are dropped. NULL ok. */
+ * callback) — but not from a signal handler (it locks and joins). In-flight requests are dropped.
+ * NULL ok. */
 void lop_httpserver_stop(lop_httpserver_t *s);
 
 /* Stop (if still running) and free. NULL ok. */

@@ -364,6 +364,12 @@ static lop_metric_t *lookup(lop_metric_family_t *f, const char *const *values, u
     return NULL;
 }
 
+static void unhide(lop_metric_t *m)
+{
+    if (atomic_load_explicit(&m->hidden, memory_order_relaxed))
+        atomic_store_explicit(&m->hidden, 0, memory_order_relaxed);
+}
+
 lop_metric_t *lop_metric_child(lop_metric_family_t *f, const char *const *values, lop_err_t *err)
 {
     if (!f) {
@@ -384,8 +390,10 @@ lop_metric_t *lop_metric_child(lop_metric_family_t *f, const char *const *values
     }
     uint64_t h = values_hash(values, f->nlabels);
     lop_metric_t *m = lookup(f, values, h);
-    if (m)
+    if (m) {
+        unhide(m);
         return m;
+    }
 
     for (size_t i = 0; i < f->nlabels; i++) {
         size_t n = strlen(values[i]);
@@ -426,12 +434,6 @@ lop_metric_t *lop_metric_child(lop_metric_family_t *f, const char *const *values
     }
     pthread_mutex_unlock(&f->mu);
     return m;
-}
-
-static void unhide(lop_metric_t *m)
-{
-    if (atomic_load_explicit(&m->hidden, memory_order_relaxed))
-        atomic_store_explicit(&m->hidden, 0, memory_order_relaxed);
 }
 
 lop_rc_t lop_metric_remove(lop_metric_family_t *f, const char *const *values)

@@ -328,6 +328,11 @@ static void test_remove_hides_child_until_reused(void)
     T_CHECK(get(&ps, "luaop_script_active_version", "version", "aaaa", NULL) == 1);
     T_CHECK(isnan(get(&ps, "luaop_script_active_version", "version", "bbbb", NULL)));
     T_EQ_INT(lop_metric_remove(std.script_active_version, (const char *[]){"never"}), LOP_ENOTFOUND);
+    /* Asking for a removed child again shows it (at 0). */
+    T_EQ_INT(lop_metric_remove(std.script_active_version, (const char *[]){"aaaa"}), LOP_OK);
+    T_CHECK(lop_metric_child(std.script_active_version, (const char *[]){"aaaa"}, NULL) != NULL);
+    render(r, &ps);
+    T_CHECK(get(&ps, "luaop_script_active_version", "version", "aaaa", NULL) == 0);
     lop_metrics_free(r);
 }
 
