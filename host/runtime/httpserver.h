@@ -3,8 +3,8 @@
  *
  * Routes (GET and HEAD; other methods get 405):
  *   /metrics                 Prometheus text format 0.0.4 from the registry (when one is given)
- *   /healthz, /healthz/<n>   liveness checks, as health.h describes (when a health registry is given)
- *   /readyz,  /readyz/<n>    readiness checks; ?verbose lists each, ?exclude=<n> skips one
+ *   /healthz, /healthz/<n>   liveness checks, as health.h describes (when a health registry is
+ * given) /readyz,  /readyz/<n>    readiness checks; ?verbose lists each, ?exclude=<n> skips one
  *   anything else            404
  * The operator runs two of these (as controller-runtime does): --metrics-bind-address (default
  * ":8080") with only the registry, and --health-probe-bind-address (default ":8081") with only

@@ -143,7 +143,8 @@ lop_rc_t lop_metric_set_fn(lop_metric_t *m, lop_metric_fn fn, void *ud);
  * lop_metric_set_fn(m, NULL, NULL) once it returns. */
 bool lop_metric_clear_fn_if(lop_metric_t *m, const void *ud);
 
-/* ---------------------------------------------------------------- by label values (for bindings) */
+/* ---------------------------------------------------------------- by label values (for bindings)
+ */
 
 /* lop_metric_child + the operation, in one call. Errors as for the two parts. */
 lop_rc_t lop_metric_counter_add(lop_metric_family_t *f, const char *const *values, double v,

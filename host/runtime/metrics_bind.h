@@ -35,8 +35,8 @@
  * queue_duration/work_duration histograms need per-item observations the queue does not report
  * yet; they stay empty until it does (lop_metrics_observe_queue_latency / _work_duration).
  */
-lop_rc_t lop_metrics_bind_queue(const lop_metrics_std_t *std, const char *name,
-                                lop_workqueue_t *q, lop_metrics_queue_t *out, lop_err_t *err);
+lop_rc_t lop_metrics_bind_queue(const lop_metrics_std_t *std, const char *name, lop_workqueue_t *q,
+                                lop_metrics_queue_t *out, lop_err_t *err);
 /* Per-item observations, for the workqueue's hook (durations in ns). */
 void lop_metrics_observe_queue_latency(const lop_metrics_queue_t *m, int64_t ns);
 void lop_metrics_observe_work_duration(const lop_metrics_queue_t *m, int64_t ns);
@@ -69,8 +69,8 @@ lop_rc_t lop_metrics_bind_reflector(const lop_metrics_std_t *std, const char *gv
                                     lop_reflector_t *r, lop_metric_t *out[2], lop_err_t *err);
 
 /* Elector for lease name: leader_election_master_status 1 while lop_elector_is_leader. */
-lop_rc_t lop_metrics_bind_elector(const lop_metrics_std_t *std, const char *name,
-                                  lop_elector_t *e, lop_metric_t **out, lop_err_t *err);
+lop_rc_t lop_metrics_bind_elector(const lop_metrics_std_t *std, const char *name, lop_elector_t *e,
+                                  lop_metric_t **out, lop_err_t *err);
 
 /*
  * One API request as client-go counts it: rest_client_requests_total{code, method, host}

@@ -34,8 +34,8 @@ static const std_def_t defs[] = {
      "Reconciliations per controller that returned a terminal (not retried) error.", L_CONTROLLER,
      0},
     {F(reconcile_panics_total), LOP_METRIC_COUNTER, "controller_runtime_reconcile_panics_total",
-     "Reconciliations per controller that raised instead of returning (Lua errors).",
-     L_CONTROLLER, 0},
+     "Reconciliations per controller that raised instead of returning (Lua errors).", L_CONTROLLER,
+     0},
     {F(reconcile_time), LOP_METRIC_HISTOGRAM, "controller_runtime_reconcile_time_seconds",
      "Time spent in each reconciliation, per controller, in seconds.", L_CONTROLLER, 1},
     {F(max_concurrent_reconciles), LOP_METRIC_GAUGE, "controller_runtime_max_concurrent_reconciles",
@@ -45,8 +45,8 @@ static const std_def_t defs[] = {
 
     {F(wq_depth), LOP_METRIC_GAUGE, "workqueue_depth", "Items waiting in the workqueue.", L_NAME,
      0},
-    {F(wq_adds_total), LOP_METRIC_COUNTER, "workqueue_adds_total",
-     "Items added to the workqueue.", L_NAME, 0},
+    {F(wq_adds_total), LOP_METRIC_COUNTER, "workqueue_adds_total", "Items added to the workqueue.",
+     L_NAME, 0},
     {F(wq_queue_duration), LOP_METRIC_HISTOGRAM, "workqueue_queue_duration_seconds",
      "Seconds an item waited in the workqueue before a worker took it.", L_NAME, 2},
     {F(wq_work_duration), LOP_METRIC_HISTOGRAM, "workqueue_work_duration_seconds",
@@ -89,11 +89,13 @@ static const std_def_t defs[] = {
 lop_rc_t lop_metrics_std_init(lop_metrics_std_t *std, lop_metrics_t *r, lop_err_t *err)
 {
     if (!std || !r)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: std init needs a struct and a registry");
+        return lop_err_set(err, LOP_EINVAL, 0, NULL,
+                           "metrics: std init needs a struct and a registry");
     memset(std, 0, sizeof *std);
     std->registry = r;
     double wq[LOP_METRIC_WORKQUEUE_BUCKETS];
-    lop_metric_exp_buckets(wq, LOP_METRIC_WORKQUEUE_BUCKETS, 10e-9, 10, LOP_METRIC_WORKQUEUE_BUCKETS);
+    lop_metric_exp_buckets(wq, LOP_METRIC_WORKQUEUE_BUCKETS, 10e-9, 10,
+                           LOP_METRIC_WORKQUEUE_BUCKETS);
     for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++) {
         const std_def_t *d = &defs[i];
         lop_metric_family_t *f = NULL;
@@ -117,8 +119,7 @@ lop_rc_t lop_metrics_std_init(lop_metrics_std_t *std, lop_metrics_t *r, lop_err_
                                           lop_metric_rest_buckets_len, err);
             break;
         }
-        if (!f)
-            return LOP_EINVAL;
+        if (!f) return LOP_EINVAL;
         *(lop_metric_family_t **)((char *)std + d->offset) = f;
     }
     return LOP_OK;
@@ -131,8 +132,7 @@ lop_rc_t lop_metrics_std_set_active_version(lop_metrics_std_t *std, const char *
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: active version needs a version");
     const char *nv[] = {new_version};
     lop_rc_t rc = lop_metric_gauge_set(std->script_active_version, nv, 1, err);
-    if (rc != LOP_OK)
-        return rc;
+    if (rc != LOP_OK) return rc;
     if (old_version && strcmp(old_version, new_version) != 0) {
         const char *ov[] = {old_version};
         (void)lop_metric_remove(std->script_active_version, ov); /* absent is fine */

@@ -3,18 +3,18 @@
  * the names controller-runtime and client-go export (so existing dashboards and alerts work
  * unchanged), plus luaop's own. Components keep the lop_metrics_std_t and update children:
  *
- *   lop_metric_counter_add(std->reconcile_total, (const char *[]){"memcached", "success"}, 1, NULL);
- *   lop_metric_histogram_observe(std->reconcile_time, (const char *[]){"memcached"}, secs, NULL);
+ *   lop_metric_counter_add(std->reconcile_total, (const char *[]){"memcached", "success"}, 1,
+ * NULL); lop_metric_histogram_observe(std->reconcile_time, (const char *[]){"memcached"}, secs,
+ * NULL);
  *
  * Label names, in order (values are given in the same order):
  *   controller_runtime_reconcile_total                 {controller, result}  counter
  *     result is one of "success", "error", "requeue", "requeue_after" (as controller-runtime)
  *   controller_runtime_reconcile_errors_total          {controller}          counter
  *   controller_runtime_terminal_reconcile_errors_total {controller}          counter
- *   controller_runtime_reconcile_panics_total          {controller}          counter (a reconcile that
- *                                                                            raised, as Go counts panics)
- *   controller_runtime_reconcile_time_seconds          {controller}          histogram (0.005…60 s)
- *   controller_runtime_max_concurrent_reconciles       {controller}          gauge
+ *   controller_runtime_reconcile_panics_total          {controller}          counter (a reconcile
+ * that raised, as Go counts panics) controller_runtime_reconcile_time_seconds          {controller}
+ * histogram (0.005…60 s) controller_runtime_max_concurrent_reconciles       {controller} gauge
  *   controller_runtime_active_workers                  {controller}          gauge
  *   workqueue_depth                                    {name}                gauge
  *   workqueue_adds_total                               {name}                counter
@@ -25,10 +25,10 @@
  *   workqueue_longest_running_processor_seconds        {name}                gauge
  *   rest_client_requests_total                         {code, method, host}  counter
  *   rest_client_request_duration_seconds               {verb, host}          histogram (0.005…60 s)
- *   leader_election_master_status                      {name}                gauge (1 leading, 0 not)
- *   luaop_script_reload_total                          {result}              counter ("success"|"error")
- *   luaop_script_active_version                        {version}             gauge (1 for the active)
- *   luaop_lua_memory_bytes                             {vm}                  gauge
+ *   leader_election_master_status                      {name}                gauge (1 leading, 0
+ * not) luaop_script_reload_total                          {result}              counter
+ * ("success"|"error") luaop_script_active_version                        {version} gauge (1 for the
+ * active) luaop_lua_memory_bytes                             {vm}                  gauge
  *   luaop_reconcile_timeouts_total                     {controller}          counter
  *   luaop_informer_objects                             {gvr}                 gauge
  *   luaop_informer_bytes                               {gvr}                 gauge
@@ -112,7 +112,8 @@ typedef enum lop_metrics_result {
     LOP_METRICS_RESULT_COUNT_,
 } lop_metrics_result_t;
 
-/* The controller-runtime label value of a result: "success", "error", "requeue", "requeue_after". */
+/* The controller-runtime label value of a result: "success", "error", "requeue", "requeue_after".
+ */
 const char *lop_metrics_result_name(lop_metrics_result_t r);
 
 typedef struct lop_metrics_controller {
