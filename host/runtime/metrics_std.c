@@ -199,3 +199,13 @@ lop_rc_t lop_metrics_std_queue(const lop_metrics_std_t *std, const char *name,
         return LOP_EINVAL;
     return LOP_OK;
 }
+
+bool lop_metrics_reserved_name(const char *name)
+{
+    static const char *const prefixes[] = {"controller_runtime_", "workqueue_", "rest_client_",
+                                           "leader_election_", "luaop_"};
+    if (!name) return false;
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0) return true;
+    return false;
+}

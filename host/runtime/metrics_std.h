@@ -93,6 +93,13 @@ typedef struct lop_metrics_std {
 lop_rc_t lop_metrics_std_init(lop_metrics_std_t *std, lop_metrics_t *r, lop_err_t *err);
 
 /*
+ * True when name belongs to the host's own namespaces (controller_runtime_, workqueue_,
+ * rest_client_, leader_election_, luaop_): metrics declared by scripts (luaop.metrics) must be
+ * refused such names, so a script can neither feed nor reshape the standard series.
+ */
+bool lop_metrics_reserved_name(const char *name);
+
+/*
  * Record the script set now active: luaop_script_active_version{version} becomes 1 and the
  * previously active version (if any, and different) is removed. Serialise calls (the script
  * loader is the one caller). Errors as lop_metric_gauge_set.

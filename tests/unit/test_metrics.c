@@ -538,6 +538,12 @@ static void test_standard_families(void)
     T_CHECK(get(&ps, "rest_client_requests_total", "code", "200", "method", "GET", "host",
                 "127.0.0.1:6443", NULL) == 1);
 
+    T_CHECK(lop_metrics_reserved_name("workqueue_depth"));
+    T_CHECK(lop_metrics_reserved_name("luaop_anything"));
+    T_CHECK(lop_metrics_reserved_name("controller_runtime_x"));
+    T_CHECK(!lop_metrics_reserved_name("memcached_pods_total"));
+    T_CHECK(!lop_metrics_reserved_name(NULL));
+
     /* A registry holding one of the names with another shape is refused. */
     lop_metrics_t *r2 = lop_metrics_new();
     lop_err_t err;
