@@ -272,6 +272,39 @@ static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, cu
     return 0;
 }
 
+/* A stream runs on a private multi handle polled every 50 ms, so cancel and the idle timeout
+ * act promptly even when the connection is silent (the progress callback alone may wait ~1 s). */
+static CURLcode perform_stream(attempt_t *a, CURL *h)
+{
+    CURLM *mh = curl_multi_init();
+    if (!mh) return CURLE_OUT_OF_MEMORY;
+    curl_multi_add_handle(mh, h);
+    CURLcode cc = CURLE_OK;
+    int running = 1;
+    for (;;) {
+        CURLMcode mc = curl_multi_perform(mh, &running);
+        if (mc != CURLM_OK) {
+            cc = CURLE_RECV_ERROR;
+            break;
+        }
+        if (!running) {
+            int left;
+            CURLMsg *msg;
+            while ((msg = curl_multi_info_read(mh, &left)))
+                if (msg->msg == CURLMSG_DONE) cc = msg->data.result;
+            break;
+        }
+        if (on_progress(a, 0, 0, 0, 0)) {
+            cc = CURLE_ABORTED_BY_CALLBACK;
+            break;
+        }
+        curl_multi_poll(mh, NULL, 0, 50, NULL);
+    }
+    curl_multi_remove_handle(mh, h);
+    curl_multi_cleanup(mh);
+    return cc;
+}
+
 /* "299 - \"text\"" → text; anything else as is. */
 static void log_warning(const char *w, const char *method, const char *path)
 {
@@ -392,7 +425,7 @@ static CURLcode perform(lop_rest_client_t *c, attempt_t *a, const char *method, 
     }
     a->last_byte = lop_clock_mono(c->clock);
     atomic_fetch_add(&c->requests, 1);
-    CURLcode cc = curl_easy_perform(h);
+    CURLcode cc = a->fn ? perform_stream(a, h) : curl_easy_perform(h);
     long http = 0;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &http);
     *code = (int)http;
