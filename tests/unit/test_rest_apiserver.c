@@ -171,6 +171,21 @@ static void test_crd_installed_after_start_is_mapped(void)
     lop_rest_mapping_t mp;
     lop_err_t err;
     T_EQ_INT(lop_restmapper_resolve(e.m, "example.com/v1", "Gateway", &mp, &err), LOP_ENOTFOUND);
+    /* a 404 for the resource itself invalidates the mapper; a 404 for an object does not */
+    lop_rest_resp_t resp = LOP_REST_RESP_INIT;
+    T_EQ_INT(lop_rest_do(e.c, "GET", "/apis/example.com/v1/namespaces/default/gateways", NULL, NULL, 0, &resp, &err),
+             LOP_ENOTFOUND);
+    T_CHECK(lop_rest_resource_missing(&resp));
+    int before = lop_restmapper_refreshes(e.m);
+    T_CHECK(lop_restmapper_note_404(e.m, &resp));
+    T_EQ_INT(lop_rest_do(e.c, "GET", "/api/v1/namespaces/default/configmaps/nope", NULL, NULL, 0, &resp, &err),
+             LOP_ENOTFOUND);
+    T_CHECK(!lop_rest_resource_missing(&resp));
+    T_CHECK(!lop_restmapper_note_404(e.m, &resp));
+    lop_rest_resp_cleanup(&resp);
+    lop_rest_mapping_t cmm;
+    T_EQ_INT(lop_restmapper_resolve(e.m, "v1", "ConfigMap", &cmm, &err), LOP_OK);
+    T_EQ_INT(lop_restmapper_refreshes(e.m), before + 1); /* re-read after the invalidation */
     const char *crd =
         "{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"CustomResourceDefinition\","
         "\"metadata\":{\"name\":\"gateways.example.com\"},\"spec\":{\"group\":\"example.com\",\"scope\":\"Namespaced\","
