@@ -8,6 +8,7 @@
 #include "t.h"
 #include "test_rest_fakesrv.h"
 
+#include <fcntl.h>
 #include <sched.h>
 #include <sys/stat.h>
 
@@ -633,6 +634,52 @@ static void test_concurrent_requests_share_one_client(void)
     fs_stop(s);
 }
 
+/* Warning headers are logged (not errors); no log line ever carries the bearer token. */
+static void test_warnings_logged_and_secrets_never(void)
+{
+    char logpath[300];
+    snprintf(logpath, sizeof logpath, "%s/log.txt", tmpdir);
+    fflush(stderr);
+    int saved = dup(2);
+    int fd = open(logpath, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+    dup2(fd, 2);
+    close(fd);
+    lop_log_setup(LOP_LOG_DEBUG, LOP_LOG_TEXT);
+
+    fs_server_t *s = fs_start(h_conflict, NULL);
+    lop_rest_client_t *c = mk_client(s, NULL, -1, 0, lop_auth_new("supersecret-token", NULL, NULL, NULL));
+    lop_err_t err;
+    T_EQ_INT(lop_rest_do(c, "PUT", "/api/v1/namespaces/d/configmaps/a", NULL, "{}", 2, NULL, &err), LOP_ECONFLICT);
+    lop_rest_client_free(c);
+    fs_stop(s);
+    lop_fake_clock_t fc;
+    lop_fake_clock_init(&fc, 0);
+    stepper_t st;
+    stepper_start(&st, &fc);
+    s = fs_start(h_429_twice, NULL);
+    c = mk_client(s, &fc, -1, 0, lop_auth_new("supersecret-token", NULL, NULL, NULL));
+    T_EQ_INT(lop_rest_do(c, "GET", "/api/v1/namespaces", NULL, NULL, 0, NULL, &err), LOP_OK);
+    stepper_stop(&st);
+    lop_rest_client_free(c);
+    fs_stop(s);
+
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    lop_log_setup(LOP_LOG_ERROR, LOP_LOG_TEXT);
+    FILE *f = fopen(logpath, "r");
+    char text[8192] = "";
+    if (f) {
+        size_t n = fread(text, 1, sizeof text - 1, f);
+        text[n] = '\0';
+        fclose(f);
+    }
+    T_CHECK(strstr(text, "API server warning") != NULL);
+    T_CHECK(strstr(text, "unknown field") != NULL);
+    T_CHECK(strstr(text, "Retry-After") != NULL);
+    T_CHECK(strstr(text, "supersecret") == NULL);
+}
+
 static void test_bad_server_url(void)
 {
     lop_rest_config_t cfg;
@@ -667,6 +714,7 @@ int main(void)
     T_RUN(test_watch_idle_timeout_on_injected_clock);
     T_RUN(test_client_side_qps_waits_on_clock);
     T_RUN(test_concurrent_requests_share_one_client);
+    T_RUN(test_warnings_logged_and_secrets_never);
     T_RUN(test_bad_server_url);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);

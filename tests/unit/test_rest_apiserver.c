@@ -119,6 +119,94 @@ static void test_wrong_token_is_401(void)
     lop_apiserver_stop(srv);
 }
 
+/* Build a client for the TLS server with the given kubeconfig cluster/user tweaks. */
+static lop_rc_t tls_client(lop_apiserver_t *srv, const char *sni, const char *cert, const char *key,
+                           lop_rest_client_t **c, lop_err_t *err)
+{
+    char kc[300];
+    snprintf(kc, sizeof kc, "%s/kc-tls", dir);
+    lop_rc_t rc = lop_apiserver_write_kubeconfig(srv, kc, err);
+    if (rc != LOP_OK) return rc;
+    lop_kubeconfig_opts_t ko = {.path = kc};
+    lop_rest_config_t cfg;
+    rc = lop_kubeconfig_load(&ko, &cfg, err);
+    if (rc != LOP_OK) return rc;
+    if (sni) cfg.tls_server_name = strdup(sni);
+    if (cert) {
+        cfg.client_cert_pem = strdup(cert);
+        cfg.client_key_pem = strdup(key);
+    }
+    rc = lop_rest_client_new(&cfg, c, err);
+    lop_rest_config_cleanup(&cfg);
+    return rc;
+}
+
+static void test_tls_server_name_is_verified(void)
+{
+    lop_apiserver_opts_t o = {.tls = true};
+    lop_apiserver_t *srv;
+    lop_err_t err;
+    T_EQ_INT(lop_apiserver_start(&o, &srv, &err), LOP_OK);
+    lop_rest_client_t *c = NULL;
+    /* the certificate names localhost and 127.0.0.1: verifying as "localhost" works ... */
+    T_EQ_INT(tls_client(srv, "localhost", NULL, NULL, &c, &err), LOP_OK);
+    T_EQ_INT(lop_rest_do(c, "GET", "/api/v1/namespaces", NULL, NULL, 0, NULL, &err), LOP_OK);
+    lop_rest_client_free(c);
+    /* ... and as another name fails certificate verification */
+    T_EQ_INT(tls_client(srv, "not-the-server.example", NULL, NULL, &c, &err), LOP_OK);
+    T_EQ_INT(lop_rest_do(c, "GET", "/api/v1/namespaces", NULL, NULL, 0, NULL, &err), LOP_EAGAIN);
+    T_EQ_INT(err.code, 0);
+    lop_rest_client_free(c);
+    lop_apiserver_stop(srv);
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    lop_buf_t b = LOP_BUF_INIT;
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) lop_buf_append(&b, chunk, n);
+    fclose(f);
+    return lop_buf_steal(&b);
+}
+
+static void test_client_certificate_auth(void)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 "
+             "-subj /CN=test-ca -keyout ca.key -out ca.crt >/dev/null 2>&1 && "
+             "openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=alice "
+             "-keyout client.key -out client.csr >/dev/null 2>&1 && "
+             "openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 1 "
+             "-out client.crt >/dev/null 2>&1", dir);
+    T_EQ_INT(system(cmd), 0);
+    char ca[300], crt[300], key[300];
+    snprintf(ca, sizeof ca, "%s/ca.crt", dir);
+    snprintf(crt, sizeof crt, "%s/client.crt", dir);
+    snprintf(key, sizeof key, "%s/client.key", dir);
+    char *cert_pem = slurp(crt), *key_pem = slurp(key);
+    T_CHECK(cert_pem && key_pem);
+    if (!cert_pem || !key_pem) return;
+    lop_apiserver_opts_t o = {.tls = true, .client_ca = ca};
+    lop_apiserver_t *srv;
+    lop_err_t err;
+    T_EQ_INT(lop_apiserver_start(&o, &srv, &err), LOP_OK);
+    lop_rest_client_t *c = NULL;
+    T_EQ_INT(tls_client(srv, NULL, NULL, NULL, &c, &err), LOP_OK);
+    T_EQ_INT(lop_rest_do(c, "GET", "/api/v1/namespaces", NULL, NULL, 0, NULL, &err), LOP_ERR);
+    T_EQ_INT(err.code, 401);
+    lop_rest_client_free(c);
+    T_EQ_INT(tls_client(srv, NULL, cert_pem, key_pem, &c, &err), LOP_OK);
+    T_EQ_INT(lop_rest_do(c, "GET", "/api/v1/namespaces", NULL, NULL, 0, NULL, &err), LOP_OK);
+    lop_rest_client_free(c);
+    lop_apiserver_stop(srv);
+    free(cert_pem);
+    free(key_pem);
+}
+
 typedef struct stepper {
     lop_fake_clock_t *fc;
     atomic_bool done;
@@ -302,6 +390,8 @@ int main(void)
     if (!mkdtemp(dir)) return 2;
     T_RUN(test_tls_token_crud_and_typed_errors);
     T_RUN(test_wrong_token_is_401);
+    T_RUN(test_tls_server_name_is_verified);
+    T_RUN(test_client_certificate_auth);
     T_RUN(test_injected_429_is_retried_after_retry_after);
     T_RUN(test_crd_installed_after_start_is_mapped);
     T_RUN(test_listwatch_against_apiserver);
