@@ -316,6 +316,21 @@ static void log_warning(const char *w, const char *method, const char *path)
     lop_log(LOP_LOG_WARN, "API server warning", "warning", text, "method", method, "path", path, NULL);
 }
 
+/* Append "name: value" unless the value could split the header block (CR/LF from a config). */
+static struct curl_slist *add_header(struct curl_slist *hl, lop_buf_t *b, const char *name, const char *value)
+{
+    if (strpbrk(value, "\r\n")) {
+        lop_log(LOP_LOG_WARN, "header value contains a line break; header not sent", "header", name, NULL);
+        return hl;
+    }
+    lop_buf_reset(b);
+    lop_buf_printf(b, "%s: %s", name, value);
+    hl = curl_slist_append(hl, b->data);
+    explicit_bzero(b->data, b->len);
+    lop_buf_reset(b);
+    return hl;
+}
+
 static struct curl_slist *build_headers(lop_rest_client_t *c, const lop_auth_cred_t *cred,
                                         const char *content_type, bool has_body)
 {
@@ -329,33 +344,23 @@ static struct curl_slist *build_headers(lop_rest_client_t *c, const lop_auth_cre
     }
     hl = curl_slist_append(hl, "Expect:");
     if (cred->token) {
-        lop_buf_printf(&b, "Authorization: Bearer %s", cred->token);
-        hl = curl_slist_append(hl, b.data);
-        explicit_bzero(b.data, b.len);
-        lop_buf_reset(&b);
+        lop_buf_t v = LOP_BUF_INIT;
+        lop_buf_printf(&v, "Bearer %s", cred->token);
+        hl = add_header(hl, &b, "Authorization", v.data);
+        explicit_bzero(v.data, v.len);
+        lop_buf_free(&v);
     }
-    if (c->cfg.impersonate_user) {
-        lop_buf_printf(&b, "Impersonate-User: %s", c->cfg.impersonate_user);
-        hl = curl_slist_append(hl, b.data);
-        lop_buf_reset(&b);
-    }
-    if (c->cfg.impersonate_uid) {
-        lop_buf_printf(&b, "Impersonate-Uid: %s", c->cfg.impersonate_uid);
-        hl = curl_slist_append(hl, b.data);
-        lop_buf_reset(&b);
-    }
-    for (size_t i = 0; i < c->cfg.n_impersonate_groups; i++) {
-        lop_buf_printf(&b, "Impersonate-Group: %s", c->cfg.impersonate_groups[i]);
-        hl = curl_slist_append(hl, b.data);
-        lop_buf_reset(&b);
-    }
+    if (c->cfg.impersonate_user) hl = add_header(hl, &b, "Impersonate-User", c->cfg.impersonate_user);
+    if (c->cfg.impersonate_uid) hl = add_header(hl, &b, "Impersonate-Uid", c->cfg.impersonate_uid);
+    for (size_t i = 0; i < c->cfg.n_impersonate_groups; i++)
+        hl = add_header(hl, &b, "Impersonate-Group", c->cfg.impersonate_groups[i]);
     for (size_t i = 0; i < c->cfg.n_impersonate_extra; i++) {
         const char *kv = c->cfg.impersonate_extra[i];
         const char *eq = strchr(kv, '=');
         if (!eq) continue;
-        lop_buf_printf(&b, "Impersonate-Extra-%.*s: %s", (int)(eq - kv), kv, eq + 1);
-        hl = curl_slist_append(hl, b.data);
-        lop_buf_reset(&b);
+        char name[192];
+        snprintf(name, sizeof name, "Impersonate-Extra-%.*s", (int)(eq - kv), kv);
+        hl = add_header(hl, &b, name, eq + 1);
     }
     lop_buf_free(&b);
     return hl;

@@ -313,6 +313,27 @@ static void test_request_headers(void)
     fs_stop(s);
 }
 
+static void test_header_values_cannot_inject_lines(void)
+{
+    fs_server_t *s = fs_start(h_ok, NULL);
+    lop_rest_config_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", s->port);
+    cfg.server = strdup(url);
+    cfg.impersonate_user = strdup("bob\r\nX-Injected: 1");
+    lop_rest_client_t *c = NULL;
+    lop_err_t err;
+    T_EQ_INT(lop_rest_client_new(&cfg, &c, &err), LOP_OK);
+    T_EQ_INT(lop_rest_do(c, "GET", "/api", NULL, NULL, 0, NULL, &err), LOP_OK);
+    char *r = fs_req(s, 0);
+    T_CHECK(strstr(r, "X-Injected") == NULL);
+    T_CHECK(strstr(r, "Impersonate-User") == NULL);
+    free(r);
+    lop_rest_client_free(c);
+    fs_stop(s);
+}
+
 static char tmpdir[256];
 static char tokpath[300];
 
@@ -705,6 +726,7 @@ int main(void)
     T_RUN(test_get_retried_on_connection_reset_but_not_post);
     T_RUN(test_json_status_becomes_typed_error);
     T_RUN(test_request_headers);
+    T_RUN(test_header_values_cannot_inject_lines);
     T_RUN(test_401_rereads_token_file);
     T_RUN(test_401_reruns_exec_plugin);
     T_RUN(test_watch_stream_passes_bytes_regardless_of_chunking);
