@@ -112,7 +112,6 @@ static int split_path(char *path, char **seg, int max)
     return n;
 }
 
-static bool is_true(const char *s) { return s && (!strcmp(s, "true") || !strcmp(s, "1")); }
 
 static void route(as_req_t *q)
 {
@@ -220,7 +219,7 @@ static void route(as_req_t *q)
     switch (q->method) {
     case EVHTTP_REQ_GET:
         if (!name)
-            q->verb = is_true(as_query(q, "watch")) ? "watch" : "list";
+            q->verb = as_query_bool(as_query(q, "watch")) ? "watch" : "list";
         else
             q->verb = "get";
         break;

@@ -194,6 +194,7 @@ void as_reply_invalid(as_req_t *q, const char *kind_qual, const char *dkind, con
                       const char *name, const char *cause_reason, const char *field,
                       const char *detail);
 const char *as_query(as_req_t *q, const char *key);
+bool as_query_bool(const char *s); /* true for Go's ParseBool true spellings */
 void as_log_reject(as_req_t *q, int code, const char *reason);
 
 /* ---- registry.c ---- */

@@ -189,3 +189,10 @@ const char *as_query(as_req_t *q, const char *key)
 {
     return evhttp_find_header(&q->q, key);
 }
+
+bool as_query_bool(const char *s)
+{
+    /* Go's strconv.ParseBool spellings of true (python clients send "True") */
+    return s && (!strcmp(s, "true") || !strcmp(s, "1") || !strcmp(s, "t") || !strcmp(s, "T") ||
+                 !strcmp(s, "True") || !strcmp(s, "TRUE"));
+}

@@ -338,7 +338,6 @@ static bool parse_rv(const char *s, int64_t *out)
     return true;
 }
 
-static bool is_true(const char *s) { return s && (!strcmp(s, "true") || !strcmp(s, "1")); }
 
 void as_handle_watch(as_req_t *q)
 {
@@ -347,7 +346,7 @@ void as_handle_watch(as_req_t *q)
     const char *rvm = as_query(q, "resourceVersionMatch");
     const char *sie = as_query(q, "sendInitialEvents");
     const char *tos = as_query(q, "timeoutSeconds");
-    bool bookmarks = is_true(as_query(q, "allowWatchBookmarks"));
+    bool bookmarks = as_query_bool(as_query(q, "allowWatchBookmarks"));
     if (sie && *sie) {
         if (!rvm || strcmp(rvm, "NotOlderThan")) {
             json_t *d = as_details(NULL, "meta.k8s.io", "ListOptions");
@@ -376,7 +375,7 @@ void as_handle_watch(as_req_t *q)
     }
     bool initial;
     if (sie && *sie)
-        initial = is_true(sie);
+        initial = as_query_bool(sie);
     else
         initial = !has_rv || rv == 0;
     lop_err_t err;

@@ -246,7 +246,7 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
         json_object_set_new(m, "creationTimestamp", json_string(as_now_time(tbuf, sizeof tbuf)));
         json_object_del(m, "deletionTimestamp");
         json_object_del(m, "deletionGracePeriodSeconds");
-        json_object_del(m, "resourceVersion");
+        json_object_set_new(m, "resourceVersion", json_string("")); /* keeps its slot */
         if (res->track_generation)
             json_object_set_new(m, "generation", json_integer(1));
         else

@@ -557,9 +557,10 @@ lop_rc_t lop_kubeconfig_load(const lop_kubeconfig_opts_t *opts, lop_rest_config_
         lop_rc_t rc = lop_kubeconfig_load_files(list, n, opts->context, opts->clock, out, err);
         free(copy);
         if (rc != LOP_ENOTFOUND) return rc;
+        /* as kubectl: with $KUBECONFIG set, ~/.kube/config is not consulted */
     }
     const char *home = getenv("HOME");
-    if (home && *home) {
+    if (!(env && *env) && home && *home) {
         lop_buf_t b = LOP_BUF_INIT;
         lop_buf_printf(&b, "%s/.kube/config", home);
         struct stat st;

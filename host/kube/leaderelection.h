@@ -92,7 +92,8 @@ lop_rc_t lop_elector_config_validate(const lop_elector_config_t *cfg, lop_err_t 
 /* Validate cfg and create an elector (not yet running). NULL on a bad config, err filled. */
 lop_elector_t *lop_elector_new(const lop_elector_config_t *cfg, lop_err_t *err);
 
-/* Stop (as lop_elector_stop) if needed and free. NULL is a no-op. */
+/* Stop (as lop_elector_stop) if needed and free. NULL is a no-op. No other thread may still call
+ * into e (e.g. a watch feeding notifications): stop those first. */
 void lop_elector_free(lop_elector_t *e);
 
 /*

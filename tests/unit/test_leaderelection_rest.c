@@ -1,0 +1,305 @@
+/*
+ * Leader election against the local API server (started in-process on 127.0.0.1, a free port):
+ *  - the REST lease client: 404 → create → AlreadyExists; conditional update, stale rv → 409;
+ *    metadata kept across updates; MicroTimes accepted by the server's strict parser;
+ *  - three electors (each with its own REST client, as three replicas) sharing one Lease, fed by a
+ *    real Lease watch: exactly one leader; the leader shuts down and releases → another replica
+ *    leads in well under a second, although its retry period (2 s) is longer than that: the
+ *    handover comes from the watch, not from polling.
+ * Real clock; waits are on condition variables with generous safety timeouts.
+ */
+#include "apiserver/apiserver.h"
+#include "host/kube/leaderelection.h"
+#include "host/kube/lease.h"
+#include "host/kube/rest.h"
+#include "host/util/buf.h"
+#include "host/util/log.h"
+#include "t.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
+
+#define NS "leader-test"
+#define LEASE "luaop-lock"
+#define N 3
+
+static lop_apiserver_t *srv;
+
+static lop_rest_client_t *new_rest(void)
+{
+    lop_rest_config_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.server = lop_xstrdup(lop_apiserver_url(srv));
+    cfg.qps = -1; /* no client-side limiting in tests */
+    lop_rest_client_t *c = NULL;
+    lop_err_t err;
+    if (lop_rest_client_new(&cfg, &c, &err) != LOP_OK) fprintf(stderr, "rest client: %s\n", err.message);
+    lop_rest_config_cleanup(&cfg);
+    return c;
+}
+
+static void ensure_namespace(lop_rest_client_t *rest)
+{
+    const char *body = "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"" NS "\"}}";
+    lop_rest_resp_t resp = LOP_REST_RESP_INIT;
+    lop_err_t err;
+    lop_rc_t rc = lop_rest_do(rest, "POST", "/api/v1/namespaces", NULL, body, strlen(body), &resp, &err);
+    T_CHECK(rc == LOP_OK || rc == LOP_EEXIST);
+    lop_rest_resp_cleanup(&resp);
+}
+
+static void test_rest_lease_client(void)
+{
+    lop_rest_client_t *rest = new_rest();
+    T_CHECK(rest != NULL);
+    if (!rest) return;
+    ensure_namespace(rest);
+    lop_err_t err;
+    T_CHECK(lop_lease_client_rest_new(rest, NS, "Bad_Name", 0, &err) == NULL);
+    T_CHECK(strstr(err.message, "Bad_Name") != NULL);
+    T_CHECK(lop_lease_client_rest_new(rest, "", LEASE, 0, &err) == NULL);
+
+    lop_lease_client_t *c = lop_lease_client_rest_new(rest, NS, "codec-check", 5000, &err);
+    T_CHECK(c != NULL);
+    lop_lease_record_t r = LOP_LEASE_RECORD_INIT, got = LOP_LEASE_RECORD_INIT;
+    char rv[LOP_LEASE_RV_MAX], rv2[LOP_LEASE_RV_MAX], rv3[LOP_LEASE_RV_MAX];
+    T_EQ_INT(lop_lease_get(c, &got, rv, &err), LOP_ENOTFOUND);
+    lop_lease_record_set_holder(&r, "a");
+    r.lease_duration_seconds = 15;
+    r.acquire_time_ns = r.renew_time_ns = INT64_C(1740823512) * LOP_NS_PER_S + 104233000;
+    T_EQ_INT(lop_lease_create(c, &r, rv, &err), LOP_OK);
+    T_CHECK(rv[0] != '\0');
+    T_EQ_INT(lop_lease_create(c, &r, rv2, &err), LOP_EEXIST);
+    T_EQ_INT(lop_lease_get(c, &got, rv2, &err), LOP_OK);
+    T_EQ_STR(rv2, rv);
+    T_CHECK(lop_lease_record_equal(&r, &got)); /* microseconds survive the round trip */
+
+    /* Add a label behind the client's back; the next update must keep it. */
+    const char *patch = "{\"metadata\":{\"labels\":{\"team\":\"x\"}}}";
+    lop_rest_resp_t resp = LOP_REST_RESP_INIT;
+    T_EQ_INT(lop_rest_do(rest, "PATCH", "/apis/coordination.k8s.io/v1/namespaces/" NS "/leases/codec-check",
+                         "application/merge-patch+json", patch, strlen(patch), &resp, &err), LOP_OK);
+    lop_rest_resp_cleanup(&resp);
+    T_EQ_INT(lop_lease_update(c, &r, rv, rv3, &err), LOP_ECONFLICT); /* the patch moved the rv */
+    T_EQ_INT(err.code, 409);
+    T_EQ_INT(lop_lease_get(c, &got, rv2, &err), LOP_OK);
+    r.lease_transitions = 4;
+    T_EQ_INT(lop_lease_update(c, &r, rv2, rv3, &err), LOP_OK);
+    T_CHECK(strcmp(rv2, rv3) != 0);
+    lop_rest_resp_init(&resp);
+    T_EQ_INT(lop_rest_do(rest, "GET", "/apis/coordination.k8s.io/v1/namespaces/" NS "/leases/codec-check",
+                         NULL, NULL, 0, &resp, &err), LOP_OK);
+    json_t *obj = json_loadb(resp.body.data, resp.body.len, 0, NULL);
+    T_EQ_STR(json_string_value(json_object_get(json_object_get(json_object_get(obj, "metadata"), "labels"), "team")),
+             "x");
+    T_EQ_STR(json_string_value(json_object_get(json_object_get(obj, "spec"), "renewTime")),
+             "2025-03-01T10:05:12.104233Z");
+    T_EQ_INT(json_integer_value(json_object_get(json_object_get(obj, "spec"), "leaseTransitions")), 4);
+    json_decref(obj);
+    lop_rest_resp_cleanup(&resp);
+
+    lop_lease_record_cleanup(&r);
+    lop_lease_record_cleanup(&got);
+    lop_lease_client_free(c);
+    lop_rest_client_free(rest);
+}
+
+/* ---- three replicas ---- */
+
+typedef struct replica {
+    lop_rest_client_t *rest;
+    lop_lease_client_t *lease;
+    lop_elector_t *e;
+    int started, stopped;
+    struct timespec started_at;
+} replica_t;
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static replica_t reps[N];
+
+static void on_started(void *ud)
+{
+    replica_t *r = ud;
+    pthread_mutex_lock(&mu);
+    r->started++;
+    clock_gettime(CLOCK_MONOTONIC, &r->started_at);
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
+}
+
+static void on_stopped(void *ud)
+{
+    replica_t *r = ud;
+    pthread_mutex_lock(&mu);
+    r->stopped++;
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
+}
+
+static int total_started(void)
+{
+    int n = 0;
+    for (int i = 0; i < N; i++) n += reps[i].started;
+    return n;
+}
+
+/* Wait (mu held) until total_started() >= n; false after 15 s. */
+static bool wait_started_locked(int n)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 15;
+    int rc = 0;
+    while (total_started() < n && rc == 0) rc = pthread_cond_timedwait(&cv, &mu, &ts);
+    return total_started() >= n;
+}
+
+/* The Lease watch: newline-delimited JSON events fed to every live elector. */
+typedef struct watcher {
+    lop_rest_client_t *rest;
+    atomic_bool cancel;
+    lop_buf_t pending;
+    pthread_t thread;
+    int events; /* under mu */
+} watcher_t;
+
+static int on_watch_bytes(void *ud, const char *data, size_t len)
+{
+    watcher_t *w = ud;
+    lop_buf_append(&w->pending, data, len);
+    char *nl;
+    while ((nl = memchr(w->pending.data, '\n', w->pending.len)) != NULL) {
+        size_t n = (size_t)(nl - w->pending.data);
+        json_t *ev = json_loadb(w->pending.data, n, 0, NULL);
+        if (ev) {
+            const char *type = json_string_value(json_object_get(ev, "type"));
+            for (int i = 0; i < N; i++)
+                if (reps[i].e) lop_elector_notify_lease_event(reps[i].e, type, json_object_get(ev, "object"), NULL);
+            json_decref(ev);
+            pthread_mutex_lock(&mu);
+            w->events++;
+            pthread_cond_broadcast(&cv);
+            pthread_mutex_unlock(&mu);
+        }
+        lop_buf_consume(&w->pending, n + 1);
+    }
+    return 0;
+}
+
+static void *watch_main(void *arg)
+{
+    watcher_t *w = arg;
+    lop_rest_stream_opts_t opts = {&w->cancel, 0};
+    while (!atomic_load(&w->cancel)) {
+        lop_err_t err;
+        lop_rest_stream(w->rest,
+                        "/apis/coordination.k8s.io/v1/namespaces/" NS "/leases?watch=true"
+                        "&fieldSelector=metadata.name%3D" LEASE,
+                        on_watch_bytes, w, &opts, NULL, &err);
+        lop_buf_reset(&w->pending);
+    }
+    return NULL;
+}
+
+static void test_three_replicas_one_leader_fast_release_handover(void)
+{
+    /* Client-go's defaults: a standby polls every 2-4.4 s, so a sub-second handover must come
+     * from the watch. */
+    watcher_t w;
+    memset(&w, 0, sizeof w);
+    w.rest = new_rest();
+    atomic_init(&w.cancel, false);
+    pthread_create(&w.thread, NULL, watch_main, &w);
+
+    for (int i = 0; i < N; i++) {
+        replica_t *r = &reps[i];
+        r->rest = new_rest();
+        lop_err_t err;
+        r->lease = lop_lease_client_rest_new(r->rest, NS, LEASE, 5000, &err);
+        T_CHECK(r->lease != NULL);
+        char id[32];
+        snprintf(id, sizeof id, "replica-%d", i);
+        lop_elector_config_t cfg;
+        lop_elector_config_defaults(&cfg);
+        cfg.identity = id;
+        cfg.client = r->lease;
+        cfg.callbacks = (lop_elector_callbacks_t){on_started, on_stopped, NULL, r};
+        r->e = lop_elector_new(&cfg, &err);
+        T_CHECK(r->e != NULL);
+    }
+    for (int i = 0; i < N; i++) T_EQ_INT(lop_elector_start(reps[i].e), LOP_OK);
+
+    pthread_mutex_lock(&mu);
+    T_CHECK(wait_started_locked(1));
+    /* Make sure the watch is connected (it has delivered the Lease) before the handover. */
+    struct timespec lim;
+    clock_gettime(CLOCK_REALTIME, &lim);
+    lim.tv_sec += 15;
+    while (w.events < 1 && pthread_cond_timedwait(&cv, &mu, &lim) == 0) {}
+    T_CHECK(w.events >= 1);
+    pthread_mutex_unlock(&mu);
+    int leader = -1, n = 0;
+    for (int i = 0; i < N; i++)
+        if (lop_elector_is_leader(reps[i].e)) {
+            n++;
+            leader = i;
+        }
+    T_EQ_INT(n, 1);
+    if (leader < 0) goto out;
+
+    /* The leader shuts down: on_stopped_leading, then release. */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    lop_elector_stop(reps[leader].e);
+    T_EQ_INT(reps[leader].stopped, 1);
+    pthread_mutex_lock(&mu);
+    T_CHECK(wait_started_locked(2));
+    int next = -1;
+    for (int i = 0; i < N; i++)
+        if (i != leader && reps[i].started) next = i;
+    if (next >= 0) t1 = reps[next].started_at;
+    pthread_mutex_unlock(&mu);
+    T_CHECK(next >= 0);
+    if (next >= 0) {
+        int64_t ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+        fprintf(stderr, "handover after release: %lld ms\n", (long long)ms);
+        T_CHECK(ms < 1000);
+        n = 0;
+        for (int i = 0; i < N; i++) n += lop_elector_is_leader(reps[i].e);
+        T_EQ_INT(n, 1);
+        T_CHECK(lop_elector_is_leader(reps[next].e));
+    }
+
+out:
+    for (int i = 0; i < N; i++) lop_elector_stop(reps[i].e);
+    atomic_store(&w.cancel, true);
+    pthread_join(w.thread, NULL);
+    for (int i = 0; i < N; i++) {
+        lop_elector_t *e = reps[i].e;
+        reps[i].e = NULL;
+        lop_elector_free(e);
+        lop_lease_client_free(reps[i].lease);
+        lop_rest_client_free(reps[i].rest);
+    }
+    lop_buf_free(&w.pending);
+    lop_rest_client_free(w.rest);
+}
+
+int main(void)
+{
+    lop_log_setup(LOP_LOG_WARN, LOP_LOG_TEXT);
+    lop_apiserver_opts_t opts;
+    memset(&opts, 0, sizeof opts);
+    lop_err_t err;
+    if (lop_apiserver_start(&opts, &srv, &err) != LOP_OK) {
+        fprintf(stderr, "cannot start the local API server: %s\n", err.message);
+        return 1;
+    }
+    T_RUN(test_rest_lease_client);
+    T_RUN(test_three_replicas_one_leader_fast_release_handover);
+    lop_apiserver_stop(srv);
+    return T_DONE();
+}
