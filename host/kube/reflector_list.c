@@ -102,10 +102,9 @@ static void deliver(void *ud, lop_store_change_t what, lop_obj_t *old, lop_obj_t
     }
 }
 
-static bool too_large_rv(const lop_err_t *e)
-{
-    return e->code == 504 && strcmp(e->reason, "Timeout") == 0 && strstr(e->message, "Too large resource version");
-}
+/* E.9: "too large resource version" is a 504 Timeout (we branch on code and reason, never on
+ * the message; a plain 504 on a list at a specific RV is retried the same way). */
+static bool too_large_rv(const lop_err_t *e) { return e->code == 504 && strcmp(e->reason, "Timeout") == 0; }
 
 lop_rc_t lop_reflector_do_list(lop_reflector_t *r, lop_err_t *err)
 {
