@@ -98,7 +98,8 @@ describe("luaop.object", function()
     end
     it("keeps [] in the result", function()
       local r = object.merge_patch({ a = 1 }, { items = json.array() })
-      assert.equal('{"a":1,"items":[]}', json.encode(r))
+      assert.equal('[]', json.encode(r.items))
+      assert.equal(1, json.decode(json.encode(r)).a)
     end)
   end)
 
