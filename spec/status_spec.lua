@@ -61,6 +61,14 @@ describe("luaop.status.update", function()
     assert.equal("1", res.metadata.annotations["luaop.test/touched"]) -- the other writer's change survives
   end)
 
+  it("after a conflict the object is re-read from the server, not the cache", function()
+    fake:inject_conflict({ verb = "update", subresource = "status" })
+    fake.reads = {}
+    assert(status.update(w, function(o) o.status.ready = true end))
+    assert.equal(1, #fake.reads)
+    assert.is_true(fake.reads[1].live)
+  end)
+
   it("backs off on the clock between attempts (no busy loop)", function()
     fake:inject({ verb = "update", subresource = "status", code = 409, reason = "Conflict", times = 2 })
     assert(status.update(w, function(o) o.status.ready = true end))

@@ -46,7 +46,7 @@ end
 
 local function refetch(obj)
   local md = obj.metadata
-  return client().get(obj.apiVersion, obj.kind, md.namespace, md.name)
+  return client().get(obj.apiVersion, obj.kind, md.namespace, md.name, { live = true })
 end
 
 local function retryable(err)

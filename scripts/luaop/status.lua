@@ -28,9 +28,10 @@ local function object() return require("luaop.object") end
 local function client() return require("luaop.client") end
 local function errors() return require("luaop.errors") end
 
-local function refetch(obj)
+-- live = true after a conflict: the cached copy is known to be stale then.
+local function refetch(obj, live)
   local md = obj.metadata
-  return client().get(obj.apiVersion, obj.kind, md.namespace, md.name)
+  return client().get(obj.apiVersion, obj.kind, md.namespace, md.name, live and { live = true } or nil)
 end
 
 --- Update the status with conflict retries; skip the write when nothing changed.
@@ -65,7 +66,7 @@ function _M.update(obj, mutate, opts)
   if mutate == nil then
     local desired = object().deep_copy(obj.status)
     mutate = function(o) o.status = object().deep_copy(desired) end
-    local fresh, err = refetch(obj)
+    local fresh, err = refetch(obj, false)
     if not fresh then return nil, err end
     base = fresh
   end
@@ -97,7 +98,7 @@ function _M.update(obj, mutate, opts)
     if backend.sleep then backend.sleep(delay) end
     delay = delay * factor
     if delay > max_backoff then delay = max_backoff end
-    local fresh, gerr = refetch(base)
+    local fresh, gerr = refetch(base, true)
     if not fresh then return nil, gerr end
     base = fresh
   end

@@ -102,6 +102,7 @@ function _M.new(opts)
   self.names = 0
   self.clock = opts.now or START_TIME
   self.writes = {}         -- every write request, in order
+  self.reads = {}          -- every get/list: {verb=, kind=, name=, live = true for a REST read}
   self.events = {}         -- every Event recorded
   self.logs = {}
   self.sleeps = {}
@@ -537,6 +538,8 @@ function Fake:request(verb, av, kind, ns, name, sub, pt, query, body)
                 subresource = sub, patch_type = pt, query = query }
   if verb ~= "get" and verb ~= "list" then
     self.writes[#self.writes + 1] = req
+  else
+    self.reads[#self.reads + 1] = { verb = verb, kind = kind, namespace = ns, name = name, live = true }
   end
   local f = self:take_fault(req)
   if f then
@@ -549,12 +552,10 @@ function Fake:request(verb, av, kind, ns, name, sub, pt, query, body)
     end
   end
   local code, res
-  if verb == "get" then
-    code, res = self:backend_get(av, kind, ns, name)
-    if code then code = 200 end
-  elseif verb == "list" then
-    code, res = self:backend_list(av, kind, ns, nil)
-    if code then code = 200 end
+  if verb == "get" or verb == "list" then
+    local v, e
+    if verb == "get" then v, e = self:backend_get(av, kind, ns, name) else v, e = self:backend_list(av, kind, ns, nil) end
+    if v then code, res = 200, v else code, res = nil, e end
   elseif verb == "create" then
     code, res = self:create_internal(av, kind, ns, body)
   elseif verb == "update" then
@@ -596,8 +597,14 @@ end
 function Fake:backend()
   local fake = self
   local b = {}
-  function b.get(av, kind, ns, name) return fake:backend_get(av, kind, ns, name) end
-  function b.list(av, kind, ns, sel) return fake:backend_list(av, kind, ns, sel) end
+  function b.get(av, kind, ns, name)
+    fake.reads[#fake.reads + 1] = { verb = "get", kind = kind, namespace = ns, name = name, live = false }
+    return fake:backend_get(av, kind, ns, name)
+  end
+  function b.list(av, kind, ns, sel)
+    fake.reads[#fake.reads + 1] = { verb = "list", kind = kind, namespace = ns, live = false }
+    return fake:backend_list(av, kind, ns, sel)
+  end
   function b.request(...) return fake:request(...) end
   function b.event(obj, etype, reason, message)
     local md = obj.metadata or {}

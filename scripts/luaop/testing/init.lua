@@ -159,50 +159,6 @@ local function key_of(req)
   return req.name
 end
 
-local function same_group_kind(ref, api_version, kind)
-  local g1 = (ref.apiVersion or ""):match("^(.*)/[^/]*$") or ""
-  local g2 = api_version:match("^(.*)/[^/]*$") or ""
-  return ref.kind == kind and g1 == g2
-end
-
--- Turn a watch event into reconcile requests for spec (handlers: for_, owns, watches).
-local function requests_for(spec, ev)
-  local preds = require("luaop.predicates")
-  local out = {}
-  local obj = ev.object
-  local md = obj.metadata or {}
-  local f = spec.for_
-  if ev.api_version == f.api_version and ev.kind == f.kind then
-    local in_scope = (f.namespace == nil or f.namespace == md.namespace)
-    if in_scope and f.label_selector then
-      in_scope = require("luaop.selector").match(f.label_selector, obj)
-    end
-    if in_scope and preds.all(f.predicates, ev) then
-      out[#out + 1] = { namespace = md.namespace, name = md.name }
-    end
-  end
-  for _, o in ipairs(spec.owns) do
-    if ev.api_version == o.api_version and ev.kind == o.kind and preds.all(o.predicates, ev) then
-      local seen = {}
-      for _, src in ipairs({ obj, ev.old }) do
-        for _, r in ipairs((src and src.metadata and src.metadata.ownerReferences) or {}) do
-          if r.controller == true and same_group_kind(r, f.api_version, f.kind) and not seen[r.name] then
-            seen[r.name] = true
-            out[#out + 1] = { namespace = md.namespace, name = r.name }
-          end
-        end
-      end
-    end
-  end
-  for _, w in ipairs(spec.watches) do
-    if ev.api_version == w.api_version and ev.kind == w.kind and preds.all(w.predicates, ev) then
-      local reqs = w.map(obj) or {}
-      for _, r in ipairs(reqs) do out[#out + 1] = { namespace = r.namespace, name = r.name } end
-    end
-  end
-  return out
-end
-
 --- Reconcile until no work is left, the way the host's controller would: every write (by the
 -- reconciler or by the spec through the fake) is a watch event that goes through the
 -- controller's predicates and handlers (for_, owns by controller reference, watches' map);
@@ -241,7 +197,7 @@ function _M.run_until_stable(ctrl, opts)
   local function drain()
     while st.cursor < #fake.watch_log do
       st.cursor = st.cursor + 1
-      for _, r in ipairs(requests_for(spec, fake.watch_log[st.cursor])) do add(r) end
+      for _, r in ipairs(require("luaop.handler").requests_for(spec, fake.watch_log[st.cursor])) do add(r) end
     end
   end
 
