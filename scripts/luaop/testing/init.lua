@@ -21,6 +21,8 @@ local type, pairs, ipairs, error, tostring, xpcall, setmetatable, require =
       type, pairs, ipairs, error, tostring, xpcall, setmetatable, require
 local loadfile, setfenv, io_open = loadfile, setfenv, io.open
 local sort, concat = table.sort, table.concat
+local _G = _G
+local sandbox_globals
 
 local _M = {}
 
@@ -55,6 +57,22 @@ local function file_exists(path)
   return false
 end
 
+-- The globals a script sees in the host's sandbox (DESIGN.md §3: base, string, table, math,
+-- coroutine; no io/os/debug/ffi/jit, no file loading). A script that reaches for os.time works
+-- nowhere in the host, so it fails in the specs too.
+local SANDBOX = {
+  "assert", "error", "getmetatable", "ipairs", "next", "pairs", "pcall", "print", "rawequal",
+  "rawget", "rawlen", "rawset", "select", "setmetatable", "tonumber", "tostring", "type", "unpack",
+  "xpcall", "_VERSION", "string", "table", "math", "coroutine", "bit",
+}
+
+sandbox_globals = function()
+  local g = {}
+  for _, k in ipairs(SANDBOX) do g[k] = _G[k] end
+  g._G = g
+  return g
+end
+
 --- Load a script set the way the host does: `main.lua` is the entry, `require` resolves files of
 -- the set first (`require("lib.util")` → `<dir>/lib/util.lua`, loaded once per `load`), other
 -- names (luaop.*) come from the library. Controllers declared with `luaop.controller` are
@@ -68,7 +86,7 @@ function _M.load(dir)
   local main = dir
   if not dir:match("%.lua$") then main = dir .. "/main.lua" else dir = dir:match("^(.*)/[^/]*$") or "." end
   local before = #fake.controller_order
-  local env = setmetatable({}, { __index = _G })
+  local env = setmetatable({}, { __index = sandbox_globals() })
   local loaded = {}
   env.require = function(name)
     if type(name) ~= "string" then error("require: module name must be a string", 2) end
