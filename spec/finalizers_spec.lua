@@ -113,6 +113,16 @@ describe("luaop.finalizers", function()
     end)
   end)
 
+  it("add on an object being deleted fails at once with Invalid", function()
+    assert(fake:edit(fx.AV, fx.KIND, "default", "w1", function(o) o.metadata.finalizers = json.array({ THEIRS }) end))
+    assert(client.delete(w))
+    fake:reset_writes()
+    local res, err = finalizers.add(w, OURS)   -- w is stale: the first patch fails, the re-read shows the deletion
+    assert.is_nil(res)
+    assert.equal("Invalid", err.reason)
+    assert.equal(1, #fake.writes)
+  end)
+
   it("misuse raises", function()
     assert.has_error(function() finalizers.add(w, "") end)
     assert.has_error(function() finalizers.add({}, OURS) end)

@@ -66,6 +66,10 @@ function _M.add(obj, name)
       if cur ~= obj then require("luaop.object").replace(obj, cur) end
       return obj
     end
+    if cur.metadata.deletionTimestamp ~= nil then
+      return nil, errors().new(422, "Invalid", "luaop.finalizers.add: " .. tostring(cur.metadata.name)
+                               .. " is being deleted; no new finalizers can be added")
+    end
     local list = cur.metadata.finalizers
     local ops
     if type(list) == "table" then

@@ -25,11 +25,23 @@ end
 -- @tparam[opt] table fields string-able values
 -- @raise on wrong argument types
 function _M.debug(msg, fields) emit("debug", msg, fields) end
---- Log at info level. @tparam string msg @tparam[opt] table fields
+
+--- Log at info level.
+-- @tparam string msg
+-- @tparam[opt] table fields string-able values
+-- @raise on wrong argument types
 function _M.info(msg, fields) emit("info", msg, fields) end
---- Log at warn level. @tparam string msg @tparam[opt] table fields
+
+--- Log at warn level.
+-- @tparam string msg
+-- @tparam[opt] table fields string-able values
+-- @raise on wrong argument types
 function _M.warn(msg, fields) emit("warn", msg, fields) end
---- Log at error level. @tparam string msg @tparam[opt] table fields
+
+--- Log at error level.
+-- @tparam string msg
+-- @tparam[opt] table fields string-able values
+-- @raise on wrong argument types
 function _M.error(msg, fields) emit("error", msg, fields) end
 
 return _M

@@ -209,7 +209,19 @@ local function strip_meta_for_compare(o)
   return c
 end
 
+-- What the server stores and sends back: a null object member is the same as an absent key
+-- (and decodes to one); nulls inside arrays stay.
+local function strip_nulls(v)
+  if type(v) ~= "table" then return v end
+  local null, arr = json().null, object().is_array(v)
+  for k, x in pairs(v) do
+    if x == null and not arr then v[k] = nil else strip_nulls(x) end
+  end
+  return v
+end
+
 function Fake:persist(av, kind, new, old)
+  strip_nulls(new)
   new.metadata.resourceVersion = self:next_rv()
   self:bucket(av, kind)[okey(new.metadata.namespace, new.metadata.name)] = new
   self:emit(old and "update" or "add", av, kind, new, old)
@@ -364,6 +376,7 @@ function Fake:update_internal(av, kind, ns, name, body, sub, from_patch)
     end
   end
   new.metadata.resourceVersion = stored.metadata.resourceVersion
+  strip_nulls(new)
   if object().equal(stored, new) then
     return 200, copy(stored) -- no-op: same RV, no watch event
   end
@@ -533,7 +546,15 @@ end
 --- The REST entry point (backend `request`; body is a Lua value or a JSON string when the real
 -- codec is loaded).
 function Fake:request(verb, av, kind, ns, name, sub, pt, query, body)
-  if type(body) == "string" then body = json().decode(body) end
+  if type(body) == "string" then
+    body = json().decode(body)
+  elseif body ~= nil and self:has_codec() then
+    -- Encoded by the same codec the host uses, so a table the host could not send (mixed keys,
+    -- sparse arrays, functions) fails here too, with the same message. The Lua value itself is
+    -- kept: decoding would drop the nulls a merge patch uses to delete keys.
+    json().encode(body)
+    body = copy(body)
+  end
   local req = { verb = verb, api_version = av, kind = kind, namespace = ns, name = name,
                 subresource = sub, patch_type = pt, query = query }
   if verb ~= "get" and verb ~= "list" then
@@ -570,6 +591,14 @@ function Fake:request(verb, av, kind, ns, name, sub, pt, query, body)
   req.code = code or (type(res) == "table" and res.code)
   if code == nil then return nil, res end
   return code, res
+end
+
+-- True when the real luaop.core codec is loaded (not the spec shim).
+function Fake:has_codec()
+  if self.codec == nil then
+    self.codec = pcall(json().encode, json().object()) and true or false
+  end
+  return self.codec
 end
 
 function Fake:backend_get(av, kind, ns, name)
