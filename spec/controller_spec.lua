@@ -51,12 +51,16 @@ describe("luaop.controller", function()
       { "missing for_", decl({ for_ = false }), "for_ must be a table" },
       { "bad kind", decl({ for_ = { api_version = "v1", kind = "configmap" } }), "for_.kind" },
       { "unknown for_ field", decl({ for_ = { api_version = "v1", kind = "ConfigMap", apiVersion = "v1" } }),
-        "for_: unknown field 'apiVersion'" },
+        "controller 'widgets': for_ unknown field 'apiVersion'" },
       { "bad selector", decl({ for_ = { api_version = "v1", kind = "ConfigMap", label_selector = "a in (" } }),
         "label_selector" },
       { "owns not a list", decl({ owns = 3 }), "owns must be a list" },
       { "watch without map", decl({ watches = { { api_version = "v1", kind = "ConfigMap" } } }), "watches%[1%].map" },
-      { "bad predicate", decl({ predicates = { { builtin = "sometimes" } } }), "unknown builtin" },
+      { "bad predicate", decl({ predicates = { { builtin = "sometimes" } } }),
+        "controller 'widgets': predicates%[1%] unknown builtin 'sometimes'" },
+      { "bad owns predicate", decl({ owns = { { api_version = "v1", kind = "Secret", predicates = { { builtin = "nope" } } } } }),
+        "controller 'widgets': owns%[1%].predicates%[1%] unknown builtin 'nope'" },
+      { "too many workers", decl({ max_concurrent_reconciles = 2000 }), "from 1 to 1024" },
       { "zero workers", decl({ max_concurrent_reconciles = 0 }), "max_concurrent_reconciles" },
       { "fractional workers", decl({ max_concurrent_reconciles = 1.5 }), "max_concurrent_reconciles" },
       { "leader_election string", decl({ leader_election = "yes" }), "leader_election" },
@@ -69,6 +73,14 @@ describe("luaop.controller", function()
         assert.matches(c[3], err)
       end)
     end
+  end)
+
+  it("errors point at the line that declared the controller", function()
+    local ok, err = pcall(function()
+      op.controller(decl({ owns = 3 }))   -- this line
+    end)
+    assert.is_false(ok)
+    assert.matches("controller_spec.lua:%d+: controller 'widgets': owns must be a list", err)
   end)
 
   it("re-exports submodules lazily", function()

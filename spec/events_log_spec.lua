@@ -34,11 +34,13 @@ describe("luaop.events", function()
 end)
 
 describe("luaop.log", function()
-  it("passes level, message and string fields to the backend", function()
+  it("passes level, message and fields to the backend (functions as text)", function()
     local fake = testing.new()
-    log.info("scaled", { from = 1, to = 3, ok = true })
+    local fn = function() end
+    log.info("scaled", { from = 1, to = "3", ok = true, obj = { a = 1 }, f = fn })
     log.error("boom")
-    assert.same({ level = "info", msg = "scaled", fields = { from = "1", to = "3", ok = "true" } }, fake.logs[1])
+    assert.same({ level = "info", msg = "scaled", fields = { from = 1, to = "3", ok = true, obj = { a = 1 }, f = tostring(fn) } },
+      fake.logs[1])
     assert.equal("error", fake.logs[2].level)
   end)
   it("raises on a non-string message", function()

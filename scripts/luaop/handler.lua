@@ -24,7 +24,7 @@ end
 -- @tparam string api_version owner apiVersion (only the group is compared)
 -- @tparam string kind owner kind
 -- @tparam[opt] table opts `{controller_only = false}`
--- @treturn function `map(obj) -> {{namespace=, name=}...}`
+-- @treturn function `map(obj, ev) -> {{namespace=, name=}...}`
 function _M.map_to_owner(api_version, kind, opts)
   if type(api_version) ~= "string" or type(kind) ~= "string" then
     error("luaop.handler.map_to_owner: api_version and kind must be strings", 2)
@@ -76,7 +76,7 @@ function _M.requests_for(spec, ev)
   end
   for _, w in ipairs(spec.watches or {}) do
     if ev.api_version == w.api_version and ev.kind == w.kind and preds.all(w.predicates, ev) then
-      for _, r in ipairs(w.map(obj) or {}) do
+      for _, r in ipairs(w.map(obj, ev) or {}) do
         out[#out + 1] = { namespace = r.namespace, name = r.name }
       end
     end
