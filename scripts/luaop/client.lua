@@ -73,18 +73,25 @@ local function result(code, body)
 end
 
 --- Read one object (cache first in the host, live GET when the kind is not cached).
+-- The cache may lag the API server by a watch event; pass `{live = true}` to read from the
+-- server (the helpers do this after a 409 Conflict, when the cached copy is known to be stale).
 -- @tparam string api_version e.g. "apps/v1"
 -- @tparam string kind e.g. "Deployment"
 -- @tparam string|nil namespace nil for cluster-scoped kinds
 -- @tparam string name
+-- @tparam[opt] table opts `{live = true}` bypasses the cache
 -- @treturn table|nil obj (a fresh table the caller may modify)
 -- @treturn table|nil err (NotFound, ...)
 -- @raise on wrong argument types
-function _M.get(api_version, kind, namespace, name)
+function _M.get(api_version, kind, namespace, name, opts)
   str("get", "api_version", api_version)
   str("get", "kind", kind)
   str("get", "namespace", namespace, true)
   str("get", "name", name)
+  if opts ~= nil and type(opts) ~= "table" then error("luaop.client.get: opts must be a table", 2) end
+  if opts and opts.live then
+    return result(backend().request("get", api_version, kind, namespace, name, nil, nil, nil, nil))
+  end
   return backend().get(api_version, kind, namespace, name)
 end
 

@@ -5,7 +5,8 @@ local conditions = require("luaop.conditions")
 
 local API, KIND = "cache.example.com/v1alpha1", "Memcached"
 local NS, NAME = "default", "memcached-sample"
-local SCRIPTS = "examples/memcached/scripts"
+-- scripts/ next to this spec directory, wherever busted runs from
+local SCRIPTS = (debug.getinfo(1, "S").source:match("^@(.*)/spec/[^/]*$") or "examples/memcached") .. "/scripts"
 
 local function sample(size)
   return { apiVersion = API, kind = KIND, metadata = { name = NAME, namespace = NS }, spec = { size = size } }

@@ -102,6 +102,7 @@ function _M.new(opts)
   self.names = 0
   self.clock = opts.now or START_TIME
   self.writes = {}         -- every write request, in order
+  self.reads = {}          -- every get/list: {verb=, kind=, name=, live = true for a REST read}
   self.events = {}         -- every Event recorded
   self.logs = {}
   self.sleeps = {}
@@ -208,7 +209,19 @@ local function strip_meta_for_compare(o)
   return c
 end
 
+-- What the server stores and sends back: a null object member is the same as an absent key
+-- (and decodes to one); nulls inside arrays stay.
+local function strip_nulls(v)
+  if type(v) ~= "table" then return v end
+  local null, arr = json().null, object().is_array(v)
+  for k, x in pairs(v) do
+    if x == null and not arr then v[k] = nil else strip_nulls(x) end
+  end
+  return v
+end
+
 function Fake:persist(av, kind, new, old)
+  strip_nulls(new)
   new.metadata.resourceVersion = self:next_rv()
   self:bucket(av, kind)[okey(new.metadata.namespace, new.metadata.name)] = new
   self:emit(old and "update" or "add", av, kind, new, old)
@@ -363,6 +376,7 @@ function Fake:update_internal(av, kind, ns, name, body, sub, from_patch)
     end
   end
   new.metadata.resourceVersion = stored.metadata.resourceVersion
+  strip_nulls(new)
   if object().equal(stored, new) then
     return 200, copy(stored) -- no-op: same RV, no watch event
   end
@@ -532,11 +546,21 @@ end
 --- The REST entry point (backend `request`; body is a Lua value or a JSON string when the real
 -- codec is loaded).
 function Fake:request(verb, av, kind, ns, name, sub, pt, query, body)
-  if type(body) == "string" then body = json().decode(body) end
+  if type(body) == "string" then
+    body = json().decode(body)
+  elseif body ~= nil and self:has_codec() then
+    -- Encoded by the same codec the host uses, so a table the host could not send (mixed keys,
+    -- sparse arrays, functions) fails here too, with the same message. The Lua value itself is
+    -- kept: decoding would drop the nulls a merge patch uses to delete keys.
+    json().encode(body)
+    body = copy(body)
+  end
   local req = { verb = verb, api_version = av, kind = kind, namespace = ns, name = name,
                 subresource = sub, patch_type = pt, query = query }
   if verb ~= "get" and verb ~= "list" then
     self.writes[#self.writes + 1] = req
+  else
+    self.reads[#self.reads + 1] = { verb = verb, kind = kind, namespace = ns, name = name, live = true }
   end
   local f = self:take_fault(req)
   if f then
@@ -549,12 +573,10 @@ function Fake:request(verb, av, kind, ns, name, sub, pt, query, body)
     end
   end
   local code, res
-  if verb == "get" then
-    code, res = self:backend_get(av, kind, ns, name)
-    if code then code = 200 end
-  elseif verb == "list" then
-    code, res = self:backend_list(av, kind, ns, nil)
-    if code then code = 200 end
+  if verb == "get" or verb == "list" then
+    local v, e
+    if verb == "get" then v, e = self:backend_get(av, kind, ns, name) else v, e = self:backend_list(av, kind, ns, nil) end
+    if v then code, res = 200, v else code, res = nil, e end
   elseif verb == "create" then
     code, res = self:create_internal(av, kind, ns, body)
   elseif verb == "update" then
@@ -569,6 +591,14 @@ function Fake:request(verb, av, kind, ns, name, sub, pt, query, body)
   req.code = code or (type(res) == "table" and res.code)
   if code == nil then return nil, res end
   return code, res
+end
+
+-- True when the real luaop.core codec is loaded (not the spec shim).
+function Fake:has_codec()
+  if self.codec == nil then
+    self.codec = pcall(json().encode, json().object()) and true or false
+  end
+  return self.codec
 end
 
 function Fake:backend_get(av, kind, ns, name)
@@ -596,8 +626,14 @@ end
 function Fake:backend()
   local fake = self
   local b = {}
-  function b.get(av, kind, ns, name) return fake:backend_get(av, kind, ns, name) end
-  function b.list(av, kind, ns, sel) return fake:backend_list(av, kind, ns, sel) end
+  function b.get(av, kind, ns, name)
+    fake.reads[#fake.reads + 1] = { verb = "get", kind = kind, namespace = ns, name = name, live = false }
+    return fake:backend_get(av, kind, ns, name)
+  end
+  function b.list(av, kind, ns, sel)
+    fake.reads[#fake.reads + 1] = { verb = "list", kind = kind, namespace = ns, live = false }
+    return fake:backend_list(av, kind, ns, sel)
+  end
   function b.request(...) return fake:request(...) end
   function b.event(obj, etype, reason, message)
     local md = obj.metadata or {}

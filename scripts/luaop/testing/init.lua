@@ -17,10 +17,12 @@
 -- inject, inject_conflict, advance, now). Everything here runs in busted only.
 -- @module luaop.testing
 
-local type, pairs, ipairs, error, tostring, xpcall, setmetatable, require =
-      type, pairs, ipairs, error, tostring, xpcall, setmetatable, require
-local loadfile, setfenv, io_open = loadfile, setfenv, io.open
+local type, pairs, ipairs, error, tostring, xpcall, setmetatable, require, select =
+      type, pairs, ipairs, error, tostring, xpcall, setmetatable, require, select
+local loadfile, setfenv, io_open, load, loadstring, string = loadfile, setfenv, io.open, load, loadstring, string
 local sort, concat = table.sort, table.concat
+local _G = _G
+local sandbox_globals
 
 local _M = {}
 
@@ -55,10 +57,45 @@ local function file_exists(path)
   return false
 end
 
---- Load a script set the way the host does: `main.lua` is the entry, `require` resolves files of
--- the set first (`require("lib.util")` → `<dir>/lib/util.lua`, loaded once per `load`), other
--- names (luaop.*) come from the library. Controllers declared with `luaop.controller` are
--- collected by the fake.
+-- The globals a script sees in the host's sandbox (DESIGN.md §3: base, string, table, math,
+-- coroutine; no io/os/debug/ffi/jit, no file loading). A script that reaches for os.time works
+-- nowhere in the host, so it fails in the specs too.
+local SANDBOX = {
+  "assert", "error", "getmetatable", "ipairs", "next", "pairs", "pcall", "rawequal",
+  "rawget", "rawset", "select", "setmetatable", "tonumber", "tostring", "type", "unpack",
+  "xpcall", "_VERSION", "table", "math", "coroutine", "bit", "gcinfo", "collectgarbage", "newproxy",
+}
+
+-- load/loadstring refuse bytecode, as in the host.
+local function text_only(fn)
+  return function(chunk, ...)
+    if type(chunk) == "string" and chunk:byte(1) == 27 then return nil, "attempt to load a binary chunk" end
+    return fn(chunk, ...)
+  end
+end
+
+sandbox_globals = function(fake)
+  local g = {}
+  for _, k in ipairs(SANDBOX) do g[k] = _G[k] end
+  local str = {}
+  for k, v in pairs(string) do if k ~= "dump" then str[k] = v end end
+  g.string = str
+  g.load = text_only(load)
+  g.loadstring = text_only(loadstring)
+  g.print = function(...)
+    local parts = {}
+    for i = 1, select("#", ...) do parts[i] = tostring((select(i, ...))) end
+    fake.logs[#fake.logs + 1] = { level = "info", msg = concat(parts, "\t"), fields = { source = "print" } }
+  end
+  g._G = g
+  return g
+end
+
+--- Load a script set the way the host does: `main.lua` is the entry and runs in the host's
+-- sandbox (base without dofile/loadfile, string without dump, table, math, coroutine, bit;
+-- `print` goes to `fake.logs`); `require("luaop...")` and `require("cjson")` come from the
+-- library, every other name from the set (`a.b` → `<dir>/a/b.lua` or `<dir>/a/b/init.lua`,
+-- loaded once per `load`). Controllers declared with `luaop.controller` are collected by the fake.
 -- @tparam string dir the script directory (or the path of main.lua)
 -- @treturn table array of the declared controller specs, in declaration order
 -- @raise with file:line when a script fails to load
@@ -68,22 +105,26 @@ function _M.load(dir)
   local main = dir
   if not dir:match("%.lua$") then main = dir .. "/main.lua" else dir = dir:match("^(.*)/[^/]*$") or "." end
   local before = #fake.controller_order
-  local env = setmetatable({}, { __index = _G })
+  local env = setmetatable({}, { __index = sandbox_globals(fake) })
   local loaded = {}
   env.require = function(name)
     if type(name) ~= "string" then error("require: module name must be a string", 2) end
+    -- luaop and luaop.* come only from the library (scripts cannot shadow them); cjson is lua-cjson.
+    if name == "luaop" or name:sub(1, 6) == "luaop." or name == "cjson" then return require(name) end
     if loaded[name] ~= nil then return loaded[name] end
-    local path = dir .. "/" .. name:gsub("%.", "/") .. ".lua"
-    if file_exists(path) then
-      local chunk, err = loadfile(path)
-      if not chunk then error(err, 0) end
-      setfenv(chunk, env)
-      local r = chunk(name)
-      if r == nil then r = true end
-      loaded[name] = r
-      return r
+    local base = dir .. "/" .. name:gsub("%.", "/")
+    for _, path in ipairs({ base .. ".lua", base .. "/init.lua" }) do
+      if file_exists(path) then
+        local chunk, err = loadfile(path)
+        if not chunk then error(err, 0) end
+        setfenv(chunk, env)
+        local r = chunk(name)
+        if r == nil then r = true end
+        loaded[name] = r
+        return r
+      end
     end
-    return require(name)
+    error("module '" .. name .. "' not found in the script set " .. dir, 2)
   end
   local chunk, err = loadfile(main)
   if not chunk then error("luaop.testing.load: " .. tostring(err), 2) end
@@ -123,8 +164,13 @@ local function classify(ok, a, b)
   if type(a) ~= "table" then
     return { kind = "error", err = { reason = "BadResult", message = "reconcile returned a " .. type(a) }, raised = true }
   end
-  if type(a.requeue_after) == "number" and a.requeue_after > 0 then
-    return { kind = "requeue_after", requeue_after = a.requeue_after }
+  local ra = a.requeue_after
+  if ra ~= nil then
+    if type(ra) ~= "number" or ra ~= ra or ra < 0 or ra > 1e9 then
+      return { kind = "error", raised = true,
+               err = { reason = "BadResult", message = "reconcile result requeue_after must be a number of seconds >= 0" } }
+    end
+    if ra > 0 then return { kind = "requeue_after", requeue_after = ra } end
   end
   if a.requeue == true then return { kind = "requeue" } end
   return { kind = "done" }
@@ -157,50 +203,6 @@ end
 local function key_of(req)
   if req.namespace and req.namespace ~= "" then return req.namespace .. "/" .. req.name end
   return req.name
-end
-
-local function same_group_kind(ref, api_version, kind)
-  local g1 = (ref.apiVersion or ""):match("^(.*)/[^/]*$") or ""
-  local g2 = api_version:match("^(.*)/[^/]*$") or ""
-  return ref.kind == kind and g1 == g2
-end
-
--- Turn a watch event into reconcile requests for spec (handlers: for_, owns, watches).
-local function requests_for(spec, ev)
-  local preds = require("luaop.predicates")
-  local out = {}
-  local obj = ev.object
-  local md = obj.metadata or {}
-  local f = spec.for_
-  if ev.api_version == f.api_version and ev.kind == f.kind then
-    local in_scope = (f.namespace == nil or f.namespace == md.namespace)
-    if in_scope and f.label_selector then
-      in_scope = require("luaop.selector").match(f.label_selector, obj)
-    end
-    if in_scope and preds.all(f.predicates, ev) then
-      out[#out + 1] = { namespace = md.namespace, name = md.name }
-    end
-  end
-  for _, o in ipairs(spec.owns) do
-    if ev.api_version == o.api_version and ev.kind == o.kind and preds.all(o.predicates, ev) then
-      local seen = {}
-      for _, src in ipairs({ obj, ev.old }) do
-        for _, r in ipairs((src and src.metadata and src.metadata.ownerReferences) or {}) do
-          if r.controller == true and same_group_kind(r, f.api_version, f.kind) and not seen[r.name] then
-            seen[r.name] = true
-            out[#out + 1] = { namespace = md.namespace, name = r.name }
-          end
-        end
-      end
-    end
-  end
-  for _, w in ipairs(spec.watches) do
-    if ev.api_version == w.api_version and ev.kind == w.kind and preds.all(w.predicates, ev) then
-      local reqs = w.map(obj) or {}
-      for _, r in ipairs(reqs) do out[#out + 1] = { namespace = r.namespace, name = r.name } end
-    end
-  end
-  return out
 end
 
 --- Reconcile until no work is left, the way the host's controller would: every write (by the
@@ -241,7 +243,7 @@ function _M.run_until_stable(ctrl, opts)
   local function drain()
     while st.cursor < #fake.watch_log do
       st.cursor = st.cursor + 1
-      for _, r in ipairs(requests_for(spec, fake.watch_log[st.cursor])) do add(r) end
+      for _, r in ipairs(require("luaop.handler").requests_for(spec, fake.watch_log[st.cursor])) do add(r) end
     end
   end
 
