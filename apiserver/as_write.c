@@ -187,7 +187,7 @@ static void reply_obj(as_req_t *q, int code, const json_t *obj)
         as_reply_json(q, code, as_scale_view(q->res, obj), false);
         return;
     }
-    as_reply_json(q, code, as_served_obj(q->res, obj), q->res->is_cr);
+    as_reply_stored(q, code, q->res, obj, as_store_wire(q->res->coll, obj));
 }
 
 static void namespace_exists_or_reply(as_req_t *q, int *ok)
