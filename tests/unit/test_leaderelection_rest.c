@@ -9,6 +9,7 @@
  * Real clock; waits are on condition variables with generous safety timeouts.
  */
 #include "apiserver/apiserver.h"
+#include "host/kube/kubeconfig.h"
 #include "host/kube/leaderelection.h"
 #include "host/kube/lease.h"
 #include "host/kube/rest.h"
@@ -17,6 +18,8 @@
 #include "t.h"
 
 #include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
@@ -157,9 +160,12 @@ static bool wait_started_locked(int n)
     return total_started() >= n;
 }
 
-/* The Lease watch: newline-delimited JSON events fed to every live elector. */
+/* A Lease watch: newline-delimited JSON events fed to the target electors (set before start). */
 typedef struct watcher {
     lop_rest_client_t *rest;
+    char path[256];
+    lop_elector_t *targets[N];
+    int ntargets;
     atomic_bool cancel;
     lop_buf_t pending;
     pthread_t thread;
@@ -176,8 +182,8 @@ static int on_watch_bytes(void *ud, const char *data, size_t len)
         json_t *ev = json_loadb(w->pending.data, n, 0, NULL);
         if (ev) {
             const char *type = json_string_value(json_object_get(ev, "type"));
-            for (int i = 0; i < N; i++)
-                if (reps[i].e) lop_elector_notify_lease_event(reps[i].e, type, json_object_get(ev, "object"), NULL);
+            for (int i = 0; i < w->ntargets; i++)
+                lop_elector_notify_lease_event(w->targets[i], type, json_object_get(ev, "object"), NULL);
             json_decref(ev);
             pthread_mutex_lock(&mu);
             w->events++;
@@ -195,13 +201,31 @@ static void *watch_main(void *arg)
     lop_rest_stream_opts_t opts = {&w->cancel, 0};
     while (!atomic_load(&w->cancel)) {
         lop_err_t err;
-        lop_rest_stream(w->rest,
-                        "/apis/coordination.k8s.io/v1/namespaces/" NS "/leases?watch=true"
-                        "&fieldSelector=metadata.name%3D" LEASE,
-                        on_watch_bytes, w, &opts, NULL, &err);
+        lop_rc_t rc = lop_rest_stream(w->rest, w->path, on_watch_bytes, w, &opts, NULL, &err);
         lop_buf_reset(&w->pending);
+        if (rc != LOP_OK && !atomic_load(&w->cancel)) {
+            struct timespec d = {0, 100 * 1000000}; /* reconnect backoff */
+            nanosleep(&d, NULL);
+        }
     }
     return NULL;
+}
+
+static void watcher_start(watcher_t *w, lop_rest_client_t *rest, const char *ns, const char *name)
+{
+    w->rest = rest;
+    snprintf(w->path, sizeof w->path,
+             "/apis/coordination.k8s.io/v1/namespaces/%s/leases?watch=true&fieldSelector=metadata.name%%3D%s",
+             ns, name);
+    atomic_init(&w->cancel, false);
+    pthread_create(&w->thread, NULL, watch_main, w);
+}
+
+static void watcher_stop(watcher_t *w)
+{
+    atomic_store(&w->cancel, true);
+    pthread_join(w->thread, NULL);
+    lop_buf_free(&w->pending);
 }
 
 static void test_three_replicas_one_leader_fast_release_handover(void)
@@ -210,9 +234,6 @@ static void test_three_replicas_one_leader_fast_release_handover(void)
      * from the watch. */
     watcher_t w;
     memset(&w, 0, sizeof w);
-    w.rest = new_rest();
-    atomic_init(&w.cancel, false);
-    pthread_create(&w.thread, NULL, watch_main, &w);
 
     for (int i = 0; i < N; i++) {
         replica_t *r = &reps[i];
@@ -230,6 +251,8 @@ static void test_three_replicas_one_leader_fast_release_handover(void)
         r->e = lop_elector_new(&cfg, &err);
         T_CHECK(r->e != NULL);
     }
+    for (int i = 0; i < N; i++) w.targets[w.ntargets++] = reps[i].e;
+    watcher_start(&w, new_rest(), NS, LEASE);
     for (int i = 0; i < N; i++) T_EQ_INT(lop_elector_start(reps[i].e), LOP_OK);
 
     pthread_mutex_lock(&mu);
@@ -275,8 +298,7 @@ static void test_three_replicas_one_leader_fast_release_handover(void)
 
 out:
     for (int i = 0; i < N; i++) lop_elector_stop(reps[i].e);
-    atomic_store(&w.cancel, true);
-    pthread_join(w.thread, NULL);
+    watcher_stop(&w);
     for (int i = 0; i < N; i++) {
         lop_elector_t *e = reps[i].e;
         reps[i].e = NULL;
@@ -284,12 +306,165 @@ out:
         lop_lease_client_free(reps[i].lease);
         lop_rest_client_free(reps[i].rest);
     }
-    lop_buf_free(&w.pending);
     lop_rest_client_free(w.rest);
 }
 
-int main(void)
+/* ---------------------------------------------------------------------------------------- */
+/*
+ * Replica mode, for tests/integration/leader_*.py: `test_leaderelection_rest replica --kubeconfig F
+ * --identity ID [--namespace NS] [--name LEASE] [--lease-duration-ms N] [--renew-deadline-ms N]
+ * [--retry-period-ms N] [--wall-skew-s N] [--on-loss exit|restart] [--no-watch] [--no-release]`
+ * runs one elector as one operator replica would: its own REST client, a Lease watch, SIGTERM →
+ * stop (release) and exit 0, lost in exit mode → exit 1. It prints one line per event on stdout:
+ * CANDIDATE id, LEADING id, STOPPED id, NEWLEADER id holder, RELEASED id, LOST id, EXIT id.
+ */
+
+typedef struct skew_clock {
+    lop_clock_t base;
+    int64_t skew_ns;
+} skew_clock_t;
+
+static int64_t skew_mono(const lop_clock_t *c)
 {
+    (void)c;
+    return lop_clock_mono(&lop_clock_system);
+}
+static int64_t skew_wall(const lop_clock_t *c)
+{
+    return lop_clock_wall(&lop_clock_system) + ((const skew_clock_t *)c)->skew_ns;
+}
+
+static pthread_mutex_t out_mu = PTHREAD_MUTEX_INITIALIZER;
+static char replica_id[128];
+
+static void say(const char *what, const char *extra)
+{
+    pthread_mutex_lock(&out_mu);
+    printf("%s %s%s%s\n", what, replica_id, extra ? " " : "", extra ? extra : "");
+    fflush(stdout);
+    pthread_mutex_unlock(&out_mu);
+}
+
+static void r_started(void *ud) { (void)ud; say("LEADING", NULL); }
+static void r_stopped(void *ud)
+{
+    (void)ud;
+    say("STOPPED", NULL);
+    kill(getpid(), SIGUSR1); /* wake the main thread: it checks whether leadership is lost */
+}
+static void r_new_leader(void *ud, const char *id) { (void)ud; say("NEWLEADER", id[0] ? id : "-"); }
+
+static int replica_main(int argc, char **argv)
+{
+    const char *kubeconfig = NULL, *ns = "default", *name = "luaop-lock", *id = NULL;
+    long lease_ms = 15000, renew_ms = 10000, retry_ms = 2000, skew_s = 0;
+    bool watch = true, release = true;
+    lop_elector_on_loss_t on_loss = LOP_ELECTOR_ON_LOSS_EXIT;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--no-watch")) { watch = false; continue; }
+        if (!strcmp(a, "--no-release")) { release = false; continue; }
+        if (!v) { fprintf(stderr, "replica: %s needs a value\n", a); return 2; }
+        i++;
+        if (!strcmp(a, "--kubeconfig")) kubeconfig = v;
+        else if (!strcmp(a, "--identity")) id = v;
+        else if (!strcmp(a, "--namespace")) ns = v;
+        else if (!strcmp(a, "--name")) name = v;
+        else if (!strcmp(a, "--lease-duration-ms")) lease_ms = atol(v);
+        else if (!strcmp(a, "--renew-deadline-ms")) renew_ms = atol(v);
+        else if (!strcmp(a, "--retry-period-ms")) retry_ms = atol(v);
+        else if (!strcmp(a, "--wall-skew-s")) skew_s = atol(v);
+        else if (!strcmp(a, "--on-loss") && !strcmp(v, "restart")) on_loss = LOP_ELECTOR_ON_LOSS_RESTART;
+        else if (!strcmp(a, "--on-loss") && !strcmp(v, "exit")) on_loss = LOP_ELECTOR_ON_LOSS_EXIT;
+        else { fprintf(stderr, "replica: unknown option %s\n", a); return 2; }
+    }
+    if (!kubeconfig || !id) { fprintf(stderr, "replica: --kubeconfig and --identity are required\n"); return 2; }
+    snprintf(replica_id, sizeof replica_id, "%s", id);
+
+    /* Signals are taken by sigwait in this thread only. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+
+    lop_err_t err;
+    lop_rest_config_t rc_cfg;
+    memset(&rc_cfg, 0, sizeof rc_cfg);
+    const char *paths[1] = {kubeconfig};
+    if (lop_kubeconfig_load_files(paths, 1, NULL, NULL, &rc_cfg, &err) != LOP_OK) {
+        fprintf(stderr, "replica: %s\n", err.message);
+        return 2;
+    }
+    rc_cfg.qps = -1;
+    lop_rest_config_t rc_cfg2;
+    memset(&rc_cfg2, 0, sizeof rc_cfg2);
+    if (lop_kubeconfig_load_files(paths, 1, NULL, NULL, &rc_cfg2, &err) != LOP_OK) {
+        fprintf(stderr, "replica: %s\n", err.message);
+        return 2;
+    }
+    rc_cfg2.qps = -1;
+    lop_rest_client_t *rest = NULL, *watch_rest = NULL;
+    if (lop_rest_client_new(&rc_cfg, &rest, &err) != LOP_OK ||
+        lop_rest_client_new(&rc_cfg2, &watch_rest, &err) != LOP_OK) {
+        fprintf(stderr, "replica: %s\n", err.message);
+        return 2;
+    }
+    lop_rest_config_cleanup(&rc_cfg);
+    lop_rest_config_cleanup(&rc_cfg2);
+    lop_lease_client_t *lease = lop_lease_client_rest_new(rest, ns, name, renew_ms, &err);
+    if (!lease) { fprintf(stderr, "replica: %s\n", err.message); return 2; }
+
+    skew_clock_t clock = {{skew_mono, skew_wall, false}, (int64_t)skew_s * LOP_NS_PER_S};
+    lop_elector_config_t cfg;
+    lop_elector_config_defaults(&cfg);
+    cfg.identity = id;
+    cfg.client = lease;
+    cfg.clock = &clock.base;
+    cfg.lease_duration_ns = lease_ms * LOP_NS_PER_MS;
+    cfg.renew_deadline_ns = renew_ms * LOP_NS_PER_MS;
+    cfg.retry_period_ns = retry_ms * LOP_NS_PER_MS;
+    cfg.release_on_cancel = release;
+    cfg.on_loss = on_loss;
+    cfg.callbacks = (lop_elector_callbacks_t){r_started, r_stopped, r_new_leader, NULL};
+    lop_elector_t *e = lop_elector_new(&cfg, &err);
+    if (!e) { fprintf(stderr, "replica: %s\n", err.message); return 2; }
+
+    watcher_t w;
+    memset(&w, 0, sizeof w);
+    w.targets[w.ntargets++] = e;
+    if (watch) watcher_start(&w, watch_rest, ns, name);
+    say("CANDIDATE", NULL);
+    lop_elector_start(e);
+    int code = 0;
+    for (;;) {
+        int sig = 0;
+        sigwait(&set, &sig);
+        if (sig == SIGUSR1) {
+            if (lop_elector_lost(e)) {
+                say("LOST", NULL);
+                code = 1;
+                break;
+            }
+            continue;
+        }
+        break; /* SIGTERM / SIGINT: shut down cleanly */
+    }
+    lop_elector_stop(e);
+    if (lop_elector_stats(e).releases > 0) say("RELEASED", NULL);
+    if (watch) watcher_stop(&w);
+    lop_elector_free(e);
+    lop_lease_client_free(lease);
+    lop_rest_client_free(watch_rest);
+    lop_rest_client_free(rest);
+    say("EXIT", NULL);
+    return code;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "replica") == 0) return replica_main(argc, argv);
     lop_log_setup(LOP_LOG_WARN, LOP_LOG_TEXT);
     lop_apiserver_opts_t opts;
     memset(&opts, 0, sizeof opts);
