@@ -1,0 +1,188 @@
+/* as_crd.c — CustomResourceDefinitions (reference §J): validation and defaults on write, status
+ * conditions (NamesAccepted, Established set at once) and installing the CR resources. */
+#include "apiserver/as_internal.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static lop_rc_t crd_invalid(lop_err_t *err, const char *name, const char *field, const char *detail)
+{
+    return lop_err_set(err, LOP_EINVAL, 422, "Invalid",
+                       "CustomResourceDefinition.apiextensions.k8s.io \"%s\" is invalid: %s: %s",
+                       name ? name : "", field, detail);
+}
+
+static json_t *condition(const char *type, const char *reason, const char *msg, const char *now)
+{
+    json_t *c = json_object();
+    json_object_set_new(c, "type", json_string(type));
+    json_object_set_new(c, "status", json_string("True"));
+    json_object_set_new(c, "lastTransitionTime", json_string(now));
+    json_object_set_new(c, "reason", json_string(reason));
+    json_object_set_new(c, "message", json_string(msg));
+    return c;
+}
+
+json_t *as_crd_finish_create(lop_apiserver_t *srv, json_t *crd, lop_err_t *err)
+{
+    (void)srv;
+    const char *name = as_meta_str(crd, "name");
+    json_t *spec = json_object_get(crd, "spec");
+    json_t *names = spec ? json_object_get(spec, "names") : NULL;
+    const char *group = json_string_value(json_object_get(spec, "group"));
+    const char *plural = json_string_value(json_object_get(names, "plural"));
+    const char *kind = json_string_value(json_object_get(names, "kind"));
+    const char *scope = json_string_value(json_object_get(spec, "scope"));
+    json_t *versions = json_object_get(spec, "versions");
+    if (!group || !strchr(group, '.')) {
+        crd_invalid(err, name, "spec.group", "Invalid value: \"\": should be a domain with at least one dot");
+        goto fail;
+    }
+    if (!plural || !*plural) {
+        crd_invalid(err, name, "spec.names.plural", "Required value");
+        goto fail;
+    }
+    if (!kind || !*kind) {
+        crd_invalid(err, name, "spec.names.kind", "Required value");
+        goto fail;
+    }
+    char want[600];
+    snprintf(want, sizeof want, "%s.%s", plural, group);
+    if (!name || strcmp(name, want)) {
+        char d[700];
+        snprintf(d, sizeof d, "Invalid value: \"%s\": must be spec.names.plural+\".\"+spec.group",
+                 name ? name : "");
+        crd_invalid(err, name, "metadata.name", d);
+        goto fail;
+    }
+    if (!scope || (strcmp(scope, "Namespaced") && strcmp(scope, "Cluster"))) {
+        crd_invalid(err, name, "spec.scope", "Unsupported value: \"\": supported values: \"Cluster\", \"Namespaced\"");
+        goto fail;
+    }
+    if (!json_is_array(versions) || json_array_size(versions) == 0) {
+        crd_invalid(err, name, "spec.versions", "Invalid value: null: must have exactly one version marked as storage version");
+        goto fail;
+    }
+    int storage = 0;
+    const char *storage_name = NULL;
+    size_t i;
+    json_t *v;
+    json_array_foreach(versions, i, v) {
+        if (json_is_true(json_object_get(v, "storage"))) {
+            storage++;
+            storage_name = json_string_value(json_object_get(v, "name"));
+        }
+        if (!json_is_string(json_object_get(v, "name"))) {
+            crd_invalid(err, name, "spec.versions[].name", "Required value");
+            goto fail;
+        }
+    }
+    if (storage != 1) {
+        crd_invalid(err, name, "spec.versions", "Invalid value: []apiextensions.CustomResourceDefinitionVersion{...}: must have exactly one version marked as storage version");
+        goto fail;
+    }
+    if (!json_object_get(names, "singular")) {
+        char low[256];
+        size_t k;
+        for (k = 0; kind[k] && k < sizeof low - 1; k++)
+            low[k] = (char)tolower((unsigned char)kind[k]);
+        low[k] = '\0';
+        json_object_set_new(names, "singular", json_string(low));
+    }
+    if (!json_object_get(names, "listKind")) {
+        char lk[300];
+        snprintf(lk, sizeof lk, "%sList", kind);
+        json_object_set_new(names, "listKind", json_string(lk));
+    }
+    if (!json_object_get(spec, "conversion")) {
+        json_t *c = json_object();
+        json_object_set_new(c, "strategy", json_string("None"));
+        json_object_set_new(spec, "conversion", c);
+    }
+    char now[32];
+    as_now_time(now, sizeof now);
+    json_t *st = json_object();
+    json_t *conds = json_array();
+    json_array_append_new(conds, condition("NamesAccepted", "NoConflicts", "no conflicts found", now));
+    json_array_append_new(conds, condition("Established", "InitialNamesAccepted",
+                                           "the initial names have been accepted", now));
+    json_object_set_new(st, "conditions", conds);
+    json_object_set(st, "acceptedNames", names);
+    json_t *sv = json_array();
+    json_array_append_new(sv, json_string(storage_name ? storage_name : ""));
+    json_object_set_new(st, "storedVersions", sv);
+    json_object_set_new(crd, "status", st);
+    return crd;
+fail:
+    json_decref(crd);
+    return NULL;
+}
+
+void as_crd_changed(lop_apiserver_t *srv, const json_t *crd, bool deleted)
+{
+    const char *name = as_meta_str(crd, "name");
+    if (!name)
+        return;
+    as_res_remove_crd(srv, name);
+    json_t *spec = json_object_get(crd, "spec");
+    const char *group = json_string_value(json_object_get(spec, "group"));
+    json_t *names = json_object_get(spec, "names");
+    const char *plural = json_string_value(json_object_get(names, "plural"));
+    if (deleted) {
+        as_coll_t *c = group && plural ? as_coll_get(srv, group, plural, false) : NULL;
+        while (c && c->n > 0) {
+            char *key = lop_xstrdup(c->items[c->n - 1].key);
+            as_store_commit(srv, c, key, NULL);
+            free(key);
+        }
+        return;
+    }
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(spec, "versions"), i, v) {
+        if (!json_is_true(json_object_get(v, "served")))
+            continue;
+        as_res_t t = {0};
+        t.group = (char *)group;
+        t.version = (char *)json_string_value(json_object_get(v, "name"));
+        t.plural = (char *)plural;
+        t.singular = (char *)json_string_value(json_object_get(names, "singular"));
+        t.kind = (char *)json_string_value(json_object_get(names, "kind"));
+        t.list_kind = (char *)json_string_value(json_object_get(names, "listKind"));
+        t.short_names = json_object_get(names, "shortNames");
+        t.categories = json_object_get(names, "categories");
+        t.namespaced = !strcmp(json_string_value(json_object_get(spec, "scope")), "Namespaced");
+        t.is_cr = true;
+        t.track_generation = true;
+        t.require_rv = true;
+        json_t *sub = json_object_get(v, "subresources");
+        t.has_status = json_is_object(json_object_get(sub, "status"));
+        json_t *scale = json_object_get(sub, "scale");
+        if (json_is_object(scale)) {
+            t.has_scale = true;
+            t.scale_spec = (char *)json_string_value(json_object_get(scale, "specReplicasPath"));
+            t.scale_status = (char *)json_string_value(json_object_get(scale, "statusReplicasPath"));
+            t.scale_selector = (char *)json_string_value(json_object_get(scale, "labelSelectorPath"));
+        }
+        t.schema = json_object_get(json_object_get(v, "schema"), "openAPIV3Schema");
+        json_t *sf = json_object_get(v, "selectableFields");
+        json_t *paths = NULL;
+        if (json_is_array(sf)) {
+            paths = json_array();
+            size_t j;
+            json_t *f;
+            json_array_foreach(sf, j, f) {
+                json_t *p = json_object_get(f, "jsonPath");
+                if (json_is_string(p))
+                    json_array_append(paths, p);
+            }
+        }
+        t.selectable = paths;
+        t.crd_name = (char *)name;
+        if (t.group && t.version && t.plural && t.kind)
+            as_res_add(srv, &t);
+        json_decref(paths);
+    }
+}

@@ -1,0 +1,324 @@
+/* as_http.c — request entry point: authentication, injected faults and latency, URL routing to
+ * discovery / resources / subresources, and verb dispatch (reference §A). */
+#include "apiserver/as_internal.h"
+
+#include "host/util/log.h"
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <sys/queue.h>
+#include <openssl/x509.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void as_fault_http(as_req_t *q);
+
+static bool authenticated(as_req_t *q)
+{
+    lop_apiserver_t *srv = q->srv;
+    if (srv->ntokens == 0 && !srv->client_ca)
+        return true;
+    const char *auth = evhttp_find_header(evhttp_request_get_input_headers(q->r), "Authorization");
+    if (auth && !strncmp(auth, "Bearer ", 7)) {
+        for (size_t i = 0; i < srv->ntokens; i++)
+            if (!strcmp(auth + 7, srv->tokens[i]))
+                return true;
+    }
+    if (srv->client_ca && srv->ssl) {
+        struct evhttp_connection *conn = evhttp_request_get_connection(q->r);
+        struct bufferevent *bev = conn ? evhttp_connection_get_bufferevent(conn) : NULL;
+        SSL *ssl = bev ? bufferevent_openssl_get_ssl(bev) : NULL;
+        if (ssl) {
+            X509 *cert = SSL_get1_peer_certificate(ssl);
+            bool ok = cert && SSL_get_verify_result(ssl) == X509_V_OK;
+            X509_free(cert);
+            if (ok)
+                return true;
+        }
+    }
+    return false;
+}
+
+static const char *method_name(enum evhttp_cmd_type m)
+{
+    switch (m) {
+    case EVHTTP_REQ_GET: return "GET";
+    case EVHTTP_REQ_POST: return "POST";
+    case EVHTTP_REQ_PUT: return "PUT";
+    case EVHTTP_REQ_PATCH: return "PATCH";
+    case EVHTTP_REQ_DELETE: return "DELETE";
+    case EVHTTP_REQ_HEAD: return "HEAD";
+    default: return "OTHER";
+    }
+}
+
+/* Returns true when an injected fault answered the request. */
+static bool apply_fault(as_req_t *q)
+{
+    lop_apiserver_t *srv = q->srv;
+    for (int i = 0; i < srv->nfaults; i++) {
+        as_fault_t *f = &srv->faults[i];
+        if (f->count <= 0)
+            continue;
+        if (f->verb[0] && strcasecmp(f->verb, q->verb ? q->verb : "") &&
+            strcasecmp(f->verb, method_name(q->method)))
+            continue;
+        if (f->prefix[0] && strncmp(q->path, f->prefix, strlen(f->prefix)))
+            continue;
+        f->count--;
+        json_t *d = NULL;
+        if (f->retry_after > 0) {
+            d = json_object();
+            json_object_set_new(d, "retryAfterSeconds", json_integer(f->retry_after));
+        }
+        const char *reason = f->code == 429 ? "TooManyRequests" :
+                             f->code == 503 ? "ServiceUnavailable" :
+                             f->code == 504 ? "Timeout" :
+                             f->code == 500 ? "InternalError" : "";
+        as_reply_status(q, f->code, reason, d, "injected fault (%d)", f->code);
+        return true;
+    }
+    return false;
+}
+
+static void reply_version(as_req_t *q)
+{
+    json_t *v = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "major", "1", "minor", "32",
+                          "gitVersion", "v1.32.0-luaop", "gitCommit", "luaop", "gitTreeState",
+                          "clean", "buildDate", "2026-01-01T00:00:00Z", "goVersion", "n/a",
+                          "compiler", "luaop", "platform", "linux/amd64");
+    as_reply_json(q, 200, v, false);
+}
+
+static void not_found(as_req_t *q)
+{
+    as_reply_status(q, 404, "NotFound", NULL, "the server could not find the requested resource");
+}
+
+static void method_not_allowed(as_req_t *q)
+{
+    as_reply_status(q, 405, "MethodNotAllowed", NULL,
+                    "the server does not allow this method on the requested resource");
+}
+
+static int split_path(char *path, char **seg, int max)
+{
+    int n = 0;
+    char *save = NULL;
+    for (char *t = strtok_r(path, "/", &save); t && n < max; t = strtok_r(NULL, "/", &save))
+        seg[n++] = t;
+    return n;
+}
+
+static bool is_true(const char *s) { return s && (!strcmp(s, "true") || !strcmp(s, "1")); }
+
+static void route(as_req_t *q)
+{
+    lop_apiserver_t *srv = q->srv;
+    char *copy = lop_xstrdup(q->path);
+    char *seg[16];
+    int n = split_path(copy, seg, 16);
+    const char *group = NULL, *version = NULL;
+    char **rest = NULL;
+    int nrest = 0;
+    if (n >= 1 && !strcmp(seg[0], "luaop-fault")) {
+        free(copy);
+        as_fault_http(q);
+        return;
+    }
+    if (n == 1 && !strcmp(seg[0], "version")) {
+        reply_version(q);
+        goto done;
+    }
+    if (n >= 1 && (!strcmp(seg[0], "healthz") || !strcmp(seg[0], "readyz") ||
+                   !strcmp(seg[0], "livez"))) {
+        as_reply_raw(q, 200, "text/plain; charset=utf-8", "ok", 2);
+        goto done;
+    }
+    if (n >= 1 && !strcmp(seg[0], "openapi")) {
+        as_serve_openapi(q);
+        goto done;
+    }
+    if (n >= 1 && !strcmp(seg[0], "api")) {
+        if (n == 1) {
+            as_serve_discovery(q, NULL, NULL, 0);
+            goto done;
+        }
+        group = "";
+        version = seg[1];
+        if (n == 2) {
+            as_serve_discovery(q, "", version, 2);
+            goto done;
+        }
+        rest = &seg[2];
+        nrest = n - 2;
+    } else if (n >= 1 && !strcmp(seg[0], "apis")) {
+        if (n == 1) {
+            as_serve_discovery(q, "", NULL, 0);
+            goto done;
+        }
+        if (n == 2) {
+            as_serve_discovery(q, seg[1], NULL, 1);
+            goto done;
+        }
+        group = seg[1];
+        version = seg[2];
+        if (n == 3) {
+            as_serve_discovery(q, group, version, 2);
+            goto done;
+        }
+        rest = &seg[3];
+        nrest = n - 3;
+    } else {
+        not_found(q);
+        goto done;
+    }
+    /* resource paths */
+    as_res_t *res = NULL;
+    const char *ns = NULL, *name = NULL, *sub = NULL;
+    if (nrest >= 3 && !strcmp(rest[0], "namespaces")) {
+        as_res_t *cand = as_res_find(srv, group, version, rest[2]);
+        if (cand && cand->namespaced) {
+            res = cand;
+            ns = rest[1];
+            name = nrest >= 4 ? rest[3] : NULL;
+            sub = nrest >= 5 ? rest[4] : NULL;
+            if (nrest > 5) {
+                not_found(q);
+                goto done;
+            }
+        }
+    }
+    if (!res) {
+        res = as_res_find(srv, group, version, rest[0]);
+        if (!res || nrest > 3) {
+            not_found(q);
+            goto done;
+        }
+        name = nrest >= 2 ? rest[1] : NULL;
+        sub = nrest >= 3 ? rest[2] : NULL;
+        if (res->namespaced && name) {
+            not_found(q);
+            goto done;
+        }
+    }
+    if (sub && !((!strcmp(sub, "status") && res->has_status) ||
+                 (!strcmp(sub, "scale") && res->has_scale))) {
+        not_found(q);
+        goto done;
+    }
+    q->res = res;
+    snprintf(q->ns, sizeof q->ns, "%s", ns ? ns : "");
+    snprintf(q->name, sizeof q->name, "%s", name ? name : "");
+    snprintf(q->sub, sizeof q->sub, "%s", sub ? sub : "");
+    if (strlen(ns ? ns : "") >= sizeof q->ns || strlen(name ? name : "") >= sizeof q->name) {
+        as_reply_status(q, 400, "BadRequest", NULL, "name too long");
+        goto done;
+    }
+    switch (q->method) {
+    case EVHTTP_REQ_GET:
+        if (!name)
+            q->verb = is_true(as_query(q, "watch")) ? "watch" : "list";
+        else
+            q->verb = "get";
+        break;
+    case EVHTTP_REQ_POST: q->verb = "create"; break;
+    case EVHTTP_REQ_PUT: q->verb = "update"; break;
+    case EVHTTP_REQ_PATCH: q->verb = "patch"; break;
+    case EVHTTP_REQ_DELETE: q->verb = name ? "delete" : "deletecollection"; break;
+    default: q->verb = "other"; break;
+    }
+    if (apply_fault(q))
+        goto done;
+    if (!name) {
+        if (q->method == EVHTTP_REQ_GET) {
+            if (!strcmp(q->verb, "watch"))
+                as_handle_watch(q);
+            else
+                as_handle_list(q);
+        } else if (q->method == EVHTTP_REQ_POST) {
+            if (res->namespaced && !ns)
+                method_not_allowed(q);
+            else
+                as_handle_create(q);
+        } else if (q->method == EVHTTP_REQ_DELETE) {
+            as_handle_deletecollection(q);
+        } else {
+            method_not_allowed(q);
+        }
+    } else {
+        switch (q->method) {
+        case EVHTTP_REQ_GET: as_handle_get(q); break;
+        case EVHTTP_REQ_PUT: as_handle_update(q); break;
+        case EVHTTP_REQ_PATCH: as_handle_patch(q); break;
+        case EVHTTP_REQ_DELETE:
+            if (sub)
+                method_not_allowed(q);
+            else
+                as_handle_delete(q);
+            break;
+        default: method_not_allowed(q); break;
+        }
+    }
+done:
+    free(copy);
+}
+
+static void process(lop_apiserver_t *srv, struct evhttp_request *r)
+{
+    as_req_t q;
+    memset(&q, 0, sizeof q);
+    q.srv = srv;
+    q.r = r;
+    q.method = evhttp_request_get_command(r);
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(r);
+    const char *p = uri ? evhttp_uri_get_path(uri) : NULL;
+    q.path = evhttp_uridecode(p && *p ? p : "/", 0, NULL);
+    if (!q.path)
+        q.path = lop_xstrdup("/");
+    TAILQ_INIT(&q.q);
+    const char *qs = uri ? evhttp_uri_get_query(uri) : NULL;
+    if (qs)
+        evhttp_parse_query_str(qs, &q.q);
+    struct evbuffer *in = evhttp_request_get_input_buffer(r);
+    q.body_len = evbuffer_get_length(in);
+    q.body = q.body_len ? (char *)evbuffer_pullup(in, -1) : NULL;
+    if (!authenticated(&q)) {
+        as_reply_status(&q, 401, "Unauthorized", NULL, "Unauthorized");
+    } else {
+        route(&q);
+    }
+    evhttp_clear_headers(&q.q);
+    free(q.path);
+}
+
+typedef struct delayed {
+    lop_apiserver_t *srv;
+    struct evhttp_request *r;
+} delayed_t;
+
+static void delayed_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    delayed_t *d = arg;
+    process(d->srv, d->r);
+    free(d);
+}
+
+void as_http_handle(struct evhttp_request *r, void *arg);
+void as_http_handle(struct evhttp_request *r, void *arg)
+{
+    lop_apiserver_t *srv = arg;
+    if (srv->latency_ms > 0) {
+        delayed_t *d = lop_xmalloc(sizeof *d);
+        d->srv = srv;
+        d->r = r;
+        struct timeval tv = {srv->latency_ms / 1000, (srv->latency_ms % 1000) * 1000};
+        event_base_once(srv->base, -1, EV_TIMEOUT, delayed_cb, d, &tv);
+        return;
+    }
+    process(srv, r);
+}

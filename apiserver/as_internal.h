@@ -1,0 +1,276 @@
+/*
+ * as_internal.h — the local API server's internal types, shared by its .c files only.
+ *
+ * Everything here is owned by and touched from the server's event-loop thread, except the
+ * command queue (cmd_*), which other threads use under srv->mu.
+ * Stored objects (json_t) are immutable once committed: every write builds a new object, so
+ * history events, snapshots and watch payloads can share references without copying.
+ */
+#ifndef LOP_APISERVER_AS_INTERNAL_H
+#define LOP_APISERVER_AS_INTERNAL_H
+
+#include "apiserver/apiserver.h"
+#include "host/kube/selector.h"
+#include "host/util/buf.h"
+#include "host/util/err.h"
+
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <jansson.h>
+#include <openssl/ssl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define AS_MAX_BODY (3u * 1024u * 1024u)
+
+enum as_evtype { AS_ADDED = 0, AS_MODIFIED = 1, AS_DELETED = 2 };
+
+/* A refcounted immutable byte string (one serialized watch event shared by every watcher). */
+typedef struct as_blob {
+    int refs;
+    size_t len;
+    char data[];
+} as_blob_t;
+
+as_blob_t *as_blob_new(const char *data, size_t len);
+void as_blob_unref(as_blob_t *b);
+
+typedef struct as_entry {
+    char *key; /* "ns/name" or "name" */
+    json_t *obj;
+} as_entry_t;
+
+struct as_watcher;
+
+/* Storage for one group+resource, shared by all versions that serve it. */
+typedef struct as_coll {
+    char *name;      /* "group/plural" ("" group for core) */
+    bool sort_keys;  /* custom resources: JSON keys sorted */
+    as_entry_t *items;
+    size_t n, cap;
+    struct as_watcher *watchers; /* doubly linked */
+} as_coll_t;
+
+/* One servable group/version/resource (a registry row). */
+typedef struct as_res {
+    char *group, *version, *plural, *singular, *kind, *list_kind;
+    json_t *short_names; /* array of strings or NULL */
+    json_t *categories;
+    bool namespaced;
+    bool is_cr;
+    bool has_status;        /* status subresource: main endpoint ignores .status */
+    bool has_scale;
+    bool track_generation;
+    bool create_on_update;  /* Lease */
+    bool require_rv;        /* PUT without RV → 422 (CRs, Lease) */
+    bool delete_returns_obj;/* Pod, Namespace */
+    bool microtime_check;   /* Lease, events.k8s.io Event */
+    bool dns_label_name;    /* Namespace, Service */
+    char *scale_spec, *scale_status, *scale_selector; /* JSON paths, ".spec.replicas" */
+    json_t *schema;         /* openAPIV3Schema (CRs) or NULL */
+    json_t *selectable;     /* array of field paths "spec.color" or NULL */
+    const char *const *extra_fields; /* built-in field-selector fields (NULL-terminated) */
+    char *crd_name;         /* CRs: owning CRD's metadata.name */
+    char api_version[128];  /* "v1" or "g/v" */
+    as_coll_t *coll;
+} as_res_t;
+
+typedef struct as_event {
+    int64_t rv;
+    int type;
+    as_coll_t *coll;
+    char *key;
+    json_t *obj;  /* state after (DELETED: last state, RV = deletion revision) */
+    json_t *prev; /* state before, NULL for ADDED */
+    as_blob_t *wire; /* lazily serialized {"type":..,"object":..}\n */
+} as_event_t;
+
+typedef struct as_watcher {
+    struct as_watcher *next, *prev;
+    lop_apiserver_t *srv;
+    as_res_t *res;
+    as_coll_t *coll;
+    struct evhttp_request *r;
+    struct evhttp_connection *conn;
+    char *ns; /* NULL = all namespaces */
+    lop_label_selector_t *ls;
+    lop_field_selector_t *fs;
+    bool bookmarks;
+    struct event *timer;
+    struct evbuffer *held; /* events queued while stalled */
+    int64_t last_rv;
+} as_watcher_t;
+
+typedef struct as_fault {
+    char verb[16];
+    char prefix[256];
+    int count, code, retry_after;
+} as_fault_t;
+
+typedef struct as_cmd {
+    struct as_cmd *next;
+    void (*fn)(lop_apiserver_t *srv, void *arg);
+    void *arg;
+    bool done;
+} as_cmd_t;
+
+struct lop_apiserver {
+    struct event_base *base;
+    struct evhttp *http;
+    pthread_t thread;
+    bool thread_started;
+    char url[160];
+    char host[64];
+    int port;
+    bool tls;
+    long history;
+    bool fault_control;
+    /* command queue (any thread) */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    as_cmd_t *cmds;
+    struct event *cmd_ev;
+    /* store (loop thread) */
+    int64_t rev;
+    as_res_t **res;
+    size_t nres, capres;
+    as_coll_t **colls;
+    size_t ncolls, capcolls;
+    /* history ring */
+    as_event_t **ring;
+    size_t ring_cap, ring_head, ring_len;
+    int64_t hist_floor; /* every change with rv > hist_floor is in the ring */
+    /* faults */
+    as_fault_t faults[16];
+    int nfaults;
+    bool stall;
+    int latency_ms;
+    /* auth */
+    char **tokens;
+    size_t ntokens;
+    SSL_CTX *ssl;
+    char *ca_pem;      /* server cert PEM (self-signed; is its own CA) */
+    bool client_ca;
+    bool gc_pending;
+};
+
+/* An HTTP request being served. */
+typedef struct as_req {
+    lop_apiserver_t *srv;
+    struct evhttp_request *r;
+    enum evhttp_cmd_type method;
+    const char *verb; /* get list watch create update patch delete deletecollection */
+    char *path;
+    struct evkeyvalq q;
+    as_res_t *res;
+    char ns[256];
+    char name[256];
+    char sub[32];
+    char *body;
+    size_t body_len;
+    bool reply_scale; /* a /scale write answers with the Scale view */
+} as_req_t;
+
+/* ---- status.c ---- */
+json_t *as_status_new(int code, const char *reason, const char *message, json_t *details);
+/* details {name, group, kind}; omits NULL/empty */
+json_t *as_details(const char *name, const char *group, const char *kind);
+void as_reply_json(as_req_t *q, int code, json_t *body, bool sort_keys);
+void as_reply_raw(as_req_t *q, int code, const char *ctype, const char *body, size_t len);
+/* Reply with a Status (details stolen, may be NULL). Logs the rejection. */
+void as_reply_status(as_req_t *q, int code, const char *reason, json_t *details, const char *fmt,
+                     ...) __attribute__((format(printf, 5, 6)));
+void as_reply_err(as_req_t *q, const lop_err_t *err);
+void as_reply_notfound(as_req_t *q, as_res_t *res, const char *name);
+/* "<plural>[.<group>]" */
+void as_qualified_resource(const as_res_t *res, char *buf, size_t n);
+/* "<Kind>[.<group>]" */
+void as_qualified_kind(const as_res_t *res, char *buf, size_t n);
+/* A 422 Invalid on res/name with one cause; field & detail as in "<field>: <detail>". */
+void as_reply_invalid(as_req_t *q, const char *kind_qual, const char *dkind, const char *group,
+                      const char *name, const char *cause_reason, const char *field,
+                      const char *detail);
+const char *as_query(as_req_t *q, const char *key);
+void as_log_reject(as_req_t *q, int code, const char *reason);
+
+/* ---- registry.c ---- */
+void as_registry_init(lop_apiserver_t *srv);
+void as_registry_free(lop_apiserver_t *srv);
+as_coll_t *as_coll_get(lop_apiserver_t *srv, const char *group, const char *plural, bool create);
+as_res_t *as_res_find(lop_apiserver_t *srv, const char *group, const char *version,
+                      const char *plural);
+as_res_t *as_res_add(lop_apiserver_t *srv, const as_res_t *tmpl);
+void as_res_remove_crd(lop_apiserver_t *srv, const char *crd_name);
+void as_serve_discovery(as_req_t *q, const char *group, const char *version, int depth);
+void as_serve_openapi(as_req_t *q);
+
+/* ---- store.c ---- */
+void as_store_init(lop_apiserver_t *srv);
+void as_store_free(lop_apiserver_t *srv);
+as_entry_t *as_store_find(as_coll_t *c, const char *key);
+/* Commit new_obj (stolen; NULL = delete) at key. Sets metadata.resourceVersion, records the event,
+ * notifies watchers. Returns the committed object (borrowed) or, on delete, the deleted state. */
+json_t *as_store_commit(lop_apiserver_t *srv, as_coll_t *c, const char *key, json_t *new_obj);
+void as_store_compact(lop_apiserver_t *srv);
+/* Items of c at revision rv (sorted by key); *out is malloc'd array of borrowed json_t*; keys too.
+ * Returns -1 when rv is older than the history. */
+int as_store_snapshot(lop_apiserver_t *srv, as_coll_t *c, int64_t rv, const char *ns,
+                      as_entry_t **out, size_t *n);
+void as_make_key(const as_res_t *res, const char *ns, const char *name, char *buf, size_t n);
+json_t *as_ring_event(lop_apiserver_t *srv, size_t i); /* unused helper guard */
+
+/* ---- watch.c ---- */
+void as_handle_watch(as_req_t *q);
+void as_watch_dispatch(lop_apiserver_t *srv, as_event_t *ev);
+void as_watch_close_all(lop_apiserver_t *srv);
+void as_watch_set_stall(lop_apiserver_t *srv, bool stall);
+void as_watch_bookmark_all(lop_apiserver_t *srv);
+bool as_obj_matches(as_res_t *res, const char *ns, lop_label_selector_t *ls,
+                    lop_field_selector_t *fs, const json_t *obj);
+/* Validate field selector fields against res. 0 ok, else replies 400 and returns -1. */
+int as_check_field_selector(as_req_t *q, lop_field_selector_t *fs);
+/* Serialize an object as served by res (apiVersion rewritten when needed). */
+char *as_dump_obj(const as_res_t *res, const json_t *obj, size_t *len);
+json_t *as_served_obj(const as_res_t *res, const json_t *obj); /* new ref */
+
+/* ---- handlers.c / write.c / delete.c ---- */
+void as_handle_get(as_req_t *q);
+void as_handle_list(as_req_t *q);
+void as_handle_create(as_req_t *q);
+void as_handle_update(as_req_t *q);
+void as_handle_patch(as_req_t *q);
+void as_handle_delete(as_req_t *q);
+void as_handle_deletecollection(as_req_t *q);
+/* Parse a JSON or YAML body. NULL → already replied 400. */
+json_t *as_parse_body(as_req_t *q);
+/* Shared write step: validate, set system fields and commit. */
+json_t *as_prepare_meta_create(lop_apiserver_t *srv, as_res_t *res, json_t *obj, const char *ns);
+/* Delete machinery (delete.c). Returns the deleted/updated object (borrowed) or NULL. */
+json_t *as_delete_object(lop_apiserver_t *srv, as_res_t *res, const char *key, const char *policy,
+                         bool *removed);
+void as_gc_run(lop_apiserver_t *srv);
+/* Called after a commit on a CRD (crd.c): install/remove the CR resources. */
+void as_crd_changed(lop_apiserver_t *srv, const json_t *crd, bool deleted);
+json_t *as_crd_finish_create(lop_apiserver_t *srv, json_t *crd, lop_err_t *err);
+int as_validate_cr(as_res_t *res, json_t *obj, json_t **causes);
+
+/* ---- util.c ---- */
+void as_uuid(char out[37]);
+void as_rand_suffix(char out[6]);
+char *as_now_time(char *buf, size_t n);
+json_t *as_meta(json_t *obj); /* metadata object (created when absent) */
+const char *as_meta_str(const json_t *obj, const char *field);
+json_t *as_path_get(const json_t *obj, const char *dotted); /* ".spec.replicas" or "spec.x" */
+int as_path_set(json_t *obj, const char *dotted, json_t *val); /* val stolen */
+json_t *as_order_builtin(const json_t *obj); /* kind, apiVersion, metadata first; new ref */
+char *as_b64url_encode(const unsigned char *d, size_t n);
+unsigned char *as_b64url_decode(const char *s, size_t *n);
+char *as_b64_encode(const unsigned char *d, size_t n);
+bool as_valid_dns_subdomain(const char *s);
+bool as_valid_dns_label(const char *s);
+json_t *as_yaml_parse(const char *data, size_t len, char *errbuf, size_t errlen);
+
+#endif

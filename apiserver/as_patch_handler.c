@@ -1,0 +1,241 @@
+/* as_patch_handler.c — PATCH (reference §G.8–G.16): JSON patch, merge patch, strategic merge
+ * patch (built-ins only, 415 for custom resources) and server-side apply, on the main endpoint
+ * and the /status and /scale subresources. The patch algorithms live in patch.c / ssa.c. */
+#include "apiserver/as_internal.h"
+
+#include "apiserver/patch.h"
+#include "apiserver/ssa.h"
+#include "host/util/clock.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+json_t *as_scale_view(as_res_t *res, const json_t *obj);
+void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, bool managed_done);
+
+enum ptype { P_JSON, P_MERGE, P_STRATEGIC, P_APPLY, P_UNKNOWN };
+
+static enum ptype patch_type(const char *ct)
+{
+    if (!ct)
+        return P_UNKNOWN;
+    if (!strncmp(ct, "application/json-patch+json", 27))
+        return P_JSON;
+    if (!strncmp(ct, "application/merge-patch+json", 28))
+        return P_MERGE;
+    if (!strncmp(ct, "application/strategic-merge-patch+json", 38))
+        return P_STRATEGIC;
+    if (!strncmp(ct, "application/apply-patch+yaml", 28))
+        return P_APPLY;
+    return P_UNKNOWN;
+}
+
+static void reply_415(as_req_t *q, bool cr)
+{
+    as_reply_status(q, 415, "UnsupportedMediaType", NULL,
+                    "the body of the request was in an unknown format - accepted media types "
+                    "include: application/json-patch+json, application/merge-patch+json, "
+                    "application/apply-patch+yaml%s",
+                    cr ? "" : ", application/strategic-merge-patch+json");
+}
+
+static void patchopts_invalid(as_req_t *q, const char *reason, const char *field, const char *d)
+{
+    as_reply_invalid(q, "PatchOptions.meta.k8s.io", "PatchOptions", "meta.k8s.io", "", reason,
+                     field, d);
+}
+
+void as_handle_patch(as_req_t *q)
+{
+    lop_apiserver_t *srv = q->srv;
+    as_res_t *res = q->res;
+    const char *ct = evhttp_find_header(evhttp_request_get_input_headers(q->r), "Content-Type");
+    enum ptype pt = patch_type(ct);
+    if (pt == P_UNKNOWN || (pt == P_STRATEGIC && res->is_cr)) {
+        reply_415(q, res->is_cr);
+        return;
+    }
+    if (q->sub[0] && strcmp(q->sub, "status") && strcmp(q->sub, "scale")) {
+        as_reply_status(q, 404, "NotFound", NULL, "the server could not find the requested resource");
+        return;
+    }
+    const char *force = as_query(q, "force");
+    bool forced = force && !strcmp(force, "true");
+    const char *fm = as_query(q, "fieldManager");
+    if (force && pt != P_APPLY) {
+        patchopts_invalid(q, "FieldValueForbidden", "force",
+                          "Forbidden: may not be specified for non-apply patch");
+        return;
+    }
+    if (pt == P_APPLY && (!fm || !*fm)) {
+        patchopts_invalid(q, "FieldValueRequired", "fieldManager",
+                          "Required value: is required for apply patch");
+        return;
+    }
+    if (fm && strlen(fm) > 128) {
+        patchopts_invalid(q, "FieldValueTooLong", "fieldManager",
+                          "Too long: may not be more than 128 bytes");
+        return;
+    }
+    if (q->body_len > AS_MAX_BODY) {
+        as_reply_status(q, 413, "RequestEntityTooLarge", NULL,
+                        "Request entity too large: limit is 3145728");
+        return;
+    }
+    json_t *patch;
+    if (pt == P_APPLY) {
+        patch = as_parse_body(q);
+        if (!patch)
+            return;
+    } else {
+        json_error_t je;
+        patch = json_loadb(q->body ? q->body : "", q->body_len, 0, &je);
+        if (!patch) {
+            if (pt == P_JSON)
+                as_reply_status(q, 400, "BadRequest", NULL, "invalid JSON patch");
+            else
+                as_reply_status(q, 400, "BadRequest", NULL,
+                                "error decoding patch: json parse error at line %d column %d: %s",
+                                je.line, je.column, je.text);
+            return;
+        }
+    }
+    char key[600];
+    as_make_key(res, q->ns, q->name, key, sizeof key);
+    as_entry_t *e = as_store_find(res->coll, key);
+    bool scale = !strcmp(q->sub, "scale");
+    lop_err_t err;
+    lop_err_clear(&err);
+    if (!e && !(pt == P_APPLY && !q->sub[0])) {
+        json_decref(patch);
+        as_reply_notfound(q, res, q->name);
+        return;
+    }
+    if (pt == P_APPLY) {
+        const char *bname = as_meta_str(patch, "name");
+        if (!bname || strcmp(bname, q->name)) {
+            json_decref(patch);
+            as_reply_status(q, 400, "BadRequest", NULL,
+                            "the name of the object (%s) does not match the name on the URL (%s)",
+                            bname ? bname : "", q->name);
+            return;
+        }
+        if (!e && res->namespaced) {
+            as_coll_t *nsc = as_coll_get(srv, "", "namespaces", false);
+            if (!nsc || !as_store_find(nsc, q->ns)) {
+                json_decref(patch);
+                as_reply_status(q, 404, "NotFound", as_details(q->ns, NULL, "namespaces"),
+                                "namespaces \"%s\" not found", q->ns);
+                return;
+            }
+        }
+        json_t *live = e ? json_incref(e->obj) : NULL;
+        lop_ssa_ctx_t ctx = {.manager = fm,
+                             .api_version = res->api_version,
+                             .subresource = q->sub[0] ? q->sub : NULL,
+                             .now_wall_ns = lop_clock_wall(&lop_clock_system),
+                             .builtin = !res->is_cr,
+                             .kind = res->kind};
+        json_t *status = NULL;
+        json_t *out = lop_ssa_apply(live, patch, forced, &ctx, &status, &err);
+        json_decref(patch);
+        if (!out) {
+            json_decref(live);
+            if (status) {
+                int code = (int)json_integer_value(json_object_get(status, "code"));
+                const char *reason = json_string_value(json_object_get(status, "reason"));
+                as_log_reject(q, code ? code : 409, reason);
+                as_reply_json(q, code ? code : 409, status, false);
+            } else {
+                as_reply_err(q, &err);
+            }
+            return;
+        }
+        const char *prv = as_meta_str(out, "resourceVersion");
+        if (live && prv && *prv && strcmp(prv, as_meta_str(live, "resourceVersion"))) {
+            char qual[300];
+            as_qualified_resource(res, qual, sizeof qual);
+            json_decref(out);
+            json_decref(live);
+            as_reply_status(q, 409, "Conflict", as_details(q->name, res->group, res->plural),
+                            "Operation cannot be fulfilled on %s \"%s\": the object has been "
+                            "modified; please apply your changes to the latest version and try again",
+                            qual, q->name);
+            return;
+        }
+        if (!live)
+            q->name[0] = '\0';
+        as_finish_write(q, live, out, live ? 200 : 201, true);
+        json_decref(live);
+        return;
+    }
+    json_t *old = json_incref(e->obj);
+    json_t *target = scale ? as_scale_view(res, old) : as_served_obj(res, old);
+    json_t *out = NULL;
+    switch (pt) {
+    case P_JSON:
+        out = lop_json_patch(target, patch, &err);
+        break;
+    case P_MERGE:
+        out = lop_merge_patch(target, patch);
+        break;
+    case P_STRATEGIC:
+        out = lop_strategic_merge_patch(target, patch, scale ? "autoscaling/v1" : res->api_version,
+                                        scale ? "Scale" : res->kind, &err);
+        break;
+    default:
+        break;
+    }
+    json_decref(patch);
+    json_decref(target);
+    if (!out) {
+        json_decref(old);
+        if (!err.code)
+            lop_err_set(&err, LOP_EINVAL, 422, "Invalid",
+                        "the server rejected our request due to an error in our request");
+        as_reply_err(q, &err);
+        return;
+    }
+    if (!json_is_object(out)) {
+        json_decref(out);
+        json_decref(old);
+        as_reply_status(q, 422, "Invalid", NULL,
+                        "the server rejected our request due to an error in our request");
+        return;
+    }
+    const char *prv = as_meta_str(out, "resourceVersion");
+    if (prv && *prv && strcmp(prv, as_meta_str(old, "resourceVersion"))) {
+        char qual[300];
+        as_qualified_resource(res, qual, sizeof qual);
+        json_decref(out);
+        json_decref(old);
+        as_reply_status(q, 409, "Conflict", as_details(q->name, res->group, res->plural),
+                        "Operation cannot be fulfilled on %s \"%s\": the object has been modified; "
+                        "please apply your changes to the latest version and try again",
+                        qual, q->name);
+        return;
+    }
+    const char *pname = as_meta_str(out, "name");
+    if (pname && strcmp(pname, q->name)) {
+        json_decref(out);
+        json_decref(old);
+        as_reply_status(q, 400, "BadRequest", NULL,
+                        "the name of the object (%s) does not match the name on the URL (%s)",
+                        pname, q->name);
+        return;
+    }
+    if (scale) {
+        json_t *rep = json_object_get(json_object_get(out, "spec"), "replicas");
+        json_t *n = json_deep_copy(old);
+        if (res->scale_spec)
+            as_path_set(n, res->scale_spec,
+                        json_integer(json_is_integer(rep) ? json_integer_value(rep) : 0));
+        json_decref(out);
+        out = n;
+        q->sub[0] = '\0';
+        q->reply_scale = true;
+    }
+    as_finish_write(q, old, out, 200, false);
+    json_decref(old);
+}

@@ -1,0 +1,369 @@
+/* as_read.c — GET and LIST (reference §E): selectors, limit/continue over consistent snapshots,
+ * resourceVersion / resourceVersionMatch semantics, and the /scale view of custom resources. */
+#include "apiserver/as_internal.h"
+
+#include <event2/buffer.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char continue_expired_msg[] =
+    "The provided continue parameter is too old to display a consistent list result. You can "
+    "start a new list without the continue parameter, or use the continue token in this response "
+    "to retrieve the remainder of the results. Continuing with the provided token results in an "
+    "inconsistent list - objects that were created, modified, or deleted between the time the "
+    "first chunk was returned and now may show up in the list.";
+
+static char *make_token(int64_t rv, const char *key)
+{
+    json_t *t = json_object();
+    json_object_set_new(t, "v", json_string("meta.k8s.io/v1"));
+    json_object_set_new(t, "rv", json_integer(rv));
+    size_t kl = strlen(key);
+    char *start = lop_xmalloc(kl + 2);
+    memcpy(start, key, kl);
+    start[kl] = '\0';
+    start[kl + 1] = '\0';
+    json_object_set_new(t, "start", json_stringn(start, kl + 1));
+    free(start);
+    char *s = json_dumps(t, JSON_COMPACT);
+    json_decref(t);
+    char *tok = as_b64url_encode((const unsigned char *)s, strlen(s));
+    free(s);
+    return tok;
+}
+
+/* Parse a continue token; 0 ok (start_key malloc'd = last key returned), -1 invalid. */
+static int parse_token(const char *tok, int64_t *rv, char **start_key)
+{
+    size_t n;
+    unsigned char *raw = as_b64url_decode(tok, &n);
+    if (!raw)
+        return -1;
+    json_error_t je;
+    json_t *t = json_loadb((const char *)raw, n, JSON_ALLOW_NUL, &je);
+    free(raw);
+    if (!t)
+        return -1;
+    json_t *jrv = json_object_get(t, "rv");
+    json_t *js = json_object_get(t, "start");
+    if (!json_is_integer(jrv) || !json_is_string(js)) {
+        json_decref(t);
+        return -1;
+    }
+    *rv = json_integer_value(jrv);
+    *start_key = lop_xstrdup(json_string_value(js)); /* stops at the NUL suffix */
+    json_decref(t);
+    return 0;
+}
+
+static bool parse_uint(const char *s, int64_t *out)
+{
+    char *end;
+    if (!s || !*s || *s == '-')
+        return false;
+    long long v = strtoll(s, &end, 10);
+    if (*end)
+        return false;
+    *out = v;
+    return true;
+}
+
+static void reply_listopts_invalid(as_req_t *q, const char *reason, const char *field,
+                                   const char *detail)
+{
+    as_reply_invalid(q, "ListOptions.meta.k8s.io", "ListOptions", "meta.k8s.io", "", reason, field,
+                     detail);
+}
+
+static void reply_bad_rv(as_req_t *q, const char *rvs)
+{
+    as_reply_status(q, 500, NULL, NULL,
+                    "resourceVersion: Invalid value: \"%s\": strconv.ParseUint: parsing \"%s\": "
+                    "invalid syntax",
+                    rvs, rvs);
+}
+
+static void reply_too_large(as_req_t *q, int64_t want)
+{
+    json_t *d = json_object();
+    json_t *causes = json_array();
+    json_t *c = json_object();
+    json_object_set_new(c, "reason", json_string("ResourceVersionTooLarge"));
+    json_object_set_new(c, "message", json_string("Too large resource version"));
+    json_array_append_new(causes, c);
+    json_object_set_new(d, "causes", causes);
+    json_object_set_new(d, "retryAfterSeconds", json_integer(1));
+    as_reply_status(q, 504, "Timeout", d, "Timeout: Too large resource version: %" PRId64
+                    ", current: %" PRId64, want, q->srv->rev);
+}
+
+void as_handle_list(as_req_t *q)
+{
+    lop_apiserver_t *srv = q->srv;
+    as_res_t *res = q->res;
+    const char *rvs = as_query(q, "resourceVersion");
+    const char *rvm = as_query(q, "resourceVersionMatch");
+    const char *cont = as_query(q, "continue");
+    const char *lims = as_query(q, "limit");
+    if (rvm && !*rvm)
+        rvm = NULL;
+    if (cont && !*cont)
+        cont = NULL;
+    if (rvs && !*rvs)
+        rvs = NULL;
+    if (as_query(q, "sendInitialEvents")) {
+        reply_listopts_invalid(q, "FieldValueForbidden", "sendInitialEvents",
+                               "Forbidden: sendInitialEvents is forbidden for list");
+        return;
+    }
+    if (rvm) {
+        if (!rvs) {
+            reply_listopts_invalid(q, "FieldValueForbidden", "resourceVersionMatch",
+                                   "Forbidden: resourceVersionMatch is forbidden unless "
+                                   "resourceVersion is provided");
+            return;
+        }
+        if (cont) {
+            reply_listopts_invalid(q, "FieldValueForbidden", "resourceVersionMatch",
+                                   "Forbidden: resourceVersionMatch is forbidden when continue is "
+                                   "provided");
+            return;
+        }
+        if (strcmp(rvm, "Exact") && strcmp(rvm, "NotOlderThan")) {
+            char detail[300];
+            snprintf(detail, sizeof detail,
+                     "Unsupported value: \"%s\": supported values: \"Exact\", \"NotOlderThan\"", rvm);
+            reply_listopts_invalid(q, "FieldValueNotSupported", "resourceVersionMatch", detail);
+            return;
+        }
+        if (!strcmp(rvm, "Exact") && !strcmp(rvs, "0")) {
+            reply_listopts_invalid(q, "FieldValueForbidden", "resourceVersionMatch",
+                                   "Forbidden: resourceVersionMatch \"exact\" is forbidden for "
+                                   "resourceVersion \"0\"");
+            return;
+        }
+    }
+    long limit = 0;
+    if (lims && *lims) {
+        char *end;
+        limit = strtol(lims, &end, 10);
+        if (*end || limit < 0)
+            limit = 0;
+    }
+    int64_t snap = srv->rev, reply_rv = srv->rev;
+    char *start = NULL;
+    if (cont) {
+        if (rvs && strcmp(rvs, "0")) {
+            as_reply_status(q, 400, "BadRequest", NULL,
+                            "specifying resource version is not allowed when using continue");
+            return;
+        }
+        int64_t trv;
+        if (parse_token(cont, &trv, &start) < 0) {
+            as_reply_status(q, 400, "BadRequest", NULL,
+                            "invalid continue token: the continue token could not be decoded");
+            return;
+        }
+        if (trv == -1) {
+            snap = reply_rv = srv->rev;
+        } else if (trv < srv->hist_floor && trv != srv->rev) {
+            char *fresh = make_token(-1, start);
+            free(start);
+            json_t *st = as_status_new(410, "Expired", continue_expired_msg, NULL);
+            json_object_set_new(json_object_get(st, "metadata"), "continue", json_string(fresh));
+            free(fresh);
+            as_log_reject(q, 410, "Expired");
+            as_reply_json(q, 410, st, false);
+            return;
+        } else if (trv > srv->rev) {
+            free(start);
+            as_reply_status(q, 400, "BadRequest", NULL, "invalid continue token: bad resource version");
+            return;
+        } else {
+            snap = reply_rv = trv;
+        }
+    } else if (rvs) {
+        int64_t want;
+        if (!parse_uint(rvs, &want)) {
+            reply_bad_rv(q, rvs);
+            return;
+        }
+        if (want == 0) {
+            limit = 0; /* served "from cache": limit ignored (E.20) */
+        } else {
+            if (want > srv->rev) {
+                reply_too_large(q, want);
+                return;
+            }
+            bool exact = (rvm && !strcmp(rvm, "Exact")) || (!rvm && limit > 0);
+            if (exact) {
+                if (want < srv->hist_floor && want != srv->rev) {
+                    as_reply_status(q, 410, "Expired", NULL,
+                                    "The resourceVersion for the provided list is too old.");
+                    return;
+                }
+                snap = reply_rv = want;
+            }
+        }
+    }
+    lop_err_t err;
+    lop_label_selector_t *ls = NULL;
+    lop_field_selector_t *fs = NULL;
+    if (lop_label_selector_parse(as_query(q, "labelSelector"), &ls, &err) != LOP_OK) {
+        free(start);
+        as_reply_status(q, 400, "BadRequest", NULL, "%s", err.message);
+        return;
+    }
+    if (lop_field_selector_parse(as_query(q, "fieldSelector"), &fs, &err) != LOP_OK) {
+        free(start);
+        lop_label_selector_free(ls);
+        as_reply_status(q, 400, "BadRequest", NULL, "%s", err.message);
+        return;
+    }
+    if (as_check_field_selector(q, fs) < 0) {
+        free(start);
+        lop_label_selector_free(ls);
+        lop_field_selector_free(fs);
+        return;
+    }
+    bool filtered = !lop_label_selector_empty(ls) || !lop_field_selector_empty(fs);
+    as_entry_t *items;
+    size_t n;
+    if (as_store_snapshot(srv, res->coll, snap, q->ns[0] ? q->ns : NULL, &items, &n) < 0) {
+        free(start);
+        lop_label_selector_free(ls);
+        lop_field_selector_free(fs);
+        as_reply_status(q, 410, "Expired", NULL,
+                        "The resourceVersion for the provided list is too old.");
+        return;
+    }
+    size_t i = 0;
+    if (start) {
+        while (i < n && strcmp(items[i].key, start) <= 0)
+            i++;
+        free(start);
+    }
+    /* Serialize items straight into an evbuffer, then wrap them in the list envelope. */
+    struct evbuffer *ib = evbuffer_new();
+    size_t flags = JSON_COMPACT | (res->is_cr ? JSON_SORT_KEYS : 0);
+    long count = 0;
+    const char *last_key = NULL;
+    for (; i < n; i++) {
+        if (limit > 0 && count >= limit)
+            break;
+        json_t *obj = items[i].obj;
+        if (!as_obj_matches(res, NULL, ls, fs, obj))
+            continue;
+        json_t *shown;
+        if (res->is_cr) {
+            shown = as_served_obj(res, obj);
+        } else {
+            shown = json_copy(obj);
+            json_object_del(shown, "kind");
+            json_object_del(shown, "apiVersion");
+        }
+        char *s = json_dumps(shown, flags);
+        json_decref(shown);
+        if (count > 0)
+            evbuffer_add(ib, ",", 1);
+        if (s) {
+            evbuffer_add(ib, s, strlen(s));
+            free(s);
+        }
+        count++;
+        last_key = items[i].key;
+    }
+    char *token = NULL;
+    size_t remaining = n - i;
+    if (limit > 0 && i < n && last_key)
+        token = make_token(snap, last_key);
+    json_t *meta = json_object();
+    char rvb[32];
+    snprintf(rvb, sizeof rvb, "%" PRId64, reply_rv);
+    if (token) {
+        json_object_set_new(meta, "continue", json_string(token));
+        if (!filtered)
+            json_object_set_new(meta, "remainingItemCount", json_integer((json_int_t)remaining));
+    }
+    json_object_set_new(meta, "resourceVersion", json_string(rvb));
+    free(token);
+    char *ms = json_dumps(meta, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(meta);
+    struct evbuffer *out = evbuffer_new();
+    if (res->is_cr) {
+        evbuffer_add_printf(out, "{\"apiVersion\":\"%s\",\"items\":[", res->api_version);
+        evbuffer_add_buffer(out, ib);
+        evbuffer_add_printf(out, "],\"kind\":\"%s\",\"metadata\":%s}\n", res->list_kind, ms);
+    } else {
+        evbuffer_add_printf(out, "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":%s,\"items\":[",
+                            res->list_kind, res->api_version, ms);
+        evbuffer_add_buffer(out, ib);
+        evbuffer_add(out, "]}\n", 3);
+    }
+    evbuffer_free(ib);
+    free(ms);
+    free(items);
+    lop_label_selector_free(ls);
+    lop_field_selector_free(fs);
+    struct evkeyvalq *h = evhttp_request_get_output_headers(q->r);
+    evhttp_add_header(h, "Content-Type", "application/json");
+    evhttp_add_header(h, "Cache-Control", "no-cache, private");
+    evhttp_send_reply(q->r, 200, "OK", out);
+    evbuffer_free(out);
+}
+
+static json_t *scale_of(as_res_t *res, const json_t *obj)
+{
+    json_t *s = json_object();
+    json_object_set_new(s, "kind", json_string("Scale"));
+    json_object_set_new(s, "apiVersion", json_string("autoscaling/v1"));
+    json_t *m = json_object();
+    const char *keys[] = {"name", "namespace", "uid", "resourceVersion", "creationTimestamp", NULL};
+    const json_t *om = json_object_get(obj, "metadata");
+    for (int i = 0; keys[i]; i++) {
+        json_t *v = json_object_get(om, keys[i]);
+        if (v)
+            json_object_set(m, keys[i], v);
+    }
+    json_object_set_new(s, "metadata", m);
+    json_t *spec = json_object();
+    json_t *sr = res->scale_spec ? as_path_get(obj, res->scale_spec) : NULL;
+    json_object_set_new(spec, "replicas", json_integer(json_is_integer(sr) ? json_integer_value(sr) : 0));
+    json_object_set_new(s, "spec", spec);
+    json_t *st = json_object();
+    json_t *rr = res->scale_status ? as_path_get(obj, res->scale_status) : NULL;
+    json_object_set_new(st, "replicas", json_integer(json_is_integer(rr) ? json_integer_value(rr) : 0));
+    json_t *sel = res->scale_selector ? as_path_get(obj, res->scale_selector) : NULL;
+    if (json_is_string(sel))
+        json_object_set(st, "selector", sel);
+    json_object_set_new(s, "status", st);
+    return s;
+}
+
+json_t *as_scale_view(as_res_t *res, const json_t *obj);
+json_t *as_scale_view(as_res_t *res, const json_t *obj) { return scale_of(res, obj); }
+
+void as_handle_get(as_req_t *q)
+{
+    as_res_t *res = q->res;
+    const char *rvs = as_query(q, "resourceVersion");
+    int64_t dummy;
+    if (rvs && *rvs && !parse_uint(rvs, &dummy)) {
+        reply_bad_rv(q, rvs);
+        return;
+    }
+    char key[600];
+    as_make_key(res, q->ns, q->name, key, sizeof key);
+    as_entry_t *e = as_store_find(res->coll, key);
+    if (!e) {
+        as_reply_notfound(q, res, q->name);
+        return;
+    }
+    if (!strcmp(q->sub, "scale")) {
+        as_reply_json(q, 200, scale_of(res, e->obj), false);
+        return;
+    }
+    as_reply_json(q, 200, as_served_obj(res, e->obj), res->is_cr);
+}

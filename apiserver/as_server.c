@@ -1,0 +1,403 @@
+/* as_server.c — server lifecycle: listening socket, the loop thread, the cross-thread command
+ * queue, bootstrap objects, fault-injection API (C and HTTP) and kubeconfig output. */
+#include "apiserver/as_internal.h"
+
+#include "host/util/log.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/thread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+
+void as_http_handle(struct evhttp_request *r, void *arg);
+int as_tls_setup(lop_apiserver_t *srv, const char *client_ca, lop_err_t *err);
+void as_tls_free(lop_apiserver_t *srv);
+
+/* ---- bootstrap ---- */
+
+static void bootstrap(lop_apiserver_t *srv)
+{
+    as_registry_init(srv);
+    as_store_init(srv);
+    as_res_t *nsr = as_res_find(srv, "", "v1", "namespaces");
+    const char *names[] = {"default", "kube-system", "kube-public", "kube-node-lease", NULL};
+    for (int i = 0; names[i]; i++) {
+        char uid[37], t[32];
+        as_uuid(uid);
+        json_t *o = json_pack("{s:s,s:s,s:{s:s,s:s,s:s,s:{s:s}},s:{s:[s]},s:{s:s}}", "kind",
+                              "Namespace", "apiVersion", "v1", "metadata", "name", names[i], "uid",
+                              uid, "creationTimestamp", as_now_time(t, sizeof t), "labels",
+                              "kubernetes.io/metadata.name", names[i], "spec", "finalizers",
+                              "kubernetes", "status", "phase", "Active");
+        as_store_commit(srv, nsr->coll, names[i], o);
+    }
+}
+
+static void teardown_state(lop_apiserver_t *srv)
+{
+    as_watch_close_all(srv);
+    as_store_free(srv);
+    as_registry_free(srv);
+}
+
+/* ---- command queue ---- */
+
+static void cmd_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    lop_apiserver_t *srv = arg;
+    pthread_mutex_lock(&srv->mu);
+    while (srv->cmds) {
+        as_cmd_t *c = srv->cmds;
+        srv->cmds = c->next;
+        pthread_mutex_unlock(&srv->mu);
+        c->fn(srv, c->arg);
+        pthread_mutex_lock(&srv->mu);
+        c->done = true;
+        pthread_cond_broadcast(&srv->cv);
+    }
+    pthread_mutex_unlock(&srv->mu);
+}
+
+static void run_cmd(lop_apiserver_t *srv, void (*fn)(lop_apiserver_t *, void *), void *arg)
+{
+    if (srv->thread_started && pthread_equal(pthread_self(), srv->thread)) {
+        fn(srv, arg);
+        return;
+    }
+    as_cmd_t c = {.fn = fn, .arg = arg};
+    pthread_mutex_lock(&srv->mu);
+    c.next = NULL;
+    as_cmd_t **tail = &srv->cmds;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = &c;
+    event_active(srv->cmd_ev, EV_READ, 0);
+    while (!c.done)
+        pthread_cond_wait(&srv->cv, &srv->mu);
+    pthread_mutex_unlock(&srv->mu);
+}
+
+static void *loop_main(void *arg)
+{
+    lop_apiserver_t *srv = arg;
+    event_base_dispatch(srv->base);
+    return NULL;
+}
+
+/* ---- start / stop ---- */
+
+static int read_tokens(lop_apiserver_t *srv, const char *path, lop_err_t *err)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "token file %s: %s", path, strerror(errno));
+    char line[4096];
+    while (fgets(line, sizeof line, f)) {
+        size_t n = strlen(line);
+        while (n && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' '))
+            line[--n] = '\0';
+        if (!n || line[0] == '#')
+            continue;
+        char *comma = strchr(line, ','); /* kube-apiserver's token,user,uid format */
+        if (comma)
+            *comma = '\0';
+        srv->tokens = lop_xrealloc(srv->tokens, (srv->ntokens + 1) * sizeof *srv->tokens);
+        srv->tokens[srv->ntokens++] = lop_xstrdup(line);
+    }
+    fclose(f);
+    if (srv->ntokens == 0)
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "token file %s holds no token", path);
+    return LOP_OK;
+}
+
+static void free_server(lop_apiserver_t *srv)
+{
+    if (srv->http)
+        evhttp_free(srv->http);
+    if (srv->cmd_ev)
+        event_free(srv->cmd_ev);
+    if (srv->base)
+        event_base_free(srv->base);
+    for (size_t i = 0; i < srv->ntokens; i++)
+        free(srv->tokens[i]);
+    free(srv->tokens);
+    as_tls_free(srv);
+    pthread_mutex_destroy(&srv->mu);
+    pthread_cond_destroy(&srv->cv);
+    free(srv);
+}
+
+lop_rc_t lop_apiserver_start(const lop_apiserver_opts_t *opts, lop_apiserver_t **out,
+                             lop_err_t *err)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, (void (*)(void))evthread_use_pthreads);
+    signal(SIGPIPE, SIG_IGN);
+    *out = NULL;
+    lop_apiserver_opts_t def = {0};
+    if (!opts)
+        opts = &def;
+    const char *listen = opts->listen && *opts->listen ? opts->listen : "127.0.0.1:0";
+    char host[64];
+    const char *colon = strrchr(listen, ':');
+    if (!colon || (size_t)(colon - listen) >= sizeof host || colon == listen)
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "bad listen address \"%s\" (want host:port)", listen);
+    memcpy(host, listen, (size_t)(colon - listen));
+    host[colon - listen] = '\0';
+    char *end;
+    long port = strtol(colon + 1, &end, 10);
+    if (*end || port < 0 || port > 65535)
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "bad listen port in \"%s\"", listen);
+    lop_apiserver_t *srv = lop_xcalloc(1, sizeof *srv);
+    pthread_mutex_init(&srv->mu, NULL);
+    pthread_cond_init(&srv->cv, NULL);
+    snprintf(srv->host, sizeof srv->host, "%s", host);
+    srv->history = opts->history > 0 ? opts->history : 10000;
+    srv->fault_control = opts->fault_control;
+    srv->tls = opts->tls || opts->client_ca;
+    if (opts->token_file && read_tokens(srv, opts->token_file, err) != LOP_OK) {
+        free_server(srv);
+        return LOP_EINVAL;
+    }
+    srv->base = event_base_new();
+    srv->http = srv->base ? evhttp_new(srv->base) : NULL;
+    if (!srv->http) {
+        free_server(srv);
+        return lop_err_set(err, LOP_ERR, 0, NULL, "libevent setup failed");
+    }
+    if (srv->tls && as_tls_setup(srv, opts->client_ca, err) != LOP_OK) {
+        free_server(srv);
+        return LOP_EINVAL;
+    }
+    evhttp_set_allowed_methods(srv->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
+                                              EVHTTP_REQ_PATCH | EVHTTP_REQ_DELETE |
+                                              EVHTTP_REQ_HEAD | EVHTTP_REQ_OPTIONS);
+    evhttp_set_max_body_size(srv->http, 16 * 1024 * 1024);
+    evhttp_set_timeout(srv->http, 7200);
+    evhttp_set_gencb(srv->http, as_http_handle, srv);
+    struct evhttp_bound_socket *bs = evhttp_bind_socket_with_handle(srv->http, host, (ev_uint16_t)port);
+    if (!bs) {
+        free_server(srv);
+        return lop_err_set(err, LOP_ERR, 0, NULL, "cannot listen on %s: %s", listen, strerror(errno));
+    }
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    getsockname(evhttp_bound_socket_get_fd(bs), (struct sockaddr *)&ss, &sl);
+    srv->port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+                                         : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    snprintf(srv->url, sizeof srv->url, "%s://%s:%d", srv->tls ? "https" : "http",
+             strchr(host, ':') ? "[::1]" : host, srv->port);
+    srv->cmd_ev = event_new(srv->base, -1, EV_PERSIST, cmd_cb, srv);
+    event_add(srv->cmd_ev, NULL);
+    bootstrap(srv);
+    if (opts->kubeconfig_out && lop_apiserver_write_kubeconfig(srv, opts->kubeconfig_out, err) != LOP_OK) {
+        teardown_state(srv);
+        free_server(srv);
+        return LOP_EINVAL;
+    }
+    if (pthread_create(&srv->thread, NULL, loop_main, srv) != 0) {
+        teardown_state(srv);
+        free_server(srv);
+        return lop_err_set(err, LOP_ERR, 0, NULL, "cannot start the server thread");
+    }
+    srv->thread_started = true;
+    *out = srv;
+    return LOP_OK;
+}
+
+const char *lop_apiserver_url(const lop_apiserver_t *srv) { return srv->url; }
+int lop_apiserver_port(const lop_apiserver_t *srv) { return srv->port; }
+
+static void cmd_shutdown(lop_apiserver_t *srv, void *arg)
+{
+    (void)arg;
+    as_watch_close_all(srv);
+    event_base_loopbreak(srv->base);
+}
+
+void lop_apiserver_stop(lop_apiserver_t *srv)
+{
+    if (!srv)
+        return;
+    run_cmd(srv, cmd_shutdown, NULL);
+    pthread_join(srv->thread, NULL);
+    srv->thread_started = false;
+    evhttp_free(srv->http);
+    srv->http = NULL;
+    as_store_free(srv);
+    as_registry_free(srv);
+    free_server(srv);
+}
+
+static void cmd_revision(lop_apiserver_t *srv, void *arg) { *(int64_t *)arg = srv->rev; }
+
+int64_t lop_apiserver_revision(lop_apiserver_t *srv)
+{
+    int64_t v = 0;
+    run_cmd(srv, cmd_revision, &v);
+    return v;
+}
+
+/* ---- faults ---- */
+
+static void cmd_close_watches(lop_apiserver_t *srv, void *arg)
+{
+    (void)arg;
+    as_watch_close_all(srv);
+}
+void lop_apiserver_close_watches(lop_apiserver_t *srv) { run_cmd(srv, cmd_close_watches, NULL); }
+
+static void cmd_compact(lop_apiserver_t *srv, void *arg)
+{
+    (void)arg;
+    as_store_compact(srv);
+}
+void lop_apiserver_compact(lop_apiserver_t *srv) { run_cmd(srv, cmd_compact, NULL); }
+
+static void cmd_fail(lop_apiserver_t *srv, void *arg)
+{
+    as_fault_t *f = arg;
+    int slot = -1;
+    for (int i = 0; i < srv->nfaults; i++)
+        if (srv->faults[i].count <= 0)
+            slot = i;
+    if (slot < 0) {
+        if (srv->nfaults == (int)(sizeof srv->faults / sizeof srv->faults[0]))
+            slot = 0;
+        else
+            slot = srv->nfaults++;
+    }
+    srv->faults[slot] = *f;
+}
+
+void lop_apiserver_fail_next(lop_apiserver_t *srv, const char *verb, const char *path_prefix,
+                             int count, int code, int retry_after_s)
+{
+    as_fault_t f = {.count = count, .code = code, .retry_after = retry_after_s};
+    snprintf(f.verb, sizeof f.verb, "%s", verb ? verb : "");
+    snprintf(f.prefix, sizeof f.prefix, "%s", path_prefix ? path_prefix : "");
+    run_cmd(srv, cmd_fail, &f);
+}
+
+static void cmd_stall(lop_apiserver_t *srv, void *arg) { as_watch_set_stall(srv, *(bool *)arg); }
+void lop_apiserver_stall_watches(lop_apiserver_t *srv, bool stall)
+{
+    run_cmd(srv, cmd_stall, &stall);
+}
+
+static void cmd_latency(lop_apiserver_t *srv, void *arg) { srv->latency_ms = *(int *)arg; }
+void lop_apiserver_set_latency(lop_apiserver_t *srv, int ms) { run_cmd(srv, cmd_latency, &ms); }
+
+static void cmd_reset(lop_apiserver_t *srv, void *arg)
+{
+    (void)arg;
+    teardown_state(srv);
+    srv->nfaults = 0;
+    srv->stall = false;
+    srv->latency_ms = 0;
+    bootstrap(srv);
+}
+void lop_apiserver_reset(lop_apiserver_t *srv) { run_cmd(srv, cmd_reset, NULL); }
+
+static void cmd_bookmark(lop_apiserver_t *srv, void *arg)
+{
+    (void)arg;
+    as_watch_bookmark_all(srv);
+}
+void lop_apiserver_bookmark_now(lop_apiserver_t *srv) { run_cmd(srv, cmd_bookmark, NULL); }
+
+/* POST /luaop-fault/<action>?... (loop thread). */
+void as_fault_http(as_req_t *q);
+void as_fault_http(as_req_t *q)
+{
+    lop_apiserver_t *srv = q->srv;
+    if (!srv->fault_control) {
+        as_reply_status(q, 404, "NotFound", NULL, "the server could not find the requested resource");
+        return;
+    }
+    if (q->method != EVHTTP_REQ_POST) {
+        as_reply_status(q, 405, "MethodNotAllowed", NULL, "fault control takes POST");
+        return;
+    }
+    const char *action = q->path + strlen("/luaop-fault/");
+    if (strlen(q->path) < strlen("/luaop-fault/"))
+        action = "";
+    if (!strcmp(action, "close-watches")) {
+        as_watch_close_all(srv);
+    } else if (!strcmp(action, "compact")) {
+        as_store_compact(srv);
+    } else if (!strcmp(action, "fail")) {
+        const char *c = as_query(q, "code"), *n = as_query(q, "count"), *ra = as_query(q, "retryAfter");
+        as_fault_t f = {.count = n ? atoi(n) : 1, .code = c ? atoi(c) : 500, .retry_after = ra ? atoi(ra) : 0};
+        if (f.code < 400 || f.code > 599) {
+            as_reply_status(q, 400, "BadRequest", NULL, "code must be 400..599");
+            return;
+        }
+        snprintf(f.verb, sizeof f.verb, "%s", as_query(q, "verb") ? as_query(q, "verb") : "");
+        snprintf(f.prefix, sizeof f.prefix, "%s", as_query(q, "path") ? as_query(q, "path") : "");
+        cmd_fail(srv, &f);
+    } else if (!strcmp(action, "stall")) {
+        const char *on = as_query(q, "on");
+        as_watch_set_stall(srv, !on || !strcmp(on, "true") || !strcmp(on, "1"));
+    } else if (!strcmp(action, "latency")) {
+        const char *ms = as_query(q, "ms");
+        srv->latency_ms = ms ? atoi(ms) : 0;
+    } else if (!strcmp(action, "reset")) {
+        json_t *ok = json_pack("{s:b}", "ok", 1);
+        as_reply_json(q, 200, ok, false);
+        cmd_reset(srv, NULL);
+        return;
+    } else if (!strcmp(action, "bookmark")) {
+        as_watch_bookmark_all(srv);
+    } else {
+        as_reply_status(q, 404, "NotFound", NULL, "unknown fault action \"%s\"", action);
+        return;
+    }
+    json_t *ok = json_pack("{s:b,s:I}", "ok", 1, "revision", (json_int_t)srv->rev);
+    as_reply_json(q, 200, ok, false);
+}
+
+/* ---- kubeconfig ---- */
+
+lop_rc_t lop_apiserver_write_kubeconfig(const lop_apiserver_t *srv, const char *path,
+                                        lop_err_t *err)
+{
+    lop_buf_t b = LOP_BUF_INIT;
+    lop_buf_printf(&b, "apiVersion: v1\nkind: Config\nclusters:\n- name: luaop\n  cluster:\n"
+                       "    server: %s\n", srv->url);
+    if (srv->ca_pem) {
+        char *ca = as_b64_encode((const unsigned char *)srv->ca_pem, strlen(srv->ca_pem));
+        lop_buf_printf(&b, "    certificate-authority-data: %s\n", ca);
+        free(ca);
+    }
+    lop_buf_puts(&b, "users:\n- name: luaop\n  user:");
+    if (srv->ntokens)
+        lop_buf_printf(&b, "\n    token: %s\n", srv->tokens[0]);
+    else
+        lop_buf_puts(&b, " {}\n");
+    lop_buf_puts(&b, "contexts:\n- name: luaop\n  context:\n    cluster: luaop\n    user: luaop\n"
+                     "    namespace: default\ncurrent-context: luaop\npreferences: {}\n");
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        lop_buf_free(&b);
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "kubeconfig %s: %s", path, strerror(errno));
+    }
+    size_t w = fwrite(b.data, 1, b.len, f);
+    int rc = fclose(f);
+    bool ok = w == b.len && rc == 0;
+    lop_buf_free(&b);
+    if (!ok || rename(tmp, path) != 0) {
+        remove(tmp);
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "kubeconfig %s: write failed", path);
+    }
+    return LOP_OK;
+}

@@ -1,0 +1,191 @@
+/* as_status.c — responses: JSON bodies, metav1.Status errors (reference §D), rejection logging. */
+#include "apiserver/as_internal.h"
+
+#include "host/util/log.h"
+
+#include <event2/buffer.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+json_t *as_details(const char *name, const char *group, const char *kind)
+{
+    json_t *d = json_object();
+    if (name && *name)
+        json_object_set_new(d, "name", json_string(name));
+    if (group && *group)
+        json_object_set_new(d, "group", json_string(group));
+    if (kind && *kind)
+        json_object_set_new(d, "kind", json_string(kind));
+    return d;
+}
+
+json_t *as_status_new(int code, const char *reason, const char *message, json_t *details)
+{
+    json_t *s = json_object();
+    json_object_set_new(s, "kind", json_string("Status"));
+    json_object_set_new(s, "apiVersion", json_string("v1"));
+    json_object_set_new(s, "metadata", json_object());
+    json_object_set_new(s, "status", json_string(code < 400 ? "Success" : "Failure"));
+    if (message && *message)
+        json_object_set_new(s, "message", json_string(message));
+    if (reason && *reason)
+        json_object_set_new(s, "reason", json_string(reason));
+    if (details && json_object_size(details) > 0)
+        json_object_set_new(s, "details", details);
+    else
+        json_decref(details);
+    if (code >= 400)
+        json_object_set_new(s, "code", json_integer(code));
+    return s;
+}
+
+static const char *reason_phrase(int code)
+{
+    switch (code) {
+    case 200: return "OK";
+    case 201: return "Created";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 406: return "Not Acceptable";
+    case 409: return "Conflict";
+    case 410: return "Gone";
+    case 413: return "Request Entity Too Large";
+    case 415: return "Unsupported Media Type";
+    case 422: return "Unprocessable Entity";
+    case 429: return "Too Many Requests";
+    case 500: return "Internal Server Error";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    default: return "Status";
+    }
+}
+
+void as_reply_raw(as_req_t *q, int code, const char *ctype, const char *body, size_t len)
+{
+    struct evkeyvalq *h = evhttp_request_get_output_headers(q->r);
+    evhttp_add_header(h, "Content-Type", ctype);
+    evhttp_add_header(h, "Cache-Control", "no-cache, private");
+    struct evbuffer *b = evbuffer_new();
+    evbuffer_add(b, body, len);
+    evhttp_send_reply(q->r, code, reason_phrase(code), b);
+    evbuffer_free(b);
+}
+
+static void free_cb(const void *data, size_t len, void *arg)
+{
+    (void)len;
+    (void)arg;
+    free((void *)data);
+}
+
+void as_reply_json(as_req_t *q, int code, json_t *body, bool sort_keys)
+{
+    size_t flags = JSON_COMPACT | (sort_keys ? JSON_SORT_KEYS : 0);
+    char *s = json_dumps(body, flags);
+    json_decref(body);
+    if (!s) {
+        as_reply_raw(q, 500, "text/plain", "encode failed\n", 14);
+        return;
+    }
+    size_t n = strlen(s);
+    struct evkeyvalq *h = evhttp_request_get_output_headers(q->r);
+    evhttp_add_header(h, "Content-Type", "application/json");
+    evhttp_add_header(h, "Cache-Control", "no-cache, private");
+    struct evbuffer *b = evbuffer_new();
+    s[n] = '\n'; /* replaces the NUL: the buffer owns the string from here */
+    evbuffer_add_reference(b, s, n + 1, free_cb, NULL);
+    evhttp_send_reply(q->r, code, reason_phrase(code), b);
+    evbuffer_free(b);
+}
+
+void as_log_reject(as_req_t *q, int code, const char *reason)
+{
+    char c[8];
+    snprintf(c, sizeof c, "%d", code);
+    const char *m = "?";
+    switch (q->method) {
+    case EVHTTP_REQ_GET: m = "GET"; break;
+    case EVHTTP_REQ_POST: m = "POST"; break;
+    case EVHTTP_REQ_PUT: m = "PUT"; break;
+    case EVHTTP_REQ_PATCH: m = "PATCH"; break;
+    case EVHTTP_REQ_DELETE: m = "DELETE"; break;
+    default: break;
+    }
+    lop_log(LOP_LOG_INFO, "request rejected", "method", m, "path", q->path ? q->path : "", "code",
+            c, "reason", reason ? reason : "", NULL);
+}
+
+void as_reply_status(as_req_t *q, int code, const char *reason, json_t *details, const char *fmt,
+                     ...)
+{
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (code >= 400)
+        as_log_reject(q, code, reason);
+    json_t *ra = details ? json_object_get(details, "retryAfterSeconds") : NULL;
+    if (json_is_integer(ra)) {
+        char v[32];
+        snprintf(v, sizeof v, "%lld", (long long)json_integer_value(ra));
+        evhttp_add_header(evhttp_request_get_output_headers(q->r), "Retry-After", v);
+    }
+    as_reply_json(q, code, as_status_new(code, reason, msg, details), false);
+}
+
+void as_reply_err(as_req_t *q, const lop_err_t *err)
+{
+    int code = err->code ? err->code : 500;
+    as_reply_status(q, code, err->reason, NULL, "%s", err->message);
+}
+
+void as_qualified_resource(const as_res_t *res, char *buf, size_t n)
+{
+    if (res->group[0])
+        snprintf(buf, n, "%s.%s", res->plural, res->group);
+    else
+        snprintf(buf, n, "%s", res->plural);
+}
+
+void as_qualified_kind(const as_res_t *res, char *buf, size_t n)
+{
+    if (res->group[0])
+        snprintf(buf, n, "%s.%s", res->kind, res->group);
+    else
+        snprintf(buf, n, "%s", res->kind);
+}
+
+void as_reply_notfound(as_req_t *q, as_res_t *res, const char *name)
+{
+    char qual[512];
+    as_qualified_resource(res, qual, sizeof qual);
+    as_reply_status(q, 404, "NotFound", as_details(name, res->group, res->plural),
+                    "%s \"%s\" not found", qual, name);
+}
+
+void as_reply_invalid(as_req_t *q, const char *kind_qual, const char *dkind, const char *group,
+                      const char *name, const char *cause_reason, const char *field,
+                      const char *detail)
+{
+    json_t *d = as_details(name, group, dkind);
+    json_t *cause = json_object();
+    json_object_set_new(cause, "reason", json_string(cause_reason));
+    json_object_set_new(cause, "message", json_string(detail));
+    json_object_set_new(cause, "field", json_string(field));
+    json_t *causes = json_array();
+    json_array_append_new(causes, cause);
+    json_object_set_new(d, "causes", causes);
+    as_reply_status(q, 422, "Invalid", d, "%s \"%s\" is invalid: %s: %s", kind_qual,
+                    name ? name : "", field, detail);
+}
+
+const char *as_query(as_req_t *q, const char *key)
+{
+    return evhttp_find_header(&q->q, key);
+}

@@ -1,0 +1,210 @@
+/* as_store.c — the in-memory object store: sorted collections, one global revision, the bounded
+ * event history (ring) and point-in-time snapshots rebuilt from it (reference §C.10–C.11, E.13). */
+#include "apiserver/as_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void as_make_key(const as_res_t *res, const char *ns, const char *name, char *buf, size_t n)
+{
+    if (res->namespaced)
+        snprintf(buf, n, "%s/%s", ns, name);
+    else
+        snprintf(buf, n, "%s", name);
+}
+
+/* Index of key in a sorted entry array, or -(insert position)-1. */
+static long bsearch_key(const as_entry_t *items, size_t n, const char *key)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = strcmp(items[mid].key, key);
+        if (c == 0)
+            return (long)mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -(long)lo - 1;
+}
+
+as_entry_t *as_store_find(as_coll_t *c, const char *key)
+{
+    long i = bsearch_key(c->items, c->n, key);
+    return i >= 0 ? &c->items[i] : NULL;
+}
+
+static void hist_event_free(as_event_t *e)
+{
+    json_decref(e->obj);
+    json_decref(e->prev);
+    free(e->key);
+    as_blob_unref(e->wire);
+    free(e);
+}
+
+void as_store_init(lop_apiserver_t *srv)
+{
+    srv->ring_cap = (size_t)(srv->history > 0 ? srv->history : 10000);
+    srv->ring = lop_xcalloc(srv->ring_cap, sizeof *srv->ring);
+    srv->ring_head = srv->ring_len = 0;
+    srv->hist_floor = 0;
+    srv->rev = 0;
+}
+
+void as_store_free(lop_apiserver_t *srv)
+{
+    for (size_t i = 0; i < srv->ring_len; i++)
+        hist_event_free(srv->ring[(srv->ring_head + i) % srv->ring_cap]);
+    free(srv->ring);
+    srv->ring = NULL;
+    srv->ring_len = 0;
+    for (size_t i = 0; i < srv->ncolls; i++) {
+        as_coll_t *c = srv->colls[i];
+        for (size_t j = 0; j < c->n; j++) {
+            free(c->items[j].key);
+            json_decref(c->items[j].obj);
+        }
+        free(c->items);
+        free(c->name);
+        free(c);
+    }
+    free(srv->colls);
+    srv->colls = NULL;
+    srv->ncolls = srv->capcolls = 0;
+}
+
+static void ring_push(lop_apiserver_t *srv, as_event_t *e)
+{
+    if (srv->ring_len == srv->ring_cap) {
+        as_event_t *old = srv->ring[srv->ring_head];
+        srv->hist_floor = old->rv;
+        hist_event_free(old);
+        srv->ring_head = (srv->ring_head + 1) % srv->ring_cap;
+        srv->ring_len--;
+    }
+    srv->ring[(srv->ring_head + srv->ring_len) % srv->ring_cap] = e;
+    srv->ring_len++;
+}
+
+void as_store_compact(lop_apiserver_t *srv)
+{
+    for (size_t i = 0; i < srv->ring_len; i++)
+        hist_event_free(srv->ring[(srv->ring_head + i) % srv->ring_cap]);
+    srv->ring_head = srv->ring_len = 0;
+    srv->hist_floor = srv->rev;
+}
+
+static void set_rv(json_t *obj, int64_t rv)
+{
+    char b[32];
+    snprintf(b, sizeof b, "%lld", (long long)rv);
+    json_object_set_new(as_meta(obj), "resourceVersion", json_string(b));
+}
+
+json_t *as_store_commit(lop_apiserver_t *srv, as_coll_t *c, const char *key, json_t *new_obj)
+{
+    long idx = bsearch_key(c->items, c->n, key);
+    json_t *old = idx >= 0 ? c->items[idx].obj : NULL;
+    if (!new_obj && !old)
+        return NULL;
+    int64_t rv = ++srv->rev;
+    as_event_t *e = lop_xcalloc(1, sizeof *e);
+    e->rv = rv;
+    e->coll = c;
+    e->key = lop_xstrdup(key);
+    json_t *result;
+    if (!new_obj) { /* delete: the event carries the last state with the deletion RV */
+        json_t *last = json_deep_copy(old);
+        set_rv(last, rv);
+        e->type = AS_DELETED;
+        e->obj = last;
+        e->prev = old; /* takes the store's reference */
+        free(c->items[idx].key);
+        memmove(&c->items[idx], &c->items[idx + 1], (c->n - (size_t)idx - 1) * sizeof *c->items);
+        c->n--;
+        result = last;
+    } else {
+        set_rv(new_obj, rv);
+        e->obj = json_incref(new_obj);
+        if (old) {
+            e->type = AS_MODIFIED;
+            e->prev = old; /* the store's reference moves to the event */
+            c->items[idx].obj = new_obj;
+        } else {
+            e->type = AS_ADDED;
+            size_t pos = (size_t)(-idx - 1);
+            if (c->n == c->cap) {
+                c->cap = c->cap ? c->cap * 2 : 64;
+                c->items = lop_xrealloc(c->items, c->cap * sizeof *c->items);
+            }
+            memmove(&c->items[pos + 1], &c->items[pos], (c->n - pos) * sizeof *c->items);
+            c->items[pos].key = lop_xstrdup(key);
+            c->items[pos].obj = new_obj;
+            c->n++;
+        }
+        result = new_obj;
+    }
+    ring_push(srv, e);
+    as_watch_dispatch(srv, e);
+    return result;
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+    return strcmp(((const as_entry_t *)a)->key, ((const as_entry_t *)b)->key);
+}
+
+int as_store_snapshot(lop_apiserver_t *srv, as_coll_t *c, int64_t rv, const char *ns,
+                      as_entry_t **out, size_t *n)
+{
+    if (rv < srv->hist_floor && rv != srv->rev)
+        return -1;
+    size_t cap = c->n + 16, cnt = 0;
+    as_entry_t *arr = lop_xmalloc(cap * sizeof *arr);
+    size_t nslen = ns ? strlen(ns) : 0;
+    for (size_t i = 0; i < c->n; i++) {
+        if (ns && (strncmp(c->items[i].key, ns, nslen) || c->items[i].key[nslen] != '/'))
+            continue;
+        arr[cnt++] = c->items[i];
+    }
+    if (rv < srv->rev) {
+        /* undo newer events, newest first */
+        for (size_t i = srv->ring_len; i-- > 0;) {
+            as_event_t *e = srv->ring[(srv->ring_head + i) % srv->ring_cap];
+            if (e->rv <= rv)
+                break;
+            if (e->coll != c)
+                continue;
+            if (ns && (strncmp(e->key, ns, nslen) || e->key[nslen] != '/'))
+                continue;
+            long idx = bsearch_key(arr, cnt, e->key);
+            if (e->type == AS_ADDED) {
+                if (idx >= 0) {
+                    memmove(&arr[idx], &arr[idx + 1], (cnt - (size_t)idx - 1) * sizeof *arr);
+                    cnt--;
+                }
+            } else if (e->type == AS_MODIFIED) {
+                if (idx >= 0)
+                    arr[idx].obj = e->prev;
+            } else if (idx < 0) {
+                if (cnt == cap) {
+                    cap *= 2;
+                    arr = lop_xrealloc(arr, cap * sizeof *arr);
+                }
+                size_t pos = (size_t)(-idx - 1);
+                memmove(&arr[pos + 1], &arr[pos], (cnt - pos) * sizeof *arr);
+                arr[pos].key = e->key;
+                arr[pos].obj = e->prev;
+                cnt++;
+            }
+        }
+        (void)cmp_entry;
+    }
+    *out = arr;
+    *n = cnt;
+    return 0;
+}

@@ -1,0 +1,294 @@
+/* as_validate.c — write validation: MicroTime fields (C.14), ownerReferences (I.13),
+ * events.k8s.io rules (L.6), and structural-schema type checks + pruning for custom resources
+ * (J.10, J.13). */
+#include "apiserver/as_internal.h"
+
+#include "host/util/clock.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int as_validate_builtin(as_req_t *q, json_t *obj);
+
+static int check_microtime(as_req_t *q, const json_t *obj, const char *path)
+{
+    json_t *v = as_path_get(obj, path);
+    if (!v || json_is_null(v))
+        return 0;
+    int64_t ns;
+    if (!json_is_string(v) || lop_microtime_parse_strict(json_string_value(v), &ns) != 0) {
+        const char *s = json_is_string(v) ? json_string_value(v) : "?";
+        as_reply_status(q, 400, "BadRequest", NULL,
+                        "%s in version \"%s\" cannot be handled as a %s: parsing time \"%s\" as "
+                        "\"2006-01-02T15:04:05.000000Z07:00\": cannot parse \"%s\" as \".000000\"",
+                        q->res->kind, q->res->version, q->res->kind, s, s);
+        return -1;
+    }
+    return 0;
+}
+
+static void invalid1(as_req_t *q, const json_t *obj, const char *reason, const char *field,
+                     const char *detail)
+{
+    char qk[300];
+    as_qualified_kind(q->res, qk, sizeof qk);
+    const char *name = as_meta_str(obj, "name");
+    as_reply_invalid(q, qk, q->res->kind, q->res->group, name ? name : "", reason, field, detail);
+}
+
+int as_validate_builtin(as_req_t *q, json_t *obj)
+{
+    as_res_t *res = q->res;
+    if (!strcmp(res->plural, "leases")) {
+        if (check_microtime(q, obj, "spec.acquireTime") < 0 ||
+            check_microtime(q, obj, "spec.renewTime") < 0)
+            return -1;
+    }
+    if (!strcmp(res->plural, "events") && !strcmp(res->group, "events.k8s.io")) {
+        if (check_microtime(q, obj, "eventTime") < 0 ||
+            check_microtime(q, obj, "series.lastObservedTime") < 0)
+            return -1;
+        json_t *et = json_object_get(obj, "eventTime");
+        if (!et || json_is_null(et)) {
+            invalid1(q, obj, "FieldValueRequired", "eventTime", "Required value");
+            return -1;
+        }
+        const char *legacy[] = {"deprecatedSource", "deprecatedFirstTimestamp",
+                                "deprecatedLastTimestamp", "deprecatedCount", NULL};
+        for (int i = 0; legacy[i]; i++) {
+            json_t *v = json_object_get(obj, legacy[i]);
+            if (v && !json_is_null(v) && !(json_is_object(v) && json_object_size(v) == 0) &&
+                !(json_is_integer(v) && json_integer_value(v) == 0)) {
+                invalid1(q, obj, "FieldValueInvalid", legacy[i], "Invalid value: \"\": needs to be unset");
+                return -1;
+            }
+        }
+        json_t *t = json_object_get(obj, "type");
+        const char *ts = json_string_value(t);
+        if (!ts || (strcmp(ts, "Normal") && strcmp(ts, "Warning"))) {
+            char d[200];
+            snprintf(d, sizeof d, "Unsupported value: \"%s\": supported values: \"Normal\", \"Warning\"",
+                     ts ? ts : "");
+            invalid1(q, obj, "FieldValueNotSupported", "type", d);
+            return -1;
+        }
+    }
+    json_t *refs = json_object_get(json_object_get(obj, "metadata"), "ownerReferences");
+    if (json_is_array(refs)) {
+        size_t i;
+        json_t *r;
+        int controllers = 0;
+        json_array_foreach(refs, i, r) {
+            const char *req[] = {"apiVersion", "kind", "name", "uid", NULL};
+            for (int k = 0; req[k]; k++) {
+                json_t *v = json_object_get(r, req[k]);
+                if (!json_is_string(v) || !*json_string_value(v)) {
+                    char field[100];
+                    snprintf(field, sizeof field, "metadata.ownerReferences.%s", req[k]);
+                    invalid1(q, obj, "FieldValueInvalid", field, "Invalid value: \"\": must not be empty");
+                    return -1;
+                }
+            }
+            if (json_is_true(json_object_get(r, "controller")))
+                controllers++;
+        }
+        if (controllers > 1) {
+            invalid1(q, obj, "FieldValueInvalid", "metadata.ownerReferences",
+                     "Invalid value: []v1.OwnerReference{...}: Only one reference can have "
+                     "Controller set to true");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- custom resources: structural schema ---- */
+
+static const char *json_type_name(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "object";
+    case JSON_ARRAY: return "array";
+    case JSON_STRING: return "string";
+    case JSON_INTEGER: return "integer";
+    case JSON_REAL: return "number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "boolean";
+    default: return "null";
+    }
+}
+
+static void add_cause(json_t *causes, const char *reason, const char *field, const char *msg)
+{
+    json_t *c = json_object();
+    json_object_set_new(c, "reason", json_string(reason));
+    json_object_set_new(c, "message", json_string(msg));
+    json_object_set_new(c, "field", json_string(field));
+    json_array_append_new(causes, c);
+}
+
+static bool type_ok(const char *type, const json_t *v)
+{
+    if (!strcmp(type, "object"))
+        return json_is_object(v);
+    if (!strcmp(type, "array"))
+        return json_is_array(v);
+    if (!strcmp(type, "string"))
+        return json_is_string(v);
+    if (!strcmp(type, "integer"))
+        return json_is_integer(v) ||
+               (json_is_real(v) && json_real_value(v) == (double)(json_int_t)json_real_value(v));
+    if (!strcmp(type, "number"))
+        return json_is_number(v);
+    if (!strcmp(type, "boolean"))
+        return json_is_boolean(v);
+    return true;
+}
+
+static void check_node(json_t *v, const json_t *schema, const char *path, json_t *causes,
+                       int depth)
+{
+    if (!json_is_object(schema) || depth > 64)
+        return;
+    if (json_is_null(v)) {
+        return; /* nulls are pruned/accepted; nullable handling is lenient */
+    }
+    const char *type = json_string_value(json_object_get(schema, "type"));
+    bool int_or_string = json_is_true(json_object_get(schema, "x-kubernetes-int-or-string"));
+    if (int_or_string) {
+        if (!json_is_integer(v) && !json_is_string(v)) {
+            char msg[600];
+            snprintf(msg, sizeof msg, "Invalid value: \"%s\": %s in body must be of type "
+                     "integer,string: \"%s\"", json_type_name(v), path, json_type_name(v));
+            add_cause(causes, "FieldValueTypeInvalid", path, msg);
+        }
+        return;
+    }
+    if (type && !type_ok(type, v)) {
+        char msg[600];
+        snprintf(msg, sizeof msg, "Invalid value: \"%s\": %s in body must be of type %s: \"%s\"",
+                 json_type_name(v), path, type, json_type_name(v));
+        add_cause(causes, "FieldValueTypeInvalid", path, msg);
+        return;
+    }
+    json_t *en = json_object_get(schema, "enum");
+    if (json_is_array(en) && json_array_size(en)) {
+        bool found = false;
+        size_t i;
+        json_t *e;
+        json_array_foreach(en, i, e) {
+            if (json_equal(e, v))
+                found = true;
+        }
+        if (!found) {
+            lop_buf_t b = LOP_BUF_INIT;
+            json_array_foreach(en, i, e) {
+                char *s = json_dumps(e, JSON_ENCODE_ANY | JSON_COMPACT);
+                lop_buf_printf(&b, "%s%s", i ? ", " : "", s ? s : "?");
+                free(s);
+            }
+            char *vs = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+            char msg[900];
+            snprintf(msg, sizeof msg, "Unsupported value: %s: supported values: %s", vs ? vs : "?",
+                     b.data ? b.data : "");
+            free(vs);
+            lop_buf_free(&b);
+            add_cause(causes, "FieldValueNotSupported", path, msg);
+        }
+    }
+    if (json_is_object(v)) {
+        json_t *props = json_object_get(schema, "properties");
+        json_t *addl = json_object_get(schema, "additionalProperties");
+        bool preserve = json_is_true(json_object_get(schema, "x-kubernetes-preserve-unknown-fields"));
+        json_t *req = json_object_get(schema, "required");
+        size_t i;
+        json_t *r;
+        json_array_foreach(req, i, r) {
+            const char *rk = json_string_value(r);
+            if (rk && !json_object_get(v, rk)) {
+                char p[600];
+                snprintf(p, sizeof p, "%s.%s", path, rk);
+                add_cause(causes, "FieldValueRequired", p, "Required value");
+            }
+        }
+        const char *k;
+        json_t *cv;
+        void *tmp;
+        json_object_foreach_safe(v, tmp, k, cv) {
+            char p[600];
+            snprintf(p, sizeof p, "%s.%s", path, k);
+            json_t *ps = json_is_object(props) ? json_object_get(props, k) : NULL;
+            if (ps)
+                check_node(cv, ps, p, causes, depth + 1);
+            else if (json_is_object(addl))
+                check_node(cv, addl, p, causes, depth + 1);
+            else if (!preserve && !json_is_true(addl) && (props || !addl))
+                json_object_del(v, k); /* prune unknown field */
+        }
+    } else if (json_is_array(v)) {
+        json_t *items = json_object_get(schema, "items");
+        size_t i;
+        json_t *cv;
+        json_array_foreach(v, i, cv) {
+            char p[600];
+            snprintf(p, sizeof p, "%s[%zu]", path, i);
+            check_node(cv, items, p, causes, depth + 1);
+        }
+    }
+}
+
+static const char *const object_meta_fields[] = {
+    "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
+    "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
+    "annotations", "ownerReferences", "finalizers", "managedFields", NULL};
+
+int as_validate_cr(as_res_t *res, json_t *obj, json_t **causes_out)
+{
+    json_t *m = json_object_get(obj, "metadata");
+    if (json_is_object(m)) {
+        const char *k;
+        json_t *v;
+        void *tmp;
+        json_object_foreach_safe(m, tmp, k, v) {
+            bool known = false;
+            for (int i = 0; object_meta_fields[i]; i++)
+                if (!strcmp(object_meta_fields[i], k))
+                    known = true;
+            if (!known)
+                json_object_del(m, k);
+        }
+    }
+    if (!json_is_object(res->schema))
+        return 0;
+    json_t *causes = json_array();
+    json_t *props = json_object_get(res->schema, "properties");
+    bool preserve = json_is_true(json_object_get(res->schema, "x-kubernetes-preserve-unknown-fields"));
+    const char *k;
+    json_t *v;
+    void *tmp;
+    json_object_foreach_safe(obj, tmp, k, v) {
+        if (!strcmp(k, "apiVersion") || !strcmp(k, "kind") || !strcmp(k, "metadata"))
+            continue;
+        json_t *ps = json_is_object(props) ? json_object_get(props, k) : NULL;
+        if (ps)
+            check_node(v, ps, k, causes, 1);
+        else if (!preserve)
+            json_object_del(obj, k);
+    }
+    json_t *req = json_object_get(res->schema, "required");
+    size_t i;
+    json_t *r;
+    json_array_foreach(req, i, r) {
+        const char *rk = json_string_value(r);
+        if (rk && !json_object_get(obj, rk))
+            add_cause(causes, "FieldValueRequired", rk, "Required value");
+    }
+    if (json_array_size(causes) == 0) {
+        json_decref(causes);
+        return 0;
+    }
+    *causes_out = causes;
+    return -1;
+}

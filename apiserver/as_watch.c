@@ -1,0 +1,468 @@
+/* as_watch.c — WATCH streams (reference §F): chunked JSON events serialized once per event and
+ * shared by reference between watchers, selector transitions, bookmarks, history replay, 410. */
+#include "apiserver/as_internal.h"
+
+#include "host/util/log.h"
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define AS_WATCH_MAX_BACKLOG (256u * 1024u * 1024u)
+
+json_t *as_served_obj(const as_res_t *res, const json_t *obj)
+{
+    const json_t *av = json_object_get(obj, "apiVersion");
+    if (json_is_string(av) && !strcmp(json_string_value(av), res->api_version))
+        return json_incref((json_t *)obj);
+    json_t *c = json_copy((json_t *)obj);
+    json_object_set_new(c, "apiVersion", json_string(res->api_version));
+    return c;
+}
+
+char *as_dump_obj(const as_res_t *res, const json_t *obj, size_t *len)
+{
+    json_t *o = as_served_obj(res, obj);
+    char *s = json_dumps(o, JSON_COMPACT | (res->coll->sort_keys ? JSON_SORT_KEYS : 0));
+    json_decref(o);
+    if (!s)
+        s = lop_xstrdup("{}");
+    *len = strlen(s);
+    return s;
+}
+
+static as_blob_t *event_blob(const as_res_t *res, const char *type, const json_t *obj)
+{
+    size_t n;
+    char *s = as_dump_obj(res, obj, &n);
+    lop_buf_t b = LOP_BUF_INIT;
+    lop_buf_printf(&b, "{\"type\":\"%s\",\"object\":", type);
+    lop_buf_append(&b, s, n);
+    lop_buf_puts(&b, "}\n");
+    free(s);
+    as_blob_t *blob = as_blob_new(b.data, b.len);
+    lop_buf_free(&b);
+    return blob;
+}
+
+typedef struct field_ud {
+    const json_t *obj;
+    char num[64];
+} field_ud_t;
+
+static const char *field_lookup(void *ud, const char *key)
+{
+    field_ud_t *f = ud;
+    const json_t *v = as_path_get(f->obj, key);
+    if (json_is_string(v))
+        return json_string_value(v);
+    if (json_is_integer(v)) {
+        snprintf(f->num, sizeof f->num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        return f->num;
+    }
+    if (json_is_boolean(v))
+        return json_is_true(v) ? "true" : "false";
+    return NULL;
+}
+
+bool as_obj_matches(as_res_t *res, const char *ns, lop_label_selector_t *ls,
+                    lop_field_selector_t *fs, const json_t *obj)
+{
+    (void)res;
+    if (!obj)
+        return false;
+    if (ns) {
+        const char *ons = as_meta_str(obj, "namespace");
+        if (!ons || strcmp(ons, ns))
+            return false;
+    }
+    if (ls && !lop_label_selector_empty(ls)) {
+        const json_t *m = json_object_get(obj, "metadata");
+        if (!lop_label_selector_match_json(ls, m ? json_object_get(m, "labels") : NULL))
+            return false;
+    }
+    if (fs && !lop_field_selector_empty(fs)) {
+        field_ud_t f = {.obj = obj};
+        if (!lop_field_selector_match(fs, field_lookup, &f))
+            return false;
+    }
+    return true;
+}
+
+int as_check_field_selector(as_req_t *q, lop_field_selector_t *fs)
+{
+    as_res_t *res = q->res;
+    for (size_t i = 0; i < lop_field_selector_count(fs); i++) {
+        const char *f = lop_field_selector_field(fs, i);
+        bool ok = !strcmp(f, "metadata.name") || !strcmp(f, "metadata.namespace");
+        for (const char *const *e = res->extra_fields; e && *e && !ok; e++)
+            ok = !strcmp(*e, f);
+        if (res->selectable && !ok) {
+            size_t j;
+            json_t *v;
+            json_array_foreach(res->selectable, j, v) {
+                const char *p = json_string_value(v);
+                if (p && *p == '.')
+                    p++;
+                if (p && !strcmp(p, f))
+                    ok = true;
+            }
+        }
+        if (!ok) {
+            if (res->is_cr)
+                as_reply_status(q, 400, "BadRequest", NULL, "field label not supported: %s", f);
+            else
+                as_reply_status(q, 400, "BadRequest", NULL,
+                                "\"%s\" is not a known field selector: only \"metadata.name\", "
+                                "\"metadata.namespace\"",
+                                f);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- watcher lifecycle ---- */
+
+static void watcher_free(as_watcher_t *w)
+{
+    if (w->timer)
+        event_free(w->timer);
+    if (w->held)
+        evbuffer_free(w->held);
+    lop_label_selector_free(w->ls);
+    lop_field_selector_free(w->fs);
+    free(w->ns);
+    free(w);
+}
+
+static void unlink_watcher(as_watcher_t *w)
+{
+    if (w->prev)
+        w->prev->next = w->next;
+    else if (w->coll->watchers == w)
+        w->coll->watchers = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    w->next = w->prev = NULL;
+}
+
+static void watch_end(as_watcher_t *w)
+{
+    unlink_watcher(w);
+    if (w->conn)
+        evhttp_connection_set_closecb(w->conn, NULL, NULL);
+    evhttp_send_reply_end(w->r);
+    watcher_free(w);
+}
+
+static void on_conn_close(struct evhttp_connection *conn, void *arg)
+{
+    as_watcher_t *w = arg;
+    (void)conn;
+    w->conn = NULL;
+    unlink_watcher(w);
+    /* the request was detached from the dying connection: ending it frees it */
+    evhttp_send_reply_end(w->r);
+    watcher_free(w);
+}
+
+static void blob_cleanup(const void *data, size_t len, void *arg)
+{
+    (void)data;
+    (void)len;
+    as_blob_unref(arg);
+}
+
+/* Queue a blob to w; returns -1 when the watcher was closed (slow consumer). */
+static int send_blob(as_watcher_t *w, as_blob_t *b)
+{
+    b->refs++;
+    if (w->srv->stall) {
+        if (!w->held)
+            w->held = evbuffer_new();
+        evbuffer_add_reference(w->held, b->data, b->len, blob_cleanup, b);
+        return 0;
+    }
+    struct evbuffer *buf = evbuffer_new();
+    evbuffer_add_reference(buf, b->data, b->len, blob_cleanup, b);
+    evhttp_send_reply_chunk(w->r, buf);
+    evbuffer_free(buf);
+    if (w->conn) {
+        struct bufferevent *bev = evhttp_connection_get_bufferevent(w->conn);
+        if (bev && evbuffer_get_length(bufferevent_get_output(bev)) > AS_WATCH_MAX_BACKLOG) {
+            lop_log(LOP_LOG_WARN, "closing watch of slow consumer", "resource", w->res->plural,
+                    NULL);
+            watch_end(w);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int send_obj_event(as_watcher_t *w, const char *type, const json_t *obj)
+{
+    as_blob_t *b = event_blob(w->res, type, obj);
+    int rc = send_blob(w, b);
+    as_blob_unref(b);
+    return rc;
+}
+
+static json_t *bookmark_obj(as_res_t *res, int64_t rv, bool initial_end)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "kind", json_string(res->kind));
+    json_object_set_new(o, "apiVersion", json_string(res->api_version));
+    json_t *m = json_object();
+    char b[32];
+    snprintf(b, sizeof b, "%" PRId64, rv);
+    json_object_set_new(m, "resourceVersion", json_string(b));
+    if (!res->is_cr)
+        json_object_set_new(m, "creationTimestamp", json_null());
+    if (initial_end) {
+        json_t *a = json_object();
+        json_object_set_new(a, "k8s.io/initial-events-end", json_string("true"));
+        json_object_set_new(m, "annotations", a);
+    }
+    json_object_set_new(o, "metadata", m);
+    return o;
+}
+
+static int send_bookmark(as_watcher_t *w, bool initial_end)
+{
+    json_t *o = bookmark_obj(w->res, w->srv->rev, initial_end);
+    int rc = send_obj_event(w, "BOOKMARK", o);
+    json_decref(o);
+    return rc;
+}
+
+static const char *const type_names[] = {"ADDED", "MODIFIED", "DELETED"};
+
+/* Deliver one stored event to one watcher. Returns -1 if the watcher ended. */
+static int deliver(as_watcher_t *w, as_event_t *e)
+{
+    bool now = e->type != AS_DELETED && as_obj_matches(w->res, w->ns, w->ls, w->fs, e->obj);
+    bool before = e->prev && as_obj_matches(w->res, w->ns, w->ls, w->fs, e->prev);
+    const json_t *av = json_object_get(e->obj, "apiVersion");
+    bool same_version = json_is_string(av) && !strcmp(json_string_value(av), w->res->api_version);
+    if (e->type == AS_DELETED) {
+        if (!as_obj_matches(w->res, w->ns, w->ls, w->fs, e->obj))
+            return 0;
+    } else if (e->type == AS_MODIFIED && now && !before) {
+        return send_obj_event(w, "ADDED", e->obj);
+    } else if (e->type == AS_MODIFIED && !now && before) {
+        json_t *old = json_deep_copy(e->prev);
+        char b[32];
+        snprintf(b, sizeof b, "%" PRId64, e->rv);
+        json_object_set_new(as_meta(old), "resourceVersion", json_string(b));
+        int rc = send_obj_event(w, "DELETED", old);
+        json_decref(old);
+        return rc;
+    } else if (!now) {
+        return 0;
+    }
+    if (!same_version)
+        return send_obj_event(w, type_names[e->type], e->obj);
+    if (!e->wire)
+        e->wire = event_blob(w->res, type_names[e->type], e->obj);
+    return send_blob(w, e->wire);
+}
+
+void as_watch_dispatch(lop_apiserver_t *srv, as_event_t *ev)
+{
+    (void)srv;
+    as_watcher_t *w = ev->coll->watchers;
+    while (w) {
+        as_watcher_t *next = w->next;
+        deliver(w, ev);
+        w = next;
+    }
+}
+
+static void on_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    as_watcher_t *w = arg;
+    if (w->bookmarks && !w->srv->stall && send_bookmark(w, false) < 0)
+        return;
+    watch_end(w);
+}
+
+void as_watch_close_all(lop_apiserver_t *srv)
+{
+    for (size_t i = 0; i < srv->ncolls; i++)
+        while (srv->colls[i]->watchers)
+            watch_end(srv->colls[i]->watchers);
+}
+
+void as_watch_set_stall(lop_apiserver_t *srv, bool stall)
+{
+    srv->stall = stall;
+    if (stall)
+        return;
+    for (size_t i = 0; i < srv->ncolls; i++) {
+        for (as_watcher_t *w = srv->colls[i]->watchers; w; w = w->next) {
+            if (w->held && evbuffer_get_length(w->held)) {
+                evhttp_send_reply_chunk(w->r, w->held);
+            }
+        }
+    }
+}
+
+void as_watch_bookmark_all(lop_apiserver_t *srv)
+{
+    for (size_t i = 0; i < srv->ncolls; i++) {
+        as_watcher_t *w = srv->colls[i]->watchers;
+        while (w) {
+            as_watcher_t *next = w->next;
+            if (w->bookmarks)
+                send_bookmark(w, false);
+            w = next;
+        }
+    }
+}
+
+static bool parse_rv(const char *s, int64_t *out)
+{
+    if (!s || !*s)
+        return false;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (*end || v < 0)
+        return false;
+    *out = v;
+    return true;
+}
+
+static bool is_true(const char *s) { return s && (!strcmp(s, "true") || !strcmp(s, "1")); }
+
+void as_handle_watch(as_req_t *q)
+{
+    lop_apiserver_t *srv = q->srv;
+    const char *rvs = as_query(q, "resourceVersion");
+    const char *rvm = as_query(q, "resourceVersionMatch");
+    const char *sie = as_query(q, "sendInitialEvents");
+    const char *tos = as_query(q, "timeoutSeconds");
+    bool bookmarks = is_true(as_query(q, "allowWatchBookmarks"));
+    if (sie && *sie) {
+        if (!rvm || strcmp(rvm, "NotOlderThan")) {
+            json_t *d = as_details(NULL, "meta.k8s.io", "ListOptions");
+            as_reply_status(q, 422, "Invalid", d,
+                            "ListOptions.meta.k8s.io \"\" is invalid: sendInitialEvents: Forbidden: "
+                            "sendInitialEvents requires setting resourceVersionMatch to "
+                            "NotOlderThan");
+            return;
+        }
+    } else if (rvm && *rvm) {
+        json_t *d = as_details(NULL, "meta.k8s.io", "ListOptions");
+        as_reply_status(q, 422, "Invalid", d,
+                        "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: "
+                        "resourceVersionMatch is forbidden for watch unless sendInitialEvents is "
+                        "provided");
+        return;
+    }
+    int64_t rv = 0;
+    bool has_rv = rvs && *rvs;
+    if (has_rv && !parse_rv(rvs, &rv)) {
+        as_reply_status(q, 500, NULL, NULL,
+                        "resourceVersion: Invalid value: \"%s\": strconv.ParseUint: parsing \"%s\": "
+                        "invalid syntax",
+                        rvs, rvs);
+        return;
+    }
+    bool initial;
+    if (sie && *sie)
+        initial = is_true(sie);
+    else
+        initial = !has_rv || rv == 0;
+    lop_err_t err;
+    lop_label_selector_t *ls = NULL;
+    lop_field_selector_t *fs = NULL;
+    if (lop_label_selector_parse(as_query(q, "labelSelector"), &ls, &err) != LOP_OK) {
+        as_reply_status(q, 400, "BadRequest", NULL, "%s", err.message);
+        return;
+    }
+    if (lop_field_selector_parse(as_query(q, "fieldSelector"), &fs, &err) != LOP_OK) {
+        lop_label_selector_free(ls);
+        as_reply_status(q, 400, "BadRequest", NULL, "%s", err.message);
+        return;
+    }
+    if (as_check_field_selector(q, fs) < 0) {
+        lop_label_selector_free(ls);
+        lop_field_selector_free(fs);
+        return;
+    }
+    as_watcher_t *w = lop_xcalloc(1, sizeof *w);
+    w->srv = srv;
+    w->res = q->res;
+    w->coll = q->res->coll;
+    w->r = q->r;
+    w->conn = evhttp_request_get_connection(q->r);
+    w->ns = q->ns[0] ? lop_xstrdup(q->ns) : NULL;
+    w->ls = ls;
+    w->fs = fs;
+    w->bookmarks = bookmarks;
+    struct evkeyvalq *h = evhttp_request_get_output_headers(q->r);
+    evhttp_add_header(h, "Content-Type", "application/json");
+    evhttp_add_header(h, "Cache-Control", "no-cache, private");
+    evhttp_send_reply_start(q->r, 200, "OK");
+    evhttp_connection_set_closecb(w->conn, on_conn_close, w);
+    /* link before replay so a slow-consumer close during replay unlinks cleanly */
+    w->next = w->coll->watchers;
+    if (w->next)
+        w->next->prev = w;
+    w->coll->watchers = w;
+
+    if (!initial && has_rv && rv < srv->hist_floor) {
+        json_t *st = as_status_new(410, "Expired", NULL, NULL);
+        char msg[128];
+        snprintf(msg, sizeof msg, "too old resource version: %" PRId64 " (%" PRId64 ")", rv,
+                 srv->hist_floor + 1);
+        json_object_set_new(st, "message", json_string(msg));
+        char *s = json_dumps(st, JSON_COMPACT);
+        json_decref(st);
+        lop_buf_t b = LOP_BUF_INIT;
+        lop_buf_printf(&b, "{\"type\":\"ERROR\",\"object\":%s}\n", s);
+        free(s);
+        as_blob_t *blob = as_blob_new(b.data, b.len);
+        lop_buf_free(&b);
+        bool stall = srv->stall;
+        srv->stall = false;
+        int rc = send_blob(w, blob);
+        srv->stall = stall;
+        as_blob_unref(blob);
+        as_log_reject(q, 410, "Expired");
+        if (rc == 0)
+            watch_end(w);
+        return;
+    }
+    if (initial) {
+        as_coll_t *c = w->coll;
+        for (size_t i = 0; i < c->n; i++) {
+            if (!as_obj_matches(w->res, w->ns, w->ls, w->fs, c->items[i].obj))
+                continue;
+            if (send_obj_event(w, "ADDED", c->items[i].obj) < 0)
+                return;
+        }
+        if (bookmarks && send_bookmark(w, true) < 0)
+            return;
+    } else if (rv < srv->rev) {
+        for (size_t i = 0; i < srv->ring_len; i++) {
+            as_event_t *e = srv->ring[(srv->ring_head + i) % srv->ring_cap];
+            if (e->rv <= rv || e->coll != w->coll)
+                continue;
+            if (deliver(w, e) < 0)
+                return;
+        }
+    }
+    long timeout = tos ? strtol(tos, NULL, 10) : 0;
+    if (timeout <= 0)
+        timeout = 1800;
+    w->timer = evtimer_new(srv->base, on_timeout, w);
+    struct timeval tv = {timeout, 0};
+    evtimer_add(w->timer, &tv);
+}

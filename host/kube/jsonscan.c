@@ -1,0 +1,247 @@
+/* jsonscan.c — DOM-free JSON navigation (see jsonscan.h). */
+#include "host/kube/jsonscan.h"
+
+#include <string.h>
+
+#define MAX_DEPTH 512
+
+static bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+size_t lop_jscan_ws(const char *p, size_t n, size_t i)
+{
+    while (i < n && is_ws(p[i]))
+        i++;
+    return i;
+}
+
+/* i at the opening quote; returns index one past the closing quote, or 0 on error. */
+static size_t skip_string(const char *p, size_t n, size_t i)
+{
+    for (i++; i < n; i++) {
+        unsigned char c = (unsigned char)p[i];
+        if (c == '"')
+            return i + 1;
+        if (c == '\\') {
+            if (++i >= n)
+                return 0;
+        } else if (c < 0x20) {
+            return 0;
+        }
+    }
+    return 0;
+}
+
+static size_t skip_literal(const char *p, size_t n, size_t i)
+{
+    static const char *const words[] = {"true", "false", "null"};
+    for (int w = 0; w < 3; w++) {
+        size_t l = strlen(words[w]);
+        if (n - i >= l && memcmp(p + i, words[w], l) == 0)
+            return i + l;
+    }
+    size_t s = i;
+    while (i < n && (strchr("-+.eE", p[i]) || (p[i] >= '0' && p[i] <= '9')) && p[i])
+        i++;
+    if (i == s || !(p[s] == '-' || (p[s] >= '0' && p[s] <= '9')))
+        return 0;
+    return i;
+}
+
+int lop_jscan_value(const char *p, size_t n, size_t i, size_t *start, size_t *end)
+{
+    i = lop_jscan_ws(p, n, i);
+    if (i >= n)
+        return -1;
+    *start = i;
+    char c = p[i];
+    if (c == '"') {
+        size_t e = skip_string(p, n, i);
+        if (!e)
+            return -1;
+        *end = e;
+        return 0;
+    }
+    if (c != '{' && c != '[') {
+        size_t e = skip_literal(p, n, i);
+        if (!e)
+            return -1;
+        *end = e;
+        return 0;
+    }
+    /* containers: an explicit stack of the closers we expect */
+    char stack[MAX_DEPTH];
+    int depth = 0;
+    enum { WANT_VALUE, WANT_KEY, WANT_COLON, WANT_SEP } state = WANT_VALUE;
+    bool just_opened = false;
+    while (i < n) {
+        i = lop_jscan_ws(p, n, i);
+        if (i >= n)
+            return -1;
+        c = p[i];
+        if (just_opened && depth > 0 && c == stack[depth - 1]) {
+            just_opened = false;
+            depth--;
+            i++;
+            if (depth == 0) {
+                *end = i;
+                return 0;
+            }
+            state = WANT_SEP;
+            continue;
+        }
+        just_opened = false;
+        switch (state) {
+        case WANT_KEY: {
+            if (c != '"')
+                return -1;
+            size_t e = skip_string(p, n, i);
+            if (!e)
+                return -1;
+            i = e;
+            state = WANT_COLON;
+            break;
+        }
+        case WANT_COLON:
+            if (c != ':')
+                return -1;
+            i++;
+            state = WANT_VALUE;
+            break;
+        case WANT_VALUE:
+            if (c == '{' || c == '[') {
+                if (depth >= MAX_DEPTH)
+                    return -1;
+                stack[depth++] = c == '{' ? '}' : ']';
+                i++;
+                state = c == '{' ? WANT_KEY : WANT_VALUE;
+                just_opened = true;
+            } else {
+                size_t e = c == '"' ? skip_string(p, n, i) : skip_literal(p, n, i);
+                if (!e)
+                    return -1;
+                i = e;
+                state = WANT_SEP;
+            }
+            break;
+        case WANT_SEP:
+            if (c == ',') {
+                i++;
+                state = stack[depth - 1] == '}' ? WANT_KEY : WANT_VALUE;
+            } else if (c == stack[depth - 1]) {
+                depth--;
+                i++;
+                if (depth == 0) {
+                    *end = i;
+                    return 0;
+                }
+            } else {
+                return -1;
+            }
+            break;
+        }
+    }
+    return -1;
+}
+
+static int iter_begin(lop_jscan_iter_t *it, const char *p, size_t n, size_t at, char open)
+{
+    memset(it, 0, sizeof *it);
+    it->p = p;
+    it->n = n;
+    at = lop_jscan_ws(p, n, at);
+    if (at >= n || p[at] != open)
+        return -1;
+    it->pos = at + 1;
+    it->first = true;
+    return 0;
+}
+
+int lop_jscan_object_begin(lop_jscan_iter_t *it, const char *p, size_t n, size_t obj)
+{
+    return iter_begin(it, p, n, obj, '{');
+}
+
+int lop_jscan_array_begin(lop_jscan_iter_t *it, const char *p, size_t n, size_t arr)
+{
+    return iter_begin(it, p, n, arr, '[');
+}
+
+/* Consume ',' or the closer; returns 1 to continue with a member, 0 at end, -1 on error. */
+static int sep(lop_jscan_iter_t *it, char close)
+{
+    if (it->done)
+        return 0;
+    size_t i = lop_jscan_ws(it->p, it->n, it->pos);
+    if (i >= it->n)
+        return -1;
+    if (it->p[i] == close) {
+        it->pos = i + 1;
+        it->done = true;
+        return 0;
+    }
+    if (!it->first) {
+        if (it->p[i] != ',')
+            return -1;
+        i++;
+    }
+    it->first = false;
+    it->pos = i;
+    return 1;
+}
+
+int lop_jscan_object_next(lop_jscan_iter_t *it)
+{
+    int r = sep(it, '}');
+    if (r <= 0)
+        return r;
+    size_t i = lop_jscan_ws(it->p, it->n, it->pos);
+    if (i >= it->n || it->p[i] != '"')
+        return -1;
+    size_t e = skip_string(it->p, it->n, i);
+    if (!e)
+        return -1;
+    it->member_start = i;
+    it->key = it->p + i + 1;
+    it->key_len = e - i - 2;
+    i = lop_jscan_ws(it->p, it->n, e);
+    if (i >= it->n || it->p[i] != ':')
+        return -1;
+    if (lop_jscan_value(it->p, it->n, i + 1, &it->val_start, &it->val_end) != 0)
+        return -1;
+    it->pos = it->val_end;
+    return 1;
+}
+
+int lop_jscan_array_next(lop_jscan_iter_t *it)
+{
+    int r = sep(it, ']');
+    if (r <= 0)
+        return r;
+    if (lop_jscan_value(it->p, it->n, it->pos, &it->val_start, &it->val_end) != 0)
+        return -1;
+    it->member_start = it->val_start;
+    it->pos = it->val_end;
+    return 1;
+}
+
+bool lop_jscan_key_is(const lop_jscan_iter_t *it, const char *key)
+{
+    size_t l = strlen(key);
+    return it->key_len == l && memcmp(it->key, key, l) == 0;
+}
+
+int lop_jscan_find(const char *p, size_t n, size_t obj, const char *key, size_t *val_start, size_t *val_end)
+{
+    lop_jscan_iter_t it;
+    if (lop_jscan_object_begin(&it, p, n, obj) != 0)
+        return -1;
+    int r;
+    while ((r = lop_jscan_object_next(&it)) == 1) {
+        if (lop_jscan_key_is(&it, key)) {
+            *val_start = it.val_start;
+            *val_end = it.val_end;
+            return 1;
+        }
+    }
+    return r;
+}

@@ -1,0 +1,86 @@
+/*
+ * object.h — lop_obj_t, the informer cache entry: one Kubernetes object as its raw JSON bytes
+ * plus the parsed metadata every cache user needs (namespace, name, uid, resourceVersion,
+ * generation, deletion, labels, annotations, owner references), immutable once built.
+ *
+ * Construction cuts metadata out of the bytes with a DOM-free scan (jsonscan.h), strips
+ * metadata.managedFields by splicing the bytes (on by default, as controller-runtime caches
+ * commonly do to save memory), and parses only the metadata object with jansson.
+ *
+ * Ownership: lop_obj_new returns a reference the caller owns (refcount 1). lop_obj_ref adds one,
+ * lop_obj_unref drops one and frees at zero. Every pointer inside the object (strings, arrays)
+ * lives as long as the object. Never edit an object: build a new one (replace-never-edit).
+ * Thread-safety: the refcount is atomic and the object is immutable, so it may be read and
+ * ref'd/unref'd from any thread.
+ */
+#ifndef LOP_KUBE_OBJECT_H
+#define LOP_KUBE_OBJECT_H
+
+#include "host/util/err.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct lop_kv {
+    const char *key, *value;
+} lop_kv_t;
+
+typedef struct lop_owner_ref {
+    const char *api_version, *kind, *name, *uid; /* "" when absent */
+} lop_owner_ref_t;
+
+typedef struct lop_obj {
+    const char *json; /* the object (managedFields stripped unless kept), NUL-terminated */
+    size_t json_len;
+    const char *api_version, *kind;          /* "" when absent (built-in list items) */
+    const char *namespace_, *name, *uid, *rv; /* "" when absent; rv = metadata.resourceVersion */
+    int64_t generation;                      /* 0 when absent */
+    bool deleting;                           /* metadata.deletionTimestamp is set */
+    const lop_kv_t *labels;                  /* nlabels entries, in document order */
+    size_t nlabels;
+    const lop_kv_t *annotations;
+    size_t nannotations;
+    bool has_controller;        /* an ownerReference with controller: true exists */
+    lop_owner_ref_t controller; /* the first such reference */
+    const char *const *owner_uids; /* uids of every ownerReference */
+    size_t nowners;
+    const json_t *metadata; /* the parsed metadata object (borrowed; never modify) */
+    /* private */
+    int refs_;
+    json_t *meta_;
+    lop_kv_t *kv_;
+    const char **uids_;
+    char *strs_;
+} lop_obj_t;
+
+/* Build flags. */
+enum {
+    LOP_OBJ_KEEP_MANAGED_FIELDS = 1, /* keep metadata.managedFields in json */
+};
+
+/*
+ * Build an object from the JSON bytes of one object (copied). Errors: LOP_EINVAL with a message
+ * naming the cause when the bytes are not one JSON object, metadata is not an object, or a
+ * metadata field has the wrong type. *out is set only on LOP_OK.
+ */
+lop_rc_t lop_obj_new(const char *json, size_t len, int flags, lop_obj_t **out, lop_err_t *err);
+/* Same, for an item of a list response: when the item has no kind/apiVersion (built-in lists,
+ * reference C.17), use these (may be NULL). */
+lop_rc_t lop_obj_new_item(const char *json, size_t len, int flags, const char *api_version,
+                          const char *kind, lop_obj_t **out, lop_err_t *err);
+lop_obj_t *lop_obj_ref(lop_obj_t *o);
+/* NULL accepted. */
+void lop_obj_unref(lop_obj_t *o);
+
+/* The cache key: "namespace/name", or "name" for cluster-scoped objects. Writes at most len bytes
+ * (NUL included); returns the full length as snprintf does. */
+int lop_obj_key(const lop_obj_t *o, char *buf, size_t len);
+/* Label / annotation value, or NULL when absent. */
+const char *lop_obj_label(const lop_obj_t *o, const char *key);
+const char *lop_obj_annotation(const lop_obj_t *o, const char *key);
+/* True when some ownerReference has this uid. */
+bool lop_obj_owned_by(const lop_obj_t *o, const char *uid);
+
+#endif

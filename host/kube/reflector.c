@@ -1,0 +1,394 @@
+/* reflector.c — the reflector's watch loop, event handling, backoff and thread (see reflector.h). */
+#include "host/kube/reflector_impl.h"
+
+#include "host/kube/jsonscan.h"
+#include "host/util/buf.h"
+#include "host/util/log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define BACKOFF_INITIAL (800 * LOP_NS_PER_MS)
+#define BACKOFF_CAP (30 * LOP_NS_PER_S)
+#define BACKOFF_RESET (120 * LOP_NS_PER_S)
+#define MIN_WATCH_TIMEOUT_S 300
+#define SHORT_WATCH (1 * LOP_NS_PER_S)
+
+uint64_t lop_reflector_rand(lop_reflector_t *r)
+{
+    /* xorshift64* */
+    uint64_t x = r->rng;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    r->rng = x;
+    return x * UINT64_C(2685821657736338717);
+}
+
+static double rand01(lop_reflector_t *r) { return (double)(lop_reflector_rand(r) >> 11) / 9007199254740992.0; }
+
+void lop_reflector_set_rv(lop_reflector_t *r, const char *rv)
+{
+    char *n = lop_xstrdup(rv ? rv : "");
+    pthread_mutex_lock(&r->mu);
+    free(r->last_rv);
+    r->last_rv = n;
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* client-go's exponential backoff manager: 800 ms ×2, cap 30 s, jitter 1.0, reset after 2 min. */
+static int64_t backoff(lop_reflector_t *r)
+{
+    int64_t now = lop_clock_mono(r->clock);
+    if (!r->bo_used || now - r->bo_last > BACKOFF_RESET)
+        r->bo_dur = BACKOFF_INITIAL;
+    r->bo_used = true;
+    r->bo_last = now;
+    int64_t d = r->bo_dur;
+    r->bo_dur = r->bo_dur * 2 > BACKOFF_CAP ? BACKOFF_CAP : r->bo_dur * 2;
+    d += (int64_t)(rand01(r) * (double)d);
+    pthread_mutex_lock(&r->mu);
+    r->st.watch_errors++;
+    r->st.last_backoff_ns = d;
+    pthread_mutex_unlock(&r->mu);
+    return d;
+}
+
+lop_reflector_t *lop_reflector_new(const lop_reflector_config_t *cfg, lop_err_t *err)
+{
+    if (!cfg || !cfg->lw || !cfg->store || !cfg->lw->list || !cfg->lw->watch) {
+        if (cfg && cfg->lw && cfg->lw->free)
+            cfg->lw->free(cfg->lw->ud);
+        lop_err_set(err, LOP_EINVAL, 0, NULL, "reflector: a listwatch (with list and watch) and a store are required");
+        return NULL;
+    }
+    lop_reflector_t *r = lop_xcalloc(1, sizeof *r);
+    r->name = lop_xstrdup(cfg->name ? cfg->name : "");
+    r->lw = *cfg->lw;
+    r->store = cfg->store;
+    r->clock = cfg->clock ? cfg->clock : &lop_clock_system;
+    r->h = cfg->handlers;
+    r->page_size = cfg->page_size > 0 ? cfg->page_size : 500;
+    r->idle_timeout_ms = cfg->idle_timeout_ms;
+    r->obj_flags = cfg->obj_flags;
+    r->rng = cfg->seed ? cfg->seed : ((uint64_t)lop_clock_mono(&lop_clock_system) ^ (uint64_t)(uintptr_t)r) | 1;
+    pthread_mutex_init(&r->mu, NULL);
+    lop_cond_init(&r->cond);
+    r->last_rv = lop_xstrdup("");
+    r->need_list = true;
+    return r;
+}
+
+void lop_reflector_free(lop_reflector_t *r)
+{
+    if (!r)
+        return;
+    lop_reflector_stop(r);
+    if (r->lw.free)
+        r->lw.free(r->lw.ud);
+    lop_watchdecoder_free(r->dec);
+    pthread_cond_destroy(&r->cond);
+    pthread_mutex_destroy(&r->mu);
+    free(r->last_rv);
+    free(r->name);
+    free(r);
+}
+
+bool lop_reflector_has_synced(lop_reflector_t *r) { return atomic_load(&r->synced); }
+
+void lop_reflector_last_rv(lop_reflector_t *r, char *buf, size_t len)
+{
+    pthread_mutex_lock(&r->mu);
+    snprintf(buf, len, "%s", r->last_rv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+void lop_reflector_stats(lop_reflector_t *r, lop_reflector_stats_t *out)
+{
+    pthread_mutex_lock(&r->mu);
+    *out = r->st;
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* ---- watch events ---- */
+
+static void apply_upsert(lop_reflector_t *r, lop_obj_t *o)
+{
+    lop_obj_t *old = NULL;
+    lop_store_put(r->store, o, &old);
+    if (old) {
+        if (r->h.on_update)
+            r->h.on_update(r->h.ud, old, o);
+        lop_obj_unref(old);
+    } else if (r->h.on_add) {
+        r->h.on_add(r->h.ud, o);
+    }
+}
+
+static void apply_delete(lop_reflector_t *r, lop_obj_t *o)
+{
+    char small[256];
+    int n = lop_obj_key(o, small, sizeof small);
+    char *key = (size_t)n < sizeof small ? small : lop_xmalloc((size_t)n + 1);
+    if (key != small)
+        lop_obj_key(o, key, (size_t)n + 1);
+    lop_obj_unref(lop_store_delete(r->store, key));
+    if (key != small)
+        free(key);
+    if (r->h.on_delete)
+        r->h.on_delete(r->h.ud, o, false);
+}
+
+static int malformed(lop_reflector_t *r, const char *what, const char *detail)
+{
+    r->outcome = WO_MALFORMED;
+    lop_err_set(&r->werr, LOP_EINVAL, 0, NULL, "%s%s", what, detail);
+    return 1;
+}
+
+static int on_event(void *ud, const char *doc, size_t len)
+{
+    lop_reflector_t *r = ud;
+    if (atomic_load(&r->stop)) {
+        r->outcome = WO_STOPPED;
+        return 1;
+    }
+    size_t ts, te, os, oe;
+    if (lop_jscan_find(doc, len, 0, "type", &ts, &te) != 1 || doc[ts] != '"')
+        return malformed(r, "watch event without a type", "");
+    if (lop_jscan_find(doc, len, 0, "object", &os, &oe) != 1 || doc[os] != '{')
+        return malformed(r, "watch event without an object", "");
+    char type[16];
+    size_t tl = te - ts - 2;
+    if (tl >= sizeof type)
+        return malformed(r, "watch event type too long", "");
+    memcpy(type, doc + ts + 1, tl);
+    type[tl] = '\0';
+
+    if (strcmp(type, "ERROR") == 0) {
+        json_t *st = json_loadb(doc + os, oe - os, 0, NULL);
+        json_t *code = st ? json_object_get(st, "code") : NULL;
+        const char *reason = st ? json_string_value(json_object_get(st, "reason")) : NULL;
+        const char *msg = st ? json_string_value(json_object_get(st, "message")) : NULL;
+        int c = json_is_integer(code) ? (int)json_integer_value(code) : 0;
+        r->outcome = c == 410 ? WO_GONE : WO_ERROR_EVENT;
+        lop_err_set(&r->werr, c == 410 ? LOP_EGONE : lop_rc_from_http(c, reason), c, reason, "%s",
+                    msg ? msg : "watch ERROR event");
+        json_decref(st);
+        return 1;
+    }
+    bool bookmark = strcmp(type, "BOOKMARK") == 0;
+    bool added = strcmp(type, "ADDED") == 0, modified = strcmp(type, "MODIFIED") == 0,
+         deleted = strcmp(type, "DELETED") == 0;
+    if (!bookmark && !added && !modified && !deleted)
+        return malformed(r, "watch event of unknown type ", type);
+
+    lop_obj_t *o = NULL;
+    lop_err_t oerr;
+    if (lop_obj_new(doc + os, oe - os, r->obj_flags, &o, &oerr) != LOP_OK)
+        return malformed(r, "watch event object: ", oerr.message);
+    if (bookmark) {
+        const char *end = lop_obj_annotation(o, "k8s.io/initial-events-end");
+        if (end && strcmp(end, "true") == 0)
+            r->in_burst = false;
+        pthread_mutex_lock(&r->mu);
+        r->st.bookmarks++;
+        pthread_mutex_unlock(&r->mu);
+    } else {
+        if (!o->name[0]) {
+            lop_obj_unref(o);
+            return malformed(r, "watch event object without metadata.name", "");
+        }
+        if (!added)
+            r->in_burst = false;
+        if (deleted)
+            apply_delete(r, o);
+        else
+            apply_upsert(r, o);
+        r->watch_events++;
+        pthread_mutex_lock(&r->mu);
+        r->st.events++;
+        pthread_mutex_unlock(&r->mu);
+    }
+    /* F.12: RVs of the initial ADDED burst of an RV-less watch are not resume points */
+    if (!r->in_burst && o->rv[0])
+        lop_reflector_set_rv(r, o->rv);
+    lop_obj_unref(o);
+    return 0;
+}
+
+static int on_bytes(void *ud, const char *data, size_t len)
+{
+    lop_reflector_t *r = ud;
+    if (atomic_load(&r->stop)) {
+        r->outcome = WO_STOPPED;
+        return 1;
+    }
+    lop_err_t err;
+    lop_rc_t rc = lop_watchdecoder_feed(r->dec, data, len, &err);
+    if (rc == LOP_EINVAL) {
+        r->outcome = WO_MALFORMED;
+        r->werr = err;
+        return 1;
+    }
+    return rc == LOP_ECLOSED ? 1 : 0;
+}
+
+static lop_rc_t do_watch(lop_reflector_t *r, int64_t *wait_ns)
+{
+    char *rv;
+    pthread_mutex_lock(&r->mu);
+    rv = lop_xstrdup(r->last_rv);
+    r->st.watches++;
+    pthread_mutex_unlock(&r->mu);
+    long timeout_s = MIN_WATCH_TIMEOUT_S + (long)(lop_reflector_rand(r) % MIN_WATCH_TIMEOUT_S);
+    long idle = r->idle_timeout_ms == 0 ? (timeout_s + 30) * 1000 : r->idle_timeout_ms < 0 ? 0 : r->idle_timeout_ms;
+    lop_watch_opts_t o = {rv[0] ? rv : NULL, true, timeout_s, false, idle};
+    if (!r->dec)
+        r->dec = lop_watchdecoder_new(0, on_event, r);
+    lop_watchdecoder_reset(r->dec);
+    r->watch_events = 0;
+    r->in_burst = !rv[0] || strcmp(rv, "0") == 0;
+    r->outcome = WO_NONE;
+    lop_err_clear(&r->werr);
+    lop_err_t err;
+    lop_err_clear(&err);
+    int64_t start = lop_clock_mono(r->clock);
+    lop_rc_t rc = r->lw.watch(r->lw.ud, &o, on_bytes, r, &err);
+    int64_t took = lop_clock_mono(r->clock) - start;
+    free(rv);
+    *wait_ns = 0;
+    if (atomic_load(&r->stop))
+        return LOP_ECLOSED;
+    switch (r->outcome) {
+    case WO_GONE:
+        lop_log(LOP_LOG_INFO, "watch expired (ERROR 410), relisting", "reflector", r->name, "message", r->werr.message, NULL);
+        goto gone;
+    case WO_ERROR_EVENT:
+        lop_log(LOP_LOG_WARN, "watch ERROR event, rewatching after backoff", "reflector", r->name, "message", r->werr.message, NULL);
+        *wait_ns = backoff(r);
+        return LOP_OK;
+    case WO_MALFORMED:
+        lop_log(LOP_LOG_WARN, "malformed watch stream, restarting the watch", "reflector", r->name, "error", r->werr.message, NULL);
+        pthread_mutex_lock(&r->mu);
+        r->st.malformed++;
+        pthread_mutex_unlock(&r->mu);
+        *wait_ns = backoff(r);
+        return LOP_OK;
+    case WO_STOPPED:
+        return LOP_ECLOSED;
+    case WO_NONE:
+        break;
+    }
+    if (rc == LOP_EGONE) {
+        lop_log(LOP_LOG_INFO, "watch expired (HTTP 410), relisting", "reflector", r->name, "message", err.message, NULL);
+        goto gone;
+    }
+    if (rc == LOP_OK && lop_watchdecoder_partial(r->dec)) {
+        lop_log(LOP_LOG_WARN, "watch stream ended inside an event, rewatching", "reflector", r->name, NULL);
+        *wait_ns = backoff(r);
+        return LOP_OK;
+    }
+    if (rc == LOP_OK) {
+        if (r->watch_events == 0 && took < SHORT_WATCH) {
+            lop_log(LOP_LOG_WARN, "very short watch (no events, under 1 s), backing off", "reflector", r->name, NULL);
+            *wait_ns = backoff(r);
+        }
+        return LOP_OK;
+    }
+    lop_log(LOP_LOG_WARN, "watch failed, rewatching after backoff", "reflector", r->name, "rc", lop_rc_str(rc),
+            "error", err.message, NULL);
+    *wait_ns = backoff(r);
+    return LOP_OK;
+gone:
+    pthread_mutex_lock(&r->mu);
+    r->st.relists_410++;
+    pthread_mutex_unlock(&r->mu);
+    r->need_list = true;
+    *wait_ns = backoff(r);
+    return LOP_OK;
+}
+
+lop_rc_t lop_reflector_step(lop_reflector_t *r, int64_t *wait_ns)
+{
+    *wait_ns = 0;
+    if (atomic_load(&r->stop))
+        return LOP_ECLOSED;
+    if (!r->need_list)
+        return do_watch(r, wait_ns);
+    lop_err_t err;
+    lop_err_clear(&err);
+    lop_rc_t rc = lop_reflector_do_list(r, &err);
+    if (atomic_load(&r->stop))
+        return LOP_ECLOSED;
+    if (rc == LOP_OK) {
+        r->need_list = false;
+        return LOP_OK;
+    }
+    lop_log(LOP_LOG_WARN, "list failed, retrying after backoff", "reflector", r->name, "rc", lop_rc_str(rc),
+            "error", err.message, NULL);
+    *wait_ns = backoff(r);
+    return LOP_OK;
+}
+
+/* ---- thread ---- */
+
+static void *run(void *arg)
+{
+    lop_reflector_t *r = arg;
+    while (!atomic_load(&r->stop)) {
+        int64_t wait = 0;
+        if (lop_reflector_step(r, &wait) == LOP_ECLOSED)
+            break;
+        if (wait <= 0)
+            continue;
+        pthread_mutex_lock(&r->mu);
+        int64_t deadline = lop_clock_mono(r->clock) + wait;
+        while (!atomic_load(&r->stop) && !lop_clock_wait_until(r->clock, &r->cond, &r->mu, deadline))
+            ;
+        pthread_mutex_unlock(&r->mu);
+    }
+    return NULL;
+}
+
+lop_rc_t lop_reflector_start(lop_reflector_t *r, lop_err_t *err)
+{
+    if (r->started)
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "reflector %s already started", r->name);
+    if (pthread_create(&r->th, NULL, run, r) != 0)
+        return lop_err_set(err, LOP_ERR, 0, NULL, "reflector %s: cannot create its thread", r->name);
+    r->started = true;
+    return LOP_OK;
+}
+
+void lop_reflector_stop(lop_reflector_t *r)
+{
+    atomic_store(&r->stop, true);
+    pthread_mutex_lock(&r->mu);
+    pthread_cond_broadcast(&r->cond);
+    pthread_mutex_unlock(&r->mu);
+    if (!r->started || r->joined)
+        return;
+    /* cancel until the thread is gone: a cancel landing between two requests is not missed */
+    for (;;) {
+        if (r->lw.cancel)
+            r->lw.cancel(r->lw.ud);
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 20 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        int e = pthread_timedjoin_np(r->th, NULL, &ts);
+        if (e == 0)
+            break;
+        if (e != ETIMEDOUT && e != EBUSY) {
+            pthread_join(r->th, NULL);
+            break;
+        }
+    }
+    r->joined = true;
+}

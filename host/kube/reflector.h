@@ -1,0 +1,100 @@
+/*
+ * reflector.h — keeps a store in sync with the API server for one listwatch, with client-go's
+ * reflector semantics (tools/cache/reflector.go; reference §E.10–E.20, §F):
+ *
+ *  - LIST in pages (limit 500, continue tokens; a 410 on a continue page falls back to one full
+ *    list at the original resourceVersion, as client-go's pager does). The first list asks for
+ *    RV "0"; after a 410 on list (or "too large RV") it asks for RV unset (a consistent read).
+ *    The list replaces the store: objects gone from it are delivered as deletes with
+ *    is_tombstone = true (deleted while we were not watching).
+ *  - WATCH from the list's RV with allowWatchBookmarks and timeoutSeconds random in [300, 600).
+ *    Every event's object RV (and every bookmark's) becomes the resume point, except RVs seen
+ *    during the initial ADDED burst of a watch started without an RV (F.12).
+ *  - A clean end of stream re-watches from the resume point at once. A watch that ends in under
+ *    1 s with no events ("very short watch"), a transport error, an ERROR event whose code is not
+ *    410, malformed JSON on the stream or an idle stream (watchdog: idle_timeout_ms passed to the
+ *    listwatch) → back off, then re-watch from the resume point. HTTP 410 on the watch or an
+ *    ERROR event with code 410 in a 200 stream → back off, then relist.
+ *  - Backoff: 800 ms, ×2 per failure, jitter 1.0 (each wait is in [d, 2d)), cap 30 s, reset to
+ *    800 ms when no failure happened for 2 minutes.
+ *
+ * Delivery: every change is applied to the store first, then to the handlers (on the
+ * reflector's thread, in stream order): ADDED/MODIFIED → on_add, or on_update(old, new) when the
+ * key was cached; DELETED → on_delete(last state, false); relist → adds/updates for listed
+ * objects, then on_delete(last known state, true) for vanished ones. Objects passed to handlers
+ * are borrowed for the call (lop_obj_ref to keep one). HasSynced turns true after the first list
+ * has been delivered.
+ *
+ * Threads: lop_reflector_start runs the loop on its own thread; lop_reflector_stop cancels the
+ * listwatch and joins. Without start, a test drives it with lop_reflector_step (synchronous, one
+ * list or one watch per call, returning the wait the loop would make, never sleeping).
+ * lop_reflector_has_synced/last_rv/stats are safe from any thread.
+ */
+#ifndef LOP_KUBE_REFLECTOR_H
+#define LOP_KUBE_REFLECTOR_H
+
+#include "host/kube/listwatch.h"
+#include "host/kube/object.h"
+#include "host/kube/store.h"
+#include "host/util/clock.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct lop_reflector lop_reflector_t;
+
+typedef struct lop_reflector_handlers {
+    void (*on_add)(void *ud, lop_obj_t *obj);
+    void (*on_update)(void *ud, lop_obj_t *old, lop_obj_t *new_);
+    /* is_tombstone: the object vanished while we were not watching (seen missing on a relist);
+     * obj is the last state we knew. */
+    void (*on_delete)(void *ud, lop_obj_t *obj, bool is_tombstone);
+    void *ud;
+} lop_reflector_handlers_t;
+
+typedef struct lop_reflector_config {
+    const char *name;          /* for logs (e.g. "apps/v1/deployments"); copied */
+    const lop_listwatch_t *lw; /* copied; its ud becomes the reflector's: lw->free(ud) runs in
+                                * lop_reflector_free (also when new fails) */
+    lop_store_t *store;        /* borrowed; must outlive the reflector */
+    const lop_clock_t *clock;  /* borrowed; NULL = system clock */
+    lop_reflector_handlers_t handlers; /* any callback may be NULL */
+    long page_size;            /* 0 = 500 */
+    int obj_flags;             /* lop_obj_new flags (e.g. LOP_OBJ_KEEP_MANAGED_FIELDS) */
+    size_t max_event_bytes;    /* largest watch event accepted; 0 = 64 MiB */
+    long idle_timeout_ms;      /* watchdog; 0 = the watch's timeoutSeconds + 30 s; <0 = off */
+    uint64_t seed;             /* jitter/timeout randomness; 0 = seeded from the clock */
+} lop_reflector_config_t;
+
+typedef struct lop_reflector_stats {
+    uint64_t lists, list_pages, list_fallbacks; /* fallbacks: full list after a 410 on a page */
+    uint64_t watches, events, bookmarks;
+    uint64_t relists_410;     /* relists caused by 410 (HTTP or ERROR event) */
+    uint64_t watch_errors;    /* backoffs taken */
+    uint64_t malformed;       /* watch streams restarted for bad JSON */
+    int64_t last_backoff_ns;
+} lop_reflector_stats_t;
+
+/* Returns NULL (err filled, lw freed) when lw or store is missing. */
+lop_reflector_t *lop_reflector_new(const lop_reflector_config_t *cfg, lop_err_t *err);
+/* Stops (if running) and frees, including the listwatch. NULL accepted. */
+void lop_reflector_free(lop_reflector_t *r);
+
+/* Start the loop on a new thread. LOP_EINVAL if already started. */
+lop_rc_t lop_reflector_start(lop_reflector_t *r, lop_err_t *err);
+/* Ask the loop to stop, cancel the running list/watch and join the thread. Idempotent. */
+void lop_reflector_stop(lop_reflector_t *r);
+
+/*
+ * Run one list (when a list is due) or one watch, synchronously, on the caller's thread.
+ * *wait_ns receives the backoff the loop would wait before the next step (0 = go on at once).
+ * Returns LOP_OK, or LOP_ECLOSED once stop was requested. Not to be mixed with start.
+ */
+lop_rc_t lop_reflector_step(lop_reflector_t *r, int64_t *wait_ns);
+
+bool lop_reflector_has_synced(lop_reflector_t *r);
+/* The resume point (last synced resourceVersion), copied into buf; "" before the first list. */
+void lop_reflector_last_rv(lop_reflector_t *r, char *buf, size_t len);
+void lop_reflector_stats(lop_reflector_t *r, lop_reflector_stats_t *out);
+
+#endif

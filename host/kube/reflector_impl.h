@@ -1,0 +1,56 @@
+/* reflector_impl.h — internals shared by reflector.c (loop, watch, thread) and
+ * reflector_list.c (paginated list). Not a public header. */
+#ifndef LOP_KUBE_REFLECTOR_IMPL_H
+#define LOP_KUBE_REFLECTOR_IMPL_H
+
+#include "host/kube/reflector.h"
+#include "host/kube/watchdecoder.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+typedef enum watch_outcome {
+    WO_NONE = 0,
+    WO_GONE,        /* ERROR event with code 410 */
+    WO_ERROR_EVENT, /* ERROR event, other code */
+    WO_MALFORMED,   /* bad JSON or an event we cannot understand */
+    WO_STOPPED,     /* stop requested */
+} watch_outcome_t;
+
+struct lop_reflector {
+    char *name;
+    lop_listwatch_t lw; /* a copy of the caller's; we own its ud */
+    lop_store_t *store;
+    const lop_clock_t *clock;
+    lop_reflector_handlers_t h;
+    long page_size, idle_timeout_ms;
+    int obj_flags;
+    uint64_t rng;
+
+    pthread_mutex_t mu; /* guards last_rv, stats; and the stop condition */
+    pthread_cond_t cond;
+    char *last_rv;       /* resume point; "" before the first list */
+    lop_reflector_stats_t st;
+    atomic_bool synced, stop;
+    bool started, joined;
+    pthread_t th;
+
+    /* loop state (reflector thread only) */
+    bool need_list, rv_unavailable, paginated_result;
+    bool bo_used;
+    int64_t bo_dur, bo_last;
+
+    /* current watch (reflector thread only) */
+    lop_watchdecoder_t *dec;
+    uint64_t watch_events;
+    bool in_burst;
+    watch_outcome_t outcome;
+    lop_err_t werr;
+};
+
+/* One list, replacing the store and delivering the changes. LOP_OK or the failing rc. */
+lop_rc_t lop_reflector_do_list(lop_reflector_t *r, lop_err_t *err);
+void lop_reflector_set_rv(lop_reflector_t *r, const char *rv);
+uint64_t lop_reflector_rand(lop_reflector_t *r);
+
+#endif

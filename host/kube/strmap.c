@@ -1,0 +1,133 @@
+/* strmap.c — string-keyed hash map with chaining (FNV-1a), doubling at load factor 1. */
+#include "host/kube/strmap.h"
+
+#include "host/util/buf.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = UINT64_C(1469598103934665603);
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= UINT64_C(1099511628211);
+    }
+    return h;
+}
+
+void lop_strmap_clear(lop_strmap_t *m)
+{
+    for (size_t i = 0; i < m->nbuckets; i++) {
+        lop_strmap_ent_t *e = m->buckets[i];
+        while (e) {
+            lop_strmap_ent_t *n = e->next;
+            free(e->key);
+            free(e);
+            e = n;
+        }
+    }
+    free(m->buckets);
+    m->buckets = NULL;
+    m->nbuckets = 0;
+    m->count = 0;
+}
+
+lop_strmap_ent_t *lop_strmap_find(const lop_strmap_t *m, const char *key)
+{
+    if (!m->nbuckets)
+        return NULL;
+    for (lop_strmap_ent_t *e = m->buckets[hash_str(key) & (m->nbuckets - 1)]; e; e = e->next)
+        if (strcmp(e->key, key) == 0)
+            return e;
+    return NULL;
+}
+
+void *lop_strmap_get(const lop_strmap_t *m, const char *key)
+{
+    lop_strmap_ent_t *e = lop_strmap_find(m, key);
+    return e ? e->val : NULL;
+}
+
+bool lop_strmap_has(const lop_strmap_t *m, const char *key) { return lop_strmap_find(m, key) != NULL; }
+
+static void grow(lop_strmap_t *m)
+{
+    size_t nb = m->nbuckets ? m->nbuckets * 2 : 16;
+    lop_strmap_ent_t **b = lop_xcalloc(nb, sizeof *b);
+    for (size_t i = 0; i < m->nbuckets; i++) {
+        lop_strmap_ent_t *e = m->buckets[i];
+        while (e) {
+            lop_strmap_ent_t *n = e->next;
+            size_t j = hash_str(e->key) & (nb - 1);
+            e->next = b[j];
+            b[j] = e;
+            e = n;
+        }
+    }
+    free(m->buckets);
+    m->buckets = b;
+    m->nbuckets = nb;
+}
+
+void *lop_strmap_put(lop_strmap_t *m, const char *key, void *val)
+{
+    lop_strmap_ent_t *e = lop_strmap_find(m, key);
+    if (e) {
+        void *old = e->val;
+        e->val = val;
+        return old;
+    }
+    if (m->count + 1 > m->nbuckets)
+        grow(m);
+    e = lop_xmalloc(sizeof *e);
+    e->key = lop_xstrdup(key);
+    e->val = val;
+    size_t j = hash_str(key) & (m->nbuckets - 1);
+    e->next = m->buckets[j];
+    m->buckets[j] = e;
+    m->count++;
+    return NULL;
+}
+
+void *lop_strmap_del(lop_strmap_t *m, const char *key, bool *found)
+{
+    if (found)
+        *found = false;
+    if (!m->nbuckets)
+        return NULL;
+    lop_strmap_ent_t **pp = &m->buckets[hash_str(key) & (m->nbuckets - 1)];
+    for (; *pp; pp = &(*pp)->next) {
+        lop_strmap_ent_t *e = *pp;
+        if (strcmp(e->key, key) == 0) {
+            void *v = e->val;
+            *pp = e->next;
+            free(e->key);
+            free(e);
+            m->count--;
+            if (found)
+                *found = true;
+            return v;
+        }
+    }
+    return NULL;
+}
+
+lop_strmap_ent_t *lop_strmap_first(const lop_strmap_t *m, lop_strmap_iter_t *it)
+{
+    for (*it = 0; *it < m->nbuckets; (*it)++)
+        if (m->buckets[*it])
+            return m->buckets[*it];
+    return NULL;
+}
+
+lop_strmap_ent_t *lop_strmap_next(const lop_strmap_t *m, lop_strmap_iter_t *it, lop_strmap_ent_t *e)
+{
+    if (e->next)
+        return e->next;
+    for ((*it)++; *it < m->nbuckets; (*it)++)
+        if (m->buckets[*it])
+            return m->buckets[*it];
+    return NULL;
+}

@@ -1,0 +1,206 @@
+/* workqueue.c — the deduplicating FIFO with dirty/processing sets (see workqueue.h). */
+#include "host/kube/workqueue_impl.h"
+
+#include "host/util/buf.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define BOX(t) ((void *)(intptr_t)(t))
+#define UNBOX(p) ((int64_t)(intptr_t)(p))
+
+lop_workqueue_t *lop_workqueue_new(const char *name, const lop_clock_t *clock, lop_ratelimiter_t *limiter)
+{
+    lop_workqueue_t *q = lop_xcalloc(1, sizeof *q);
+    pthread_mutex_init(&q->mu, NULL);
+    lop_cond_init(&q->cond);
+    q->clock = clock ? clock : &lop_clock_system;
+    q->name = lop_xstrdup(name ? name : "");
+    q->limiter = limiter;
+    return q;
+}
+
+void lop_workqueue_free(lop_workqueue_t *q)
+{
+    if (!q)
+        return;
+    lop_workqueue_shutdown(q);
+    for (size_t i = 0; i < q->count; i++)
+        free(q->fifo[(q->head + i) % q->cap]);
+    free(q->fifo);
+    lop_strmap_clear(&q->dirty);
+    lop_strmap_clear(&q->processing);
+    lop_wq_heap_free(q);
+    lop_ratelimiter_free(q->limiter);
+    pthread_cond_destroy(&q->cond);
+    pthread_mutex_destroy(&q->mu);
+    free(q->name);
+    free(q);
+}
+
+static void fifo_push(lop_workqueue_t *q, const char *item)
+{
+    if (q->count == q->cap) {
+        size_t nc = q->cap ? q->cap * 2 : 16;
+        char **n = lop_xmalloc(nc * sizeof *n);
+        for (size_t i = 0; i < q->count; i++)
+            n[i] = q->fifo[(q->head + i) % q->cap];
+        free(q->fifo);
+        q->fifo = n;
+        q->cap = nc;
+        q->head = 0;
+    }
+    q->fifo[(q->head + q->count) % q->cap] = lop_xstrdup(item);
+    q->count++;
+}
+
+static char *fifo_pop(lop_workqueue_t *q)
+{
+    char *s = q->fifo[q->head];
+    q->head = (q->head + 1) % q->cap;
+    q->count--;
+    return s;
+}
+
+void lop_wq_add_locked(lop_workqueue_t *q, const char *item)
+{
+    if (q->shutting_down || lop_strmap_has(&q->dirty, item))
+        return;
+    q->st.adds++;
+    lop_strmap_put(&q->dirty, item, BOX(lop_clock_mono(q->clock)));
+    if (lop_strmap_has(&q->processing, item))
+        return; /* queued again by Done */
+    fifo_push(q, item);
+    pthread_cond_signal(&q->cond);
+}
+
+void lop_workqueue_add(lop_workqueue_t *q, const char *item)
+{
+    pthread_mutex_lock(&q->mu);
+    lop_wq_pump_locked(q);
+    lop_wq_add_locked(q, item);
+    pthread_mutex_unlock(&q->mu);
+}
+
+/* Hand out the FIFO head (mu held, count > 0). */
+static char *take_locked(lop_workqueue_t *q)
+{
+    char *item = fifo_pop(q);
+    int64_t now = lop_clock_mono(q->clock);
+    bool found;
+    int64_t added = UNBOX(lop_strmap_del(&q->dirty, item, &found));
+    if (found)
+        q->st.queue_latency_sum_ns += now - added;
+    q->st.gets++;
+    lop_strmap_put(&q->processing, item, BOX(now));
+    return item;
+}
+
+lop_rc_t lop_workqueue_get(lop_workqueue_t *q, char **item)
+{
+    pthread_mutex_lock(&q->mu);
+    for (;;) {
+        int64_t next = lop_wq_pump_locked(q);
+        if (q->count > 0 || q->shutting_down)
+            break;
+        lop_clock_wait_until(q->clock, &q->cond, &q->mu, next);
+    }
+    if (q->count == 0) {
+        pthread_mutex_unlock(&q->mu);
+        *item = NULL;
+        return LOP_ECLOSED;
+    }
+    *item = take_locked(q);
+    pthread_mutex_unlock(&q->mu);
+    return LOP_OK;
+}
+
+lop_rc_t lop_workqueue_try_get(lop_workqueue_t *q, char **item)
+{
+    pthread_mutex_lock(&q->mu);
+    lop_wq_pump_locked(q);
+    lop_rc_t rc = LOP_OK;
+    *item = NULL;
+    if (q->count > 0)
+        *item = take_locked(q);
+    else
+        rc = q->shutting_down ? LOP_ECLOSED : LOP_EAGAIN;
+    pthread_mutex_unlock(&q->mu);
+    return rc;
+}
+
+void lop_workqueue_done(lop_workqueue_t *q, const char *item)
+{
+    pthread_mutex_lock(&q->mu);
+    bool found;
+    int64_t started = UNBOX(lop_strmap_del(&q->processing, item, &found));
+    if (found) {
+        q->st.work_duration_sum_ns += lop_clock_mono(q->clock) - started;
+        q->st.work_done++;
+        if (lop_strmap_has(&q->dirty, item)) {
+            fifo_push(q, item);
+            pthread_cond_signal(&q->cond);
+        } else if (q->processing.count == 0) {
+            pthread_cond_broadcast(&q->cond); /* a drain may be waiting */
+        }
+    }
+    pthread_mutex_unlock(&q->mu);
+}
+
+size_t lop_workqueue_len(lop_workqueue_t *q)
+{
+    pthread_mutex_lock(&q->mu);
+    lop_wq_pump_locked(q);
+    size_t n = q->count;
+    pthread_mutex_unlock(&q->mu);
+    return n;
+}
+
+void lop_workqueue_shutdown(lop_workqueue_t *q)
+{
+    pthread_mutex_lock(&q->mu);
+    q->shutting_down = true;
+    pthread_cond_broadcast(&q->cond);
+    pthread_mutex_unlock(&q->mu);
+}
+
+void lop_workqueue_shutdown_with_drain(lop_workqueue_t *q)
+{
+    pthread_mutex_lock(&q->mu);
+    q->shutting_down = true;
+    q->draining = true;
+    pthread_cond_broadcast(&q->cond);
+    while (q->processing.count > 0)
+        lop_clock_wait_until(&lop_clock_system, &q->cond, &q->mu, INT64_MAX);
+    pthread_mutex_unlock(&q->mu);
+}
+
+bool lop_workqueue_shutting_down(lop_workqueue_t *q)
+{
+    pthread_mutex_lock(&q->mu);
+    bool s = q->shutting_down;
+    pthread_mutex_unlock(&q->mu);
+    return s;
+}
+
+void lop_workqueue_stats(lop_workqueue_t *q, lop_workqueue_stats_t *out)
+{
+    pthread_mutex_lock(&q->mu);
+    lop_wq_pump_locked(q);
+    *out = q->st;
+    out->depth = q->count;
+    out->waiting = q->heap_len;
+    out->processing = q->processing.count;
+    int64_t now = lop_clock_mono(q->clock);
+    out->unfinished_work_ns = 0;
+    out->longest_running_ns = 0;
+    lop_strmap_iter_t it;
+    for (lop_strmap_ent_t *e = lop_strmap_first(&q->processing, &it); e;
+         e = lop_strmap_next(&q->processing, &it, e)) {
+        int64_t d = now - UNBOX(e->val);
+        out->unfinished_work_ns += d;
+        if (d > out->longest_running_ns)
+            out->longest_running_ns = d;
+    }
+    pthread_mutex_unlock(&q->mu);
+}

@@ -1,0 +1,230 @@
+#include "host/runtime/controller.h"
+
+#include "host/util/buf.h"
+#include "host/util/log.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct lop_controller {
+    char *name;
+    int nworkers;
+    const lop_clock_t *clock;
+    lop_scriptrt_t *rt;
+    lop_gate_t *gate;
+    lop_workqueue_t *queue;
+    lop_reconcile_observer_fn observer;
+    void *observer_ud;
+    pthread_t *threads;
+    int started;
+    pthread_mutex_t mu; /* guards stats */
+    lop_controller_stats_t stats;
+    uint64_t next_id;
+};
+
+lop_controller_t *lop_controller_new(const lop_controller_opts_t *opts)
+{
+    lop_controller_t *c = lop_xcalloc(1, sizeof *c);
+    c->name = lop_xstrdup(opts->name);
+    c->nworkers = opts->workers > 0 ? opts->workers : 1;
+    c->clock = opts->clock ? opts->clock : &lop_clock_system;
+    c->rt = opts->rt;
+    c->gate = opts->gate;
+    c->observer = opts->observer;
+    c->observer_ud = opts->observer_ud;
+    c->queue = lop_workqueue_new(c->name, c->clock, lop_ratelimiter_default_controller_new(c->clock));
+    pthread_mutex_init(&c->mu, NULL);
+    return c;
+}
+
+const char *lop_controller_name(const lop_controller_t *c)
+{
+    return c->name;
+}
+
+lop_workqueue_t *lop_controller_queue(lop_controller_t *c)
+{
+    return c->queue;
+}
+
+void lop_controller_enqueue(lop_controller_t *c, const char *ns, const char *name)
+{
+    lop_buf_t key = LOP_BUF_INIT;
+    if (ns && *ns) lop_buf_printf(&key, "%s/%s", ns, name);
+    else lop_buf_puts(&key, name);
+    lop_workqueue_add(c->queue, key.data);
+    lop_buf_free(&key);
+}
+
+void lop_controller_stats(lop_controller_t *c, lop_controller_stats_t *out)
+{
+    pthread_mutex_lock(&c->mu);
+    *out = c->stats;
+    pthread_mutex_unlock(&c->mu);
+}
+
+static const char *result_name(lop_result_kind_t k)
+{
+    switch (k) {
+    case LOP_RESULT_DONE: return "success";
+    case LOP_RESULT_REQUEUE: return "requeue";
+    case LOP_RESULT_REQUEUE_AFTER: return "requeue_after";
+    case LOP_RESULT_ERROR: return "error";
+    case LOP_RESULT_TERMINAL: return "terminal_error";
+    }
+    return "unknown";
+}
+
+/* Reconcile key with the slot's VM and apply the result to the queue. Caller calls Done. */
+static void reconcile_key(lop_controller_t *c, lop_vm_slot_t *slot, const char *key)
+{
+    char ns[256] = "", name[256];
+    const char *slash = strchr(key, '/');
+    if (slash) {
+        snprintf(ns, sizeof ns, "%.*s", (int)(slash - key), key);
+        snprintf(name, sizeof name, "%s", slash + 1);
+    } else {
+        snprintf(name, sizeof name, "%s", key);
+    }
+    pthread_mutex_lock(&c->mu);
+    uint64_t id = ++c->next_id;
+    c->stats.active_workers++;
+    pthread_mutex_unlock(&c->mu);
+    char rid[64];
+    snprintf(rid, sizeof rid, "%s-%" PRIu64, c->name, id);
+
+    lop_reconcile_result_t res;
+    memset(&res, 0, sizeof res);
+    lop_err_t err;
+    lop_err_clear(&err);
+    int64_t t0 = lop_clock_mono(c->clock);
+    lop_vm_t *vm = lop_scriptrt_vm(c->rt, slot, &err);
+    if (!vm) {
+        res.kind = LOP_RESULT_ERROR;
+        snprintf(res.message, sizeof res.message, "no VM: %s", err.message);
+    } else {
+        lop_reconcile_req_t req = {ns, name, rid};
+        lop_scriptrt_engine(c->rt)->reconcile(vm, c->name, &req, &res);
+        if (res.vm_broken) lop_scriptrt_vm_broken(c->rt, slot);
+    }
+    int64_t dur = lop_clock_mono(c->clock) - t0;
+
+    char dur_s[32];
+    snprintf(dur_s, sizeof dur_s, "%.3fms", (double)dur / 1e6);
+    switch (res.kind) {
+    case LOP_RESULT_DONE:
+        lop_workqueue_forget(c->queue, key);
+        break;
+    case LOP_RESULT_REQUEUE:
+        lop_workqueue_add_rate_limited(c->queue, key);
+        break;
+    case LOP_RESULT_REQUEUE_AFTER:
+        lop_workqueue_forget(c->queue, key);
+        lop_workqueue_add_after(c->queue, key, res.requeue_after_ns);
+        break;
+    case LOP_RESULT_ERROR:
+        lop_workqueue_add_rate_limited(c->queue, key);
+        lop_log(LOP_LOG_ERROR, "reconciler error", "controller", c->name, "namespace", ns,
+                "name", name, "reconcileID", rid, "duration", dur_s, "error", res.message,
+                res.timed_out ? "timeout" : NULL, "true", NULL);
+        break;
+    case LOP_RESULT_TERMINAL:
+        lop_workqueue_forget(c->queue, key);
+        lop_log(LOP_LOG_ERROR, "terminal reconciler error, not retried", "controller", c->name,
+                "namespace", ns, "name", name, "reconcileID", rid, "error", res.message, NULL);
+        break;
+    }
+    if (lop_log_enabled(LOP_LOG_DEBUG))
+        lop_log(LOP_LOG_DEBUG, "reconciled", "controller", c->name, "namespace", ns, "name", name,
+                "reconcileID", rid, "duration", dur_s, "result", result_name(res.kind), NULL);
+
+    pthread_mutex_lock(&c->mu);
+    c->stats.active_workers--;
+    c->stats.reconciles++;
+    switch (res.kind) {
+    case LOP_RESULT_DONE:
+    case LOP_RESULT_REQUEUE_AFTER: c->stats.successes++; break;
+    case LOP_RESULT_REQUEUE: c->stats.requeues++; break;
+    case LOP_RESULT_ERROR: c->stats.errors++; break;
+    case LOP_RESULT_TERMINAL: c->stats.terminal_errors++; break;
+    }
+    if (res.timed_out) c->stats.timeouts++;
+    pthread_mutex_unlock(&c->mu);
+    if (c->observer) c->observer(c->observer_ud, c->name, res.kind, dur);
+}
+
+lop_rc_t lop_controller_process_one(lop_controller_t *c, lop_vm_slot_t *slot)
+{
+    char *key = NULL;
+    lop_rc_t rc = lop_workqueue_try_get(c->queue, &key);
+    if (rc != LOP_OK) return rc;
+    reconcile_key(c, slot, key);
+    lop_workqueue_done(c->queue, key);
+    free(key);
+    return LOP_OK;
+}
+
+static void *worker_main(void *arg)
+{
+    lop_controller_t *c = arg;
+    lop_vm_slot_t slot = {NULL, 0};
+    for (;;) {
+        if (c->gate && !lop_gate_wait(c->gate)) break;
+        char *key = NULL;
+        if (lop_workqueue_get(c->queue, &key) != LOP_OK) break;
+        /* Leadership may have been lost while we waited for an item: put it back. */
+        if (c->gate && !lop_gate_is_open(c->gate)) {
+            lop_workqueue_done(c->queue, key);
+            lop_workqueue_add(c->queue, key);
+            free(key);
+            continue;
+        }
+        reconcile_key(c, &slot, key);
+        lop_workqueue_done(c->queue, key);
+        free(key);
+    }
+    lop_vm_slot_release(c->rt, &slot);
+    return NULL;
+}
+
+lop_rc_t lop_controller_start(lop_controller_t *c, lop_err_t *err)
+{
+    if (c->started) return LOP_OK;
+    c->threads = lop_xcalloc((size_t)c->nworkers, sizeof *c->threads);
+    for (int i = 0; i < c->nworkers; i++) {
+        if (pthread_create(&c->threads[i], NULL, worker_main, c) != 0) {
+            lop_workqueue_shutdown(c->queue);
+            for (int j = 0; j < i; j++) pthread_join(c->threads[j], NULL);
+            free(c->threads);
+            c->threads = NULL;
+            return lop_err_set(err, LOP_ERR, 0, NULL, "controller %s: cannot start worker threads",
+                               c->name);
+        }
+    }
+    c->started = 1;
+    return LOP_OK;
+}
+
+void lop_controller_stop(lop_controller_t *c, int64_t grace_ns)
+{
+    (void)grace_ns; /* in-flight reconciles are bounded by their deadline; Done ends the drain */
+    lop_workqueue_shutdown_with_drain(c->queue);
+    if (c->started) {
+        for (int i = 0; i < c->nworkers; i++) pthread_join(c->threads[i], NULL);
+        free(c->threads);
+        c->threads = NULL;
+        c->started = 0;
+    }
+}
+
+void lop_controller_free(lop_controller_t *c)
+{
+    if (!c) return;
+    lop_controller_stop(c, 0);
+    lop_workqueue_free(c->queue);
+    pthread_mutex_destroy(&c->mu);
+    free(c->name);
+    free(c);
+}

@@ -1,0 +1,69 @@
+/*
+ * controller.h — one controller: a workqueue of reconcile requests ("namespace/name" or "name")
+ * and N worker threads, each with its own VM, calling the script's reconcile and mapping the
+ * result to the queue exactly as controller-runtime does (internal/controller/controller.go):
+ *
+ *   DONE           -> Forget
+ *   REQUEUE        -> AddRateLimited
+ *   REQUEUE_AFTER  -> Forget + AddAfter(requeue_after)
+ *   ERROR          -> AddRateLimited (error logged; a raised error with its traceback)
+ *   TERMINAL       -> Forget, no retry (counted as a terminal error)
+ *
+ * Workers of a controller that needs a leader wait at the gate before each item.
+ * Thread-safety: enqueue from any thread; start/stop from the owner thread.
+ */
+#ifndef LOP_RUNTIME_CONTROLLER_H
+#define LOP_RUNTIME_CONTROLLER_H
+
+#include "host/kube/workqueue.h"
+#include "host/runtime/gate.h"
+#include "host/runtime/scriptrt.h"
+#include "host/util/clock.h"
+
+#include <stdint.h>
+
+typedef struct lop_controller lop_controller_t;
+
+/* Counters a controller keeps (read with lop_controller_stats). */
+typedef struct lop_controller_stats {
+    uint64_t reconciles;      /* finished reconciles, any result */
+    uint64_t successes;       /* DONE / REQUEUE_AFTER */
+    uint64_t requeues;        /* REQUEUE */
+    uint64_t errors;          /* ERROR */
+    uint64_t terminal_errors; /* TERMINAL */
+    uint64_t timeouts;        /* ERROR caused by the deadline */
+    int active_workers;       /* reconciles running now */
+} lop_controller_stats_t;
+
+/* Called after each reconcile (metrics); may be NULL. Runs on the worker thread. */
+typedef void (*lop_reconcile_observer_fn)(void *ud, const char *controller,
+                                          lop_result_kind_t kind, int64_t duration_ns);
+
+typedef struct lop_controller_opts {
+    const char *name;          /* copied */
+    int workers;               /* max_concurrent_reconciles, >= 1 */
+    const lop_clock_t *clock;  /* borrowed; NULL = system */
+    lop_scriptrt_t *rt;        /* borrowed */
+    lop_gate_t *gate;          /* borrowed; NULL = never gated */
+    lop_reconcile_observer_fn observer;
+    void *observer_ud;
+} lop_controller_opts_t;
+
+lop_controller_t *lop_controller_new(const lop_controller_opts_t *opts);
+/* Queue a reconcile request; ns may be NULL or "" for cluster-scoped objects. */
+void lop_controller_enqueue(lop_controller_t *c, const char *ns, const char *name);
+/* Start the worker threads. */
+lop_rc_t lop_controller_start(lop_controller_t *c, lop_err_t *err);
+/* Stop taking work and wait up to grace_ns for in-flight reconciles; then join the workers
+ * (a reconcile still running past the grace period is waited for: the deadline bounds it). */
+void lop_controller_stop(lop_controller_t *c, int64_t grace_ns);
+void lop_controller_free(lop_controller_t *c);
+const char *lop_controller_name(const lop_controller_t *c);
+lop_workqueue_t *lop_controller_queue(lop_controller_t *c);
+void lop_controller_stats(lop_controller_t *c, lop_controller_stats_t *out);
+
+/* Process exactly one item synchronously on the calling thread with the given slot (tests and
+ * single-threaded tools). Returns LOP_EAGAIN when no item is ready. */
+lop_rc_t lop_controller_process_one(lop_controller_t *c, lop_vm_slot_t *slot);
+
+#endif

@@ -1,0 +1,48 @@
+#include "host/runtime/gate.h"
+
+void lop_gate_init(lop_gate_t *g, bool open)
+{
+    pthread_mutex_init(&g->mu, NULL);
+    lop_cond_init(&g->cond);
+    g->open = open;
+    g->closed_for_good = false;
+}
+
+void lop_gate_cleanup(lop_gate_t *g)
+{
+    pthread_mutex_destroy(&g->mu);
+    pthread_cond_destroy(&g->cond);
+}
+
+void lop_gate_set(lop_gate_t *g, bool open)
+{
+    pthread_mutex_lock(&g->mu);
+    g->open = open;
+    pthread_cond_broadcast(&g->cond);
+    pthread_mutex_unlock(&g->mu);
+}
+
+bool lop_gate_is_open(lop_gate_t *g)
+{
+    pthread_mutex_lock(&g->mu);
+    bool open = g->open && !g->closed_for_good;
+    pthread_mutex_unlock(&g->mu);
+    return open;
+}
+
+void lop_gate_shutdown(lop_gate_t *g)
+{
+    pthread_mutex_lock(&g->mu);
+    g->closed_for_good = true;
+    pthread_cond_broadcast(&g->cond);
+    pthread_mutex_unlock(&g->mu);
+}
+
+bool lop_gate_wait(lop_gate_t *g)
+{
+    pthread_mutex_lock(&g->mu);
+    while (!g->open && !g->closed_for_good) pthread_cond_wait(&g->cond, &g->mu);
+    bool ok = !g->closed_for_good;
+    pthread_mutex_unlock(&g->mu);
+    return ok;
+}

@@ -1,0 +1,32 @@
+/*
+ * gate.h — an open/closed flag threads can wait on. The leader elector opens the gate when this
+ * replica starts leading and closes it when it stops; workers of controllers that need a leader
+ * wait at the gate before taking work (DESIGN.md §1: workers only while leading).
+ *
+ * Thread-safety: all functions from any thread.
+ */
+#ifndef LOP_RUNTIME_GATE_H
+#define LOP_RUNTIME_GATE_H
+
+#include "host/util/clock.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+
+typedef struct lop_gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    bool open;
+    bool closed_for_good; /* shutdown: waiters return false */
+} lop_gate_t;
+
+void lop_gate_init(lop_gate_t *g, bool open);
+void lop_gate_cleanup(lop_gate_t *g);
+void lop_gate_set(lop_gate_t *g, bool open);
+bool lop_gate_is_open(lop_gate_t *g);
+/* Wake every waiter and make waits return false from now on. */
+void lop_gate_shutdown(lop_gate_t *g);
+/* Block until the gate is open (true) or shut down (false). */
+bool lop_gate_wait(lop_gate_t *g);
+
+#endif

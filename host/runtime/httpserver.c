@@ -1,0 +1,369 @@
+/* httpserver.c — /metrics, /healthz, /readyz over libevent's evhttp (see httpserver.h). */
+#include "host/runtime/httpserver.h"
+
+#include "host/util/buf.h"
+#include "host/util/log.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define MAX_EXCLUDES 32
+
+struct lop_httpserver {
+    struct event_base *base;
+    struct evhttp *http;
+    struct event *wake_ev;
+    int wake[2]; /* socketpair: a byte written to wake[1] stops the loop */
+    pthread_t thread;
+    lop_metrics_t *metrics;
+    lop_health_t *health;
+    int port;
+    char addr[300];
+    pthread_mutex_t mu; /* stopped */
+    bool stopped;
+};
+
+/* ---------------------------------------------------------------- address parsing */
+
+lop_rc_t lop_httpserver_parse_addr(const char *bind_addr, char *host, size_t hostlen, int *port,
+                                   lop_err_t *err)
+{
+    if (!bind_addr || !*bind_addr)
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "bind address is empty (use \"0\" to disable)");
+    if (strcmp(bind_addr, "0") == 0) {
+        if (hostlen)
+            host[0] = '\0';
+        *port = -1;
+        return LOP_OK;
+    }
+    const char *colon = strrchr(bind_addr, ':');
+    if (!colon)
+        return lop_err_set(err, LOP_EINVAL, 0, NULL,
+                           "bind address \"%s\" has no port (want host:port, :port or 0)", bind_addr);
+    const char *h = bind_addr;
+    size_t hl = (size_t)(colon - bind_addr);
+    if (hl > 0 && h[0] == '[') {
+        if (hl < 2 || h[hl - 1] != ']')
+            return lop_err_set(err, LOP_EINVAL, 0, NULL,
+                               "bind address \"%s\": unbalanced [ ] around the host", bind_addr);
+        h++;
+        hl -= 2;
+    } else if (memchr(h, ':', hl)) {
+        return lop_err_set(err, LOP_EINVAL, 0, NULL,
+                           "bind address \"%s\": write IPv6 hosts as [addr]:port", bind_addr);
+    }
+    const char *p = colon + 1;
+    if (!*p || strlen(p) > 5 || strspn(p, "0123456789") != strlen(p))
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "bind address \"%s\": port must be a number",
+                           bind_addr);
+    long pv = strtol(p, NULL, 10);
+    if (pv > 65535)
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "bind address \"%s\": port above 65535",
+                           bind_addr);
+    if (hl == 0) {
+        h = "0.0.0.0";
+        hl = strlen(h);
+    }
+    if (hl + 1 > hostlen)
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "bind address \"%s\": host too long", bind_addr);
+    memcpy(host, h, hl);
+    host[hl] = '\0';
+    *port = (int)pv;
+    return LOP_OK;
+}
+
+/* ---------------------------------------------------------------- request handling */
+
+static void reply(struct evhttp_request *req, int status, const char *ctype, const char *body,
+                  size_t len)
+{
+    struct evkeyvalq *hdrs = evhttp_request_get_output_headers(req);
+    evhttp_add_header(hdrs, "Content-Type", ctype);
+    evhttp_add_header(hdrs, "X-Content-Type-Options", "nosniff");
+    evhttp_add_header(hdrs, "Cache-Control", "no-cache, private");
+    struct evbuffer *buf = evbuffer_new();
+    if (!buf) {
+        evhttp_send_error(req, 500, "out of memory");
+        return;
+    }
+    if (evhttp_request_get_command(req) != EVHTTP_REQ_HEAD)
+        evbuffer_add(buf, body, len);
+    const char *reason = status == 200 ? "OK"
+                       : status == 404 ? "Not Found"
+                       : status == 405 ? "Method Not Allowed"
+                       : status == 500 ? "Internal Server Error"
+                                       : "Error";
+    evhttp_send_reply(req, status, reason, buf);
+    evbuffer_free(buf);
+}
+
+static void reply_text(struct evhttp_request *req, int status, const char *body)
+{
+    reply(req, status, "text/plain; charset=utf-8", body, strlen(body));
+}
+
+/* Query of a probe: "verbose" (with or without a value) and any number of "exclude=<name>". */
+typedef struct probe_query {
+    bool verbose;
+    char *exclude[MAX_EXCLUDES];
+    size_t nexclude;
+} probe_query_t;
+
+static void parse_query(const char *q, probe_query_t *pq)
+{
+    memset(pq, 0, sizeof *pq);
+    if (!q)
+        return;
+    char *copy = lop_xstrdup(q), *save = NULL;
+    for (char *part = strtok_r(copy, "&", &save); part; part = strtok_r(NULL, "&", &save)) {
+        char *eq = strchr(part, '=');
+        if (eq)
+            *eq = '\0';
+        if (strcmp(part, "verbose") == 0) {
+            pq->verbose = true;
+        } else if (strcmp(part, "exclude") == 0 && eq && pq->nexclude < MAX_EXCLUDES) {
+            char *v = evhttp_uridecode(eq + 1, 1, NULL);
+            if (v)
+                pq->exclude[pq->nexclude++] = v;
+        }
+    }
+    free(copy);
+}
+
+static void free_query(probe_query_t *pq)
+{
+    for (size_t i = 0; i < pq->nexclude; i++)
+        free(pq->exclude[i]);
+}
+
+/* path is "/healthz..." or "/readyz...": rest is what follows the prefix. */
+static void serve_probe(lop_httpserver_t *s, struct evhttp_request *req, lop_health_kind_t kind,
+                        const char *rest, const char *query)
+{
+    const char *only = NULL;
+    if (rest[0] == '/' && rest[1])
+        only = rest + 1;
+    else if (rest[0] && strcmp(rest, "/") != 0) {
+        reply_text(req, 404, "404 page not found\n");
+        return;
+    }
+    probe_query_t pq;
+    parse_query(query, &pq);
+    lop_buf_t body = LOP_BUF_INIT;
+    int status = lop_health_run(s->health, kind, only, pq.verbose,
+                                (const char *const *)pq.exclude, pq.nexclude, &body);
+    if (status == 500) {
+        lop_log(LOP_LOG_INFO, "probe failed", "probe", lop_health_kind_name(kind), "check",
+                only ? only : "", NULL);
+    }
+    reply(req, status, "text/plain; charset=utf-8", body.data ? body.data : "", body.len);
+    lop_buf_free(&body);
+    free_query(&pq);
+}
+
+static void handle(struct evhttp_request *req, void *arg)
+{
+    lop_httpserver_t *s = arg;
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+    const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+    const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
+    if (!path || !*path)
+        path = "/";
+    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+    if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
+        reply_text(req, 405, "405 method not allowed\n");
+        return;
+    }
+
+    if (s->metrics && strcmp(path, "/metrics") == 0) {
+        lop_buf_t body = LOP_BUF_INIT;
+        lop_metrics_render(s->metrics, &body);
+        reply(req, 200, "text/plain; version=0.0.4; charset=utf-8", body.data ? body.data : "",
+              body.len);
+        lop_buf_free(&body);
+        return;
+    }
+    if (s->health && strncmp(path, "/healthz", 8) == 0) {
+        serve_probe(s, req, LOP_HEALTHZ, path + 8, query);
+        return;
+    }
+    if (s->health && strncmp(path, "/readyz", 7) == 0) {
+        serve_probe(s, req, LOP_READYZ, path + 7, query);
+        return;
+    }
+    reply_text(req, 404, "404 page not found\n");
+}
+
+/* ---------------------------------------------------------------- lifecycle */
+
+static void on_wake(evutil_socket_t fd, short what, void *arg)
+{
+    lop_httpserver_t *s = arg;
+    char c;
+    (void)what;
+    while (read(fd, &c, 1) > 0) {
+    }
+    event_base_loopbreak(s->base);
+}
+
+static void *serve(void *arg)
+{
+    lop_httpserver_t *s = arg;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    pthread_setname_np(pthread_self(), "lop-http");
+    event_base_dispatch(s->base);
+    return NULL;
+}
+
+/* Close the listener, connections and loop (the thread is not running). */
+static void release(lop_httpserver_t *s)
+{
+    if (s->wake_ev)
+        event_free(s->wake_ev);
+    if (s->http)
+        evhttp_free(s->http);
+    if (s->base)
+        event_base_free(s->base);
+    if (s->wake[0] >= 0)
+        close(s->wake[0]);
+    if (s->wake[1] >= 0)
+        close(s->wake[1]);
+    s->wake_ev = NULL;
+    s->http = NULL;
+    s->base = NULL;
+    s->wake[0] = s->wake[1] = -1;
+}
+
+static void destroy(lop_httpserver_t *s)
+{
+    release(s);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+static int bound_port(struct evhttp_bound_socket *h)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    if (getsockname(evhttp_bound_socket_get_fd(h), (struct sockaddr *)&ss, &len) != 0)
+        return -1;
+    if (ss.ss_family == AF_INET)
+        return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    if (ss.ss_family == AF_INET6)
+        return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    return -1;
+}
+
+lop_rc_t lop_httpserver_start(const char *bind_addr, lop_metrics_t *metrics, lop_health_t *health,
+                              lop_httpserver_t **out, lop_err_t *err)
+{
+    if (!out)
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "httpserver: no result pointer");
+    *out = NULL;
+    char host[256];
+    int port;
+    lop_rc_t rc = lop_httpserver_parse_addr(bind_addr, host, sizeof host, &port, err);
+    if (rc != LOP_OK || port < 0)
+        return rc;
+
+    lop_httpserver_t *s = lop_xcalloc(1, sizeof *s);
+    s->wake[0] = s->wake[1] = -1;
+    s->metrics = metrics;
+    s->health = health;
+    pthread_mutex_init(&s->mu, NULL);
+    snprintf(s->addr, sizeof s->addr, "%s", bind_addr);
+
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, s->wake) != 0) {
+        rc = lop_err_set(err, LOP_ERR, 0, NULL, "httpserver %s: socketpair: %s", bind_addr,
+                         strerror(errno));
+        goto fail;
+    }
+    s->base = event_base_new();
+    s->http = s->base ? evhttp_new(s->base) : NULL;
+    s->wake_ev = s->base ? event_new(s->base, s->wake[0], EV_READ | EV_PERSIST, on_wake, s) : NULL;
+    if (!s->http || !s->wake_ev || event_add(s->wake_ev, NULL) != 0) {
+        rc = lop_err_set(err, LOP_ERR, 0, NULL, "httpserver %s: cannot set up the event loop",
+                         bind_addr);
+        goto fail;
+    }
+    /* Every method reaches handle(), which answers 405 itself (evhttp would say 501). */
+    evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST |
+                                            EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
+                                            EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
+    evhttp_set_timeout(s->http, 30);
+    evhttp_set_max_headers_size(s->http, 16384);
+    evhttp_set_max_body_size(s->http, 4096);
+    evhttp_set_gencb(s->http, handle, s);
+
+    struct evhttp_bound_socket *bs = evhttp_bind_socket_with_handle(s->http, host, (uint16_t)port);
+    if (!bs) {
+        int e = errno;
+        rc = lop_err_set(err, LOP_ERR, 0, NULL, "httpserver: cannot listen on %s: %s", bind_addr,
+                         e ? strerror(e) : "bind failed");
+        goto fail;
+    }
+    s->port = bound_port(bs);
+
+    int perr = pthread_create(&s->thread, NULL, serve, s);
+    if (perr != 0) {
+        rc = lop_err_set(err, LOP_ERR, 0, NULL, "httpserver %s: cannot start thread: %s",
+                         bind_addr, strerror(perr));
+        goto fail;
+    }
+    char portstr[16];
+    snprintf(portstr, sizeof portstr, "%d", s->port);
+    lop_log(LOP_LOG_INFO, "http server listening", "addr", bind_addr, "port", portstr,
+            "metrics", metrics ? "true" : "false", "probes", health ? "true" : "false", NULL);
+    *out = s;
+    return LOP_OK;
+
+fail:
+    destroy(s);
+    return rc;
+}
+
+int lop_httpserver_port(const lop_httpserver_t *s) { return s ? s->port : -1; }
+
+void lop_httpserver_stop(lop_httpserver_t *s)
+{
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->mu);
+    if (!s->stopped) {
+        char c = 'x';
+        ssize_t n;
+        do {
+            n = write(s->wake[1], &c, 1);
+        } while (n < 0 && errno == EINTR);
+        /* EAGAIN means the pipe already holds a wake-up byte: the loop will stop anyway. */
+        pthread_join(s->thread, NULL);
+        release(s); /* closes the listening socket: new connections are refused */
+        s->stopped = true;
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+void lop_httpserver_free(lop_httpserver_t *s)
+{
+    if (!s)
+        return;
+    lop_httpserver_stop(s);
+    destroy(s);
+}

@@ -1,0 +1,56 @@
+/*
+ * httpserver.h — the metrics and health-probe HTTP server (libevent evhttp on its own thread).
+ *
+ * Routes (GET and HEAD; other methods get 405):
+ *   /metrics                 Prometheus text format 0.0.4 from the registry (when one is given)
+ *   /healthz, /healthz/<n>   liveness checks, as health.h describes (when a health registry is given)
+ *   /readyz,  /readyz/<n>    readiness checks; ?verbose lists each, ?exclude=<n> skips one
+ *   anything else            404
+ * The operator runs two of these (as controller-runtime does): --metrics-bind-address (default
+ * ":8080") with only the registry, and --health-probe-bind-address (default ":8081") with only
+ * the health checks; one server may serve both.
+ *
+ * Thread-safety: lop_httpserver_start/port/stop may be called from any thread; stop may be called
+ * more than once and concurrently. Requests are served one at a time on the server's thread; the
+ * metrics registry and health checks are read there (both are thread-safe). The server thread
+ * blocks SIGPIPE for itself, so a client hanging up mid-response cannot kill the process.
+ */
+#ifndef LOP_RUNTIME_HTTPSERVER_H
+#define LOP_RUNTIME_HTTPSERVER_H
+
+#include "host/runtime/health.h"
+#include "host/runtime/metrics.h"
+#include "host/util/err.h"
+
+typedef struct lop_httpserver lop_httpserver_t;
+
+/*
+ * Parse a bind address: "host:port", ":port" (all IPv4 interfaces), "[v6addr]:port", or "0"
+ * (disabled). On success fills host (hostlen bytes; "" when disabled) and *port (0 picks a free
+ * port; -1 when disabled). LOP_EINVAL with err naming the problem otherwise.
+ */
+lop_rc_t lop_httpserver_parse_addr(const char *bind_addr, char *host, size_t hostlen, int *port,
+                                   lop_err_t *err);
+
+/*
+ * Bind bind_addr and start serving on a new thread. metrics and/or health may be NULL (their
+ * routes then answer 404); both are borrowed and must outlive lop_httpserver_free.
+ * On success *out is the running server, or NULL when bind_addr is "0" (disabled; still LOP_OK).
+ * Errors: LOP_EINVAL for a malformed address, LOP_ERR when the address cannot be bound (in use,
+ * not local) or the thread cannot start; err names the address and the cause.
+ */
+lop_rc_t lop_httpserver_start(const char *bind_addr, lop_metrics_t *metrics, lop_health_t *health,
+                              lop_httpserver_t **out, lop_err_t *err);
+
+/* The TCP port actually bound (useful after binding port 0); -1 for NULL. */
+int lop_httpserver_port(const lop_httpserver_t *s);
+
+/* Stop serving, join the thread and close the listening socket (later connections are refused).
+ * Idempotent; safe from any thread except the server's own (i.e. not from a health check or gauge
+ * callback). In-flight requests are dropped. NULL ok. */
+void lop_httpserver_stop(lop_httpserver_t *s);
+
+/* Stop (if still running) and free. NULL ok. */
+void lop_httpserver_free(lop_httpserver_t *s);
+
+#endif

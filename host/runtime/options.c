@@ -1,0 +1,236 @@
+#include "host/runtime/options.h"
+
+#include "host/util/clock.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int lop_parse_duration(const char *s, int64_t *ns)
+{
+    if (!s || !*s) return -1;
+    if (strcmp(s, "0") == 0) {
+        *ns = 0;
+        return 0;
+    }
+    static const struct { const char *unit; double mult; } units[] = {
+        {"ns", 1}, {"us", 1e3}, {"µs", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"m", 60e9}, {"h", 3600e9},
+    };
+    double total = 0;
+    const char *p = s;
+    while (*p) {
+        char *end;
+        double v = strtod(p, &end);
+        if (end == p || v < 0) return -1;
+        p = end;
+        int best = -1;
+        size_t best_len = 0;
+        for (int i = 0; i < (int)(sizeof units / sizeof units[0]); i++) {
+            size_t l = strlen(units[i].unit);
+            if (strncmp(p, units[i].unit, l) == 0 && l > best_len) {
+                best = i;
+                best_len = l;
+            }
+        }
+        if (best < 0) return -1;
+        total += v * units[best].mult;
+        p += best_len;
+    }
+    if (total > 9.2e18) return -1;
+    *ns = (int64_t)total;
+    return 0;
+}
+
+int lop_parse_bytes(const char *s, size_t *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || v < 0) return -1;
+    static const struct { const char *suffix; double mult; } sfx[] = {
+        {"", 1}, {"k", 1e3}, {"K", 1e3}, {"M", 1e6}, {"G", 1e9},
+        {"Ki", 1024.0}, {"Mi", 1048576.0}, {"Gi", 1073741824.0},
+    };
+    for (size_t i = 0; i < sizeof sfx / sizeof sfx[0]; i++) {
+        if (strcmp(end, sfx[i].suffix) == 0) {
+            *out = (size_t)(v * sfx[i].mult);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+void lop_run_opts_defaults(lop_run_opts_t *o)
+{
+    memset(o, 0, sizeof *o);
+    o->lease_duration_ns = 15 * LOP_NS_PER_S;
+    o->renew_deadline_ns = 10 * LOP_NS_PER_S;
+    o->retry_period_ns = 2 * LOP_NS_PER_S;
+    o->release_on_cancel = true;
+    o->on_leader_loss = "exit";
+    o->metrics_addr = ":8080";
+    o->probe_addr = ":8081";
+    o->graceful_shutdown_ns = 30 * LOP_NS_PER_S;
+    o->log_format = "text";
+    o->log_level = "info";
+    o->lua_memory_limit = 64u * 1024u * 1024u;
+    o->reconcile_timeout_ns = 60 * LOP_NS_PER_S;
+    o->qps = 20;
+    o->burst = 30;
+    o->listen = "127.0.0.1:0";
+}
+
+enum {
+    O_SCRIPTS = 256, O_SCRIPTS_CM, O_KUBECONFIG, O_CONTEXT, O_NAMESPACE, O_LE, O_LE_ID, O_LE_NS,
+    O_LE_LEASE, O_LE_RENEW, O_LE_RETRY, O_LE_RELEASE, O_LE_LOSS, O_METRICS, O_PROBE, O_GRACE,
+    O_LOG_FORMAT, O_LOG_LEVEL, O_JIT, O_UNSAFE, O_MEM, O_RTIMEOUT, O_QPS, O_BURST, O_APPLY,
+    O_KCOUT, O_LISTEN, O_ONCE, O_HELP,
+};
+
+static const struct option long_opts[] = {
+    {"scripts", required_argument, NULL, O_SCRIPTS},
+    {"scripts-configmap", required_argument, NULL, O_SCRIPTS_CM},
+    {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
+    {"context", required_argument, NULL, O_CONTEXT},
+    {"namespace", required_argument, NULL, O_NAMESPACE},
+    {"leader-elect", optional_argument, NULL, O_LE},
+    {"leader-election-id", required_argument, NULL, O_LE_ID},
+    {"leader-election-namespace", required_argument, NULL, O_LE_NS},
+    {"leader-elect-lease-duration", required_argument, NULL, O_LE_LEASE},
+    {"leader-elect-renew-deadline", required_argument, NULL, O_LE_RENEW},
+    {"leader-elect-retry-period", required_argument, NULL, O_LE_RETRY},
+    {"leader-elect-release-on-cancel", optional_argument, NULL, O_LE_RELEASE},
+    {"leader-elect-on-loss", required_argument, NULL, O_LE_LOSS},
+    {"metrics-bind-address", required_argument, NULL, O_METRICS},
+    {"health-probe-bind-address", required_argument, NULL, O_PROBE},
+    {"graceful-shutdown-timeout", required_argument, NULL, O_GRACE},
+    {"log-format", required_argument, NULL, O_LOG_FORMAT},
+    {"log-level", required_argument, NULL, O_LOG_LEVEL},
+    {"lua-jit", optional_argument, NULL, O_JIT},
+    {"lua-unsafe-libs", optional_argument, NULL, O_UNSAFE},
+    {"lua-memory-limit", required_argument, NULL, O_MEM},
+    {"reconcile-timeout", required_argument, NULL, O_RTIMEOUT},
+    {"kube-api-qps", required_argument, NULL, O_QPS},
+    {"kube-api-burst", required_argument, NULL, O_BURST},
+    {"apply", required_argument, NULL, O_APPLY},
+    {"kubeconfig-out", required_argument, NULL, O_KCOUT},
+    {"listen", required_argument, NULL, O_LISTEN},
+    {"once", no_argument, NULL, O_ONCE},
+    {"help", no_argument, NULL, O_HELP},
+    {NULL, 0, NULL, 0},
+};
+
+static void usage(FILE *f, const char *cmd, bool dev)
+{
+    fprintf(f,
+            "usage: luaop %s --scripts DIR [flags]\n\n"
+            "  --scripts DIR                       script set directory (main.lua is the entry)\n"
+            "  --scripts-configmap NS/NAME         script set from a ConfigMap (*.lua keys)\n"
+            "  --kubeconfig PATH                   kubeconfig (else $KUBECONFIG, ~/.kube/config, in-cluster)\n"
+            "  --context NAME                      kubeconfig context\n"
+            "  --namespace NS                      watch only this namespace\n"
+            "  --leader-elect[=BOOL]               Lease leader election (default false)\n"
+            "  --leader-election-id NAME           Lease name\n"
+            "  --leader-election-namespace NS      Lease namespace (default: in-cluster namespace)\n"
+            "  --leader-elect-lease-duration DUR   (15s)\n"
+            "  --leader-elect-renew-deadline DUR   (10s)\n"
+            "  --leader-elect-retry-period DUR     (2s)\n"
+            "  --leader-elect-release-on-cancel[=BOOL] release the Lease on shutdown (true)\n"
+            "  --leader-elect-on-loss exit|restart-election  (exit)\n"
+            "  --metrics-bind-address ADDR         Prometheus metrics (:8080; 0 disables)\n"
+            "  --health-probe-bind-address ADDR    /healthz and /readyz (:8081; 0 disables)\n"
+            "  --graceful-shutdown-timeout DUR     (30s)\n"
+            "  --log-format text|json  --log-level debug|info|warn|error\n"
+            "  --lua-jit[=BOOL]                    JIT on; deadlines become cooperative (false)\n"
+            "  --lua-unsafe-libs[=BOOL]            give scripts io/os/debug/ffi/jit (false)\n"
+            "  --lua-memory-limit BYTES            per VM (64Mi)\n"
+            "  --reconcile-timeout DUR             per-reconcile deadline (60s)\n"
+            "  --kube-api-qps N --kube-api-burst N client-side rate limit (20, 30)\n",
+            cmd);
+    if (dev)
+        fprintf(f,
+                "\ndev only:\n"
+                "  --apply FILE                        apply a YAML manifest after start (repeatable)\n"
+                "  --kubeconfig-out PATH               write a kubeconfig for kubectl\n"
+                "  --listen ADDR                       embedded API server address (127.0.0.1:0)\n"
+                "  --once                              exit 0 once all work is reconciled (for scripts)\n");
+}
+
+static int parse_bool(const char *v, bool *out)
+{
+    if (!v || strcmp(v, "true") == 0 || strcmp(v, "1") == 0) *out = true;
+    else if (strcmp(v, "false") == 0 || strcmp(v, "0") == 0) *out = false;
+    else return -1;
+    return 0;
+}
+
+int lop_run_opts_parse(lop_run_opts_t *o, int argc, char **argv, bool dev)
+{
+    const char *cmd = argv[0];
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
+        const char *v = optarg;
+        int bad = 0;
+        switch (c) {
+        case O_SCRIPTS: o->scripts_dir = v; break;
+        case O_SCRIPTS_CM: o->scripts_configmap = v; bad = !strchr(v, '/'); break;
+        case O_KUBECONFIG: o->kubeconfig = v; break;
+        case O_CONTEXT: o->context = v; break;
+        case O_NAMESPACE: o->namespace_ = v; break;
+        case O_LE: bad = parse_bool(v, &o->leader_elect); break;
+        case O_LE_ID: o->leader_election_id = v; break;
+        case O_LE_NS: o->leader_election_namespace = v; break;
+        case O_LE_LEASE: bad = lop_parse_duration(v, &o->lease_duration_ns); break;
+        case O_LE_RENEW: bad = lop_parse_duration(v, &o->renew_deadline_ns); break;
+        case O_LE_RETRY: bad = lop_parse_duration(v, &o->retry_period_ns); break;
+        case O_LE_RELEASE: bad = parse_bool(v, &o->release_on_cancel); break;
+        case O_LE_LOSS:
+            o->on_leader_loss = v;
+            bad = strcmp(v, "exit") != 0 && strcmp(v, "restart-election") != 0;
+            break;
+        case O_METRICS: o->metrics_addr = v; break;
+        case O_PROBE: o->probe_addr = v; break;
+        case O_GRACE: bad = lop_parse_duration(v, &o->graceful_shutdown_ns); break;
+        case O_LOG_FORMAT: o->log_format = v; break;
+        case O_LOG_LEVEL: o->log_level = v; break;
+        case O_JIT: bad = parse_bool(v, &o->lua_jit); break;
+        case O_UNSAFE: bad = parse_bool(v, &o->lua_unsafe); break;
+        case O_MEM: bad = lop_parse_bytes(v, &o->lua_memory_limit); break;
+        case O_RTIMEOUT: bad = lop_parse_duration(v, &o->reconcile_timeout_ns); break;
+        case O_QPS: o->qps = strtod(v, NULL); break;
+        case O_BURST: o->burst = atoi(v); break;
+        case O_APPLY:
+        case O_KCOUT:
+        case O_LISTEN:
+        case O_ONCE:
+            if (!dev) {
+                fprintf(stderr, "luaop %s: %s is a flag of `luaop dev`\n", cmd, argv[optind - 1]);
+                return 2;
+            }
+            if (c == O_APPLY) {
+                if (o->napply >= sizeof o->apply / sizeof o->apply[0]) bad = 1;
+                else o->apply[o->napply++] = v;
+            } else if (c == O_KCOUT) o->kubeconfig_out = v;
+            else if (c == O_LISTEN) o->listen = v;
+            else o->exit_after_apply = true;
+            break;
+        case O_HELP: usage(stdout, cmd, dev); return 1;
+        default:
+            fprintf(stderr, "luaop %s: unknown or incomplete flag \"%s\" (see --help)\n", cmd,
+                    argv[optind - 1]);
+            return 2;
+        }
+        if (bad) {
+            fprintf(stderr, "luaop %s: invalid value \"%s\" for %s\n", cmd, v ? v : "",
+                    argv[optind - 1]);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "luaop %s: unexpected argument \"%s\"\n", cmd, argv[optind]);
+        return 2;
+    }
+    return 0;
+}

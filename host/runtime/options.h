@@ -1,0 +1,59 @@
+/*
+ * options.h — the flags of `luaop run` and `luaop dev`, named as controller-runtime names them
+ * (--kubeconfig, --leader-elect, --metrics-bind-address, ...). Durations use Go's syntax
+ * ("15s", "250ms", "1m30s"); booleans accept --flag, --flag=true|false.
+ *
+ * Ownership: strings point into argv (borrowed for the process lifetime).
+ */
+#ifndef LOP_RUNTIME_OPTIONS_H
+#define LOP_RUNTIME_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct lop_run_opts {
+    const char *scripts_dir;       /* --scripts DIR */
+    const char *scripts_configmap; /* --scripts-configmap NAMESPACE/NAME */
+    const char *kubeconfig;        /* --kubeconfig */
+    const char *context;           /* --context */
+    const char *namespace_;        /* --namespace: watch only this namespace */
+    bool leader_elect;             /* --leader-elect */
+    const char *leader_election_id;
+    const char *leader_election_namespace;
+    int64_t lease_duration_ns;     /* --leader-elect-lease-duration (15s) */
+    int64_t renew_deadline_ns;     /* --leader-elect-renew-deadline (10s) */
+    int64_t retry_period_ns;       /* --leader-elect-retry-period (2s) */
+    bool release_on_cancel;        /* --leader-elect-release-on-cancel (true) */
+    const char *on_leader_loss;    /* --leader-elect-on-loss: "exit" (default) | "restart-election" */
+    const char *metrics_addr;      /* --metrics-bind-address (":8080"; "0" disables) */
+    const char *probe_addr;        /* --health-probe-bind-address (":8081"; "0" disables) */
+    int64_t graceful_shutdown_ns;  /* --graceful-shutdown-timeout (30s) */
+    const char *log_format;        /* --log-format text|json */
+    const char *log_level;         /* --log-level debug|info|warn|error */
+    bool lua_jit;                  /* --lua-jit */
+    bool lua_unsafe;               /* --lua-unsafe-libs */
+    size_t lua_memory_limit;       /* --lua-memory-limit bytes per VM (64 MiB) */
+    int64_t reconcile_timeout_ns;  /* --reconcile-timeout (60s) */
+    double qps;                    /* --kube-api-qps (20) */
+    int burst;                     /* --kube-api-burst (30) */
+    /* dev only */
+    const char *apply[64];         /* --apply FILE (repeatable) */
+    size_t napply;
+    const char *kubeconfig_out;    /* --kubeconfig-out PATH */
+    const char *listen;            /* --listen ADDR for the embedded API server */
+    bool exit_after_apply;         /* --once: exit when every applied object is reconciled (tests) */
+} lop_run_opts_t;
+
+void lop_run_opts_defaults(lop_run_opts_t *o);
+
+/* Parse argv (argv[0] = subcommand). dev = accept the dev-only flags. On error prints the cause
+ * to stderr and returns 2; on --help prints usage to stdout and returns 1; 0 on success. */
+int lop_run_opts_parse(lop_run_opts_t *o, int argc, char **argv, bool dev);
+
+/* Go duration ("1h2m3.5s", "250ms", "0"): 0 on success, -1 on a malformed value. */
+int lop_parse_duration(const char *s, int64_t *ns);
+/* Byte sizes: "64Mi", "1G", "1048576". 0 on success, -1 otherwise. */
+int lop_parse_bytes(const char *s, size_t *out);
+
+#endif

@@ -1,0 +1,90 @@
+--- The pluggable backend behind `luaop.client` and the other modules.
+--
+-- A backend is a table with the functions of the host's `luaop.core` (docs/lua-core.md), except
+-- that `request` takes the body as a Lua value (the host adapter encodes it with the lossless
+-- codec). In the host the default backend wraps `luaop.core`; `luaop.testing` installs its
+-- in-memory fake with `set`. Users normally never touch this module.
+--
+-- Backend shape:
+--
+--    {
+--      get(api_version, kind, ns, name)                        -> obj | nil, err
+--      list(api_version, kind, ns, label_selector)             -> {obj...} | nil, err
+--      request(verb, api_version, kind, ns, name, subresource,
+--              patch_type, query, body)                        -> code, obj | nil, err
+--      event(obj, type, reason, message)                       -> true | nil, err
+--      log(level, msg, fields)
+--      now() -> seconds, mono() -> seconds, sleep(seconds) (optional)
+--      is_leader() -> bool, identity() -> string, context() -> table | nil
+--      register_controller(spec)
+--    }
+--
+-- Context: any.
+-- @module luaop.backend
+
+local require, type, error, pcall, setmetatable = require, type, error, pcall, setmetatable
+
+local _M = {}
+
+local current = nil
+
+local function core()
+  return require("luaop.core")
+end
+
+local function host_backend()
+  local c = core()
+  local b = {}
+  function b.get(...) return c.get(...) end
+  function b.list(...) return c.list(...) end
+  function b.request(verb, api_version, kind, ns, name, sub, patch_type, query, body)
+    local text = nil
+    if body ~= nil then
+      if type(body) == "string" then text = body else text = c.json.encode(body) end
+    end
+    return c.request(verb, api_version, kind, ns, name, sub, patch_type, query, text)
+  end
+  function b.event(...) return c.event(...) end
+  function b.log(...) return c.log(...) end
+  function b.now() return c.now() end
+  function b.mono() return c.mono() end
+  function b.sleep(secs)
+    if c.sleep then return c.sleep(secs) end
+  end
+  function b.is_leader() return c.is_leader() end
+  function b.identity() return c.identity() end
+  function b.context() if c.context then return c.context() end return nil end
+  function b.register_controller(spec) return c.register_controller(spec) end
+  return b
+end
+
+--- The active backend (the host adapter unless one was installed with `set`).
+-- @treturn table backend
+-- @raise when no backend was installed and `luaop.core` cannot be loaded
+function _M.current()
+  if current == nil then
+    local ok, b = pcall(host_backend)
+    if not ok then
+      error("luaop: no backend: luaop.core is not loadable (" .. tostring(b) .. ")", 2)
+    end
+    current = b
+  end
+  return current
+end
+
+--- Install a backend (used by `luaop.testing`); `nil` restores the host adapter.
+-- @tparam table|nil b backend table (shape above)
+function _M.set(b)
+  if b ~= nil and type(b) ~= "table" then
+    error("luaop.backend.set: backend must be a table or nil", 2)
+  end
+  current = b
+end
+
+--- The `luaop.core` module (json, selector, clock; host functions in the host).
+-- @treturn table
+function _M.core()
+  return core()
+end
+
+return setmetatable(_M, { __newindex = function() error("luaop.backend is read-only", 2) end })

@@ -1,0 +1,124 @@
+--- Validation and normalization of `luaop.controller{}` declarations (docs/lua-core.md).
+-- Used by `luaop.controller` and by `luaop.testing`; users call `luaop.controller`.
+-- Context: any (pure).
+-- @module luaop.controller
+
+local type, pairs, ipairs, error, tostring, math_floor = type, pairs, ipairs, error, tostring, math.floor
+local require = require
+
+local _M = {}
+
+local top_keys = {
+  name = true, for_ = true, owns = true, watches = true, predicates = true,
+  max_concurrent_reconciles = true, leader_election = true, reconcile_timeout = true, reconcile = true,
+}
+
+local function fail(level, msg)
+  error("luaop.controller: " .. msg, level + 1)
+end
+
+local function check_kind(level, where, t, allowed)
+  if type(t) ~= "table" then fail(level, where .. " must be a table") end
+  for k in pairs(t) do
+    if not allowed[k] then fail(level, where .. ": unknown field '" .. tostring(k) .. "'") end
+  end
+  if type(t.api_version) ~= "string" or t.api_version == "" then
+    fail(level, where .. ".api_version must be a non-empty string (e.g. \"apps/v1\")")
+  end
+  if type(t.kind) ~= "string" or not t.kind:match("^%u%w*$") then
+    fail(level, where .. ".kind must be a Kind name (e.g. \"Deployment\")")
+  end
+end
+
+local function preds(level, where, list, extra)
+  local out = {}
+  local validate = require("luaop.predicates").validate
+  if extra then
+    for _, p in ipairs(extra) do out[#out + 1] = p end
+  end
+  if list ~= nil then
+    if type(list) ~= "table" then fail(level, where .. ".predicates must be a list") end
+    for i, p in ipairs(list) do
+      local ok, msg = validate(p)
+      if not ok then fail(level, where .. ".predicates[" .. i .. "]: " .. msg) end
+      out[#out + 1] = p
+    end
+  end
+  return out
+end
+
+--- Validate and normalize a declaration.
+-- @tparam table decl the user's declaration (see `luaop.controller`)
+-- @tparam[opt] number level error level of the user's call (for messages pointing at main.lua)
+-- @treturn table normalized spec (new table; functions and predicate tables shared)
+-- @raise naming the offending field
+function _M.normalize(decl, level)
+  level = (level or 1) + 1
+  if type(decl) ~= "table" then fail(level, "declaration must be a table") end
+  for k in pairs(decl) do
+    if not top_keys[k] then fail(level, "unknown field '" .. tostring(k) .. "'") end
+  end
+  if type(decl.name) ~= "string" or not decl.name:match("^[%w][%w%.%-_]*$") then
+    fail(level, "name must be a non-empty string of letters, digits, '.', '-', '_'")
+  end
+  local where = "controller '" .. decl.name .. "'"
+  if type(decl.reconcile) ~= "function" then fail(level, where .. ": reconcile must be a function") end
+  local common = preds(level, where, decl.predicates)
+
+  check_kind(level, where .. ".for_", decl.for_,
+    { api_version = true, kind = true, predicates = true, namespace = true, label_selector = true })
+  local f = decl.for_
+  if f.namespace ~= nil and type(f.namespace) ~= "string" then fail(level, where .. ".for_.namespace must be a string") end
+  if f.label_selector ~= nil then
+    if type(f.label_selector) ~= "string" then fail(level, where .. ".for_.label_selector must be a string") end
+    local sel, err = require("luaop.selector").parse(f.label_selector)
+    if not sel then fail(level, where .. ".for_.label_selector: " .. tostring(err)) end
+  end
+  local spec = {
+    name = decl.name,
+    for_ = { api_version = f.api_version, kind = f.kind, namespace = f.namespace,
+             label_selector = f.label_selector, predicates = preds(level, where .. ".for_", f.predicates, common) },
+    owns = {},
+    watches = {},
+    reconcile = decl.reconcile,
+  }
+
+  if decl.owns ~= nil then
+    if type(decl.owns) ~= "table" then fail(level, where .. ".owns must be a list") end
+    for i, o in ipairs(decl.owns) do
+      local w = where .. ".owns[" .. i .. "]"
+      check_kind(level, w, o, { api_version = true, kind = true, predicates = true })
+      spec.owns[i] = { api_version = o.api_version, kind = o.kind, predicates = preds(level, w, o.predicates, common) }
+    end
+  end
+  if decl.watches ~= nil then
+    if type(decl.watches) ~= "table" then fail(level, where .. ".watches must be a list") end
+    for i, o in ipairs(decl.watches) do
+      local w = where .. ".watches[" .. i .. "]"
+      check_kind(level, w, o, { api_version = true, kind = true, predicates = true, map = true })
+      if type(o.map) ~= "function" then fail(level, w .. ".map must be a function(obj) returning requests") end
+      spec.watches[i] = { api_version = o.api_version, kind = o.kind, map = o.map,
+                          predicates = preds(level, w, o.predicates, common) }
+    end
+  end
+
+  local mcr = decl.max_concurrent_reconciles
+  if mcr == nil then mcr = 1 end
+  if type(mcr) ~= "number" or mcr < 1 or math_floor(mcr) ~= mcr then
+    fail(level, where .. ": max_concurrent_reconciles must be an integer >= 1")
+  end
+  spec.max_concurrent_reconciles = mcr
+  local le = decl.leader_election
+  if le == nil then le = true end
+  if type(le) ~= "boolean" then fail(level, where .. ": leader_election must be a boolean") end
+  spec.leader_election = le
+  if decl.reconcile_timeout ~= nil then
+    if type(decl.reconcile_timeout) ~= "number" or not (decl.reconcile_timeout > 0) then
+      fail(level, where .. ": reconcile_timeout must be a number of seconds > 0")
+    end
+    spec.reconcile_timeout = decl.reconcile_timeout
+  end
+  return spec
+end
+
+return _M

@@ -1,0 +1,41 @@
+--- Kubernetes Events about an object (`kubectl describe` shows them).
+--
+-- The host writes events.k8s.io/v1 Events (core/v1 fallback) with reportingController and
+-- reportingInstance, aggregates repeats into a series and rate-limits per object.
+-- Context: reconcile.
+-- @module luaop.events
+
+local type, error, require = type, error, require
+
+local _M = {}
+
+--- Event type for normal operation.
+_M.NORMAL = "Normal"
+--- Event type for something the user should look at.
+_M.WARNING = "Warning"
+
+--- Record an Event.
+-- @tparam table obj the object the event is about (needs apiVersion, kind, metadata.name; uid if known)
+-- @tparam string type "Normal" or "Warning"
+-- @tparam string reason UpperCamelCase, e.g. "Created"
+-- @tparam string message human-readable, at most 1024 bytes (longer is truncated)
+-- @treturn true|nil
+-- @treturn table|nil err when the write failed (a failed event should not fail a reconcile)
+-- @raise on wrong argument types, an unknown type or a reason that is not UpperCamelCase
+function _M.record(obj, etype, reason, message)
+  if type(obj) ~= "table" or type(obj.metadata) ~= "table" or type(obj.metadata.name) ~= "string"
+     or type(obj.kind) ~= "string" or type(obj.apiVersion) ~= "string" then
+    error("luaop.events.record: obj must be an object with apiVersion, kind and metadata.name", 2)
+  end
+  if etype ~= "Normal" and etype ~= "Warning" then
+    error("luaop.events.record: type must be \"Normal\" or \"Warning\"", 2)
+  end
+  if type(reason) ~= "string" or not reason:match("^%u[%w]*$") or #reason > 128 then
+    error("luaop.events.record: reason must be UpperCamelCase (<= 128 chars), e.g. \"Created\"", 2)
+  end
+  if type(message) ~= "string" then error("luaop.events.record: message must be a string", 2) end
+  if #message > 1024 then message = message:sub(1, 1021) .. "..." end
+  return require("luaop.backend").current().event(obj, etype, reason, message)
+end
+
+return _M

@@ -1,0 +1,51 @@
+--- luaop: the Lua library for writing Kubernetes controllers on the luaop host.
+--
+--    local op = require("luaop")
+--    op.controller { name = "memcached", for_ = {...}, owns = {...}, reconcile = function(req) ... end }
+--
+-- Submodules are loaded on first use: `op.client`, `op.result`, `op.errors`, `op.log`,
+-- `op.predicates`, `op.object`, `op.conditions`, `op.finalizers`, `op.owner`, `op.status`,
+-- `op.ops`, `op.events`, `op.selector`, `op.leader`.
+-- @module luaop
+
+local require, rawset, setmetatable = require, rawset, setmetatable
+
+local _M = {}
+
+local submodules = {
+  client = true, result = true, errors = true, log = true, predicates = true, object = true,
+  conditions = true, finalizers = true, owner = true, status = true, ops = true, events = true,
+  selector = true, leader = true,
+}
+
+--- Declare a controller (call it while main.lua loads).
+--
+-- The declaration is validated and normalized to the spec of docs/lua-core.md, then handed to
+-- the backend (`core.register_controller` in the host; `luaop.testing` collects it in busted).
+--
+-- @tparam table decl
+--   `name` (string, unique), `for_ = {api_version=, kind=, predicates=?, namespace=?, label_selector=?}`,
+--   `owns = {{api_version=, kind=, predicates=?}, ...}` (optional),
+--   `watches = {{api_version=, kind=, map=function(obj) -> {{namespace=, name=}...}, predicates=?}, ...}` (optional),
+--   `predicates = {...}` (optional; applied to every watch, like controller-runtime's WithEventFilter),
+--   `max_concurrent_reconciles` (integer >= 1, default 1), `leader_election` (boolean, default true),
+--   `reconcile_timeout` (seconds > 0, optional), `reconcile = function(req)`.
+-- @treturn table the normalized spec
+-- @raise on any invalid or unknown field, naming it
+-- Context: load.
+function _M.controller(decl)
+  local spec = require("luaop.controller").normalize(decl, 2)
+  require("luaop.backend").current().register_controller(spec)
+  return spec
+end
+
+return setmetatable(_M, {
+  __index = function(t, k)
+    if submodules[k] then
+      local m = require("luaop." .. k)
+      rawset(t, k, m)
+      return m
+    end
+    return nil
+  end,
+})

@@ -1,0 +1,303 @@
+--- luaop.testing: unit-test reconcilers with busted, without a cluster.
+--
+--    local testing = require("luaop.testing")
+--    local fake
+--    before_each(function()
+--      fake = testing.new()                        -- fresh fake API, installed as the backend
+--      testing.load("examples/memcached/scripts")  -- runs main.lua like the host does
+--    end)
+--    it("creates the deployment", function()
+--      fake:create(memcached_sample)
+--      local summary = testing.run_until_stable("memcached")
+--      assert.is_not_nil(fake:get_object("apps/v1", "Deployment", "default", "sample"))
+--    end)
+--
+-- `testing.new()` returns the fake (see luaop.testing.fake for its methods: define_kind, create,
+-- edit, edit_status, delete, get_object, objects, writes_matching, reset_writes, events_with,
+-- inject, inject_conflict, advance, now). Everything here runs in busted only.
+-- @module luaop.testing
+
+local type, pairs, ipairs, error, tostring, xpcall, setmetatable, require =
+      type, pairs, ipairs, error, tostring, xpcall, setmetatable, require
+local loadfile, setfenv, io_open = loadfile, setfenv, io.open
+local sort, concat = table.sort, table.concat
+
+local _M = {}
+
+local current = nil
+
+--- Create a fresh fake API and install it as the `luaop.client` backend.
+-- @tparam[opt] table opts `{now = seconds}` (fake clock start)
+-- @treturn table the fake
+function _M.new(opts)
+  current = require("luaop.testing.fake").new(opts)
+  require("luaop.backend").set(current:backend())
+  return current
+end
+
+--- The fake installed by the last `new`.
+-- @treturn table fake
+-- @raise when `new` was not called
+function _M.fake()
+  if not current then error("luaop.testing: call testing.new() first (e.g. in before_each)", 2) end
+  return current
+end
+
+--- Uninstall the fake (the backend reverts to the host's luaop.core).
+function _M.reset()
+  current = nil
+  require("luaop.backend").set(nil)
+end
+
+local function file_exists(path)
+  local f = io_open(path, "r")
+  if f then f:close() return true end
+  return false
+end
+
+--- Load a script set the way the host does: `main.lua` is the entry, `require` resolves files of
+-- the set first (`require("lib.util")` → `<dir>/lib/util.lua`, loaded once per `load`), other
+-- names (luaop.*) come from the library. Controllers declared with `luaop.controller` are
+-- collected by the fake.
+-- @tparam string dir the script directory (or the path of main.lua)
+-- @treturn table array of the declared controller specs, in declaration order
+-- @raise with file:line when a script fails to load
+function _M.load(dir)
+  local fake = _M.fake()
+  if type(dir) ~= "string" then error("luaop.testing.load: dir must be a string", 2) end
+  local main = dir
+  if not dir:match("%.lua$") then main = dir .. "/main.lua" else dir = dir:match("^(.*)/[^/]*$") or "." end
+  local before = #fake.controller_order
+  local env = setmetatable({}, { __index = _G })
+  local loaded = {}
+  env.require = function(name)
+    if type(name) ~= "string" then error("require: module name must be a string", 2) end
+    if loaded[name] ~= nil then return loaded[name] end
+    local path = dir .. "/" .. name:gsub("%.", "/") .. ".lua"
+    if file_exists(path) then
+      local chunk, err = loadfile(path)
+      if not chunk then error(err, 0) end
+      setfenv(chunk, env)
+      local r = chunk(name)
+      if r == nil then r = true end
+      loaded[name] = r
+      return r
+    end
+    return require(name)
+  end
+  local chunk, err = loadfile(main)
+  if not chunk then error("luaop.testing.load: " .. tostring(err), 2) end
+  setfenv(chunk, env)
+  chunk()
+  local out = {}
+  for i = before + 1, #fake.controller_order do
+    out[#out + 1] = fake.controllers[fake.controller_order[i]]
+  end
+  return out
+end
+
+local function resolve(ctrl)
+  local fake = _M.fake()
+  if type(ctrl) == "string" then
+    local spec = fake.controllers[ctrl]
+    if not spec then error("luaop.testing: no controller named '" .. ctrl .. "' was declared", 3) end
+    return spec
+  end
+  if type(ctrl) == "table" then
+    if type(ctrl.owns) == "table" and type(ctrl.watches) == "table" and type(ctrl.reconcile) == "function" then
+      return ctrl
+    end
+    return require("luaop.controller").normalize(ctrl, 3)
+  end
+  error("luaop.testing: controller must be a name or a spec table", 3)
+end
+
+-- Classify what reconcile returned, as the host maps it to lop_result_kind_t.
+local function classify(ok, a, b)
+  if not ok then return { kind = "error", err = { reason = "LuaError", message = tostring(a) }, raised = true } end
+  if b ~= nil then
+    if type(b) == "table" and b.terminal == true then return { kind = "terminal", err = b } end
+    return { kind = "error", err = b }
+  end
+  if a == nil then return { kind = "done" } end
+  if type(a) ~= "table" then
+    return { kind = "error", err = { reason = "BadResult", message = "reconcile returned a " .. type(a) }, raised = true }
+  end
+  if type(a.requeue_after) == "number" and a.requeue_after > 0 then
+    return { kind = "requeue_after", requeue_after = a.requeue_after }
+  end
+  if a.requeue == true then return { kind = "requeue" } end
+  return { kind = "done" }
+end
+
+local function run_one(spec, req)
+  local fake = _M.fake()
+  fake.reconcile_ids = (fake.reconcile_ids or 0) + 1
+  local r = { namespace = req.namespace, name = req.name, id = req.id or ("test-" .. fake.reconcile_ids) }
+  fake.current_context = { controller = spec.name, namespace = r.namespace, name = r.name, reconcile_id = r.id }
+  local ok, a, b = xpcall(function() return spec.reconcile(r) end, debug.traceback)
+  fake.current_context = nil
+  return classify(ok, a, b)
+end
+
+--- Run one reconcile.
+-- @tparam string|table ctrl a declared controller's name, or a spec (normalized or a declaration)
+-- @tparam table req `{namespace=, name=}`
+-- @treturn table `{kind = "done"|"requeue"|"requeue_after"|"error"|"terminal",
+--   requeue_after = seconds?, err = err?, raised = true? (the reconcile raised; err.message holds
+--   the traceback)}`
+function _M.reconcile(ctrl, req)
+  local spec = resolve(ctrl)
+  if type(req) ~= "table" or type(req.name) ~= "string" then
+    error("luaop.testing.reconcile: req must be {namespace=, name=}", 2)
+  end
+  return run_one(spec, req)
+end
+
+local function key_of(req)
+  if req.namespace and req.namespace ~= "" then return req.namespace .. "/" .. req.name end
+  return req.name
+end
+
+local function same_group_kind(ref, api_version, kind)
+  local g1 = (ref.apiVersion or ""):match("^(.*)/[^/]*$") or ""
+  local g2 = api_version:match("^(.*)/[^/]*$") or ""
+  return ref.kind == kind and g1 == g2
+end
+
+-- Turn a watch event into reconcile requests for spec (handlers: for_, owns, watches).
+local function requests_for(spec, ev)
+  local preds = require("luaop.predicates")
+  local out = {}
+  local obj = ev.object
+  local md = obj.metadata or {}
+  local f = spec.for_
+  if ev.api_version == f.api_version and ev.kind == f.kind then
+    local in_scope = (f.namespace == nil or f.namespace == md.namespace)
+    if in_scope and f.label_selector then
+      in_scope = require("luaop.selector").match(f.label_selector, obj)
+    end
+    if in_scope and preds.all(f.predicates, ev) then
+      out[#out + 1] = { namespace = md.namespace, name = md.name }
+    end
+  end
+  for _, o in ipairs(spec.owns) do
+    if ev.api_version == o.api_version and ev.kind == o.kind and preds.all(o.predicates, ev) then
+      local seen = {}
+      for _, src in ipairs({ obj, ev.old }) do
+        for _, r in ipairs((src and src.metadata and src.metadata.ownerReferences) or {}) do
+          if r.controller == true and same_group_kind(r, f.api_version, f.kind) and not seen[r.name] then
+            seen[r.name] = true
+            out[#out + 1] = { namespace = md.namespace, name = r.name }
+          end
+        end
+      end
+    end
+  end
+  for _, w in ipairs(spec.watches) do
+    if ev.api_version == w.api_version and ev.kind == w.kind and preds.all(w.predicates, ev) then
+      local reqs = w.map(obj) or {}
+      for _, r in ipairs(reqs) do out[#out + 1] = { namespace = r.namespace, name = r.name } end
+    end
+  end
+  return out
+end
+
+--- Reconcile until no work is left, the way the host's controller would: every write (by the
+-- reconciler or by the spec through the fake) is a watch event that goes through the
+-- controller's predicates and handlers (for_, owns by controller reference, watches' map);
+-- `requeue` and errors back off (5 ms doubling, as the default rate limiter), `requeue_after`
+-- waits; waiting advances the fake clock. Items due later than `horizon` seconds after the start
+-- stay pending.
+-- @tparam string|table ctrl controller name or spec
+-- @tparam[opt] table opts `{max_reconciles = 100, horizon = 600, allow_raise = false}`
+-- @treturn table summary `{reconciles = n, results = {{key=, kind=, ...}...}, pending = {keys}}`
+-- @raise "not stable after N reconciles" (a hot loop), or the traceback of a reconcile that
+--   raised unless allow_raise
+function _M.run_until_stable(ctrl, opts)
+  local spec = resolve(ctrl)
+  opts = opts or {}
+  local fake = _M.fake()
+  local max = opts.max_reconciles or 100
+  local horizon = opts.horizon or 600
+  local st = fake.harness[spec.name]
+  if not st then
+    st = { cursor = 0, failures = {} }
+    fake.harness[spec.name] = st
+  end
+  local queue, queued, delayed = {}, {}, {}
+  local function add(req)
+    local k = key_of(req)
+    if not queued[k] then
+      queued[k] = true
+      queue[#queue + 1] = { namespace = req.namespace, name = req.name, key = k }
+    end
+  end
+  -- items still delayed from an earlier call
+  for k, d in pairs(st.delayed or {}) do delayed[k] = d end
+  local deadline = fake.clock + horizon
+  local summary = { reconciles = 0, results = {}, pending = {} }
+
+  local function drain()
+    while st.cursor < #fake.watch_log do
+      st.cursor = st.cursor + 1
+      for _, r in ipairs(requests_for(spec, fake.watch_log[st.cursor])) do add(r) end
+    end
+  end
+
+  while true do
+    drain()
+    if #queue == 0 then
+      local best, bk = nil, nil
+      for k, d in pairs(delayed) do
+        if best == nil or d.due < best.due or (d.due == best.due and k < bk) then best, bk = d, k end
+      end
+      if not best or best.due > deadline then break end
+      delayed[bk] = nil
+      if best.due > fake.clock then fake.clock = best.due end
+      add(best.req)
+    end
+    local item = table.remove(queue, 1)
+    queued[item.key] = nil
+    summary.reconciles = summary.reconciles + 1
+    if summary.reconciles > max then
+      local keys = { item.key }
+      for _, q in ipairs(queue) do keys[#keys + 1] = q.key end
+      error("luaop.testing.run_until_stable: controller '" .. spec.name .. "' not stable after " .. max
+            .. " reconciles (hot loop?); still queued: " .. concat(keys, ", "), 2)
+    end
+    local res = run_one(spec, item)
+    res.key = item.key
+    summary.results[#summary.results + 1] = res
+    if res.raised and not opts.allow_raise then
+      error("luaop.testing.run_until_stable: reconcile of " .. item.key .. " raised: " .. tostring(res.err.message), 2)
+    end
+    if res.kind == "done" or res.kind == "terminal" then
+      st.failures[item.key] = nil
+    elseif res.kind == "requeue_after" then
+      st.failures[item.key] = nil
+      delayed[item.key] = { due = fake.clock + res.requeue_after, req = item }
+    else
+      local n = (st.failures[item.key] or 0) + 1
+      st.failures[item.key] = n
+      local backoff = 0.005 * 2 ^ (n - 1)
+      if backoff > 1000 then backoff = 1000 end
+      delayed[item.key] = { due = fake.clock + backoff, req = item }
+    end
+  end
+  st.delayed = delayed
+  for k in pairs(delayed) do summary.pending[#summary.pending + 1] = k end
+  sort(summary.pending)
+  return summary
+end
+
+--- Kinds of the results of a summary, e.g. `{"done", "requeue_after"}` (handy in assertions).
+-- @tparam table summary from run_until_stable
+-- @treturn table array of strings
+function _M.kinds(summary)
+  local out = {}
+  for i, r in ipairs(summary.results) do out[i] = r.kind end
+  return out
+end
+
+return _M

@@ -1,0 +1,23 @@
+-- Shared fixtures for the luaop library specs.
+local json = require("luaop.core").json
+
+local M = {}
+
+M.AV, M.KIND = "example.com/v1", "Widget"
+
+function M.widget(name, extra)
+  local o = {
+    apiVersion = M.AV, kind = M.KIND,
+    metadata = { name = name or "w1", namespace = "default", labels = { app = "demo" } },
+    spec = { size = 1, items = json.array() },
+  }
+  for k, v in pairs(extra or {}) do o[k] = v end
+  return o
+end
+
+function M.configmap(name, data)
+  return { apiVersion = "v1", kind = "ConfigMap",
+           metadata = { name = name, namespace = "default" }, data = data or { a = "1" } }
+end
+
+return M

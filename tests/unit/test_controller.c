@@ -1,0 +1,219 @@
+/* Unit tests for host/runtime/controller: reconcile results map to the queue as in
+ * controller-runtime; reload switches workers between reconciles. A C fake engine stands in for
+ * Lua; the clock is fake. */
+#include "host/runtime/controller.h"
+#include "host/runtime/scripts.h"
+#include "t.h"
+
+#include <stdlib.h>
+
+typedef struct fake_vm {
+    int built_from; /* the "version" file content of the set */
+} fake_vm_t;
+
+static int vms_built, vms_freed, reconciles;
+static char last_code[64];
+
+static lop_vm_t *fake_vm_new(const lop_script_set_t *set, const lop_engine_opts_t *opts,
+                             const lop_host_api_t *host, lop_err_t *err)
+{
+    (void)opts;
+    (void)host;
+    const lop_script_file_t *f = lop_scripts_find(set, "main.lua");
+    if (!f || strstr(f->data, "syntax error")) {
+        lop_err_set(err, LOP_EINVAL, 0, NULL, "main.lua:1: syntax error");
+        return NULL;
+    }
+    fake_vm_t *vm = calloc(1, sizeof *vm);
+    vm->built_from = atoi(f->data);
+    vms_built++;
+    return (lop_vm_t *)vm;
+}
+
+static void fake_reconcile(lop_vm_t *v, const char *controller, const lop_reconcile_req_t *req,
+                           lop_reconcile_result_t *res)
+{
+    fake_vm_t *vm = (fake_vm_t *)v;
+    (void)controller;
+    reconciles++;
+    snprintf(last_code, sizeof last_code, "%d:%s", vm->built_from, req->name);
+    memset(res, 0, sizeof *res);
+    if (strcmp(req->name, "requeue") == 0) res->kind = LOP_RESULT_REQUEUE;
+    else if (strcmp(req->name, "after") == 0) {
+        res->kind = LOP_RESULT_REQUEUE_AFTER;
+        res->requeue_after_ns = 30 * LOP_NS_PER_S;
+    } else if (strcmp(req->name, "error") == 0) {
+        res->kind = LOP_RESULT_ERROR;
+        snprintf(res->message, sizeof res->message, "boom");
+    } else if (strcmp(req->name, "terminal") == 0) res->kind = LOP_RESULT_TERMINAL;
+    else res->kind = LOP_RESULT_DONE;
+}
+
+static void fake_vm_free(lop_vm_t *vm)
+{
+    vms_freed++;
+    free(vm);
+}
+
+static const lop_engine_t fake_engine = {
+    .name = "fake", .vm_new = fake_vm_new, .reconcile = fake_reconcile, .vm_free = fake_vm_free,
+};
+
+static lop_script_set_t *set_with(const char *main)
+{
+    lop_script_file_t f = {"main.lua", (char *)main, strlen(main)};
+    return lop_scripts_from_files(&f, 1, "test");
+}
+
+typedef struct fixture {
+    lop_fake_clock_t fc;
+    lop_engine_opts_t opts;
+    lop_host_api_t host;
+    lop_scriptrt_t *rt;
+    lop_controller_t *c;
+    lop_vm_slot_t slot;
+} fixture_t;
+
+static void setup(fixture_t *f)
+{
+    memset(f, 0, sizeof *f);
+    lop_fake_clock_init(&f->fc, 0);
+    f->opts.clock = &f->fc.base;
+    f->rt = lop_scriptrt_new(&fake_engine, &f->opts, &f->host);
+    lop_err_t err;
+    T_EQ_INT(lop_scriptrt_install(f->rt, set_with("1"), &err), LOP_OK);
+    lop_controller_opts_t co = {.name = "test", .workers = 1, .clock = &f->fc.base, .rt = f->rt};
+    f->c = lop_controller_new(&co);
+}
+
+static void teardown(fixture_t *f)
+{
+    lop_vm_slot_release(f->rt, &f->slot);
+    lop_controller_free(f->c);
+    lop_scriptrt_free(f->rt);
+}
+
+static void test_done_forgets_and_does_not_requeue(void)
+{
+    fixture_t f;
+    setup(&f);
+    lop_controller_enqueue(f.c, "ns", "ok");
+    T_EQ_INT(lop_controller_process_one(f.c, &f.slot), LOP_OK);
+    T_EQ_STR(last_code, "1:ok");
+    T_EQ_INT(lop_workqueue_num_requeues(lop_controller_queue(f.c), "ns/ok"), 0);
+    lop_fake_clock_step(&f.fc, 3600 * LOP_NS_PER_S);
+    T_EQ_INT(lop_controller_process_one(f.c, &f.slot), LOP_EAGAIN);
+    teardown(&f);
+}
+
+static void test_error_is_rate_limited_with_growing_backoff(void)
+{
+    fixture_t f;
+    setup(&f);
+    lop_controller_enqueue(f.c, "ns", "error");
+    T_EQ_INT(lop_controller_process_one(f.c, &f.slot), LOP_OK);
+    T_EQ_INT(lop_workqueue_num_requeues(lop_controller_queue(f.c), "ns/error"), 1);
+    /* first retry after 5 ms, not before */
+    T_EQ_INT(lop_controller_process_one(f.c, &f.slot), LOP_EAGAIN);
+    lop_fake_clock_step(&f.fc, 5 * LOP_NS_PER_MS);
+    T_EQ_INT(lop_controller_process_one(f.c, &f.slot), LOP_OK);
+    T_EQ_INT(lop_workqueue_num_requeues(lop_controller_queue(f.c), "ns/error"), 2);
+    lop_fake_clock_step(&f.fc, 5 * LOP_NS_PER_MS);
+    T_EQ_INT(lop_controller_process_one(f.c, &f.slot), LOP_EAGAIN); /* now 10 ms */
+    lop_fake_clock_step(&f.fc, 5 * LOP_NS_PER_MS);
+    T_EQ_INT(lop_controller_process_one(f.c, &f.slot), LOP_OK);
+    lop_controller_stats_t st;
+    lop_controller_stats(f.c, &st);
+    T_EQ_INT(st.errors, 3);
+    teardown(&f);
+}
+
+static void test_requeue_after_forgets_then_adds_after(void)
+{
+    fixture_t f;
+    setup(&f);
+    lop_controller_enqueue(f.c, "ns", "after");
+    T_EQ_INT(lop_controller_process_one(f.c, &f.slot), LOP_OK);
+    T_EQ_INT(lop_workqueue_num_requeues(lop_controller_queue(f.c), "ns/after"), 0);
+    lop_fake_clock_step(&f.fc, 29 * LOP_NS_PER_S);
+    T_EQ_INT(lop_controller_process_one(f.c, &f.slot), LOP_EAGAIN);
+    lop_fake_clock_step(&f.fc, 1 * LOP_NS_PER_S);
+    T_EQ_INT(lop_controller_process_one(f.c, &f.slot), LOP_OK);
+    teardown(&f);
+}
+
+static void test_requeue_and_terminal(void)
+{
+    fixture_t f;
+    setup(&f);
+    lop_controller_enqueue(f.c, NULL, "requeue"); /* cluster-scoped key */
+    T_EQ_INT(lop_controller_process_one(f.c, &f.slot), LOP_OK);
+    T_EQ_INT(lop_workqueue_num_requeues(lop_controller_queue(f.c), "requeue"), 1);
+    lop_controller_enqueue(f.c, "ns", "terminal");
+    T_EQ_INT(lop_controller_process_one(f.c, &f.slot), LOP_OK);
+    T_EQ_INT(lop_workqueue_num_requeues(lop_controller_queue(f.c), "ns/terminal"), 0);
+    lop_fake_clock_step(&f.fc, 3600 * LOP_NS_PER_S);
+    T_EQ_INT(lop_controller_process_one(f.c, &f.slot), LOP_OK); /* the requeue */
+    T_EQ_INT(lop_controller_process_one(f.c, &f.slot), LOP_EAGAIN); /* terminal never retried */
+    lop_controller_stats_t st;
+    lop_controller_stats(f.c, &st);
+    T_EQ_INT(st.terminal_errors, 1);
+    teardown(&f);
+}
+
+static void test_reload_switches_between_reconciles_and_failed_reload_keeps_old(void)
+{
+    fixture_t f;
+    setup(&f);
+    lop_controller_enqueue(f.c, "ns", "a");
+    T_EQ_INT(lop_controller_process_one(f.c, &f.slot), LOP_OK);
+    T_EQ_STR(last_code, "1:a");
+    lop_err_t err;
+    lop_script_set_t *bad = set_with("syntax error");
+    T_EQ_INT(lop_scriptrt_install(f.rt, bad, &err), LOP_EINVAL);
+    lop_script_set_free(bad);
+    T_CHECK(strstr(err.message, "main.lua:1") != NULL);
+    lop_controller_enqueue(f.c, "ns", "b");
+    T_EQ_INT(lop_controller_process_one(f.c, &f.slot), LOP_OK);
+    T_EQ_STR(last_code, "1:b");
+    T_EQ_INT(lop_scriptrt_install(f.rt, set_with("2"), &err), LOP_OK);
+    lop_controller_enqueue(f.c, "ns", "c");
+    T_EQ_INT(lop_controller_process_one(f.c, &f.slot), LOP_OK);
+    T_EQ_STR(last_code, "2:c");
+    teardown(&f);
+    T_EQ_INT(vms_built, vms_freed);
+}
+
+static void test_threaded_workers_process_everything_once(void)
+{
+    fixture_t f;
+    setup(&f);
+    lop_controller_free(f.c);
+    lop_controller_opts_t co = {.name = "mt", .workers = 3, .clock = &f.fc.base, .rt = f.rt};
+    f.c = lop_controller_new(&co);
+    reconciles = 0;
+    lop_err_t err;
+    T_EQ_INT(lop_controller_start(f.c, &err), LOP_OK);
+    char name[32];
+    for (int i = 0; i < 200; i++) {
+        snprintf(name, sizeof name, "obj%d", i);
+        lop_controller_enqueue(f.c, "ns", name);
+    }
+    lop_controller_stop(f.c, 0); /* drains: every queued item is processed before workers exit */
+    lop_controller_stats_t st;
+    lop_controller_stats(f.c, &st);
+    T_EQ_INT(st.reconciles, reconciles);
+    T_EQ_INT(reconciles, 200);
+    teardown(&f);
+}
+
+int main(void)
+{
+    T_RUN(test_done_forgets_and_does_not_requeue);
+    T_RUN(test_error_is_rate_limited_with_growing_backoff);
+    T_RUN(test_requeue_after_forgets_then_adds_after);
+    T_RUN(test_requeue_and_terminal);
+    T_RUN(test_reload_switches_between_reconciles_and_failed_reload_keeps_old);
+    T_RUN(test_threaded_workers_process_everything_once);
+    return T_DONE();
+}

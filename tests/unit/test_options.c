@@ -1,0 +1,56 @@
+/* Unit tests for host/runtime/options: controller-runtime flag names, Go durations. */
+#include "host/runtime/options.h"
+#include "host/util/clock.h"
+#include "t.h"
+
+static void test_go_durations(void)
+{
+    static const struct { const char *in; int64_t ns; int rc; } cases[] = {
+        {"15s", 15 * LOP_NS_PER_S, 0},   {"250ms", 250 * LOP_NS_PER_MS, 0},
+        {"1m30s", 90 * LOP_NS_PER_S, 0}, {"1.5s", 1500 * LOP_NS_PER_MS, 0},
+        {"0", 0, 0},                     {"2h", 7200 * LOP_NS_PER_S, 0},
+        {"10", 0, -1},                   {"abc", 0, -1},
+        {"", 0, -1},                     {"-1s", 0, -1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int64_t ns = 0;
+        T_EQ_INT(lop_parse_duration(cases[i].in, &ns), cases[i].rc);
+        if (cases[i].rc == 0) T_EQ_INT(ns, cases[i].ns);
+    }
+}
+
+static void test_flags_parse_like_controller_runtime(void)
+{
+    lop_run_opts_t o;
+    lop_run_opts_defaults(&o);
+    char *argv[] = {"run", "--scripts", "d", "--leader-elect", "--leader-election-id=x",
+                    "--leader-elect-lease-duration=2s", "--metrics-bind-address", "0",
+                    "--lua-memory-limit=32Mi", "--leader-elect-release-on-cancel=false"};
+    T_EQ_INT(lop_run_opts_parse(&o, 10, argv, false), 0);
+    T_EQ_STR(o.scripts_dir, "d");
+    T_CHECK(o.leader_elect);
+    T_EQ_STR(o.leader_election_id, "x");
+    T_EQ_INT(o.lease_duration_ns, 2 * LOP_NS_PER_S);
+    T_EQ_INT(o.renew_deadline_ns, 10 * LOP_NS_PER_S);
+    T_EQ_STR(o.metrics_addr, "0");
+    T_EQ_INT(o.lua_memory_limit, 32 * 1024 * 1024);
+    T_CHECK(!o.release_on_cancel);
+
+    lop_run_opts_defaults(&o);
+    char *bad[] = {"run", "--leader-elect-retry-period=soon"};
+    T_EQ_INT(lop_run_opts_parse(&o, 2, bad, false), 2);
+    char *devonly[] = {"run", "--apply", "x.yaml"};
+    T_EQ_INT(lop_run_opts_parse(&o, 3, devonly, false), 2);
+    lop_run_opts_defaults(&o);
+    T_EQ_INT(lop_run_opts_parse(&o, 3, devonly, true), 0);
+    T_EQ_INT(o.napply, 1);
+    char *unknown[] = {"run", "--no-such-flag"};
+    T_EQ_INT(lop_run_opts_parse(&o, 2, unknown, false), 2);
+}
+
+int main(void)
+{
+    T_RUN(test_go_durations);
+    T_RUN(test_flags_parse_like_controller_runtime);
+    return T_DONE();
+}

@@ -1,0 +1,454 @@
+/* Unit tests for host/kube/reflector against a scripted fake listwatch that lies: paginated
+ * lists, 410s in both forms, expired continue tokens, garbage, short watches, stalls, stop. */
+#include "host/kube/reflector.h"
+#include "t.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MS LOP_NS_PER_MS
+#define S LOP_NS_PER_S
+
+/* ---- the fake listwatch ---- */
+
+typedef struct lresp {
+    lop_rc_t rc;
+    int code;
+    const char *body;
+} lresp_t;
+
+typedef struct wresp {
+    lop_rc_t rc;
+    const char *chunks[8];
+    int64_t advance_ns; /* clock step while "streaming" */
+    bool block;         /* stall until cancel */
+} wresp_t;
+
+typedef struct fake {
+    lop_fake_clock_t *fc;
+    const lresp_t *lists;
+    int nlists, li;
+    const wresp_t *watches;
+    int nwatches, wi;
+    char list_rv[8][32], list_cont[8][32];
+    long list_limit[8];
+    char watch_rv[16][32];
+    long watch_timeout[16], watch_idle[16];
+    bool watch_bookmarks[16];
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    int cancels;
+} fake_t;
+
+static void rec(char *dst, const char *s) { snprintf(dst, 32, "%s", s ? s : "(unset)"); }
+
+static lop_rc_t fake_list(void *ud, const lop_list_opts_t *o, lop_buf_t *body, lop_err_t *err)
+{
+    fake_t *f = ud;
+    int i = f->li++;
+    if (i < 8) {
+        rec(f->list_rv[i], o->resource_version);
+        rec(f->list_cont[i], o->continue_token);
+        f->list_limit[i] = o->limit;
+    }
+    if (i >= f->nlists)
+        return lop_err_set(err, LOP_EAGAIN, 0, NULL, "script exhausted");
+    const lresp_t *r = &f->lists[i];
+    if (r->rc != LOP_OK)
+        return lop_err_set(err, r->rc, r->code, r->code == 410 ? "Expired" : "", "scripted failure");
+    lop_buf_puts(body, r->body);
+    return LOP_OK;
+}
+
+static lop_rc_t fake_watch(void *ud, const lop_watch_opts_t *o, lop_stream_fn fn, void *fn_ud, lop_err_t *err)
+{
+    fake_t *f = ud;
+    int i = f->wi++;
+    if (i < 16) {
+        rec(f->watch_rv[i], o->resource_version);
+        f->watch_timeout[i] = o->timeout_seconds;
+        f->watch_idle[i] = o->idle_timeout_ms;
+        f->watch_bookmarks[i] = o->allow_bookmarks;
+    }
+    if (i >= f->nwatches)
+        return lop_err_set(err, LOP_EAGAIN, 0, NULL, "script exhausted");
+    const wresp_t *w = &f->watches[i];
+    for (int c = 0; c < 8 && w->chunks[c]; c++)
+        if (fn(fn_ud, w->chunks[c], strlen(w->chunks[c])) != 0)
+            return LOP_ECLOSED;
+    if (w->advance_ns)
+        lop_fake_clock_step(f->fc, w->advance_ns);
+    if (w->block) {
+        pthread_mutex_lock(&f->mu);
+        int seen = f->cancels;
+        while (f->cancels == seen)
+            pthread_cond_wait(&f->cond, &f->mu);
+        pthread_mutex_unlock(&f->mu);
+        return LOP_ECLOSED;
+    }
+    if (w->rc != LOP_OK)
+        return lop_err_set(err, w->rc, w->rc == LOP_EGONE ? 410 : 0, NULL, "scripted watch failure");
+    return LOP_OK;
+}
+
+static void fake_cancel(void *ud)
+{
+    fake_t *f = ud;
+    pthread_mutex_lock(&f->mu);
+    f->cancels++;
+    pthread_cond_broadcast(&f->cond);
+    pthread_mutex_unlock(&f->mu);
+}
+
+/* ---- handler recorder ---- */
+
+typedef struct log_ {
+    char s[4096];
+} log_t;
+
+static void app(log_t *l, const char *tag, const lop_obj_t *o)
+{
+    size_t n = strlen(l->s);
+    snprintf(l->s + n, sizeof l->s - n, "%s:%s@%s;", tag, o->name, o->rv);
+}
+static void h_add(void *ud, lop_obj_t *o) { app(ud, "add", o); }
+static void h_update(void *ud, lop_obj_t *old, lop_obj_t *o) { app(ud, "upd", o); }
+static void h_delete(void *ud, lop_obj_t *o, bool tomb) { app(ud, tomb ? "tomb" : "del", o); }
+
+typedef struct env {
+    lop_fake_clock_t fc;
+    fake_t f;
+    lop_store_t *store;
+    lop_reflector_t *r;
+    log_t log;
+} env_t;
+
+static void setup(env_t *e, const lresp_t *lists, int nl, const wresp_t *watches, int nw)
+{
+    memset(e, 0, sizeof *e);
+    lop_fake_clock_init(&e->fc, 0);
+    e->f.fc = &e->fc;
+    e->f.lists = lists;
+    e->f.nlists = nl;
+    e->f.watches = watches;
+    e->f.nwatches = nw;
+    pthread_mutex_init(&e->f.mu, NULL);
+    pthread_cond_init(&e->f.cond, NULL);
+    e->store = lop_store_new();
+    lop_listwatch_t lw = {&e->f, fake_list, fake_watch, fake_cancel, NULL};
+    lop_reflector_config_t cfg = {
+        .name = "v1/configmaps", .lw = &lw, .store = e->store, .clock = &e->fc.base,
+        .handlers = {h_add, h_update, h_delete, &e->log}, .seed = 42,
+    };
+    e->r = lop_reflector_new(&cfg, NULL);
+    T_CHECK(e->r != NULL);
+}
+
+static void teardown(env_t *e)
+{
+    lop_reflector_free(e->r);
+    lop_store_free(e->store);
+    pthread_mutex_destroy(&e->f.mu);
+    pthread_cond_destroy(&e->f.cond);
+}
+
+static int64_t step(env_t *e)
+{
+    int64_t w = -1;
+    T_EQ_INT(lop_reflector_step(e->r, &w), LOP_OK);
+    return w;
+}
+
+static const char *rv_of(env_t *e)
+{
+    static char b[64];
+    lop_reflector_last_rv(e->r, b, sizeof b);
+    return b;
+}
+
+#define CM(name, rv) "{\"metadata\":{\"namespace\":\"d\",\"name\":\"" name "\",\"uid\":\"u-" name "\",\"resourceVersion\":\"" rv "\"}}"
+#define LIST(rv, cont, items) \
+    "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"" rv "\"" cont "},\"items\":[" items "]}"
+#define EV(type, obj) "{\"type\":\"" type "\",\"object\":" obj "}\n"
+#define WCM(name, rv) "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"namespace\":\"d\",\"name\":\"" name "\",\"resourceVersion\":\"" rv "\"}}"
+#define BOOKMARK(rv) EV("BOOKMARK", "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"" rv "\"}}")
+#define ERR(code) EV("ERROR", "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"code\":" #code ",\"reason\":\"Expired\",\"message\":\"too old resource version\"}")
+
+static const lresp_t two_pages[] = {
+    {LOP_OK, 200, LIST("10", ",\"continue\":\"t1\"", CM("a", "5") "," CM("b", "6"))},
+    {LOP_OK, 200, LIST("10", "", CM("c", "7"))},
+};
+
+static void test_paginated_list_then_synced(void)
+{
+    env_t e;
+    setup(&e, two_pages, 2, NULL, 0);
+    T_CHECK(!lop_reflector_has_synced(e.r));
+    T_EQ_INT(step(&e), 0);
+    T_CHECK(lop_reflector_has_synced(e.r));
+    T_EQ_STR(e.log.s, "add:a@5;add:b@6;add:c@7;");
+    T_EQ_STR(rv_of(&e), "10");
+    T_EQ_STR(e.f.list_rv[0], "0");
+    T_EQ_INT(e.f.list_limit[0], 500);
+    T_EQ_STR(e.f.list_cont[0], "(unset)");
+    T_EQ_STR(e.f.list_rv[1], "(unset)"); /* E.15: continue requests drop the RV */
+    T_EQ_STR(e.f.list_cont[1], "t1");
+    T_EQ_INT(e.f.list_limit[1], 500);
+    lop_obj_t *c = lop_store_get(e.store, "d/c");
+    T_CHECK(c != NULL);
+    T_EQ_STR(c->kind, "ConfigMap"); /* filled from the list kind */
+    lop_obj_unref(c);
+    teardown(&e);
+}
+
+static void test_watch_events_split_anywhere_update_store_and_rv(void)
+{
+    static const wresp_t w[] = {
+        {LOP_OK, {EV("ADDED", WCM("x", "11")) EV("MODIFIED", WCM("a", "12")) "{\"type\":\"DEL", "ETED\",\"object\":",
+                  WCM("b", "13") "}\n" BOOKMARK("20"), NULL},
+         5 * S, false},
+        {LOP_OK, {NULL}, 300 * S, false},
+    };
+    env_t e;
+    setup(&e, two_pages, 2, w, 2);
+    step(&e);
+    e.log.s[0] = '\0';
+    T_EQ_INT(step(&e), 0);
+    T_EQ_STR(e.log.s, "add:x@11;upd:a@12;del:b@13;");
+    T_EQ_STR(rv_of(&e), "20");
+    T_EQ_STR(e.f.watch_rv[0], "10");
+    T_CHECK(e.f.watch_bookmarks[0]);
+    T_CHECK(e.f.watch_timeout[0] >= 300 && e.f.watch_timeout[0] < 600);
+    T_EQ_INT(e.f.watch_idle[0], (e.f.watch_timeout[0] + 30) * 1000);
+    lop_store_stats_t st;
+    lop_store_stats(e.store, &st);
+    T_EQ_INT(st.count, 3); /* a, c, x */
+    /* clean end of stream: re-watch at once from the bookmark's RV */
+    T_EQ_INT(step(&e), 0);
+    T_EQ_STR(e.f.watch_rv[1], "20");
+    T_EQ_INT(e.f.li, 2); /* no relist */
+    lop_reflector_stats_t rs;
+    lop_reflector_stats(e.r, &rs);
+    T_EQ_INT(rs.events, 3);
+    T_EQ_INT(rs.bookmarks, 1);
+    teardown(&e);
+}
+
+static void test_very_short_watch_backs_off_exponentially_and_resets(void)
+{
+    static const wresp_t w[] = {{LOP_OK, {NULL}, 0, false}, {LOP_OK, {NULL}, 0, false}, {LOP_OK, {NULL}, 0, false},
+                                {LOP_OK, {NULL}, 0, false}};
+    env_t e;
+    setup(&e, two_pages, 2, w, 4);
+    step(&e);
+    int64_t d1 = step(&e);
+    T_CHECK(d1 >= 800 * MS && d1 < 1600 * MS);
+    int64_t d2 = step(&e);
+    T_CHECK(d2 >= 1600 * MS && d2 < 3200 * MS);
+    lop_fake_clock_step(&e.fc, 121 * S); /* two minutes of health */
+    int64_t d3 = step(&e);
+    T_CHECK(d3 >= 800 * MS && d3 < 1600 * MS);
+    T_EQ_STR(e.f.watch_rv[2], "10"); /* still no relist */
+    T_EQ_INT(e.f.li, 2);
+    teardown(&e);
+}
+
+static void test_backoff_caps_at_30s(void)
+{
+    env_t e;
+    setup(&e, two_pages, 2, NULL, 0); /* every watch fails (script exhausted → EAGAIN) */
+    step(&e);
+    int64_t d = 0;
+    for (int i = 0; i < 12; i++)
+        d = step(&e);
+    T_CHECK(d >= 30 * S && d < 60 * S);
+    teardown(&e);
+}
+
+static const lresp_t relist_pages[] = {
+    {LOP_OK, 200, LIST("10", "", CM("a", "5") "," CM("b", "6") "," CM("c", "7"))},
+    {LOP_OK, 200, LIST("30", "", CM("a", "5") "," CM("c", "25"))},
+};
+
+static void check_relist(env_t *e)
+{
+    T_EQ_STR(e->f.list_rv[1], "11"); /* relist at the last RV, unpaginated (client-go) */
+    T_EQ_INT(e->f.list_limit[1], 0);
+    T_EQ_STR(e->log.s, "upd:a@5;upd:c@25;tomb:b@6;");
+    T_EQ_STR(rv_of(e), "30");
+    lop_obj_t *b = lop_store_get(e->store, "d/b");
+    T_CHECK(b == NULL);
+    lop_reflector_stats_t rs;
+    lop_reflector_stats(e->r, &rs);
+    T_EQ_INT(rs.relists_410, 1);
+}
+
+static void test_error_event_410_relists_with_tombstones(void)
+{
+    static const wresp_t w[] = {{LOP_OK, {EV("MODIFIED", WCM("a", "11")) ERR(410), NULL}, 2 * S, false}};
+    env_t e;
+    setup(&e, relist_pages, 2, w, 1);
+    step(&e);
+    int64_t d = step(&e);
+    T_CHECK(d >= 800 * MS && d < 1600 * MS);
+    e.log.s[0] = '\0';
+    T_EQ_INT(step(&e), 0); /* the relist */
+    check_relist(&e);
+    teardown(&e);
+}
+
+static void test_http_410_on_watch_relists(void)
+{
+    static const wresp_t w[] = {{LOP_EGONE, {EV("MODIFIED", WCM("a", "11")), NULL}, 0, false}};
+    env_t e;
+    setup(&e, relist_pages, 2, w, 1);
+    step(&e);
+    step(&e);
+    e.log.s[0] = '\0';
+    T_EQ_INT(step(&e), 0);
+    check_relist(&e);
+    teardown(&e);
+}
+
+static void test_list_410_retries_at_once_with_a_consistent_read(void)
+{
+    static const lresp_t lists[] = {
+        {LOP_OK, 200, LIST("10", "", CM("a", "5"))},
+        {LOP_EGONE, 410, NULL},
+        {LOP_OK, 200, LIST("40", "", CM("a", "5"))},
+    };
+    static const wresp_t w[] = {{LOP_OK, {ERR(410), NULL}, 0, false}};
+    env_t e;
+    setup(&e, lists, 3, w, 1);
+    step(&e);
+    step(&e);
+    T_EQ_INT(step(&e), 0);
+    T_EQ_STR(e.f.list_rv[1], "10");
+    T_EQ_STR(e.f.list_rv[2], "(unset)");
+    T_EQ_INT(e.f.list_limit[2], 500);
+    T_EQ_STR(rv_of(&e), "40");
+    teardown(&e);
+}
+
+static void test_expired_continue_falls_back_to_full_list(void)
+{
+    static const lresp_t lists[] = {
+        {LOP_OK, 200, LIST("10", ",\"continue\":\"t1\"", CM("a", "5"))},
+        {LOP_EGONE, 410, NULL},
+        {LOP_OK, 200, LIST("10", "", CM("a", "5") "," CM("b", "6"))},
+    };
+    env_t e;
+    setup(&e, lists, 3, NULL, 0);
+    T_EQ_INT(step(&e), 0);
+    T_EQ_STR(e.f.list_rv[2], "0"); /* the original RV */
+    T_EQ_INT(e.f.list_limit[2], 0); /* unpaginated */
+    T_EQ_STR(e.f.list_cont[2], "(unset)");
+    T_EQ_STR(e.log.s, "add:a@5;add:b@6;"); /* the page-1 items are not delivered twice */
+    lop_reflector_stats_t rs;
+    lop_reflector_stats(e.r, &rs);
+    T_EQ_INT(rs.list_fallbacks, 1);
+    teardown(&e);
+}
+
+static void test_garbage_restarts_watch_from_last_good_rv(void)
+{
+    static const wresp_t w[] = {
+        {LOP_OK, {EV("ADDED", WCM("x", "11")) "{\"type\":\"ADDED\",\"obj", "ect\":{]}\n", NULL}, 2 * S, false},
+        {LOP_OK, {EV("ADDED", WCM("y", "12")) "not json at all\n", NULL}, 2 * S, false},
+        {LOP_OK, {EV("WHATEVER", WCM("z", "13")), NULL}, 2 * S, false},
+        {LOP_OK, {EV("ADDED", "{\"metadata\":{\"name\":7}}"), NULL}, 2 * S, false},
+    };
+    env_t e;
+    setup(&e, two_pages, 2, w, 4);
+    step(&e);
+    e.log.s[0] = '\0';
+    for (int i = 0; i < 4; i++)
+        T_CHECK(step(&e) > 0);
+    T_EQ_STR(e.log.s, "add:x@11;add:y@12;");
+    T_EQ_STR(e.f.watch_rv[1], "11");
+    T_EQ_STR(e.f.watch_rv[2], "12");
+    T_EQ_STR(e.f.watch_rv[3], "12");
+    lop_reflector_stats_t rs;
+    lop_reflector_stats(e.r, &rs);
+    T_EQ_INT(rs.malformed, 4);
+    T_EQ_INT(e.f.li, 2); /* never relisted */
+    teardown(&e);
+}
+
+static void test_other_error_event_and_transport_errors_rewatch(void)
+{
+    static const wresp_t w[] = {
+        {LOP_OK, {ERR(500), NULL}, 0, false},
+        {LOP_ETIMEDOUT, {NULL}, 0, false}, /* the idle watchdog fired */
+        {LOP_EAGAIN, {NULL}, 0, false},
+        {LOP_OK, {"{\"type\":\"ADDED\",\"object\":{\"metadata\"", NULL}, 2 * S, false}, /* truncated */
+    };
+    env_t e;
+    setup(&e, two_pages, 2, w, 4);
+    step(&e);
+    for (int i = 0; i < 4; i++)
+        T_CHECK(step(&e) > 0);
+    for (int i = 0; i < 4; i++)
+        T_EQ_STR(e.f.watch_rv[i], "10");
+    T_EQ_INT(e.f.li, 2);
+    teardown(&e);
+}
+
+static void test_list_failure_backs_off_and_retries(void)
+{
+    static const lresp_t lists[] = {
+        {LOP_EAGAIN, 503, NULL},
+        {LOP_OK, 200, "{\"metadata\":{}}"}, /* no RV: rejected */
+        {LOP_OK, 200, LIST("10", "", CM("a", "5"))},
+    };
+    env_t e;
+    setup(&e, lists, 3, NULL, 0);
+    T_CHECK(step(&e) > 0);
+    T_CHECK(!lop_reflector_has_synced(e.r));
+    T_CHECK(step(&e) > 0);
+    T_EQ_INT(step(&e), 0);
+    T_CHECK(lop_reflector_has_synced(e.r));
+    teardown(&e);
+}
+
+static void test_thread_start_and_prompt_stop(void)
+{
+    static const wresp_t w[] = {{LOP_OK, {EV("ADDED", WCM("x", "11")), NULL}, 0, true}};
+    env_t e;
+    setup(&e, two_pages, 2, w, 1);
+    T_EQ_INT(lop_reflector_start(e.r, NULL), LOP_OK);
+    T_EQ_INT(lop_reflector_start(e.r, NULL), LOP_EINVAL);
+    for (;;) {
+        lop_obj_t *x = lop_store_get(e.store, "d/x");
+        if (x) {
+            lop_obj_unref(x);
+            break;
+        }
+        sched_yield();
+    }
+    T_CHECK(lop_reflector_has_synced(e.r));
+    lop_reflector_stop(e.r); /* the watch is stalled: only a cancel ends it */
+    T_CHECK(e.f.cancels >= 1);
+    int64_t w2;
+    T_EQ_INT(lop_reflector_step(e.r, &w2), LOP_ECLOSED);
+    teardown(&e);
+}
+
+int main(void)
+{
+    T_RUN(test_paginated_list_then_synced);
+    T_RUN(test_watch_events_split_anywhere_update_store_and_rv);
+    T_RUN(test_very_short_watch_backs_off_exponentially_and_resets);
+    T_RUN(test_backoff_caps_at_30s);
+    T_RUN(test_error_event_410_relists_with_tombstones);
+    T_RUN(test_http_410_on_watch_relists);
+    T_RUN(test_list_410_retries_at_once_with_a_consistent_read);
+    T_RUN(test_expired_continue_falls_back_to_full_list);
+    T_RUN(test_garbage_restarts_watch_from_last_good_rv);
+    T_RUN(test_other_error_event_and_transport_errors_rewatch);
+    T_RUN(test_list_failure_backs_off_and_retries);
+    T_RUN(test_thread_start_and_prompt_stop);
+    return T_DONE();
+}

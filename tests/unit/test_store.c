@@ -1,0 +1,281 @@
+/* Unit tests for host/kube/object (cache entries, managedFields stripping, metadata parsing),
+ * host/kube/jsonscan and host/kube/store (indexes, replace with tombstones). */
+#include "host/kube/jsonscan.h"
+#include "host/kube/object.h"
+#include "host/kube/store.h"
+#include "t.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static lop_obj_t *mk(const char *json)
+{
+    lop_obj_t *o = NULL;
+    lop_err_t err;
+    lop_rc_t rc = lop_obj_new(json, strlen(json), 0, &o, &err);
+    if (rc != LOP_OK)
+        fprintf(stderr, "lop_obj_new: %s\n", err.message);
+    T_EQ_INT(rc, LOP_OK);
+    return o;
+}
+
+static lop_obj_t *pod(const char *ns, const char *name, const char *rv, const char *owner)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf,
+             "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"namespace\":\"%s\",\"name\":\"%s\","
+             "\"uid\":\"u-%s\",\"resourceVersion\":\"%s\",\"labels\":{\"app\":\"%s\"}%s%s%s}}",
+             ns, name, name, rv, name, owner ? ",\"ownerReferences\":[{\"uid\":\"" : "", owner ? owner : "",
+             owner ? "\",\"controller\":true}]" : "");
+    return mk(buf);
+}
+
+static void test_obj_parses_metadata(void)
+{
+    const char *j =
+        "{\"apiVersion\":\"apps/v1\",\"kind\":\"ReplicaSet\",\"metadata\":{\"name\":\"rs\",\"namespace\":\"ns1\","
+        "\"uid\":\"u1\",\"resourceVersion\":\"42\",\"generation\":7,\"deletionTimestamp\":\"2025-03-01T10:00:00Z\","
+        "\"labels\":{\"a\":\"1\",\"b\":\"\"},\"annotations\":{\"x/y\":\"z\"},"
+        "\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"Foo\",\"name\":\"f\",\"uid\":\"o1\"},"
+        "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"name\":\"d\",\"uid\":\"o2\",\"controller\":true}]},"
+        "\"spec\":{\"replicas\":3}}";
+    lop_obj_t *o = mk(j);
+    T_EQ_STR(o->api_version, "apps/v1");
+    T_EQ_STR(o->kind, "ReplicaSet");
+    T_EQ_STR(o->namespace_, "ns1");
+    T_EQ_STR(o->name, "rs");
+    T_EQ_STR(o->uid, "u1");
+    T_EQ_STR(o->rv, "42");
+    T_EQ_INT(o->generation, 7);
+    T_CHECK(o->deleting);
+    T_EQ_INT(o->nlabels, 2);
+    T_EQ_STR(lop_obj_label(o, "a"), "1");
+    T_EQ_STR(lop_obj_label(o, "b"), "");
+    T_CHECK(lop_obj_label(o, "c") == NULL);
+    T_EQ_STR(lop_obj_annotation(o, "x/y"), "z");
+    T_EQ_INT(o->nowners, 2);
+    T_CHECK(o->has_controller);
+    T_EQ_STR(o->controller.kind, "Deployment");
+    T_EQ_STR(o->controller.uid, "o2");
+    T_CHECK(lop_obj_owned_by(o, "o1"));
+    T_CHECK(!lop_obj_owned_by(o, "o3"));
+    char key[64];
+    lop_obj_key(o, key, sizeof key);
+    T_EQ_STR(key, "ns1/rs");
+    T_EQ_STR(o->json, j); /* nothing to strip: bytes untouched */
+    lop_obj_t *r = lop_obj_ref(o);
+    lop_obj_unref(o);
+    T_EQ_STR(r->name, "rs");
+    lop_obj_unref(r);
+}
+
+static void test_obj_strips_managed_fields_in_every_position(void)
+{
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        {"{\"metadata\":{\"name\":\"a\",\"managedFields\":[{\"manager\":\"m\",\"fieldsV1\":{\"f:x\":{}}}],\"uid\":\"u\"}}",
+         "{\"metadata\":{\"name\":\"a\",\"uid\":\"u\"}}"},
+        {"{\"metadata\":{\"managedFields\":[{\"a\":\"]}\"}], \"name\":\"a\"},\"spec\":{}}",
+         "{\"metadata\":{\"name\":\"a\"},\"spec\":{}}"},
+        {"{\"metadata\":{\"name\":\"a\" , \"managedFields\":[]}}", "{\"metadata\":{\"name\":\"a\"}}"},
+        {"{\"metadata\":{\"managedFields\":null}}", "{\"metadata\":{}}"},
+        {"{\"spec\":{\"managedFields\":1},\"metadata\":{\"name\":\"a\"}}",
+         "{\"spec\":{\"managedFields\":1},\"metadata\":{\"name\":\"a\"}}"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        lop_obj_t *o = mk(cases[i].in);
+        if (!o)
+            continue;
+        T_EQ_STR(o->json, cases[i].out);
+        T_EQ_INT(o->json_len, strlen(cases[i].out));
+        lop_obj_unref(o);
+    }
+    /* opt-out keeps them */
+    lop_obj_t *o = NULL;
+    const char *in = cases[0].in;
+    T_EQ_INT(lop_obj_new(in, strlen(in), LOP_OBJ_KEEP_MANAGED_FIELDS, &o, NULL), LOP_OK);
+    T_EQ_STR(o->json, in);
+    lop_obj_unref(o);
+}
+
+static void test_obj_list_item_gets_kind(void)
+{
+    const char *in = "{\"metadata\":{\"name\":\"cm\",\"namespace\":\"d\"},\"data\":{}}";
+    lop_obj_t *o = NULL;
+    T_EQ_INT(lop_obj_new_item(in, strlen(in), 0, "v1", "ConfigMap", &o, NULL), LOP_OK);
+    T_EQ_STR(o->kind, "ConfigMap");
+    T_EQ_STR(o->api_version, "v1");
+    T_EQ_STR(o->json, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cm\",\"namespace\":\"d\"},\"data\":{}}");
+    T_EQ_STR(o->name, "cm");
+    lop_obj_unref(o);
+}
+
+static void test_obj_rejects_bad_input_with_a_cause(void)
+{
+    static const char *bad[] = {
+        "", "[]", "{", "{\"metadata\":{\"name\":1}}", "{\"metadata\":[]}", "{\"metadata\":{}} x",
+        "{\"metadata\":{\"labels\":{\"a\":1}}}", "{\"metadata\":{\"ownerReferences\":{}}}",
+        "{\"a\":tru}", "{\"a\":1,}", "{\"a\" 1}", "{\"metadata\":{\"generation\":\"x\"}}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        lop_obj_t *o = NULL;
+        lop_err_t err;
+        lop_err_clear(&err);
+        T_EQ_INT(lop_obj_new(bad[i], strlen(bad[i]), 0, &o, &err), LOP_EINVAL);
+        T_CHECK(o == NULL);
+        T_CHECK(err.message[0] != '\0');
+    }
+}
+
+static void test_jscan_values(void)
+{
+    size_t s, e;
+    const char *j = "  {\"a\":[1,2,{\"b\":\"}\\\"\"}],\"c\":{}}  ";
+    T_EQ_INT(lop_jscan_value(j, strlen(j), 0, &s, &e), 0);
+    T_EQ_INT(s, 2);
+    T_EQ_INT(e, strlen(j) - 2);
+    T_EQ_INT(lop_jscan_find(j, strlen(j), 0, "c", &s, &e), 1);
+    T_EQ_INT(e - s, 2);
+    T_EQ_INT(lop_jscan_find(j, strlen(j), 0, "zz", &s, &e), 0);
+    const char *arr = "[ {}, [], \"x\" , -1.5e3 ]";
+    lop_jscan_iter_t it;
+    T_EQ_INT(lop_jscan_array_begin(&it, arr, strlen(arr), 0), 0);
+    int n = 0;
+    while (lop_jscan_array_next(&it) == 1)
+        n++;
+    T_EQ_INT(n, 4);
+    T_EQ_INT(lop_jscan_value("[1,]", 4, 0, &s, &e), -1);
+    T_EQ_INT(lop_jscan_value("[1 2]", 5, 0, &s, &e), -1);
+    T_EQ_INT(lop_jscan_value("{\"a\"}", 5, 0, &s, &e), -1);
+}
+
+static void test_store_put_get_delete_and_indexes(void)
+{
+    lop_store_t *s = lop_store_new();
+    lop_obj_t *a = pod("ns1", "a", "1", "owner1"), *b = pod("ns1", "b", "2", "owner1"),
+              *c = pod("ns2", "c", "3", NULL);
+    lop_store_put(s, a, NULL);
+    lop_store_put(s, b, NULL);
+    lop_store_put(s, c, NULL);
+    lop_store_stats_t st;
+    lop_store_stats(s, &st);
+    T_EQ_INT(st.count, 3);
+    T_EQ_INT(st.bytes, a->json_len + b->json_len + c->json_len);
+    T_EQ_INT(st.namespaces, 2);
+
+    lop_obj_t *g = lop_store_get(s, "ns1/b");
+    T_CHECK(g == b);
+    lop_obj_unref(g);
+    g = lop_store_get_by_name(s, "ns2", "c");
+    T_CHECK(g == c);
+    lop_obj_unref(g);
+    T_CHECK(lop_store_get(s, "ns2/zz") == NULL);
+
+    lop_obj_list_t l;
+    lop_store_list_by_namespace(s, "ns1", &l);
+    T_EQ_INT(l.n, 2);
+    T_EQ_STR(l.items[0]->name, "a");
+    T_EQ_STR(l.items[1]->name, "b");
+    lop_obj_list_free(&l);
+    lop_store_list_by_owner_uid(s, "owner1", &l);
+    T_EQ_INT(l.n, 2);
+    lop_obj_list_free(&l);
+
+    /* replace-never-edit: an update moves b out of owner1's index */
+    lop_obj_t *b2 = pod("ns1", "b", "5", "owner2"), *old = NULL;
+    lop_store_put(s, b2, &old);
+    T_CHECK(old == b);
+    T_EQ_STR(old->rv, "2"); /* a reader holding the old entry still sees it intact */
+    lop_obj_unref(old);
+    lop_store_list_by_owner_uid(s, "owner1", &l);
+    T_EQ_INT(l.n, 1);
+    lop_obj_list_free(&l);
+    lop_store_list_by_owner_uid(s, "owner2", &l);
+    T_EQ_INT(l.n, 1);
+    T_EQ_STR(l.items[0]->rv, "5");
+    lop_obj_list_free(&l);
+
+    lop_obj_t *d = lop_store_delete(s, "ns2/c");
+    T_CHECK(d == c);
+    lop_obj_unref(d);
+    T_CHECK(lop_store_delete(s, "ns2/c") == NULL);
+    lop_store_list_by_namespace(s, "ns2", &l);
+    T_EQ_INT(l.n, 0);
+    lop_obj_list_free(&l);
+    lop_store_stats(s, &st);
+    T_EQ_INT(st.count, 2);
+    T_EQ_INT(st.namespaces, 1);
+    T_EQ_INT(st.bytes, a->json_len + b2->json_len);
+
+    size_t nk;
+    char **keys = lop_store_keys(s, &nk);
+    T_EQ_INT(nk, 2);
+    T_EQ_STR(keys[0], "ns1/a");
+    T_EQ_STR(keys[1], "ns1/b");
+    for (size_t i = 0; i < nk; i++)
+        free(keys[i]);
+    free(keys);
+
+    lop_obj_unref(a);
+    lop_obj_unref(b);
+    lop_obj_unref(b2);
+    lop_obj_unref(c);
+    lop_store_free(s);
+}
+
+typedef struct rec {
+    char log[1024];
+} rec_t;
+
+static void on_change(void *ud, lop_store_change_t what, lop_obj_t *old, lop_obj_t *new_)
+{
+    rec_t *r = ud;
+    const char *tag = what == LOP_STORE_ADDED ? "add" : what == LOP_STORE_UPDATED ? "upd" : "del";
+    const lop_obj_t *o = new_ ? new_ : old;
+    size_t l = strlen(r->log);
+    snprintf(r->log + l, sizeof r->log - l, "%s:%s:%s:%s;", tag, o->name, old ? old->rv : "-", new_ ? new_->rv : "-");
+}
+
+static void test_store_replace_reports_tombstones(void)
+{
+    lop_store_t *s = lop_store_new();
+    lop_obj_t *a = pod("n", "a", "1", NULL), *b = pod("n", "b", "2", "o"), *c = pod("n", "c", "3", NULL);
+    lop_store_put(s, a, NULL);
+    lop_store_put(s, b, NULL);
+    lop_store_put(s, c, NULL);
+    /* relist: b deleted while disconnected, c updated, d new */
+    lop_obj_t *c2 = pod("n", "c", "9", NULL), *d = pod("n", "d", "8", NULL);
+    lop_obj_t *list[] = {d, a, c2};
+    rec_t r = {{0}};
+    lop_store_replace(s, list, 3, on_change, &r);
+    T_EQ_STR(r.log, "upd:a:1:1;upd:c:3:9;add:d:-:8;del:b:2:-;");
+    lop_obj_list_t l;
+    lop_store_list(s, &l);
+    T_EQ_INT(l.n, 3);
+    lop_obj_list_free(&l);
+    lop_store_list_by_owner_uid(s, "o", &l);
+    T_EQ_INT(l.n, 0);
+    lop_obj_list_free(&l);
+    lop_store_replace(s, NULL, 0, NULL, NULL);
+    lop_store_stats_t st;
+    lop_store_stats(s, &st);
+    T_EQ_INT(st.count, 0);
+    T_EQ_INT(st.bytes, 0);
+    lop_obj_t *all[] = {a, b, c, c2, d};
+    for (int i = 0; i < 5; i++)
+        lop_obj_unref(all[i]);
+    lop_store_free(s);
+}
+
+int main(void)
+{
+    T_RUN(test_obj_parses_metadata);
+    T_RUN(test_obj_strips_managed_fields_in_every_position);
+    T_RUN(test_obj_list_item_gets_kind);
+    T_RUN(test_obj_rejects_bad_input_with_a_cause);
+    T_RUN(test_jscan_values);
+    T_RUN(test_store_put_get_delete_and_indexes);
+    T_RUN(test_store_replace_reports_tombstones);
+    return T_DONE();
+}
