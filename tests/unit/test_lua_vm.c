@@ -239,6 +239,8 @@ static void test_sandbox_has_no_io_os(void)
                                   "    if f then bad[#bad+1] = 'bytecode' end\n"
                                   "    if not loadstring('return 1') then bad[#bad+1] = 'no loadstring' end\n"
                                   "    if not (string and table and math and coroutine and bit) then bad[#bad+1] = 'libs' end\n"
+                                  "    if pcall(collectgarbage, 'stop') then bad[#bad+1] = 'gc stop' end\n"
+                                  "    if type(collectgarbage('count')) ~= 'number' then bad[#bad+1] = 'gc count' end\n"
                                   "    print('sandbox check', #bad)\n"
                                   "    if #bad > 0 then return nil, table.concat(bad, ',') end\n"
                                   "  end }\n");
