@@ -6,6 +6,7 @@
 #include "host/runtime/httpserver.h"
 #include "host/runtime/manager.h"
 #include "host/runtime/metrics.h"
+#include "host/runtime/metrics_std.h"
 #include "host/runtime/scripts.h"
 #include "host/util/log.h"
 
@@ -136,6 +137,8 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
     mapper = lop_restmapper_new(rest);
 
     metrics = lop_metrics_new();
+    lop_metrics_std_t std;
+    lop_metrics_std_init(&std, metrics, NULL);
     health = lop_health_new();
     if (lop_httpserver_start(o->metrics_addr, metrics, NULL, &metrics_srv, &err) != LOP_OK ||
         lop_httpserver_start(o->probe_addr, NULL, health, &probe_srv, &err) != LOP_OK) {
@@ -153,6 +156,7 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
                         .jit = o->lua_jit,
                         .unsafe_libs = o->lua_unsafe},
         .namespace_ = o->namespace_,
+        .metrics = &std,
     };
     char *identity = NULL;
     {
