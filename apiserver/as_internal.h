@@ -263,7 +263,8 @@ void as_gc_run(lop_apiserver_t *srv);
 /* Called after a commit on a CRD (crd.c): install/remove the CR resources. */
 void as_crd_changed(lop_apiserver_t *srv, const json_t *crd, bool deleted);
 json_t *as_crd_finish_create(lop_apiserver_t *srv, json_t *crd, lop_err_t *err);
-int as_validate_cr(as_res_t *res, json_t *obj, json_t **causes);
+/* Type-check and prune a custom resource; pruned field paths are appended to pruned (an array). */
+int as_validate_cr(as_res_t *res, json_t *obj, json_t **causes, json_t *pruned);
 
 /* ---- util.c ---- */
 void as_uuid(char out[37]);

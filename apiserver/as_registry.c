@@ -187,6 +187,12 @@ void as_registry_init(lop_apiserver_t *srv)
         t.microtime_check = b->microtime;
         t.dns_label_name = b->dns_label;
         t.extra_fields = b->fields;
+        if (!strcmp(b->plural, "deployments") || !strcmp(b->plural, "statefulsets") ||
+            !strcmp(b->plural, "replicasets")) {
+            t.has_scale = true;
+            t.scale_spec = (char *)".spec.replicas";
+            t.scale_status = (char *)".status.replicas";
+        }
         if (b->shortname) {
             t.short_names = json_array();
             json_array_append_new(t.short_names, json_string(b->shortname));

@@ -148,7 +148,7 @@ static bool type_ok(const char *type, const json_t *v)
 }
 
 static void check_node(json_t *v, const json_t *schema, const char *path, json_t *causes,
-                       int depth)
+                       json_t *pruned, int depth)
 {
     if (!json_is_object(schema) || depth > 64)
         return;
@@ -221,11 +221,13 @@ static void check_node(json_t *v, const json_t *schema, const char *path, json_t
             snprintf(p, sizeof p, "%s.%s", path, k);
             json_t *ps = json_is_object(props) ? json_object_get(props, k) : NULL;
             if (ps)
-                check_node(cv, ps, p, causes, depth + 1);
+                check_node(cv, ps, p, causes, pruned, depth + 1);
             else if (json_is_object(addl))
-                check_node(cv, addl, p, causes, depth + 1);
-            else if (!preserve && !json_is_true(addl) && (props || !addl))
+                check_node(cv, addl, p, causes, pruned, depth + 1);
+            else if (!preserve && !json_is_true(addl)) {
+                json_array_append_new(pruned, json_string(p));
                 json_object_del(v, k); /* prune unknown field */
+            }
         }
     } else if (json_is_array(v)) {
         json_t *items = json_object_get(schema, "items");
@@ -234,7 +236,7 @@ static void check_node(json_t *v, const json_t *schema, const char *path, json_t
         json_array_foreach(v, i, cv) {
             char p[600];
             snprintf(p, sizeof p, "%s[%zu]", path, i);
-            check_node(cv, items, p, causes, depth + 1);
+            check_node(cv, items, p, causes, pruned, depth + 1);
         }
     }
 }
@@ -244,7 +246,7 @@ static const char *const object_meta_fields[] = {
     "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
     "annotations", "ownerReferences", "finalizers", "managedFields", NULL};
 
-int as_validate_cr(as_res_t *res, json_t *obj, json_t **causes_out)
+int as_validate_cr(as_res_t *res, json_t *obj, json_t **causes_out, json_t *pruned)
 {
     json_t *m = json_object_get(obj, "metadata");
     if (json_is_object(m)) {
@@ -256,8 +258,12 @@ int as_validate_cr(as_res_t *res, json_t *obj, json_t **causes_out)
             for (int i = 0; object_meta_fields[i]; i++)
                 if (!strcmp(object_meta_fields[i], k))
                     known = true;
-            if (!known)
+            if (!known) {
+                char p[300];
+                snprintf(p, sizeof p, "metadata.%s", k);
+                json_array_append_new(pruned, json_string(p));
                 json_object_del(m, k);
+            }
         }
     }
     if (!json_is_object(res->schema))
@@ -273,9 +279,11 @@ int as_validate_cr(as_res_t *res, json_t *obj, json_t **causes_out)
             continue;
         json_t *ps = json_is_object(props) ? json_object_get(props, k) : NULL;
         if (ps)
-            check_node(v, ps, k, causes, 1);
-        else if (!preserve)
+            check_node(v, ps, k, causes, pruned, 1);
+        else if (!preserve) {
+            json_array_append_new(pruned, json_string(k));
             json_object_del(obj, k);
+        }
     }
     json_t *req = json_object_get(res->schema, "required");
     size_t i;

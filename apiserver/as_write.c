@@ -47,7 +47,7 @@ json_t *as_parse_body(as_req_t *q)
         }
     } else {
         json_error_t je;
-        obj = json_loadb(q->body, q->body_len, JSON_REJECT_DUPLICATES, &je);
+        obj = json_loadb(q->body, q->body_len, 0, &je);
         if (!obj) {
             as_reply_status(q, 400, "BadRequest", NULL,
                             "the object provided is unrecognized or malformed: json parse error at "
@@ -90,6 +90,46 @@ static int check_kind(as_req_t *q, json_t *obj, const char *want_kind, const cha
         return -1;
     }
     return 0;
+}
+
+/* fieldValidation (G.17): Strict → 400 naming every unknown field, Warn (default) → one Warning
+ * header per field, Ignore → nothing. Returns -1 when it replied. */
+static int report_unknown_fields(as_req_t *q, json_t *pruned)
+{
+    const char *fv = as_query(q, "fieldValidation");
+    if (json_array_size(pruned) == 0 || (fv && !strcmp(fv, "Ignore")))
+        return 0;
+    size_t i;
+    json_t *v;
+    if (fv && !strcmp(fv, "Strict")) {
+        lop_buf_t b = LOP_BUF_INIT;
+        json_array_foreach(pruned, i, v) {
+            lop_buf_printf(&b, "%sunknown field \"%s\"", i ? ", " : "", json_string_value(v));
+        }
+        as_reply_status(q, 400, "BadRequest", NULL, "strict decoding error: %s", b.data);
+        lop_buf_free(&b);
+        return -1;
+    }
+    struct evkeyvalq *h = evhttp_request_get_output_headers(q->r);
+    json_array_foreach(pruned, i, v) {
+        char w[600];
+        snprintf(w, sizeof w, "299 - \"unknown field \\\"%s\\\"\"", json_string_value(v));
+        evhttp_add_header(h, "Warning", w);
+    }
+    return 0;
+}
+
+/* -1 (replied 422) when fieldValidation has an unknown value. */
+static int check_field_validation(as_req_t *q)
+{
+    const char *fv = as_query(q, "fieldValidation");
+    if (!fv || !strcmp(fv, "Ignore") || !strcmp(fv, "Warn") || !strcmp(fv, "Strict"))
+        return 0;
+    char d[300];
+    snprintf(d, sizeof d, "Unsupported value: \"%s\": supported values: \"Ignore\", \"Strict\", \"Warn\"", fv);
+    as_reply_invalid(q, "CreateOptions.meta.k8s.io", "CreateOptions", "meta.k8s.io", "",
+                     "FieldValueNotSupported", "fieldValidation", d);
+    return -1;
 }
 
 static bool dry_run(as_req_t *q, int *bad)
@@ -212,7 +252,7 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
     as_res_t *res = q->res;
     int bad;
     bool dry = dry_run(q, &bad);
-    if (bad) {
+    if (bad || check_field_validation(q) < 0) {
         json_decref(obj);
         return;
     }
@@ -363,7 +403,15 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
     }
     if (res->is_cr) {
         json_t *causes = NULL;
-        if (as_validate_cr(res, obj, &causes) < 0) {
+        json_t *pruned = json_array();
+        int vrc = as_validate_cr(res, obj, &causes, pruned);
+        if (vrc == 0 && report_unknown_fields(q, pruned) < 0) {
+            json_decref(pruned);
+            json_decref(obj);
+            return;
+        }
+        json_decref(pruned);
+        if (vrc < 0) {
             /* message: Kind.group "name" is invalid: [f: msg, ...] */
             lop_buf_t b = LOP_BUF_INIT;
             size_t i;
