@@ -11,6 +11,35 @@
 #include <string.h>
 
 int as_validate_builtin(as_req_t *q, json_t *obj);
+void as_default_builtin(as_res_t *res, json_t *obj);
+
+/* Defaults the server applies to built-ins on every write (a small subset): Secret.type Opaque,
+ * Secret.stringData merged into data (base64) and dropped. */
+void as_default_builtin(as_res_t *res, json_t *obj)
+{
+    if (strcmp(res->plural, "secrets") || res->group[0])
+        return;
+    if (!json_is_string(json_object_get(obj, "type")))
+        json_object_set_new(obj, "type", json_string("Opaque"));
+    json_t *sd = json_object_get(obj, "stringData");
+    if (json_is_object(sd)) {
+        json_t *data = json_object_get(obj, "data");
+        if (!json_is_object(data)) {
+            data = json_object();
+            json_object_set_new(obj, "data", data);
+        }
+        const char *k;
+        json_t *v;
+        json_object_foreach(sd, k, v) {
+            if (!json_is_string(v))
+                continue;
+            char *e = as_b64_encode((const unsigned char *)json_string_value(v), json_string_length(v));
+            json_object_set_new(data, k, json_string(e));
+            free(e);
+        }
+    }
+    json_object_del(obj, "stringData");
+}
 
 static int check_microtime(as_req_t *q, const json_t *obj, const char *path)
 {

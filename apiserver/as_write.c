@@ -11,8 +11,10 @@
 #include <string.h>
 
 json_t *as_scale_view(as_res_t *res, const json_t *obj);
+json_t *as_proto_decode(const char *body, size_t len, char *errbuf, size_t errlen);
 void as_gc_schedule(lop_apiserver_t *srv);
 int as_validate_builtin(as_req_t *q, json_t *obj);
+void as_default_builtin(as_res_t *res, json_t *obj);
 
 json_t *as_parse_body(as_req_t *q)
 {
@@ -22,7 +24,14 @@ json_t *as_parse_body(as_req_t *q)
         return NULL;
     }
     const char *ct = evhttp_find_header(evhttp_request_get_input_headers(q->r), "Content-Type");
-    if (ct && (strstr(ct, "protobuf") || strstr(ct, "cbor"))) {
+    if (ct && strstr(ct, "protobuf")) {
+        char eb[256];
+        json_t *o = as_proto_decode(q->body ? q->body : "", q->body_len, eb, sizeof eb);
+        if (!o)
+            as_reply_status(q, 415, "UnsupportedMediaType", NULL, "%s", eb);
+        return o;
+    }
+    if (ct && strstr(ct, "cbor")) {
         as_reply_status(q, 415, "UnsupportedMediaType", NULL,
                         "the body of the request was in an unknown format - accepted media types "
                         "include: application/json, application/yaml");
@@ -397,6 +406,8 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
             return;
         }
     }
+    if (!res->is_cr)
+        as_default_builtin(res, obj);
     if (as_validate_builtin(q, obj) < 0) {
         json_decref(obj);
         return;
