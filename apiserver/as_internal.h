@@ -234,6 +234,8 @@ json_t *as_ring_event(lop_apiserver_t *srv, size_t i); /* unused helper guard */
 void as_handle_watch(as_req_t *q);
 void as_watch_dispatch(lop_apiserver_t *srv, as_event_t *ev);
 void as_watch_close_all(lop_apiserver_t *srv);
+/* End the watches served through res (before res is removed from the registry). */
+void as_watch_close_res(lop_apiserver_t *srv, as_res_t *res);
 void as_watch_set_stall(lop_apiserver_t *srv, bool stall);
 void as_watch_bookmark_all(lop_apiserver_t *srv);
 bool as_obj_matches(as_res_t *res, const char *ns, lop_label_selector_t *ls,

@@ -160,8 +160,10 @@ void as_res_remove_crd(lop_apiserver_t *srv, const char *crd_name)
     size_t o = 0;
     for (size_t i = 0; i < srv->nres; i++) {
         as_res_t *r = srv->res[i];
-        if (r->crd_name && !strcmp(r->crd_name, crd_name))
+        if (r->crd_name && !strcmp(r->crd_name, crd_name)) {
+            as_watch_close_res(srv, r);
             res_free(r);
+        }
         else
             srv->res[o++] = r;
     }
