@@ -104,6 +104,19 @@ int as_validate_builtin(as_req_t *q, json_t *obj)
             return -1;
         }
     }
+    if (!strcmp(res->plural, "events") && !res->group[0]) {
+        /* legacy core/v1 Event (L.2): the event lives in its involved object's namespace */
+        const char *ins = json_string_value(as_path_get(obj, "involvedObject.namespace"));
+        const char *ns = as_meta_str(obj, "namespace");
+        bool bad = ins && *ins ? (!ns || strcmp(ins, ns)) : (ns && *ns && strcmp(ns, "default"));
+        if (bad) {
+            char d[600];
+            snprintf(d, sizeof d, "Invalid value: \"%s\": does not match event.namespace",
+                     ins ? ins : "");
+            invalid1(q, obj, "FieldValueInvalid", "involvedObject.namespace", d);
+            return -1;
+        }
+    }
     json_t *refs = json_object_get(json_object_get(obj, "metadata"), "ownerReferences");
     if (json_is_array(refs)) {
         size_t i;
