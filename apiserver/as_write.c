@@ -101,6 +101,54 @@ static int check_kind(as_req_t *q, json_t *obj, const char *want_kind, const cha
     return 0;
 }
 
+/* Reject metadata whose JSON types a Go decoder would refuse (400, as the real decode error). */
+static int check_meta_types(as_req_t *q, const json_t *obj)
+{
+    const json_t *m = json_object_get(obj, "metadata");
+    const char *bad = NULL;
+    const char *strs[] = {"name", "generateName", "namespace", "uid", "resourceVersion", NULL};
+    for (int i = 0; strs[i] && !bad; i++) {
+        json_t *v = json_object_get(m, strs[i]);
+        if (v && !json_is_string(v) && !json_is_null(v))
+            bad = strs[i];
+    }
+    const char *maps[] = {"labels", "annotations", NULL};
+    for (int i = 0; maps[i] && !bad; i++) {
+        json_t *v = json_object_get(m, maps[i]);
+        if (v && json_is_null(v))
+            continue;
+        if (v && !json_is_object(v))
+            bad = maps[i];
+        const char *k;
+        json_t *e;
+        json_object_foreach(json_is_object(v) ? v : NULL, k, e) {
+            if (!json_is_string(e))
+                bad = maps[i];
+        }
+    }
+    json_t *f = json_object_get(m, "finalizers");
+    if (!bad && f && !json_is_null(f)) {
+        size_t i;
+        json_t *e;
+        if (!json_is_array(f))
+            bad = "finalizers";
+        json_array_foreach(f, i, e) {
+            if (!json_is_string(e))
+                bad = "finalizers";
+        }
+    }
+    json_t *o = json_object_get(m, "ownerReferences");
+    if (!bad && o && !json_is_null(o) && !json_is_array(o))
+        bad = "ownerReferences";
+    if (!bad)
+        return 0;
+    as_reply_status(q, 400, "BadRequest", NULL,
+                    "%s in version \"%s\" cannot be handled as a %s: json: cannot unmarshal into "
+                    "Go struct field ObjectMeta.metadata.%s: wrong type",
+                    q->res->kind, q->res->version, q->res->kind, bad);
+    return -1;
+}
+
 /* fieldValidation (G.17): Strict → 400 naming every unknown field, Warn (default) → one Warning
  * header per field, Ignore → nothing. Returns -1 when it replied. */
 static int report_unknown_fields(as_req_t *q, json_t *pruned)
@@ -273,13 +321,22 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
     char qual_kind[300];
     as_qualified_kind(res, qual_kind, sizeof qual_kind);
     bool status_sub = !strcmp(q->sub, "status");
+    if (check_meta_types(q, obj) < 0) {
+        json_decref(obj);
+        return;
+    }
     if (!old) {
         /* ---- create ---- */
         const char *gen = as_meta_str(obj, "generateName");
         if ((!name || !*name) && gen && *gen) {
-            char suffix[6], nb[300];
-            as_rand_suffix(suffix);
-            snprintf(nb, sizeof nb, "%.*s%s", 58, gen, suffix);
+            char suffix[6], nb[300], key[600];
+            for (int attempt = 0; attempt < 8; attempt++) { /* RetryGenerateName (G.3) */
+                as_rand_suffix(suffix);
+                snprintf(nb, sizeof nb, "%.*s%s", 58, gen, suffix);
+                as_make_key(res, q->ns, nb, key, sizeof key);
+                if (!as_store_find(res->coll, key))
+                    break;
+            }
             json_object_set_new(m, "name", json_string(nb));
         }
         name = as_meta_str(obj, "name");
