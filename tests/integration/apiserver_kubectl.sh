@@ -2,7 +2,7 @@
 # Integration test: kubectl 1.32 (a client nobody here wrote) against `luaop apiserver`, default
 # flags: create/apply (client-side and --server-side)/get (-o yaml|json, -w)/patch (merge, json,
 # --subresource=status)/replace/scale/delete/wait, CRDs, errors, and TLS + token auth.
-set -euo pipefail
+set -eu  # no pipefail: `kubectl ... | grep -q` may SIGPIPE kubectl after a match
 
 : "${LUAOP:?LUAOP must point at the luaop binary}"
 TMP=$(mktemp -d)
@@ -35,6 +35,7 @@ start_server() {
 
 start_server main --kubeconfig-out "$TMP/kc" --enable-fault-control
 export KUBECONFIG="$TMP/kc"
+export KUBECACHEDIR="$TMP/cache" # ports are reused across runs: never share discovery caches
 K() { kubectl "$@"; }
 
 echo "== discovery and namespaces"
