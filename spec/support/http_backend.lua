@@ -1,0 +1,171 @@
+-- Spec-only luaop backend that talks to the local API server (`luaop apiserver`) over loopback
+-- HTTP with the curl CLI, so the same spec cases run against the fake and the real server.
+-- Bodies go through the real luaop.core codec.
+local json = require("luaop.core").json
+
+local M = {}
+
+local function shell_quote(s)
+  return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
+end
+
+local function urlencode(s)
+  return (tostring(s):gsub("[^%w%-%._~]", function(c) return string.format("%%%02X", c:byte()) end))
+end
+
+local function plural(kind)
+  local k = kind:lower()
+  if k:match("[^aeiou]y$") then return k:sub(1, -2) .. "ies" end
+  if k:match("s$") or k:match("x$") or k:match("ch$") or k:match("sh$") then return k .. "es" end
+  return k .. "s"
+end
+
+local CONTENT_TYPES = {
+  merge = "application/merge-patch+json",
+  json = "application/json-patch+json",
+  strategic = "application/strategic-merge-patch+json",
+  apply = "application/apply-patch+yaml",
+}
+
+local METHODS = { get = "GET", list = "GET", create = "POST", update = "PUT", patch = "PATCH", delete = "DELETE" }
+
+--- Start `luaop apiserver` on a free loopback port.
+-- @treturn table server `{url=, pid=, stop=function}`
+function M.start_server()
+  local bin = os.getenv("LUAOP") or "build/luaop"
+  local f = io.open(bin, "r")
+  if not f then error("http_backend: the luaop binary is not at " .. bin .. " (build first, or set LUAOP)") end
+  f:close()
+  local cmd = "{ " .. shell_quote(bin) .. " apiserver --listen 127.0.0.1:0 2>&1 & echo \"pid $!\"; wait; } "
+           .. "| { IFS= read -r a; echo \"$a\"; IFS= read -r b; echo \"$b\"; exec cat >/dev/null; }"
+  local p = assert(io.popen(cmd, "r"))
+  local url, pid
+  for _ = 1, 2 do
+    local line = p:read("*l")
+    if not line then break end
+    pid = pid or line:match("^pid (%d+)$")
+    url = url or line:match("listening on (http://127%.0%.0%.1:%d+)")
+  end
+  if not url or not pid then
+    p:close()
+    error("http_backend: luaop apiserver did not start (no 'listening on' line)")
+  end
+  local server = { url = url, pid = pid }
+  function server.stop()
+    os.execute("kill " .. pid .. " 2>/dev/null")
+    p:close()
+  end
+  return server
+end
+
+local function path_for(av, kind, ns, name, sub)
+  local base
+  if av:find("/") then base = "/apis/" .. av else base = "/api/" .. av end
+  local p = base
+  if ns and ns ~= "" then p = p .. "/namespaces/" .. ns end
+  p = p .. "/" .. plural(kind)
+  if name then p = p .. "/" .. name end
+  if sub then p = p .. "/" .. sub end
+  return p
+end
+
+--- One HTTP call. @return code, decoded body (or nil)
+function M.call(url, method, path, content_type, body)
+  local tmp
+  local args = { "curl", "-s", "-X", method, "-w", shell_quote("\n%{http_code}") }
+  if body then
+    tmp = os.tmpname()
+    local f = assert(io.open(tmp, "wb"))
+    f:write(body)
+    f:close()
+    args[#args + 1] = "-H " .. shell_quote("Content-Type: " .. (content_type or "application/json"))
+    args[#args + 1] = "--data-binary @" .. shell_quote(tmp)
+  end
+  args[#args + 1] = shell_quote(url .. path)
+  local p = assert(io.popen(table.concat(args, " "), "r"))
+  local out = p:read("*a")
+  p:close()
+  if tmp then os.remove(tmp) end
+  local text, code = out:match("^(.*)\n(%d+)$")
+  code = tonumber(code)
+  if not code or code == 0 then error("http_backend: no response from " .. url .. path) end
+  local decoded = nil
+  if text and text ~= "" then decoded = json.decode(text) end
+  return code, decoded
+end
+
+local function as_err(code, body)
+  if type(body) == "table" and body.kind == "Status" then
+    return { code = body.code or code, reason = body.reason, message = body.message, details = body.details }
+  end
+  return { code = code, message = "HTTP " .. code }
+end
+
+--- A backend table (luaop.backend shape) for the server at url.
+function M.new(url)
+  local b = { events = {}, logs = {}, sleeps = {} }
+  function b.request(verb, av, kind, ns, name, sub, pt, query, body)
+    local method = METHODS[verb] or error("http_backend: unknown verb " .. tostring(verb))
+    local path = path_for(av, kind, ns, name, sub)
+    if query and query ~= "" then path = path .. "?" .. query end
+    local text = nil
+    if body ~= nil then text = type(body) == "string" and body or json.encode(body) end
+    local code, res = M.call(url, method, path, pt and CONTENT_TYPES[pt] or "application/json", text)
+    if code >= 200 and code < 300 then return code, res end
+    return nil, as_err(code, res)
+  end
+  function b.get(av, kind, ns, name)
+    local code, res = b.request("get", av, kind, ns, name)
+    if not code then return nil, res end
+    return res
+  end
+  function b.list(av, kind, ns, selector)
+    local path = path_for(av, kind, ns, nil, nil)
+    if selector and selector ~= "" then path = path .. "?labelSelector=" .. urlencode(selector) end
+    local code, res = M.call(url, "GET", path)
+    if code ~= 200 then return nil, as_err(code, res) end
+    local items = json.array()
+    for i, it in ipairs(res.items or {}) do
+      it.apiVersion, it.kind = it.apiVersion or av, it.kind or kind
+      items[i] = it
+    end
+    return items
+  end
+  function b.event(obj, etype, reason, message)
+    b.events[#b.events + 1] = { type = etype, reason = reason, message = message }
+    return true
+  end
+  function b.log(level, msg, fields) b.logs[#b.logs + 1] = { level = level, msg = msg, fields = fields } end
+  function b.now() return os.time() end
+  function b.mono() return os.time() end
+  function b.sleep(s) b.sleeps[#b.sleeps + 1] = s end
+  function b.is_leader() return true end
+  function b.identity() return "luaop-spec" end
+  function b.context() return nil end
+  function b.register_controller() error("http_backend: no controllers here") end
+  return b
+end
+
+--- Create a CRD for example.com/v1 `kind` (namespaced, status subresource, any fields).
+function M.create_crd(url, kind)
+  local p = plural(kind)
+  local crd = {
+    apiVersion = "apiextensions.k8s.io/v1", kind = "CustomResourceDefinition",
+    metadata = { name = p .. ".example.com" },
+    spec = {
+      group = "example.com", scope = "Namespaced",
+      names = { kind = kind, plural = p, singular = kind:lower(), listKind = kind .. "List" },
+      versions = json.array({ {
+        name = "v1", served = true, storage = true, subresources = { status = json.object() },
+        schema = { openAPIV3Schema = { type = "object", ["x-kubernetes-preserve-unknown-fields"] = true } },
+      } }),
+    },
+  }
+  local code, res = M.call(url, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+    "application/json", json.encode(crd))
+  if code ~= 201 and code ~= 200 then
+    error("http_backend: creating the CRD failed: " .. tostring(code) .. " " .. tostring(res and res.message))
+  end
+end
+
+return M
