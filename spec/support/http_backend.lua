@@ -103,9 +103,10 @@ end
 
 --- A backend table (luaop.backend shape) for the server at url.
 function M.new(url)
-  local b = { events = {}, logs = {}, sleeps = {} }
+  local b = { events = {}, logs = {}, sleeps = {}, writes = 0 }
   function b.request(verb, av, kind, ns, name, sub, pt, query, body)
     local method = METHODS[verb] or error("http_backend: unknown verb " .. tostring(verb))
+    if verb ~= "get" and verb ~= "list" then b.writes = b.writes + 1 end
     local path = path_for(av, kind, ns, name, sub)
     if query and query ~= "" then path = path .. "?" .. query end
     local text = nil
@@ -144,6 +145,21 @@ function M.new(url)
   function b.context() return nil end
   function b.register_controller() error("http_backend: no controllers here") end
   return b
+end
+
+--- POST a manifest file (YAML or JSON; converted with python3-yaml) to its collection.
+function M.apply_manifest(url, file, ns)
+  local p = assert(io.popen("python3 -c 'import sys,yaml,json; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))' "
+                            .. shell_quote(file)))
+  local text = p:read("*a")
+  p:close()
+  local obj = json.decode(text)
+  local path = path_for(obj.apiVersion, obj.kind, obj.metadata.namespace or ns, nil, nil)
+  local code, res = M.call(url, "POST", path, "application/json", json.encode(obj))
+  if code ~= 201 and code ~= 200 then
+    error("http_backend: creating " .. file .. " failed: " .. tostring(code) .. " " .. tostring(res and res.message))
+  end
+  return res
 end
 
 --- Create a CRD for example.com/v1 `kind` (namespaced, status subresource, any fields).
