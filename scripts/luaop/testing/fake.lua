@@ -128,6 +128,7 @@ function Fake:define_kind(k)
   }
 end
 
+-- (internal) What the fake knows about a kind: define_kind, the built-in table, or CR defaults.
 function Fake:kind_info(av, kind)
   local key = gvk_key(av, kind)
   local k = self.kinds[key]
@@ -155,6 +156,7 @@ local function okey(ns, name)
   return name
 end
 
+-- (internal) The key -> object table of one kind.
 function Fake:bucket(av, kind)
   local k = gvk_key(av, kind)
   local b = self.store[k]
@@ -165,11 +167,13 @@ function Fake:bucket(av, kind)
   return b
 end
 
+-- (internal) The next global resourceVersion.
 function Fake:next_rv()
   self.rv = self.rv + 1
   return tostring(self.rv)
 end
 
+-- (internal) Append a watch event (copies) to watch_log.
 function Fake:emit(etype, av, kind, obj, old)
   self.watch_log[#self.watch_log + 1] = { type = etype, api_version = av, kind = kind,
                                           object = copy(obj), old = old and copy(old) or nil }
@@ -220,6 +224,7 @@ local function strip_nulls(v)
   return v
 end
 
+-- (internal) Store new with a fresh resourceVersion and emit add/update.
 function Fake:persist(av, kind, new, old)
   strip_nulls(new)
   new.metadata.resourceVersion = self:next_rv()
@@ -228,6 +233,7 @@ function Fake:persist(av, kind, new, old)
   return copy(new)
 end
 
+-- (internal) Remove an object, emit delete, collect its dependents.
 function Fake:remove_now(av, kind, stored)
   local key = okey(stored.metadata.namespace, stored.metadata.name)
   self:bucket(av, kind)[key] = nil
@@ -237,6 +243,7 @@ function Fake:remove_now(av, kind, stored)
   self:collect_garbage(stored.metadata.uid)
 end
 
+-- (internal) Is any stored object this uid?
 function Fake:uid_exists(uid)
   for _, b in pairs(self.store) do
     for _, o in pairs(b) do
@@ -266,6 +273,7 @@ function Fake:collect_garbage(uid)
   end
 end
 
+-- (internal) POST semantics. Returns 201, obj or nil, status error.
 function Fake:create_internal(av, kind, ns, body)
   local info
   info, ns = scope(self, av, kind, ns)
@@ -387,6 +395,7 @@ function Fake:update_internal(av, kind, ns, name, body, sub, from_patch)
   return 200, self:persist(av, kind, new, stored)
 end
 
+-- (internal) DELETE semantics (preconditions, Orphan, finalizers). Returns 200, obj|Status or nil, err.
 function Fake:delete_internal(av, kind, ns, name, opts)
   local _
   _, ns = scope(self, av, kind, ns)
@@ -440,6 +449,7 @@ function Fake:delete_internal(av, kind, ns, name, opts)
                 details = { name = name, kind = plural(kind), uid = stored.metadata.uid } }
 end
 
+-- (internal) PATCH semantics for every patch type, then the update path.
 function Fake:patch_internal(av, kind, ns, name, sub, pt, query, body)
   local info
   info, ns = scope(self, av, kind, ns)
@@ -530,6 +540,7 @@ local function matches(f, req)
   return true
 end
 
+-- (internal) The first injected fault matching req, consumed.
 function Fake:take_fault(req)
   for i, f in ipairs(self.faults) do
     if matches(f, req) then
@@ -601,12 +612,14 @@ function Fake:has_codec()
   return self.codec
 end
 
+-- (internal) GET: a copy or nil, NotFound.
 function Fake:backend_get(av, kind, ns, name)
   local o = self:get_object(av, kind, ns, name)
   if not o then return nil, not_found(av, kind, name) end
   return o
 end
 
+-- (internal) LIST with an optional label selector: an array of copies.
 function Fake:backend_list(av, kind, ns, selector)
   local sel
   if selector and selector ~= "" then
