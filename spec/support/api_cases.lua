@@ -194,4 +194,69 @@ case("apply creates a missing object", function(c)
   assert.equal(1, r.spec.size)
 end)
 
+case("deleting a missing object is 404", function(c)
+  local _, err = client.delete(c.obj())
+  assert.equal(404, err.code)
+end)
+
+case("a PUT whose body names another object is 400", function(c)
+  local w = assert(client.create(c.obj()))
+  local ok = pcall(function()
+    -- the client takes the URL name from the object, so build the mismatch by hand
+    local b = require("luaop.backend").current()
+    local body = op.object.deep_copy(w)
+    body.metadata.name = c.name .. "-other"
+    local code, err = b.request("update", AV, KIND, NS, c.name, nil, nil, nil, body)
+    assert.is_nil(code)
+    assert.equal(400, err.code)
+  end)
+  assert.is_true(ok)
+end)
+
+case("two controller references are 422", function(c)
+  local a = assert(client.create(c.obj()))
+  local b = c.obj()
+  b.metadata.name = c.name .. "-b"
+  b = assert(client.create(b))
+  local dep = c.obj()
+  dep.metadata.name = c.name .. "-dep"
+  dep.metadata.ownerReferences = json.array({
+    { apiVersion = AV, kind = KIND, name = a.metadata.name, uid = a.metadata.uid, controller = true },
+    { apiVersion = AV, kind = KIND, name = b.metadata.name, uid = b.metadata.uid, controller = true },
+  })
+  local _, err = client.create(dep)
+  assert.equal(422, err.code)
+end)
+
+case("deleting the owner garbage-collects its dependents (by uid)", function(c)
+  local owner = assert(client.create(c.obj()))
+  local dep = c.obj()
+  dep.metadata.name = c.name .. "-dep"
+  assert(op.owner.set_controller_reference(owner, dep))
+  assert(client.create(dep))
+  assert(client.delete(owner))
+  local _, err = client.get(AV, KIND, NS, c.name .. "-dep", { live = true })
+  assert.is_true(errors.is_not_found(err))
+end)
+
+case("Orphan deletion keeps dependents and drops their owner reference", function(c)
+  local owner = assert(client.create(c.obj()))
+  local dep = c.obj()
+  dep.metadata.name = c.name .. "-dep"
+  assert(op.owner.set_controller_reference(owner, dep))
+  assert(client.create(dep))
+  assert(client.delete(owner, { propagation_policy = "Orphan" }))
+  local left = assert(client.get(AV, KIND, NS, c.name .. "-dep", { live = true }))
+  assert.equal(0, #(left.metadata.ownerReferences or {}))   -- absent or [] (both seen in practice)
+end)
+
+case("generateName gives a name with the prefix", function(c)
+  local o = c.obj()
+  o.metadata.name = nil
+  o.metadata.generateName = c.name .. "-"
+  local w = assert(client.create(o))
+  assert.equal(c.name .. "-", w.metadata.name:sub(1, #c.name + 1))
+  assert.is_true(#w.metadata.name > #c.name + 1)
+end)
+
 return { cases = cases, AV = AV, KIND = KIND, NS = NS }

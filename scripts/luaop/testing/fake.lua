@@ -46,6 +46,7 @@ local BUILTIN = {
 
 local function object() return require("luaop.object") end
 local function json() return require("luaop.core").json end
+local check_owner_refs
 local function copy(v) return object().deep_copy(v) end
 
 local function gvk_key(api_version, kind) return api_version .. "/" .. kind end
@@ -274,6 +275,23 @@ function Fake:collect_garbage(uid)
 end
 
 -- (internal) POST semantics. Returns 201, obj or nil, status error.
+-- ownerReferences validation (I.13): required fields, at most one controller.
+check_owner_refs = function(av, kind, name, refs)
+  if type(refs) ~= "table" then return nil end
+  local n = 0
+  for _, r in ipairs(refs) do
+    if type(r) ~= "table" or not r.uid or not r.name or not r.kind or not r.apiVersion then
+      return invalid(av, kind, name, "metadata.ownerReferences", "Required value: apiVersion, kind, name and uid")
+    end
+    if r.controller == true then n = n + 1 end
+  end
+  if n > 1 then
+    return invalid(av, kind, name, "metadata.ownerReferences",
+      "Invalid value: Only one reference can have Controller set to true")
+  end
+  return nil
+end
+
 function Fake:create_internal(av, kind, ns, body)
   local info
   info, ns = scope(self, av, kind, ns)
@@ -307,6 +325,8 @@ function Fake:create_internal(av, kind, ns, body)
     return nil, status_err(409, "AlreadyExists", resource_name(av, kind) .. " \"" .. nm.name .. "\" already exists",
       { name = nm.name, group = group_of(av) ~= "" and group_of(av) or nil, kind = plural(kind) })
   end
+  local bad = check_owner_refs(av, kind, nm.name, nm.ownerReferences)
+  if bad then return nil, bad end
   nm.namespace = ns
   self.uids = self.uids + 1
   nm.uid = string.format("00000000-0000-4000-8000-%012d", self.uids)
@@ -363,20 +383,8 @@ function Fake:update_internal(av, kind, ns, name, body, sub, from_patch)
         end
       end
     end
-    local refs = nm.ownerReferences
-    if type(refs) == "table" then
-      local n = 0
-      for _, r in ipairs(refs) do
-        if type(r) ~= "table" or not r.uid or not r.name or not r.kind or not r.apiVersion then
-          return nil, invalid(av, kind, name, "metadata.ownerReferences", "Required value: apiVersion, kind, name and uid")
-        end
-        if r.controller == true then n = n + 1 end
-      end
-      if n > 1 then
-        return nil, invalid(av, kind, name, "metadata.ownerReferences",
-          "Invalid value: Only one reference can have Controller set to true")
-      end
-    end
+    local bad = check_owner_refs(av, kind, name, nm.ownerReferences)
+    if bad then return nil, bad end
     if info.generation then
       local a, b = strip_meta_for_compare(stored), strip_meta_for_compare(new)
       if info.status then a.status, b.status = nil, nil end
