@@ -41,6 +41,7 @@ void as_blob_unref(as_blob_t *b);
 typedef struct as_entry {
     char *key; /* "ns/name" or "name" */
     json_t *obj;
+    as_blob_t *wire; /* obj serialized once at commit (compact; keys sorted for CRs) */
 } as_entry_t;
 
 struct as_watcher;
@@ -85,7 +86,8 @@ typedef struct as_event {
     char *key;
     json_t *obj;  /* state after (DELETED: last state, RV = deletion revision) */
     json_t *prev; /* state before, NULL for ADDED */
-    as_blob_t *wire; /* lazily serialized {"type":..,"object":..}\n */
+    as_blob_t *wire;  /* obj serialized (shared with the store entry) */
+    as_blob_t *pwire; /* prev serialized, NULL for ADDED */
 } as_event_t;
 
 typedef struct as_watcher {
@@ -100,7 +102,8 @@ typedef struct as_watcher {
     lop_field_selector_t *fs;
     bool bookmarks;
     struct event *timer;
-    struct evbuffer *held; /* events queued while stalled */
+    struct evbuffer *held;  /* events queued while stalled */
+    struct evbuffer *batch; /* during replay: events gathered into one chunk */
     int64_t last_rv;
 } as_watcher_t;
 
@@ -184,6 +187,8 @@ void as_reply_raw(as_req_t *q, int code, const char *ctype, const char *body, si
 void as_reply_status(as_req_t *q, int code, const char *reason, json_t *details, const char *fmt,
                      ...) __attribute__((format(printf, 5, 6)));
 void as_reply_err(as_req_t *q, const lop_err_t *err);
+/* Reply with a stored object, reusing its commit-time serialization when it fits (wire may be NULL). */
+void as_reply_stored(as_req_t *q, int code, as_res_t *res, const json_t *obj, as_blob_t *wire);
 void as_reply_notfound(as_req_t *q, as_res_t *res, const char *name);
 /* "<plural>[.<group>]" */
 void as_qualified_resource(const as_res_t *res, char *buf, size_t n);
@@ -194,6 +199,7 @@ void as_reply_invalid(as_req_t *q, const char *kind_qual, const char *dkind, con
                       const char *name, const char *cause_reason, const char *field,
                       const char *detail);
 const char *as_query(as_req_t *q, const char *key);
+bool as_query_bool(const char *s); /* true for Go's ParseBool true spellings */
 void as_log_reject(as_req_t *q, int code, const char *reason);
 
 /* ---- registry.c ---- */
@@ -219,6 +225,8 @@ void as_store_compact(lop_apiserver_t *srv);
  * Returns -1 when rv is older than the history. */
 int as_store_snapshot(lop_apiserver_t *srv, as_coll_t *c, int64_t rv, const char *ns,
                       as_entry_t **out, size_t *n);
+/* The serialized form of a stored object: the entry's blob if obj is the stored one. Borrowed. */
+as_blob_t *as_store_wire(as_coll_t *c, const json_t *obj);
 void as_make_key(const as_res_t *res, const char *ns, const char *name, char *buf, size_t n);
 json_t *as_ring_event(lop_apiserver_t *srv, size_t i); /* unused helper guard */
 

@@ -187,7 +187,7 @@ static void reply_obj(as_req_t *q, int code, const json_t *obj)
         as_reply_json(q, code, as_scale_view(q->res, obj), false);
         return;
     }
-    as_reply_json(q, code, as_served_obj(q->res, obj), q->res->is_cr);
+    as_reply_stored(q, code, q->res, obj, as_store_wire(q->res->coll, obj));
 }
 
 static void namespace_exists_or_reply(as_req_t *q, int *ok)
@@ -246,7 +246,7 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
         json_object_set_new(m, "creationTimestamp", json_string(as_now_time(tbuf, sizeof tbuf)));
         json_object_del(m, "deletionTimestamp");
         json_object_del(m, "deletionGracePeriodSeconds");
-        json_object_del(m, "resourceVersion");
+        json_object_set_new(m, "resourceVersion", json_string("")); /* keeps its slot */
         if (res->track_generation)
             json_object_set_new(m, "generation", json_integer(1));
         else

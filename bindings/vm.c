@@ -3,6 +3,7 @@
  * protected calls with tracebacks (see vm.h).
  */
 #include "bindings/vm.h"
+#include "bindings/vm_watchdog.h"
 
 #include "host/util/log.h"
 
@@ -13,8 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define HOOK_COUNT 1000 /* VM instructions between deadline checks */
 
 const char lop_lua_vm_key_require = 'r';
 
@@ -65,13 +64,12 @@ static int vm_panic(lua_State *L)
 
 /* ------------------------------------------------------------------ deadlines */
 
-static void vm_hook(lua_State *L, lua_Debug *ar)
+void lop_lua_vm_deadline_hook(lua_State *L, lua_Debug *ar)
 {
     (void)ar;
     lop_lua_vm_t *vm = lop_lua_vm_from(L);
     if (vm->deadline_ns == INT64_MAX) return;
     if (vm->deadline_hit || lop_clock_mono(vm->clock) >= vm->deadline_ns) {
-        if (!vm->deadline_hit) lua_sethook(L, vm_hook, LUA_MASKCOUNT, 1);
         vm->deadline_hit = true;
         lua_pushfstring(L, "%s deadline exceeded", vm->deadline_what ? vm->deadline_what : "call");
         lua_error(L);
@@ -85,7 +83,7 @@ void lop_lua_vm_check_deadline(lua_State *L)
     if (vm->deadline_hit || lop_clock_mono(vm->clock) >= vm->deadline_ns) {
         vm->deadline_hit = true;
         /* Interpreted code re-raises at its next instruction even if a pcall caught this. */
-        lua_sethook(L, vm_hook, LUA_MASKCOUNT, 1);
+        lop_lua_watchdog_sethook(vm, lop_lua_vm_deadline_hook, LUA_MASKCOUNT, 1);
         lua_pushfstring(L, "%s deadline exceeded", vm->deadline_what ? vm->deadline_what : "call");
         lua_error(L);
     }
@@ -219,7 +217,6 @@ lop_rc_t lop_lua_vm_init(lop_lua_vm_t *vm, const lop_engine_opts_t *opts, lop_er
     vm->jit = opts && opts->jit;
     vm->unsafe_libs = opts && opts->unsafe_libs;
     vm->deadline_ns = INT64_MAX;
-    vm->hook_count = HOOK_COUNT;
     vm->L = lua_newstate(vm_alloc, vm);
     if (!vm->L) {
         return lop_err_set(err, LOP_ENOMEM, 0, NULL,
@@ -333,10 +330,10 @@ lop_rc_t lop_lua_vm_run(lop_lua_vm_t *vm, lua_CFunction fn, void *ud, int64_t ti
     vm->deadline_hit = false;
     vm->deadline_what = what;
     vm->deadline_ns = timeout_ns > 0 ? lop_clock_mono(vm->clock) + timeout_ns : INT64_MAX;
-    if (vm->deadline_ns != INT64_MAX && !vm->jit)
-        lua_sethook(L, vm_hook, LUA_MASKCOUNT, vm->hook_count);
+    bool watched = vm->deadline_ns != INT64_MAX && !vm->jit;
+    if (watched) lop_lua_watchdog_arm(vm);
     int st = lua_cpcall(L, fn, ud);
-    lua_sethook(L, NULL, 0, 0);
+    if (watched || vm->deadline_hit) lop_lua_watchdog_disarm(vm);
     vm->deadline_ns = INT64_MAX;
 
     lop_rc_t rc = LOP_OK;

@@ -10,9 +10,10 @@
  *    dump), table, math, coroutine, bit. io, os, debug, ffi, jit, package and string.dump only
  *    with unsafe_libs (package is opened to keep its `require`, then hidden). print logs one line
  *    at info level. The script-set `require` is installed by the engine.
- *  - Deadlines: with the JIT off (the default) an instruction-count hook raises
- *    "<what> deadline exceeded" once the injected clock passes the deadline; after the first
- *    raise the hook fires on every instruction, so a script's own pcall cannot swallow it.
+ *  - Deadlines: with the JIT off (the default) the watchdog thread (vm_watchdog.h) installs an
+ *    instruction-count hook once the injected clock passes the deadline; the hook raises
+ *    "<what> deadline exceeded" and keeps firing on every instruction, so a script's own pcall
+ *    cannot swallow it. No hook runs before the deadline (a permanent count hook costs ~2.4x).
  *    With jit=true there is no hook: deadlines are cooperative (lop_lua_vm_check_deadline, which
  *    the core.* functions call).
  *  - Every entry into Lua goes through lop_lua_vm_run (a protected call) and user functions are
@@ -44,7 +45,9 @@ typedef struct lop_lua_vm {
     int64_t deadline_ns; /* INT64_MAX: none */
     const char *deadline_what; /* "reconcile", "script load", ... */
     bool deadline_hit;
-    int hook_count;      /* instructions between deadline checks */
+    /* Deadline watchdog (vm_watchdog.h); guarded by the watchdog's mutex. */
+    struct lop_lua_vm *wd_next;
+    bool wd_armed;
 } lop_lua_vm_t;
 
 /* Registry key (its address) of the package library's original `require`, which the engine uses
@@ -87,6 +90,10 @@ void lop_lua_vm_call(lua_State *L, int nargs, int nresults);
 /* Raise "<what> deadline exceeded" when the current deadline has passed (cooperative check for
  * jit=true; cheap enough for every core.* call). Raises. */
 void lop_lua_vm_check_deadline(lua_State *L);
+
+/* The hook the watchdog installs (count 1) once a deadline passed: raises "<what> deadline
+ * exceeded" at every instruction until the protected call returns. Internal to bindings/. */
+void lop_lua_vm_deadline_hook(lua_State *L, lua_Debug *ar);
 
 /* Load a chunk from memory with chunk name "@name"; load errors are raised as "name:line: ..."
  * (bytecode is refused). Stack: +1 (the function). Raises. */

@@ -57,7 +57,8 @@ void lop_auth_cred_cleanup(lop_auth_cred_t *c);
 /*
  * Current credentials (reads the token file or runs the plugin when the cache is stale).
  * Errors: LOP_EINVAL with a message naming the file or plugin (empty token file, unreadable file,
- * plugin exit status, malformed ExecCredential). Never includes secret values in messages.
+ * plugin exit status, output over 1 MiB, malformed ExecCredential); LOP_ETIMEDOUT when the plugin
+ * runs longer than 60 s (on the injected clock; it is killed). Never includes secret values in messages.
  */
 lop_rc_t lop_auth_get(lop_auth_t *a, lop_auth_cred_t *out, lop_err_t *err);
 

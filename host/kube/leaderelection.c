@@ -467,7 +467,18 @@ int64_t lop_elector_tick(lop_elector_t *e)
         int64_t d = start + e->renew_ns;
         return d < e->next_attempt ? d : e->next_attempt;
     }
-    e->next_attempt = ok ? after : after + jittered_retry(e);
+    if (ok) {
+        e->next_attempt = after;
+        return after;
+    }
+    e->next_attempt = after + jittered_retry(e);
+    /* Beyond client-go: a standby knows, by its own clock, when the lease it observes will expire;
+     * it tries right then instead of at its next poll (up to 2.2 retry periods later). */
+    if (e->have_observed && lop_lease_record_holder(&e->observed)[0] && !holder_is_self(e, &e->observed)) {
+        int64_t expiry =
+            e->observed_at + (int64_t)e->observed.lease_duration_seconds * LOP_NS_PER_S;
+        if (expiry > after && expiry < e->next_attempt) e->next_attempt = expiry;
+    }
     return e->next_attempt;
 }
 

@@ -4,7 +4,9 @@
  *
  * Algorithm (as client-go, so mixed fleets interoperate):
  *   - candidates try to acquire every retry period, with jitter factor 1.2 (wait in
- *     [retry, 2.2 × retry));
+ *     [retry, 2.2 × retry)); beyond client-go, a standby also tries at the very moment the lease
+ *     it observes expires by its clock, so a crashed leader is replaced lease duration after the
+ *     standby last saw the record change, not up to 2.2 retry periods later;
  *   - a leader renews every retry period; the fast path PUTs straight from its cached Lease and
  *     falls back to the slow path (GET, then create on 404 or conditional PUT) on any error;
  *   - expiry of someone else's lease is judged ONLY on this replica's monotonic clock, counted
@@ -92,7 +94,8 @@ lop_rc_t lop_elector_config_validate(const lop_elector_config_t *cfg, lop_err_t 
 /* Validate cfg and create an elector (not yet running). NULL on a bad config, err filled. */
 lop_elector_t *lop_elector_new(const lop_elector_config_t *cfg, lop_err_t *err);
 
-/* Stop (as lop_elector_stop) if needed and free. NULL is a no-op. */
+/* Stop (as lop_elector_stop) if needed and free. NULL is a no-op. No other thread may still call
+ * into e (e.g. a watch feeding notifications): stop those first. */
 void lop_elector_free(lop_elector_t *e);
 
 /*

@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A clock that moves 1 ms forward every time it is read: deadlines pass without sleeping. */
+/* A clock that moves 50 ms forward every time it is read (by the VM or the watchdog thread):
+ * deadlines pass without sleeping. */
 typedef struct tick_clock {
     lop_clock_t base;
     int64_t now;
@@ -16,8 +17,7 @@ typedef struct tick_clock {
 static int64_t tick_mono(const lop_clock_t *c)
 {
     tick_clock_t *t = (tick_clock_t *)c;
-    t->now += LOP_NS_PER_MS;
-    return t->now;
+    return __atomic_add_fetch(&t->now, 50 * LOP_NS_PER_MS, __ATOMIC_SEQ_CST);
 }
 
 static int64_t tick_wall(const lop_clock_t *c) { return tick_mono(c) + INT64_C(1740823200) * LOP_NS_PER_S; }
