@@ -48,8 +48,10 @@ static void resolve_dir(char *out, size_t len)
         snprintf(out, len, "%s", lib_override);
         return;
     }
+    /* An explicit setting is used as given (no silent fallback): a wrong path then shows up in
+     * the "module 'luaop' not found in the luaop library (<dir>)" message. */
     const char *env = getenv("LUAOP_LUA_PATH");
-    if (has_luaop_dir(env)) {
+    if (env && *env) {
         snprintf(out, len, "%s", env);
         return;
     }
