@@ -19,7 +19,8 @@
 
 local type, pairs, ipairs, error, tostring, xpcall, setmetatable, require, select =
       type, pairs, ipairs, error, tostring, xpcall, setmetatable, require, select
-local loadfile, setfenv, io_open, load, loadstring, string = loadfile, setfenv, io.open, load, loadstring, string
+local loadfile, setfenv, io_open, load, loadstring, string, collectgarbage =
+      loadfile, setfenv, io.open, load, loadstring, string, collectgarbage
 local sort, concat = table.sort, table.concat
 local _G = _G
 local sandbox_globals
@@ -63,7 +64,7 @@ end
 local SANDBOX = {
   "assert", "error", "getmetatable", "ipairs", "next", "pairs", "pcall", "rawequal",
   "rawget", "rawset", "select", "setmetatable", "tonumber", "tostring", "type", "unpack",
-  "xpcall", "_VERSION", "table", "math", "coroutine", "bit", "gcinfo", "collectgarbage", "newproxy",
+  "xpcall", "_VERSION", "table", "math", "coroutine", "bit", "gcinfo", "newproxy",
 }
 
 -- load/loadstring refuse bytecode, as in the host.
@@ -80,6 +81,12 @@ sandbox_globals = function(fake)
   local str = {}
   for k, v in pairs(string) do if k ~= "dump" then str[k] = v end end
   g.string = str
+  g.collectgarbage = function(opt, ...)
+    if opt ~= nil and opt ~= "collect" and opt ~= "count" and opt ~= "step" then
+      error("collectgarbage: option '" .. tostring(opt) .. "' is not allowed in the sandbox", 2)
+    end
+    return collectgarbage(opt, ...)
+  end
   g.load = text_only(load)
   g.loadstring = text_only(loadstring)
   g.print = function(...)
