@@ -274,7 +274,6 @@ function Fake:collect_garbage(uid)
   end
 end
 
--- (internal) POST semantics. Returns 201, obj or nil, status error.
 -- ownerReferences validation (I.13): required fields, at most one controller.
 check_owner_refs = function(av, kind, name, refs)
   if type(refs) ~= "table" then return nil end
@@ -292,6 +291,7 @@ check_owner_refs = function(av, kind, name, refs)
   return nil
 end
 
+-- (internal) POST semantics. Returns 201, obj or nil, status error.
 function Fake:create_internal(av, kind, ns, body)
   local info
   info, ns = scope(self, av, kind, ns)
@@ -337,7 +337,7 @@ function Fake:create_internal(av, kind, ns, body)
   return 201, self:persist(av, kind, new, nil)
 end
 
--- Shared by PUT and PATCH after the new body is known. sub = nil | "status".
+-- (internal) PUT semantics, shared by PATCH once the new body is known. sub = nil | "status".
 function Fake:update_internal(av, kind, ns, name, body, sub, from_patch)
   local info
   info, ns = scope(self, av, kind, ns)
@@ -612,7 +612,7 @@ function Fake:request(verb, av, kind, ns, name, sub, pt, query, body)
   return code, res
 end
 
--- True when the real luaop.core codec is loaded (not the spec shim).
+-- (internal) True when the real luaop.core codec is loaded (not the spec shim).
 function Fake:has_codec()
   if self.codec == nil then
     self.codec = pcall(json().encode, json().object()) and true or false
