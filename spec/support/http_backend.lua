@@ -1,7 +1,35 @@
 -- Spec-only luaop backend that talks to the local API server (`luaop apiserver`) over loopback
--- HTTP with the curl CLI, so the same spec cases run against the fake and the real server.
--- Bodies go through the real luaop.core codec.
+-- HTTP with libcurl (through LuaJIT's ffi; libcurl is a project dependency), so the same spec
+-- cases run against the fake and the real server. Bodies go through the real luaop.core codec.
 local json = require("luaop.core").json
+local ffi = require("ffi")
+
+ffi.cdef[[
+typedef void CURL;
+struct curl_slist;
+CURL *curl_easy_init(void);
+void curl_easy_cleanup(CURL *h);
+int curl_easy_setopt(CURL *h, int opt, ...);
+int curl_easy_perform(CURL *h);
+int curl_easy_getinfo(CURL *h, int info, ...);
+const char *curl_easy_strerror(int code);
+struct curl_slist *curl_slist_append(struct curl_slist *l, const char *s);
+void curl_slist_free_all(struct curl_slist *l);
+]]
+
+local OPT = { URL = 10002, WRITEFUNCTION = 20011, POSTFIELDS = 10015, HTTPHEADER = 10023,
+              CUSTOMREQUEST = 10036, POSTFIELDSIZE = 60, NOPROXY = 10177 }
+local INFO_RESPONSE_CODE = 0x200000 + 2
+
+local libcurl
+local function curl()
+  if not libcurl then
+    local ok, lib = pcall(ffi.load, "curl")
+    if not ok then lib = ffi.load("libcurl.so.4") end
+    libcurl = lib
+  end
+  return libcurl
+end
 
 local M = {}
 
@@ -71,27 +99,36 @@ end
 
 --- One HTTP call. @return code, decoded body (or nil)
 function M.call(url, method, path, content_type, body)
-  local tmp
-  local args = { "curl", "-s", "-X", method, "-w", shell_quote("\n%{http_code}") }
+  local c = curl()
+  local h = c.curl_easy_init()
+  if h == nil then error("http_backend: curl_easy_init failed") end
+  local chunks = {}
+  local cb = ffi.cast("size_t (*)(char *, size_t, size_t, void *)", function(ptr, size, n)
+    chunks[#chunks + 1] = ffi.string(ptr, size * n)
+    return size * n
+  end)
+  local headers = nil
+  c.curl_easy_setopt(h, OPT.URL, url .. path)
+  c.curl_easy_setopt(h, OPT.NOPROXY, "*")
+  c.curl_easy_setopt(h, OPT.CUSTOMREQUEST, method)
+  c.curl_easy_setopt(h, OPT.WRITEFUNCTION, cb)
   if body then
-    tmp = os.tmpname()
-    local f = assert(io.open(tmp, "wb"))
-    f:write(body)
-    f:close()
-    args[#args + 1] = "-H " .. shell_quote("Content-Type: " .. (content_type or "application/json"))
-    args[#args + 1] = "--data-binary @" .. shell_quote(tmp)
+    headers = c.curl_slist_append(nil, "Content-Type: " .. (content_type or "application/json"))
+    c.curl_easy_setopt(h, OPT.HTTPHEADER, headers)
+    c.curl_easy_setopt(h, OPT.POSTFIELDSIZE, ffi.cast("long", #body))
+    c.curl_easy_setopt(h, OPT.POSTFIELDS, body)
   end
-  args[#args + 1] = shell_quote(url .. path)
-  local p = assert(io.popen(table.concat(args, " "), "r"))
-  local out = p:read("*a")
-  p:close()
-  if tmp then os.remove(tmp) end
-  local text, code = out:match("^(.*)\n(%d+)$")
-  code = tonumber(code)
-  if not code or code == 0 then error("http_backend: no response from " .. url .. path) end
+  local rc = c.curl_easy_perform(h)
+  local code = ffi.new("long[1]")
+  c.curl_easy_getinfo(h, INFO_RESPONSE_CODE, code)
+  if headers ~= nil then c.curl_slist_free_all(headers) end
+  c.curl_easy_cleanup(h)
+  cb:free()
+  if rc ~= 0 then error("http_backend: " .. method .. " " .. path .. ": " .. ffi.string(c.curl_easy_strerror(rc))) end
+  local text = table.concat(chunks)
   local decoded = nil
-  if text and text ~= "" then decoded = json.decode(text) end
-  return code, decoded
+  if text ~= "" then decoded = json.decode(text) end
+  return tonumber(code[0]), decoded
 end
 
 local function as_err(code, body)
