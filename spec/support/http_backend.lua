@@ -184,17 +184,17 @@ function M.new(url)
   return b
 end
 
---- POST a manifest file (YAML or JSON; converted with python3-yaml) to its collection.
+--- POST every document of a manifest file (YAML or JSON) to its collection.
+-- @treturn table the last created object
 function M.apply_manifest(url, file, ns)
-  local p = assert(io.popen("python3 -c 'import sys,yaml,json; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))' "
-                            .. shell_quote(file)))
-  local text = p:read("*a")
-  p:close()
-  local obj = json.decode(text)
-  local path = path_for(obj.apiVersion, obj.kind, obj.metadata.namespace or ns, nil, nil)
-  local code, res = M.call(url, "POST", path, "application/json", json.encode(obj))
-  if code ~= 201 and code ~= 200 then
-    error("http_backend: creating " .. file .. " failed: " .. tostring(code) .. " " .. tostring(res and res.message))
+  local res
+  for _, obj in ipairs(require("luaop.testing").read_manifest(file)) do
+    local path = path_for(obj.apiVersion, obj.kind, obj.metadata.namespace or ns, nil, nil)
+    local code
+    code, res = M.call(url, "POST", path, "application/json", json.encode(obj))
+    if code ~= 201 and code ~= 200 then
+      error("http_backend: creating " .. file .. " failed: " .. tostring(code) .. " " .. tostring(res and res.message))
+    end
   end
   return res
 end
