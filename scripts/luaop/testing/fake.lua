@@ -567,11 +567,12 @@ end
 function Fake:request(verb, av, kind, ns, name, sub, pt, query, body)
   if type(body) == "string" then
     body = json().decode(body)
-  elseif body ~= nil and self:has_codec() then
+  elseif body ~= nil then
     -- Encoded by the same codec the host uses, so a table the host could not send (mixed keys,
     -- sparse arrays, functions) fails here too, with the same message. The Lua value itself is
-    -- kept: decoding would drop the nulls a merge patch uses to delete keys.
-    json().encode(body)
+    -- kept (decoding would drop the nulls a merge patch uses to delete keys), as a copy: the
+    -- caller's table is never shared with the store.
+    if self:has_codec() then json().encode(body) end
     body = copy(body)
   end
   local req = { verb = verb, api_version = av, kind = kind, namespace = ns, name = name,
