@@ -108,6 +108,18 @@ describe("memcached example", function()
       assert(fake:edit("apps/v1", "Deployment", NS, NAME, function(d) d.spec.replicas = 7 end))
       testing.run_until_stable("memcached")
       assert.equal(2, deployment().spec.replicas)
+      assert.equal("Deployment memcached-sample scaled from 7 to 2 replicas", fake:events_with("Scaled")[1].message)
+    end)
+
+    it("a label-only edit of the Deployment is restored without a Scaled event", function()
+      assert(fake:create(sample(2)))
+      testing.run_until_stable("memcached")
+      assert(fake:edit("apps/v1", "Deployment", NS, NAME, function(d)
+        d.metadata.labels["app.kubernetes.io/managed-by"] = "someone"
+      end))
+      testing.run_until_stable("memcached")
+      assert.equal("luaop", deployment().metadata.labels["app.kubernetes.io/managed-by"])
+      assert.same({}, fake:events_with("Scaled"))
     end)
 
     it("rejects an invalid size as a terminal error with Degraded=True", function()
