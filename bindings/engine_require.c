@@ -178,7 +178,8 @@ static void push_path(lua_State *L, const char *name)
     luaL_gsub(L, name, ".", "/");
 }
 
-/* Load and run the chunk at the top-of-stack-described file; leaves the module value. */
+/* Load data as chunk `file`, run it with the module name (marking `name` as loading meanwhile)
+ * and record its value in loaded (nil -> true, as Lua's require). Stack: +1 (the value). Raises. */
 static void run_module(lua_State *L, int loaded, const char *name, const char *data, size_t len,
                        const char *file)
 {

@@ -128,6 +128,26 @@ static void test_deadline_in_coroutines_and_sleep(void)
     run_expect_timeout("    local t = {} while true do t[#t % 100 + 1] = {} end", false);
 }
 
+static void test_system_clock_deadline(void)
+{
+    /* The production path: the watchdog sleeps on the system clock until the deadline. */
+    const lop_engine_t *e = lop_lua_engine();
+    lop_script_set_t s = one_file(CTRL_HEAD "    local n = 0 while true do n = n + 1 end\n  end }\n");
+    lop_engine_opts_t o = opts_default();
+    o.clock = &lop_clock_system;
+    o.reconcile_timeout_ns = 20 * LOP_NS_PER_MS;
+    lop_err_t err;
+    lop_vm_t *vm = e->vm_new(&s, &o, NULL, &err);
+    T_CHECK(vm != NULL);
+    if (!vm) return;
+    for (int i = 0; i < 3; i++) {
+        lop_reconcile_result_t res;
+        e->reconcile(vm, "c", &req, &res);
+        T_CHECK(res.timed_out);
+    }
+    e->vm_free(vm);
+}
+
 static void test_load_deadline(void)
 {
     const lop_engine_t *e = lop_lua_engine();
@@ -319,6 +339,7 @@ int main(void)
     T_RUN(test_infinite_loop_is_interrupted);
     T_RUN(test_pcall_cannot_swallow_the_deadline);
     T_RUN(test_deadline_in_coroutines_and_sleep);
+    T_RUN(test_system_clock_deadline);
     T_RUN(test_load_deadline);
     T_RUN(test_jit_deadline_is_cooperative);
     T_RUN(test_memory_cap_breaks_the_vm);
