@@ -206,6 +206,15 @@ static void test_errors_name_file_and_field(void)
                  "current-context: x\nclusters:\n- name: c\n  cluster: {server: 'ftp://h'}\n"
                  "contexts:\n- name: x\n  context: {cluster: c}\n",
                  NULL, "server", "http");
+    expect_error("servertype.yaml",
+                 "current-context: x\nclusters:\n- name: c\n  cluster: {server: [a, b]}\n"
+                 "contexts:\n- name: x\n  context: {cluster: c}\n",
+                 NULL, "clusters[c].cluster.server", "must be a string");
+    expect_error("argstype.yaml",
+                 "current-context: x\nclusters:\n- name: c\n  cluster: {server: 'https://h'}\n"
+                 "users:\n- name: u\n  user:\n    exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: x, args: oops}\n"
+                 "contexts:\n- name: x\n  context: {cluster: c, user: u}\n",
+                 NULL, "users[u].user.exec.args", "must be a list");
     /* insecure alone is accepted (with a loud warning) */
     write_file("insecure-ok.yaml",
                "current-context: x\nclusters:\n- name: c\n  cluster: {server: 'https://h', insecure-skip-tls-verify: true}\n"
