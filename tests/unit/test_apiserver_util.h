@@ -111,6 +111,7 @@ typedef struct watch {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     lop_buf_t data;
+    lop_buf_t headers;
     int lines;
     bool done;
     long code;
@@ -138,6 +139,8 @@ static inline void *t_watch_main(void *arg)
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, t_watch_cb);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, w);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, t_write_cb);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &w->headers);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, 15L);
     curl_easy_perform(c);
     long code = 0;
@@ -190,9 +193,19 @@ static inline json_t *watch_finish(watch_t *w)
         p = nl + 1;
     }
     lop_buf_free(&w->data);
+    lop_buf_free(&w->headers);
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->cv);
     return events;
+}
+
+/* Copy of the response headers (read once some body lines arrived: headers precede them). */
+static inline char *watch_headers(watch_t *w)
+{
+    pthread_mutex_lock(&w->mu);
+    char *h = lop_xstrdup(w->headers.data ? w->headers.data : "");
+    pthread_mutex_unlock(&w->mu);
+    return h;
 }
 
 static inline const char *ev_type(json_t *events, size_t i)

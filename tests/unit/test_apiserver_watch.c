@@ -100,6 +100,11 @@ static void test_watch_initial_events_and_bookmark(void)
     watch_start(&w, srv, WPATH "?watch=1&allowWatchBookmarks=true");
     T_EQ_INT(watch_wait_lines(&w, 2), 2);
     lop_apiserver_close_watches(srv);
+    /* framing (F.3): JSON media type, chunked over HTTP/1.1 */
+    char *hdr = watch_headers(&w);
+    T_CHECK(strstr(hdr, "Content-Type: application/json\r\n") != NULL);
+    T_CHECK(strstr(hdr, "Transfer-Encoding: chunked") != NULL);
+    free(hdr);
     json_t *ev = watch_finish(&w);
     T_EQ_INT(w.code, 200);
     T_EQ_INT(json_array_size(ev), 2);
@@ -313,6 +318,62 @@ static void test_crd_delete_ends_watches(void)
     resp_free(&r);
 }
 
+static void test_stall_and_resume(void)
+{
+    watch_t w;
+    watch_start(&w, srv, "/api/v1/namespaces/kube-public/configmaps?watch=1&allowWatchBookmarks=true");
+    T_EQ_INT(watch_wait_lines(&w, 1), 1); /* initial-events-end bookmark: the watch is live */
+    lop_apiserver_stall_watches(srv, true);
+    resp_t r = t_http(srv, "POST", "/api/v1/namespaces/kube-public/configmaps", "{\"metadata\":{\"name\":\"st\"}}", NULL);
+    T_EQ_INT(r.code, 201);
+    resp_free(&r);
+    pthread_mutex_lock(&w.mu);
+    int seen = w.lines;
+    pthread_mutex_unlock(&w.mu);
+    T_EQ_INT(seen, 1); /* nothing flowed while stalled */
+    lop_apiserver_stall_watches(srv, false);
+    T_EQ_INT(watch_wait_lines(&w, 2), 2);
+    lop_apiserver_bookmark_now(srv);
+    T_EQ_INT(watch_wait_lines(&w, 3), 3);
+    lop_apiserver_close_watches(srv);
+    json_t *ev = watch_finish(&w);
+    T_EQ_STR(ev_type(ev, 1), "ADDED");
+    T_EQ_STR(ev_type(ev, 2), "BOOKMARK");
+    json_decref(ev);
+}
+
+static void test_foreground_deletion(void)
+{
+    resp_t o = t_http(srv, "POST", "/api/v1/namespaces/default/configmaps", "{\"metadata\":{\"name\":\"fg\"}}", NULL);
+    char body[512];
+    snprintf(body, sizeof body,
+             "{\"metadata\":{\"name\":\"fgdep\",\"finalizers\":[\"hold\"],\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"fg\",\"uid\":\"%s\",\"blockOwnerDeletion\":true}]}}",
+             jstr(o.json, "metadata.uid"));
+    resp_t d = t_http(srv, "POST", "/api/v1/namespaces/default/secrets", body, NULL);
+    T_EQ_INT(d.code, 201);
+    resp_free(&d);
+    resp_t r = t_http(srv, "DELETE", "/api/v1/namespaces/default/configmaps/fg", "{\"propagationPolicy\":\"Foreground\"}", NULL);
+    T_EQ_INT(r.code, 200);
+    resp_free(&r);
+    /* the owner waits, with foregroundDeletion, for its blocking dependent (held by a finalizer) */
+    r = t_http(srv, "GET", "/api/v1/namespaces/default/configmaps/fg", NULL, NULL);
+    T_EQ_INT(r.code, 200);
+    T_EQ_STR(json_string_value(json_array_get(json_object_get(json_object_get(r.json, "metadata"), "finalizers"), 0)),
+             "foregroundDeletion");
+    resp_free(&r);
+    r = t_http(srv, "GET", "/api/v1/namespaces/default/secrets/fgdep", NULL, NULL);
+    T_CHECK(jstr(r.json, "metadata.deletionTimestamp") != NULL);
+    resp_free(&r);
+    r = t_http(srv, "PATCH", "/api/v1/namespaces/default/secrets/fgdep", "{\"metadata\":{\"finalizers\":null}}",
+               "application/merge-patch+json");
+    T_EQ_INT(r.code, 200);
+    resp_free(&r);
+    r = t_http(srv, "GET", "/api/v1/namespaces/default/configmaps/fg", NULL, NULL);
+    T_EQ_INT(r.code, 404);
+    resp_free(&r);
+    resp_free(&o);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_ALL);
@@ -327,6 +388,8 @@ int main(void)
     T_RUN(test_owner_gc);
     T_RUN(test_namespace_terminating);
     T_RUN(test_crd_delete_ends_watches);
+    T_RUN(test_stall_and_resume);
+    T_RUN(test_foreground_deletion);
     lop_apiserver_stop(srv);
     curl_global_cleanup();
     return T_DONE();
