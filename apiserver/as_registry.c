@@ -199,7 +199,9 @@ void as_registry_init(lop_apiserver_t *srv)
             t.short_names = json_array();
             json_array_append_new(t.short_names, json_string(b->shortname));
         }
-        as_res_add(srv, &t);
+        as_res_t *r = as_res_add(srv, &t);
+        if (!strcmp(b->group, "events.k8s.io")) /* one store, two views (L.7) */
+            r->coll = as_coll_get(srv, "", "events", true);
         json_decref(t.short_names);
     }
 }

@@ -13,12 +13,41 @@
 
 #define AS_WATCH_MAX_BACKLOG (256u * 1024u * 1024u)
 
+/* core/v1 Event <-> events.k8s.io/v1 Event field names (L.7): one store, two views. */
+static const char *const event_fields_map[][2] = {
+    {"involvedObject", "regarding"},       {"message", "note"},
+    {"source", "deprecatedSource"},        {"firstTimestamp", "deprecatedFirstTimestamp"},
+    {"lastTimestamp", "deprecatedLastTimestamp"}, {"count", "deprecatedCount"},
+    {"reportingComponent", "reportingController"}};
+
+static void convert_event(json_t *c, bool to_events_api)
+{
+    for (size_t i = 0; i < sizeof event_fields_map / sizeof event_fields_map[0]; i++) {
+        const char *from = event_fields_map[i][to_events_api ? 0 : 1];
+        const char *to = event_fields_map[i][to_events_api ? 1 : 0];
+        json_t *v = json_object_get(c, from);
+        if (v) {
+            json_object_set(c, to, v);
+            json_object_del(c, from);
+        }
+    }
+}
+
 json_t *as_served_obj(const as_res_t *res, const json_t *obj)
 {
     const json_t *av = json_object_get(obj, "apiVersion");
     if (json_is_string(av) && !strcmp(json_string_value(av), res->api_version))
         return json_incref((json_t *)obj);
     json_t *c = json_copy((json_t *)obj);
+    if (!strcmp(res->kind, "Event") && !res->is_cr) {
+        json_t *o = json_object(); /* keep kind/apiVersion/metadata first */
+        json_object_set_new(o, "kind", json_string("Event"));
+        json_object_set_new(o, "apiVersion", json_string(res->api_version));
+        json_object_update(o, c);
+        json_decref(c);
+        c = o;
+        convert_event(c, !strcmp(res->group, "events.k8s.io"));
+    }
     json_object_set_new(c, "apiVersion", json_string(res->api_version));
     return c;
 }

@@ -571,7 +571,9 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
         obj = ord;
     }
     if (old) {
-        json_t *a = comparable(old), *b = comparable(obj);
+        json_t *old_served = as_served_obj(res, old); /* the other Event API's view */
+        json_t *a = comparable(old_served), *b = comparable(obj);
+        json_decref(old_served);
         bool same = json_equal(a, b);
         json_decref(a);
         json_decref(b);

@@ -426,6 +426,25 @@ static void test_events_validation(void)
                "{\"metadata\":{\"name\":\"e3\"},\"involvedObject\":{\"kind\":\"Pod\",\"namespace\":\"other\",\"name\":\"p\"}}", NULL);
     T_EQ_INT(r.code, 422); /* L.2 */
     resp_free(&r);
+    /* one store, two views (L.7) */
+    r = t_http(srv, "POST", "/api/v1/namespaces/default/events",
+               "{\"metadata\":{\"name\":\"e4\"},\"involvedObject\":{\"kind\":\"Pod\",\"namespace\":\"default\",\"name\":\"p\"},"
+               "\"message\":\"hello\",\"reason\":\"R\",\"type\":\"Normal\",\"count\":1}", NULL);
+    T_EQ_INT(r.code, 201);
+    resp_free(&r);
+    r = t_http(srv, "GET", "/apis/events.k8s.io/v1/namespaces/default/events/e4", NULL, NULL);
+    T_EQ_INT(r.code, 200);
+    T_EQ_STR(jstr(r.json, "apiVersion"), "events.k8s.io/v1");
+    T_EQ_STR(jstr(r.json, "note"), "hello");
+    T_EQ_STR(jstr(r.json, "regarding.name"), "p");
+    resp_free(&r);
+    r = t_http(srv, "GET", "/api/v1/namespaces/default/events/e2", NULL, NULL);
+    T_EQ_INT(r.code, 200);
+    T_EQ_STR(jstr(r.json, "reportingComponent"), "x/y");
+    resp_free(&r);
+    r = t_http(srv, "GET", "/apis/events.k8s.io/v1/namespaces/default/events", NULL, NULL);
+    T_EQ_INT(json_array_size(json_object_get(r.json, "items")), 2);
+    resp_free(&r);
 }
 
 static void test_auth_and_latency(void)
