@@ -111,6 +111,7 @@ typedef struct as_fault {
     char verb[16];
     char prefix[256];
     int count, code, retry_after;
+    bool text; /* answer text/plain like APF / max-in-flight rejections (D.14) */
 } as_fault_t;
 
 typedef struct as_cmd {

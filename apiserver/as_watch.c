@@ -445,6 +445,10 @@ void as_handle_watch(as_req_t *q)
         initial = as_query_bool(sie);
     else
         initial = !has_rv || rv == 0;
+    if (!initial && (!has_rv || rv == 0)) {
+        rv = srv->rev; /* sendInitialEvents=false with RV unset/"0": start now (F.24) */
+        has_rv = true;
+    }
     lop_err_t err;
     lop_label_selector_t *ls = NULL;
     lop_field_selector_t *fs = NULL;

@@ -375,6 +375,14 @@ static void test_fault_injection(void)
     r = t_http(srv, "GET", "/api/v1/namespaces/default", NULL, NULL);
     T_EQ_INT(r.code, 503);
     resp_free(&r);
+    lop_apiserver_fail_next_text(srv, NULL, "/api/v1/namespaces/default/secrets", 1, 429, 4);
+    r = t_http(srv, "GET", "/api/v1/namespaces/default/secrets", NULL, NULL);
+    T_EQ_INT(r.code, 429);
+    T_EQ_STR(r.body.data, "Too many requests, please try again later.\n");
+    T_CHECK(strstr(r.headers.data, "Content-Type: text/plain") != NULL);
+    T_CHECK(strstr(r.headers.data, "Retry-After: 4") != NULL);
+    T_CHECK(strstr(r.headers.data, "Audit-Id: ") != NULL);
+    resp_free(&r);
     lop_apiserver_reset(srv);
     r = t_http(srv, "GET", "/api/v1/namespaces/default/configmaps/c1", NULL, NULL);
     T_EQ_INT(r.code, 404);

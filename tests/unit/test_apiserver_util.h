@@ -164,6 +164,32 @@ static inline void watch_start(watch_t *w, lop_apiserver_t *srv, const char *pat
     pthread_create(&w->th, NULL, t_watch_main, w);
 }
 
+/* Wait (bounded by ms) until at least n lines arrived or the stream ended. Returns lines seen. */
+static inline int watch_wait_lines_ms(watch_t *w, int n, int ms)
+{
+    int64_t deadline = lop_clock_mono(&lop_clock_system) + ms * LOP_NS_PER_MS;
+    pthread_mutex_lock(&w->mu);
+    while (w->lines < n && !w->done) {
+        if (lop_clock_wait_until(&lop_clock_system, &w->cv, &w->mu, deadline))
+            break;
+    }
+    int got = w->lines;
+    pthread_mutex_unlock(&w->mu);
+    return got;
+}
+
+/* For a watch with allowWatchBookmarks and no initial events: ask for bookmarks until one arrives,
+ * which proves the server registered the watch. Returns true when it did (bounded: ~5 s). */
+static inline bool watch_wait_live(watch_t *w)
+{
+    for (int i = 0; i < 50; i++) {
+        lop_apiserver_bookmark_now(w->srv);
+        if (watch_wait_lines_ms(w, 1, 100) >= 1)
+            return true;
+    }
+    return false;
+}
+
 /* Wait (bounded: 5 s) until at least n lines arrived or the stream ended. Returns lines seen. */
 static inline int watch_wait_lines(watch_t *w, int n)
 {

@@ -12,7 +12,7 @@ static const char crd[] =
     "\"versions\":[{\"name\":\"v1\",\"served\":true,\"storage\":true,"
     "\"subresources\":{\"status\":{},\"scale\":{\"specReplicasPath\":\".spec.replicas\",\"statusReplicasPath\":\".status.replicas\"}},"
     "\"schema\":{\"openAPIV3Schema\":{\"type\":\"object\",\"properties\":{"
-    "\"spec\":{\"type\":\"object\",\"properties\":{\"replicas\":{\"type\":\"integer\"},\"color\":{\"type\":\"string\"}}},"
+    "\"spec\":{\"type\":\"object\",\"properties\":{\"replicas\":{\"type\":\"integer\"},\"color\":{\"type\":\"string\",\"default\":\"red\"}}},"
     "\"status\":{\"type\":\"object\",\"properties\":{\"phase\":{\"type\":\"string\"},\"replicas\":{\"type\":\"integer\"}}}}}}}]}}";
 
 #define WPATH "/apis/example.com/v1/namespaces/default/widgets"
@@ -46,6 +46,7 @@ static void test_cr_status_and_generation(void)
     T_CHECK(json_object_get(json_object_get(r.json, "spec"), "unknown") == NULL);
     T_CHECK(strncmp(r.body.data, "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"creationTimestamp\"", 78) == 0);
     T_EQ_INT(json_integer_value(json_object_get(json_object_get(r.json, "metadata"), "generation")), 1);
+    T_EQ_STR(jstr(r.json, "spec.color"), "red"); /* schema default (J.12) */
     resp_free(&r);
     /* /status changes only status; generation unchanged */
     r = t_http(srv, "PATCH", WPATH "/w1/status",
@@ -132,6 +133,20 @@ static void test_watch_410_after_compaction(void)
     T_EQ_INT(json_integer_value(json_object_get(st, "code")), 410);
     T_EQ_STR(jstr(st, "reason"), "Expired");
     T_CHECK(strncmp(jstr(st, "message"), "too old resource version: 2 (", 29) == 0);
+    json_decref(ev);
+    /* sendInitialEvents=false with RV "0" starts now: no 410 even after compaction (F.24) */
+    watch_start(&w, srv, WPATH "?watch=1&resourceVersion=0&sendInitialEvents=false&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true");
+    T_CHECK(watch_wait_live(&w));
+    pthread_mutex_lock(&w.mu);
+    int before = w.lines;
+    pthread_mutex_unlock(&w.mu);
+    resp_t r = t_http(srv, "PATCH", WPATH "/w1", "{\"spec\":{\"replicas\":3}}", "application/merge-patch+json");
+    resp_free(&r);
+    T_EQ_INT(watch_wait_lines(&w, before + 1), before + 1);
+    lop_apiserver_close_watches(srv);
+    ev = watch_finish(&w);
+    T_EQ_STR(ev_type(ev, 0), "BOOKMARK"); /* no ERROR, no initial ADDED */
+    T_EQ_STR(ev_type(ev, (size_t)before), "MODIFIED");
     json_decref(ev);
 }
 
