@@ -101,7 +101,8 @@ typedef struct as_watcher {
     lop_label_selector_t *ls;
     lop_field_selector_t *fs;
     bool bookmarks;
-    struct event *timer;
+    struct event *timer;    /* end of the watch (timeoutSeconds) */
+    struct event *bm_timer; /* periodic bookmark, once a minute (F.19) */
     struct evbuffer *held;  /* events queued while stalled */
     struct evbuffer *batch; /* during replay: events gathered into one chunk */
     int64_t last_rv;

@@ -160,6 +160,8 @@ static void watcher_free(as_watcher_t *w)
 {
     if (w->timer)
         event_free(w->timer);
+    if (w->bm_timer)
+        event_free(w->bm_timer);
     if (w->held)
         evbuffer_free(w->held);
     lop_label_selector_free(w->ls);
@@ -335,6 +337,17 @@ void as_watch_dispatch(lop_apiserver_t *srv, as_event_t *ev)
         deliver(w, ev);
         w = next;
     }
+}
+
+static int send_bookmark(as_watcher_t *w, bool initial_end);
+
+static void on_bookmark_tick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    as_watcher_t *w = arg;
+    if (!w->srv->stall)
+        send_bookmark(w, false);
 }
 
 static void on_timeout(evutil_socket_t fd, short what, void *arg)
@@ -556,4 +569,9 @@ void as_handle_watch(as_req_t *q)
     w->timer = evtimer_new(srv->base, on_timeout, w);
     struct timeval tv = {timeout, 0};
     evtimer_add(w->timer, &tv);
+    if (bookmarks) {
+        w->bm_timer = event_new(srv->base, -1, EV_PERSIST, on_bookmark_tick, w);
+        struct timeval minute = {60, 0};
+        event_add(w->bm_timer, &minute);
+    }
 }
