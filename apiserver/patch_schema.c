@@ -47,6 +47,7 @@ static const entry_t container[] = {
     {"ports", LOP_LIST_MAP, K_CPORT},
     {"volumeMounts", LOP_LIST_MAP, K_MOUNT},
     {"volumeDevices", LOP_LIST_MAP, K_DEVICE},
+    {"resources.claims", LOP_LIST_MAP, K_NAME},
 };
 
 /* Kind-specific fields from the object root. */
@@ -60,6 +61,7 @@ static const kind_entry_t by_kind[] = {
     {"Node", {"status.addresses", LOP_LIST_MAP, K_TYPE}},
     {"Node", {"spec.podCIDRs", LOP_LIST_SET, NULL}},
     {"Pod", {"status.podIPs", LOP_LIST_MAP, K_IP}},
+    {"ServiceAccount", {"secrets", LOP_LIST_MAP, K_NAME}},
 };
 
 /* Where the PodSpec sits in each kind that embeds one. */

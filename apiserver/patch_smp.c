@@ -72,8 +72,9 @@ static long find_by_key(const json_t *list, const char *key, const json_t *val)
 static bool has_replace_marker(const json_t *list)
 {
     for (size_t i = 0; i < json_array_size(list); i++) {
-        const char *d = directive(json_array_get(list, i));
-        if (d && strcmp(d, "replace") == 0) return true;
+        const json_t *e = json_array_get(list, i);
+        const char *d = directive(e);
+        if (d && strcmp(d, "replace") == 0 && json_object_size(e) == 1) return true;
     }
     return false;
 }

@@ -282,7 +282,7 @@ json_t *lop_ssa_apply(const json_t *live, const json_t *applied, bool force,
     if (status_out) *status_out = NULL;
     if (!check_applied(applied, ctx, err)) return NULL;
     const char *only_top = ctx->subresource && *ctx->subresource ? ctx->subresource : NULL;
-    lop_fs_schema_t sc = {ctx->builtin, ctx->kind};
+    lop_fs_schema_t sc = {ctx->builtin, ctx->kind, false};
 
     /* The configuration proper: no managedFields, and only the subresource's part. */
     json_t *cfg = json_deep_copy(applied);
@@ -383,7 +383,7 @@ void lop_ssa_track_update(const json_t *old, json_t *new_obj, const lop_ssa_ctx_
     if (!json_is_object(new_obj) || !ctx) return;
     const char *manager = ctx->manager && *ctx->manager ? ctx->manager : "unknown";
     const char *only_top = ctx->subresource && *ctx->subresource ? ctx->subresource : NULL;
-    lop_fs_schema_t sc = {ctx->builtin, ctx->kind};
+    lop_fs_schema_t sc = {ctx->builtin, ctx->kind, true};
 
     /* The request's managedFields win when it carries some ([{}] clears them); else keep old. */
     lop_ssa_mgrs_t ms;

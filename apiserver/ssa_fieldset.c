@@ -171,11 +171,29 @@ static char *item_key(const json_t *elem, const char *const *keys)
 static json_t *fs_of_map(const json_t *obj, const lop_fs_schema_t *sc, const char *path,
                          const char *only_top);
 
+/* Built-in fields that are string maps (not structs): an Update that creates one owns it too. */
+static bool is_builtin_map(const lop_fs_schema_t *sc, const char *path)
+{
+    static const char *const names[] = {"labels",     "annotations", "data",     "binaryData",
+                                        "stringData", "matchLabels", "nodeSelector", "limits",
+                                        "requests"};
+    if (!sc->builtin || !sc->mark_maps) return false;
+    const char *dot = strrchr(path, '.');
+    const char *last = dot ? dot + 1 : path;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(names[i], last) == 0) return true;
+    return sc->kind && strcmp(path, "spec.selector") == 0 &&
+           (strcmp(sc->kind, "Service") == 0 || strcmp(sc->kind, "ReplicationController") == 0);
+}
+
 static json_t *fs_of_value(const json_t *v, const lop_fs_schema_t *sc, const char *path)
 {
     if (json_is_object(v)) {
         if (json_object_size(v) == 0) return member_leaf(); /* {} is a value of its own */
-        return fs_of_map(v, sc, path, NULL); /* may be empty when every key is server-owned */
+        json_t *sub = fs_of_map(v, sc, path, NULL); /* empty when every key is server-owned */
+        if (json_object_size(sub) && is_builtin_map(sc, path))
+            json_object_set_new(sub, ".", json_object());
+        return sub;
     }
     if (!json_is_array(v) || json_array_size(v) == 0 || !sc->builtin) return member_leaf();
     const char *const *keys = NULL;
@@ -371,9 +389,10 @@ static int cmp_cstr(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* Members of a node first, then its children's members, each pass in sorted order (the order the
+ * API server lists conflicts in). */
 static void paths_rec(const json_t *set, lop_buf_t *prefix, json_t *out)
 {
-    if (is_member(set)) json_array_append_new(out, json_string(prefix->len ? prefix->data : ""));
     size_t n = json_object_size(set), m = 0;
     const char **keys = lop_xcalloc(n + 1, sizeof *keys);
     const char *k;
@@ -381,12 +400,16 @@ static void paths_rec(const json_t *set, lop_buf_t *prefix, json_t *out)
     json_object_foreach((json_t *)set, k, v)
         if (strcmp(k, ".") != 0) keys[m++] = k;
     qsort(keys, m, sizeof *keys, cmp_cstr);
-    for (size_t i = 0; i < m; i++) {
-        size_t len = prefix->len;
-        put_element(prefix, keys[i]);
-        paths_rec(json_object_get(set, keys[i]), prefix, out);
-        prefix->len = len;
-        prefix->data[len] = '\0';
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < m; i++) {
+            const json_t *child = json_object_get(set, keys[i]);
+            size_t len = prefix->len;
+            put_element(prefix, keys[i]);
+            if (pass == 0 && is_member(child)) json_array_append_new(out, json_string(prefix->data));
+            if (pass == 1) paths_rec(child, prefix, out);
+            prefix->len = len;
+            prefix->data[len] = '\0';
+        }
     }
     free(keys);
 }

@@ -19,6 +19,8 @@
 typedef struct lop_fs_schema {
     bool builtin;     /* true: lists follow patch_schema.h; false: every list is atomic */
     const char *kind; /* for built-in list lookup */
+    bool mark_maps;   /* true: built-in map fields (labels, annotations, data, ...) are members
+                         themselves, as the API server records for Update operations */
 } lop_fs_schema_t;
 
 json_t *lop_fs_from_fieldsv1(const json_t *fieldsv1);

@@ -244,6 +244,10 @@ static void test_smp_directives(void)
     smp_case("Pod", "{\"spec\":{\"containers\":[{\"name\":\"a\"},{\"name\":\"b\"}]}}",
              "{\"spec\":{\"containers\":[{\"name\":\"c\"},{\"$patch\":\"replace\"}]}}",
              "{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}");
+    /* $patch: replace on one element replaces just that element */
+    smp_case("Pod", "{\"spec\":{\"containers\":[{\"name\":\"a\",\"image\":\"i\",\"tty\":true},{\"name\":\"b\"}]}}",
+             "{\"spec\":{\"containers\":[{\"name\":\"a\",\"image\":\"j\",\"$patch\":\"replace\"}]}}",
+             "{\"spec\":{\"containers\":[{\"name\":\"a\",\"image\":\"j\"},{\"name\":\"b\"}]}}");
     /* $patch: replace on a map replaces it */
     smp_case("Pod", "{\"metadata\":{\"labels\":{\"a\":\"1\",\"b\":\"2\"}}}",
              "{\"metadata\":{\"labels\":{\"$patch\":\"replace\",\"c\":\"3\"}}}",
@@ -322,6 +326,40 @@ static void test_smp_errors_and_support(void)
     T_CHECK(!lop_strategic_merge_supported(NULL, "Foo"));
 }
 
+/* Malformed directives and shapes fail with 400 or are ignored, never crash. */
+static void test_smp_malformed_inputs(void)
+{
+    static const char *patches[] = {
+        "{\"spec\":{\"containers\":[1,2]}}",
+        "{\"spec\":{\"containers\":[{\"$patch\":\"delete\"}]}}",
+        "{\"spec\":{\"$retainKeys\":\"x\"}}",
+        "{\"spec\":{\"$setElementOrder/containers\":3}}",
+        "{\"metadata\":{\"$deleteFromPrimitiveList/finalizers\":{}}}",
+        "{\"spec\":{\"$patch\":7}}",
+        "{\"spec\":{\"containers\":{\"name\":\"a\"}}}",
+        "{\"spec\":[{\"$patch\":\"replace\"}]}",
+        "{\"$patch\":\"delete\"}",
+    };
+    json_t *t = J("{\"spec\":{\"containers\":[{\"name\":\"a\"}],\"x\":1},\"metadata\":{"
+                  "\"finalizers\":[\"f\"]}}");
+    for (size_t i = 0; i < sizeof patches / sizeof patches[0]; i++) {
+        json_t *p = J(patches[i]);
+        lop_err_t err;
+        lop_err_clear(&err);
+        json_t *r = lop_strategic_merge_patch(t, p, "v1", "Pod", &err);
+        T_CHECK(r != NULL || err.code == 400);
+        json_decref(r);
+        json_decref(p);
+    }
+    /* a non-object target is treated as empty */
+    json_t *p = J("{\"a\":1}");
+    json_t *arr = J("[1]");
+    T_CHECK(same(lop_strategic_merge_patch(arr, p, "v1", "ConfigMap", NULL), "{\"a\":1}"));
+    json_decref(arr);
+    json_decref(p);
+    json_decref(t);
+}
+
 int main(void)
 {
     T_RUN(test_merge_patch_rfc7386_table);
@@ -332,5 +370,6 @@ int main(void)
     T_RUN(test_smp_directives);
     T_RUN(test_smp_other_lists_and_keys);
     T_RUN(test_smp_errors_and_support);
+    T_RUN(test_smp_malformed_inputs);
     return T_DONE();
 }

@@ -270,6 +270,41 @@ static void test_field_selectors(void)
     }
 }
 
+/* Every string of up to 4 characters over the grammar's alphabet parses or fails cleanly. */
+static void test_no_crash_on_any_short_input(void)
+{
+    static const char alpha[] = "a=!(),<> \\-";
+    const size_t n = sizeof alpha - 1;
+    char s[8];
+    size_t parsed = 0, failed = 0;
+    for (size_t len = 0; len <= 4; len++) {
+        size_t total = 1;
+        for (size_t i = 0; i < len; i++) total *= n;
+        for (size_t code = 0; code < total; code++) {
+            size_t c = code;
+            for (size_t i = 0; i < len; i++, c /= n) s[i] = alpha[c % n];
+            s[len] = '\0';
+            lop_label_selector_t *ls = NULL;
+            lop_field_selector_t *fs = NULL;
+            lop_err_t err;
+            if (lop_label_selector_parse(s, &ls, &err) == LOP_OK) {
+                parsed++;
+                (void)lop_label_selector_match_json(ls, NULL);
+            } else {
+                failed++;
+                T_CHECK(ls == NULL && err.code == 400 && err.message[0] != '\0');
+            }
+            lop_label_selector_free(ls);
+            if (lop_field_selector_parse(s, &fs, &err) == LOP_OK)
+                (void)lop_field_selector_count(fs);
+            else
+                T_CHECK(fs == NULL && err.code == 400);
+            lop_field_selector_free(fs);
+        }
+    }
+    T_CHECK(parsed > 0 && failed > 0);
+}
+
 int main(void)
 {
     T_RUN(test_label_matching_table);
@@ -277,5 +312,6 @@ int main(void)
     T_RUN(test_label_key_and_value_limits);
     T_RUN(test_label_empty_and_lookup);
     T_RUN(test_field_selectors);
+    T_RUN(test_no_crash_on_any_short_input);
     return T_DONE();
 }
