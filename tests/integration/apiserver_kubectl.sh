@@ -198,7 +198,20 @@ start_server tls --tls --token-file "$TMP/tokens" --kubeconfig-out "$TMP/kc-tls"
 case "$URL_tls" in https://*) ;; *) fail "TLS URL: $URL_tls" ;; esac
 KUBECONFIG="$TMP/kc-tls" kubectl get ns default -o name | grep -qx namespace/default || fail "kubectl over TLS"
 sed 's/secret-token/wrong-token/' "$TMP/kc-tls" >"$TMP/kc-bad"
-KUBECONFIG="$TMP/kc-bad" kubectl get ns default 2>"$TMP/err" && fail "wrong token accepted"
+KUBECONFIG="$TMP/kc-bad" kubectl get ns default </dev/null 2>"$TMP/err" && fail "wrong token accepted"
 grep -qi 'unauthorized\|must be logged in' "$TMP/err" || fail "401: $(cat "$TMP/err")"
+
+echo "== client certificates (--client-ca)"
+(cd "$TMP" &&
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.crt \
+    -subj /CN=test-ca -days 2 &&
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout c.key -out c.csr -subj /CN=alice &&
+  openssl x509 -req -in c.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out c.crt -days 2) >/dev/null 2>&1 ||
+  fail "openssl could not make test certificates"
+start_server cc --client-ca "$TMP/ca.crt" --kubeconfig-out "$TMP/kc-cc"
+KUBECONFIG="$TMP/kc-cc" kubectl get ns default </dev/null 2>"$TMP/err" && fail "no client cert accepted"
+KUBECONFIG="$TMP/kc-cc" kubectl config set-credentials luaop --client-certificate="$TMP/c.crt" \
+  --client-key="$TMP/c.key" --embed-certs >/dev/null || fail "kubectl config set-credentials"
+KUBECONFIG="$TMP/kc-cc" kubectl get ns default -o name | grep -qx namespace/default || fail "kubectl with a client cert"
 
 echo "PASS apiserver_kubectl"
