@@ -149,6 +149,80 @@ static int check_meta_types(as_req_t *q, const json_t *obj)
     return -1;
 }
 
+/* Remove from a FieldsV1 tree the member at a dotted path ("spec.junk"; list paths skipped). */
+static void fieldsv1_remove_path(json_t *f, const char *path)
+{
+    if (strchr(path, '['))
+        return;
+    char seg[300];
+    const char *p = path;
+    json_t *cur = f;
+    for (;;) {
+        const char *dot = strchr(p, '.');
+        size_t len = dot ? (size_t)(dot - p) : strlen(p);
+        snprintf(seg, sizeof seg, "f:%.*s", (int)len, p);
+        if (!dot) {
+            json_object_del(cur, seg);
+            return;
+        }
+        cur = json_object_get(cur, seg);
+        if (!json_is_object(cur))
+            return;
+        p = dot + 1;
+    }
+}
+
+/* Ownership the server never records (reset fields): main-endpoint managers never own .status
+ * when the status subresource is on; /status managers own only .status; nobody owns fields that
+ * pruning removed. Entries left empty are dropped. */
+static void scrub_managed_fields(json_t *obj, bool has_status, bool status_sub, const json_t *pruned)
+{
+    json_t *mf = json_object_get(json_object_get(obj, "metadata"), "managedFields");
+    if (!json_is_array(mf))
+        return;
+    for (size_t i = json_array_size(mf); i-- > 0;) {
+        json_t *e = json_array_get(mf, i);
+        json_t *f = json_object_get(e, "fieldsV1");
+        if (!json_is_object(f))
+            continue;
+        const char *sub = json_string_value(json_object_get(e, "subresource"));
+        bool is_status_entry = sub && !strcmp(sub, "status");
+        json_t *nf = json_deep_copy(f);
+        if (has_status && !sub)
+            json_object_del(nf, "f:status");
+        if (is_status_entry && status_sub) {
+            json_t *st = json_object_get(nf, "f:status");
+            json_t *only = json_object();
+            if (st)
+                json_object_set(only, "f:status", st);
+            json_decref(nf);
+            nf = only;
+        }
+        size_t k;
+        json_t *p;
+        json_array_foreach(pruned, k, p) {
+            fieldsv1_remove_path(nf, json_string_value(p));
+        }
+        /* drop now-empty parents one level down (f:spec with nothing in it) */
+        const char *key;
+        json_t *child;
+        void *tmp;
+        json_object_foreach_safe(nf, tmp, key, child) {
+            if (json_is_object(child) && json_object_size(child) == 0 && strcmp(key, "."))
+                json_object_del(nf, key);
+        }
+        if (json_object_size(nf) == 0) {
+            json_array_remove(mf, i);
+        } else {
+            json_object_set_new(e, "fieldsV1", nf);
+            continue;
+        }
+        json_decref(nf);
+    }
+    if (json_array_size(mf) == 0)
+        json_object_del(json_object_get(obj, "metadata"), "managedFields");
+}
+
 /* fieldValidation (G.17): Strict → 400 naming every unknown field, Warn (default) → one Warning
  * header per field, Ignore → nothing. Returns -1 when it replied. */
 static int report_unknown_fields(as_req_t *q, json_t *pruned)
@@ -469,16 +543,16 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
         json_decref(obj);
         return;
     }
+    json_t *pruned = NULL; /* CR fields removed by pruning (paths) */
     if (res->is_cr) {
         json_t *causes = NULL;
-        json_t *pruned = json_array();
+        pruned = json_array();
         int vrc = as_validate_cr(res, obj, &causes, pruned);
         if (vrc == 0 && report_unknown_fields(q, pruned) < 0) {
             json_decref(pruned);
             json_decref(obj);
             return;
         }
-        json_decref(pruned);
         if (vrc < 0) {
             /* message: Kind.group "name" is invalid: [f: msg, ...] */
             lop_buf_t b = LOP_BUF_INIT;
@@ -498,6 +572,7 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
                 as_reply_status(q, 422, "Invalid", d, "%s \"%s\" is invalid: %s", qual_kind, name,
                                 b.data);
             lop_buf_free(&b);
+            json_decref(pruned);
             json_decref(obj);
             return;
         }
@@ -532,6 +607,9 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
     }
     if (!managed_done)
         as_track_managed(q, old, obj, q->sub);
+    scrub_managed_fields(obj, res->has_status, status_sub, pruned);
+    json_decref(pruned);
+    pruned = NULL;
     char key[600];
     as_make_key(res, q->ns, name, key, sizeof key);
     if (!old && as_store_find(res->coll, key)) {
