@@ -310,6 +310,38 @@ static void test_namespace_terminating(void)
     resp_free(&r);
 }
 
+static void test_apply_and_status_ownership(void)
+{
+    const char *applied = "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"ap\"},"
+                          "\"spec\":{\"replicas\":1},\"status\":{\"phase\":\"Mine\"}}";
+    resp_t r = t_http(srv, "PATCH", WPATH "/ap?fieldManager=op", applied, "application/apply-patch+yaml");
+    T_EQ_INT(r.code, 201);
+    T_CHECK(json_object_get(r.json, "status") == NULL);
+    json_t *mf = json_object_get(json_object_get(r.json, "metadata"), "managedFields");
+    T_EQ_INT(json_array_size(mf), 1);
+    T_CHECK(json_object_get(json_object_get(json_array_get(mf, 0), "fieldsV1"), "f:status") == NULL);
+    resp_free(&r);
+    r = t_http(srv, "PATCH", WPATH "/ap/status?fieldManager=ctl", "{\"status\":{\"phase\":\"Theirs\"}}",
+               "application/merge-patch+json");
+    T_EQ_INT(r.code, 200);
+    resp_free(&r);
+    /* re-applying the same manifest does not conflict with the status writer */
+    r = t_http(srv, "PATCH", WPATH "/ap?fieldManager=op", applied, "application/apply-patch+yaml");
+    T_EQ_INT(r.code, 200);
+    T_EQ_STR(jstr(r.json, "status.phase"), "Theirs");
+    resp_free(&r);
+    /* but changing a spec field another manager owns does */
+    r = t_http(srv, "PATCH", WPATH "/ap?fieldManager=other",
+               "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"ap\"},\"spec\":{\"replicas\":5}}",
+               "application/apply-patch+yaml");
+    T_EQ_INT(r.code, 409);
+    T_EQ_STR(jstr(r.json, "reason"), "Conflict");
+    resp_free(&r);
+    r = t_http(srv, "DELETE", WPATH "/ap", NULL, NULL);
+    T_EQ_INT(r.code, 200);
+    resp_free(&r);
+}
+
 static void test_crd_delete_ends_watches(void)
 {
     resp_t r = t_http(srv, "POST", WPATH, "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"last\"}}", NULL);
@@ -402,6 +434,7 @@ int main(void)
     T_RUN(test_finalizer_single_deleted_event);
     T_RUN(test_owner_gc);
     T_RUN(test_namespace_terminating);
+    T_RUN(test_apply_and_status_ownership);
     T_RUN(test_crd_delete_ends_watches);
     T_RUN(test_stall_and_resume);
     T_RUN(test_foreground_deletion);
