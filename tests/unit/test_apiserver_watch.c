@@ -308,6 +308,10 @@ static void test_namespace_terminating(void)
     r = t_http(srv, "GET", "/api/v1/namespaces/term", NULL, NULL);
     T_EQ_INT(r.code, 404);
     resp_free(&r);
+    r = t_http(srv, "DELETE", "/api/v1/namespaces/kube-system", NULL, NULL);
+    T_EQ_INT(r.code, 403);
+    T_EQ_STR(jstr(r.json, "message"), "namespaces \"kube-system\" is forbidden: this namespace may not be deleted");
+    resp_free(&r);
 }
 
 static void test_apply_and_status_ownership(void)
