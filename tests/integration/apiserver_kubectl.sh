@@ -189,10 +189,12 @@ K get ns scratch -o jsonpath='{.status.phase}' | grep -qx Active || fail "namesp
 K delete ns scratch >/dev/null || fail "namespace delete"
 K get ns scratch 2>/dev/null && fail "namespace still there"
 
-echo "== fault control over HTTP"
-curl -sf -X POST "$URL_main/luaop-fault/fail?code=503&count=1&verb=list" >/dev/null || fail "fault endpoint"
-code=$(curl -s -o /dev/null -w '%{http_code}' "$URL_main/api/v1/namespaces/default/configmaps")
-[ "$code" = 503 ] || fail "injected 503 not served (got $code)"
+echo "== fault control over HTTP (through kubectl --raw: no curl binary needed)"
+echo '{}' | K create --raw "/luaop-fault/fail?code=503&count=1&verb=list" -f - | grep -q '"ok":true' ||
+  fail "fault endpoint"
+K get --raw /api/v1/namespaces/default/configmaps >/dev/null 2>"$TMP/err" && fail "injected 503 not served"
+grep -q 'ServiceUnavailable' "$TMP/err" || fail "injected 503: $(cat "$TMP/err")"
+K get --raw /api/v1/namespaces/default/configmaps >/dev/null || fail "fault did not clear after one request"
 
 echo "== TLS with a generated certificate and bearer tokens"
 printf 'secret-token,admin,1\n' >"$TMP/tokens"
