@@ -17,6 +17,11 @@ bin="$build/bench"
 mkdir -p "$bin"
 warn="-Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Wno-unused-parameter -Wvla -Wpointer-arith -fno-common -Werror"
 cflags="-O2 -g -std=c11 -D_GNU_SOURCE $warn -I$(dirname "$here")"
+# A sanitizer build's libraries need the same runtime in the programs that link them.
+case $(sed -n 's/^LUAOP_SANITIZE:STRING=//p' "$build/CMakeCache.txt" 2>/dev/null) in
+  address) cflags="$cflags -fsanitize=address,undefined -fno-omit-frame-pointer" ;;
+  thread) cflags="$cflags -fsanitize=thread" ;;
+esac
 # cc_prog NAME SRC LIBS... — rebuild when the source, bench_util.h or a library is newer.
 cc_prog() {
   local name=$1 src=$2 out="$bin/lopbench-$1"
