@@ -112,7 +112,6 @@ static int split_path(char *path, char **seg, int max)
     return n;
 }
 
-static bool is_true(const char *s) { return s && (!strcmp(s, "true") || !strcmp(s, "1")); }
 
 static void route(as_req_t *q)
 {
@@ -220,7 +219,7 @@ static void route(as_req_t *q)
     switch (q->method) {
     case EVHTTP_REQ_GET:
         if (!name)
-            q->verb = is_true(as_query(q, "watch")) ? "watch" : "list";
+            q->verb = as_query_bool(as_query(q, "watch")) ? "watch" : "list";
         else
             q->verb = "get";
         break;
@@ -282,10 +281,22 @@ static void process(lop_apiserver_t *srv, struct evhttp_request *r)
     const char *qs = uri ? evhttp_uri_get_query(uri) : NULL;
     if (qs)
         evhttp_parse_query_str(qs, &q.q);
+    struct evhttp_connection *conn = evhttp_request_get_connection(r);
+    struct bufferevent *bev = conn ? evhttp_connection_get_bufferevent(conn) : NULL;
+    if (bev) /* libevent's default is 16 KiB per loop iteration; big lists want more */
+        bufferevent_set_max_single_write(bev, 1024 * 1024);
     struct evbuffer *in = evhttp_request_get_input_buffer(r);
     q.body_len = evbuffer_get_length(in);
     q.body = q.body_len ? (char *)evbuffer_pullup(in, -1) : NULL;
-    if (!authenticated(&q)) {
+    const char *accept = evhttp_find_header(evhttp_request_get_input_headers(r), "Accept");
+    bool acceptable = !accept || strstr(accept, "json") || strstr(accept, "*/*") ||
+                      strstr(accept, "yaml") || strstr(accept, "text/plain") ||
+                      !(strstr(accept, "protobuf") || strstr(accept, "cbor"));
+    if (!acceptable) {
+        as_reply_status(&q, 406, "NotAcceptable", NULL,
+                        "only the following media types are accepted: application/json, "
+                        "application/yaml");
+    } else if (!authenticated(&q)) {
         as_reply_status(&q, 401, "Unauthorized", NULL, "Unauthorized");
     } else {
         route(&q);

@@ -41,6 +41,7 @@ void as_blob_unref(as_blob_t *b);
 typedef struct as_entry {
     char *key; /* "ns/name" or "name" */
     json_t *obj;
+    as_blob_t *wire; /* obj serialized once at commit (compact; keys sorted for CRs) */
 } as_entry_t;
 
 struct as_watcher;
@@ -85,7 +86,8 @@ typedef struct as_event {
     char *key;
     json_t *obj;  /* state after (DELETED: last state, RV = deletion revision) */
     json_t *prev; /* state before, NULL for ADDED */
-    as_blob_t *wire; /* lazily serialized {"type":..,"object":..}\n */
+    as_blob_t *wire;  /* obj serialized (shared with the store entry) */
+    as_blob_t *pwire; /* prev serialized, NULL for ADDED */
 } as_event_t;
 
 typedef struct as_watcher {
@@ -100,7 +102,8 @@ typedef struct as_watcher {
     lop_field_selector_t *fs;
     bool bookmarks;
     struct event *timer;
-    struct evbuffer *held; /* events queued while stalled */
+    struct evbuffer *held;  /* events queued while stalled */
+    struct evbuffer *batch; /* during replay: events gathered into one chunk */
     int64_t last_rv;
 } as_watcher_t;
 
@@ -184,6 +187,8 @@ void as_reply_raw(as_req_t *q, int code, const char *ctype, const char *body, si
 void as_reply_status(as_req_t *q, int code, const char *reason, json_t *details, const char *fmt,
                      ...) __attribute__((format(printf, 5, 6)));
 void as_reply_err(as_req_t *q, const lop_err_t *err);
+/* Reply with a stored object, reusing its commit-time serialization when it fits (wire may be NULL). */
+void as_reply_stored(as_req_t *q, int code, as_res_t *res, const json_t *obj, as_blob_t *wire);
 void as_reply_notfound(as_req_t *q, as_res_t *res, const char *name);
 /* "<plural>[.<group>]" */
 void as_qualified_resource(const as_res_t *res, char *buf, size_t n);
@@ -194,6 +199,7 @@ void as_reply_invalid(as_req_t *q, const char *kind_qual, const char *dkind, con
                       const char *name, const char *cause_reason, const char *field,
                       const char *detail);
 const char *as_query(as_req_t *q, const char *key);
+bool as_query_bool(const char *s); /* true for Go's ParseBool true spellings */
 void as_log_reject(as_req_t *q, int code, const char *reason);
 
 /* ---- registry.c ---- */
@@ -219,6 +225,8 @@ void as_store_compact(lop_apiserver_t *srv);
  * Returns -1 when rv is older than the history. */
 int as_store_snapshot(lop_apiserver_t *srv, as_coll_t *c, int64_t rv, const char *ns,
                       as_entry_t **out, size_t *n);
+/* The serialized form of a stored object: the entry's blob if obj is the stored one. Borrowed. */
+as_blob_t *as_store_wire(as_coll_t *c, const json_t *obj);
 void as_make_key(const as_res_t *res, const char *ns, const char *name, char *buf, size_t n);
 json_t *as_ring_event(lop_apiserver_t *srv, size_t i); /* unused helper guard */
 
@@ -226,6 +234,8 @@ json_t *as_ring_event(lop_apiserver_t *srv, size_t i); /* unused helper guard */
 void as_handle_watch(as_req_t *q);
 void as_watch_dispatch(lop_apiserver_t *srv, as_event_t *ev);
 void as_watch_close_all(lop_apiserver_t *srv);
+/* End the watches served through res (before res is removed from the registry). */
+void as_watch_close_res(lop_apiserver_t *srv, as_res_t *res);
 void as_watch_set_stall(lop_apiserver_t *srv, bool stall);
 void as_watch_bookmark_all(lop_apiserver_t *srv);
 bool as_obj_matches(as_res_t *res, const char *ns, lop_label_selector_t *ls,
@@ -255,7 +265,8 @@ void as_gc_run(lop_apiserver_t *srv);
 /* Called after a commit on a CRD (crd.c): install/remove the CR resources. */
 void as_crd_changed(lop_apiserver_t *srv, const json_t *crd, bool deleted);
 json_t *as_crd_finish_create(lop_apiserver_t *srv, json_t *crd, lop_err_t *err);
-int as_validate_cr(as_res_t *res, json_t *obj, json_t **causes);
+/* Type-check and prune a custom resource; pruned field paths are appended to pruned (an array). */
+int as_validate_cr(as_res_t *res, json_t *obj, json_t **causes, json_t *pruned);
 
 /* ---- util.c ---- */
 void as_uuid(char out[37]);

@@ -61,7 +61,7 @@ void as_handle_patch(as_req_t *q)
         return;
     }
     const char *force = as_query(q, "force");
-    bool forced = force && !strcmp(force, "true");
+    bool forced = as_query_bool(force);
     const char *fm = as_query(q, "fieldManager");
     if (force && pt != P_APPLY) {
         patchopts_invalid(q, "FieldValueForbidden", "force",

@@ -15,6 +15,13 @@ static const char continue_expired_msg[] =
     "inconsistent list - objects that were created, modified, or deleted between the time the "
     "first chunk was returned and now may show up in the list.";
 
+static void blob_release(const void *data, size_t len, void *arg)
+{
+    (void)data;
+    (void)len;
+    as_blob_unref(arg);
+}
+
 static char *make_token(int64_t rv, const char *key)
 {
     json_t *t = json_object();
@@ -250,12 +257,33 @@ void as_handle_list(as_req_t *q)
     size_t flags = JSON_COMPACT | (res->is_cr ? JSON_SORT_KEYS : 0);
     long count = 0;
     const char *last_key = NULL;
+    char prefix[400];
+    size_t plen = (size_t)snprintf(prefix, sizeof prefix, "{\"kind\":\"%s\",\"apiVersion\":\"%s\",",
+                                   res->kind, res->api_version);
     for (; i < n; i++) {
         if (limit > 0 && count >= limit)
             break;
         json_t *obj = items[i].obj;
         if (!as_obj_matches(res, NULL, ls, fs, obj))
             continue;
+        as_blob_t *wb = items[i].wire;
+        const json_t *av = json_object_get(obj, "apiVersion");
+        if (wb && json_is_string(av) && !strcmp(json_string_value(av), res->api_version) &&
+            (res->is_cr || (wb->len > plen && !memcmp(wb->data, prefix, plen)))) {
+            /* zero-copy: the bytes serialized at commit (built-ins minus kind/apiVersion) */
+            if (count > 0)
+                evbuffer_add(ib, ",", 1);
+            wb->refs++; /* the store may replace the object before the bytes are written */
+            if (res->is_cr) {
+                evbuffer_add_reference(ib, wb->data, wb->len, blob_release, wb);
+            } else {
+                evbuffer_add(ib, "{", 1);
+                evbuffer_add_reference(ib, wb->data + plen, wb->len - plen, blob_release, wb);
+            }
+            count++;
+            last_key = items[i].key;
+            continue;
+        }
         json_t *shown;
         if (res->is_cr) {
             shown = as_served_obj(res, obj);
@@ -365,5 +393,5 @@ void as_handle_get(as_req_t *q)
         as_reply_json(q, 200, scale_of(res, e->obj), false);
         return;
     }
-    as_reply_json(q, 200, as_served_obj(res, e->obj), res->is_cr);
+    as_reply_stored(q, 200, res, e->obj, e->wire);
 }

@@ -83,6 +83,13 @@ static void free_cb(const void *data, size_t len, void *arg)
     free((void *)data);
 }
 
+static void blob_release(const void *data, size_t len, void *arg)
+{
+    (void)data;
+    (void)len;
+    as_blob_unref(arg);
+}
+
 void as_reply_json(as_req_t *q, int code, json_t *body, bool sort_keys)
 {
     size_t flags = JSON_COMPACT | (sort_keys ? JSON_SORT_KEYS : 0);
@@ -188,4 +195,29 @@ void as_reply_invalid(as_req_t *q, const char *kind_qual, const char *dkind, con
 const char *as_query(as_req_t *q, const char *key)
 {
     return evhttp_find_header(&q->q, key);
+}
+
+bool as_query_bool(const char *s)
+{
+    /* Go's strconv.ParseBool spellings of true (python clients send "True") */
+    return s && (!strcmp(s, "true") || !strcmp(s, "1") || !strcmp(s, "t") || !strcmp(s, "T") ||
+                 !strcmp(s, "True") || !strcmp(s, "TRUE"));
+}
+
+void as_reply_stored(as_req_t *q, int code, as_res_t *res, const json_t *obj, as_blob_t *wire)
+{
+    const json_t *av = json_object_get(obj, "apiVersion");
+    if (!wire || !json_is_string(av) || strcmp(json_string_value(av), res->api_version)) {
+        as_reply_json(q, code, as_served_obj(res, obj), res->is_cr);
+        return;
+    }
+    struct evkeyvalq *h = evhttp_request_get_output_headers(q->r);
+    evhttp_add_header(h, "Content-Type", "application/json");
+    evhttp_add_header(h, "Cache-Control", "no-cache, private");
+    struct evbuffer *b = evbuffer_new();
+    wire->refs++;
+    evbuffer_add_reference(b, wire->data, wire->len, blob_release, wire);
+    evbuffer_add(b, "\n", 1);
+    evhttp_send_reply(q->r, code, reason_phrase(code), b);
+    evbuffer_free(b);
 }

@@ -43,6 +43,7 @@ static void hist_event_free(as_event_t *e)
     json_decref(e->prev);
     free(e->key);
     as_blob_unref(e->wire);
+    as_blob_unref(e->pwire);
     free(e);
 }
 
@@ -67,6 +68,7 @@ void as_store_free(lop_apiserver_t *srv)
         for (size_t j = 0; j < c->n; j++) {
             free(c->items[j].key);
             json_decref(c->items[j].obj);
+            as_blob_unref(c->items[j].wire);
         }
         free(c->items);
         free(c->name);
@@ -105,6 +107,31 @@ static void set_rv(json_t *obj, int64_t rv)
     json_object_set_new(as_meta(obj), "resourceVersion", json_string(b));
 }
 
+static as_blob_t *serialize(const as_coll_t *c, const json_t *obj)
+{
+    char *s = json_dumps(obj, JSON_COMPACT | (c->sort_keys ? JSON_SORT_KEYS : 0));
+    if (!s)
+        s = lop_xstrdup("{}");
+    as_blob_t *b = as_blob_new(s, strlen(s));
+    free(s);
+    return b;
+}
+
+as_blob_t *as_store_wire(as_coll_t *c, const json_t *obj)
+{
+    const char *name = as_meta_str(obj, "name");
+    const char *ns = as_meta_str(obj, "namespace");
+    if (!name)
+        return NULL;
+    char key[600];
+    if (ns && *ns)
+        snprintf(key, sizeof key, "%s/%s", ns, name);
+    else
+        snprintf(key, sizeof key, "%s", name);
+    as_entry_t *e = as_store_find(c, key);
+    return e && e->obj == obj ? e->wire : NULL;
+}
+
 json_t *as_store_commit(lop_apiserver_t *srv, as_coll_t *c, const char *key, json_t *new_obj)
 {
     long idx = bsearch_key(c->items, c->n, key);
@@ -122,7 +149,9 @@ json_t *as_store_commit(lop_apiserver_t *srv, as_coll_t *c, const char *key, jso
         set_rv(last, rv);
         e->type = AS_DELETED;
         e->obj = last;
+        e->wire = serialize(c, last);
         e->prev = old; /* takes the store's reference */
+        e->pwire = c->items[idx].wire;
         free(c->items[idx].key);
         memmove(&c->items[idx], &c->items[idx + 1], (c->n - (size_t)idx - 1) * sizeof *c->items);
         c->n--;
@@ -130,10 +159,14 @@ json_t *as_store_commit(lop_apiserver_t *srv, as_coll_t *c, const char *key, jso
     } else {
         set_rv(new_obj, rv);
         e->obj = json_incref(new_obj);
+        e->wire = serialize(c, new_obj);
+        e->wire->refs++; /* one for the event, one for the store entry */
         if (old) {
             e->type = AS_MODIFIED;
-            e->prev = old; /* the store's reference moves to the event */
+            e->prev = old; /* the store's references move to the event */
+            e->pwire = c->items[idx].wire;
             c->items[idx].obj = new_obj;
+            c->items[idx].wire = e->wire;
         } else {
             e->type = AS_ADDED;
             size_t pos = (size_t)(-idx - 1);
@@ -144,6 +177,7 @@ json_t *as_store_commit(lop_apiserver_t *srv, as_coll_t *c, const char *key, jso
             memmove(&c->items[pos + 1], &c->items[pos], (c->n - pos) * sizeof *c->items);
             c->items[pos].key = lop_xstrdup(key);
             c->items[pos].obj = new_obj;
+            c->items[pos].wire = e->wire;
             c->n++;
         }
         result = new_obj;
@@ -188,8 +222,10 @@ int as_store_snapshot(lop_apiserver_t *srv, as_coll_t *c, int64_t rv, const char
                     cnt--;
                 }
             } else if (e->type == AS_MODIFIED) {
-                if (idx >= 0)
+                if (idx >= 0) {
                     arr[idx].obj = e->prev;
+                    arr[idx].wire = e->pwire;
+                }
             } else if (idx < 0) {
                 if (cnt == cap) {
                     cap *= 2;
@@ -199,6 +235,7 @@ int as_store_snapshot(lop_apiserver_t *srv, as_coll_t *c, int64_t rv, const char
                 memmove(&arr[pos + 1], &arr[pos], (cnt - pos) * sizeof *arr);
                 arr[pos].key = e->key;
                 arr[pos].obj = e->prev;
+                arr[pos].wire = e->pwire;
                 cnt++;
             }
         }

@@ -177,18 +177,24 @@ static void blob_cleanup(const void *data, size_t len, void *arg)
     as_blob_unref(arg);
 }
 
-/* Queue a blob to w; returns -1 when the watcher was closed (slow consumer). */
-static int send_blob(as_watcher_t *w, as_blob_t *b)
+/* The buffer to queue output for w into: its held buffer while stalled, else a fresh one. */
+static struct evbuffer *out_buf(as_watcher_t *w)
 {
-    b->refs++;
+    if (w->batch)
+        return w->batch;
     if (w->srv->stall) {
         if (!w->held)
             w->held = evbuffer_new();
-        evbuffer_add_reference(w->held, b->data, b->len, blob_cleanup, b);
-        return 0;
+        return w->held;
     }
-    struct evbuffer *buf = evbuffer_new();
-    evbuffer_add_reference(buf, b->data, b->len, blob_cleanup, b);
+    return evbuffer_new();
+}
+
+/* Send what out_buf gave; returns -1 when the watcher was closed (slow consumer). */
+static int flush_buf(as_watcher_t *w, struct evbuffer *buf)
+{
+    if (buf == w->held || buf == w->batch)
+        return 0;
     evhttp_send_reply_chunk(w->r, buf);
     evbuffer_free(buf);
     if (w->conn) {
@@ -201,6 +207,28 @@ static int send_blob(as_watcher_t *w, as_blob_t *b)
         }
     }
     return 0;
+}
+
+/* Queue a complete line (blob) to w. */
+static int send_blob(as_watcher_t *w, as_blob_t *b)
+{
+    struct evbuffer *buf = out_buf(w);
+    b->refs++;
+    evbuffer_add_reference(buf, b->data, b->len, blob_cleanup, b);
+    return flush_buf(w, buf);
+}
+
+/* Queue {"type":T,"object":<b>}\n sharing the serialized object b. */
+static int send_wire(as_watcher_t *w, const char *type, as_blob_t *b)
+{
+    char head[48];
+    int hl = snprintf(head, sizeof head, "{\"type\":\"%s\",\"object\":", type);
+    struct evbuffer *buf = out_buf(w);
+    evbuffer_add(buf, head, (size_t)hl);
+    b->refs++;
+    evbuffer_add_reference(buf, b->data, b->len, blob_cleanup, b);
+    evbuffer_add(buf, "}\n", 2);
+    return flush_buf(w, buf);
 }
 
 static int send_obj_event(as_watcher_t *w, const char *type, const json_t *obj)
@@ -264,11 +292,9 @@ static int deliver(as_watcher_t *w, as_event_t *e)
     } else if (!now) {
         return 0;
     }
-    if (!same_version)
+    if (!same_version || !e->wire)
         return send_obj_event(w, type_names[e->type], e->obj);
-    if (!e->wire)
-        e->wire = event_blob(w->res, type_names[e->type], e->obj);
-    return send_blob(w, e->wire);
+    return send_wire(w, type_names[e->type], e->wire);
 }
 
 void as_watch_dispatch(lop_apiserver_t *srv, as_event_t *ev)
@@ -297,6 +323,18 @@ void as_watch_close_all(lop_apiserver_t *srv)
     for (size_t i = 0; i < srv->ncolls; i++)
         while (srv->colls[i]->watchers)
             watch_end(srv->colls[i]->watchers);
+}
+
+void as_watch_close_res(lop_apiserver_t *srv, as_res_t *res)
+{
+    (void)srv;
+    as_watcher_t *w = res->coll->watchers;
+    while (w) {
+        as_watcher_t *next = w->next;
+        if (w->res == res)
+            watch_end(w);
+        w = next;
+    }
 }
 
 void as_watch_set_stall(lop_apiserver_t *srv, bool stall)
@@ -338,7 +376,6 @@ static bool parse_rv(const char *s, int64_t *out)
     return true;
 }
 
-static bool is_true(const char *s) { return s && (!strcmp(s, "true") || !strcmp(s, "1")); }
 
 void as_handle_watch(as_req_t *q)
 {
@@ -347,7 +384,7 @@ void as_handle_watch(as_req_t *q)
     const char *rvm = as_query(q, "resourceVersionMatch");
     const char *sie = as_query(q, "sendInitialEvents");
     const char *tos = as_query(q, "timeoutSeconds");
-    bool bookmarks = is_true(as_query(q, "allowWatchBookmarks"));
+    bool bookmarks = as_query_bool(as_query(q, "allowWatchBookmarks"));
     if (sie && *sie) {
         if (!rvm || strcmp(rvm, "NotOlderThan")) {
             json_t *d = as_details(NULL, "meta.k8s.io", "ListOptions");
@@ -376,7 +413,7 @@ void as_handle_watch(as_req_t *q)
     }
     bool initial;
     if (sie && *sie)
-        initial = is_true(sie);
+        initial = as_query_bool(sie);
     else
         initial = !has_rv || rv == 0;
     lop_err_t err;
@@ -410,6 +447,9 @@ void as_handle_watch(as_req_t *q)
     evhttp_add_header(h, "Content-Type", "application/json");
     evhttp_add_header(h, "Cache-Control", "no-cache, private");
     evhttp_send_reply_start(q->r, 200, "OK");
+    struct bufferevent *wbev = w->conn ? evhttp_connection_get_bufferevent(w->conn) : NULL;
+    if (wbev) /* libevent writes 16 KiB per loop iteration by default: too little for a stream */
+        bufferevent_set_max_single_write(wbev, 1024 * 1024);
     evhttp_connection_set_closecb(w->conn, on_conn_close, w);
     /* link before replay so a slow-consumer close during replay unlinks cleanly */
     w->next = w->coll->watchers;
@@ -440,12 +480,18 @@ void as_handle_watch(as_req_t *q)
             watch_end(w);
         return;
     }
+    w->batch = evbuffer_new();
     if (initial) {
         as_coll_t *c = w->coll;
         for (size_t i = 0; i < c->n; i++) {
-            if (!as_obj_matches(w->res, w->ns, w->ls, w->fs, c->items[i].obj))
+            json_t *o = c->items[i].obj;
+            if (!as_obj_matches(w->res, w->ns, w->ls, w->fs, o))
                 continue;
-            if (send_obj_event(w, "ADDED", c->items[i].obj) < 0)
+            const json_t *av = json_object_get(o, "apiVersion");
+            bool same = json_is_string(av) && !strcmp(json_string_value(av), w->res->api_version);
+            int rc = same && c->items[i].wire ? send_wire(w, "ADDED", c->items[i].wire)
+                                              : send_obj_event(w, "ADDED", o);
+            if (rc < 0)
                 return;
         }
         if (bookmarks && send_bookmark(w, true) < 0)
@@ -458,6 +504,18 @@ void as_handle_watch(as_req_t *q)
             if (deliver(w, e) < 0)
                 return;
         }
+    }
+    struct evbuffer *batch = w->batch;
+    w->batch = NULL;
+    if (evbuffer_get_length(batch) == 0) {
+        evbuffer_free(batch);
+    } else if (srv->stall) {
+        if (!w->held)
+            w->held = evbuffer_new();
+        evbuffer_add_buffer(w->held, batch);
+        evbuffer_free(batch);
+    } else if (flush_buf(w, batch) < 0) {
+        return; /* flush_buf freed batch */
     }
     long timeout = tos ? strtol(tos, NULL, 10) : 0;
     if (timeout <= 0)

@@ -1,6 +1,6 @@
 /* cmd_apiserver.c — `luaop apiserver`: run the local API server until SIGTERM/SIGINT. */
 #include "apiserver/apiserver.h"
-#include "host/runtime/cli.h"
+#include "host/cli/cli.h"
 #include "host/util/log.h"
 
 #include <pthread.h>

@@ -1,5 +1,5 @@
 /* luaop — a Kubernetes operator host with Lua reconcilers. Subcommand dispatch only. */
-#include "host/runtime/cli.h"
+#include "host/cli/cli.h"
 
 #include <stdio.h>
 #include <string.h>

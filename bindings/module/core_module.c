@@ -1,9 +1,10 @@
 /*
  * core_module.c — luaop.core as a plain Lua C module (build/lua/luaop/core.so) for busted specs
  * under `luajit`: the same JSON codec and clock helpers as the host VMs (system clock), without
- * the host-only functions (docs/lua-core.md).
+ * the host-only functions (docs/lua-core.md): json, selector, now/mono/format_time/...
  */
 #include "bindings/core_clock.h"
+#include "bindings/core_selector.h"
 #include "bindings/json_codec.h"
 
 #include <lauxlib.h>
@@ -15,6 +16,8 @@ int luaopen_luaop_core(lua_State *L)
     lua_createtable(L, 0, 8);
     lop_lua_json_open(L);
     lua_setfield(L, -2, "json");
+    lop_lua_selector_open(L);
+    lua_setfield(L, -2, "selector");
     lop_lua_clock_register(L, -1, &lop_clock_system);
     lua_pushboolean(L, 0);
     lua_setfield(L, -2, "in_host");

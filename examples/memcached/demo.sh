@@ -1,6 +1,41 @@
 #!/usr/bin/env bash
-# The memcached example end to end on the embedded local API server. Usage: demo.sh path/to/luaop
+# The memcached example end to end on the embedded local API server, narrated.
+# Usage: examples/memcached/demo.sh [path/to/luaop]   (make demo builds it first)
 set -euo pipefail
-LUAOP=${1:-build/luaop}
-echo "demo: not available in this build yet (needs luaop apiserver and luaop dev)" >&2
-"$LUAOP" version
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+LUAOP=${1:-$root/build/luaop}
+LUAOP=$(cd "$(dirname "$LUAOP")" && pwd)/$(basename "$LUAOP")
+LUAOP_SRC=$root
+source "$root/tests/lib/dev.sh"
+
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+say "luaop dev: local API server + the memcached operator (scripts in examples/memcached/scripts)"
+lop_start_dev --scripts "$here/scripts" --apply "$here/crd/cache.example.com_memcacheds.yaml" \
+  --apply "$here/samples/memcached.yaml"
+echo "kubeconfig: $KUBECONFIG (try: KUBECONFIG=$KUBECONFIG kubectl get memcached)"
+
+say "the sample Memcached (size 1) and the Deployment the reconciler created"
+lop_wait_for "the Deployment" 20 lop_jsonpath_is deployment/memcached-sample '{.spec.replicas}' 1
+kubectl get memcached,deployments
+kubectl get memcached memcached-sample -o \
+  'jsonpath={range .status.conditions[*]}{.type}={.status} ({.reason}){"\n"}{end}'
+
+say "scale: kubectl patch memcached memcached-sample spec.size=3"
+kubectl patch memcached memcached-sample --type=merge -p '{"spec":{"size":3}}'
+lop_wait_for "3 replicas" 20 lop_jsonpath_is deployment/memcached-sample '{.spec.replicas}' 3
+kubectl get deployment memcached-sample -o 'jsonpath={.metadata.name}: {.spec.replicas} replicas{"\n"}'
+
+say "delete the Memcached: the finalizer runs, the Deployment is garbage-collected"
+kubectl delete memcached memcached-sample --wait=false
+lop_wait_for "the Memcached to go" 20 bash -c "! kubectl get memcached memcached-sample"
+lop_wait_for "the Deployment to go" 20 bash -c "! kubectl get deployment memcached-sample"
+kubectl get memcached,deployments
+
+say "what the operator logged"
+grep -E 'created deployment|updated deployment|finaliz' "$LOP_TMP/luaop.log" | cut -c1-200 || true
+
+say "stop (SIGTERM): graceful shutdown, exit 0"
+lop_stop_dev
+echo "demo finished"

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,6 +19,8 @@
 extern char **environ;
 
 #define TOKEN_FILE_TTL_NS (60 * LOP_NS_PER_S)
+#define EXEC_TIMEOUT_NS (60 * LOP_NS_PER_S) /* a plugin that hangs must not hang every request */
+#define EXEC_MAX_OUTPUT ((size_t)1 << 20)
 
 struct lop_auth {
     pthread_mutex_t mu;
@@ -99,53 +102,6 @@ int lop_auth_exec_runs(lop_auth_t *a)
     int n = a->exec_runs;
     pthread_mutex_unlock(&a->mu);
     return n;
-}
-
-/* ---- base64 ---- */
-
-static int b64val(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+' || c == '-') return 62;
-    if (c == '/' || c == '_') return 63;
-    return -1;
-}
-
-char *lop_base64_decode(const char *in, size_t *len)
-{
-    size_t n = strlen(in);
-    char *out = lop_xmalloc(n / 4 * 3 + 4);
-    size_t o = 0;
-    unsigned acc = 0;
-    int bits = 0, pad = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)in[i];
-        if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
-        if (c == '=') {
-            pad++;
-            continue;
-        }
-        int v = b64val(c);
-        if (v < 0 || pad) {
-            free(out);
-            return NULL;
-        }
-        acc = (acc << 6) | (unsigned)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[o++] = (char)((acc >> bits) & 0xff);
-        }
-    }
-    if (bits >= 6 || pad > 2) { /* a dangling single sextet is not valid base64 */
-        free(out);
-        return NULL;
-    }
-    out[o] = '\0';
-    if (len) *len = o;
-    return out;
 }
 
 /* ---- token file ---- */
@@ -266,9 +222,26 @@ static lop_rc_t run_plugin(lop_auth_t *a, lop_buf_t *out, lop_err_t *err)
                            strerror(saved));
     }
     char chunk[4096];
+    int64_t deadline = lop_clock_mono(a->clock) + EXEC_TIMEOUT_NS;
+    bool timed_out = false;
     for (;;) {
+        struct pollfd pf = {pfd[0], POLLIN, 0};
+        int pr = poll(&pf, 1, 100);
+        if (pr == 0 || (pr < 0 && errno == EINTR)) {
+            if (lop_clock_mono(a->clock) >= deadline) {
+                timed_out = true;
+                kill(pid, SIGKILL);
+                break;
+            }
+            continue;
+        }
         ssize_t r = read(pfd[0], chunk, sizeof chunk);
         if (r > 0) {
+            if (out->len + (size_t)r > EXEC_MAX_OUTPUT) {
+                timed_out = false;
+                kill(pid, SIGKILL);
+                break;
+            }
             lop_buf_append(out, chunk, (size_t)r);
             continue;
         }
@@ -280,6 +253,9 @@ static lop_rc_t run_plugin(lop_auth_t *a, lop_buf_t *out, lop_err_t *err)
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     a->exec_runs++;
+    if (timed_out)
+        return lop_err_set(err, LOP_ETIMEDOUT, 0, NULL, "exec plugin %s did not finish within %d s",
+                           e->command, (int)(EXEC_TIMEOUT_NS / LOP_NS_PER_S));
     if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "exec plugin %s could not be run%s%s",
                            e->command, *hint ? ": " : "", hint);

@@ -13,6 +13,7 @@
 #define LOP_KUBE_AUTH_H
 
 #include "host/util/clock.h"
+#include "host/util/base64.h" /* lop_base64_decode, used by kubeconfig */
 #include "host/util/err.h"
 
 #include <stdbool.h>
@@ -57,7 +58,8 @@ void lop_auth_cred_cleanup(lop_auth_cred_t *c);
 /*
  * Current credentials (reads the token file or runs the plugin when the cache is stale).
  * Errors: LOP_EINVAL with a message naming the file or plugin (empty token file, unreadable file,
- * plugin exit status, malformed ExecCredential). Never includes secret values in messages.
+ * plugin exit status, output over 1 MiB, malformed ExecCredential); LOP_ETIMEDOUT when the plugin
+ * runs longer than 60 s (on the injected clock; it is killed). Never includes secret values in messages.
  */
 lop_rc_t lop_auth_get(lop_auth_t *a, lop_auth_cred_t *out, lop_err_t *err);
 
@@ -67,9 +69,5 @@ bool lop_auth_invalidate(lop_auth_t *a);
 
 /* How many times the plugin has run (tests). */
 int lop_auth_exec_runs(lop_auth_t *a);
-
-/* Decode standard base64 (padding optional, whitespace ignored). Returns a malloc'd,
- * NUL-terminated buffer and its length in *len, or NULL on invalid input. */
-char *lop_base64_decode(const char *in, size_t *len);
 
 #endif

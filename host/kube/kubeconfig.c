@@ -226,9 +226,31 @@ static lop_rc_t pem_field(json_t *obj, const char *data_key, const char *path_ke
     return LOP_OK;
 }
 
+/* Every key in keys that is present must hold a string (YAML scalars load as strings). */
+static lop_rc_t check_strings(json_t *obj, const char *const *keys, const char *file, const char *where,
+                              lop_err_t *err)
+{
+    for (size_t i = 0; keys[i]; i++) {
+        json_t *v = json_object_get(obj, keys[i]);
+        if (v && !json_is_string(v) && !json_is_null(v))
+            return lop_err_set(err, LOP_EINVAL, 0, NULL, "kubeconfig %s: %s.%s: must be a string", file, where,
+                               keys[i]);
+    }
+    return LOP_OK;
+}
+
 static lop_rc_t build_exec(json_t *ex, const char *file, const char *where, lop_rest_config_t *cfg,
                            json_t *cluster, lop_auth_exec_t *e, lop_err_t *err)
 {
+    static const char *const strs[] = {"apiVersion", "command", "installHint", "interactiveMode", NULL};
+    char exwhere[400];
+    snprintf(exwhere, sizeof exwhere, "%s.exec", where);
+    lop_rc_t rc = check_strings(ex, strs, file, exwhere, err);
+    if (rc != LOP_OK) return rc;
+    json_t *args0 = json_object_get(ex, "args"), *env0 = json_object_get(ex, "env");
+    if ((args0 && !json_is_array(args0) && !json_is_null(args0)) || (env0 && !json_is_array(env0) && !json_is_null(env0)))
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "kubeconfig %s: %s.%s: must be a list", file, exwhere,
+                           args0 && !json_is_array(args0) && !json_is_null(args0) ? "args" : "env");
     const char *apiv = str_field(ex, "apiVersion");
     const char *cmd = str_field(ex, "command");
     if (!apiv || (strcmp(apiv, "client.authentication.k8s.io/v1") != 0 &&
@@ -309,6 +331,9 @@ static lop_rc_t build_user(json_t *user, const char *uname, lop_rest_config_t *c
     const char *file = str_field(user, FILE_KEY);
     char where[320];
     snprintf(where, sizeof where, "users[%s].user", uname);
+    static const char *const strs[] = {"client-certificate", "client-certificate-data", "client-key",
+                                       "client-key-data", "token", "tokenFile", "as", "as-uid", NULL};
+    if (check_strings(user, strs, file, where, err) != LOP_OK) return LOP_EINVAL;
     lop_rc_t rc = pem_field(user, "client-certificate-data", "client-certificate", file, where,
                             &cfg->client_cert_pem, err);
     if (rc == LOP_OK)
@@ -368,6 +393,9 @@ static lop_rc_t build_cluster(json_t *cluster, const char *cname, lop_rest_confi
     const char *file = str_field(cluster, FILE_KEY);
     char where[320];
     snprintf(where, sizeof where, "clusters[%s].cluster", cname);
+    static const char *const strs[] = {"server", "certificate-authority", "certificate-authority-data",
+                                       "tls-server-name", NULL};
+    if (check_strings(cluster, strs, file, where, err) != LOP_OK) return LOP_EINVAL;
     const char *server = str_field(cluster, "server");
     if (!server || !*server)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "kubeconfig %s: %s.server: missing", file, where);
@@ -557,9 +585,10 @@ lop_rc_t lop_kubeconfig_load(const lop_kubeconfig_opts_t *opts, lop_rest_config_
         lop_rc_t rc = lop_kubeconfig_load_files(list, n, opts->context, opts->clock, out, err);
         free(copy);
         if (rc != LOP_ENOTFOUND) return rc;
+        /* as kubectl: with $KUBECONFIG set, ~/.kube/config is not consulted */
     }
     const char *home = getenv("HOME");
-    if (home && *home) {
+    if (!(env && *env) && home && *home) {
         lop_buf_t b = LOP_BUF_INIT;
         lop_buf_printf(&b, "%s/.kube/config", home);
         struct stat st;

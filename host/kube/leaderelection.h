@@ -4,7 +4,9 @@
  *
  * Algorithm (as client-go, so mixed fleets interoperate):
  *   - candidates try to acquire every retry period, with jitter factor 1.2 (wait in
- *     [retry, 2.2 × retry));
+ *     [retry, 2.2 × retry)); beyond client-go, a standby also tries at the very moment the lease
+ *     it observes expires by its clock, so a crashed leader is replaced lease duration after the
+ *     standby last saw the record change, not up to 2.2 retry periods later;
  *   - a leader renews every retry period; the fast path PUTs straight from its cached Lease and
  *     falls back to the slow path (GET, then create on 404 or conditional PUT) on any error;
  *   - expiry of someone else's lease is judged ONLY on this replica's monotonic clock, counted
@@ -22,16 +24,20 @@
  * the elector thread is stuck in a request — before anyone else can take over.
  *
  * Two ways to drive it:
- *   - lop_elector_start/lop_elector_stop: a thread of its own (production);
+ *   - lop_elector_start/lop_elector_stop: a thread of its own (production), plus a watchdog thread
+ *     that ends leadership (on_stopped_leading) at the renew deadline even while the elector
+ *     thread is blocked in a hung request;
  *   - lop_elector_tick: one synchronous step at the clock's current time (tests with a fake
  *     clock; never mix with start).
  * Lease watch events fed through lop_elector_notify_lease_changed make a standby try at once when
  * the lease is released instead of waiting for its next retry.
  *
- * Thread-safety: lop_elector_is_leader, _leader, _identity, _notify_lease_changed, _state and
- * _lost are safe from any thread at any time. start/stop/tick/free are called from one controlling
- * thread. Callbacks run on the elector's thread (or the thread calling tick/stop), never under an
- * elector lock, so they may call the query functions; they must not call stop/free.
+ * Thread-safety: lop_elector_is_leader, _leader, _identity, _notify_lease_changed, _notify_lease_event,
+ * _stats and _lost are safe from any thread at any time. start/stop/tick/free are called from one
+ * controlling thread. Callbacks run on the elector's threads (or the thread calling tick/stop).
+ * on_started_leading and on_stopped_leading are serialized and strictly alternate (a callback lock
+ * is held across them, so the host may block in them, e.g. to drain workers); they may call the
+ * query functions but must not call stop/free. on_new_leader runs under no elector lock.
  */
 #ifndef LOP_KUBE_LEADERELECTION_H
 #define LOP_KUBE_LEADERELECTION_H
@@ -92,7 +98,8 @@ lop_rc_t lop_elector_config_validate(const lop_elector_config_t *cfg, lop_err_t 
 /* Validate cfg and create an elector (not yet running). NULL on a bad config, err filled. */
 lop_elector_t *lop_elector_new(const lop_elector_config_t *cfg, lop_err_t *err);
 
-/* Stop (as lop_elector_stop) if needed and free. NULL is a no-op. */
+/* Stop (as lop_elector_stop) if needed and free. NULL is a no-op. No other thread may still call
+ * into e (e.g. a watch feeding notifications): stop those first. */
 void lop_elector_free(lop_elector_t *e);
 
 /*

@@ -129,6 +129,25 @@ static inline lop_rc_t lop_lease_update(lop_lease_client_t *c, const lop_lease_r
     return c->ops->update(c->ud, rec, rv, rv_out, err);
 }
 
+/* True when s is a valid DNS-1123 subdomain (what Lease names and namespaces must be), which is
+ * also safe to put in a URL path unescaped. */
+bool lop_lease_name_valid(const char *s);
+
+/* ------------------------------------------------------------------------------------------ */
+/* The real lease client over the REST client (rest.h).                                        */
+
+struct lop_rest_client;
+
+/*
+ * A lease client for Lease ns/name through rest (borrowed; must outlive the result). Each request
+ * is limited to timeout_ms (<= 0: 10 s); pass about the renew deadline so a hung request cannot
+ * outlive leadership by much. Creates and updates send fieldManager=luaop-leader-election; an
+ * update keeps the metadata of the Lease last read (labels, annotations, ownerReferences).
+ * Returns NULL with LOP_EINVAL in err when ns or name is not a valid DNS-1123 subdomain.
+ */
+lop_lease_client_t *lop_lease_client_rest_new(struct lop_rest_client *rest, const char *ns,
+                                              const char *name, long timeout_ms, lop_err_t *err);
+
 /* ------------------------------------------------------------------------------------------ */
 /* In-memory Lease store (one Lease), shared by any number of client handles.                 */
 

@@ -115,15 +115,11 @@ static lop_rc_t fill_meta(lop_obj_t *o, lop_err_t *err)
 lop_rc_t lop_obj_new_item(const char *json, size_t len, int flags, const char *dflt_api_version,
                           const char *dflt_kind, lop_obj_t **out, lop_err_t *err)
 {
-    size_t s, e;
-    if (!json || lop_jscan_value(json, len, 0, &s, &e) != 0 || json[s] != '{')
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "object is not a JSON object (malformed or truncated)");
-    if (lop_jscan_ws(json, len, e) != len)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "object: trailing bytes after the JSON object");
-
+    /* one pass over the top-level members validates the whole document */
     lop_jscan_iter_t it;
-    lop_jscan_object_begin(&it, json, len, s);
-    size_t ms = 0, me = 0, as = 0, ae = 0, ks = 0, ke = 0;
+    if (!json || lop_jscan_object_begin(&it, json, len, 0) != 0)
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "object is not a JSON object");
+    size_t s = lop_jscan_ws(json, len, 0), ms = 0, me = 0, as = 0, ae = 0, ks = 0, ke = 0;
     int r;
     while ((r = lop_jscan_object_next(&it)) == 1) {
         if (lop_jscan_key_is(&it, "metadata"))
@@ -134,7 +130,10 @@ lop_rc_t lop_obj_new_item(const char *json, size_t len, int flags, const char *d
             ks = it.val_start, ke = it.val_end;
     }
     if (r < 0)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "object: malformed JSON");
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "object: malformed or truncated JSON");
+    size_t e = it.pos;
+    if (lop_jscan_ws(json, len, e) != len)
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "object: trailing bytes after the JSON object");
     if (me && json[ms] != '{')
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata is not an object");
 

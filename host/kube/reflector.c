@@ -70,6 +70,7 @@ lop_reflector_t *lop_reflector_new(const lop_reflector_config_t *cfg, lop_err_t 
     r->store = cfg->store;
     r->clock = cfg->clock ? cfg->clock : &lop_clock_system;
     r->h = cfg->handlers;
+    r->dlock = cfg->delivery_lock;
     r->page_size = cfg->page_size > 0 ? cfg->page_size : 500;
     r->idle_timeout_ms = cfg->idle_timeout_ms;
     r->obj_flags = cfg->obj_flags;
@@ -114,9 +115,22 @@ void lop_reflector_stats(lop_reflector_t *r, lop_reflector_stats_t *out)
 
 /* ---- watch events ---- */
 
+static void dlock(lop_reflector_t *r)
+{
+    if (r->dlock)
+        pthread_mutex_lock(r->dlock);
+}
+
+static void dunlock(lop_reflector_t *r)
+{
+    if (r->dlock)
+        pthread_mutex_unlock(r->dlock);
+}
+
 static void apply_upsert(lop_reflector_t *r, lop_obj_t *o)
 {
     lop_obj_t *old = NULL;
+    dlock(r);
     lop_store_put(r->store, o, &old);
     if (old) {
         if (r->h.on_update)
@@ -125,6 +139,7 @@ static void apply_upsert(lop_reflector_t *r, lop_obj_t *o)
     } else if (r->h.on_add) {
         r->h.on_add(r->h.ud, o);
     }
+    dunlock(r);
 }
 
 static void apply_delete(lop_reflector_t *r, lop_obj_t *o)
@@ -134,11 +149,13 @@ static void apply_delete(lop_reflector_t *r, lop_obj_t *o)
     char *key = (size_t)n < sizeof small ? small : lop_xmalloc((size_t)n + 1);
     if (key != small)
         lop_obj_key(o, key, (size_t)n + 1);
+    dlock(r);
     lop_obj_unref(lop_store_delete(r->store, key));
     if (key != small)
         free(key);
     if (r->h.on_delete)
         r->h.on_delete(r->h.ud, o, false);
+    dunlock(r);
 }
 
 static int malformed(lop_reflector_t *r, const char *what, const char *detail)

@@ -38,6 +38,7 @@
 #include "host/kube/store.h"
 #include "host/util/clock.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -64,6 +65,10 @@ typedef struct lop_reflector_config {
     size_t max_event_bytes;    /* largest watch event accepted; 0 = 64 MiB */
     long idle_timeout_ms;      /* watchdog; 0 = the watch's timeoutSeconds + 30 s; <0 = off */
     uint64_t seed;             /* jitter/timeout randomness; 0 = seeded from the clock */
+    /* Optional (borrowed): held while a change is applied to the store and delivered to the
+     * handlers (a whole relist is one change), so that others can take a consistent snapshot of
+     * store + delivered events (the informer's add-handler replay does). */
+    pthread_mutex_t *delivery_lock;
 } lop_reflector_config_t;
 
 typedef struct lop_reflector_stats {

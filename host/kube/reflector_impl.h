@@ -23,6 +23,7 @@ struct lop_reflector {
     lop_store_t *store;
     const lop_clock_t *clock;
     lop_reflector_handlers_t h;
+    pthread_mutex_t *dlock; /* delivery lock, may be NULL */
     long page_size, idle_timeout_ms;
     int obj_flags;
     uint64_t rng;

@@ -102,10 +102,9 @@ static void deliver(void *ud, lop_store_change_t what, lop_obj_t *old, lop_obj_t
     }
 }
 
-static bool too_large_rv(const lop_err_t *e)
-{
-    return e->code == 504 && strcmp(e->reason, "Timeout") == 0 && strstr(e->message, "Too large resource version");
-}
+/* E.9: "too large resource version" is a 504 Timeout (we branch on code and reason, never on
+ * the message; a plain 504 on a list at a specific RV is retried the same way). */
+static bool too_large_rv(const lop_err_t *e) { return e->code == 504 && strcmp(e->reason, "Timeout") == 0; }
 
 lop_rc_t lop_reflector_do_list(lop_reflector_t *r, lop_err_t *err)
 {
@@ -169,7 +168,11 @@ lop_rc_t lop_reflector_do_list(lop_reflector_t *r, lop_err_t *err)
         o = (lop_list_opts_t){NULL, NULL, o.limit ? o.limit : r->page_size, token}; /* E.15: no RV */
     }
     if (rc == LOP_OK) {
+        if (r->dlock)
+            pthread_mutex_lock(r->dlock);
         lop_store_replace(r->store, ov.v, ov.n, deliver, r);
+        if (r->dlock)
+            pthread_mutex_unlock(r->dlock);
         lop_reflector_set_rv(r, rv);
         r->rv_unavailable = false;
         atomic_store(&r->synced, true);

@@ -272,6 +272,39 @@ static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, cu
     return 0;
 }
 
+/* A stream runs on a private multi handle polled every 50 ms, so cancel and the idle timeout
+ * act promptly even when the connection is silent (the progress callback alone may wait ~1 s). */
+static CURLcode perform_stream(attempt_t *a, CURL *h)
+{
+    CURLM *mh = curl_multi_init();
+    if (!mh) return CURLE_OUT_OF_MEMORY;
+    curl_multi_add_handle(mh, h);
+    CURLcode cc = CURLE_OK;
+    int running = 1;
+    for (;;) {
+        CURLMcode mc = curl_multi_perform(mh, &running);
+        if (mc != CURLM_OK) {
+            cc = CURLE_RECV_ERROR;
+            break;
+        }
+        if (!running) {
+            int left;
+            CURLMsg *msg;
+            while ((msg = curl_multi_info_read(mh, &left)))
+                if (msg->msg == CURLMSG_DONE) cc = msg->data.result;
+            break;
+        }
+        if (on_progress(a, 0, 0, 0, 0)) {
+            cc = CURLE_ABORTED_BY_CALLBACK;
+            break;
+        }
+        curl_multi_poll(mh, NULL, 0, 50, NULL);
+    }
+    curl_multi_remove_handle(mh, h);
+    curl_multi_cleanup(mh);
+    return cc;
+}
+
 /* "299 - \"text\"" → text; anything else as is. */
 static void log_warning(const char *w, const char *method, const char *path)
 {
@@ -281,6 +314,21 @@ static void log_warning(const char *w, const char *method, const char *path)
     if (q && e > q) snprintf(text, sizeof text, "%.*s", (int)(e - q - 1), q + 1);
     else snprintf(text, sizeof text, "%s", w);
     lop_log(LOP_LOG_WARN, "API server warning", "warning", text, "method", method, "path", path, NULL);
+}
+
+/* Append "name: value" unless the value could split the header block (CR/LF from a config). */
+static struct curl_slist *add_header(struct curl_slist *hl, lop_buf_t *b, const char *name, const char *value)
+{
+    if (strpbrk(value, "\r\n")) {
+        lop_log(LOP_LOG_WARN, "header value contains a line break; header not sent", "header", name, NULL);
+        return hl;
+    }
+    lop_buf_reset(b);
+    lop_buf_printf(b, "%s: %s", name, value);
+    hl = curl_slist_append(hl, b->data);
+    explicit_bzero(b->data, b->len);
+    lop_buf_reset(b);
+    return hl;
 }
 
 static struct curl_slist *build_headers(lop_rest_client_t *c, const lop_auth_cred_t *cred,
@@ -296,33 +344,23 @@ static struct curl_slist *build_headers(lop_rest_client_t *c, const lop_auth_cre
     }
     hl = curl_slist_append(hl, "Expect:");
     if (cred->token) {
-        lop_buf_printf(&b, "Authorization: Bearer %s", cred->token);
-        hl = curl_slist_append(hl, b.data);
-        explicit_bzero(b.data, b.len);
-        lop_buf_reset(&b);
+        lop_buf_t v = LOP_BUF_INIT;
+        lop_buf_printf(&v, "Bearer %s", cred->token);
+        hl = add_header(hl, &b, "Authorization", v.data);
+        explicit_bzero(v.data, v.len);
+        lop_buf_free(&v);
     }
-    if (c->cfg.impersonate_user) {
-        lop_buf_printf(&b, "Impersonate-User: %s", c->cfg.impersonate_user);
-        hl = curl_slist_append(hl, b.data);
-        lop_buf_reset(&b);
-    }
-    if (c->cfg.impersonate_uid) {
-        lop_buf_printf(&b, "Impersonate-Uid: %s", c->cfg.impersonate_uid);
-        hl = curl_slist_append(hl, b.data);
-        lop_buf_reset(&b);
-    }
-    for (size_t i = 0; i < c->cfg.n_impersonate_groups; i++) {
-        lop_buf_printf(&b, "Impersonate-Group: %s", c->cfg.impersonate_groups[i]);
-        hl = curl_slist_append(hl, b.data);
-        lop_buf_reset(&b);
-    }
+    if (c->cfg.impersonate_user) hl = add_header(hl, &b, "Impersonate-User", c->cfg.impersonate_user);
+    if (c->cfg.impersonate_uid) hl = add_header(hl, &b, "Impersonate-Uid", c->cfg.impersonate_uid);
+    for (size_t i = 0; i < c->cfg.n_impersonate_groups; i++)
+        hl = add_header(hl, &b, "Impersonate-Group", c->cfg.impersonate_groups[i]);
     for (size_t i = 0; i < c->cfg.n_impersonate_extra; i++) {
         const char *kv = c->cfg.impersonate_extra[i];
         const char *eq = strchr(kv, '=');
         if (!eq) continue;
-        lop_buf_printf(&b, "Impersonate-Extra-%.*s: %s", (int)(eq - kv), kv, eq + 1);
-        hl = curl_slist_append(hl, b.data);
-        lop_buf_reset(&b);
+        char name[192];
+        snprintf(name, sizeof name, "Impersonate-Extra-%.*s", (int)(eq - kv), kv);
+        hl = add_header(hl, &b, name, eq + 1);
     }
     lop_buf_free(&b);
     return hl;
@@ -392,7 +430,7 @@ static CURLcode perform(lop_rest_client_t *c, attempt_t *a, const char *method, 
     }
     a->last_byte = lop_clock_mono(c->clock);
     atomic_fetch_add(&c->requests, 1);
-    CURLcode cc = curl_easy_perform(h);
+    CURLcode cc = a->fn ? perform_stream(a, h) : curl_easy_perform(h);
     long http = 0;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &http);
     *code = (int)http;

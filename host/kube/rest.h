@@ -131,8 +131,10 @@ struct lop_rest_mapping;
 /*
  * A lop_listwatch_t (listwatch.h) for one resource through this client. mapping is copied;
  * namespace NULL/"" = all namespaces (ignored for cluster-scoped resources); selectors may be
- * NULL. The client must outlive the result; release it with lop_rest_listwatch_free. cancel is
- * sticky: once called, the running and every later list/watch return LOP_ECLOSED.
+ * NULL. The client must outlive the result. Release it with lop_rest_listwatch_free, or hand
+ * it to an owner that calls lw->free(lw->ud) (reflector/informer) and then free() the struct
+ * itself. cancel is sticky: once called, the running and every later list/watch return
+ * LOP_ECLOSED.
  */
 lop_listwatch_t *lop_rest_listwatch_new(lop_rest_client_t *c, const struct lop_rest_mapping *mapping,
                                         const char *namespace, const char *label_selector,

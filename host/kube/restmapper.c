@@ -170,6 +170,21 @@ void lop_restmapper_invalidate(lop_restmapper_t *m)
     pthread_rwlock_unlock(&m->lock);
 }
 
+bool lop_rest_resource_missing(const lop_rest_resp_t *resp)
+{
+    if (!resp || resp->code != 404) return false;
+    json_t *details = json_object_get(resp->status, "details");
+    const char *name = json_string_value(json_object_get(details, "name"));
+    return !name || !*name;
+}
+
+bool lop_restmapper_note_404(lop_restmapper_t *m, const lop_rest_resp_t *resp)
+{
+    if (!lop_rest_resource_missing(resp)) return false;
+    lop_restmapper_invalidate(m);
+    return true;
+}
+
 /* by_kind: match kind (field) or resource. Returns 1 found, 0 not found, -1 not loaded. */
 static int find(lop_restmapper_t *m, const char *group, const char *version, const char *key, bool by_kind,
                 lop_rest_mapping_t *out)

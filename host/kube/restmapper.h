@@ -52,6 +52,14 @@ lop_rc_t lop_restmapper_resolve_resource(lop_restmapper_t *m, const char *group,
 /* Drop the cache: the next lookup re-reads discovery. */
 void lop_restmapper_invalidate(lop_restmapper_t *m);
 
+/* True when resp is a 404 for the resource itself (no object name in the Status details, as for
+ * "the server could not find the requested resource"), not for a missing object. */
+bool lop_rest_resource_missing(const lop_rest_resp_t *resp);
+
+/* Call after a request for a mapped resource: invalidates the cache when
+ * lop_rest_resource_missing(resp). Returns true when it did. */
+bool lop_restmapper_note_404(lop_restmapper_t *m, const lop_rest_resp_t *resp);
+
 /* Re-read discovery now. */
 lop_rc_t lop_restmapper_refresh(lop_restmapper_t *m, lop_err_t *err);
 

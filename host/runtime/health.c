@@ -41,8 +41,7 @@ lop_health_t *lop_health_new(void)
 
 void lop_health_free(lop_health_t *h)
 {
-    if (!h)
-        return;
+    if (!h) return;
     free(h->sets[0].v);
     free(h->sets[1].v);
     pthread_mutex_destroy(&h->mu);
@@ -57,8 +56,7 @@ const char *lop_health_kind_name(lop_health_kind_t kind)
 static bool valid_name(const char *s)
 {
     size_t n = s ? strlen(s) : 0;
-    if (n == 0 || n > NAME_MAX_LEN)
-        return false;
+    if (n == 0 || n > NAME_MAX_LEN) return false;
     for (const char *p = s; *p; p++) {
         char c = *p;
         if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.'))
@@ -67,13 +65,15 @@ static bool valid_name(const char *s)
     return true;
 }
 
-static bool valid_kind(lop_health_kind_t kind) { return kind == LOP_HEALTHZ || kind == LOP_READYZ; }
+static bool valid_kind(lop_health_kind_t kind)
+{
+    return kind == LOP_HEALTHZ || kind == LOP_READYZ;
+}
 
 static check_t *find(check_set_t *s, const char *name)
 {
     for (size_t i = 0; i < s->n; i++)
-        if (strcmp(s->v[i].name, name) == 0)
-            return &s->v[i];
+        if (strcmp(s->v[i].name, name) == 0) return &s->v[i];
     return NULL;
 }
 
@@ -81,7 +81,8 @@ lop_rc_t lop_health_add(lop_health_t *h, lop_health_kind_t kind, const char *nam
                         lop_health_check_fn fn, void *ud, lop_err_t *err)
 {
     if (!h || !valid_kind(kind) || !fn)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "health: add needs a registry, a kind and a check");
+        return lop_err_set(err, LOP_EINVAL, 0, NULL,
+                           "health: add needs a registry, a kind and a check");
     if (!valid_name(name))
         return lop_err_set(err, LOP_EINVAL, 0, NULL,
                            "health: invalid check name \"%s\" (1-63 of a-z 0-9 - _ .)",
@@ -108,8 +109,7 @@ lop_rc_t lop_health_add(lop_health_t *h, lop_health_kind_t kind, const char *nam
 
 lop_rc_t lop_health_remove(lop_health_t *h, lop_health_kind_t kind, const char *name)
 {
-    if (!h || !valid_kind(kind) || !name)
-        return LOP_EINVAL;
+    if (!h || !valid_kind(kind) || !name) return LOP_EINVAL;
     pthread_mutex_lock(&h->mu);
     check_set_t *s = &h->sets[kind];
     check_t *c = find(s, name);
@@ -131,26 +131,22 @@ static bool run_check(const check_t *c, char *reason, size_t len)
     bool ok = c->fn(c->ud, reason, len);
     reason[len - 1] = '\0';
     for (char *p = reason; *p; p++)
-        if (*p == '\n' || *p == '\r')
-            *p = ' ';
-    if (!ok && !reason[0])
-        snprintf(reason, len, "check failed");
+        if (*p == '\n' || *p == '\r') *p = ' ';
+    if (!ok && !reason[0]) snprintf(reason, len, "check failed");
     return ok;
 }
 
 static bool excluded(const char *name, const char *const *exclude, size_t nexclude)
 {
     for (size_t i = 0; i < nexclude; i++)
-        if (exclude[i] && strcmp(exclude[i], name) == 0)
-            return true;
+        if (exclude[i] && strcmp(exclude[i], name) == 0) return true;
     return false;
 }
 
 int lop_health_run(lop_health_t *h, lop_health_kind_t kind, const char *only, bool verbose,
                    const char *const *exclude, size_t nexclude, lop_buf_t *out)
 {
-    if (!h || !valid_kind(kind) || !out)
-        return 500;
+    if (!h || !valid_kind(kind) || !out) return 500;
     char reason[REASON_LEN];
     const char *kname = lop_health_kind_name(kind);
     pthread_mutex_lock(&h->mu);
@@ -191,8 +187,7 @@ int lop_health_run(lop_health_t *h, lop_health_kind_t kind, const char *only, bo
     pthread_mutex_unlock(&h->mu);
 
     if (failed || verbose) {
-        if (listing.len)
-            lop_buf_append(out, listing.data, listing.len);
+        if (listing.len) lop_buf_append(out, listing.data, listing.len);
         lop_buf_printf(out, "%s check %s\n", kname, failed ? "failed" : "passed");
     } else {
         lop_buf_puts(out, "ok");
@@ -220,9 +215,9 @@ void lop_health_heartbeat_beat(lop_health_heartbeat_t *hb)
 bool lop_health_heartbeat_check(void *ud, char *reason, size_t reason_len)
 {
     lop_health_heartbeat_t *hb = ud;
-    int64_t age = lop_clock_mono(hb->clock) - atomic_load_explicit(&hb->last_ns, memory_order_relaxed);
-    if (age <= hb->timeout_ns)
-        return true;
+    int64_t age =
+        lop_clock_mono(hb->clock) - atomic_load_explicit(&hb->last_ns, memory_order_relaxed);
+    if (age <= hb->timeout_ns) return true;
     snprintf(reason, reason_len, "%s last beat %.1fs ago (limit %.1fs)", hb->what,
              (double)age / 1e9, (double)hb->timeout_ns / 1e9);
     return false;
@@ -235,7 +230,10 @@ void lop_health_flag_init(lop_health_flag_t *f, bool ok, const char *reason)
     snprintf(f->reason, sizeof f->reason, "%s", reason ? reason : "");
 }
 
-void lop_health_flag_cleanup(lop_health_flag_t *f) { pthread_mutex_destroy(&f->mu); }
+void lop_health_flag_cleanup(lop_health_flag_t *f)
+{
+    pthread_mutex_destroy(&f->mu);
+}
 
 void lop_health_flag_set(lop_health_flag_t *f, bool ok, const char *reason)
 {
@@ -250,8 +248,7 @@ bool lop_health_flag_check(void *ud, char *reason, size_t reason_len)
     lop_health_flag_t *f = ud;
     pthread_mutex_lock(&f->mu);
     bool ok = f->ok;
-    if (!ok)
-        snprintf(reason, reason_len, "%s", f->reason);
+    if (!ok) snprintf(reason, reason_len, "%s", f->reason);
     pthread_mutex_unlock(&f->mu);
     return ok;
 }

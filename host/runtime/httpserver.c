@@ -42,17 +42,18 @@ lop_rc_t lop_httpserver_parse_addr(const char *bind_addr, char *host, size_t hos
                                    lop_err_t *err)
 {
     if (!bind_addr || !*bind_addr)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "bind address is empty (use \"0\" to disable)");
+        return lop_err_set(err, LOP_EINVAL, 0, NULL,
+                           "bind address is empty (use \"0\" to disable)");
     if (strcmp(bind_addr, "0") == 0) {
-        if (hostlen)
-            host[0] = '\0';
+        if (hostlen) host[0] = '\0';
         *port = -1;
         return LOP_OK;
     }
     const char *colon = strrchr(bind_addr, ':');
     if (!colon)
         return lop_err_set(err, LOP_EINVAL, 0, NULL,
-                           "bind address \"%s\" has no port (want host:port, :port or 0)", bind_addr);
+                           "bind address \"%s\" has no port (want host:port, :port or 0)",
+                           bind_addr);
     const char *h = bind_addr;
     size_t hl = (size_t)(colon - bind_addr);
     if (hl > 0 && h[0] == '[') {
@@ -78,7 +79,8 @@ lop_rc_t lop_httpserver_parse_addr(const char *bind_addr, char *host, size_t hos
         hl = strlen(h);
     }
     if (hl + 1 > hostlen)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "bind address \"%s\": host too long", bind_addr);
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "bind address \"%s\": host too long",
+                           bind_addr);
     memcpy(host, h, hl);
     host[hl] = '\0';
     *port = (int)pv;
@@ -99,13 +101,12 @@ static void reply(struct evhttp_request *req, int status, const char *ctype, con
         evhttp_send_error(req, 500, "out of memory");
         return;
     }
-    if (evhttp_request_get_command(req) != EVHTTP_REQ_HEAD)
-        evbuffer_add(buf, body, len);
-    const char *reason = status == 200 ? "OK"
-                       : status == 404 ? "Not Found"
-                       : status == 405 ? "Method Not Allowed"
-                       : status == 500 ? "Internal Server Error"
-                                       : "Error";
+    if (evhttp_request_get_command(req) != EVHTTP_REQ_HEAD) evbuffer_add(buf, body, len);
+    const char *reason = status == 200   ? "OK"
+                         : status == 404 ? "Not Found"
+                         : status == 405 ? "Method Not Allowed"
+                         : status == 500 ? "Internal Server Error"
+                                         : "Error";
     evhttp_send_reply(req, status, reason, buf);
     evbuffer_free(buf);
 }
@@ -125,19 +126,16 @@ typedef struct probe_query {
 static void parse_query(const char *q, probe_query_t *pq)
 {
     memset(pq, 0, sizeof *pq);
-    if (!q)
-        return;
+    if (!q) return;
     char *copy = lop_xstrdup(q), *save = NULL;
     for (char *part = strtok_r(copy, "&", &save); part; part = strtok_r(NULL, "&", &save)) {
         char *eq = strchr(part, '=');
-        if (eq)
-            *eq = '\0';
+        if (eq) *eq = '\0';
         if (strcmp(part, "verbose") == 0) {
             pq->verbose = true;
         } else if (strcmp(part, "exclude") == 0 && eq && pq->nexclude < MAX_EXCLUDES) {
             char *v = evhttp_uridecode(eq + 1, 1, NULL);
-            if (v)
-                pq->exclude[pq->nexclude++] = v;
+            if (v) pq->exclude[pq->nexclude++] = v;
         }
     }
     free(copy);
@@ -147,6 +145,31 @@ static void free_query(probe_query_t *pq)
 {
     for (size_t i = 0; i < pq->nexclude; i++)
         free(pq->exclude[i]);
+}
+
+/* Log a failed probe with its reasons: the "[-]" lines of a listing, or a single check's text. */
+static void log_failure(lop_health_kind_t kind, const char *only, const char *body)
+{
+    lop_buf_t why = LOP_BUF_INIT;
+    if (only) {
+        const char *p = strstr(body, ": ");
+        lop_buf_puts(&why, p ? p + 2 : body);
+    } else {
+        for (const char *p = body; *p;) {
+            const char *nl = strchr(p, '\n');
+            size_t len = nl ? (size_t)(nl - p) : strlen(p);
+            if (len > 3 && strncmp(p, "[-]", 3) == 0) {
+                if (why.len) lop_buf_puts(&why, "; ");
+                lop_buf_append(&why, p + 3, len - 3);
+            }
+            p += len + (nl ? 1 : 0);
+        }
+    }
+    while (why.len && why.data[why.len - 1] == '\n')
+        why.data[--why.len] = '\0';
+    lop_log(LOP_LOG_INFO, "probe failed", "probe", lop_health_kind_name(kind), "check",
+            only ? only : "", "failures", why.data ? why.data : "", NULL);
+    lop_buf_free(&why);
 }
 
 /* path is "/healthz..." or "/readyz...": rest is what follows the prefix. */
@@ -163,12 +186,9 @@ static void serve_probe(lop_httpserver_t *s, struct evhttp_request *req, lop_hea
     probe_query_t pq;
     parse_query(query, &pq);
     lop_buf_t body = LOP_BUF_INIT;
-    int status = lop_health_run(s->health, kind, only, pq.verbose,
-                                (const char *const *)pq.exclude, pq.nexclude, &body);
-    if (status == 500) {
-        lop_log(LOP_LOG_INFO, "probe failed", "probe", lop_health_kind_name(kind), "check",
-                only ? only : "", NULL);
-    }
+    int status = lop_health_run(s->health, kind, only, pq.verbose, (const char *const *)pq.exclude,
+                                pq.nexclude, &body);
+    if (status == 500) log_failure(kind, only, body.data ? body.data : "");
     reply(req, status, "text/plain; charset=utf-8", body.data ? body.data : "", body.len);
     lop_buf_free(&body);
     free_query(&pq);
@@ -180,8 +200,7 @@ static void handle(struct evhttp_request *req, void *arg)
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
     const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
     const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
-    if (!path || !*path)
-        path = "/";
+    if (!path || !*path) path = "/";
     enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
     if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
@@ -235,16 +254,11 @@ static void *serve(void *arg)
 /* Close the listener, connections and loop (the thread is not running). */
 static void release(lop_httpserver_t *s)
 {
-    if (s->wake_ev)
-        event_free(s->wake_ev);
-    if (s->http)
-        evhttp_free(s->http);
-    if (s->base)
-        event_base_free(s->base);
-    if (s->wake[0] >= 0)
-        close(s->wake[0]);
-    if (s->wake[1] >= 0)
-        close(s->wake[1]);
+    if (s->wake_ev) event_free(s->wake_ev);
+    if (s->http) evhttp_free(s->http);
+    if (s->base) event_base_free(s->base);
+    if (s->wake[0] >= 0) close(s->wake[0]);
+    if (s->wake[1] >= 0) close(s->wake[1]);
     s->wake_ev = NULL;
     s->http = NULL;
     s->base = NULL;
@@ -262,26 +276,21 @@ static int bound_port(struct evhttp_bound_socket *h)
 {
     struct sockaddr_storage ss;
     socklen_t len = sizeof ss;
-    if (getsockname(evhttp_bound_socket_get_fd(h), (struct sockaddr *)&ss, &len) != 0)
-        return -1;
-    if (ss.ss_family == AF_INET)
-        return ntohs(((struct sockaddr_in *)&ss)->sin_port);
-    if (ss.ss_family == AF_INET6)
-        return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    if (getsockname(evhttp_bound_socket_get_fd(h), (struct sockaddr *)&ss, &len) != 0) return -1;
+    if (ss.ss_family == AF_INET) return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    if (ss.ss_family == AF_INET6) return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
     return -1;
 }
 
 lop_rc_t lop_httpserver_start(const char *bind_addr, lop_metrics_t *metrics, lop_health_t *health,
                               lop_httpserver_t **out, lop_err_t *err)
 {
-    if (!out)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "httpserver: no result pointer");
+    if (!out) return lop_err_set(err, LOP_EINVAL, 0, NULL, "httpserver: no result pointer");
     *out = NULL;
     char host[256];
     int port;
     lop_rc_t rc = lop_httpserver_parse_addr(bind_addr, host, sizeof host, &port, err);
-    if (rc != LOP_OK || port < 0)
-        return rc;
+    if (rc != LOP_OK || port < 0) return rc;
 
     lop_httpserver_t *s = lop_xcalloc(1, sizeof *s);
     s->wake[0] = s->wake[1] = -1;
@@ -323,14 +332,14 @@ lop_rc_t lop_httpserver_start(const char *bind_addr, lop_metrics_t *metrics, lop
 
     int perr = pthread_create(&s->thread, NULL, serve, s);
     if (perr != 0) {
-        rc = lop_err_set(err, LOP_ERR, 0, NULL, "httpserver %s: cannot start thread: %s",
-                         bind_addr, strerror(perr));
+        rc = lop_err_set(err, LOP_ERR, 0, NULL, "httpserver %s: cannot start thread: %s", bind_addr,
+                         strerror(perr));
         goto fail;
     }
     char portstr[16];
     snprintf(portstr, sizeof portstr, "%d", s->port);
-    lop_log(LOP_LOG_INFO, "http server listening", "addr", bind_addr, "port", portstr,
-            "metrics", metrics ? "true" : "false", "probes", health ? "true" : "false", NULL);
+    lop_log(LOP_LOG_INFO, "http server listening", "addr", bind_addr, "port", portstr, "metrics",
+            metrics ? "true" : "false", "probes", health ? "true" : "false", NULL);
     *out = s;
     return LOP_OK;
 
@@ -339,12 +348,14 @@ fail:
     return rc;
 }
 
-int lop_httpserver_port(const lop_httpserver_t *s) { return s ? s->port : -1; }
+int lop_httpserver_port(const lop_httpserver_t *s)
+{
+    return s ? s->port : -1;
+}
 
 void lop_httpserver_stop(lop_httpserver_t *s)
 {
-    if (!s)
-        return;
+    if (!s) return;
     pthread_mutex_lock(&s->mu);
     if (!s->stopped) {
         char c = 'x';
@@ -362,8 +373,7 @@ void lop_httpserver_stop(lop_httpserver_t *s)
 
 void lop_httpserver_free(lop_httpserver_t *s)
 {
-    if (!s)
-        return;
+    if (!s) return;
     lop_httpserver_stop(s);
     destroy(s);
 }

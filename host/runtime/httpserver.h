@@ -3,8 +3,8 @@
  *
  * Routes (GET and HEAD; other methods get 405):
  *   /metrics                 Prometheus text format 0.0.4 from the registry (when one is given)
- *   /healthz, /healthz/<n>   liveness checks, as health.h describes (when a health registry is given)
- *   /readyz,  /readyz/<n>    readiness checks; ?verbose lists each, ?exclude=<n> skips one
+ *   /healthz, /healthz/<n>   liveness checks, as health.h describes (when a health registry is
+ * given) /readyz,  /readyz/<n>    readiness checks; ?verbose lists each, ?exclude=<n> skips one
  *   anything else            404
  * The operator runs two of these (as controller-runtime does): --metrics-bind-address (default
  * ":8080") with only the registry, and --health-probe-bind-address (default ":8081") with only
@@ -47,7 +47,8 @@ int lop_httpserver_port(const lop_httpserver_t *s);
 
 /* Stop serving, join the thread and close the listening socket (later connections are refused).
  * Idempotent; safe from any thread except the server's own (i.e. not from a health check or gauge
- * callback). In-flight requests are dropped. NULL ok. */
+ * callback) — but not from a signal handler (it locks and joins). In-flight requests are dropped.
+ * NULL ok. */
 void lop_httpserver_stop(lop_httpserver_t *s);
 
 /* Stop (if still running) and free. NULL ok. */

@@ -17,13 +17,13 @@ const size_t lop_metric_default_buckets_len =
     sizeof lop_metric_default_buckets / sizeof lop_metric_default_buckets[0];
 
 const double lop_metric_reconcile_buckets[] = {
-    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6,
-    0.7,   0.8,  0.9,   1.0,  1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5,
-    6,     7,    8,     9,    10,   15,  20,   25,  30,  40,  50,  60};
+    0.005, 0.01, 0.025, 0.05, 0.1,  0.15, 0.2,  0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6,
+    0.7,   0.8,  0.9,   1.0,  1.25, 1.5,  1.75, 2.0,  2.5, 3.0,  3.5, 4.0,  4.5, 5,
+    6,     7,    8,     9,    10,   15,   20,   25,   30,  40,   50,  60};
 const size_t lop_metric_reconcile_buckets_len =
     sizeof lop_metric_reconcile_buckets / sizeof lop_metric_reconcile_buckets[0];
 
-const double lop_metric_rest_buckets[] = {0.005, 0.025, 0.1, 0.25, 0.5, 1.0,
+const double lop_metric_rest_buckets[] = {0.005, 0.025, 0.1, 0.25, 0.5,  1.0,
                                           2.0,   4.0,   8.0, 15.0, 30.0, 60.0};
 const size_t lop_metric_rest_buckets_len =
     sizeof lop_metric_rest_buckets / sizeof lop_metric_rest_buckets[0];
@@ -41,12 +41,22 @@ size_t lop_metric_exp_buckets(double *out, size_t cap, double start, double fact
     return count;
 }
 
+size_t lop_metric_linear_buckets(double *out, size_t cap, double start, double width, size_t count)
+{
+    if (!out || count == 0 || count > cap || !(width > 0) || !isfinite(start) || !isfinite(width))
+        return 0;
+    for (size_t i = 0; i < count; i++)
+        out[i] = start + (double)i * width;
+    return count;
+}
+
 /* ---------------------------------------------------------------- atomics on doubles */
 
 static void atomic_add_double(_Atomic uint64_t *p, double v)
 {
     uint64_t old = atomic_load_explicit(p, memory_order_relaxed);
-    while (!atomic_compare_exchange_weak_explicit(p, &old, lop_metric_dbits(lop_metric_bitsd(old) + v),
+    while (!atomic_compare_exchange_weak_explicit(p, &old,
+                                                  lop_metric_dbits(lop_metric_bitsd(old) + v),
                                                   memory_order_relaxed, memory_order_relaxed)) {
     }
 }
@@ -55,26 +65,22 @@ static void atomic_add_double(_Atomic uint64_t *p, double v)
 
 static bool valid_metric_name(const char *s)
 {
-    if (!s || !*s || strlen(s) > LOP_METRIC_MAX_NAME)
-        return false;
+    if (!s || !*s || strlen(s) > LOP_METRIC_MAX_NAME) return false;
     for (const char *p = s; *p; p++) {
         char c = *p;
         bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':';
-        if (!alpha && !(p != s && c >= '0' && c <= '9'))
-            return false;
+        if (!alpha && !(p != s && c >= '0' && c <= '9')) return false;
     }
     return true;
 }
 
 static bool valid_label_name(const char *s)
 {
-    if (!s || !*s || strlen(s) > LOP_METRIC_MAX_NAME || strncmp(s, "__", 2) == 0)
-        return false;
+    if (!s || !*s || strlen(s) > LOP_METRIC_MAX_NAME || strncmp(s, "__", 2) == 0) return false;
     for (const char *p = s; *p; p++) {
         char c = *p;
         bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-        if (!alpha && !(p != s && c >= '0' && c <= '9'))
-            return false;
+        if (!alpha && !(p != s && c >= '0' && c <= '9')) return false;
     }
     return true;
 }
@@ -99,11 +105,9 @@ static bool valid_utf8(const unsigned char *s, size_t n)
         } else {
             return false;
         }
-        if (i + len > n)
-            return false;
+        if (i + len > n) return false;
         for (size_t k = 1; k < len; k++) {
-            if ((s[i + k] & 0xC0) != 0x80)
-                return false;
+            if ((s[i + k] & 0xC0) != 0x80) return false;
             cp = (cp << 6) | (s[i + k] & 0x3F);
         }
         if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
@@ -152,8 +156,7 @@ static void family_free(lop_metric_family_t *f)
 
 void lop_metrics_free(lop_metrics_t *r)
 {
-    if (!r)
-        return;
+    if (!r) return;
     for (size_t i = 0; i < r->n; i++)
         family_free(r->fams[i]);
     free(r->fams);
@@ -164,15 +167,13 @@ void lop_metrics_free(lop_metrics_t *r)
 static lop_metric_family_t *find_locked(lop_metrics_t *r, const char *name)
 {
     for (size_t i = 0; i < r->n; i++)
-        if (strcmp(r->fams[i]->name, name) == 0)
-            return r->fams[i];
+        if (strcmp(r->fams[i]->name, name) == 0) return r->fams[i];
     return NULL;
 }
 
 lop_metric_family_t *lop_metrics_find(lop_metrics_t *r, const char *name)
 {
-    if (!r || !name)
-        return NULL;
+    if (!r || !name) return NULL;
     pthread_mutex_lock(&r->mu);
     lop_metric_family_t *f = find_locked(r, name);
     pthread_mutex_unlock(&r->mu);
@@ -184,17 +185,13 @@ static bool same_shape(const lop_metric_family_t *f, lop_metric_type_t type,
                        const char *const *labels, size_t nlabels, const double *buckets,
                        size_t nbuckets)
 {
-    if (f->type != type || f->nlabels != nlabels)
-        return false;
+    if (f->type != type || f->nlabels != nlabels) return false;
     for (size_t i = 0; i < nlabels; i++)
-        if (strcmp(f->labels[i], labels[i]) != 0)
-            return false;
+        if (strcmp(f->labels[i], labels[i]) != 0) return false;
     if (type == LOP_METRIC_HISTOGRAM) {
-        if (f->nbuckets != nbuckets)
-            return false;
+        if (f->nbuckets != nbuckets) return false;
         for (size_t i = 0; i < nbuckets; i++)
-            if (f->buckets[i] != buckets[i])
-                return false;
+            if (f->buckets[i] != buckets[i]) return false;
     }
     return true;
 }
@@ -221,7 +218,8 @@ static lop_metric_family_t *declare(lop_metrics_t *r, lop_metric_type_t type, co
             return NULL;
         }
         if (!valid_label_name(l) || (type == LOP_METRIC_HISTOGRAM && strcmp(l, "le") == 0)) {
-            lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: %s: invalid label name \"%s\"", name, l);
+            lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: %s: invalid label name \"%s\"", name,
+                        l);
             return NULL;
         }
         for (size_t k = 0; k < nlabels; k++)
@@ -243,8 +241,7 @@ static lop_metric_family_t *declare(lop_metrics_t *r, lop_metric_type_t type, co
             return NULL;
         }
         /* A trailing +Inf is allowed and dropped: it is always implied. */
-        if (isinf(buckets[nbuckets - 1]) && buckets[nbuckets - 1] > 0)
-            nbuckets--;
+        if (isinf(buckets[nbuckets - 1]) && buckets[nbuckets - 1] > 0) nbuckets--;
         for (size_t i = 0; i < nbuckets; i++) {
             if (!isfinite(buckets[i]) || (i > 0 && !(buckets[i] > buckets[i - 1]))) {
                 lop_err_set(err, LOP_EINVAL, 0, NULL,
@@ -315,16 +312,24 @@ lop_metric_family_t *lop_metrics_histogram(lop_metrics_t *r, const char *name, c
 
 void lop_metric_family_set_max_children(lop_metric_family_t *f, size_t max)
 {
-    if (!f || max == 0)
-        return;
+    if (!f || max == 0) return;
     pthread_mutex_lock(&f->mu);
     f->max_children = max;
     pthread_mutex_unlock(&f->mu);
 }
 
-lop_metric_type_t lop_metric_family_type(const lop_metric_family_t *f) { return f->type; }
-const char *lop_metric_family_name(const lop_metric_family_t *f) { return f->name; }
-size_t lop_metric_family_nlabels(const lop_metric_family_t *f) { return f->nlabels; }
+lop_metric_type_t lop_metric_family_type(const lop_metric_family_t *f)
+{
+    return f->type;
+}
+const char *lop_metric_family_name(const lop_metric_family_t *f)
+{
+    return f->name;
+}
+size_t lop_metric_family_nlabels(const lop_metric_family_t *f)
+{
+    return f->nlabels;
+}
 
 /* ---------------------------------------------------------------- children */
 
@@ -344,15 +349,19 @@ static lop_metric_t *lookup(lop_metric_family_t *f, const char *const *values, u
 {
     for (lop_metric_t *m = atomic_load_explicit(&f->children, memory_order_acquire); m;
          m = m->next) {
-        if (m->hash != h)
-            continue;
+        if (m->hash != h) continue;
         size_t i = 0;
         while (i < f->nlabels && strcmp(m->values[i], values[i]) == 0)
             i++;
-        if (i == f->nlabels)
-            return m;
+        if (i == f->nlabels) return m;
     }
     return NULL;
+}
+
+static void unhide(lop_metric_t *m)
+{
+    if (atomic_load_explicit(&m->hidden, memory_order_relaxed))
+        atomic_store_explicit(&m->hidden, 0, memory_order_relaxed);
 }
 
 lop_metric_t *lop_metric_child(lop_metric_family_t *f, const char *const *values, lop_err_t *err)
@@ -375,8 +384,10 @@ lop_metric_t *lop_metric_child(lop_metric_family_t *f, const char *const *values
     }
     uint64_t h = values_hash(values, f->nlabels);
     lop_metric_t *m = lookup(f, values, h);
-    if (m)
+    if (m) {
+        unhide(m);
         return m;
+    }
 
     for (size_t i = 0; i < f->nlabels; i++) {
         size_t n = strlen(values[i]);
@@ -419,22 +430,13 @@ lop_metric_t *lop_metric_child(lop_metric_family_t *f, const char *const *values
     return m;
 }
 
-static void unhide(lop_metric_t *m)
-{
-    if (atomic_load_explicit(&m->hidden, memory_order_relaxed))
-        atomic_store_explicit(&m->hidden, 0, memory_order_relaxed);
-}
-
 lop_rc_t lop_metric_remove(lop_metric_family_t *f, const char *const *values)
 {
-    if (!f || (f->nlabels > 0 && !values))
-        return LOP_EINVAL;
+    if (!f || (f->nlabels > 0 && !values)) return LOP_EINVAL;
     for (size_t i = 0; i < f->nlabels; i++)
-        if (!values[i])
-            return LOP_EINVAL;
+        if (!values[i]) return LOP_EINVAL;
     lop_metric_t *m = lookup(f, values, values_hash(values, f->nlabels));
-    if (!m)
-        return LOP_ENOTFOUND;
+    if (!m) return LOP_ENOTFOUND;
     pthread_mutex_lock(&f->mu);
     atomic_store(&m->hidden, 1);
     atomic_store(&m->bits, lop_metric_dbits(0.0));
@@ -449,21 +451,21 @@ lop_rc_t lop_metric_remove(lop_metric_family_t *f, const char *const *values)
 
 lop_rc_t lop_metric_add(lop_metric_t *m, double v)
 {
-    if (!m || m->fam->type == LOP_METRIC_HISTOGRAM || isnan(v))
-        return LOP_EINVAL;
-    if (m->fam->type == LOP_METRIC_COUNTER && v < 0)
-        return LOP_EINVAL;
+    if (!m || m->fam->type == LOP_METRIC_HISTOGRAM || isnan(v)) return LOP_EINVAL;
+    if (m->fam->type == LOP_METRIC_COUNTER && v < 0) return LOP_EINVAL;
     unhide(m);
     atomic_add_double(&m->bits, v);
     return LOP_OK;
 }
 
-lop_rc_t lop_metric_inc(lop_metric_t *m) { return lop_metric_add(m, 1.0); }
+lop_rc_t lop_metric_inc(lop_metric_t *m)
+{
+    return lop_metric_add(m, 1.0);
+}
 
 lop_rc_t lop_metric_set(lop_metric_t *m, double v)
 {
-    if (!m || m->fam->type != LOP_METRIC_GAUGE)
-        return LOP_EINVAL;
+    if (!m || m->fam->type != LOP_METRIC_GAUGE) return LOP_EINVAL;
     unhide(m);
     atomic_store_explicit(&m->bits, lop_metric_dbits(v), memory_order_relaxed);
     return LOP_OK;
@@ -471,8 +473,7 @@ lop_rc_t lop_metric_set(lop_metric_t *m, double v)
 
 lop_rc_t lop_metric_observe(lop_metric_t *m, double v)
 {
-    if (!m || m->fam->type != LOP_METRIC_HISTOGRAM || isnan(v))
-        return LOP_EINVAL;
+    if (!m || m->fam->type != LOP_METRIC_HISTOGRAM || isnan(v)) return LOP_EINVAL;
     const lop_metric_family_t *f = m->fam;
     /* Binary search for the first bucket whose upper bound is >= v; nbuckets means +Inf. */
     size_t lo = 0, hi = f->nbuckets;
@@ -491,8 +492,7 @@ lop_rc_t lop_metric_observe(lop_metric_t *m, double v)
 
 double lop_metric_value(lop_metric_t *m)
 {
-    if (!m)
-        return NAN;
+    if (!m) return NAN;
     if (m->fam->type != LOP_METRIC_HISTOGRAM) {
         pthread_mutex_lock(&m->fam->mu);
         double v = m->fn ? m->fn(m->fn_ud) : lop_metric_stored(m);
@@ -504,8 +504,7 @@ double lop_metric_value(lop_metric_t *m)
 
 uint64_t lop_metric_count(const lop_metric_t *m)
 {
-    if (!m || !m->counts)
-        return 0;
+    if (!m || !m->counts) return 0;
     uint64_t n = 0;
     for (size_t i = 0; i <= m->fam->nbuckets; i++)
         n += atomic_load_explicit(&m->counts[i], memory_order_relaxed);
@@ -514,26 +513,36 @@ uint64_t lop_metric_count(const lop_metric_t *m)
 
 lop_rc_t lop_metric_set_fn(lop_metric_t *m, lop_metric_fn fn, void *ud)
 {
-    if (!m || m->fam->type == LOP_METRIC_HISTOGRAM)
-        return LOP_EINVAL;
+    if (!m || m->fam->type == LOP_METRIC_HISTOGRAM) return LOP_EINVAL;
     pthread_mutex_lock(&m->fam->mu);
     m->fn = fn;
     m->fn_ud = fn ? ud : NULL;
     pthread_mutex_unlock(&m->fam->mu);
-    if (fn)
-        unhide(m);
+    if (fn) unhide(m);
     return LOP_OK;
+}
+
+bool lop_metric_clear_fn_if(lop_metric_t *m, const void *ud)
+{
+    if (!m) return false;
+    pthread_mutex_lock(&m->fam->mu);
+    bool match = m->fn && m->fn_ud == ud;
+    if (match) {
+        m->fn = NULL;
+        m->fn_ud = NULL;
+    }
+    pthread_mutex_unlock(&m->fam->mu);
+    return match;
 }
 
 lop_rc_t lop_metric_counter_add(lop_metric_family_t *f, const char *const *values, double v,
                                 lop_err_t *err)
 {
     lop_metric_t *m = lop_metric_child(f, values, err);
-    if (!m)
-        return LOP_EINVAL;
+    if (!m) return LOP_EINVAL;
     if (f->type != LOP_METRIC_COUNTER)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: %s is a %s, not a counter",
-                           f->name, lop_metric_type_name(f->type));
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: %s is a %s, not a counter", f->name,
+                           lop_metric_type_name(f->type));
     if (lop_metric_add(m, v) != LOP_OK)
         return lop_err_set(err, LOP_EINVAL, 0, NULL,
                            "metrics: %s: a counter only goes up (add %g refused)", f->name, v);
@@ -544,8 +553,7 @@ lop_rc_t lop_metric_gauge_set(lop_metric_family_t *f, const char *const *values,
                               lop_err_t *err)
 {
     lop_metric_t *m = lop_metric_child(f, values, err);
-    if (!m)
-        return LOP_EINVAL;
+    if (!m) return LOP_EINVAL;
     if (lop_metric_set(m, v) != LOP_OK)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: %s is a %s, not a gauge", f->name,
                            lop_metric_type_name(f->type));
@@ -556,8 +564,7 @@ lop_rc_t lop_metric_gauge_add(lop_metric_family_t *f, const char *const *values,
                               lop_err_t *err)
 {
     lop_metric_t *m = lop_metric_child(f, values, err);
-    if (!m)
-        return LOP_EINVAL;
+    if (!m) return LOP_EINVAL;
     if (f->type != LOP_METRIC_GAUGE)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: %s is a %s, not a gauge", f->name,
                            lop_metric_type_name(f->type));
@@ -570,8 +577,7 @@ lop_rc_t lop_metric_histogram_observe(lop_metric_family_t *f, const char *const 
                                       lop_err_t *err)
 {
     lop_metric_t *m = lop_metric_child(f, values, err);
-    if (!m)
-        return LOP_EINVAL;
+    if (!m) return LOP_EINVAL;
     if (f->type != LOP_METRIC_HISTOGRAM)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: %s is a %s, not a histogram",
                            f->name, lop_metric_type_name(f->type));

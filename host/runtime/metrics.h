@@ -138,8 +138,13 @@ uint64_t lop_metric_count(const lop_metric_t *m);
  */
 typedef double (*lop_metric_fn)(void *ud);
 lop_rc_t lop_metric_set_fn(lop_metric_t *m, lop_metric_fn fn, void *ud);
+/* Clear the callback only if it is still the one installed with this ud (so a component being
+ * torn down cannot unhook its replacement). Returns true when it cleared. Same guarantee as
+ * lop_metric_set_fn(m, NULL, NULL) once it returns. */
+bool lop_metric_clear_fn_if(lop_metric_t *m, const void *ud);
 
-/* ---------------------------------------------------------------- by label values (for bindings) */
+/* ---------------------------------------------------------------- by label values (for bindings)
+ */
 
 /* lop_metric_child + the operation, in one call. Errors as for the two parts. */
 lop_rc_t lop_metric_counter_add(lop_metric_family_t *f, const char *const *values, double v,
@@ -170,6 +175,10 @@ extern const size_t lop_metric_rest_buckets_len;
  * client-go's workqueue duration buckets are lop_metric_exp_buckets(out, 10, 10e-9, 10, 10).
  */
 size_t lop_metric_exp_buckets(double *out, size_t cap, double start, double factor, size_t count);
+
+/* Fill out[0..count) with start, start+width, ... Returns count, or 0 when width <= 0, count is 0
+ * or > cap, or an argument is not finite. */
+size_t lop_metric_linear_buckets(double *out, size_t cap, double start, double width, size_t count);
 
 /* Format v as Prometheus does (shortest round-trip form, "+Inf", "-Inf", "NaN"). buf >= 32. */
 char *lop_metric_format_value(double v, char *buf, size_t len);

@@ -13,13 +13,13 @@
 
 struct lop_metric {
     lop_metric_family_t *fam;
-    lop_metric_t *next; /* immutable once published */
-    uint64_t hash;      /* of the label values, to skip most string compares */
-    char **values;      /* nlabels copies */
-    _Atomic uint64_t bits;     /* counter/gauge value, or histogram sum, as double bits */
-    _Atomic int hidden;        /* set by lop_metric_remove, cleared by any use */
-    _Atomic uint64_t *counts;  /* histogram: nbuckets + 1 non-cumulative counts (+Inf last) */
-    lop_metric_fn fn;          /* guarded by fam->mu */
+    lop_metric_t *next;       /* immutable once published */
+    uint64_t hash;            /* of the label values, to skip most string compares */
+    char **values;            /* nlabels copies */
+    _Atomic uint64_t bits;    /* counter/gauge value, or histogram sum, as double bits */
+    _Atomic int hidden;       /* set by lop_metric_remove, cleared by any use */
+    _Atomic uint64_t *counts; /* histogram: nbuckets + 1 non-cumulative counts (+Inf last) */
+    lop_metric_fn fn;         /* guarded by fam->mu */
     void *fn_ud;
 };
 

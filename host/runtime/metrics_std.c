@@ -33,6 +33,9 @@ static const std_def_t defs[] = {
      "controller_runtime_terminal_reconcile_errors_total",
      "Reconciliations per controller that returned a terminal (not retried) error.", L_CONTROLLER,
      0},
+    {F(reconcile_panics_total), LOP_METRIC_COUNTER, "controller_runtime_reconcile_panics_total",
+     "Reconciliations per controller that raised instead of returning (Lua errors).", L_CONTROLLER,
+     0},
     {F(reconcile_time), LOP_METRIC_HISTOGRAM, "controller_runtime_reconcile_time_seconds",
      "Time spent in each reconciliation, per controller, in seconds.", L_CONTROLLER, 1},
     {F(max_concurrent_reconciles), LOP_METRIC_GAUGE, "controller_runtime_max_concurrent_reconciles",
@@ -42,8 +45,8 @@ static const std_def_t defs[] = {
 
     {F(wq_depth), LOP_METRIC_GAUGE, "workqueue_depth", "Items waiting in the workqueue.", L_NAME,
      0},
-    {F(wq_adds_total), LOP_METRIC_COUNTER, "workqueue_adds_total",
-     "Items added to the workqueue.", L_NAME, 0},
+    {F(wq_adds_total), LOP_METRIC_COUNTER, "workqueue_adds_total", "Items added to the workqueue.",
+     L_NAME, 0},
     {F(wq_queue_duration), LOP_METRIC_HISTOGRAM, "workqueue_queue_duration_seconds",
      "Seconds an item waited in the workqueue before a worker took it.", L_NAME, 2},
     {F(wq_work_duration), LOP_METRIC_HISTOGRAM, "workqueue_work_duration_seconds",
@@ -86,11 +89,13 @@ static const std_def_t defs[] = {
 lop_rc_t lop_metrics_std_init(lop_metrics_std_t *std, lop_metrics_t *r, lop_err_t *err)
 {
     if (!std || !r)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: std init needs a struct and a registry");
+        return lop_err_set(err, LOP_EINVAL, 0, NULL,
+                           "metrics: std init needs a struct and a registry");
     memset(std, 0, sizeof *std);
     std->registry = r;
     double wq[LOP_METRIC_WORKQUEUE_BUCKETS];
-    lop_metric_exp_buckets(wq, LOP_METRIC_WORKQUEUE_BUCKETS, 10e-9, 10, LOP_METRIC_WORKQUEUE_BUCKETS);
+    lop_metric_exp_buckets(wq, LOP_METRIC_WORKQUEUE_BUCKETS, 10e-9, 10,
+                           LOP_METRIC_WORKQUEUE_BUCKETS);
     for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++) {
         const std_def_t *d = &defs[i];
         lop_metric_family_t *f = NULL;
@@ -114,8 +119,7 @@ lop_rc_t lop_metrics_std_init(lop_metrics_std_t *std, lop_metrics_t *r, lop_err_
                                           lop_metric_rest_buckets_len, err);
             break;
         }
-        if (!f)
-            return LOP_EINVAL;
+        if (!f) return LOP_EINVAL;
         *(lop_metric_family_t **)((char *)std + d->offset) = f;
     }
     return LOP_OK;
@@ -128,8 +132,7 @@ lop_rc_t lop_metrics_std_set_active_version(lop_metrics_std_t *std, const char *
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: active version needs a version");
     const char *nv[] = {new_version};
     lop_rc_t rc = lop_metric_gauge_set(std->script_active_version, nv, 1, err);
-    if (rc != LOP_OK)
-        return rc;
+    if (rc != LOP_OK) return rc;
     if (old_version && strcmp(old_version, new_version) != 0) {
         const char *ov[] = {old_version};
         (void)lop_metric_remove(std->script_active_version, ov); /* absent is fine */
@@ -169,6 +172,7 @@ lop_rc_t lop_metrics_std_controller(const lop_metrics_std_t *std, const char *co
     }
     if (!(out->reconcile_errors = lop_metric_child(std->reconcile_errors_total, v, err)) ||
         !(out->terminal_errors = lop_metric_child(std->terminal_reconcile_errors_total, v, err)) ||
+        !(out->panics = lop_metric_child(std->reconcile_panics_total, v, err)) ||
         !(out->reconcile_time = lop_metric_child(std->reconcile_time, v, err)) ||
         !(out->max_concurrent = lop_metric_child(std->max_concurrent_reconciles, v, err)) ||
         !(out->active_workers = lop_metric_child(std->active_workers, v, err)) ||
@@ -194,4 +198,14 @@ lop_rc_t lop_metrics_std_queue(const lop_metrics_std_t *std, const char *name,
         !(out->longest_running = lop_metric_child(std->wq_longest_running, v, err)))
         return LOP_EINVAL;
     return LOP_OK;
+}
+
+bool lop_metrics_reserved_name(const char *name)
+{
+    static const char *const prefixes[] = {"controller_runtime_", "workqueue_", "rest_client_",
+                                           "leader_election_", "luaop_"};
+    if (!name) return false;
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0) return true;
+    return false;
 }

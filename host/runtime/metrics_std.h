@@ -3,16 +3,18 @@
  * the names controller-runtime and client-go export (so existing dashboards and alerts work
  * unchanged), plus luaop's own. Components keep the lop_metrics_std_t and update children:
  *
- *   lop_metric_counter_add(std->reconcile_total, (const char *[]){"memcached", "success"}, 1, NULL);
- *   lop_metric_histogram_observe(std->reconcile_time, (const char *[]){"memcached"}, secs, NULL);
+ *   lop_metric_counter_add(std->reconcile_total, (const char *[]){"memcached", "success"}, 1,
+ * NULL); lop_metric_histogram_observe(std->reconcile_time, (const char *[]){"memcached"}, secs,
+ * NULL);
  *
  * Label names, in order (values are given in the same order):
  *   controller_runtime_reconcile_total                 {controller, result}  counter
  *     result is one of "success", "error", "requeue", "requeue_after" (as controller-runtime)
  *   controller_runtime_reconcile_errors_total          {controller}          counter
  *   controller_runtime_terminal_reconcile_errors_total {controller}          counter
- *   controller_runtime_reconcile_time_seconds          {controller}          histogram (0.005…60 s)
- *   controller_runtime_max_concurrent_reconciles       {controller}          gauge
+ *   controller_runtime_reconcile_panics_total          {controller}          counter (a reconcile
+ * that raised, as Go counts panics) controller_runtime_reconcile_time_seconds          {controller}
+ * histogram (0.005…60 s) controller_runtime_max_concurrent_reconciles       {controller} gauge
  *   controller_runtime_active_workers                  {controller}          gauge
  *   workqueue_depth                                    {name}                gauge
  *   workqueue_adds_total                               {name}                counter
@@ -23,10 +25,10 @@
  *   workqueue_longest_running_processor_seconds        {name}                gauge
  *   rest_client_requests_total                         {code, method, host}  counter
  *   rest_client_request_duration_seconds               {verb, host}          histogram (0.005…60 s)
- *   leader_election_master_status                      {name}                gauge (1 leading, 0 not)
- *   luaop_script_reload_total                          {result}              counter ("success"|"error")
- *   luaop_script_active_version                        {version}             gauge (1 for the active)
- *   luaop_lua_memory_bytes                             {vm}                  gauge
+ *   leader_election_master_status                      {name}                gauge (1 leading, 0
+ * not) luaop_script_reload_total                          {result}              counter
+ * ("success"|"error") luaop_script_active_version                        {version} gauge (1 for the
+ * active) luaop_lua_memory_bytes                             {vm}                  gauge
  *   luaop_reconcile_timeouts_total                     {controller}          counter
  *   luaop_informer_objects                             {gvr}                 gauge
  *   luaop_informer_bytes                               {gvr}                 gauge
@@ -51,6 +53,7 @@ typedef struct lop_metrics_std {
     lop_metric_family_t *reconcile_total;
     lop_metric_family_t *reconcile_errors_total;
     lop_metric_family_t *terminal_reconcile_errors_total;
+    lop_metric_family_t *reconcile_panics_total;
     lop_metric_family_t *reconcile_time;
     lop_metric_family_t *max_concurrent_reconciles;
     lop_metric_family_t *active_workers;
@@ -90,6 +93,13 @@ typedef struct lop_metrics_std {
 lop_rc_t lop_metrics_std_init(lop_metrics_std_t *std, lop_metrics_t *r, lop_err_t *err);
 
 /*
+ * True when name belongs to the host's own namespaces (controller_runtime_, workqueue_,
+ * rest_client_, leader_election_, luaop_): metrics declared by scripts (luaop.metrics) must be
+ * refused such names, so a script can neither feed nor reshape the standard series.
+ */
+bool lop_metrics_reserved_name(const char *name);
+
+/*
  * Record the script set now active: luaop_script_active_version{version} becomes 1 and the
  * previously active version (if any, and different) is removed. Serialise calls (the script
  * loader is the one caller). Errors as lop_metric_gauge_set.
@@ -109,13 +119,15 @@ typedef enum lop_metrics_result {
     LOP_METRICS_RESULT_COUNT_,
 } lop_metrics_result_t;
 
-/* The controller-runtime label value of a result: "success", "error", "requeue", "requeue_after". */
+/* The controller-runtime label value of a result: "success", "error", "requeue", "requeue_after".
+ */
 const char *lop_metrics_result_name(lop_metrics_result_t r);
 
 typedef struct lop_metrics_controller {
     lop_metric_t *reconcile_total[LOP_METRICS_RESULT_COUNT_];
     lop_metric_t *reconcile_errors;
     lop_metric_t *terminal_errors;
+    lop_metric_t *panics;
     lop_metric_t *reconcile_time;
     lop_metric_t *max_concurrent;
     lop_metric_t *active_workers;

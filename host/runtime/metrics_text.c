@@ -28,8 +28,7 @@ char *lop_metric_format_value(double v, char *buf, size_t len)
     int prec = 1;
     for (; prec < 17; prec++) {
         snprintf(tmp, sizeof tmp, "%.*e", prec - 1, v);
-        if (strtod(tmp, NULL) == v)
-            break;
+        if (strtod(tmp, NULL) == v) break;
     }
     snprintf(tmp, sizeof tmp, "%.*e", prec - 1, v);
     const char *e = strchr(tmp, 'e');
@@ -67,16 +66,14 @@ static void put_sample(lop_buf_t *out, const lop_metric_family_t *f, const char 
     if (f->nlabels || le) {
         lop_buf_putc(out, '{');
         for (size_t i = 0; i < f->nlabels; i++) {
-            if (i)
-                lop_buf_putc(out, ',');
+            if (i) lop_buf_putc(out, ',');
             lop_buf_puts(out, f->labels[i]);
             lop_buf_puts(out, "=\"");
             put_escaped(out, m->values[i], true);
             lop_buf_putc(out, '"');
         }
         if (le) {
-            if (f->nlabels)
-                lop_buf_putc(out, ',');
+            if (f->nlabels) lop_buf_putc(out, ',');
             lop_buf_printf(out, "le=\"%s\"", le);
         }
         lop_buf_putc(out, '}');
@@ -93,8 +90,7 @@ static int cmp_children(const void *a, const void *b, void *ctx)
     size_t nlabels = *(const size_t *)ctx;
     for (size_t i = 0; i < nlabels; i++) {
         int c = strcmp(x->values[i], y->values[i]);
-        if (c)
-            return c;
+        if (c) return c;
     }
     return 0;
 }
@@ -116,8 +112,7 @@ static void render_family(lop_metric_family_t *f, lop_buf_t *out)
     size_t n = 0;
     lop_metric_t **kids = lop_xcalloc(f->nchildren ? f->nchildren : 1, sizeof *kids);
     for (lop_metric_t *m = atomic_load(&f->children); m && n < f->nchildren; m = m->next)
-        if (!atomic_load_explicit(&m->hidden, memory_order_relaxed))
-            kids[n++] = m;
+        if (!atomic_load_explicit(&m->hidden, memory_order_relaxed)) kids[n++] = m;
     qsort_r(kids, n, sizeof *kids, cmp_children, &f->nlabels);
     for (size_t k = 0; k < n; k++) {
         lop_metric_t *m = kids[k];
@@ -143,13 +138,11 @@ static void render_family(lop_metric_family_t *f, lop_buf_t *out)
 
 void lop_metrics_render(lop_metrics_t *r, lop_buf_t *out)
 {
-    if (!r || !out)
-        return;
+    if (!r || !out) return;
     pthread_mutex_lock(&r->mu);
     lop_metric_family_t **fams = lop_xcalloc(r->n ? r->n : 1, sizeof *fams);
     size_t n = r->n;
-    if (n)
-        memcpy(fams, r->fams, n * sizeof *fams);
+    if (n) memcpy(fams, r->fams, n * sizeof *fams);
     pthread_mutex_unlock(&r->mu);
     /* Families are never removed before lop_metrics_free, so the copied pointers stay valid. */
     qsort(fams, n, sizeof *fams, cmp_families);

@@ -59,10 +59,18 @@ void lop_scriptrt_free(lop_scriptrt_t *rt)
     free(rt);
 }
 
-lop_rc_t lop_scriptrt_install(lop_scriptrt_t *rt, lop_script_set_t *set, lop_err_t *err)
+lop_rc_t lop_scriptrt_install(lop_scriptrt_t *rt, lop_script_set_t *set, lop_vm_validate_fn validate,
+                              void *ud, lop_err_t *err)
 {
     lop_vm_t *vm = rt->engine->vm_new(set, rt->opts, rt->host, err);
     if (!vm) return LOP_EINVAL;
+    if (validate) {
+        lop_rc_t rc = validate(ud, vm, err);
+        if (rc != LOP_OK) {
+            rt->engine->vm_free(vm);
+            return rc;
+        }
+    }
     shared_set_t *s = lop_xcalloc(1, sizeof *s);
     s->set = set;
     s->refs = 1;

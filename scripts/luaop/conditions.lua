@@ -146,21 +146,27 @@ function _M.remove(obj, ctype)
 end
 
 --- Is the condition present with status "True"?
--- @tparam table obj @tparam string ctype @treturn boolean
+-- @tparam table obj
+-- @tparam string ctype
+-- @treturn boolean
 function _M.is_true(obj, ctype)
   local c = _M.get(obj, ctype)
   return c ~= nil and c.status == "True"
 end
 
 --- Is the condition present with status "False"?
--- @tparam table obj @tparam string ctype @treturn boolean
+-- @tparam table obj
+-- @tparam string ctype
+-- @treturn boolean
 function _M.is_false(obj, ctype)
   local c = _M.get(obj, ctype)
   return c ~= nil and c.status == "False"
 end
 
 --- Is the condition present with status "Unknown" (or absent)?
--- @tparam table obj @tparam string ctype @treturn boolean
+-- @tparam table obj
+-- @tparam string ctype
+-- @treturn boolean
 function _M.is_unknown(obj, ctype)
   local c = _M.get(obj, ctype)
   return c == nil or c.status == "Unknown"

@@ -3,7 +3,7 @@
 -- Context: any (pure).
 -- @module luaop.controller
 
-local type, pairs, ipairs, error, tostring, math_floor = type, pairs, ipairs, error, tostring, math.floor
+local type, pairs, ipairs, error, pcall, tostring, math_floor = type, pairs, ipairs, error, pcall, tostring, math.floor
 local require = require
 
 local _M = {}
@@ -13,20 +13,22 @@ local top_keys = {
   max_concurrent_reconciles = true, leader_election = true, reconcile_timeout = true, reconcile = true,
 }
 
-local function fail(level, msg)
-  error("luaop.controller: " .. msg, level + 1)
+-- Messages follow the host's: "controller '<name>': <field path> <problem>". They carry no
+-- position here; `normalize` re-raises them at the caller's level (the user's main.lua line).
+local function fail(_, msg)
+  error({ luaop_controller_error = msg })
 end
 
 local function check_kind(level, where, t, allowed)
-  if type(t) ~= "table" then fail(level, where .. " must be a table") end
+  if type(t) ~= "table" then fail(level, where .. " must be a table, not a " .. type(t)) end
   for k in pairs(t) do
-    if not allowed[k] then fail(level, where .. ": unknown field '" .. tostring(k) .. "'") end
+    if not allowed[k] then fail(level, where .. " unknown field '" .. tostring(k) .. "'") end
   end
   if type(t.api_version) ~= "string" or t.api_version == "" then
-    fail(level, where .. ".api_version must be a non-empty string (e.g. \"apps/v1\")")
+    fail(level, where .. " api_version must be a non-empty string (e.g. \"apps/v1\")")
   end
   if type(t.kind) ~= "string" or not t.kind:match("^%u%w*$") then
-    fail(level, where .. ".kind must be a Kind name (e.g. \"Deployment\")")
+    fail(level, where .. " kind must be a Kind name (e.g. \"Deployment\")")
   end
 end
 
@@ -37,15 +39,18 @@ local function preds(level, where, list, extra)
     for _, p in ipairs(extra) do out[#out + 1] = p end
   end
   if list ~= nil then
-    if type(list) ~= "table" then fail(level, where .. ".predicates must be a list") end
+    local path = where .. (where:sub(-2) == ": " and "predicates" or ".predicates")
+    if type(list) ~= "table" then fail(level, path .. " must be a list of predicates") end
     for i, p in ipairs(list) do
       local ok, msg = validate(p)
-      if not ok then fail(level, where .. ".predicates[" .. i .. "]: " .. msg) end
+      if not ok then fail(level, path .. "[" .. i .. "] " .. msg) end
       out[#out + 1] = p
     end
   end
   return out
 end
+
+local normalize
 
 --- Validate and normalize a declaration.
 -- @tparam table decl the user's declaration (see `luaop.controller`)
@@ -53,50 +58,59 @@ end
 -- @treturn table normalized spec (new table; functions and predicate tables shared)
 -- @raise naming the offending field
 function _M.normalize(decl, level)
-  level = (level or 1) + 1
-  if type(decl) ~= "table" then fail(level, "declaration must be a table") end
-  for k in pairs(decl) do
-    if not top_keys[k] then fail(level, "unknown field '" .. tostring(k) .. "'") end
+  local ok, res = pcall(normalize, decl)
+  if ok then return res end
+  if type(res) == "table" and res.luaop_controller_error then
+    error(res.luaop_controller_error, (level or 1) + 1)
   end
+  error(res, 0)
+end
+
+normalize = function(decl)
+  local level = 1
+  if type(decl) ~= "table" then fail(level, "luaop.controller: the declaration must be a table") end
   if type(decl.name) ~= "string" or not decl.name:match("^[%w][%w%.%-_]*$") then
-    fail(level, "name must be a non-empty string of letters, digits, '.', '-', '_'")
+    fail(level, "luaop.controller: name must be a non-empty string of letters, digits, '.', '-', '_'")
   end
-  local where = "controller '" .. decl.name .. "'"
-  if type(decl.reconcile) ~= "function" then fail(level, where .. ": reconcile must be a function") end
+  local where = "controller '" .. decl.name .. "': "
+  for k in pairs(decl) do
+    if not top_keys[k] then fail(level, where .. "unknown field '" .. tostring(k) .. "'") end
+  end
+  if type(decl.reconcile) ~= "function" then fail(level, where .. "reconcile must be a function(req)") end
   local common = preds(level, where, decl.predicates)
 
-  check_kind(level, where .. ".for_", decl.for_,
+  check_kind(level, where .. "for_", decl.for_,
     { api_version = true, kind = true, predicates = true, namespace = true, label_selector = true })
   local f = decl.for_
-  if f.namespace ~= nil and type(f.namespace) ~= "string" then fail(level, where .. ".for_.namespace must be a string") end
+  if f.namespace ~= nil and type(f.namespace) ~= "string" then fail(level, where .. "for_.namespace must be a string") end
   if f.label_selector ~= nil then
-    if type(f.label_selector) ~= "string" then fail(level, where .. ".for_.label_selector must be a string") end
+    if type(f.label_selector) ~= "string" then fail(level, where .. "for_.label_selector must be a string") end
     local sel, err = require("luaop.selector").parse(f.label_selector)
-    if not sel then fail(level, where .. ".for_.label_selector: " .. tostring(err)) end
+    if not sel then fail(level, where .. "for_.label_selector " .. tostring(err)) end
   end
   local spec = {
     name = decl.name,
     for_ = { api_version = f.api_version, kind = f.kind, namespace = f.namespace,
-             label_selector = f.label_selector, predicates = preds(level, where .. ".for_", f.predicates, common) },
+             label_selector = f.label_selector, predicates = preds(level, where .. "for_", f.predicates, common) },
     owns = {},
     watches = {},
     reconcile = decl.reconcile,
   }
 
   if decl.owns ~= nil then
-    if type(decl.owns) ~= "table" then fail(level, where .. ".owns must be a list") end
+    if type(decl.owns) ~= "table" then fail(level, where .. "owns must be a list of tables") end
     for i, o in ipairs(decl.owns) do
-      local w = where .. ".owns[" .. i .. "]"
+      local w = where .. "owns[" .. i .. "]"
       check_kind(level, w, o, { api_version = true, kind = true, predicates = true })
       spec.owns[i] = { api_version = o.api_version, kind = o.kind, predicates = preds(level, w, o.predicates, common) }
     end
   end
   if decl.watches ~= nil then
-    if type(decl.watches) ~= "table" then fail(level, where .. ".watches must be a list") end
+    if type(decl.watches) ~= "table" then fail(level, where .. "watches must be a list of tables") end
     for i, o in ipairs(decl.watches) do
-      local w = where .. ".watches[" .. i .. "]"
+      local w = where .. "watches[" .. i .. "]"
       check_kind(level, w, o, { api_version = true, kind = true, predicates = true, map = true })
-      if type(o.map) ~= "function" then fail(level, w .. ".map must be a function(obj) returning requests") end
+      if type(o.map) ~= "function" then fail(level, w .. ".map must be a function(obj, ev) returning requests") end
       spec.watches[i] = { api_version = o.api_version, kind = o.kind, map = o.map,
                           predicates = preds(level, w, o.predicates, common) }
     end
@@ -104,17 +118,17 @@ function _M.normalize(decl, level)
 
   local mcr = decl.max_concurrent_reconciles
   if mcr == nil then mcr = 1 end
-  if type(mcr) ~= "number" or mcr < 1 or math_floor(mcr) ~= mcr then
-    fail(level, where .. ": max_concurrent_reconciles must be an integer >= 1")
+  if type(mcr) ~= "number" or mcr < 1 or mcr > 1024 or math_floor(mcr) ~= mcr then
+    fail(level, where .. "max_concurrent_reconciles must be an integer from 1 to 1024")
   end
   spec.max_concurrent_reconciles = mcr
   local le = decl.leader_election
   if le == nil then le = true end
-  if type(le) ~= "boolean" then fail(level, where .. ": leader_election must be a boolean") end
+  if type(le) ~= "boolean" then fail(level, where .. "leader_election must be a boolean") end
   spec.leader_election = le
   if decl.reconcile_timeout ~= nil then
-    if type(decl.reconcile_timeout) ~= "number" or not (decl.reconcile_timeout > 0) then
-      fail(level, where .. ": reconcile_timeout must be a number of seconds > 0")
+    if type(decl.reconcile_timeout) ~= "number" or not (decl.reconcile_timeout > 0) or decl.reconcile_timeout > 86400 then
+      fail(level, where .. "reconcile_timeout must be a number of seconds, > 0 and <= 86400")
     end
     spec.reconcile_timeout = decl.reconcile_timeout
   end

@@ -46,7 +46,7 @@ end
 
 local function refetch(obj)
   local md = obj.metadata
-  return client().get(obj.apiVersion, obj.kind, md.namespace, md.name)
+  return client().get(obj.apiVersion, obj.kind, md.namespace, md.name, { live = true })
 end
 
 local function retryable(err)
@@ -65,6 +65,10 @@ function _M.add(obj, name)
     if index_of(cur, name) then
       if cur ~= obj then require("luaop.object").replace(obj, cur) end
       return obj
+    end
+    if cur.metadata.deletionTimestamp ~= nil then
+      return nil, errors().new(422, "Invalid", "luaop.finalizers.add: " .. tostring(cur.metadata.name)
+                               .. " is being deleted; no new finalizers can be added")
     end
     local list = cur.metadata.finalizers
     local ops

@@ -5,7 +5,7 @@
 --
 -- Submodules are loaded on first use: `op.client`, `op.result`, `op.errors`, `op.log`,
 -- `op.predicates`, `op.object`, `op.conditions`, `op.finalizers`, `op.owner`, `op.status`,
--- `op.ops`, `op.events`, `op.selector`, `op.leader`.
+-- `op.ops`, `op.events`, `op.selector`, `op.leader`, `op.handler`.
 -- @module luaop
 
 local require, rawset, setmetatable = require, rawset, setmetatable
@@ -15,7 +15,7 @@ local _M = {}
 local submodules = {
   client = true, result = true, errors = true, log = true, predicates = true, object = true,
   conditions = true, finalizers = true, owner = true, status = true, ops = true, events = true,
-  selector = true, leader = true,
+  selector = true, leader = true, handler = true,
 }
 
 --- Declare a controller (call it while main.lua loads).
@@ -26,7 +26,7 @@ local submodules = {
 -- @tparam table decl
 --   `name` (string, unique), `for_ = {api_version=, kind=, predicates=?, namespace=?, label_selector=?}`,
 --   `owns = {{api_version=, kind=, predicates=?}, ...}` (optional),
---   `watches = {{api_version=, kind=, map=function(obj) -> {{namespace=, name=}...}, predicates=?}, ...}` (optional),
+--   `watches = {{api_version=, kind=, map=function(obj, ev) -> {{namespace=, name=}...}, predicates=?}, ...}` (optional),
 --   `predicates = {...}` (optional; applied to every watch, like controller-runtime's WithEventFilter),
 --   `max_concurrent_reconciles` (integer >= 1, default 1), `leader_election` (boolean, default true),
 --   `reconcile_timeout` (seconds > 0, optional), `reconcile = function(req)`.
@@ -34,7 +34,7 @@ local submodules = {
 -- @raise on any invalid or unknown field, naming it
 -- Context: load.
 function _M.controller(decl)
-  local spec = require("luaop.controller").normalize(decl, 2)
+  local spec = require("luaop.controller").normalize(decl, 2)  -- errors point at the caller
   require("luaop.backend").current().register_controller(spec)
   return spec
 end

@@ -127,7 +127,9 @@ function _M.get_controller_of(obj)
 end
 
 --- Is `owner` referenced by obj (by uid)?
--- @tparam table owner @tparam table obj @treturn boolean
+-- @tparam table obj
+-- @tparam table owner
+-- @treturn boolean
 function _M.is_owned_by(obj, owner)
   for _, r in ipairs((obj.metadata or {}).ownerReferences or {}) do
     if r.uid == owner.metadata.uid then return true end

@@ -43,7 +43,7 @@ local function validate(p, depth)
     end
     return true
   end
-  return false, "unknown builtin predicate '" .. tostring(b) .. "'"
+  return false, "unknown builtin '" .. tostring(b) .. "'"
 end
 
 --- Check a predicate's shape.

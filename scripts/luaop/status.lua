@@ -5,6 +5,10 @@
 --      o.status.replicas = 3
 --    end)
 --
+-- Two styles: `update(obj, mutate)` where `obj` is as read and every status edit happens inside
+-- `mutate` (the no-op check compares against `obj`, so do not also edit `obj.status` directly);
+-- or edit `obj.status` yourself and call `update(obj)`, which compares with the stored object.
+--
 -- `update(obj, mutate)` applies `mutate` to a copy of `obj`, sets `status.observedGeneration`
 -- from `metadata.generation`, and when the status is unchanged makes no API call at all.
 -- Otherwise it PUTs /status with the object's resourceVersion; on 409 Conflict it re-reads the
@@ -18,7 +22,7 @@
 -- Context: reconcile.
 -- @module luaop.status
 
-local type, error, require = type, error, require
+local type, error, next, require = type, error, next, require
 
 local _M = {}
 
@@ -28,14 +32,16 @@ local function object() return require("luaop.object") end
 local function client() return require("luaop.client") end
 local function errors() return require("luaop.errors") end
 
-local function refetch(obj)
+-- live = true after a conflict: the cached copy is known to be stale then.
+local function refetch(obj, live)
   local md = obj.metadata
-  return client().get(obj.apiVersion, obj.kind, md.namespace, md.name)
+  return client().get(obj.apiVersion, obj.kind, md.namespace, md.name, live and { live = true } or nil)
 end
 
 --- Update the status with conflict retries; skip the write when nothing changed.
 -- @tparam table obj the object as read (apiVersion, kind, metadata.name/resourceVersion)
--- @tparam[opt] function mutate `function(o)` editing `o.status` in place. When nil, the desired
+-- @tparam[opt] function mutate `function(o)` editing `o.status` in place (`o.status` is an
+--   object, created empty when the stored object has none). When nil, the desired
 --   status is `obj.status` as the caller edited it: it is compared with (and on conflict copied
 --   onto) the current stored object.
 -- @tparam[opt] table opts `{max_attempts = 5, backoff = 0.01, factor = 2, max_backoff = 1}` (seconds)
@@ -64,7 +70,7 @@ function _M.update(obj, mutate, opts)
   if mutate == nil then
     local desired = object().deep_copy(obj.status)
     mutate = function(o) o.status = object().deep_copy(desired) end
-    local fresh, err = refetch(obj)
+    local fresh, err = refetch(obj, false)
     if not fresh then return nil, err end
     base = fresh
   end
@@ -73,6 +79,7 @@ function _M.update(obj, mutate, opts)
   local last_err
   for attempt = 1, max_attempts do
     local work = object().deep_copy(base)
+    if work.status == nil then work.status = require("luaop.core").json.object() end
     mutate(work)
     if type(work.metadata) ~= "table" or work.metadata.name ~= base.metadata.name
        or work.metadata.namespace ~= base.metadata.namespace then
@@ -81,7 +88,7 @@ function _M.update(obj, mutate, opts)
     if work.status == nil then work.status = require("luaop.core").json.object() end
     if type(work.status) ~= "table" then error("luaop.status.update: status must be an object", 2) end
     if work.metadata.generation ~= nil then work.status.observedGeneration = work.metadata.generation end
-    if object().equal(base.status, work.status) then
+    if object().equal(base.status, work.status) or (base.status == nil and next(work.status) == nil) then
       if base ~= obj then object().replace(obj, base) end
       return obj, nil, "unchanged"
     end
@@ -95,7 +102,7 @@ function _M.update(obj, mutate, opts)
     if backend.sleep then backend.sleep(delay) end
     delay = delay * factor
     if delay > max_backoff then delay = max_backoff end
-    local fresh, gerr = refetch(base)
+    local fresh, gerr = refetch(base, true)
     if not fresh then return nil, gerr end
     base = fresh
   end

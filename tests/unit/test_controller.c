@@ -81,7 +81,7 @@ static void setup(fixture_t *f)
     f->opts.clock = &f->fc.base;
     f->rt = lop_scriptrt_new(&fake_engine, &f->opts, &f->host);
     lop_err_t err;
-    T_EQ_INT(lop_scriptrt_install(f->rt, set_with("1"), &err), LOP_OK);
+    T_EQ_INT(lop_scriptrt_install(f->rt, set_with("1"), NULL, NULL, &err), LOP_OK);
     lop_controller_opts_t co = {.name = "test", .workers = 1, .clock = &f->fc.base, .rt = f->rt};
     f->c = lop_controller_new(&co);
 }
@@ -170,13 +170,13 @@ static void test_reload_switches_between_reconciles_and_failed_reload_keeps_old(
     T_EQ_STR(last_code, "1:a");
     lop_err_t err;
     lop_script_set_t *bad = set_with("syntax error");
-    T_EQ_INT(lop_scriptrt_install(f.rt, bad, &err), LOP_EINVAL);
+    T_EQ_INT(lop_scriptrt_install(f.rt, bad, NULL, NULL, &err), LOP_EINVAL);
     lop_script_set_free(bad);
     T_CHECK(strstr(err.message, "main.lua:1") != NULL);
     lop_controller_enqueue(f.c, "ns", "b");
     T_EQ_INT(lop_controller_process_one(f.c, &f.slot), LOP_OK);
     T_EQ_STR(last_code, "1:b");
-    T_EQ_INT(lop_scriptrt_install(f.rt, set_with("2"), &err), LOP_OK);
+    T_EQ_INT(lop_scriptrt_install(f.rt, set_with("2"), NULL, NULL, &err), LOP_OK);
     lop_controller_enqueue(f.c, "ns", "c");
     T_EQ_INT(lop_controller_process_one(f.c, &f.slot), LOP_OK);
     T_EQ_STR(last_code, "2:c");

@@ -14,8 +14,7 @@ static bool fake(void *ud, char *reason, size_t len)
 {
     fake_check_t *c = ud;
     c->calls++;
-    if (!c->ok && c->reason)
-        snprintf(reason, len, "%s", c->reason);
+    if (!c->ok && c->reason) snprintf(reason, len, "%s", c->reason);
     return c->ok;
 }
 
@@ -153,15 +152,17 @@ static void test_heartbeat_fails_when_beats_stop(void)
     lop_health_heartbeat_t hb;
     lop_health_heartbeat_init(&hb, &fc.base, 10 * LOP_NS_PER_S, "event loop");
     lop_health_t *h = lop_health_new();
-    T_EQ_INT(lop_health_add(h, LOP_HEALTHZ, "event-loop", lop_health_heartbeat_check, &hb, NULL), LOP_OK);
+    T_EQ_INT(lop_health_add(h, LOP_HEALTHZ, "event-loop", lop_health_heartbeat_check, &hb, NULL),
+             LOP_OK);
     T_EQ_INT(run(h, LOP_HEALTHZ, NULL, false, NULL, 0).status, 200);
     lop_fake_clock_step(&fc, 10 * LOP_NS_PER_S); /* exactly at the limit: still healthy */
     T_EQ_INT(run(h, LOP_HEALTHZ, NULL, false, NULL, 0).status, 200);
     lop_fake_clock_step(&fc, 2500 * LOP_NS_PER_MS);
     answer_t a = run(h, LOP_HEALTHZ, NULL, false, NULL, 0);
     T_EQ_INT(a.status, 500);
-    T_EQ_STR(a.body, "[+]ping ok\n[-]event-loop failed: event loop last beat 12.5s ago (limit 10.0s)\n"
-                     "healthz check failed\n");
+    T_EQ_STR(a.body,
+             "[+]ping ok\n[-]event-loop failed: event loop last beat 12.5s ago (limit 10.0s)\n"
+             "healthz check failed\n");
     lop_health_heartbeat_beat(&hb); /* the loop runs again */
     T_EQ_INT(run(h, LOP_HEALTHZ, NULL, false, NULL, 0).status, 200);
     lop_health_free(h);

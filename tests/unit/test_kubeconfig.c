@@ -7,6 +7,9 @@
 #include "host/util/log.h"
 #include "t.h"
 
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -203,6 +206,15 @@ static void test_errors_name_file_and_field(void)
                  "current-context: x\nclusters:\n- name: c\n  cluster: {server: 'ftp://h'}\n"
                  "contexts:\n- name: x\n  context: {cluster: c}\n",
                  NULL, "server", "http");
+    expect_error("servertype.yaml",
+                 "current-context: x\nclusters:\n- name: c\n  cluster: {server: [a, b]}\n"
+                 "contexts:\n- name: x\n  context: {cluster: c}\n",
+                 NULL, "clusters[c].cluster.server", "must be a string");
+    expect_error("argstype.yaml",
+                 "current-context: x\nclusters:\n- name: c\n  cluster: {server: 'https://h'}\n"
+                 "users:\n- name: u\n  user:\n    exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: x, args: oops}\n"
+                 "contexts:\n- name: x\n  context: {cluster: c, user: u}\n",
+                 NULL, "users[u].user.exec.args", "must be a list");
     /* insecure alone is accepted (with a loud warning) */
     write_file("insecure-ok.yaml",
                "current-context: x\nclusters:\n- name: c\n  cluster: {server: 'https://h', insecure-skip-tls-verify: true}\n"
@@ -369,6 +381,45 @@ static void test_exec_plugin_bad_output_and_failures(void)
     lop_auth_free(a);
 }
 
+typedef struct hang_run {
+    lop_auth_t *a;
+    lop_rc_t rc;
+    lop_err_t err;
+    atomic_bool done;
+} hang_run_t;
+
+static void *hang_main(void *arg)
+{
+    hang_run_t *h = arg;
+    lop_auth_cred_t c;
+    h->rc = lop_auth_get(h->a, &c, &h->err);
+    lop_auth_cred_cleanup(&c);
+    atomic_store(&h->done, true);
+    return NULL;
+}
+
+static void test_exec_plugin_that_hangs_is_killed(void)
+{
+    lop_fake_clock_t fc;
+    lop_fake_clock_init(&fc, 0);
+    write_file("hang-plugin", "#!/bin/sh\nexec sleep 30\n", 0755);
+    lop_auth_exec_t e = {0};
+    e.api_version = strdup("client.authentication.k8s.io/v1beta1");
+    e.command = strdup(path_of("hang-plugin"));
+    hang_run_t h = {.a = lop_auth_new(NULL, NULL, &e, &fc.base)};
+    atomic_init(&h.done, false);
+    pthread_t t;
+    pthread_create(&t, NULL, hang_main, &h);
+    while (!atomic_load(&h.done)) { /* drive the fake clock until the 60 s limit is noticed */
+        lop_fake_clock_step(&fc, LOP_NS_PER_S);
+        sched_yield();
+    }
+    pthread_join(t, NULL);
+    T_EQ_INT(h.rc, LOP_ETIMEDOUT);
+    T_CHECK(strstr(h.err.message, "did not finish") != NULL);
+    lop_auth_free(h.a);
+}
+
 static void test_in_cluster(void)
 {
     mkdir(path_of("sa"), 0755);
@@ -433,6 +484,7 @@ int main(void)
     T_RUN(test_token_file_reread_and_empty);
     T_RUN(test_exec_plugin_v1beta1_cached_until_expiry);
     T_RUN(test_exec_plugin_bad_output_and_failures);
+    T_RUN(test_exec_plugin_that_hangs_is_killed);
     T_RUN(test_in_cluster);
     T_RUN(test_base64);
     char cmd[400];

@@ -290,10 +290,11 @@ static bool c1_leads(sim_t *s) { return lop_elector_is_leader(s->c[1].e); }
 
 /* The leader dies (stops ticking, no release). The standby takes over only after
  * leaseDurationSeconds counted from when IT saw the record last change, and not much later. */
-static void takeover_after_crash(int64_t standby_skew)
+static void takeover_after_crash(int64_t standby_skew, bool watch)
 {
     sim_t s;
     sim_init(&s);
+    s.watch = watch;
     lop_elector_config_t cfg = base_config();
     cfg.release_on_cancel = false;
     cand_t *a = sim_add(&s, cfg);
@@ -311,8 +312,12 @@ static void takeover_after_crash(int64_t standby_skew)
     int64_t waited = at - last_write;
     /* Never before the lease duration as observed locally ... */
     T_CHECK(waited >= 15 * S);
-    /* ... and at most one jittered retry to see the last renewal + one to notice expiry. */
-    T_CHECK(waited <= 15 * S + 2 * 4400 * MS + 100 * MS);
+    /* ... and right at expiry: the standby tries when the lease it saw expires (not at its next
+     * poll). Without a watch it saw the last renewal at its next poll (< 2.2 retry periods). */
+    if (watch)
+        T_CHECK(waited <= 15 * S + 50 * MS);
+    else
+        T_CHECK(waited <= 15 * S + 4400 * MS + 50 * MS);
     lop_lease_record_t r = stored(&s);
     T_EQ_STR(lop_lease_record_holder(&r), "c1");
     T_EQ_INT(r.lease_transitions, last.lease_transitions + 1);
@@ -324,14 +329,20 @@ static void takeover_after_crash(int64_t standby_skew)
     sim_free(&s);
 }
 
-static void test_takeover_after_lease_duration_observed_locally(void) { takeover_after_crash(0); }
+static void test_takeover_after_lease_duration_observed_locally(void)
+{
+    takeover_after_crash(0, false);
+    takeover_after_crash(0, true);
+}
 
 /* renewTime in the Lease is an hour old / an hour in the future for the skewed standby: it must
  * neither steal the active lease nor wait forever on the dead one. */
 static void test_standby_with_skewed_wall_clock(void)
 {
-    takeover_after_crash(3600 * S);
-    takeover_after_crash(-3600 * S);
+    takeover_after_crash(3600 * S, false);
+    takeover_after_crash(-3600 * S, false);
+    takeover_after_crash(3600 * S, true);
+    takeover_after_crash(-3600 * S, true);
 }
 
 static void test_renew_deadline_stops_leading_before_expiry(void)
@@ -611,6 +622,53 @@ static void test_watch_renewals_cost_no_extra_requests(void)
     sim_free(&s);
 }
 
+/* Someone else overwrites the Lease under a leader: the leader's fast-path renew conflicts, the
+ * re-read shows a valid foreign holder, so it never writes over it and stops at the deadline;
+ * a release on stop does not clobber the foreign holder either. */
+static void intruder_case(bool stop_before_deadline)
+{
+    sim_t s;
+    sim_init(&s);
+    cand_t *a = sim_add(&s, base_config());
+    lop_elector_tick(a->e);
+    T_CHECK(lop_elector_is_leader(a->e));
+    lop_lease_client_t *other = lop_lease_client_memory_new(s.store, "intruder");
+    lop_lease_record_t r = stored(&s);
+    char rv[LOP_LEASE_RV_MAX], rv2[LOP_LEASE_RV_MAX];
+    lop_lease_store_peek(s.store, &r, rv);
+    lop_lease_record_set_holder(&r, "intruder");
+    lop_err_t err;
+    T_EQ_INT(lop_lease_update(other, &r, rv, rv2, &err), LOP_OK);
+    long writes = lop_lease_store_writes(s.store);
+
+    if (stop_before_deadline) {
+        lop_fake_clock_step(&a->clock, 1 * S);
+        lop_elector_stop(a->e); /* still believes it leads: tries to release, sees the intruder */
+        T_EQ_INT(a->stopped_cb, 1);
+        T_EQ_INT(lop_elector_stats(a->e).releases, 0);
+    } else {
+        for (int i = 0; i < 60 && !lop_elector_lost(a->e); i++) {
+            lop_fake_clock_step(&a->clock, 250 * MS);
+            lop_elector_tick(a->e);
+        }
+        T_CHECK(lop_elector_lost(a->e));
+        T_EQ_INT(a->stopped_cb, 1);
+    }
+    T_EQ_INT(lop_lease_store_writes(s.store), writes); /* never wrote over the intruder */
+    lop_lease_record_t now = stored(&s);
+    T_EQ_STR(lop_lease_record_holder(&now), "intruder");
+    lop_lease_record_cleanup(&now);
+    lop_lease_record_cleanup(&r);
+    lop_lease_client_free(other);
+    sim_free(&s);
+}
+
+static void test_foreign_holder_is_never_overwritten(void)
+{
+    intruder_case(false);
+    intruder_case(true);
+}
+
 /* The host feeds raw watch events; a MODIFIED event with an empty holder is a release. */
 static void test_notify_from_watch_event_json(void)
 {
@@ -712,6 +770,7 @@ int main(void)
     T_RUN(test_transitions_counting);
     T_RUN(test_restart_election_mode);
     T_RUN(test_watch_renewals_cost_no_extra_requests);
+    T_RUN(test_foreign_holder_is_never_overwritten);
     T_RUN(test_notify_from_watch_event_json);
     T_RUN(test_twenty_forced_handovers_never_overlap);
     return T_DONE();

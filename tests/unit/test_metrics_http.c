@@ -45,8 +45,7 @@ static long fetch(int port, const char *method, const char *path, resp_t *r)
         snprintf(r->ctype, sizeof r->ctype, "%s", ct ? ct : "");
     }
     curl_easy_cleanup(c);
-    if (!r->body.data)
-        lop_buf_puts(&r->body, "");
+    if (!r->body.data) lop_buf_puts(&r->body, "");
     return r->status;
 }
 
@@ -55,8 +54,7 @@ static _Atomic bool synced_flag;
 static bool synced(void *ud, char *reason, size_t len)
 {
     (void)ud;
-    if (!synced_flag)
-        snprintf(reason, len, "informer for apps/v1/deployments not synced");
+    if (!synced_flag) snprintf(reason, len, "informer for apps/v1/deployments not synced");
     return synced_flag;
 }
 
@@ -88,15 +86,17 @@ static void test_serves_metrics_and_probes(void)
     T_EQ_INT(fetch(port, NULL, "/metrics", &r), 200);
     T_CHECK(strstr(r.ctype, "text/plain") && strstr(r.ctype, "version=0.0.4"));
     T_CHECK(strstr(r.body.data, "# TYPE controller_runtime_reconcile_total counter\n") != NULL);
-    T_CHECK(strstr(r.body.data,
-                   "controller_runtime_reconcile_total{controller=\"memcached\",result=\"success\"} 3\n"));
+    T_CHECK(strstr(
+        r.body.data,
+        "controller_runtime_reconcile_total{controller=\"memcached\",result=\"success\"} 3\n"));
     lop_buf_free(&r.body);
 
     /* The counter moves between scrapes. */
     lop_metric_counter_add(std.reconcile_total, (const char *[]){"memcached", "success"}, 1, NULL);
     T_EQ_INT(fetch(port, NULL, "/metrics", &r), 200);
-    T_CHECK(strstr(r.body.data,
-                   "controller_runtime_reconcile_total{controller=\"memcached\",result=\"success\"} 4\n"));
+    T_CHECK(strstr(
+        r.body.data,
+        "controller_runtime_reconcile_total{controller=\"memcached\",result=\"success\"} 4\n"));
     lop_buf_free(&r.body);
 
     T_EQ_INT(fetch(port, NULL, "/healthz", &r), 200);
@@ -108,9 +108,10 @@ static void test_serves_metrics_and_probes(void)
 
     /* Not ready before the caches sync... */
     T_EQ_INT(fetch(port, NULL, "/readyz?verbose", &r), 500);
-    T_EQ_STR(r.body.data, "[+]scripts ok\n"
-                          "[-]informers-synced failed: informer for apps/v1/deployments not synced\n"
-                          "readyz check failed\n");
+    T_EQ_STR(r.body.data,
+             "[+]scripts ok\n"
+             "[-]informers-synced failed: informer for apps/v1/deployments not synced\n"
+             "readyz check failed\n");
     lop_buf_free(&r.body);
     T_EQ_INT(fetch(port, NULL, "/readyz", &r), 500);
     lop_buf_free(&r.body);
@@ -154,7 +155,7 @@ static void test_serves_metrics_and_probes(void)
     T_CHECK(strstr(err.message, addr) != NULL);
 
     lop_httpserver_stop(s);
-    lop_httpserver_stop(s); /* idempotent */
+    lop_httpserver_stop(s);                         /* idempotent */
     T_EQ_INT(fetch(port, NULL, "/healthz", &r), 0); /* nobody listens any more */
     lop_buf_free(&r.body);
     lop_httpserver_free(s);
@@ -225,8 +226,8 @@ static void test_bind_addresses(void)
     T_EQ_INT(lop_httpserver_parse_addr("0", host, sizeof host, &port, &err), LOP_OK);
     T_EQ_INT(port, -1);
 
-    static const char *const bad[] = {"", "8080", "host:", "host:http", "h:99999", "::1:80",
-                                      "[::1:80", "1.2.3.4:-1", "h:123456"};
+    static const char *const bad[] = {"",       "8080",    "host:",      "host:http", "h:99999",
+                                      "::1:80", "[::1:80", "1.2.3.4:-1", "h:123456"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err.message[0] = '\0';
         T_EQ_INT(lop_httpserver_parse_addr(bad[i], host, sizeof host, &port, &err), LOP_EINVAL);

@@ -57,7 +57,8 @@ static lop_rc_t fake_list(void *ud, const lop_list_opts_t *o, lop_buf_t *body, l
         return lop_err_set(err, LOP_EAGAIN, 0, NULL, "script exhausted");
     const lresp_t *r = &f->lists[i];
     if (r->rc != LOP_OK)
-        return lop_err_set(err, r->rc, r->code, r->code == 410 ? "Expired" : "", "scripted failure");
+        return lop_err_set(err, r->rc, r->code, r->code == 410 ? "Expired" : r->code == 504 ? "Timeout" : "",
+                           "scripted failure");
     lop_buf_puts(body, r->body);
     return LOP_OK;
 }
@@ -332,6 +333,24 @@ static void test_list_410_retries_at_once_with_a_consistent_read(void)
     teardown(&e);
 }
 
+static void test_list_too_large_rv_retries_with_a_consistent_read(void)
+{
+    static const lresp_t lists[] = {
+        {LOP_OK, 200, LIST("10", "", CM("a", "5"))},
+        {LOP_ETIMEDOUT, 504, NULL}, /* Timeout: Too large resource version (E.9) */
+        {LOP_OK, 200, LIST("40", "", CM("a", "5"))},
+    };
+    static const wresp_t w[] = {{LOP_OK, {ERR(410), NULL}, 0, false}};
+    env_t e;
+    setup(&e, lists, 3, w, 1);
+    step(&e);
+    step(&e);
+    T_EQ_INT(step(&e), 0);
+    T_EQ_STR(e.f.list_rv[2], "(unset)");
+    T_EQ_STR(rv_of(&e), "40");
+    teardown(&e);
+}
+
 static void test_expired_continue_falls_back_to_full_list(void)
 {
     static const lresp_t lists[] = {
@@ -436,6 +455,38 @@ static void test_thread_start_and_prompt_stop(void)
     teardown(&e);
 }
 
+static void test_initial_added_burst_is_not_a_resume_point(void)
+{
+    /* a list at RV "0" makes the watch start "at any" (F.11): the server first replays ADDED
+     * events out of RV order; none of their RVs may be resumed from (F.12) */
+    static const lresp_t lists[] = {{LOP_OK, 200, LIST("0", "", "")}};
+    static const wresp_t w[] = {
+        {LOP_OK, {EV("ADDED", WCM("a", "50")) EV("ADDED", WCM("b", "40")), NULL}, 2 * S, false},
+        {LOP_OK, {EV("ADDED", WCM("a", "50")) EV("MODIFIED", WCM("b", "55")) EV("ADDED", WCM("c", "56")), NULL}, 2 * S, false},
+        {LOP_OK, {NULL}, 2 * S, false},
+    };
+    static const wresp_t w2[] = {
+        {LOP_OK, {EV("ADDED", WCM("a", "50")) EV("BOOKMARK", "{\"kind\":\"ConfigMap\",\"metadata\":{\"resourceVersion\":\"60\",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}}}"), NULL}, 2 * S, false},
+    };
+    env_t e;
+    setup(&e, lists, 1, w, 3);
+    step(&e);
+    T_EQ_STR(rv_of(&e), "0");
+    step(&e);
+    T_EQ_STR(rv_of(&e), "0"); /* burst only: still no resume point */
+    step(&e);
+    T_EQ_STR(e.f.watch_rv[1], "0");
+    T_EQ_STR(rv_of(&e), "56"); /* a MODIFIED ends the burst; later events count */
+    step(&e);
+    T_EQ_STR(e.f.watch_rv[2], "56");
+    teardown(&e);
+    setup(&e, lists, 1, w2, 1);
+    step(&e);
+    step(&e);
+    T_EQ_STR(rv_of(&e), "60"); /* the initial-events-end bookmark (F.23/F.25) ends it too */
+    teardown(&e);
+}
+
 int main(void)
 {
     T_RUN(test_paginated_list_then_synced);
@@ -445,10 +496,12 @@ int main(void)
     T_RUN(test_error_event_410_relists_with_tombstones);
     T_RUN(test_http_410_on_watch_relists);
     T_RUN(test_list_410_retries_at_once_with_a_consistent_read);
+    T_RUN(test_list_too_large_rv_retries_with_a_consistent_read);
     T_RUN(test_expired_continue_falls_back_to_full_list);
     T_RUN(test_garbage_restarts_watch_from_last_good_rv);
     T_RUN(test_other_error_event_and_transport_errors_rewatch);
     T_RUN(test_list_failure_backs_off_and_retries);
     T_RUN(test_thread_start_and_prompt_stop);
+    T_RUN(test_initial_added_burst_is_not_a_resume_point);
     return T_DONE();
 }

@@ -8,6 +8,7 @@
 #include "t.h"
 #include "test_rest_fakesrv.h"
 
+#include <fcntl.h>
 #include <sched.h>
 #include <sys/stat.h>
 
@@ -308,6 +309,70 @@ static void test_request_headers(void)
     T_CHECK(strstr(r, "Impersonate-Extra-scopes: view") != NULL);
     T_CHECK(strstr(r, "Expect:") == NULL);
     free(r);
+    lop_rest_client_free(c);
+    fs_stop(s);
+}
+
+static void test_header_values_cannot_inject_lines(void)
+{
+    fs_server_t *s = fs_start(h_ok, NULL);
+    lop_rest_config_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", s->port);
+    cfg.server = strdup(url);
+    cfg.impersonate_user = strdup("bob\r\nX-Injected: 1");
+    lop_rest_client_t *c = NULL;
+    lop_err_t err;
+    T_EQ_INT(lop_rest_client_new(&cfg, &c, &err), LOP_OK);
+    T_EQ_INT(lop_rest_do(c, "GET", "/api", NULL, NULL, 0, NULL, &err), LOP_OK);
+    char *r = fs_req(s, 0);
+    T_CHECK(strstr(r, "X-Injected") == NULL);
+    T_CHECK(strstr(r, "Impersonate-User") == NULL);
+    free(r);
+    lop_rest_client_free(c);
+    fs_stop(s);
+}
+
+/* gzip of a 1524-byte ConfigMapList with items cm-0..cm-49 (made with Python's gzip module). */
+static const unsigned char gz_list[] = {
+    0x1f,0x8b,0x08,0x00,0x00,0x00,0x00,0x00,0x02,0xff,0x7d,0xd4,0x39,0x0e,0xc2,0x40,
+    0x0c,0x40,0xd1,0xbb,0xb8,0x0e,0x12,0x5e,0xd8,0xd2,0xd2,0xc2,0x09,0x10,0xc5,0x88,
+    0x04,0x34,0x42,0x13,0x90,0x32,0x5d,0x34,0x77,0x07,0x0e,0xc0,0xaf,0xbf,0xab,0x27,
+    0xdb,0x8b,0x3c,0xf3,0x34,0x48,0x2f,0xc7,0xd7,0x74,0xcf,0x8f,0x73,0x7a,0x9f,0xf2,
+    0x5c,0xa5,0x93,0x5c,0xc7,0x32,0x4b,0x7f,0x59,0xa4,0x8c,0x35,0x0d,0xa9,0x26,0xe9,
+    0x17,0x99,0x52,0x19,0xbf,0xc3,0xb7,0xb2,0x5a,0x4b,0x6b,0xdd,0xbf,0xa8,0x14,0x8d,
+    0xa2,0x53,0x0c,0x8a,0x1b,0x8a,0x5b,0x8a,0x3b,0x8a,0x7b,0x8a,0x07,0x44,0x60,0x22,
+    0x34,0x52,0x44,0x52,0x54,0x52,0x64,0x52,0x74,0x52,0x84,0x52,0x94,0x52,0xa4,0x52,
+    0xb4,0x32,0xb4,0x32,0xde,0x27,0xb4,0x32,0xb4,0x32,0xb4,0x32,0xb4,0x32,0xb4,0x32,
+    0xb4,0x32,0xb4,0x32,0xb4,0x72,0xb4,0x72,0xb4,0x72,0x3e,0x3e,0xb4,0x72,0xb4,0x72,
+    0xb4,0x72,0xb4,0x72,0xb4,0x72,0xb4,0x72,0xb4,0x0a,0xb4,0x0a,0xb4,0x0a,0xb4,0x0a,
+    0xfe,0x54,0x68,0x15,0x68,0x15,0x68,0x15,0x68,0x15,0x68,0x15,0x3f,0xab,0x6b,0xfb,
+    0x00,0x92,0x14,0x4f,0xa3,0xf4,0x05,0x00,0x00,
+};
+
+static void h_gzip(fs_server_t *s, int n, const char *m, const char *p, const char *h, const char *b,
+                   fs_reply_t *out)
+{
+    char head[256];
+    int hl = snprintf(head, sizeof head, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                         "Content-Encoding: gzip\r\nContent-Length: %zu\r\n\r\n", sizeof gz_list);
+    out->owned = malloc((size_t)hl + sizeof gz_list);
+    memcpy(out->owned, head, (size_t)hl);
+    memcpy(out->owned + hl, gz_list, sizeof gz_list);
+    out->owned_len = (size_t)hl + sizeof gz_list;
+}
+
+static void test_gzip_bodies_are_decompressed(void)
+{
+    fs_server_t *s = fs_start(h_gzip, NULL);
+    lop_rest_client_t *c = mk_client(s, NULL, -1, 0, NULL);
+    lop_rest_resp_t resp = LOP_REST_RESP_INIT;
+    lop_err_t err;
+    T_EQ_INT(lop_rest_do(c, "GET", "/api/v1/configmaps", NULL, NULL, 0, &resp, &err), LOP_OK);
+    T_EQ_INT(resp.body.len, 1524);
+    T_CHECK(resp.body.data && strstr(resp.body.data, "\"cm-49\"") != NULL);
+    lop_rest_resp_cleanup(&resp);
     lop_rest_client_free(c);
     fs_stop(s);
 }
@@ -633,6 +698,52 @@ static void test_concurrent_requests_share_one_client(void)
     fs_stop(s);
 }
 
+/* Warning headers are logged (not errors); no log line ever carries the bearer token. */
+static void test_warnings_logged_and_secrets_never(void)
+{
+    char logpath[300];
+    snprintf(logpath, sizeof logpath, "%s/log.txt", tmpdir);
+    fflush(stderr);
+    int saved = dup(2);
+    int fd = open(logpath, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+    dup2(fd, 2);
+    close(fd);
+    lop_log_setup(LOP_LOG_DEBUG, LOP_LOG_TEXT);
+
+    fs_server_t *s = fs_start(h_conflict, NULL);
+    lop_rest_client_t *c = mk_client(s, NULL, -1, 0, lop_auth_new("supersecret-token", NULL, NULL, NULL));
+    lop_err_t err;
+    T_EQ_INT(lop_rest_do(c, "PUT", "/api/v1/namespaces/d/configmaps/a", NULL, "{}", 2, NULL, &err), LOP_ECONFLICT);
+    lop_rest_client_free(c);
+    fs_stop(s);
+    lop_fake_clock_t fc;
+    lop_fake_clock_init(&fc, 0);
+    stepper_t st;
+    stepper_start(&st, &fc);
+    s = fs_start(h_429_twice, NULL);
+    c = mk_client(s, &fc, -1, 0, lop_auth_new("supersecret-token", NULL, NULL, NULL));
+    T_EQ_INT(lop_rest_do(c, "GET", "/api/v1/namespaces", NULL, NULL, 0, NULL, &err), LOP_OK);
+    stepper_stop(&st);
+    lop_rest_client_free(c);
+    fs_stop(s);
+
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    lop_log_setup(LOP_LOG_ERROR, LOP_LOG_TEXT);
+    FILE *f = fopen(logpath, "r");
+    char text[8192] = "";
+    if (f) {
+        size_t n = fread(text, 1, sizeof text - 1, f);
+        text[n] = '\0';
+        fclose(f);
+    }
+    T_CHECK(strstr(text, "API server warning") != NULL);
+    T_CHECK(strstr(text, "unknown field") != NULL);
+    T_CHECK(strstr(text, "Retry-After") != NULL);
+    T_CHECK(strstr(text, "supersecret") == NULL);
+}
+
 static void test_bad_server_url(void)
 {
     lop_rest_config_t cfg;
@@ -658,6 +769,8 @@ int main(void)
     T_RUN(test_get_retried_on_connection_reset_but_not_post);
     T_RUN(test_json_status_becomes_typed_error);
     T_RUN(test_request_headers);
+    T_RUN(test_header_values_cannot_inject_lines);
+    T_RUN(test_gzip_bodies_are_decompressed);
     T_RUN(test_401_rereads_token_file);
     T_RUN(test_401_reruns_exec_plugin);
     T_RUN(test_watch_stream_passes_bytes_regardless_of_chunking);
@@ -667,6 +780,7 @@ int main(void)
     T_RUN(test_watch_idle_timeout_on_injected_clock);
     T_RUN(test_client_side_qps_waits_on_clock);
     T_RUN(test_concurrent_requests_share_one_client);
+    T_RUN(test_warnings_logged_and_secrets_never);
     T_RUN(test_bad_server_url);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);

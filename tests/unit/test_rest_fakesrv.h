@@ -30,6 +30,7 @@ typedef struct fs_reply {
     enum { FS_REPLY, FS_CLOSE, FS_STALL } action;
     const char *pieces[FS_MAX_PIECES]; /* NULL-terminated; static strings */
     char *owned;                        /* one malloc'd piece (freed by the server), used first */
+    size_t owned_len;                   /* its length; 0 = strlen(owned) */
 } fs_reply_t;
 
 typedef struct fs_server fs_server_t;
@@ -120,7 +121,7 @@ static void *fs_conn_main(void *arg)
             free(rep.owned);
             goto done;
         }
-        if (rep.owned) fs_write_all(cn->fd, rep.owned, strlen(rep.owned));
+        if (rep.owned) fs_write_all(cn->fd, rep.owned, rep.owned_len ? rep.owned_len : strlen(rep.owned));
         free(rep.owned);
         for (int i = 0; i < FS_MAX_PIECES && rep.pieces[i]; i++) {
             fs_write_all(cn->fd, rep.pieces[i], strlen(rep.pieces[i]));

@@ -268,6 +268,43 @@ static void test_store_replace_reports_tombstones(void)
     lop_store_free(s);
 }
 
+static void test_store_list_with_label_selector(void)
+{
+    lop_store_t *s = lop_store_new();
+    lop_obj_t *a = pod("ns1", "a", "1", NULL), *b = pod("ns1", "b", "2", NULL), *c = pod("ns2", "a2", "3", NULL);
+    lop_store_put(s, a, NULL);
+    lop_store_put(s, b, NULL);
+    lop_store_put(s, c, NULL);
+    lop_label_selector_t *sel = NULL;
+    T_EQ_INT(lop_label_selector_parse("app in (a, a2)", &sel, NULL), LOP_OK);
+    lop_obj_list_t l;
+    lop_store_list_selector(s, NULL, sel, &l);
+    T_EQ_INT(l.n, 2);
+    T_EQ_STR(l.items[0]->name, "a");
+    T_EQ_STR(l.items[1]->name, "a2");
+    lop_obj_list_free(&l);
+    lop_store_list_selector(s, "ns2", sel, &l);
+    T_EQ_INT(l.n, 1);
+    lop_obj_list_free(&l);
+    lop_label_selector_free(sel);
+    T_EQ_INT(lop_label_selector_parse("app!=a", &sel, NULL), LOP_OK);
+    lop_store_list_selector(s, "ns1", sel, &l);
+    T_EQ_INT(l.n, 1);
+    T_EQ_STR(l.items[0]->name, "b");
+    lop_obj_list_free(&l);
+    lop_label_selector_free(sel);
+    lop_store_list_selector(s, NULL, NULL, &l); /* no selector: everything */
+    T_EQ_INT(l.n, 3);
+    lop_obj_list_free(&l);
+    lop_store_list_selector(s, "nope", NULL, &l);
+    T_EQ_INT(l.n, 0);
+    lop_obj_list_free(&l);
+    lop_obj_unref(a);
+    lop_obj_unref(b);
+    lop_obj_unref(c);
+    lop_store_free(s);
+}
+
 int main(void)
 {
     T_RUN(test_obj_parses_metadata);
@@ -277,5 +314,6 @@ int main(void)
     T_RUN(test_jscan_values);
     T_RUN(test_store_put_get_delete_and_indexes);
     T_RUN(test_store_replace_reports_tombstones);
+    T_RUN(test_store_list_with_label_selector);
     return T_DONE();
 }

@@ -4,6 +4,7 @@
 --    local fake
 --    before_each(function()
 --      fake = testing.new()                        -- fresh fake API, installed as the backend
+--      testing.apply_manifest("examples/memcached/crd/cache.example.com_memcacheds.yaml")
 --      testing.load("examples/memcached/scripts")  -- runs main.lua like the host does
 --    end)
 --    it("creates the deployment", function()
@@ -17,14 +18,19 @@
 -- inject, inject_conflict, advance, now). Everything here runs in busted only.
 -- @module luaop.testing
 
-local type, pairs, ipairs, error, tostring, xpcall, setmetatable, require =
-      type, pairs, ipairs, error, tostring, xpcall, setmetatable, require
-local loadfile, setfenv, io_open = loadfile, setfenv, io.open
+local type, pairs, ipairs, error, tostring, xpcall, setmetatable, require, select =
+      type, pairs, ipairs, error, tostring, xpcall, setmetatable, require, select
+local io_popen = io.popen
+local loadfile, setfenv, io_open, load, loadstring, string, collectgarbage =
+      loadfile, setfenv, io.open, load, loadstring, string, collectgarbage
 local sort, concat = table.sort, table.concat
+local _G = _G
+local sandbox_globals
 
 local _M = {}
 
 local current = nil
+local manifest_cache = {} -- file content -> decoded documents (python3 runs once per content)
 
 --- Create a fresh fake API and install it as the `luaop.client` backend.
 -- @tparam[opt] table opts `{now = seconds}` (fake clock start)
@@ -55,10 +61,51 @@ local function file_exists(path)
   return false
 end
 
---- Load a script set the way the host does: `main.lua` is the entry, `require` resolves files of
--- the set first (`require("lib.util")` → `<dir>/lib/util.lua`, loaded once per `load`), other
--- names (luaop.*) come from the library. Controllers declared with `luaop.controller` are
--- collected by the fake.
+-- The globals a script sees in the host's sandbox (DESIGN.md §3: base, string, table, math,
+-- coroutine; no io/os/debug/ffi/jit, no file loading). A script that reaches for os.time works
+-- nowhere in the host, so it fails in the specs too.
+local SANDBOX = {
+  "assert", "error", "getmetatable", "ipairs", "next", "pairs", "pcall", "rawequal",
+  "rawget", "rawset", "select", "setmetatable", "tonumber", "tostring", "type", "unpack",
+  "xpcall", "_VERSION", "table", "math", "coroutine", "bit", "gcinfo", "newproxy",
+}
+
+-- load/loadstring refuse bytecode, as in the host.
+local function text_only(fn)
+  return function(chunk, ...)
+    if type(chunk) == "string" and chunk:byte(1) == 27 then return nil, "attempt to load a binary chunk" end
+    return fn(chunk, ...)
+  end
+end
+
+sandbox_globals = function(fake)
+  local g = {}
+  for _, k in ipairs(SANDBOX) do g[k] = _G[k] end
+  local str = {}
+  for k, v in pairs(string) do if k ~= "dump" then str[k] = v end end
+  g.string = str
+  g.collectgarbage = function(opt, ...)
+    if opt ~= nil and opt ~= "collect" and opt ~= "count" and opt ~= "step" then
+      error("collectgarbage: option '" .. tostring(opt) .. "' is not allowed in the sandbox", 2)
+    end
+    return collectgarbage(opt, ...)
+  end
+  g.load = text_only(load)
+  g.loadstring = text_only(loadstring)
+  g.print = function(...)
+    local parts = {}
+    for i = 1, select("#", ...) do parts[i] = tostring((select(i, ...))) end
+    fake.logs[#fake.logs + 1] = { level = "info", msg = concat(parts, "\t"), fields = { source = "print" } }
+  end
+  g._G = g
+  return g
+end
+
+--- Load a script set the way the host does: `main.lua` is the entry and runs in the host's
+-- sandbox (base without dofile/loadfile, string without dump, table, math, coroutine, bit;
+-- `print` goes to `fake.logs`); `require("luaop...")` and `require("cjson")` come from the
+-- library, every other name from the set (`a.b` → `<dir>/a/b.lua` or `<dir>/a/b/init.lua`,
+-- loaded once per `load`). Controllers declared with `luaop.controller` are collected by the fake.
 -- @tparam string dir the script directory (or the path of main.lua)
 -- @treturn table array of the declared controller specs, in declaration order
 -- @raise with file:line when a script fails to load
@@ -68,22 +115,26 @@ function _M.load(dir)
   local main = dir
   if not dir:match("%.lua$") then main = dir .. "/main.lua" else dir = dir:match("^(.*)/[^/]*$") or "." end
   local before = #fake.controller_order
-  local env = setmetatable({}, { __index = _G })
+  local env = setmetatable({}, { __index = sandbox_globals(fake) })
   local loaded = {}
   env.require = function(name)
     if type(name) ~= "string" then error("require: module name must be a string", 2) end
+    -- luaop and luaop.* come only from the library (scripts cannot shadow them); cjson is lua-cjson.
+    if name == "luaop" or name:sub(1, 6) == "luaop." or name == "cjson" then return require(name) end
     if loaded[name] ~= nil then return loaded[name] end
-    local path = dir .. "/" .. name:gsub("%.", "/") .. ".lua"
-    if file_exists(path) then
-      local chunk, err = loadfile(path)
-      if not chunk then error(err, 0) end
-      setfenv(chunk, env)
-      local r = chunk(name)
-      if r == nil then r = true end
-      loaded[name] = r
-      return r
+    local base = dir .. "/" .. name:gsub("%.", "/")
+    for _, path in ipairs({ base .. ".lua", base .. "/init.lua" }) do
+      if file_exists(path) then
+        local chunk, err = loadfile(path)
+        if not chunk then error(err, 0) end
+        setfenv(chunk, env)
+        local r = chunk(name)
+        if r == nil then r = true end
+        loaded[name] = r
+        return r
+      end
     end
-    return require(name)
+    error("module '" .. name .. "' not found in the script set " .. dir, 2)
   end
   local chunk, err = loadfile(main)
   if not chunk then error("luaop.testing.load: " .. tostring(err), 2) end
@@ -123,8 +174,13 @@ local function classify(ok, a, b)
   if type(a) ~= "table" then
     return { kind = "error", err = { reason = "BadResult", message = "reconcile returned a " .. type(a) }, raised = true }
   end
-  if type(a.requeue_after) == "number" and a.requeue_after > 0 then
-    return { kind = "requeue_after", requeue_after = a.requeue_after }
+  local ra = a.requeue_after
+  if ra ~= nil then
+    if type(ra) ~= "number" or ra ~= ra or ra < 0 or ra > 1e9 then
+      return { kind = "error", raised = true,
+               err = { reason = "BadResult", message = "reconcile result requeue_after must be a number of seconds >= 0" } }
+    end
+    if ra > 0 then return { kind = "requeue_after", requeue_after = ra } end
   end
   if a.requeue == true then return { kind = "requeue" } end
   return { kind = "done" }
@@ -157,50 +213,6 @@ end
 local function key_of(req)
   if req.namespace and req.namespace ~= "" then return req.namespace .. "/" .. req.name end
   return req.name
-end
-
-local function same_group_kind(ref, api_version, kind)
-  local g1 = (ref.apiVersion or ""):match("^(.*)/[^/]*$") or ""
-  local g2 = api_version:match("^(.*)/[^/]*$") or ""
-  return ref.kind == kind and g1 == g2
-end
-
--- Turn a watch event into reconcile requests for spec (handlers: for_, owns, watches).
-local function requests_for(spec, ev)
-  local preds = require("luaop.predicates")
-  local out = {}
-  local obj = ev.object
-  local md = obj.metadata or {}
-  local f = spec.for_
-  if ev.api_version == f.api_version and ev.kind == f.kind then
-    local in_scope = (f.namespace == nil or f.namespace == md.namespace)
-    if in_scope and f.label_selector then
-      in_scope = require("luaop.selector").match(f.label_selector, obj)
-    end
-    if in_scope and preds.all(f.predicates, ev) then
-      out[#out + 1] = { namespace = md.namespace, name = md.name }
-    end
-  end
-  for _, o in ipairs(spec.owns) do
-    if ev.api_version == o.api_version and ev.kind == o.kind and preds.all(o.predicates, ev) then
-      local seen = {}
-      for _, src in ipairs({ obj, ev.old }) do
-        for _, r in ipairs((src and src.metadata and src.metadata.ownerReferences) or {}) do
-          if r.controller == true and same_group_kind(r, f.api_version, f.kind) and not seen[r.name] then
-            seen[r.name] = true
-            out[#out + 1] = { namespace = md.namespace, name = r.name }
-          end
-        end
-      end
-    end
-  end
-  for _, w in ipairs(spec.watches) do
-    if ev.api_version == w.api_version and ev.kind == w.kind and preds.all(w.predicates, ev) then
-      local reqs = w.map(obj) or {}
-      for _, r in ipairs(reqs) do out[#out + 1] = { namespace = r.namespace, name = r.name } end
-    end
-  end
-  return out
 end
 
 --- Reconcile until no work is left, the way the host's controller would: every write (by the
@@ -241,7 +253,7 @@ function _M.run_until_stable(ctrl, opts)
   local function drain()
     while st.cursor < #fake.watch_log do
       st.cursor = st.cursor + 1
-      for _, r in ipairs(requests_for(spec, fake.watch_log[st.cursor])) do add(r) end
+      for _, r in ipairs(require("luaop.handler").requests_for(spec, fake.watch_log[st.cursor])) do add(r) end
     end
   end
 
@@ -289,6 +301,65 @@ function _M.run_until_stable(ctrl, opts)
   for k in pairs(delayed) do summary.pending[#summary.pending + 1] = k end
   sort(summary.pending)
   return summary
+end
+
+--- Read a YAML (or JSON) manifest file, every document of it.
+-- YAML is converted by python3-yaml (installed with python3-kubernetes, a project dependency);
+-- busted only.
+-- @tparam string path
+-- @treturn table array of decoded objects (lossless codec: `[]` stays `[]`)
+-- @raise when the file cannot be read or parsed
+function _M.read_manifest(path)
+  if type(path) ~= "string" then error("luaop.testing.read_manifest: path must be a string", 2) end
+  local fh = io_open(path, "r")
+  if not fh then error("luaop.testing.read_manifest: cannot read " .. path, 2) end
+  local content = fh:read("*a")
+  fh:close()
+  local cached = manifest_cache[content]
+  if cached then return require("luaop.object").deep_copy(cached) end
+  local quoted = "'" .. path:gsub("'", "'\\''") .. "'"
+  local p = io_popen("python3 -c 'import sys,yaml,json; "
+    .. "print(json.dumps([d for d in yaml.safe_load_all(open(sys.argv[1])) if d is not None]))' "
+    .. quoted .. " 2>&1")
+  local text = p:read("*a")
+  p:close()
+  local ok, docs = pcall(require("luaop.core").json.decode, text)
+  if not ok or type(docs) ~= "table" then
+    error("luaop.testing.read_manifest: " .. path .. ": " .. tostring(text), 2)
+  end
+  manifest_cache[content] = docs
+  return require("luaop.object").deep_copy(docs)
+end
+
+--- Apply a manifest file to the fake: a CustomResourceDefinition defines its kinds (scope and
+-- status subresource per version, as the API server would serve them); any other object is
+-- created as another client would (`fake:create`).
+-- @tparam string path YAML or JSON, one or more documents
+-- @treturn table array of what was created or defined (objects; CRDs as given)
+-- @raise on an unreadable file or a failed create
+function _M.apply_manifest(path)
+  local fake = _M.fake()
+  local out = {}
+  for _, doc in ipairs(_M.read_manifest(path)) do
+    if doc.kind == "CustomResourceDefinition" then
+      local spec = doc.spec or {}
+      for _, v in ipairs(spec.versions or {}) do
+        fake:define_kind({
+          api_version = spec.group .. "/" .. v.name, kind = spec.names.kind,
+          namespaced = spec.scope ~= "Cluster",
+          status = type(v.subresources) == "table" and v.subresources.status ~= nil,
+        })
+      end
+      out[#out + 1] = doc
+    else
+      local res, err = fake:create(doc)
+      if not res then
+        error("luaop.testing.apply_manifest: " .. path .. ": " .. tostring(err.message), 2)
+      end
+      out[#out + 1] = res
+    end
+  end
+  return out
 end
 
 --- Kinds of the results of a summary, e.g. `{"done", "requeue_after"}` (handy in assertions).

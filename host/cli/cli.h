@@ -2,8 +2,8 @@
  * cli.h — the luaop subcommands. Each takes the arguments after the subcommand name
  * (argv[0] is the subcommand) and returns the process exit status.
  */
-#ifndef LOP_RUNTIME_CLI_H
-#define LOP_RUNTIME_CLI_H
+#ifndef LOP_CLI_CLI_H
+#define LOP_CLI_CLI_H
 
 int lop_cmd_run(int argc, char **argv);       /* host/runtime: the operator */
 int lop_cmd_dev(int argc, char **argv);       /* host/runtime: local API server + operator */

@@ -1,0 +1,28 @@
+/*
+ * operator.h — the process around a manager, shared by `luaop run` and `luaop dev`:
+ * start-up order (metrics/probes server → scripts → informers → wait for sync → leader election
+ * → workers), script reloads (--scripts DIR via inotify), signals and graceful shutdown.
+ *
+ * Runs on the calling (main) thread until SIGTERM/SIGINT; returns the process exit status.
+ */
+#ifndef LOP_CLI_OPERATOR_H
+#define LOP_CLI_OPERATOR_H
+
+#include "host/kube/kubeconfig.h"
+#include "host/runtime/options.h"
+
+struct lop_manager;
+
+/* Called once the operator is ready (informers synced) and then every ~100 ms; return non-zero
+ * to stop the operator (exit status 0). May be NULL. */
+typedef int (*lop_operator_poll_fn)(void *ud, struct lop_manager *m);
+
+/* cfg's contents move into the REST client. */
+int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_operator_poll_fn poll,
+                      void *poll_ud);
+
+/* Block SIGTERM/SIGINT/SIGHUP in the calling thread (call first thing in main, before any thread
+ * starts, so every thread inherits the mask and the main thread can sigtimedwait for them). */
+void lop_operator_block_signals(void);
+
+#endif

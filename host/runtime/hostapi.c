@@ -1,0 +1,243 @@
+/* hostapi.c — lop_host_api_t for the scripts: cache reads (with read-your-writes), REST requests
+ * mapped through discovery, Events, leader state. Called from worker and informer threads.
+ *
+ * Read-your-writes: after a successful write of a kind the manager caches, the writing thread
+ * waits (up to 5 s) until the informer has delivered the written resourceVersion (or the
+ * deletion), so the next cache read in this or the next reconcile sees the write. Watches
+ * deliver events in resourceVersion order, so seeing our RV means the cache is at least as new
+ * as our write. The cache itself is only ever fed by the watch (never edited from responses),
+ * so it cannot go backwards. */
+#include "host/runtime/manager_internal.h"
+
+#include "host/kube/rest_object.h"
+
+#include "host/util/buf.h"
+#include "host/util/log.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RYW_TIMEOUT_NS (5 * LOP_NS_PER_S)
+
+static void ryw_notify(void *ud)
+{
+    lop_manager_t *m = ud;
+    pthread_mutex_lock(&m->ryw_mu);
+    pthread_cond_broadcast(&m->ryw_cond);
+    pthread_mutex_unlock(&m->ryw_mu);
+}
+static void ryw_add(void *ud, lop_obj_t *o) { (void)o; ryw_notify(ud); }
+static void ryw_update(void *ud, lop_obj_t *o, lop_obj_t *n) { (void)o; (void)n; ryw_notify(ud); }
+static void ryw_delete(void *ud, lop_obj_t *o, bool t) { (void)o; (void)t; ryw_notify(ud); }
+const lop_reflector_handlers_t lop_ryw_handlers = {ryw_add, ryw_update, ryw_delete, NULL};
+
+/* The informer that caches every object of this kind in ns (NULL if none). Caller holds m->mu. */
+static inf_entry_t *cache_for(lop_manager_t *m, const lop_rest_mapping_t *mp, const char *ns)
+{
+    for (inf_entry_t *e = m->infs; e; e = e->next) {
+        if (e->selector || !e->started) continue;
+        if (strcmp(e->mapping.group, mp->group) != 0 || strcmp(e->mapping.version, mp->version) != 0 ||
+            strcmp(e->mapping.resource, mp->resource) != 0)
+            continue;
+        if (e->ns && (!ns || strcmp(e->ns, ns) != 0)) continue;
+        return e;
+    }
+    return NULL;
+}
+
+static void cache_key(char *buf, size_t len, const lop_rest_mapping_t *mp, const char *ns,
+                      const char *name)
+{
+    if (mp->namespaced && ns && *ns) snprintf(buf, len, "%s/%s", ns, name);
+    else snprintf(buf, len, "%s", name);
+}
+
+static lop_rc_t host_cache_get(void *ud, const char *api_version, const char *kind, const char *ns,
+                               const char *name, lop_blob_t *out, lop_err_t *err)
+{
+    lop_manager_t *m = ud;
+    lop_rest_mapping_t mp;
+    lop_rc_t rc = lop_restmapper_resolve(m->cfg.mapper, api_version, kind, &mp, err);
+    if (rc != LOP_OK) return rc;
+    pthread_mutex_lock(&m->mu);
+    inf_entry_t *e = cache_for(m, &mp, ns);
+    lop_obj_t *o = NULL;
+    if (e && lop_informer_has_synced(e->inf)) {
+        char key[600];
+        cache_key(key, sizeof key, &mp, ns, name);
+        o = lop_store_get(lop_informer_store(e->inf), key);
+    } else {
+        e = NULL;
+    }
+    pthread_mutex_unlock(&m->mu);
+    if (!e) return LOP_EAGAIN;
+    if (!o) {
+        return lop_err_set(err, LOP_ENOTFOUND, 404, "NotFound", "%s%s%s \"%s\" not found",
+                           mp.resource, *mp.group ? "." : "", mp.group, name);
+    }
+    out->json = o->json;
+    out->len = o->json_len;
+    out->ref = o;
+    return LOP_OK;
+}
+
+static lop_rc_t host_cache_list(void *ud, const char *api_version, const char *kind, const char *ns,
+                                const char *label_selector, lop_blob_t **items, size_t *n,
+                                lop_err_t *err)
+{
+    lop_manager_t *m = ud;
+    *items = NULL;
+    *n = 0;
+    lop_rest_mapping_t mp;
+    lop_rc_t rc = lop_restmapper_resolve(m->cfg.mapper, api_version, kind, &mp, err);
+    if (rc != LOP_OK) return rc;
+    lop_label_selector_t *sel = NULL;
+    if (label_selector && *label_selector) {
+        rc = lop_label_selector_parse(label_selector, &sel, err);
+        if (rc != LOP_OK) return rc;
+    }
+    pthread_mutex_lock(&m->mu);
+    inf_entry_t *e = cache_for(m, &mp, ns && *ns ? ns : NULL);
+    lop_obj_list_t list = {NULL, 0};
+    if (e && lop_informer_has_synced(e->inf))
+        lop_store_list_selector(lop_informer_store(e->inf), ns && *ns ? ns : NULL, sel, &list);
+    else
+        e = NULL;
+    pthread_mutex_unlock(&m->mu);
+    lop_label_selector_free(sel);
+    if (!e) return LOP_EAGAIN;
+    *items = lop_xcalloc(list.n ? list.n : 1, sizeof **items);
+    for (size_t i = 0; i < list.n; i++) {
+        (*items)[i].json = list.items[i]->json;
+        (*items)[i].len = list.items[i]->json_len;
+        (*items)[i].ref = lop_obj_ref(list.items[i]);
+    }
+    *n = list.n;
+    lop_obj_list_free(&list);
+    return LOP_OK;
+}
+
+static void host_release(void *ud, lop_blob_t *b)
+{
+    (void)ud;
+    lop_obj_unref(b->ref);
+    b->ref = NULL;
+    b->json = NULL;
+    b->len = 0;
+}
+
+/* Wait until the cache of this kind shows rv for key (or, for a delete, no longer has key). */
+static void wait_for_cache(lop_manager_t *m, const lop_rest_mapping_t *mp, const char *ns,
+                           const char *name, const char *rv, bool deleted)
+{
+    char key[600];
+    cache_key(key, sizeof key, mp, ns, name);
+    int64_t deadline = lop_clock_mono(m->clock) + RYW_TIMEOUT_NS;
+    pthread_mutex_lock(&m->ryw_mu);
+    for (;;) {
+        pthread_mutex_lock(&m->mu);
+        inf_entry_t *e = cache_for(m, mp, ns);
+        bool done = true;
+        if (e) {
+            lop_obj_t *o = lop_store_get(lop_informer_store(e->inf), key);
+            done = deleted ? o == NULL : (o && strcmp(o->rv, rv) == 0);
+            lop_obj_unref(o);
+        }
+        pthread_mutex_unlock(&m->mu);
+        if (done) break;
+        if (lop_clock_wait_until(m->clock, &m->ryw_cond, &m->ryw_mu, deadline)) {
+            lop_log(LOP_LOG_DEBUG, "cache did not catch up with a write in time", "key", key, NULL);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&m->ryw_mu);
+}
+
+static bool is_write(const char *verb)
+{
+    return strcmp(verb, "get") != 0 && strcmp(verb, "list") != 0;
+}
+
+/* One REST call through lop_rest_object (mapping, paths, field manager, patch types), plus the
+ * host's rules: no writes while not leading; read-your-writes for cached kinds. */
+static lop_rc_t host_request(void *ud, const lop_api_request_t *req, lop_api_response_t *resp,
+                             lop_err_t *err)
+{
+    lop_manager_t *m = ud;
+    resp->code = 0;
+    resp->body = NULL;
+    resp->len = 0;
+    const char *verb = req->verb ? req->verb : "";
+    bool apply = strcmp(verb, "patch") == 0 && req->patch_type && strcmp(req->patch_type, "apply") == 0;
+    if (is_write(verb) && m->cfg.leader_gate && !lop_gate_is_open(m->cfg.leader_gate))
+        return lop_err_set(err, LOP_ECLOSED, 0, "NotLeader",
+                           "this replica is not the leader: write refused");
+    lop_object_req_t oreq = {
+        .verb = apply ? "apply" : verb,
+        .api_version = req->api_version,
+        .kind = req->kind,
+        .ns = req->namespace_ && *req->namespace_ ? req->namespace_ : NULL,
+        .name = req->name,
+        .subresource = req->subresource,
+        .patch_type = apply ? NULL : req->patch_type,
+        .query = req->query,
+        .body = req->body,
+        .len = req->body_len,
+    };
+    lop_rest_resp_t r = LOP_REST_RESP_INIT;
+    lop_rest_mapping_t mp;
+    memset(&mp, 0, sizeof mp);
+    lop_rc_t rc = lop_rest_object(m->cfg.rest, m->cfg.mapper, &oreq, &r, &mp, err);
+    resp->code = r.code;
+    resp->len = r.body.len;
+    resp->body = lop_buf_steal(&r.body);
+    lop_rest_resp_cleanup(&r);
+    if (rc == LOP_OK && is_write(verb)) {
+        /* read-your-writes for cached kinds */
+        json_t *obj = json_loadb(resp->body, resp->len, 0, NULL);
+        json_t *meta = json_object_get(obj, "metadata");
+        const char *rv = json_string_value(json_object_get(meta, "resourceVersion"));
+        const char *name = json_string_value(json_object_get(meta, "name"));
+        const char *kind = json_string_value(json_object_get(obj, "kind"));
+        bool is_status = kind && strcmp(kind, "Status") == 0;
+        bool deleted = strcmp(verb, "delete") == 0 &&
+                       (is_status || !json_object_get(meta, "deletionTimestamp"));
+        if (!name || is_status) name = req->name;
+        const char *ns = mp.namespaced ? oreq.ns : NULL;
+        if (name && (rv || deleted)) wait_for_cache(m, &mp, ns, name, rv ? rv : "", deleted);
+        json_decref(obj);
+    }
+    return rc;
+}
+
+static lop_rc_t host_record_event(void *ud, const char *obj_json, size_t len, const char *type,
+                                  const char *reason, const char *message, lop_err_t *err)
+{
+    lop_manager_t *m = ud;
+    return lop_recorder_record(m->recorder, obj_json, len, type, reason, message, err);
+}
+
+static bool host_is_leader(void *ud)
+{
+    lop_manager_t *m = ud;
+    return !m->cfg.leader_gate || lop_gate_is_open(m->cfg.leader_gate);
+}
+
+static const char *host_identity(void *ud)
+{
+    lop_manager_t *m = ud;
+    return m->identity;
+}
+
+void lop_manager_host_api_init(lop_manager_t *m, lop_host_api_t *api)
+{
+    api->ud = m;
+    api->cache_get = host_cache_get;
+    api->cache_list = host_cache_list;
+    api->release = host_release;
+    api->request = host_request;
+    api->record_event = host_record_event;
+    api->is_leader = host_is_leader;
+    api->identity = host_identity;
+}

@@ -1,0 +1,468 @@
+/* manager.c — wiring controllers, informers and bindings; install (load/reload), start, stop.
+ * See manager.h. */
+#include "host/runtime/manager_internal.h"
+
+#include "host/runtime/scripts.h"
+#include "host/util/buf.h"
+#include "host/util/log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ predicates copy */
+
+static void preds_free(lop_pred_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) preds_free(p[i].args, p[i].nargs);
+    free(p);
+}
+
+static lop_pred_t *preds_dup(const lop_pred_t *p, size_t n)
+{
+    if (n == 0) return NULL;
+    lop_pred_t *out = lop_xcalloc(n, sizeof *out);
+    for (size_t i = 0; i < n; i++) {
+        out[i] = p[i];
+        out[i].args = preds_dup(p[i].args, p[i].nargs);
+    }
+    return out;
+}
+
+/* ------------------------------------------------------------------ install validation */
+
+static size_t decl_watch_count(const lop_ctrl_decl_t *d)
+{
+    return 1 + d->nowns + d->nwatches;
+}
+
+static const lop_watch_decl_t *decl_watch(const lop_ctrl_decl_t *d, size_t i)
+{
+    if (i == 0) return &d->for_;
+    if (i <= d->nowns) return &d->owns[i - 1];
+    return &d->watches[i - 1 - d->nowns];
+}
+
+/* Resolve every kind the declarations name; the result becomes m->plan. */
+static lop_rc_t validate_vm(void *ud, lop_vm_t *vm, lop_err_t *err)
+{
+    lop_manager_t *m = ud;
+    const lop_ctrl_decl_t *decls;
+    size_t n;
+    m->cfg.engine->declarations(vm, &decls, &n);
+    if (n == 0)
+        return lop_err_set(err, LOP_EINVAL, 0, NULL,
+                           "main.lua declared no controller (call luaop.controller{...})");
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        total += decl_watch_count(&decls[i]);
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(decls[i].name, decls[j].name) == 0)
+                return lop_err_set(err, LOP_EINVAL, 0, NULL,
+                                   "two controllers are named \"%s\"", decls[i].name);
+    }
+    lop_rest_mapping_t *maps = lop_xcalloc(total, sizeof *maps);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        for (size_t w = 0; w < decl_watch_count(&decls[i]); w++, k++) {
+            const lop_watch_decl_t *wd = decl_watch(&decls[i], w);
+            lop_err_t e;
+            lop_err_clear(&e);
+            lop_rc_t rc = lop_restmapper_resolve(m->cfg.mapper, wd->gvk.api_version, wd->gvk.kind,
+                                                 &maps[k], &e);
+            if (rc != LOP_OK) {
+                free(maps);
+                return lop_err_set(err, rc, e.code, e.reason,
+                                   "controller \"%s\": kind %s %s is not served by the API server: %s",
+                                   decls[i].name, wd->gvk.api_version, wd->gvk.kind, e.message);
+            }
+        }
+    }
+    free(m->plan.mappings);
+    m->plan.mappings = maps;
+    m->plan.n = total;
+    return LOP_OK;
+}
+
+/* ------------------------------------------------------------------ informers */
+
+static inf_entry_t *inf_acquire(lop_manager_t *m, const lop_rest_mapping_t *mp, const char *ns,
+                                const char *selector, lop_err_t *err)
+{
+    if (!mp->namespaced) ns = NULL;
+    if (!ns && m->namespace_ && mp->namespaced) ns = m->namespace_;
+    char key[640];
+    snprintf(key, sizeof key, "%s/%s/%s|%s|%s", mp->group, mp->version, mp->resource,
+             ns ? ns : "", selector ? selector : "");
+    for (inf_entry_t *e = m->infs; e; e = e->next) {
+        if (strcmp(e->key, key) == 0) {
+            e->refs++;
+            return e;
+        }
+    }
+    lop_listwatch_t *lw = lop_rest_listwatch_new(m->cfg.rest, mp, ns, selector, NULL);
+    if (!lw) {
+        lop_err_set(err, LOP_ERR, 0, NULL, "cannot create a list/watch for %s", key);
+        return NULL;
+    }
+    char name[400];
+    snprintf(name, sizeof name, "%s%s%s/%s", mp->group, *mp->group ? "/" : "", mp->version,
+             mp->resource);
+    lop_informer_config_t ic = {.name = name, .lw = lw, .clock = m->clock};
+    lop_informer_t *inf = lop_informer_new(&ic, err);
+    free(lw); /* the informer copied the struct and owns its ud */
+    if (!inf) return NULL;
+    inf_entry_t *e = lop_xcalloc(1, sizeof *e);
+    snprintf(e->key, sizeof e->key, "%s", key);
+    e->mapping = *mp;
+    e->ns = ns ? lop_xstrdup(ns) : NULL;
+    e->selector = selector ? lop_xstrdup(selector) : NULL;
+    e->inf = inf;
+    e->refs = 1;
+    lop_reflector_handlers_t h = lop_ryw_handlers;
+    h.ud = m;
+    e->notify_id = lop_informer_add_handler(inf, &h);
+    if (m->cfg.metrics) {
+        lop_metrics_bind_store(m->cfg.metrics, name, lop_informer_store(inf), e->store_metrics, NULL);
+        lop_metrics_bind_reflector(m->cfg.metrics, name, lop_informer_reflector(inf),
+                                   e->reflector_metrics, NULL);
+    }
+    pthread_mutex_lock(&m->mu);
+    e->next = m->infs;
+    m->infs = e;
+    pthread_mutex_unlock(&m->mu);
+    m->stats.informers++;
+    return e;
+}
+
+static void inf_release(lop_manager_t *m, inf_entry_t *e)
+{
+    if (--e->refs > 0) return;
+    pthread_mutex_lock(&m->mu);
+    for (inf_entry_t **pp = &m->infs; *pp; pp = &(*pp)->next) {
+        if (*pp == e) {
+            *pp = e->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&m->mu);
+    lop_log(LOP_LOG_INFO, "stopping informer", "informer", e->key, NULL);
+    lop_metrics_unbind(e->store_metrics, 2, lop_informer_store(e->inf));
+    lop_metrics_unbind(e->reflector_metrics, 2, lop_informer_reflector(e->inf));
+    lop_informer_free(e->inf); /* stops it */
+    free(e->ns);
+    free(e->selector);
+    free(e);
+    m->stats.informers--;
+}
+
+static lop_rc_t inf_start(lop_manager_t *m, inf_entry_t *e, lop_err_t *err)
+{
+    (void)m;
+    if (e->started) return LOP_OK;
+    lop_rc_t rc = lop_informer_start(e->inf, err);
+    if (rc == LOP_OK) {
+        e->started = true;
+        lop_log(LOP_LOG_INFO, "starting informer", "informer", e->key, NULL);
+    }
+    return rc;
+}
+
+/* ------------------------------------------------------------------ bindings & controllers */
+
+static void binding_free(binding_t *b)
+{
+    lop_informer_remove_handler(b->inf->inf, b->handler_id);
+    inf_release(b->m, b->inf);
+    preds_free(b->preds, b->npreds);
+    free(b);
+}
+
+static void ctrl_free(lop_manager_t *m, ctrl_entry_t *c, int64_t grace_ns)
+{
+    for (size_t i = 0; i < c->nbindings; i++) binding_free(c->bindings[i]);
+    free(c->bindings);
+    lop_controller_stop(c->ctrl, grace_ns);
+    lop_metrics_unbind_queue(&c->queue_metrics, lop_controller_queue(c->ctrl));
+    lop_metrics_unbind_controller(&c->ctrl_metrics, c->ctrl);
+    lop_controller_free(c->ctrl);
+    free(c->name);
+    free(c);
+    m->stats.controllers--;
+}
+
+static ctrl_entry_t *ctrl_find(ctrl_entry_t *list, const char *name)
+{
+    for (; list; list = list->next)
+        if (strcmp(list->name, name) == 0) return list;
+    return NULL;
+}
+
+static void on_reconciled(void *ud, const char *controller, lop_result_kind_t kind, int64_t dur)
+{
+    lop_manager_t *m = ud;
+    __atomic_add_fetch(&m->stats.reconciles, 1, __ATOMIC_RELAXED);
+    if (kind == LOP_RESULT_ERROR || kind == LOP_RESULT_TERMINAL)
+        __atomic_add_fetch(&m->stats.errors, 1, __ATOMIC_RELAXED);
+    if (m->cfg.metrics) lop_metrics_reconcile_observer(m->cfg.metrics, controller, kind, dur);
+}
+
+/* Wire the declarations of the freshly installed set. Reuses controllers by name. */
+static lop_rc_t rewire(lop_manager_t *m, lop_err_t *err)
+{
+    lop_vm_t *vm = lop_scriptrt_event_lock(m->rt);
+    const lop_ctrl_decl_t *decls;
+    size_t n;
+    m->cfg.engine->declarations(vm, &decls, &n);
+    ctrl_entry_t *fresh = NULL, **tail = &fresh;
+    lop_rc_t rc = LOP_OK;
+    size_t k = 0;
+    for (size_t i = 0; i < n && rc == LOP_OK; i++) {
+        const lop_ctrl_decl_t *d = &decls[i];
+        ctrl_entry_t *c = lop_xcalloc(1, sizeof *c);
+        c->name = lop_xstrdup(d->name);
+        c->primary = m->plan.mappings[k];
+        ctrl_entry_t *old = ctrl_find(m->ctrls, d->name);
+        if (old && !old->moved && strcmp(old->primary.resource, c->primary.resource) == 0 &&
+            strcmp(old->primary.group, c->primary.group) == 0) {
+            c->ctrl = old->ctrl; /* keep the queue (and its pending requeues) and workers */
+            c->started = old->started;
+            c->queue_metrics = old->queue_metrics;
+            c->ctrl_metrics = old->ctrl_metrics;
+            old->moved = true;
+        } else {
+            lop_controller_opts_t co = {
+                .name = d->name,
+                .workers = d->max_concurrent_reconciles,
+                .clock = m->clock,
+                .rt = m->rt,
+                .gate = d->leader_election ? m->cfg.leader_gate : NULL,
+                .observer = on_reconciled,
+                .observer_ud = m,
+            };
+            c->ctrl = lop_controller_new(&co);
+            m->stats.controllers++;
+            if (m->cfg.metrics) {
+                lop_metrics_bind_queue(m->cfg.metrics, d->name, lop_controller_queue(c->ctrl),
+                                       &c->queue_metrics, NULL);
+                lop_metrics_bind_controller(m->cfg.metrics, d->name, c->ctrl,
+                                            d->max_concurrent_reconciles > 0 ? d->max_concurrent_reconciles : 1,
+                                            &c->ctrl_metrics, NULL);
+            }
+        }
+        size_t nw = decl_watch_count(d);
+        c->bindings = lop_xcalloc(nw, sizeof *c->bindings);
+        for (size_t w = 0; w < nw; w++, k++) {
+            const lop_watch_decl_t *wd = decl_watch(d, w);
+            inf_entry_t *e = inf_acquire(m, &m->plan.mappings[k], wd->namespace_, wd->label_selector, err);
+            if (!e) {
+                rc = LOP_ERR;
+                break;
+            }
+            binding_t *b = lop_xcalloc(1, sizeof *b);
+            b->m = m;
+            b->ctrl = c;
+            b->inf = e;
+            b->map = w == 0 ? LOP_MAP_SELF : wd->map;
+            b->map_lua_id = wd->map_lua_id;
+            b->preds = preds_dup(wd->preds, wd->npreds);
+            b->npreds = wd->npreds;
+            c->bindings[c->nbindings++] = b;
+        }
+        *tail = c;
+        tail = &c->next;
+    }
+    lop_scriptrt_event_unlock(m->rt);
+    if (rc != LOP_OK) {
+        /* Leave the running wiring alone; undo what we built. Controllers taken over from the
+         * old wiring go back to it. */
+        while (fresh) {
+            ctrl_entry_t *c = fresh;
+            fresh = c->next;
+            ctrl_entry_t *old = ctrl_find(m->ctrls, c->name);
+            for (size_t i = 0; i < c->nbindings; i++) {
+                inf_release(m, c->bindings[i]->inf);
+                preds_free(c->bindings[i]->preds, c->bindings[i]->npreds);
+                free(c->bindings[i]);
+            }
+            free(c->bindings);
+            if (old && old->moved && old->ctrl == c->ctrl) old->moved = false;
+            else {
+                lop_controller_free(c->ctrl);
+                m->stats.controllers--;
+            }
+            free(c->name);
+            free(c);
+        }
+        return rc;
+    }
+    /* Register the new handlers first (a started informer replays its objects as adds: that
+     * requeues every object once under the new logic), then drop the old wiring. */
+    for (ctrl_entry_t *c = fresh; c; c = c->next) {
+        for (size_t i = 0; i < c->nbindings; i++) {
+            binding_t *b = c->bindings[i];
+            lop_reflector_handlers_t h = {lop_binding_on_add, lop_binding_on_update,
+                                          lop_binding_on_delete, b};
+            b->handler_id = lop_informer_add_handler(b->inf->inf, &h);
+        }
+    }
+    ctrl_entry_t *old = m->ctrls;
+    pthread_mutex_lock(&m->mu);
+    m->ctrls = fresh;
+    pthread_mutex_unlock(&m->mu);
+    while (old) {
+        ctrl_entry_t *c = old;
+        old = c->next;
+        if (c->moved) { /* its controller moved to the new wiring */
+            for (size_t i = 0; i < c->nbindings; i++) binding_free(c->bindings[i]);
+            free(c->bindings);
+            free(c->name);
+            free(c);
+        } else {
+            lop_log(LOP_LOG_INFO, "controller removed by reload; draining", "controller", c->name, NULL);
+            ctrl_free(m, c, m->cfg.engine_opts.reconcile_timeout_ns);
+        }
+    }
+    return LOP_OK;
+}
+
+/* ------------------------------------------------------------------ public */
+
+lop_rc_t lop_manager_new(const lop_manager_config_t *cfg, lop_manager_t **out, lop_err_t *err)
+{
+    *out = NULL;
+    if (!cfg->rest || !cfg->mapper || !cfg->engine)
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "manager: rest client, mapper and engine are required");
+    lop_manager_t *m = lop_xcalloc(1, sizeof *m);
+    m->cfg = *cfg;
+    m->namespace_ = cfg->namespace_ && *cfg->namespace_ ? lop_xstrdup(cfg->namespace_) : NULL;
+    m->identity = lop_xstrdup(cfg->identity ? cfg->identity : "luaop");
+    m->cfg.namespace_ = m->namespace_;
+    m->cfg.identity = m->identity;
+    m->clock = cfg->clock ? cfg->clock : &lop_clock_system;
+    m->cfg.engine_opts.clock = m->clock;
+    pthread_mutex_init(&m->mu, NULL);
+    pthread_mutex_init(&m->ryw_mu, NULL);
+    lop_cond_init(&m->ryw_cond);
+    m->recorder = lop_recorder_new(cfg->rest, cfg->component ? cfg->component : "luaop",
+                                   m->identity, m->clock);
+    lop_manager_host_api_init(m, &m->host);
+    m->rt = lop_scriptrt_new(cfg->engine, &m->cfg.engine_opts, &m->host);
+    *out = m;
+    return LOP_OK;
+}
+
+lop_rc_t lop_manager_install(lop_manager_t *m, lop_script_set_t *set, lop_err_t *err)
+{
+    char version[17];
+    snprintf(version, sizeof version, "%s", set->version);
+    char old_version[32];
+    lop_scriptrt_version(m->rt, old_version, sizeof old_version);
+    lop_rc_t rc = lop_scriptrt_install(m->rt, set, validate_vm, m, err);
+    if (rc == LOP_OK) rc = rewire(m, err);
+    if (rc != LOP_OK) {
+        m->stats.reloads_failed++;
+        if (m->cfg.metrics)
+            lop_metric_counter_add(m->cfg.metrics->script_reload_total, (const char *[]){"failure"}, 1, NULL);
+        return rc;
+    }
+    m->stats.reloads_ok++;
+    if (m->cfg.metrics) {
+        lop_metric_counter_add(m->cfg.metrics->script_reload_total, (const char *[]){"success"}, 1, NULL);
+        lop_metrics_std_set_active_version(m->cfg.metrics, old_version[0] ? old_version : NULL,
+                                           version, NULL);
+    }
+    if (m->started) {
+        lop_err_t e;
+        if (lop_manager_start(m, &e) != LOP_OK)
+            lop_log(LOP_LOG_ERROR, "starting after reload failed", "error", e.message, NULL);
+    }
+    lop_log(LOP_LOG_INFO, "scripts installed", "version", version, "controllers",
+            m->stats.controllers == 1 ? "1" : "several", NULL);
+    return LOP_OK;
+}
+
+lop_rc_t lop_manager_start(lop_manager_t *m, lop_err_t *err)
+{
+    for (inf_entry_t *e = m->infs; e; e = e->next) {
+        lop_rc_t rc = inf_start(m, e, err);
+        if (rc != LOP_OK) return rc;
+    }
+    for (ctrl_entry_t *c = m->ctrls; c; c = c->next) {
+        if (c->started) continue;
+        lop_rc_t rc = lop_controller_start(c->ctrl, err);
+        if (rc != LOP_OK) return rc;
+        c->started = true;
+        lop_log(LOP_LOG_INFO, "starting controller", "controller", c->name, NULL);
+    }
+    m->started = true;
+    return LOP_OK;
+}
+
+bool lop_manager_synced(lop_manager_t *m)
+{
+    pthread_mutex_lock(&m->mu);
+    bool ok = true;
+    for (inf_entry_t *e = m->infs; e && ok; e = e->next) ok = lop_informer_has_synced(e->inf);
+    pthread_mutex_unlock(&m->mu);
+    return ok;
+}
+
+size_t lop_manager_pending(lop_manager_t *m)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&m->mu);
+    for (ctrl_entry_t *c = m->ctrls; c; c = c->next) {
+        lop_workqueue_stats_t st;
+        lop_workqueue_stats(lop_controller_queue(c->ctrl), &st);
+        n += st.depth + st.processing;
+    }
+    pthread_mutex_unlock(&m->mu);
+    return n;
+}
+
+void lop_manager_stop(lop_manager_t *m, int64_t grace_ns)
+{
+    /* Stop intake first: informers stop delivering, then queues drain. */
+    for (inf_entry_t *e = m->infs; e; e = e->next) {
+        if (e->started) lop_informer_stop(e->inf);
+        e->started = false;
+    }
+    for (ctrl_entry_t *c = m->ctrls; c; c = c->next) {
+        lop_controller_stop(c->ctrl, grace_ns);
+        c->started = false;
+    }
+    m->started = false;
+}
+
+void lop_manager_free(lop_manager_t *m)
+{
+    if (!m) return;
+    lop_manager_stop(m, 0);
+    while (m->ctrls) {
+        ctrl_entry_t *c = m->ctrls;
+        m->ctrls = c->next;
+        ctrl_free(m, c, 0);
+    }
+    lop_scriptrt_free(m->rt);
+    lop_recorder_free(m->recorder);
+    free(m->plan.mappings);
+    pthread_mutex_destroy(&m->mu);
+    pthread_mutex_destroy(&m->ryw_mu);
+    pthread_cond_destroy(&m->ryw_cond);
+    free(m->namespace_);
+    free(m->identity);
+    free(m);
+}
+
+void lop_manager_stats(lop_manager_t *m, lop_manager_stats_t *out)
+{
+    *out = m->stats;
+    out->reconciles = __atomic_load_n(&m->stats.reconciles, __ATOMIC_RELAXED);
+    out->errors = __atomic_load_n(&m->stats.errors, __ATOMIC_RELAXED);
+}
+
+void lop_manager_version(lop_manager_t *m, char *buf, size_t len)
+{
+    lop_scriptrt_version(m->rt, buf, len);
+}

@@ -1,0 +1,103 @@
+/* manager_events.c — informer events → predicates → reconcile requests (controller-runtime's
+ * handler package: EnqueueRequestForObject, EnqueueRequestForOwner(OnlyControllerOwner),
+ * EnqueueRequestsFromMapFunc). Runs on informer threads. */
+#include "host/runtime/manager_internal.h"
+#include "host/runtime/predicate.h"
+#include "host/util/log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static bool lua_predicate(void *ud, int lua_id, lop_event_type_t type, const lop_obj_t *old,
+                          const lop_obj_t *obj)
+{
+    binding_t *b = ud;
+    lop_event_view_t ev = {type, old ? old->json : NULL, old ? old->json_len : 0, obj->json,
+                           obj->json_len};
+    bool pass = true;
+    lop_err_t err;
+    lop_err_clear(&err);
+    lop_vm_t *vm = lop_scriptrt_event_lock(b->m->rt);
+    lop_rc_t rc = vm ? lop_scriptrt_engine(b->m->rt)->predicate(vm, lua_id, &ev, &pass, &err) : LOP_OK;
+    lop_scriptrt_event_unlock(b->m->rt);
+    if (rc != LOP_OK) {
+        lop_log(LOP_LOG_ERROR, "predicate failed; letting the event through", "controller",
+                b->ctrl->name, "namespace", obj->namespace_, "name", obj->name, "error",
+                err.message, NULL);
+        return true;
+    }
+    return pass;
+}
+
+/* The group of an apiVersion ("apps/v1" -> "apps", "v1" -> ""), into buf. */
+static void group_of(const char *api_version, char *buf, size_t len)
+{
+    const char *slash = strchr(api_version, '/');
+    if (!slash) snprintf(buf, len, "%s", "");
+    else snprintf(buf, len, "%.*s", (int)(slash - api_version), api_version);
+}
+
+static void enqueue_owner(binding_t *b, const lop_obj_t *obj)
+{
+    if (!obj || !obj->has_controller) return;
+    char group[128];
+    group_of(obj->controller.api_version, group, sizeof group);
+    const lop_rest_mapping_t *p = &b->ctrl->primary;
+    if (strcmp(obj->controller.kind, p->kind) != 0 || strcmp(group, p->group) != 0) return;
+    /* A namespaced owner lives in its dependent's namespace; a cluster-scoped one has none. */
+    lop_controller_enqueue(b->ctrl->ctrl, p->namespaced ? obj->namespace_ : "", obj->controller.name);
+}
+
+static void enqueue_mapped(binding_t *b, lop_event_type_t type, const lop_obj_t *old,
+                           const lop_obj_t *obj)
+{
+    lop_event_view_t ev = {type, old ? old->json : NULL, old ? old->json_len : 0, obj->json,
+                           obj->json_len};
+    lop_request_list_t reqs = {NULL, NULL, 0};
+    lop_err_t err;
+    lop_err_clear(&err);
+    lop_vm_t *vm = lop_scriptrt_event_lock(b->m->rt);
+    lop_rc_t rc = vm ? lop_scriptrt_engine(b->m->rt)->map(vm, b->map_lua_id, &ev, &reqs, &err) : LOP_OK;
+    lop_scriptrt_event_unlock(b->m->rt);
+    if (rc != LOP_OK) {
+        lop_log(LOP_LOG_ERROR, "map function failed; event dropped", "controller", b->ctrl->name,
+                "namespace", obj->namespace_, "name", obj->name, "error", err.message, NULL);
+        return;
+    }
+    for (size_t i = 0; i < reqs.n; i++)
+        lop_controller_enqueue(b->ctrl->ctrl, reqs.namespaces[i], reqs.names[i]);
+    lop_request_list_free(&reqs);
+}
+
+static void dispatch(binding_t *b, lop_event_type_t type, const lop_obj_t *old, const lop_obj_t *obj)
+{
+    if (!lop_predicates_all(b->preds, b->npreds, type, old, obj, lua_predicate, b)) return;
+    switch (b->map) {
+    case LOP_MAP_SELF:
+        lop_controller_enqueue(b->ctrl->ctrl, obj->namespace_, obj->name);
+        break;
+    case LOP_MAP_OWNER:
+        enqueue_owner(b, obj);
+        if (old) enqueue_owner(b, old); /* the owner may have changed: tell the old one too */
+        break;
+    case LOP_MAP_LUA:
+        enqueue_mapped(b, type, old, obj);
+        break;
+    }
+}
+
+void lop_binding_on_add(void *ud, lop_obj_t *obj)
+{
+    dispatch(ud, LOP_EV_ADD, NULL, obj);
+}
+
+void lop_binding_on_update(void *ud, lop_obj_t *old, lop_obj_t *obj)
+{
+    dispatch(ud, LOP_EV_UPDATE, old, obj);
+}
+
+void lop_binding_on_delete(void *ud, lop_obj_t *obj, bool tombstone)
+{
+    (void)tombstone; /* a delete seen on relist is still a delete */
+    dispatch(ud, LOP_EV_DELETE, NULL, obj);
+}

@@ -1,0 +1,90 @@
+/* manager_internal.h — the manager's private structures, shared by manager.c (wiring),
+ * manager_events.c (informer event dispatch) and hostapi.c (lop_host_api_t). */
+#ifndef LOP_RUNTIME_MANAGER_INTERNAL_H
+#define LOP_RUNTIME_MANAGER_INTERNAL_H
+
+#include "host/kube/informer.h"
+#include "host/runtime/controller.h"
+#include "host/runtime/manager.h"
+#include "host/runtime/metrics_bind.h"
+#include "host/runtime/recorder.h"
+#include "host/runtime/scriptrt.h"
+
+#include <pthread.h>
+
+/* One shared informer: GVR + namespace scope + label selector, referenced by bindings. */
+typedef struct inf_entry {
+    char key[640];
+    lop_rest_mapping_t mapping;
+    char *ns;       /* NULL = all namespaces */
+    char *selector; /* NULL = everything */
+    lop_informer_t *inf;
+    int refs;
+    bool started;
+    int notify_id; /* handler that wakes read-your-writes waiters */
+    lop_metric_t *store_metrics[2];
+    lop_metric_t *reflector_metrics[2];
+    struct inf_entry *next;
+} inf_entry_t;
+
+struct ctrl_entry;
+
+/* One watch of one controller on one informer: predicates + mapping to requests. */
+typedef struct binding {
+    lop_manager_t *m;
+    struct ctrl_entry *ctrl;
+    inf_entry_t *inf;
+    int handler_id;
+    lop_map_kind_t map;
+    int map_lua_id;
+    lop_pred_t *preds; /* owned deep copy */
+    size_t npreds;
+} binding_t;
+
+typedef struct ctrl_entry {
+    char *name;
+    lop_controller_t *ctrl;
+    lop_rest_mapping_t primary; /* the for_ kind: owner references are matched against it */
+    binding_t **bindings;
+    size_t nbindings;
+    bool started;
+    bool moved; /* reload: its controller now belongs to the new wiring */
+    lop_metrics_queue_t queue_metrics;
+    lop_metrics_controller_t ctrl_metrics;
+    struct ctrl_entry *next;
+} ctrl_entry_t;
+
+/* Resolved mappings for every watch of every declaration, in declaration order. */
+typedef struct plan {
+    lop_rest_mapping_t *mappings;
+    size_t n;
+} plan_t;
+
+struct lop_manager {
+    lop_manager_config_t cfg;
+    char *namespace_;
+    char *identity;
+    const lop_clock_t *clock;
+    lop_host_api_t host;
+    lop_scriptrt_t *rt;
+    lop_recorder_t *recorder;
+    pthread_mutex_t mu; /* guards infs, ctrls (readers: hostapi cache lookups) */
+    inf_entry_t *infs;
+    ctrl_entry_t *ctrls;
+    plan_t plan;        /* filled by the install validator */
+    pthread_mutex_t ryw_mu; /* read-your-writes: informer events broadcast ryw_cond */
+    pthread_cond_t ryw_cond;
+    bool started;
+    lop_manager_stats_t stats;
+};
+
+/* manager_events.c */
+void lop_binding_on_add(void *ud, lop_obj_t *obj);
+void lop_binding_on_update(void *ud, lop_obj_t *old, lop_obj_t *obj);
+void lop_binding_on_delete(void *ud, lop_obj_t *obj, bool tombstone);
+
+/* hostapi.c */
+extern const lop_reflector_handlers_t lop_ryw_handlers; /* ud = the manager */
+void lop_manager_host_api_init(lop_manager_t *m, lop_host_api_t *api);
+
+#endif

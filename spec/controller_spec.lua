@@ -1,0 +1,91 @@
+local testing = require("luaop.testing")
+local op = require("luaop")
+
+local function decl(extra)
+  local d = {
+    name = "widgets",
+    for_ = { api_version = "example.com/v1", kind = "Widget" },
+    reconcile = function() end,
+  }
+  for k, v in pairs(extra or {}) do d[k] = v end
+  return d
+end
+
+describe("luaop.controller", function()
+  local fake
+  before_each(function() fake = testing.new() end)
+
+  it("normalizes with defaults and registers with the backend", function()
+    local spec = op.controller(decl())
+    assert.equal(spec, fake.controllers.widgets)
+    assert.equal(1, spec.max_concurrent_reconciles)
+    assert.is_true(spec.leader_election)
+    assert.same({}, spec.owns)
+    assert.same({}, spec.watches)
+    assert.same({}, spec.for_.predicates)
+    assert.is_nil(spec.reconcile_timeout)
+  end)
+
+  it("applies top-level predicates to every watch, before the watch's own", function()
+    local spec = op.controller(decl({
+      predicates = { op.predicates.generation_changed },
+      owns = { { api_version = "apps/v1", kind = "Deployment", predicates = { op.predicates.labels_changed } } },
+      watches = { { api_version = "v1", kind = "ConfigMap", map = function() return {} end } },
+    }))
+    assert.same({ op.predicates.generation_changed }, spec.for_.predicates)
+    assert.same({ op.predicates.generation_changed, op.predicates.labels_changed }, spec.owns[1].predicates)
+    assert.same({ op.predicates.generation_changed }, spec.watches[1].predicates)
+  end)
+
+  it("a duplicate controller name raises", function()
+    op.controller(decl())
+    assert.has_error(function() op.controller(decl()) end)
+  end)
+
+  describe("invalid declarations raise naming the field", function()
+    local cases = {
+      { "not a table", "x", "declaration must be a table" },
+      { "unknown field", decl({ For = {} }), "unknown field 'For'" },
+      { "missing name", decl({ name = false }), "name must be" },
+      { "missing reconcile", decl({ reconcile = "x" }), "reconcile must be a function" },
+      { "missing for_", decl({ for_ = false }), "for_ must be a table" },
+      { "bad kind", decl({ for_ = { api_version = "v1", kind = "configmap" } }), "for_.kind" },
+      { "unknown for_ field", decl({ for_ = { api_version = "v1", kind = "ConfigMap", apiVersion = "v1" } }),
+        "controller 'widgets': for_ unknown field 'apiVersion'" },
+      { "bad selector", decl({ for_ = { api_version = "v1", kind = "ConfigMap", label_selector = "a in (" } }),
+        "label_selector" },
+      { "owns not a list", decl({ owns = 3 }), "owns must be a list" },
+      { "watch without map", decl({ watches = { { api_version = "v1", kind = "ConfigMap" } } }), "watches%[1%].map" },
+      { "bad predicate", decl({ predicates = { { builtin = "sometimes" } } }),
+        "controller 'widgets': predicates%[1%] unknown builtin 'sometimes'" },
+      { "bad owns predicate", decl({ owns = { { api_version = "v1", kind = "Secret", predicates = { { builtin = "nope" } } } } }),
+        "controller 'widgets': owns%[1%].predicates%[1%] unknown builtin 'nope'" },
+      { "too many workers", decl({ max_concurrent_reconciles = 2000 }), "from 1 to 1024" },
+      { "zero workers", decl({ max_concurrent_reconciles = 0 }), "max_concurrent_reconciles" },
+      { "fractional workers", decl({ max_concurrent_reconciles = 1.5 }), "max_concurrent_reconciles" },
+      { "leader_election string", decl({ leader_election = "yes" }), "leader_election" },
+      { "negative timeout", decl({ reconcile_timeout = -1 }), "reconcile_timeout" },
+    }
+    for _, c in ipairs(cases) do
+      it(c[1], function()
+        local ok, err = pcall(op.controller, c[2])
+        assert.is_false(ok)
+        assert.matches(c[3], err)
+      end)
+    end
+  end)
+
+  it("errors point at the line that declared the controller", function()
+    local ok, err = pcall(function()
+      op.controller(decl({ owns = 3 }))   -- this line
+    end)
+    assert.is_false(ok)
+    assert.matches("controller_spec.lua:%d+: controller 'widgets': owns must be a list", err)
+  end)
+
+  it("re-exports submodules lazily", function()
+    assert.equal(require("luaop.client"), op.client)
+    assert.equal(require("luaop.status"), op.status)
+    assert.is_nil(op.nonexistent)
+  end)
+end)

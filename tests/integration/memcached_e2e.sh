@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The memcached example end to end against the local API server (luaop dev): create → Deployment
+# with size replicas; scale; someone deletes the Deployment → recreated; someone edits replicas →
+# restored; status conditions with observedGeneration; delete the CR → finalizer runs, the
+# Deployment is garbage-collected; SIGTERM → exit 0.
+set -euo pipefail
+: "${LUAOP:?}" "${LUAOP_SRC:?}"
+source "$LUAOP_SRC/tests/lib/dev.sh"
+ex="$LUAOP_SRC/examples/memcached"
+
+lop_start_dev --scripts "$ex/scripts" --apply "$ex/crd/cache.example.com_memcacheds.yaml" \
+  --apply "$ex/samples/memcached.yaml"
+
+cr=memcached/memcached-sample
+dep=deployment/memcached-sample
+lop_wait_for "the Deployment" 20 lop_jsonpath_is "$dep" '{.spec.replicas}' 1
+owner=$(kubectl get "$dep" -o 'jsonpath={.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].controller}')
+[ "$owner" = "Memcached/true" ] || { echo "FAIL: Deployment owner is '$owner'" >&2; exit 1; }
+lop_wait_for "status Available condition" 20 lop_jsonpath_is "$cr" \
+  '{.status.conditions[?(@.type=="Available")].observedGeneration}' 1
+
+echo "scale to 3"
+kubectl patch "$cr" --type=merge -p '{"spec":{"size":3}}'
+lop_wait_for "3 replicas" 20 lop_jsonpath_is "$dep" '{.spec.replicas}' 3
+lop_wait_for "observedGeneration 2" 20 lop_jsonpath_is "$cr" '{.status.observedGeneration}' 2
+
+echo "someone deletes the Deployment"
+uid_before=$(kubectl get "$dep" -o 'jsonpath={.metadata.uid}')
+kubectl delete "$dep"
+lop_wait_for "the Deployment to be recreated" 20 bash -c \
+  "[ \"\$(kubectl get $dep -o 'jsonpath={.metadata.uid}')\" != '' ] && [ \"\$(kubectl get $dep -o 'jsonpath={.metadata.uid}')\" != '$uid_before' ]"
+lop_wait_for "3 replicas again" 20 lop_jsonpath_is "$dep" '{.spec.replicas}' 3
+
+echo "someone edits replicas"
+kubectl patch "$dep" --type=merge -p '{"spec":{"replicas":7}}'
+lop_wait_for "replicas restored to 3" 20 lop_jsonpath_is "$dep" '{.spec.replicas}' 3
+
+echo "delete the Memcached"
+kubectl delete "$cr" --wait=false
+lop_wait_for "the Memcached to be gone (finalizer removed)" 20 bash -c "! kubectl get $cr"
+lop_wait_for "the Deployment to be garbage-collected" 20 bash -c "! kubectl get $dep"
+
+lop_stop_dev
+echo "PASS memcached end to end"

@@ -1,0 +1,333 @@
+/* Unit tests for the local API server's watch streams, CRDs, status subresource and deletion
+ * (reference §F, §H, §I; surprises Q.1, Q.5, Q.7, Q.11, Q.18). */
+#include "t.h"
+#include "test_apiserver_util.h"
+
+static lop_apiserver_t *srv;
+
+static const char crd[] =
+    "{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"CustomResourceDefinition\","
+    "\"metadata\":{\"name\":\"widgets.example.com\"},\"spec\":{\"group\":\"example.com\",\"scope\":\"Namespaced\","
+    "\"names\":{\"plural\":\"widgets\",\"singular\":\"widget\",\"kind\":\"Widget\"},"
+    "\"versions\":[{\"name\":\"v1\",\"served\":true,\"storage\":true,"
+    "\"subresources\":{\"status\":{},\"scale\":{\"specReplicasPath\":\".spec.replicas\",\"statusReplicasPath\":\".status.replicas\"}},"
+    "\"schema\":{\"openAPIV3Schema\":{\"type\":\"object\",\"properties\":{"
+    "\"spec\":{\"type\":\"object\",\"properties\":{\"replicas\":{\"type\":\"integer\"},\"color\":{\"type\":\"string\"}}},"
+    "\"status\":{\"type\":\"object\",\"properties\":{\"phase\":{\"type\":\"string\"},\"replicas\":{\"type\":\"integer\"}}}}}}}]}}";
+
+#define WPATH "/apis/example.com/v1/namespaces/default/widgets"
+
+static void test_crd_install_and_discovery(void)
+{
+    resp_t r = t_http(srv, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd, NULL);
+    T_EQ_INT(r.code, 201);
+    json_t *conds = json_object_get(json_object_get(r.json, "status"), "conditions");
+    T_EQ_INT(json_array_size(conds), 2);
+    T_EQ_STR(jstr(json_array_get(conds, 1), "type"), "Established");
+    T_EQ_STR(jstr(json_array_get(conds, 1), "status"), "True");
+    resp_free(&r);
+    r = t_http(srv, "GET", "/apis/example.com/v1", NULL, NULL);
+    T_EQ_INT(r.code, 200);
+    json_t *res = json_object_get(r.json, "resources");
+    T_EQ_INT(json_array_size(res), 3);
+    T_EQ_STR(jstr(json_array_get(res, 1), "name"), "widgets/status");
+    T_EQ_STR(jstr(json_array_get(res, 2), "group"), "autoscaling");
+    resp_free(&r);
+}
+
+static void test_cr_status_and_generation(void)
+{
+    resp_t r = t_http(srv, "POST", WPATH,
+                      "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"w1\"},"
+                      "\"spec\":{\"replicas\":1,\"unknown\":true},\"status\":{\"phase\":\"X\"}}", NULL);
+    T_EQ_INT(r.code, 201);
+    /* status dropped on create (Q.5), unknown fields pruned, keys sorted (C.18), generation 1 */
+    T_CHECK(json_object_get(r.json, "status") == NULL);
+    T_CHECK(json_object_get(json_object_get(r.json, "spec"), "unknown") == NULL);
+    T_CHECK(strncmp(r.body.data, "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"creationTimestamp\"", 78) == 0);
+    T_EQ_INT(json_integer_value(json_object_get(json_object_get(r.json, "metadata"), "generation")), 1);
+    resp_free(&r);
+    /* /status changes only status; generation unchanged */
+    r = t_http(srv, "PATCH", WPATH "/w1/status",
+               "{\"spec\":{\"replicas\":9},\"status\":{\"phase\":\"Ready\",\"replicas\":1}}",
+               "application/merge-patch+json");
+    T_EQ_INT(r.code, 200);
+    T_EQ_STR(jstr(r.json, "status.phase"), "Ready");
+    T_EQ_INT(json_integer_value(json_object_get(json_object_get(r.json, "spec"), "replicas")), 1);
+    T_EQ_INT(json_integer_value(json_object_get(json_object_get(r.json, "metadata"), "generation")), 1);
+    resp_free(&r);
+    /* main endpoint ignores status; spec change bumps generation; metadata-only does not */
+    r = t_http(srv, "PATCH", WPATH "/w1", "{\"spec\":{\"replicas\":2},\"status\":{\"phase\":\"Nope\"}}",
+               "application/merge-patch+json");
+    T_EQ_STR(jstr(r.json, "status.phase"), "Ready");
+    T_EQ_INT(json_integer_value(json_object_get(json_object_get(r.json, "metadata"), "generation")), 2);
+    resp_free(&r);
+    r = t_http(srv, "PATCH", WPATH "/w1", "{\"metadata\":{\"labels\":{\"a\":\"b\"}}}",
+               "application/merge-patch+json");
+    T_EQ_INT(json_integer_value(json_object_get(json_object_get(r.json, "metadata"), "generation")), 2);
+    resp_free(&r);
+    /* strategic merge patch on a CR → 415; PUT without RV → 422 with the 0x0 wording */
+    r = t_http(srv, "PATCH", WPATH "/w1", "{}", "application/strategic-merge-patch+json");
+    T_EQ_INT(r.code, 415);
+    resp_free(&r);
+    r = t_http(srv, "PUT", WPATH "/w1", "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"w1\"}}", NULL);
+    T_EQ_INT(r.code, 422);
+    T_EQ_STR(jstr(r.json, "message"), "widgets.example.com \"w1\" is invalid: metadata.resourceVersion: "
+                                      "Invalid value: 0x0: must be specified for an update");
+    resp_free(&r);
+    /* schema type check */
+    r = t_http(srv, "POST", WPATH, "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"bad\"},\"spec\":{\"replicas\":\"three\"}}", NULL);
+    T_EQ_INT(r.code, 422);
+    T_EQ_STR(jstr(r.json, "details.kind"), "Widget");
+    resp_free(&r);
+    /* scale subresource */
+    r = t_http(srv, "GET", WPATH "/w1/scale", NULL, NULL);
+    T_EQ_STR(jstr(r.json, "kind"), "Scale");
+    T_EQ_INT(json_integer_value(json_object_get(json_object_get(r.json, "spec"), "replicas")), 2);
+    resp_free(&r);
+    r = t_http(srv, "PATCH", WPATH "/w1/scale", "{\"spec\":{\"replicas\":7}}", "application/merge-patch+json");
+    T_EQ_INT(r.code, 200);
+    T_EQ_STR(jstr(r.json, "kind"), "Scale");
+    resp_free(&r);
+    r = t_http(srv, "GET", WPATH "/w1", NULL, NULL);
+    T_EQ_INT(json_integer_value(json_object_get(json_object_get(r.json, "spec"), "replicas")), 7);
+    resp_free(&r);
+}
+
+static void test_watch_initial_events_and_bookmark(void)
+{
+    watch_t w;
+    watch_start(&w, srv, WPATH "?watch=1&allowWatchBookmarks=true");
+    T_EQ_INT(watch_wait_lines(&w, 2), 2);
+    lop_apiserver_close_watches(srv);
+    json_t *ev = watch_finish(&w);
+    T_EQ_INT(w.code, 200);
+    T_EQ_INT(json_array_size(ev), 2);
+    T_EQ_STR(ev_type(ev, 0), "ADDED");
+    T_EQ_STR(ev_type(ev, 1), "BOOKMARK"); /* Q.11 */
+    json_t *ann = json_object_get(json_object_get(json_object_get(json_array_get(ev, 1), "object"), "metadata"), "annotations");
+    T_EQ_STR(json_string_value(json_object_get(ann, "k8s.io/initial-events-end")), "true");
+    json_decref(ev);
+    resp_t r = t_http(srv, "GET", WPATH "?watch=1&sendInitialEvents=true", NULL, NULL);
+    T_EQ_INT(r.code, 422);
+    resp_free(&r);
+}
+
+static void test_watch_410_after_compaction(void)
+{
+    lop_apiserver_compact(srv);
+    watch_t w;
+    watch_start(&w, srv, WPATH "?watch=1&resourceVersion=2");
+    watch_wait_lines(&w, 1);
+    json_t *ev = watch_finish(&w); /* the server ends the stream itself */
+    T_EQ_INT(w.code, 200);          /* Q.1: 200 stream with an ERROR event */
+    T_EQ_INT(json_array_size(ev), 1);
+    T_EQ_STR(ev_type(ev, 0), "ERROR");
+    json_t *st = json_object_get(json_array_get(ev, 0), "object");
+    T_EQ_INT(json_integer_value(json_object_get(st, "code")), 410);
+    T_EQ_STR(jstr(st, "reason"), "Expired");
+    T_CHECK(strncmp(jstr(st, "message"), "too old resource version: 2 (", 29) == 0);
+    json_decref(ev);
+}
+
+static void test_history_ring_overflow(void)
+{
+    lop_apiserver_opts_t o = {.history = 3};
+    lop_apiserver_t *small;
+    lop_err_t err;
+    T_EQ_INT(lop_apiserver_start(&o, &small, &err), LOP_OK);
+    for (int i = 0; i < 6; i++) {
+        char body[200];
+        snprintf(body, sizeof body, "{\"metadata\":{\"name\":\"o%d\"}}", i);
+        resp_t r = t_http(small, "POST", "/api/v1/namespaces/default/configmaps", body, NULL);
+        resp_free(&r);
+    }
+    int64_t rev = lop_apiserver_revision(small);
+    watch_t w;
+    char path[200];
+    snprintf(path, sizeof path, "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=%lld", (long long)(rev - 2));
+    watch_start(&w, small, path); /* within history: two replayed ADDED */
+    T_EQ_INT(watch_wait_lines(&w, 2), 2);
+    lop_apiserver_close_watches(small);
+    json_t *ev = watch_finish(&w);
+    T_EQ_INT(json_array_size(ev), 2);
+    T_EQ_STR(ev_type(ev, 0), "ADDED");
+    json_decref(ev);
+    snprintf(path, sizeof path, "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=%lld", (long long)(rev - 5));
+    watch_start(&w, small, path);
+    ev = watch_finish(&w);
+    T_EQ_STR(ev_type(ev, 0), "ERROR");
+    json_decref(ev);
+    lop_apiserver_stop(small);
+}
+
+static void test_selector_transitions(void)
+{
+    resp_t r = t_http(srv, "GET", WPATH "/w1", NULL, NULL);
+    int64_t rv = atoll(jstr(r.json, "metadata.resourceVersion"));
+    resp_free(&r);
+    r = t_http(srv, "PATCH", WPATH "/w1", "{\"metadata\":{\"labels\":{\"a\":\"c\"}}}", "application/merge-patch+json");
+    resp_free(&r);
+    r = t_http(srv, "PATCH", WPATH "/w1", "{\"metadata\":{\"labels\":{\"a\":\"b\"}}}", "application/merge-patch+json");
+    resp_free(&r);
+    r = t_http(srv, "PATCH", WPATH "/w1", "{\"metadata\":{\"labels\":{\"x\":\"y\"}}}", "application/merge-patch+json");
+    resp_free(&r);
+    char path[256];
+    snprintf(path, sizeof path, WPATH "?watch=1&labelSelector=a%%3Db&resourceVersion=%lld", (long long)rv);
+    watch_t w;
+    watch_start(&w, srv, path);
+    T_EQ_INT(watch_wait_lines(&w, 3), 3);
+    lop_apiserver_close_watches(srv);
+    json_t *ev = watch_finish(&w);
+    T_EQ_INT(json_array_size(ev), 3);
+    T_EQ_STR(ev_type(ev, 0), "DELETED"); /* stopped matching (F.9) */
+    T_EQ_STR(ev_type(ev, 1), "ADDED");   /* matches again */
+    T_EQ_STR(ev_type(ev, 2), "MODIFIED");
+    json_decref(ev);
+}
+
+static void test_finalizer_single_deleted_event(void)
+{
+    resp_t r = t_http(srv, "POST", WPATH,
+                      "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"fin\",\"finalizers\":[\"example.com/cleanup\"]}}", NULL);
+    int64_t rv = atoll(jstr(r.json, "metadata.resourceVersion"));
+    resp_free(&r);
+    r = t_http(srv, "DELETE", WPATH "/fin", NULL, NULL);
+    T_EQ_INT(r.code, 200); /* Q.18: 200 with the still-existing object */
+    T_CHECK(jstr(r.json, "metadata.deletionTimestamp") != NULL);
+    T_EQ_INT(json_integer_value(json_object_get(json_object_get(r.json, "metadata"), "generation")), 2);
+    resp_free(&r);
+    r = t_http(srv, "PATCH", WPATH "/fin", "{\"metadata\":{\"finalizers\":[\"new\"]}}", "application/merge-patch+json");
+    T_EQ_INT(r.code, 422); /* no new finalizers while deleting */
+    resp_free(&r);
+    r = t_http(srv, "PATCH", WPATH "/fin", "[{\"op\":\"remove\",\"path\":\"/metadata/finalizers\"}]",
+               "application/json-patch+json");
+    T_EQ_INT(r.code, 200);
+    resp_free(&r);
+    r = t_http(srv, "GET", WPATH "/fin", NULL, NULL);
+    T_EQ_INT(r.code, 404);
+    resp_free(&r);
+    char path[256];
+    snprintf(path, sizeof path, WPATH "?watch=1&fieldSelector=metadata.name%%3Dfin&resourceVersion=%lld", (long long)rv);
+    watch_t w;
+    watch_start(&w, srv, path);
+    T_EQ_INT(watch_wait_lines(&w, 2), 2);
+    lop_apiserver_close_watches(srv);
+    json_t *ev = watch_finish(&w);
+    T_EQ_INT(json_array_size(ev), 2);
+    T_EQ_STR(ev_type(ev, 0), "MODIFIED");
+    T_EQ_STR(ev_type(ev, 1), "DELETED"); /* Q.7: one DELETED still showing the finalizer */
+    json_t *fins = json_object_get(json_object_get(json_object_get(json_array_get(ev, 1), "object"), "metadata"), "finalizers");
+    T_EQ_INT(json_array_size(fins), 1);
+    json_decref(ev);
+    /* plain delete of a CR: Success Status */
+    r = t_http(srv, "DELETE", WPATH "/w1", NULL, NULL);
+    T_EQ_INT(r.code, 200);
+    T_EQ_STR(jstr(r.json, "status"), "Success");
+    T_EQ_STR(jstr(r.json, "details.kind"), "widgets");
+    resp_free(&r);
+}
+
+static void test_owner_gc(void)
+{
+    resp_t o = t_http(srv, "POST", "/api/v1/namespaces/default/configmaps", "{\"metadata\":{\"name\":\"owner\"}}", NULL);
+    const char *uid = jstr(o.json, "metadata.uid");
+    char body[512];
+    for (int i = 0; i < 2; i++) {
+        snprintf(body, sizeof body,
+                 "{\"metadata\":{\"name\":\"dep%d\",\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"owner\",\"uid\":\"%s\"}]}}",
+                 i, uid);
+        resp_t r = t_http(srv, "POST", "/api/v1/namespaces/default/secrets", body, NULL);
+        T_EQ_INT(r.code, 201);
+        resp_free(&r);
+    }
+    resp_t r = t_http(srv, "DELETE", "/api/v1/namespaces/default/configmaps/owner?propagationPolicy=Orphan", NULL, NULL);
+    resp_free(&r);
+    r = t_http(srv, "GET", "/api/v1/namespaces/default/secrets/dep0", NULL, NULL);
+    T_EQ_INT(r.code, 200); /* orphaned: survives, owner reference removed */
+    T_CHECK(json_object_get(json_object_get(r.json, "metadata"), "ownerReferences") == NULL ||
+            json_array_size(json_object_get(json_object_get(r.json, "metadata"), "ownerReferences")) == 0);
+    resp_free(&r);
+    r = t_http(srv, "GET", "/api/v1/namespaces/default/configmaps/owner", NULL, NULL);
+    T_EQ_INT(r.code, 404);
+    resp_free(&r);
+    resp_free(&o);
+    /* background: dependents go once the owner is gone */
+    o = t_http(srv, "POST", "/api/v1/namespaces/default/configmaps", "{\"metadata\":{\"name\":\"owner2\"}}", NULL);
+    snprintf(body, sizeof body,
+             "{\"metadata\":{\"name\":\"dep9\",\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"owner2\",\"uid\":\"%s\"}]}}",
+             jstr(o.json, "metadata.uid"));
+    r = t_http(srv, "POST", "/api/v1/namespaces/default/secrets", body, NULL);
+    resp_free(&r);
+    r = t_http(srv, "DELETE", "/api/v1/namespaces/default/configmaps/owner2", NULL, NULL);
+    resp_free(&r);
+    r = t_http(srv, "GET", "/api/v1/namespaces/default/secrets/dep9", NULL, NULL);
+    T_EQ_INT(r.code, 404);
+    resp_free(&r);
+    resp_free(&o);
+}
+
+static void test_namespace_terminating(void)
+{
+    resp_t r = t_http(srv, "POST", "/api/v1/namespaces", "{\"metadata\":{\"name\":\"term\"}}", NULL);
+    resp_free(&r);
+    r = t_http(srv, "POST", "/api/v1/namespaces/term/configmaps", "{\"metadata\":{\"name\":\"held\",\"finalizers\":[\"x/y\"]}}", NULL);
+    resp_free(&r);
+    r = t_http(srv, "DELETE", "/api/v1/namespaces/term", NULL, NULL);
+    T_EQ_INT(r.code, 200);
+    T_EQ_STR(jstr(r.json, "status.phase"), "Terminating");
+    resp_free(&r);
+    r = t_http(srv, "POST", "/api/v1/namespaces/term/configmaps", "{\"metadata\":{\"name\":\"late\"}}", NULL);
+    T_EQ_INT(r.code, 403);
+    T_EQ_STR(jstr(r.json, "reason"), "Forbidden");
+    resp_free(&r);
+    r = t_http(srv, "PATCH", "/api/v1/namespaces/term/configmaps/held", "{\"metadata\":{\"finalizers\":null}}",
+               "application/merge-patch+json");
+    T_EQ_INT(r.code, 200);
+    resp_free(&r);
+    r = t_http(srv, "GET", "/api/v1/namespaces/term", NULL, NULL);
+    T_EQ_INT(r.code, 404);
+    resp_free(&r);
+}
+
+static void test_crd_delete_ends_watches(void)
+{
+    resp_t r = t_http(srv, "POST", WPATH, "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"last\"}}", NULL);
+    T_EQ_INT(r.code, 201);
+    resp_free(&r);
+    watch_t w;
+    watch_start(&w, srv, WPATH "?watch=1&allowWatchBookmarks=true");
+    T_EQ_INT(watch_wait_lines(&w, 2), 2); /* ADDED + initial-events-end bookmark */
+    r = t_http(srv, "DELETE", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com", NULL, NULL);
+    T_EQ_INT(r.code, 200);
+    resp_free(&r);
+    json_t *ev = watch_finish(&w); /* ends without close_watches: the resource is gone */
+    T_EQ_INT(json_array_size(ev), 3);
+    T_EQ_STR(ev_type(ev, 2), "DELETED");
+    json_decref(ev);
+    r = t_http(srv, "GET", WPATH, NULL, NULL);
+    T_EQ_INT(r.code, 404);
+    resp_free(&r);
+    r = t_http(srv, "GET", "/apis/example.com/v1", NULL, NULL);
+    T_EQ_INT(r.code, 404);
+    resp_free(&r);
+}
+
+int main(void)
+{
+    curl_global_init(CURL_GLOBAL_ALL);
+    srv = t_start(0);
+    T_RUN(test_crd_install_and_discovery);
+    T_RUN(test_cr_status_and_generation);
+    T_RUN(test_watch_initial_events_and_bookmark);
+    T_RUN(test_watch_410_after_compaction);
+    T_RUN(test_history_ring_overflow);
+    T_RUN(test_selector_transitions);
+    T_RUN(test_finalizer_single_deleted_event);
+    T_RUN(test_owner_gc);
+    T_RUN(test_namespace_terminating);
+    T_RUN(test_crd_delete_ends_watches);
+    lop_apiserver_stop(srv);
+    curl_global_cleanup();
+    return T_DONE();
+}
