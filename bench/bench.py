@@ -263,6 +263,8 @@ class Runner:
         self.luaop = os.path.join(self.build, "luaop")
         self.scale = float(os.environ.get("BENCH_SCALE", "1"))
         self.node_ok, self.node_why = self._node_available()
+        self.py_ok = os.environ.get("BENCH_NO_PYTHON") != "1" and subprocess.run(
+            ["/usr/bin/python3", "-c", "import kubernetes"], stderr=subprocess.DEVNULL).returncode == 0
         self.sections = []
         self.failures = []
         self._pods = None  # (server, n) shared by sync and cache-rss
@@ -284,6 +286,16 @@ class Runner:
 
     def node(self, *args):
         return run(["node", "--expose-gc", os.path.join(SRC, "peers", "informer.mjs")] + list(args))
+
+    def py(self, *args):
+        return run(["/usr/bin/python3", os.path.join(SRC, "peers", "py_informer.py")] + list(args))
+
+    def peer(self, res, name, fn, *args):
+        """Run a peer into res[name]; a peer failure is a warning, not a benchmark failure."""
+        try:
+            res[name] = fn(*args)
+        except (BenchError, subprocess.TimeoutExpired) as e:
+            print("warning: %s: %s" % (name, e), file=sys.stderr)
 
     def emit(self, title, text, notes=()):
         block = "### %s\n\n%s\n" % (title, text)
@@ -334,11 +346,9 @@ class Runner:
             self.failures.append(str(e))
             res["luaop"] = None
         if self.node_ok and not keep:
-            try:
-                res["client-node"] = self.node("sync", srv.kubeconfig, node_res)
-            except BenchError as e:
-                print("warning: " + str(e), file=sys.stderr)
-                res["client-node"] = None
+            self.peer(res, "client-node", self.node, "sync", srv.kubeconfig, node_res)
+        if self.py_ok and not keep:
+            self.peer(res, "python3-kubernetes", self.py, "sync", srv.kubeconfig, node_res)
         if not keep:
             res["ceiling (C)"] = run([self.tool("ceiling"), "sync", srv.url, path, "500"])
         return res
@@ -458,6 +468,7 @@ class Runner:
         for label, r in (("luaop, managedFields stripped (default)", strip.get("luaop")),
                          ("luaop, managedFields kept", keep.get("luaop")),
                          ("client-node", strip.get("client-node")),
+                         ("python3-kubernetes (raw dicts)", strip.get("python3-kubernetes")),
                          ("ceiling (C): raw bytes + index", strip.get("ceiling (C)"))):
             if r is None:
                 continue
@@ -492,10 +503,9 @@ class Runner:
                 self.failures.append(str(e))
                 res["luaop"] = None
             if self.node_ok:
-                try:
-                    res["client-node"] = self.node("watch", srv.kubeconfig, "configmaps", rv, str(m))
-                except BenchError as e:
-                    print("warning: " + str(e), file=sys.stderr)
+                self.peer(res, "client-node", self.node, "watch", srv.kubeconfig, "configmaps", rv, str(m))
+            if self.py_ok:
+                self.peer(res, "python3-kubernetes", self.py, "watch", srv.kubeconfig, "configmaps", rv, str(m))
             res["ceiling (C)"] = run([self.tool("ceiling"), "watch", srv.url, "/api/v1/configmaps", rv, str(m)])
         finally:
             srv.stop()
