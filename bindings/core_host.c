@@ -17,6 +17,7 @@
 
 #include <lauxlib.h>
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -384,6 +385,32 @@ static int core_event(lua_State *L)
     return 1;
 }
 
+/* ------------------------------------------------------------------ sleep */
+
+/* core.sleep(secs) -> nothing. Blocks this VM's thread for secs (0..60) on the injected clock,
+ * but never past the call's deadline (then raises "<what> deadline exceeded"). Not during load. */
+static int core_sleep(lua_State *L)
+{
+    lop_vm_t *vm = api_vm(L, "sleep");
+    lua_Number secs = luaL_checknumber(L, 1);
+    if (!(secs >= 0 && secs <= 60)) return luaL_argerror(L, 1, "seconds must be from 0 to 60");
+    const lop_clock_t *c = vm->lvm.clock;
+    int64_t wake = lop_clock_mono(c) + (int64_t)(secs * 1e9);
+    bool cut = vm->lvm.deadline_ns < wake;
+    if (cut) wake = vm->lvm.deadline_ns;
+    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t cond;
+    lop_cond_init(&cond);
+    pthread_mutex_lock(&mu);
+    while (!lop_clock_wait_until(c, &cond, &mu, wake)) {
+    }
+    pthread_mutex_unlock(&mu);
+    pthread_cond_destroy(&cond);
+    pthread_mutex_destroy(&mu);
+    lop_lua_vm_check_deadline(L);
+    return 0;
+}
+
 /* ------------------------------------------------------------------ log / leader / context */
 
 /* core.log(level, msg [, fields]) -> nothing. level: debug|info|warn|error. fields: string keys,
@@ -489,7 +516,7 @@ void lop_lua_core_host_register(lua_State *L, int tidx)
 {
     static const luaL_Reg fns[] = {
         {"get", core_get},         {"list", core_list},           {"request", core_request},
-        {"event", core_event},     {"log", core_log},             {"is_leader", core_is_leader},
+        {"event", core_event},     {"sleep", core_sleep},         {"log", core_log},             {"is_leader", core_is_leader},
         {"identity", core_identity}, {"context", core_context},
         {"register_controller", lop_lua_core_register_controller}, {NULL, NULL},
     };

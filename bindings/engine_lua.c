@@ -324,19 +324,19 @@ typedef struct ev_ctx {
     lop_request_list_t *out; /* map only; owned by the caller frame even if this raises */
 } ev_ctx_t;
 
-static void push_callback(lua_State *L, lop_vm_t *vm, int lua_id)
+/* Push callbacks[lua_id]. Stack: +1. Raises when there is no such function. */
+static void push_callback(lua_State *L, int lua_id)
 {
     lop_lua_push_registry(L, &lop_lua_key_callbacks);
     lua_rawgeti(L, -1, lua_id);
     lua_remove(L, -2);
     if (!lua_isfunction(L, -1)) luaL_error(L, "no Lua callback with id %d", lua_id);
-    (void)vm;
 }
 
 static int predicate_fn(lua_State *L)
 {
     ev_ctx_t *c = (ev_ctx_t *)lua_touserdata(L, 1);
-    push_callback(L, c->vm, c->lua_id);
+    push_callback(L, c->lua_id);
     push_event(L, c->vm, c->ev);
     lop_lua_vm_call(L, 1, 1);
     *c->pass = lua_toboolean(L, -1);
@@ -346,7 +346,7 @@ static int predicate_fn(lua_State *L)
 static int map_fn(lua_State *L)
 {
     ev_ctx_t *c = (ev_ctx_t *)lua_touserdata(L, 1);
-    push_callback(L, c->vm, c->lua_id);
+    push_callback(L, c->lua_id);
     push_event(L, c->vm, c->ev);
     /* Map functions receive the object (docs/lua-core.md: map = function(obj)), plus the event. */
     lua_getfield(L, -1, "object");

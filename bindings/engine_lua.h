@@ -14,9 +14,10 @@
  *   - everything else from the script set: "a.b" -> "a/b.lua" or "a/b/init.lua";
  *   - then "cjson" / "cjson.safe" through the system package path (lua-cjson), and with
  *     unsafe_libs any module the system `require` finds.
- * <libdir> is, first match wins (a directory that contains luaop/):
- *   1. lop_lua_set_library_path(dir) when called;
- *   2. $LUAOP_LUA_PATH;
+ * <libdir> (a directory that contains luaop/) is:
+ *   1. lop_lua_set_library_path(dir) when called, else
+ *   2. $LUAOP_LUA_PATH when set and non-empty (used as given), else the first of these that
+ *      contains luaop/:
  *   3. <directory of the executable>/../share/luaop/lua (installed layout: make install);
  *   4. the source tree's scripts/ (located at compile time; builds run in place).
  * The library files are read once per process (on the first vm_new after a path change) and

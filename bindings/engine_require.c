@@ -48,8 +48,10 @@ static void resolve_dir(char *out, size_t len)
         snprintf(out, len, "%s", lib_override);
         return;
     }
+    /* An explicit setting is used as given (no silent fallback): a wrong path then shows up in
+     * the "module 'luaop' not found in the luaop library (<dir>)" message. */
     const char *env = getenv("LUAOP_LUA_PATH");
-    if (has_luaop_dir(env)) {
+    if (env && *env) {
         snprintf(out, len, "%s", env);
         return;
     }
@@ -176,7 +178,8 @@ static void push_path(lua_State *L, const char *name)
     luaL_gsub(L, name, ".", "/");
 }
 
-/* Load and run the chunk at the top-of-stack-described file; leaves the module value. */
+/* Load data as chunk `file`, run it with the module name (marking `name` as loading meanwhile)
+ * and record its value in loaded (nil -> true, as Lua's require). Stack: +1 (the value). Raises. */
 static void run_module(lua_State *L, int loaded, const char *name, const char *data, size_t len,
                        const char *file)
 {

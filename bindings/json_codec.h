@@ -10,7 +10,7 @@
  *   other numbers -> number; strings must be valid UTF-8 (\u escapes incl. surrogate pairs).
  * Encoding writes into a per-lua_State scratch buffer owned by a userdata (so a raised error
  * never leaks it) and pushes the result as one Lua string. Key order of objects is the table's
- * iteration order (not sorted).
+ * iteration order unless LOP_LUA_JSON_SORT_KEYS asks for byte order.
  *
  * Errors raise a Lua error whose message starts with "json: ":
  *   decode: "json: <reason> at byte N" (N = 0-based byte offset into the input);
@@ -48,6 +48,12 @@ void lop_lua_json_decode(lua_State *L, const char *s, size_t len);
  * pushed string's bytes (valid while it stays on the stack) and its length in *len (if non-NULL).
  * Stack: +1. Raises "json: cannot encode <what> at <path>". */
 const char *lop_lua_json_encode(lua_State *L, int idx, size_t *len);
+
+/* Flags for lop_lua_json_encode_ex. */
+#define LOP_LUA_JSON_SORT_KEYS 1u /* object members in byte order of their keys (deterministic) */
+
+/* lop_lua_json_encode with flags (LOP_LUA_JSON_SORT_KEYS). */
+const char *lop_lua_json_encode_ex(lua_State *L, int idx, unsigned flags, size_t *len);
 
 /* Push the shared marker metatables. Stack: +1. Never raises after lop_lua_json_init. */
 void lop_lua_json_push_array_mt(lua_State *L);

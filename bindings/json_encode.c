@@ -25,6 +25,7 @@ typedef struct enc {
     lua_State *L;
     lop_lua_sbuf_t *b;
     int depth; /* number of frames in use */
+    bool sort_keys;
     frame_t frames[LOP_LUA_JSON_MAX_DEPTH + 2];
 } enc_t;
 
@@ -217,24 +218,79 @@ static size_t check_sequence(enc_t *e, int t, bool marked)
     return count;
 }
 
+typedef struct skey {
+    const char *s;
+    size_t n;
+} skey_t;
+
+static int skey_cmp(const void *a, const void *b)
+{
+    const skey_t *x = (const skey_t *)a, *y = (const skey_t *)b;
+    int c = memcmp(x->s, y->s, x->n < y->n ? x->n : y->n);
+    return c ? c : (x->n < y->n ? -1 : x->n > y->n);
+}
+
+static __attribute__((noreturn)) void bad_object_key(enc_t *e, frame_t *f, bool marked)
+{
+    lua_Number k;
+    f->key = NULL;
+    f->index = 0;
+    if (int_key(e->L, -2, &k))
+        enc_fail(e, marked ? "an object-marked table with an integer key"
+                           : "a mixed table (both integer and string keys)");
+    enc_fail(e, key_type_name(e->L, -2));
+}
+
+/* Object members in byte order of their keys. The key strings stay valid: the table holds them
+ * and nothing modifies it while encoding; the key array is a userdata (freed by the GC). */
+static void enc_object_sorted(enc_t *e, int t, bool marked)
+{
+    lua_State *L = e->L;
+    frame_t *f = &e->frames[e->depth - 1];
+    size_t n = 0;
+    lua_pushnil(L);
+    while (lua_next(L, t)) {
+        if (lua_type(L, -2) != LUA_TSTRING) bad_object_key(e, f, marked);
+        lua_pop(L, 1);
+        n++;
+    }
+    skey_t *keys = (skey_t *)lua_newuserdata(L, (n ? n : 1) * sizeof *keys);
+    size_t i = 0;
+    lua_pushnil(L);
+    while (lua_next(L, t)) {
+        lua_pop(L, 1);
+        if (i < n) keys[i].s = lua_tolstring(L, -1, &keys[i].n), i++;
+    }
+    qsort(keys, i, sizeof *keys, skey_cmp);
+    lop_lua_sbuf_putc(L, e->b, '{');
+    for (size_t j = 0; j < i; j++) {
+        f->key = keys[j].s;
+        f->keylen = keys[j].n;
+        if (j) lop_lua_sbuf_putc(L, e->b, ',');
+        put_str(e, keys[j].s, keys[j].n);
+        lop_lua_sbuf_putc(L, e->b, ':');
+        lua_pushlstring(L, keys[j].s, keys[j].n);
+        lua_rawget(L, t);
+        enc_value(e, lua_gettop(L));
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1); /* keys */
+    lop_lua_sbuf_putc(L, e->b, '}');
+}
+
 static void enc_object_items(enc_t *e, int t, bool marked)
 {
     lua_State *L = e->L;
     frame_t *f = &e->frames[e->depth - 1];
+    if (e->sort_keys) {
+        enc_object_sorted(e, t, marked);
+        return;
+    }
     bool first = true;
     lop_lua_sbuf_putc(L, e->b, '{');
     lua_pushnil(L);
     while (lua_next(L, t)) {
-        if (lua_type(L, -2) != LUA_TSTRING) {
-            lua_Number k;
-            f->key = NULL;
-            f->index = 0;
-            if (int_key(L, -2, &k)) {
-                enc_fail(e, marked ? "an object-marked table with an integer key"
-                                   : "a mixed table (both integer and string keys)");
-            }
-            enc_fail(e, key_type_name(L, -2));
-        }
+        if (lua_type(L, -2) != LUA_TSTRING) bad_object_key(e, f, marked);
         size_t kl;
         const char *ks = lua_tolstring(L, -2, &kl);
         f->key = ks;
@@ -328,12 +384,18 @@ static void enc_value(enc_t *e, int idx)
 
 const char *lop_lua_json_encode(lua_State *L, int idx, size_t *len)
 {
+    return lop_lua_json_encode_ex(L, idx, 0, len);
+}
+
+const char *lop_lua_json_encode_ex(lua_State *L, int idx, unsigned flags, size_t *len)
+{
     if (idx < 0 && idx > LUA_REGISTRYINDEX) idx = lua_gettop(L) + idx + 1;
     lop_lua_sbuf_t *b = lop_lua_sbuf_get(L);
     enc_t enc; /* about 6 KB; nothing in it needs freeing when an error unwinds */
     enc.L = L;
     enc.b = b;
     enc.depth = 0;
+    enc.sort_keys = (flags & LOP_LUA_JSON_SORT_KEYS) != 0;
     enc_value(&enc, idx);
     lua_pushlstring(L, b->p, b->len);
     lop_lua_sbuf_trim(b);

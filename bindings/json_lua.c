@@ -255,12 +255,19 @@ static int core_json_decode(lua_State *L)
     return 1;
 }
 
-/* core.json.encode(v) -> string. Raises naming the key path. Any context. */
+/* core.json.encode(v [, opts]) -> string. opts.sort_keys: members in byte order of their keys.
+ * Raises naming the key path. Any context. */
 static int core_json_encode(lua_State *L)
 {
     luaL_checkany(L, 1);
+    unsigned flags = 0;
+    if (!lua_isnoneornil(L, 2)) {
+        luaL_checktype(L, 2, LUA_TTABLE);
+        lua_getfield(L, 2, "sort_keys");
+        if (lua_toboolean(L, -1)) flags |= LOP_LUA_JSON_SORT_KEYS;
+    }
     lua_settop(L, 1);
-    lop_lua_json_encode(L, 1, NULL);
+    lop_lua_json_encode_ex(L, 1, flags, NULL);
     return 1;
 }
 

@@ -140,6 +140,18 @@ static int sandbox_loadstring(lua_State *L)
     return 2;
 }
 
+/* collectgarbage([opt [, arg]]) limited to "collect", "count" and "step": scripts must not stop
+ * the collector or retune it (the memory cap would then break the VM for no reason). */
+static int sandbox_collectgarbage(lua_State *L)
+{
+    static const char *const opts[] = {"collect", "count", "step", NULL};
+    luaL_checkoption(L, 1, "collect", opts);
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+    return lua_gettop(L);
+}
+
 static void open_lib(lua_State *L, const char *name, lua_CFunction fn)
 {
     lua_pushcfunction(L, fn);
@@ -201,6 +213,9 @@ static int open_sandbox(lua_State *L)
         lua_setglobal(L, "load");
         lua_pushcclosure(L, sandbox_loadstring, 1);
         lua_setglobal(L, "loadstring");
+        lua_getglobal(L, "collectgarbage");
+        lua_pushcclosure(L, sandbox_collectgarbage, 1);
+        lua_setglobal(L, "collectgarbage");
     }
     lua_pushcfunction(L, sandbox_print);
     lua_setglobal(L, "print");

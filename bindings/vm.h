@@ -6,7 +6,8 @@
  *    (Lua raises "not enough memory"), the VM records it and is from then on flagged broken
  *    (lop_lua_vm_t.broken): the host must build a fresh VM. The failing call reports
  *    "memory limit exceeded".
- *  - Sandbox: base (without dofile, loadfile; load/loadstring refuse bytecode), string (without
+ *  - Sandbox: base (without dofile, loadfile; load/loadstring refuse bytecode; collectgarbage
+ *    only "collect", "count", "step"), string (without
  *    dump), table, math, coroutine, bit. io, os, debug, ffi, jit, package and string.dump only
  *    with unsafe_libs (package is opened to keep its `require`, then hidden). print logs one line
  *    at info level. The script-set `require` is installed by the engine.

@@ -16,6 +16,18 @@ static pthread_once_t wd_once = PTHREAD_ONCE_INIT;
 static lop_lua_vm_t *wd_head;
 static int64_t wd_sleep_until = INT64_MIN; /* system-clock deadline the thread sleeps until */
 
+#define REFIRE_NS (5 * LOP_NS_PER_MS) /* re-install the hook this often until disarmed */
+
+static void wait_real(int64_t ns)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t t = (int64_t)ts.tv_sec * LOP_NS_PER_S + ts.tv_nsec + ns;
+    ts.tv_sec = (time_t)(t / LOP_NS_PER_S);
+    ts.tv_nsec = (long)(t % LOP_NS_PER_S);
+    pthread_cond_timedwait(&wd_cond, &wd_mu, &ts);
+}
+
 static void *wd_main(void *arg)
 {
     (void)arg;
@@ -26,31 +38,26 @@ static void *wd_main(void *arg)
             pthread_cond_wait(&wd_cond, &wd_mu);
             continue;
         }
-        bool any_fake = false;
+        bool any_fake = false, any_expired = false;
         int64_t earliest = INT64_MAX; /* on the system clock, for non-fake clocks */
-        for (lop_lua_vm_t **pp = &wd_head; *pp;) {
-            lop_lua_vm_t *vm = *pp;
+        for (lop_lua_vm_t *vm = wd_head; vm; vm = vm->wd_next) {
             if (lop_clock_mono(vm->clock) >= vm->deadline_ns) {
+                /* Installed again on every pass until the VM's call returns and disarms: the VM
+                 * thread updates the same hook mask word (around finalizers and hooks) without
+                 * our lock, so a single install could in principle be lost. */
                 lua_sethook(vm->L, lop_lua_vm_deadline_hook, LUA_MASKCOUNT, 1);
-                *pp = vm->wd_next;
-                vm->wd_next = NULL;
-                vm->wd_armed = false;
+                any_expired = true;
                 continue;
             }
             if (vm->clock->fake) any_fake = true;
             else if (vm->deadline_ns < earliest) earliest = vm->deadline_ns;
-            pp = &vm->wd_next;
         }
-        if (!wd_head) continue;
-        wd_sleep_until = any_fake ? INT64_MIN : earliest;
-        if (any_fake) {
+        if (any_fake || any_expired) {
             /* A fake clock moves by hand: look again within a millisecond of real time. */
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            ts.tv_nsec += 1000000;
-            if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
-            pthread_cond_timedwait(&wd_cond, &wd_mu, &ts);
+            wd_sleep_until = INT64_MIN;
+            wait_real(any_fake ? LOP_NS_PER_MS : REFIRE_NS);
         } else {
+            wd_sleep_until = earliest;
             lop_clock_wait_until(&lop_clock_system, &wd_cond, &wd_mu, earliest);
         }
     }

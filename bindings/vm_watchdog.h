@@ -5,7 +5,10 @@
  * with a permanent instruction-count hook (which slows LuaJIT's interpreter about 2.4x). When the
  * deadline passes on the VM's clock the watchdog installs a count hook with count 1 on that VM
  * (lua_sethook is safe to call asynchronously, as lua.c does from its SIGINT handler); the hook
- * then raises "<what> deadline exceeded" on the VM's own thread at its next instruction.
+ * then raises "<what> deadline exceeded" on the VM's own thread at its next instruction. The
+ * hook is installed again every 5 ms until the call returns (LuaJIT's lua_sethook updates a mask
+ * word the VM thread also updates around finalizers, so one asynchronous install could be lost;
+ * see LuaJIT issues #824 and #1012).
  *
  * Thread-safety: all functions from any thread. Hook changes on a VM are serialised by the
  * watchdog's mutex (lop_lua_watchdog_sethook).

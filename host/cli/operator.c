@@ -1,11 +1,16 @@
 #include "host/cli/operator.h"
 
 #include "bindings/engine_lua.h"
+#include "host/kube/informer.h"
+#include "host/kube/leaderelection.h"
 #include "host/kube/restmapper.h"
+#include "host/runtime/gate.h"
 #include "host/runtime/health.h"
 #include "host/runtime/httpserver.h"
 #include "host/runtime/manager.h"
 #include "host/runtime/metrics.h"
+#include "host/runtime/metrics_bind.h"
+#include "host/runtime/metrics_std.h"
 #include "host/runtime/scripts.h"
 #include "host/util/log.h"
 
@@ -108,6 +113,128 @@ static void reload_dir(lop_manager_t *m, const char *dir)
     lop_log(LOP_LOG_INFO, "scripts reloaded", "dir", dir, "version", cur, NULL);
 }
 
+
+/* ------------------------------------------------------------------ leader election */
+
+typedef struct leader {
+    lop_gate_t *gate;
+    lop_elector_t *elector;
+    lop_lease_client_t *client;
+    lop_informer_t *lease_watch;
+    lop_metric_t *metric;
+    char name[300];
+} leader_t;
+
+static void on_started_leading(void *ud)
+{
+    leader_t *l = ud;
+    lop_log(LOP_LOG_INFO, "became leader; starting workers", "lease", l->name, "identity",
+            lop_elector_identity(l->elector), NULL);
+    lop_gate_set(l->gate, true);
+}
+
+static void on_stopped_leading(void *ud)
+{
+    leader_t *l = ud;
+    lop_gate_set(l->gate, false);
+    lop_log(LOP_LOG_WARN, "stopped leading; workers take no new work", "lease", l->name, NULL);
+}
+
+
+/* Lease watch events wake a standby as soon as the leader releases the lease. */
+static void lease_seen(leader_t *l, const char *type, const lop_obj_t *o)
+{
+    json_t *obj = json_loadb(o->json, o->json_len, 0, NULL);
+    if (obj) lop_elector_notify_lease_event(l->elector, type, obj, NULL);
+    json_decref(obj);
+}
+static void lease_add(void *ud, lop_obj_t *o) { lease_seen(ud, "ADDED", o); }
+static void lease_update(void *ud, lop_obj_t *old, lop_obj_t *o) { (void)old; lease_seen(ud, "MODIFIED", o); }
+static void lease_delete(void *ud, lop_obj_t *o, bool t) { (void)t; lease_seen(ud, "DELETED", o); }
+
+/* The namespace of the pod we run in, or NULL outside a cluster. */
+static char *incluster_namespace(void)
+{
+    FILE *f = fopen("/var/run/secrets/kubernetes.io/serviceaccount/namespace", "r");
+    if (!f) return NULL;
+    char buf[256] = "";
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' ')) n--;
+    buf[n] = '\0';
+    return n ? lop_xstrdup(buf) : NULL;
+}
+
+static lop_rc_t leader_start(leader_t *l, const lop_run_opts_t *o, lop_rest_client_t *rest,
+                             lop_restmapper_t *mapper, const char *identity,
+                             lop_metrics_std_t *std, lop_err_t *err)
+{
+    if (!o->leader_election_id || !*o->leader_election_id)
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "--leader-elect needs --leader-election-id");
+    char *ns = o->leader_election_namespace ? lop_xstrdup(o->leader_election_namespace)
+                                            : incluster_namespace();
+    if (!ns)
+        return lop_err_set(err, LOP_EINVAL, 0, NULL,
+                           "--leader-elect outside a cluster needs --leader-election-namespace");
+    snprintf(l->name, sizeof l->name, "%s/%s", ns, o->leader_election_id);
+    l->client = lop_lease_client_rest_new(rest, ns, o->leader_election_id,
+                                          (long)(o->renew_deadline_ns / LOP_NS_PER_MS), err);
+    if (!l->client) {
+        free(ns);
+        return LOP_EINVAL;
+    }
+    lop_elector_config_t ec;
+    lop_elector_config_defaults(&ec);
+    ec.identity = identity;
+    ec.name = l->name;
+    ec.client = l->client;
+    ec.lease_duration_ns = o->lease_duration_ns;
+    ec.renew_deadline_ns = o->renew_deadline_ns;
+    ec.retry_period_ns = o->retry_period_ns;
+    ec.release_on_cancel = o->release_on_cancel;
+    ec.on_loss = strcmp(o->on_leader_loss, "restart-election") == 0 ? LOP_ELECTOR_ON_LOSS_RESTART
+                                                                     : LOP_ELECTOR_ON_LOSS_EXIT;
+    ec.callbacks = (lop_elector_callbacks_t){.on_started_leading = on_started_leading,
+                                             .on_stopped_leading = on_stopped_leading,
+                                             .ud = l};
+    l->elector = lop_elector_new(&ec, err);
+    if (!l->elector) {
+        free(ns);
+        return LOP_EINVAL;
+    }
+    lop_metrics_bind_elector(std, o->leader_election_id, l->elector, &l->metric, NULL);
+    /* Watch the Lease itself so a release is noticed at once (warm standby). */
+    lop_rest_mapping_t mp;
+    if (lop_restmapper_resolve(mapper, "coordination.k8s.io/v1", "Lease", &mp, NULL) == LOP_OK) {
+        char sel[300];
+        snprintf(sel, sizeof sel, "metadata.name=%s", o->leader_election_id);
+        lop_listwatch_t *lw = lop_rest_listwatch_new(rest, &mp, ns, NULL, sel);
+        lop_informer_config_t ic = {.name = "leader-election lease", .lw = lw};
+        l->lease_watch = lw ? lop_informer_new(&ic, NULL) : NULL;
+        free(lw);
+        if (l->lease_watch) {
+            lop_reflector_handlers_t h = {lease_add, lease_update, lease_delete, l};
+            lop_informer_add_handler(l->lease_watch, &h);
+            lop_informer_start(l->lease_watch, NULL);
+        }
+    }
+    free(ns);
+    return lop_elector_start(l->elector);
+}
+
+static void leader_stop(leader_t *l)
+{
+    if (l->lease_watch) lop_informer_stop(l->lease_watch);
+    if (l->elector) lop_elector_stop(l->elector); /* releases the lease when configured */
+    if (l->metric) lop_metrics_unbind(&l->metric, 1, l->elector);
+    lop_informer_free(l->lease_watch);
+    lop_elector_free(l->elector);
+    lop_lease_client_free(l->client);
+    l->lease_watch = NULL;
+    l->elector = NULL;
+    l->client = NULL;
+}
+
 int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_operator_poll_fn poll,
                       void *poll_ud)
 {
@@ -122,6 +249,10 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
     lop_httpserver_t *metrics_srv = NULL, *probe_srv = NULL;
     ready_ctx_t ready = {NULL, false};
     int ino = -1;
+    lop_gate_t gate;
+    lop_gate_init(&gate, false);
+    leader_t leader = {.gate = &gate};
+    char *identity = lop_elector_identity_new();
 
     if (!o->scripts_dir && !o->scripts_configmap) {
         fprintf(stderr, "luaop: --scripts DIR (or --scripts-configmap NS/NAME) is required\n");
@@ -136,6 +267,8 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
     mapper = lop_restmapper_new(rest);
 
     metrics = lop_metrics_new();
+    lop_metrics_std_t std;
+    lop_metrics_std_init(&std, metrics, NULL);
     health = lop_health_new();
     if (lop_httpserver_start(o->metrics_addr, metrics, NULL, &metrics_srv, &err) != LOP_OK ||
         lop_httpserver_start(o->probe_addr, NULL, health, &probe_srv, &err) != LOP_OK) {
@@ -153,21 +286,14 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
                         .jit = o->lua_jit,
                         .unsafe_libs = o->lua_unsafe},
         .namespace_ = o->namespace_,
+        .metrics = &std,
+        .leader_gate = o->leader_elect ? &gate : NULL,
+        .identity = identity,
     };
-    char *identity = NULL;
-    {
-        char host[256] = "luaop";
-        gethostname(host, sizeof host);
-        host[sizeof host - 1] = '\0';
-        identity = lop_xstrdup(host);
-    }
-    mc.identity = identity;
     if (lop_manager_new(&mc, &m, &err) != LOP_OK) {
-        free(identity);
         lop_log(LOP_LOG_ERROR, "cannot create the manager", "error", err.message, NULL);
         goto out;
     }
-    free(identity);
     ready.m = m;
     lop_health_add(health, LOP_READYZ, "informers-synced", check_synced, &ready, NULL);
     lop_health_add(health, LOP_READYZ, "scripts", check_scripts, &ready, NULL);
@@ -196,7 +322,7 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
         lop_log(LOP_LOG_ERROR, "cannot start", "error", err.message, NULL);
         goto out;
     }
-    bool synced = false;
+    bool synced = false, campaigning = false, fatal = false;
     int sig = 0;
     int64_t debounce_at = 0;
     for (;;) {
@@ -206,6 +332,21 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
             synced = true;
             lop_log(LOP_LOG_INFO, "caches synced; ready", NULL);
         }
+        /* Leader election starts once the caches are warm: a new leader reconciles at once. */
+        if (synced && o->leader_elect && !campaigning) {
+            campaigning = true;
+            if (leader_start(&leader, o, rest, mapper, identity, &std, &err) != LOP_OK) {
+                lop_log(LOP_LOG_ERROR, "leader election", "error", err.message, NULL);
+                fatal = true;
+                break;
+            }
+        }
+        if (leader.elector && lop_elector_lost(leader.elector)) {
+            lop_log(LOP_LOG_ERROR, "leader election lost; exiting so a fresh process campaigns",
+                    "lease", leader.name, NULL);
+            fatal = true;
+            break;
+        }
         if (drain_inotify(ino)) debounce_at = lop_clock_mono(&lop_clock_system) + 200 * LOP_NS_PER_MS;
         if (debounce_at && lop_clock_mono(&lop_clock_system) >= debounce_at) {
             debounce_at = 0;
@@ -214,10 +355,14 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
         if (synced && poll && poll(poll_ud, m)) break;
     }
     if (sig) lop_log(LOP_LOG_INFO, "shutting down", "signal", strsignal(sig), NULL);
+    status = fatal ? 1 : 0;
+    /* Finish in-flight reconciles first, then release the Lease. */
+    lop_gate_shutdown(&gate);
     lop_manager_stop(m, o->graceful_shutdown_ns);
-    status = 0;
+    leader_stop(&leader);
 
 out:
+    leader_stop(&leader);
     if (ino >= 0) close(ino);
     lop_httpserver_free(metrics_srv);
     lop_httpserver_free(probe_srv);
@@ -226,5 +371,7 @@ out:
     lop_metrics_free(metrics);
     lop_restmapper_free(mapper);
     lop_rest_client_free(rest);
+    lop_gate_cleanup(&gate);
+    free(identity);
     return status;
 }

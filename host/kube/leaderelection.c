@@ -27,6 +27,10 @@ struct lop_elector {
     lop_elector_callbacks_t cb;
     uint64_t rng;
 
+    /* Leadership changes and their callbacks happen under cb_mu (taken before mu), so
+     * on_started_leading / on_stopped_leading are never concurrent and always alternate. */
+    pthread_mutex_t cb_mu;
+
     /* shared with other threads: under mu */
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -40,7 +44,10 @@ struct lop_elector {
     char pending_rv[LOP_LEASE_RV_MAX];
     char *reported_leader;
     lop_elector_stats_t stats;
+    long seen_losses; /* stats.losses the ticking thread has acted on */
     pthread_t thread;
+    pthread_t watchdog;
+    bool watchdog_started;
 
     /* owned by the ticking thread */
     bool have_observed;
@@ -171,6 +178,7 @@ lop_elector_t *lop_elector_new(const lop_elector_config_t *cfg, lop_err_t *err)
     e->on_loss = cfg->on_loss;
     e->cb = cfg->callbacks;
     e->rng = cfg->jitter_seed ? cfg->jitter_seed : random_u64();
+    pthread_mutex_init(&e->cb_mu, NULL);
     pthread_mutex_init(&e->mu, NULL);
     lop_cond_init(&e->cv);
     e->reported_leader = lop_xstrdup("");
@@ -186,6 +194,7 @@ void lop_elector_free(lop_elector_t *e)
     lop_lease_record_cleanup(&e->pending_rec);
     pthread_cond_destroy(&e->cv);
     pthread_mutex_destroy(&e->mu);
+    pthread_mutex_destroy(&e->cb_mu);
     free(e->reported_leader);
     free(e->identity);
     free(e->name);
@@ -365,32 +374,56 @@ out:
 
 /* ---- state changes ---- */
 
-static void start_leading(lop_elector_t *e, int64_t deadline)
+/* Become leader until `deadline` unless it has already passed. Returns true when it did. */
+static bool start_leading(lop_elector_t *e, int64_t deadline)
 {
+    pthread_mutex_lock(&e->cb_mu);
     pthread_mutex_lock(&e->mu);
-    e->leading = true;
-    e->renew_deadline = deadline;
-    e->stats.acquisitions++;
+    bool ok = !e->stopping && !e->stopped && lop_clock_mono(e->clock) < deadline;
+    if (ok) {
+        e->leading = true;
+        e->renew_deadline = deadline;
+        e->stats.acquisitions++;
+        pthread_cond_broadcast(&e->cv); /* the watchdog now waits for this deadline */
+    }
     pthread_mutex_unlock(&e->mu);
-    char tr[16];
-    snprintf(tr, sizeof tr, "%d", (int)e->observed.lease_transitions);
-    lop_log(LOP_LOG_INFO, "leader election: acquired lease, leading", "lease", e->name, "identity",
-            e->identity, "leaseTransitions", tr, NULL);
-    if (e->cb.on_started_leading) e->cb.on_started_leading(e->cb.ud);
+    if (ok) {
+        char tr[16];
+        snprintf(tr, sizeof tr, "%d", (int)e->observed.lease_transitions);
+        lop_log(LOP_LOG_INFO, "leader election: acquired lease, leading", "lease", e->name,
+                "identity", e->identity, "leaseTransitions", tr, NULL);
+        if (e->cb.on_started_leading) e->cb.on_started_leading(e->cb.ud);
+    }
+    pthread_mutex_unlock(&e->cb_mu);
+    return ok;
 }
 
-/* Renew deadline passed: is_leader() is already false by the clock; make it final. */
-static void lose_leadership(lop_elector_t *e)
+/*
+ * If leading and the renew deadline has passed (is_leader() already says false by the clock),
+ * make the loss final and call on_stopped_leading. Called by the ticking thread and by the
+ * watchdog (which acts even while the ticking thread is stuck in a request); only the first call
+ * acts. Returns true when it acted.
+ */
+static bool lose_if_expired(lop_elector_t *e)
 {
+    pthread_mutex_lock(&e->cb_mu);
     pthread_mutex_lock(&e->mu);
-    e->leading = false;
-    e->stats.losses++;
-    if (e->on_loss == LOP_ELECTOR_ON_LOSS_EXIT) e->lost = true;
+    bool act = e->leading && lop_clock_mono(e->clock) >= e->renew_deadline;
+    if (act) {
+        e->leading = false;
+        e->stats.losses++;
+        if (e->on_loss == LOP_ELECTOR_ON_LOSS_EXIT) e->lost = true;
+        pthread_cond_broadcast(&e->cv);
+    }
     pthread_mutex_unlock(&e->mu);
-    lop_log(LOP_LOG_ERROR, "leader election: lease lost (renew deadline exceeded), stopped leading",
-            "lease", e->name, "identity", e->identity, "onLoss",
-            e->on_loss == LOP_ELECTOR_ON_LOSS_EXIT ? "exit" : "restart-election", NULL);
-    if (e->cb.on_stopped_leading) e->cb.on_stopped_leading(e->cb.ud);
+    if (act) {
+        lop_log(LOP_LOG_ERROR, "leader election: lease lost (renew deadline exceeded), stopped leading",
+                "lease", e->name, "identity", e->identity, "onLoss",
+                e->on_loss == LOP_ELECTOR_ON_LOSS_EXIT ? "exit" : "restart-election", NULL);
+        if (e->cb.on_stopped_leading) e->cb.on_stopped_leading(e->cb.ud);
+    }
+    pthread_mutex_unlock(&e->cb_mu);
+    return act;
 }
 
 /* Apply a watch observation queued by notify. */
@@ -412,9 +445,24 @@ static void apply_pending(lop_elector_t *e, int64_t now)
     lop_lease_record_cleanup(&rec);
 }
 
+/* The next time a standby should try: a jittered retry period, or the moment the lease it
+ * observes expires by its clock if that comes first. */
+static int64_t standby_next(lop_elector_t *e, int64_t after)
+{
+    int64_t next = after + jittered_retry(e);
+    /* Beyond client-go: a standby knows, by its own clock, when the lease it observes will expire;
+     * it tries right then instead of at its next poll (up to 2.2 retry periods later). */
+    if (e->have_observed && lop_lease_record_holder(&e->observed)[0] && !holder_is_self(e, &e->observed)) {
+        int64_t expiry = e->observed_at + (int64_t)e->observed.lease_duration_seconds * LOP_NS_PER_S;
+        if (expiry > after && expiry < next) next = expiry;
+    }
+    return next;
+}
+
 int64_t lop_elector_tick(lop_elector_t *e)
 {
     int64_t now = lop_clock_mono(e->clock);
+    lose_if_expired(e);
     pthread_mutex_lock(&e->mu);
     if (e->stopped || e->lost) {
         pthread_mutex_unlock(&e->mu);
@@ -424,17 +472,13 @@ int64_t lop_elector_tick(lop_elector_t *e)
     e->poke = false;
     bool leading = e->leading;
     int64_t deadline = e->renew_deadline;
+    bool lost_since = e->stats.losses != e->seen_losses;
+    e->seen_losses = e->stats.losses;
     pthread_mutex_unlock(&e->mu);
 
     apply_pending(e, now);
-
-    if (leading && now >= deadline) {
-        lose_leadership(e);
-        if (e->on_loss == LOP_ELECTOR_ON_LOSS_EXIT) return INT64_MAX;
-        leading = false;
-        e->next_attempt = now; /* campaign again at once */
-    }
-    if (leading) poke = false; /* watch pokes are for standbys */
+    if (lost_since) e->next_attempt = now; /* restart-election: campaign again at once */
+    if (leading) poke = false;             /* watch pokes are for standbys */
     if (!poke && now < e->next_attempt)
         return leading && deadline < e->next_attempt ? deadline : e->next_attempt;
 
@@ -445,40 +489,32 @@ int64_t lop_elector_tick(lop_elector_t *e)
     bool ok = try_acquire_or_renew(e);
     int64_t after = lop_clock_mono(e->clock);
 
-    if (leading) {
-        if (after >= deadline) {
-            /* The attempt outlived the deadline: is_leader() already reported false. */
-            lose_leadership(e);
-            if (e->on_loss == LOP_ELECTOR_ON_LOSS_EXIT) return INT64_MAX;
-            e->next_attempt = after;
-            return after;
-        }
-        if (ok) {
-            pthread_mutex_lock(&e->mu);
-            e->renew_deadline = deadline = start + e->renew_ns;
-            pthread_mutex_unlock(&e->mu);
-        }
+    /* The state may have changed during the attempt (the watchdog may have ended leadership). */
+    lose_if_expired(e);
+    pthread_mutex_lock(&e->mu);
+    bool still = e->leading, lost = e->lost;
+    if (still && ok) e->renew_deadline = start + e->renew_ns;
+    deadline = e->renew_deadline;
+    pthread_mutex_unlock(&e->mu);
+    if (lost) return INT64_MAX;
+    if (still) {
         e->next_attempt = after + e->retry_ns;
         return deadline < e->next_attempt ? deadline : e->next_attempt;
     }
-    if (ok && start + e->renew_ns > after) {
-        start_leading(e, start + e->renew_ns);
+    if (leading) { /* lost during this attempt (restart-election): campaign again at once */
+        pthread_mutex_lock(&e->mu);
+        e->seen_losses = e->stats.losses;
+        pthread_mutex_unlock(&e->mu);
+        e->next_attempt = after;
+        return after;
+    }
+    if (ok && start_leading(e, start + e->renew_ns)) {
         e->next_attempt = after + e->retry_ns;
         int64_t d = start + e->renew_ns;
         return d < e->next_attempt ? d : e->next_attempt;
     }
-    if (ok) {
-        e->next_attempt = after;
-        return after;
-    }
-    e->next_attempt = after + jittered_retry(e);
-    /* Beyond client-go: a standby knows, by its own clock, when the lease it observes will expire;
-     * it tries right then instead of at its next poll (up to 2.2 retry periods later). */
-    if (e->have_observed && lop_lease_record_holder(&e->observed)[0] && !holder_is_self(e, &e->observed)) {
-        int64_t expiry =
-            e->observed_at + (int64_t)e->observed.lease_duration_seconds * LOP_NS_PER_S;
-        if (expiry > after && expiry < e->next_attempt) e->next_attempt = expiry;
-    }
+    /* Written but too late to lead on it (the attempt outlasted a renew deadline): retry now. */
+    e->next_attempt = ok ? after : standby_next(e, after);
     return e->next_attempt;
 }
 
@@ -531,6 +567,27 @@ static void *elector_main(void *arg)
     return NULL;
 }
 
+/* Ends leadership at the renew deadline even while the elector thread is blocked in a request,
+ * so on_stopped_leading is timely, not only is_leader(). */
+static void *watchdog_main(void *arg)
+{
+    lop_elector_t *e = arg;
+    pthread_mutex_lock(&e->mu);
+    while (!e->stopping) {
+        bool due = e->leading && lop_clock_mono(e->clock) >= e->renew_deadline;
+        if (due) {
+            pthread_mutex_unlock(&e->mu);
+            lose_if_expired(e);
+            pthread_mutex_lock(&e->mu);
+            pthread_cond_broadcast(&e->cv); /* wake the elector thread (exit mode: it quits) */
+            continue;
+        }
+        lop_clock_wait_until(e->clock, &e->cv, &e->mu, e->leading ? e->renew_deadline : INT64_MAX);
+    }
+    pthread_mutex_unlock(&e->mu);
+    return NULL;
+}
+
 lop_rc_t lop_elector_start(lop_elector_t *e)
 {
     pthread_mutex_lock(&e->mu);
@@ -545,6 +602,12 @@ lop_rc_t lop_elector_start(lop_elector_t *e)
         e->started = false;
         pthread_mutex_unlock(&e->mu);
         return LOP_ERR;
+    }
+    if (pthread_create(&e->watchdog, NULL, watchdog_main, e) == 0) {
+        e->watchdog_started = true;
+    } else {
+        lop_log(LOP_LOG_WARN, "leader election: no watchdog thread; leadership ends at the next step",
+                "lease", e->name, NULL);
     }
     return LOP_OK;
 }
@@ -600,16 +663,21 @@ void lop_elector_stop(lop_elector_t *e)
     pthread_cond_broadcast(&e->cv);
     pthread_mutex_unlock(&e->mu);
     if (started) pthread_join(e->thread, NULL);
+    if (e->watchdog_started) pthread_join(e->watchdog, NULL);
+    e->watchdog_started = false;
 
+    pthread_mutex_lock(&e->cb_mu);
     pthread_mutex_lock(&e->mu);
     bool was_leading = e->leading;
     bool still_valid = was_leading && lop_clock_mono(e->clock) < e->renew_deadline;
     e->leading = false;
     e->stopped = true;
     pthread_mutex_unlock(&e->mu);
-    if (!was_leading) return;
-    lop_log(LOP_LOG_INFO, "leader election: stopped leading (shutdown)", "lease", e->name,
-            "identity", e->identity, NULL);
-    if (e->cb.on_stopped_leading) e->cb.on_stopped_leading(e->cb.ud);
-    if (e->release_on_cancel && still_valid) release(e);
+    if (was_leading) {
+        lop_log(LOP_LOG_INFO, "leader election: stopped leading (shutdown)", "lease", e->name,
+                "identity", e->identity, NULL);
+        if (e->cb.on_stopped_leading) e->cb.on_stopped_leading(e->cb.ud);
+    }
+    pthread_mutex_unlock(&e->cb_mu);
+    if (was_leading && e->release_on_cancel && still_valid) release(e);
 }

@@ -24,16 +24,20 @@
  * the elector thread is stuck in a request — before anyone else can take over.
  *
  * Two ways to drive it:
- *   - lop_elector_start/lop_elector_stop: a thread of its own (production);
+ *   - lop_elector_start/lop_elector_stop: a thread of its own (production), plus a watchdog thread
+ *     that ends leadership (on_stopped_leading) at the renew deadline even while the elector
+ *     thread is blocked in a hung request;
  *   - lop_elector_tick: one synchronous step at the clock's current time (tests with a fake
  *     clock; never mix with start).
  * Lease watch events fed through lop_elector_notify_lease_changed make a standby try at once when
  * the lease is released instead of waiting for its next retry.
  *
- * Thread-safety: lop_elector_is_leader, _leader, _identity, _notify_lease_changed, _state and
- * _lost are safe from any thread at any time. start/stop/tick/free are called from one controlling
- * thread. Callbacks run on the elector's thread (or the thread calling tick/stop), never under an
- * elector lock, so they may call the query functions; they must not call stop/free.
+ * Thread-safety: lop_elector_is_leader, _leader, _identity, _notify_lease_changed, _notify_lease_event,
+ * _stats and _lost are safe from any thread at any time. start/stop/tick/free are called from one
+ * controlling thread. Callbacks run on the elector's threads (or the thread calling tick/stop).
+ * on_started_leading and on_stopped_leading are serialized and strictly alternate (a callback lock
+ * is held across them, so the host may block in them, e.g. to drain workers); they may call the
+ * query functions but must not call stop/free. on_new_leader runs under no elector lock.
  */
 #ifndef LOP_KUBE_LEADERELECTION_H
 #define LOP_KUBE_LEADERELECTION_H

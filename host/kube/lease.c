@@ -177,6 +177,20 @@ lop_rc_t lop_lease_from_text(const char *text, size_t len, lop_lease_record_t *o
     return rc;
 }
 
+bool lop_lease_name_valid(const char *s)
+{
+    if (!s) return false;
+    size_t n = strlen(s);
+    if (n == 0 || n > 253) return false;
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        bool alnum = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
+        if (!alnum && ch != '-' && ch != '.') return false;
+        if ((i == 0 || i == n - 1) && !alnum) return false;
+    }
+    return true;
+}
+
 /* ---- client wrapper ---- */
 
 lop_lease_client_t *lop_lease_client_new(const lop_lease_client_ops_t *ops, void *ud,

@@ -129,6 +129,10 @@ static inline lop_rc_t lop_lease_update(lop_lease_client_t *c, const lop_lease_r
     return c->ops->update(c->ud, rec, rv, rv_out, err);
 }
 
+/* True when s is a valid DNS-1123 subdomain (what Lease names and namespaces must be), which is
+ * also safe to put in a URL path unescaped. */
+bool lop_lease_name_valid(const char *s);
+
 /* ------------------------------------------------------------------------------------------ */
 /* The real lease client over the REST client (rest.h).                                        */
 

@@ -100,14 +100,6 @@ static lop_rc_t injected(lop_err_t *err, lop_rc_t rc, const char *op)
     return lop_err_set(err, rc, code, reason, "injected failure on lease %s", op);
 }
 
-/* After a write: notify the hook outside the lock with a private copy. */
-static void notify(lop_lease_store_t *s, lop_lease_store_change_fn fn, void *ud,
-                   const lop_lease_record_t *rec, const char *rv)
-{
-    (void)s;
-    if (fn) fn(ud, rec, rv);
-}
-
 static lop_rc_t mem_get(void *ud, lop_lease_record_t *out, char *rv, lop_err_t *err)
 {
     mem_client_t *m = ud;
@@ -148,7 +140,7 @@ static lop_rc_t mem_create(void *ud, const lop_lease_record_t *rec, char *rv_out
     lop_lease_store_change_fn fn = s->on_change;
     void *fn_ud = s->on_change_ud;
     pthread_mutex_unlock(&s->mu);
-    notify(s, fn, fn_ud, &copy, rv_out);
+    if (fn) fn(fn_ud, &copy, rv_out); /* outside the lock, with a private copy */
     lop_lease_record_cleanup(&copy);
     return LOP_OK;
 }
@@ -181,7 +173,7 @@ static lop_rc_t mem_update(void *ud, const lop_lease_record_t *rec, const char *
     lop_lease_store_change_fn fn = s->on_change;
     void *fn_ud = s->on_change_ud;
     pthread_mutex_unlock(&s->mu);
-    notify(s, fn, fn_ud, &copy, rv_out);
+    if (fn) fn(fn_ud, &copy, rv_out); /* outside the lock, with a private copy */
     lop_lease_record_cleanup(&copy);
     return LOP_OK;
 }

@@ -24,20 +24,6 @@ typedef struct rest_lease {
     json_t *cached; /* last Lease object seen from the server, or NULL */
 } rest_lease_t;
 
-/* A DNS-1123 subdomain (what Lease names and namespaces are): safe in a URL path unescaped. */
-static bool valid_dns_name(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > 253) return false;
-    for (size_t i = 0; i < n; i++) {
-        char ch = s[i];
-        bool alnum = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
-        if (!alnum && ch != '-' && ch != '.') return false;
-        if ((i == 0 || i == n - 1) && !alnum) return false;
-    }
-    return true;
-}
-
 static void remember(rest_lease_t *l, json_t *obj)
 {
     if (l->cached) json_decref(l->cached);
@@ -165,13 +151,13 @@ lop_lease_client_t *lop_lease_client_rest_new(lop_rest_client_t *rest, const cha
         lop_err_set(err, LOP_EINVAL, 0, NULL, "lease client: no REST client");
         return NULL;
     }
-    if (!ns || !valid_dns_name(ns)) {
+    if (!ns || !lop_lease_name_valid(ns)) {
         lop_err_set(err, LOP_EINVAL, 0, NULL,
                     "lease client: namespace \"%.64s\" is not a valid name (lowercase letters, digits, "
                     "'-' and '.')", ns ? ns : "");
         return NULL;
     }
-    if (!name || !valid_dns_name(name)) {
+    if (!name || !lop_lease_name_valid(name)) {
         lop_err_set(err, LOP_EINVAL, 0, NULL,
                     "lease client: lease name \"%.64s\" is not a valid name (lowercase letters, digits, "
                     "'-' and '.')", name ? name : "");

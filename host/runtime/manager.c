@@ -122,6 +122,11 @@ static inf_entry_t *inf_acquire(lop_manager_t *m, const lop_rest_mapping_t *mp, 
     lop_reflector_handlers_t h = lop_ryw_handlers;
     h.ud = m;
     e->notify_id = lop_informer_add_handler(inf, &h);
+    if (m->cfg.metrics) {
+        lop_metrics_bind_store(m->cfg.metrics, name, lop_informer_store(inf), e->store_metrics, NULL);
+        lop_metrics_bind_reflector(m->cfg.metrics, name, lop_informer_reflector(inf),
+                                   e->reflector_metrics, NULL);
+    }
     pthread_mutex_lock(&m->mu);
     e->next = m->infs;
     m->infs = e;
@@ -142,6 +147,8 @@ static void inf_release(lop_manager_t *m, inf_entry_t *e)
     }
     pthread_mutex_unlock(&m->mu);
     lop_log(LOP_LOG_INFO, "stopping informer", "informer", e->key, NULL);
+    lop_metrics_unbind(e->store_metrics, 2, lop_informer_store(e->inf));
+    lop_metrics_unbind(e->reflector_metrics, 2, lop_informer_reflector(e->inf));
     lop_informer_free(e->inf); /* stops it */
     free(e->ns);
     free(e->selector);
@@ -151,11 +158,12 @@ static void inf_release(lop_manager_t *m, inf_entry_t *e)
 
 static lop_rc_t inf_start(lop_manager_t *m, inf_entry_t *e, lop_err_t *err)
 {
-    (void)m;
     if (e->started) return LOP_OK;
     lop_rc_t rc = lop_informer_start(e->inf, err);
     if (rc == LOP_OK) {
+        pthread_mutex_lock(&m->mu); /* cache_for reads it from worker threads */
         e->started = true;
+        pthread_mutex_unlock(&m->mu);
         lop_log(LOP_LOG_INFO, "starting informer", "informer", e->key, NULL);
     }
     return rc;
@@ -176,6 +184,8 @@ static void ctrl_free(lop_manager_t *m, ctrl_entry_t *c, int64_t grace_ns)
     for (size_t i = 0; i < c->nbindings; i++) binding_free(c->bindings[i]);
     free(c->bindings);
     lop_controller_stop(c->ctrl, grace_ns);
+    lop_metrics_unbind_queue(&c->queue_metrics, lop_controller_queue(c->ctrl));
+    lop_metrics_unbind_controller(&c->ctrl_metrics, c->ctrl);
     lop_controller_free(c->ctrl);
     free(c->name);
     free(c);
@@ -192,11 +202,10 @@ static ctrl_entry_t *ctrl_find(ctrl_entry_t *list, const char *name)
 static void on_reconciled(void *ud, const char *controller, lop_result_kind_t kind, int64_t dur)
 {
     lop_manager_t *m = ud;
-    (void)controller;
-    (void)dur;
     __atomic_add_fetch(&m->stats.reconciles, 1, __ATOMIC_RELAXED);
     if (kind == LOP_RESULT_ERROR || kind == LOP_RESULT_TERMINAL)
         __atomic_add_fetch(&m->stats.errors, 1, __ATOMIC_RELAXED);
+    if (m->cfg.metrics) lop_metrics_reconcile_observer(m->cfg.metrics, controller, kind, dur);
 }
 
 /* Wire the declarations of the freshly installed set. Reuses controllers by name. */
@@ -219,6 +228,8 @@ static lop_rc_t rewire(lop_manager_t *m, lop_err_t *err)
             strcmp(old->primary.group, c->primary.group) == 0) {
             c->ctrl = old->ctrl; /* keep the queue (and its pending requeues) and workers */
             c->started = old->started;
+            c->queue_metrics = old->queue_metrics;
+            c->ctrl_metrics = old->ctrl_metrics;
             old->moved = true;
         } else {
             lop_controller_opts_t co = {
@@ -232,6 +243,13 @@ static lop_rc_t rewire(lop_manager_t *m, lop_err_t *err)
             };
             c->ctrl = lop_controller_new(&co);
             m->stats.controllers++;
+            if (m->cfg.metrics) {
+                lop_metrics_bind_queue(m->cfg.metrics, d->name, lop_controller_queue(c->ctrl),
+                                       &c->queue_metrics, NULL);
+                lop_metrics_bind_controller(m->cfg.metrics, d->name, c->ctrl,
+                                            d->max_concurrent_reconciles > 0 ? d->max_concurrent_reconciles : 1,
+                                            &c->ctrl_metrics, NULL);
+            }
         }
         size_t nw = decl_watch_count(d);
         c->bindings = lop_xcalloc(nw, sizeof *c->bindings);
@@ -339,13 +357,22 @@ lop_rc_t lop_manager_install(lop_manager_t *m, lop_script_set_t *set, lop_err_t 
 {
     char version[17];
     snprintf(version, sizeof version, "%s", set->version);
+    char old_version[32];
+    lop_scriptrt_version(m->rt, old_version, sizeof old_version);
     lop_rc_t rc = lop_scriptrt_install(m->rt, set, validate_vm, m, err);
     if (rc == LOP_OK) rc = rewire(m, err);
     if (rc != LOP_OK) {
         m->stats.reloads_failed++;
+        if (m->cfg.metrics)
+            lop_metric_counter_add(m->cfg.metrics->script_reload_total, (const char *[]){"failure"}, 1, NULL);
         return rc;
     }
     m->stats.reloads_ok++;
+    if (m->cfg.metrics) {
+        lop_metric_counter_add(m->cfg.metrics->script_reload_total, (const char *[]){"success"}, 1, NULL);
+        lop_metrics_std_set_active_version(m->cfg.metrics, old_version[0] ? old_version : NULL,
+                                           version, NULL);
+    }
     if (m->started) {
         lop_err_t e;
         if (lop_manager_start(m, &e) != LOP_OK)
@@ -399,8 +426,11 @@ void lop_manager_stop(lop_manager_t *m, int64_t grace_ns)
 {
     /* Stop intake first: informers stop delivering, then queues drain. */
     for (inf_entry_t *e = m->infs; e; e = e->next) {
-        if (e->started) lop_informer_stop(e->inf);
-        e->started = false;
+        pthread_mutex_lock(&m->mu);
+        bool started = e->started;
+        e->started = false; /* reads from the cache now fall back to live requests */
+        pthread_mutex_unlock(&m->mu);
+        if (started) lop_informer_stop(e->inf);
     }
     for (ctrl_entry_t *c = m->ctrls; c; c = c->next) {
         lop_controller_stop(c->ctrl, grace_ns);

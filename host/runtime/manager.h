@@ -23,6 +23,7 @@
 #include "host/kube/restmapper.h"
 #include "host/runtime/engine.h"
 #include "host/runtime/gate.h"
+#include "host/runtime/metrics_std.h"
 
 #include <stdbool.h>
 
@@ -38,6 +39,7 @@ typedef struct lop_manager_config {
     lop_gate_t *leader_gate;      /* NULL = no leader election; borrowed */
     const char *identity;         /* this replica's identity; copied */
     const char *component;        /* Event source component (default "luaop"); copied */
+    lop_metrics_std_t *metrics;   /* standard metric families to feed; NULL = none; borrowed */
 } lop_manager_config_t;
 
 typedef struct lop_manager_stats {

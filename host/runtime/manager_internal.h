@@ -6,6 +6,7 @@
 #include "host/kube/informer.h"
 #include "host/runtime/controller.h"
 #include "host/runtime/manager.h"
+#include "host/runtime/metrics_bind.h"
 #include "host/runtime/recorder.h"
 #include "host/runtime/scriptrt.h"
 
@@ -21,6 +22,8 @@ typedef struct inf_entry {
     int refs;
     bool started;
     int notify_id; /* handler that wakes read-your-writes waiters */
+    lop_metric_t *store_metrics[2];
+    lop_metric_t *reflector_metrics[2];
     struct inf_entry *next;
 } inf_entry_t;
 
@@ -46,6 +49,8 @@ typedef struct ctrl_entry {
     size_t nbindings;
     bool started;
     bool moved; /* reload: its controller now belongs to the new wiring */
+    lop_metrics_queue_t queue_metrics;
+    lop_metrics_controller_t ctrl_metrics;
     struct ctrl_entry *next;
 } ctrl_entry_t;
 

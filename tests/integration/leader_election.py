@@ -134,6 +134,8 @@ def phase_a(url, kc):
     for r in reps:
         check(r.wait("NEWLEADER", 10, arg=leader.id) is not None,
               f"A: {r.id} observes {leader.id} as leader")
+    for r in reps:
+        check(r.wait("WATCHING", 10) is not None, f"A: {r.id}'s Lease watch is connected")
     check(sum(r.leading() for r in reps) == 1, "A: exactly one replica leads")
     check(get_lease(url, "lock-a")["holderIdentity"] == leader.id, "A: the Lease names the leader")
 
@@ -218,6 +220,7 @@ def phase_c(url, kc):
     check(p.wait("LEADING", LEASE_S * 1.5, t_cont) is None, "C: P does not lead again while Q leads")
     check(p.proc.poll() is None, "C: P is still running (restart-election)")
     check(get_lease(url, "lock-c")["holderIdentity"] == q.id, "C: the Lease names Q")
+    check(p.wait("WATCHING", 10) is not None, "C: P's Lease watch is connected")
     t0 = time.monotonic()
     q.signal(signal.SIGTERM)
     t1 = p.wait("LEADING", 10, t0)

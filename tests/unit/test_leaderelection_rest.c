@@ -12,6 +12,7 @@
 #include "host/kube/kubeconfig.h"
 #include "host/kube/leaderelection.h"
 #include "host/kube/lease.h"
+#include "host/kube/lease_watch.h"
 #include "host/kube/rest.h"
 #include "host/util/buf.h"
 #include "host/util/log.h"
@@ -109,6 +110,48 @@ static void test_rest_lease_client(void)
     lop_rest_client_free(rest);
 }
 
+/* The Lease watch helper: invalid names refused; events delivered; a server-side end of the
+ * stream (as on an API server restart) is followed by a reconnect that keeps delivering. */
+static void test_lease_watch_reconnects(void)
+{
+    lop_rest_client_t *rest = new_rest();
+    lop_err_t err;
+    lop_lease_client_t *c = lop_lease_client_rest_new(rest, NS, "watch-check", 5000, &err);
+    lop_elector_config_t cfg;
+    lop_elector_config_defaults(&cfg);
+    cfg.identity = "observer";
+    cfg.client = c;
+    lop_elector_t *e = lop_elector_new(&cfg, &err); /* never started: only receives events */
+    T_CHECK(lop_lease_watch_start(rest, NS, "Bad/Name", e, NULL, &err) == NULL);
+    T_CHECK(strstr(err.message, "Bad/Name") != NULL);
+    lop_lease_watch_t *w = lop_lease_watch_start(rest, NS, "watch-check", e, NULL, &err);
+    T_CHECK(w != NULL);
+    if (!w) goto out;
+
+    lop_lease_record_t r = LOP_LEASE_RECORD_INIT;
+    lop_lease_record_set_holder(&r, "someone");
+    r.lease_duration_seconds = 15;
+    char rv[LOP_LEASE_RV_MAX], rv2[LOP_LEASE_RV_MAX];
+    T_EQ_INT(lop_lease_create(c, &r, rv, &err), LOP_OK);
+    T_CHECK(lop_lease_watch_wait_events(w, 1, 15 * LOP_NS_PER_S));
+    char *leader = lop_elector_leader(e);
+    T_EQ_STR(leader, ""); /* not started: observations are applied by its own steps only */
+    free(leader);
+
+    lop_apiserver_close_watches(srv);
+    long before = lop_lease_watch_events(w);
+    r.lease_transitions = 1;
+    /* The reconnect delivers the Lease again (ADDED), then this update (MODIFIED). */
+    T_EQ_INT(lop_lease_update(c, &r, rv, rv2, &err), LOP_OK);
+    T_CHECK(lop_lease_watch_wait_events(w, before + 1, 15 * LOP_NS_PER_S));
+    lop_lease_watch_stop(w);
+    lop_lease_record_cleanup(&r);
+out:
+    lop_elector_free(e);
+    lop_lease_client_free(c);
+    lop_rest_client_free(rest);
+}
+
 /* ---- three replicas ---- */
 
 typedef struct replica {
@@ -160,81 +203,12 @@ static bool wait_started_locked(int n)
     return total_started() >= n;
 }
 
-/* A Lease watch: newline-delimited JSON events fed to the target electors (set before start). */
-typedef struct watcher {
-    lop_rest_client_t *rest;
-    char path[256];
-    lop_elector_t *targets[N];
-    int ntargets;
-    atomic_bool cancel;
-    lop_buf_t pending;
-    pthread_t thread;
-    int events; /* under mu */
-} watcher_t;
-
-static int on_watch_bytes(void *ud, const char *data, size_t len)
-{
-    watcher_t *w = ud;
-    lop_buf_append(&w->pending, data, len);
-    char *nl;
-    while ((nl = memchr(w->pending.data, '\n', w->pending.len)) != NULL) {
-        size_t n = (size_t)(nl - w->pending.data);
-        json_t *ev = json_loadb(w->pending.data, n, 0, NULL);
-        if (ev) {
-            const char *type = json_string_value(json_object_get(ev, "type"));
-            for (int i = 0; i < w->ntargets; i++)
-                lop_elector_notify_lease_event(w->targets[i], type, json_object_get(ev, "object"), NULL);
-            json_decref(ev);
-            pthread_mutex_lock(&mu);
-            w->events++;
-            pthread_cond_broadcast(&cv);
-            pthread_mutex_unlock(&mu);
-        }
-        lop_buf_consume(&w->pending, n + 1);
-    }
-    return 0;
-}
-
-static void *watch_main(void *arg)
-{
-    watcher_t *w = arg;
-    lop_rest_stream_opts_t opts = {&w->cancel, 0};
-    while (!atomic_load(&w->cancel)) {
-        lop_err_t err;
-        lop_rc_t rc = lop_rest_stream(w->rest, w->path, on_watch_bytes, w, &opts, NULL, &err);
-        lop_buf_reset(&w->pending);
-        if (rc != LOP_OK && !atomic_load(&w->cancel)) {
-            struct timespec d = {0, 100 * 1000000}; /* reconnect backoff */
-            nanosleep(&d, NULL);
-        }
-    }
-    return NULL;
-}
-
-static void watcher_start(watcher_t *w, lop_rest_client_t *rest, const char *ns, const char *name)
-{
-    w->rest = rest;
-    snprintf(w->path, sizeof w->path,
-             "/apis/coordination.k8s.io/v1/namespaces/%s/leases?watch=true&fieldSelector=metadata.name%%3D%s",
-             ns, name);
-    atomic_init(&w->cancel, false);
-    pthread_create(&w->thread, NULL, watch_main, w);
-}
-
-static void watcher_stop(watcher_t *w)
-{
-    atomic_store(&w->cancel, true);
-    pthread_join(w->thread, NULL);
-    lop_buf_free(&w->pending);
-}
-
 static void test_three_replicas_one_leader_fast_release_handover(void)
 {
     /* Client-go's defaults: a standby polls every 2-4.4 s, so a sub-second handover must come
      * from the watch. */
-    watcher_t w;
-    memset(&w, 0, sizeof w);
-
+    lop_rest_client_t *watch_rest = new_rest();
+    lop_lease_watch_t *watches[N] = {NULL};
     for (int i = 0; i < N; i++) {
         replica_t *r = &reps[i];
         r->rest = new_rest();
@@ -251,19 +225,20 @@ static void test_three_replicas_one_leader_fast_release_handover(void)
         r->e = lop_elector_new(&cfg, &err);
         T_CHECK(r->e != NULL);
     }
-    for (int i = 0; i < N; i++) w.targets[w.ntargets++] = reps[i].e;
-    watcher_start(&w, new_rest(), NS, LEASE);
+    /* One Lease watch per replica, as each replica process has its own. */
+    for (int i = 0; i < N; i++) {
+        lop_err_t err;
+        watches[i] = lop_lease_watch_start(watch_rest, NS, LEASE, reps[i].e, NULL, &err);
+        T_CHECK(watches[i] != NULL);
+    }
     for (int i = 0; i < N; i++) T_EQ_INT(lop_elector_start(reps[i].e), LOP_OK);
 
     pthread_mutex_lock(&mu);
     T_CHECK(wait_started_locked(1));
-    /* Make sure the watch is connected (it has delivered the Lease) before the handover. */
-    struct timespec lim;
-    clock_gettime(CLOCK_REALTIME, &lim);
-    lim.tv_sec += 15;
-    while (w.events < 1 && pthread_cond_timedwait(&cv, &mu, &lim) == 0) {}
-    T_CHECK(w.events >= 1);
     pthread_mutex_unlock(&mu);
+    /* Make sure every watch is connected (it has delivered the Lease) before the handover. */
+    for (int i = 0; i < N; i++)
+        T_CHECK(watches[i] && lop_lease_watch_wait_events(watches[i], 1, 15 * LOP_NS_PER_S));
     int leader = -1, n = 0;
     for (int i = 0; i < N; i++)
         if (lop_elector_is_leader(reps[i].e)) {
@@ -298,7 +273,7 @@ static void test_three_replicas_one_leader_fast_release_handover(void)
 
 out:
     for (int i = 0; i < N; i++) lop_elector_stop(reps[i].e);
-    watcher_stop(&w);
+    for (int i = 0; i < N; i++) lop_lease_watch_stop(watches[i]);
     for (int i = 0; i < N; i++) {
         lop_elector_t *e = reps[i].e;
         reps[i].e = NULL;
@@ -306,7 +281,7 @@ out:
         lop_lease_client_free(reps[i].lease);
         lop_rest_client_free(reps[i].rest);
     }
-    lop_rest_client_free(w.rest);
+    lop_rest_client_free(watch_rest);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -316,7 +291,8 @@ out:
  * [--retry-period-ms N] [--wall-skew-s N] [--on-loss exit|restart] [--no-watch] [--no-release]`
  * runs one elector as one operator replica would: its own REST client, a Lease watch, SIGTERM →
  * stop (release) and exit 0, lost in exit mode → exit 1. It prints one line per event on stdout:
- * CANDIDATE id, LEADING id, STOPPED id, NEWLEADER id holder, RELEASED id, LOST id, EXIT id.
+ * CANDIDATE id, WATCHING id (watch connected), LEADING id, STOPPED id, NEWLEADER id holder,
+ * RELEASED id, LOST id, EXIT id.
  */
 
 typedef struct skew_clock {
@@ -431,12 +407,14 @@ static int replica_main(int argc, char **argv)
     lop_elector_t *e = lop_elector_new(&cfg, &err);
     if (!e) { fprintf(stderr, "replica: %s\n", err.message); return 2; }
 
-    watcher_t w;
-    memset(&w, 0, sizeof w);
-    w.targets[w.ntargets++] = e;
-    if (watch) watcher_start(&w, watch_rest, ns, name);
+    lop_lease_watch_t *lw = NULL;
+    if (watch) {
+        lw = lop_lease_watch_start(watch_rest, ns, name, e, NULL, &err);
+        if (!lw) { fprintf(stderr, "replica: %s\n", err.message); return 2; }
+    }
     say("CANDIDATE", NULL);
     lop_elector_start(e);
+    if (lw && lop_lease_watch_wait_events(lw, 1, 10 * LOP_NS_PER_S)) say("WATCHING", NULL);
     int code = 0;
     for (;;) {
         int sig = 0;
@@ -453,7 +431,7 @@ static int replica_main(int argc, char **argv)
     }
     lop_elector_stop(e);
     if (lop_elector_stats(e).releases > 0) say("RELEASED", NULL);
-    if (watch) watcher_stop(&w);
+    lop_lease_watch_stop(lw);
     lop_elector_free(e);
     lop_lease_client_free(lease);
     lop_rest_client_free(watch_rest);
@@ -474,6 +452,7 @@ int main(int argc, char **argv)
         return 1;
     }
     T_RUN(test_rest_lease_client);
+    T_RUN(test_lease_watch_reconnects);
     T_RUN(test_three_replicas_one_leader_fast_release_handover);
     lop_apiserver_stop(srv);
     return T_DONE();

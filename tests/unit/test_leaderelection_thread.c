@@ -138,9 +138,115 @@ static void test_threaded_handover_on_release(void)
     lop_lease_store_free(store);
 }
 
+/* A lease client whose updates can be made to hang (a request stuck on a dead connection). */
+typedef struct hang_client {
+    lop_lease_client_t *inner;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool hang;
+    int blocked; /* updates currently blocked */
+} hang_client_t;
+
+static lop_rc_t hc_get(void *ud, lop_lease_record_t *out, char *rv, lop_err_t *err)
+{
+    hang_client_t *h = ud;
+    return lop_lease_get(h->inner, out, rv, err);
+}
+
+static lop_rc_t hc_create(void *ud, const lop_lease_record_t *rec, char *rv, lop_err_t *err)
+{
+    hang_client_t *h = ud;
+    return lop_lease_create(h->inner, rec, rv, err);
+}
+
+static lop_rc_t hc_update(void *ud, const lop_lease_record_t *rec, const char *rv, char *rv_out,
+                          lop_err_t *err)
+{
+    hang_client_t *h = ud;
+    pthread_mutex_lock(&h->mu);
+    if (h->hang) {
+        h->blocked++;
+        pthread_cond_broadcast(&h->cv);
+        while (h->hang) pthread_cond_wait(&h->cv, &h->mu);
+        h->blocked--;
+    }
+    pthread_mutex_unlock(&h->mu);
+    (void)rec;
+    (void)rv;
+    (void)rv_out;
+    return lop_err_set(err, LOP_EAGAIN, 0, NULL, "connection reset");
+}
+
+static const lop_lease_client_ops_t hang_ops = {hc_get, hc_create, hc_update, NULL};
+
+/* The renew request hangs past the renew deadline: the watchdog ends leadership on time
+ * (is_leader false AND on_stopped_leading called) although the elector thread is stuck. */
+static void test_watchdog_ends_leadership_while_request_hangs(void)
+{
+    lop_lease_store_t *store = lop_lease_store_new();
+    hang_client_t h;
+    memset(&h, 0, sizeof h);
+    h.inner = lop_lease_client_memory_new(store, "inner");
+    pthread_mutex_init(&h.mu, NULL);
+    pthread_cond_init(&h.cv, NULL);
+    lop_lease_client_t *client = lop_lease_client_new(&hang_ops, &h, "hanging");
+    lop_fake_clock_t clk;
+    lop_fake_clock_init(&clk, 0);
+    waiter_t w;
+    memset(&w, 0, sizeof w);
+    pthread_mutex_init(&w.mu, NULL);
+    pthread_cond_init(&w.cv, NULL);
+    lop_elector_config_t cfg;
+    lop_elector_config_defaults(&cfg);
+    cfg.identity = "stuck";
+    cfg.client = client;
+    cfg.clock = &clk.base;
+    cfg.callbacks = (lop_elector_callbacks_t){on_started, on_stopped, NULL, &w};
+    lop_elector_t *e = lop_elector_new(&cfg, NULL);
+    T_EQ_INT(lop_elector_start(e), LOP_OK);
+    T_CHECK(wait_for(&w, &w.started, 1)); /* created the Lease: no update needed */
+
+    pthread_mutex_lock(&h.mu);
+    h.hang = true;
+    pthread_mutex_unlock(&h.mu);
+    lop_fake_clock_step(&clk, 2 * LOP_NS_PER_S); /* renew is due: it hangs */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 10;
+    pthread_mutex_lock(&h.mu);
+    while (h.blocked < 1 && pthread_cond_timedwait(&h.cv, &h.mu, &ts) == 0) {}
+    T_EQ_INT(h.blocked, 1);
+    pthread_mutex_unlock(&h.mu);
+    T_CHECK(lop_elector_is_leader(e));
+    T_EQ_INT(w.stopped, 0);
+
+    lop_fake_clock_step(&clk, 8 * LOP_NS_PER_S); /* exactly the renew deadline (10 s) */
+    T_CHECK(!lop_elector_is_leader(e));
+    T_CHECK(wait_for(&w, &w.stopped, 1)); /* from the watchdog: the elector thread is stuck */
+    T_CHECK(lop_elector_lost(e));
+    pthread_mutex_lock(&h.mu);
+    T_EQ_INT(h.blocked, 1); /* still stuck when leadership ended */
+    h.hang = false;
+    pthread_cond_broadcast(&h.cv);
+    pthread_mutex_unlock(&h.mu);
+
+    lop_elector_stop(e);
+    T_EQ_INT(w.stopped, 1); /* exactly once */
+    T_EQ_INT(w.started, 1);
+    lop_elector_free(e);
+    lop_lease_client_free(client);
+    lop_lease_client_free(h.inner);
+    lop_lease_store_free(store);
+    pthread_mutex_destroy(&h.mu);
+    pthread_cond_destroy(&h.cv);
+    pthread_mutex_destroy(&w.mu);
+    pthread_cond_destroy(&w.cv);
+}
+
 int main(void)
 {
     lop_log_setup(LOP_LOG_ERROR, LOP_LOG_TEXT);
     T_RUN(test_threaded_handover_on_release);
+    T_RUN(test_watchdog_ends_leadership_while_request_hangs);
     return T_DONE();
 }

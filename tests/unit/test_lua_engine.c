@@ -397,6 +397,7 @@ static const char host_main[] =
     "    check(core.event(cm, 'Warning', 'Failed', 'msg') == true, 'event')\n"
     "    check(not pcall(core.event, cm, 'Bogus', 'r', 'm'), 'event type checked')\n"
     "    check(not pcall(core.request, 'frobnicate', 'v1', 'A'), 'verb checked')\n"
+    "    core.sleep(0)\n"
     "    check(core.is_leader() == true and core.identity() == 'pod-1', 'leader')\n"
     "    check(core.format_time() == '2025-03-01T10:00:00Z', 'injected clock')\n"
     "    core.log('info', 'reconciled', { replicas = 3, ok = true, obj = { a = 1 } })\n"

@@ -96,6 +96,58 @@ static void test_pcall_cannot_swallow_the_deadline(void)
     e->vm_free(vm);
 }
 
+static void run_expect_timeout(const char *body, bool jit)
+{
+    const lop_engine_t *e = lop_lua_engine();
+    char src[1024];
+    snprintf(src, sizeof src, CTRL_HEAD "%s\n  end }\n", body);
+    lop_script_set_t s = one_file(src);
+    lop_engine_opts_t o = opts_default();
+    o.jit = jit;
+    lop_err_t err;
+    lop_vm_t *vm = e->vm_new(&s, &o, NULL, &err);
+    T_CHECK(vm != NULL);
+    if (!vm) return;
+    lop_reconcile_result_t res;
+    e->reconcile(vm, "c", &req, &res);
+    T_EQ_INT(res.kind, LOP_RESULT_ERROR);
+    T_CHECK(res.timed_out);
+    if (!res.timed_out) fprintf(stderr, "%s: %s\n", body, res.message);
+    T_CHECK(strstr(res.message, "reconcile deadline exceeded") != NULL);
+    e->vm_free(vm);
+}
+
+static void test_deadline_in_coroutines_and_sleep(void)
+{
+    run_expect_timeout("    coroutine.wrap(function() while true do end end)()", false);
+    run_expect_timeout("    local co = coroutine.create(function() while true do coroutine.yield() end end)\n"
+                       "    while true do coroutine.resume(co) end", false);
+    run_expect_timeout("    core.sleep(30)", false);
+    run_expect_timeout("    core.sleep(30)", true);
+    run_expect_timeout("    while true do pcall(string.rep, 'x', 10) end", false);
+    run_expect_timeout("    local t = {} while true do t[#t % 100 + 1] = {} end", false);
+}
+
+static void test_system_clock_deadline(void)
+{
+    /* The production path: the watchdog sleeps on the system clock until the deadline. */
+    const lop_engine_t *e = lop_lua_engine();
+    lop_script_set_t s = one_file(CTRL_HEAD "    local n = 0 while true do n = n + 1 end\n  end }\n");
+    lop_engine_opts_t o = opts_default();
+    o.clock = &lop_clock_system;
+    o.reconcile_timeout_ns = 20 * LOP_NS_PER_MS;
+    lop_err_t err;
+    lop_vm_t *vm = e->vm_new(&s, &o, NULL, &err);
+    T_CHECK(vm != NULL);
+    if (!vm) return;
+    for (int i = 0; i < 3; i++) {
+        lop_reconcile_result_t res;
+        e->reconcile(vm, "c", &req, &res);
+        T_CHECK(res.timed_out);
+    }
+    e->vm_free(vm);
+}
+
 static void test_load_deadline(void)
 {
     const lop_engine_t *e = lop_lua_engine();
@@ -207,6 +259,8 @@ static void test_sandbox_has_no_io_os(void)
                                   "    if f then bad[#bad+1] = 'bytecode' end\n"
                                   "    if not loadstring('return 1') then bad[#bad+1] = 'no loadstring' end\n"
                                   "    if not (string and table and math and coroutine and bit) then bad[#bad+1] = 'libs' end\n"
+                                  "    if pcall(collectgarbage, 'stop') then bad[#bad+1] = 'gc stop' end\n"
+                                  "    if type(collectgarbage('count')) ~= 'number' then bad[#bad+1] = 'gc count' end\n"
                                   "    print('sandbox check', #bad)\n"
                                   "    if #bad > 0 then return nil, table.concat(bad, ',') end\n"
                                   "  end }\n");
@@ -284,6 +338,8 @@ int main(void)
     unsetenv("LUA_CPATH");
     T_RUN(test_infinite_loop_is_interrupted);
     T_RUN(test_pcall_cannot_swallow_the_deadline);
+    T_RUN(test_deadline_in_coroutines_and_sleep);
+    T_RUN(test_system_clock_deadline);
     T_RUN(test_load_deadline);
     T_RUN(test_jit_deadline_is_cooperative);
     T_RUN(test_memory_cap_breaks_the_vm);
