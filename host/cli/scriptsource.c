@@ -153,6 +153,16 @@ lop_rc_t lop_script_source_new(const lop_script_source_config_t *cfg, lop_script
     pthread_mutex_init(&s->mu, NULL);
     s->clock = cfg->clock ? cfg->clock : &lop_clock_system;
     s->debounce_ns = cfg->debounce_ns > 0 ? cfg->debounce_ns : DEFAULT_DEBOUNCE_NS;
+    const char *env = cfg->debounce_ns > 0 ? NULL : getenv("LUAOP_SCRIPTS_DEBOUNCE_MS");
+    if (env && *env) {
+        char *end;
+        long ms = strtol(env, &end, 10);
+        if (*end || ms < 0 || ms > 60000)
+            lop_log(LOP_LOG_WARN, "ignoring LUAOP_SCRIPTS_DEBOUNCE_MS (0..60000 expected)", "value",
+                    env, NULL);
+        else
+            s->debounce_ns = ms * LOP_NS_PER_MS;
+    }
     s->ino = -1;
     lop_rc_t rc = LOP_OK;
     if (cfg->dir) {
@@ -235,7 +245,7 @@ lop_rc_t lop_script_source_poll(lop_script_source_t *s, lop_script_set_t **out, 
     }
     /* Due once quiet for the debounce interval (at once for the first candidate), and at the
      * latest after 5 intervals of continuous changes. */
-    bool due = s->dirty && (!s->offered_any || now - s->change_at >= s->debounce_ns ||
+    bool due = s->dirty && (!s->offered_any || s->debounce_ns == 0 || now - s->change_at >= s->debounce_ns ||
                             now - s->dirty_since >= 5 * s->debounce_ns);
     if (!due) {
         pthread_mutex_unlock(&s->mu);

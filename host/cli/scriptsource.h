@@ -45,7 +45,8 @@ typedef struct lop_script_source_config {
     const char *configmap;    /* "NAMESPACE/NAME" (exactly one of the two) */
     lop_rest_client_t *rest;  /* for configmap sources; borrowed */
     lop_restmapper_t *mapper; /* for configmap sources; borrowed */
-    int64_t debounce_ns;      /* quiet time before a change is loaded; 0 = 200 ms */
+    int64_t debounce_ns;      /* quiet time before a change is loaded; 0 = the environment's
+                               * LUAOP_SCRIPTS_DEBOUNCE_MS (milliseconds, 0..60000) or 200 ms */
     const lop_clock_t *clock; /* NULL = system */
 } lop_script_source_config_t;
 

@@ -53,7 +53,8 @@ local LOGIC = %(logic)s
 %(extra)s
 op.controller {
   name = "widgets",
-  for_ = { api_version = "example.com/v1", kind = "Widget" },
+  for_ = { api_version = "example.com/v1", kind = "Widget",
+           predicates = { op.predicates.generation_changed } },
   reconcile = function(req)
     local w, err = op.client.get("example.com/v1", "Widget", req.namespace, req.name)
     if not w then
@@ -130,7 +131,54 @@ class Dev:
         threading.Thread(target=self._read, daemon=True).start()
         self.metrics_port = int(self.wait_log(r'http server listening.*port=(\d+) metrics=true', 20).group(1))
         self.probe_port = int(self.wait_log(r'http server listening.*port=(\d+) metrics=false probes=true', 20).group(1))
+        self.api = self.wait_log(r'url=(http://127\.0\.0\.1:\d+)', 20).group(1)
         self.wait_for("the kubeconfig", 20, lambda: os.path.exists(self.kc))
+
+    def request(self, method, path, body=None, ctype="application/json"):
+        """One request to the local API server; returns (status, decoded JSON or None)."""
+        data = body.encode() if isinstance(body, str) else body
+        req = urllib.request.Request(self.api + path, data=data, method=method,
+                                     headers={"Content-Type": ctype} if data else {})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                raw = r.read()
+                return r.status, json.loads(raw) if raw else None
+        except urllib.error.HTTPError as e:
+            raw = e.read()
+            try:
+                return e.code, json.loads(raw)
+            except ValueError:
+                return e.code, None
+
+    def create_widget(self, name, n=0, ns="default"):
+        code, _ = self.request("POST", "/apis/example.com/v1/namespaces/%s/widgets" % ns,
+                               widget_json(name, n, ns))
+        if code != 201:
+            raise AssertionError("create widget %s: HTTP %d" % (name, code))
+
+    def patch(self, path, patch):
+        code, obj = self.request("PATCH", path, json.dumps(patch), "application/merge-patch+json")
+        if code != 200:
+            raise AssertionError("PATCH %s: HTTP %d %s" % (path, code, obj))
+        return obj
+
+    def widget(self, name, ns="default"):
+        code, obj = self.request("GET", "/apis/example.com/v1/namespaces/%s/widgets/%s" % (ns, name))
+        return obj if code == 200 else None
+
+    def widgets(self, ns="default"):
+        return self.request("GET", "/apis/example.com/v1/namespaces/%s/widgets" % ns)[1]["items"]
+
+    def set_scripts(self, files, name="scripts", ns="default"):
+        """Write the script ConfigMap's data (merge patch, creating it first when missing)."""
+        path = "/api/v1/namespaces/%s/configmaps/%s" % (ns, name)
+        code, obj = self.request("PATCH", path, json.dumps({"data": files}),
+                                 "application/merge-patch+json")
+        if code == 404:
+            code, obj = self.request("POST", "/api/v1/namespaces/%s/configmaps" % ns,
+                                     configmap_json(files, name, ns))
+        if code not in (200, 201):
+            raise AssertionError("write configmap: HTTP %d %s" % (code, obj))
 
     def _read(self):
         for line in self.proc.stderr:
