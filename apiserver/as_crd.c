@@ -125,20 +125,22 @@ void as_crd_changed(lop_apiserver_t *srv, const json_t *crd, bool deleted)
     const char *name = as_meta_str(crd, "name");
     if (!name)
         return;
-    as_res_remove_crd(srv, name);
     json_t *spec = json_object_get(crd, "spec");
     const char *group = json_string_value(json_object_get(spec, "group"));
     json_t *names = json_object_get(spec, "names");
     const char *plural = json_string_value(json_object_get(names, "plural"));
     if (deleted) {
+        /* instances go first (their watchers see DELETED), then the resources and their watches */
         as_coll_t *c = group && plural ? as_coll_get(srv, group, plural, false) : NULL;
         while (c && c->n > 0) {
             char *key = lop_xstrdup(c->items[c->n - 1].key);
             as_store_commit(srv, c, key, NULL);
             free(key);
         }
+        as_res_remove_crd(srv, name);
         return;
     }
+    as_res_remove_crd(srv, name);
     size_t i;
     json_t *v;
     json_array_foreach(json_object_get(spec, "versions"), i, v) {

@@ -288,7 +288,15 @@ static void process(lop_apiserver_t *srv, struct evhttp_request *r)
     struct evbuffer *in = evhttp_request_get_input_buffer(r);
     q.body_len = evbuffer_get_length(in);
     q.body = q.body_len ? (char *)evbuffer_pullup(in, -1) : NULL;
-    if (!authenticated(&q)) {
+    const char *accept = evhttp_find_header(evhttp_request_get_input_headers(r), "Accept");
+    bool acceptable = !accept || strstr(accept, "json") || strstr(accept, "*/*") ||
+                      strstr(accept, "yaml") || strstr(accept, "text/plain") ||
+                      !(strstr(accept, "protobuf") || strstr(accept, "cbor"));
+    if (!acceptable) {
+        as_reply_status(&q, 406, "NotAcceptable", NULL,
+                        "only the following media types are accepted: application/json, "
+                        "application/yaml");
+    } else if (!authenticated(&q)) {
         as_reply_status(&q, 401, "Unauthorized", NULL, "Unauthorized");
     } else {
         route(&q);

@@ -234,6 +234,8 @@ json_t *as_ring_event(lop_apiserver_t *srv, size_t i); /* unused helper guard */
 void as_handle_watch(as_req_t *q);
 void as_watch_dispatch(lop_apiserver_t *srv, as_event_t *ev);
 void as_watch_close_all(lop_apiserver_t *srv);
+/* End the watches served through res (before res is removed from the registry). */
+void as_watch_close_res(lop_apiserver_t *srv, as_res_t *res);
 void as_watch_set_stall(lop_apiserver_t *srv, bool stall);
 void as_watch_bookmark_all(lop_apiserver_t *srv);
 bool as_obj_matches(as_res_t *res, const char *ns, lop_label_selector_t *ls,
@@ -263,7 +265,8 @@ void as_gc_run(lop_apiserver_t *srv);
 /* Called after a commit on a CRD (crd.c): install/remove the CR resources. */
 void as_crd_changed(lop_apiserver_t *srv, const json_t *crd, bool deleted);
 json_t *as_crd_finish_create(lop_apiserver_t *srv, json_t *crd, lop_err_t *err);
-int as_validate_cr(as_res_t *res, json_t *obj, json_t **causes);
+/* Type-check and prune a custom resource; pruned field paths are appended to pruned (an array). */
+int as_validate_cr(as_res_t *res, json_t *obj, json_t **causes, json_t *pruned);
 
 /* ---- util.c ---- */
 void as_uuid(char out[37]);

@@ -149,8 +149,13 @@ lop_rc_t lop_apiserver_start(const lop_apiserver_opts_t *opts, lop_apiserver_t *
     const char *colon = strrchr(listen, ':');
     if (!colon || (size_t)(colon - listen) >= sizeof host || colon == listen)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "bad listen address \"%s\" (want host:port)", listen);
-    memcpy(host, listen, (size_t)(colon - listen));
-    host[colon - listen] = '\0';
+    if (listen[0] == '[' && colon[-1] == ']') { /* [::1]:port */
+        memcpy(host, listen + 1, (size_t)(colon - listen - 2));
+        host[colon - listen - 2] = '\0';
+    } else {
+        memcpy(host, listen, (size_t)(colon - listen));
+        host[colon - listen] = '\0';
+    }
     char *end;
     long port = strtol(colon + 1, &end, 10);
     if (*end || port < 0 || port > 65535)
@@ -192,8 +197,8 @@ lop_rc_t lop_apiserver_start(const lop_apiserver_opts_t *opts, lop_apiserver_t *
     getsockname(evhttp_bound_socket_get_fd(bs), (struct sockaddr *)&ss, &sl);
     srv->port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
                                          : ntohs(((struct sockaddr_in *)&ss)->sin_port);
-    snprintf(srv->url, sizeof srv->url, "%s://%s:%d", srv->tls ? "https" : "http",
-             strchr(host, ':') ? "[::1]" : host, srv->port);
+    snprintf(srv->url, sizeof srv->url, strchr(host, ':') ? "%s://[%s]:%d" : "%s://%s:%d",
+             srv->tls ? "https" : "http", host, srv->port);
     srv->cmd_ev = event_new(srv->base, -1, EV_PERSIST, cmd_cb, srv);
     event_add(srv->cmd_ev, NULL);
     bootstrap(srv);

@@ -325,6 +325,18 @@ void as_watch_close_all(lop_apiserver_t *srv)
             watch_end(srv->colls[i]->watchers);
 }
 
+void as_watch_close_res(lop_apiserver_t *srv, as_res_t *res)
+{
+    (void)srv;
+    as_watcher_t *w = res->coll->watchers;
+    while (w) {
+        as_watcher_t *next = w->next;
+        if (w->res == res)
+            watch_end(w);
+        w = next;
+    }
+}
+
 void as_watch_set_stall(lop_apiserver_t *srv, bool stall)
 {
     srv->stall = stall;

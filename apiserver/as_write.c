@@ -11,8 +11,10 @@
 #include <string.h>
 
 json_t *as_scale_view(as_res_t *res, const json_t *obj);
+json_t *as_proto_decode(const char *body, size_t len, char *errbuf, size_t errlen);
 void as_gc_schedule(lop_apiserver_t *srv);
 int as_validate_builtin(as_req_t *q, json_t *obj);
+void as_default_builtin(as_res_t *res, json_t *obj);
 
 json_t *as_parse_body(as_req_t *q)
 {
@@ -22,7 +24,14 @@ json_t *as_parse_body(as_req_t *q)
         return NULL;
     }
     const char *ct = evhttp_find_header(evhttp_request_get_input_headers(q->r), "Content-Type");
-    if (ct && (strstr(ct, "protobuf") || strstr(ct, "cbor"))) {
+    if (ct && strstr(ct, "protobuf")) {
+        char eb[256];
+        json_t *o = as_proto_decode(q->body ? q->body : "", q->body_len, eb, sizeof eb);
+        if (!o)
+            as_reply_status(q, 415, "UnsupportedMediaType", NULL, "%s", eb);
+        return o;
+    }
+    if (ct && strstr(ct, "cbor")) {
         as_reply_status(q, 415, "UnsupportedMediaType", NULL,
                         "the body of the request was in an unknown format - accepted media types "
                         "include: application/json, application/yaml");
@@ -47,7 +56,7 @@ json_t *as_parse_body(as_req_t *q)
         }
     } else {
         json_error_t je;
-        obj = json_loadb(q->body, q->body_len, JSON_REJECT_DUPLICATES, &je);
+        obj = json_loadb(q->body, q->body_len, 0, &je);
         if (!obj) {
             as_reply_status(q, 400, "BadRequest", NULL,
                             "the object provided is unrecognized or malformed: json parse error at "
@@ -90,6 +99,94 @@ static int check_kind(as_req_t *q, json_t *obj, const char *want_kind, const cha
         return -1;
     }
     return 0;
+}
+
+/* Reject metadata whose JSON types a Go decoder would refuse (400, as the real decode error). */
+static int check_meta_types(as_req_t *q, const json_t *obj)
+{
+    const json_t *m = json_object_get(obj, "metadata");
+    const char *bad = NULL;
+    const char *strs[] = {"name", "generateName", "namespace", "uid", "resourceVersion", NULL};
+    for (int i = 0; strs[i] && !bad; i++) {
+        json_t *v = json_object_get(m, strs[i]);
+        if (v && !json_is_string(v) && !json_is_null(v))
+            bad = strs[i];
+    }
+    const char *maps[] = {"labels", "annotations", NULL};
+    for (int i = 0; maps[i] && !bad; i++) {
+        json_t *v = json_object_get(m, maps[i]);
+        if (v && json_is_null(v))
+            continue;
+        if (v && !json_is_object(v))
+            bad = maps[i];
+        const char *k;
+        json_t *e;
+        json_object_foreach(json_is_object(v) ? v : NULL, k, e) {
+            if (!json_is_string(e))
+                bad = maps[i];
+        }
+    }
+    json_t *f = json_object_get(m, "finalizers");
+    if (!bad && f && !json_is_null(f)) {
+        size_t i;
+        json_t *e;
+        if (!json_is_array(f))
+            bad = "finalizers";
+        json_array_foreach(f, i, e) {
+            if (!json_is_string(e))
+                bad = "finalizers";
+        }
+    }
+    json_t *o = json_object_get(m, "ownerReferences");
+    if (!bad && o && !json_is_null(o) && !json_is_array(o))
+        bad = "ownerReferences";
+    if (!bad)
+        return 0;
+    as_reply_status(q, 400, "BadRequest", NULL,
+                    "%s in version \"%s\" cannot be handled as a %s: json: cannot unmarshal into "
+                    "Go struct field ObjectMeta.metadata.%s: wrong type",
+                    q->res->kind, q->res->version, q->res->kind, bad);
+    return -1;
+}
+
+/* fieldValidation (G.17): Strict → 400 naming every unknown field, Warn (default) → one Warning
+ * header per field, Ignore → nothing. Returns -1 when it replied. */
+static int report_unknown_fields(as_req_t *q, json_t *pruned)
+{
+    const char *fv = as_query(q, "fieldValidation");
+    if (json_array_size(pruned) == 0 || (fv && !strcmp(fv, "Ignore")))
+        return 0;
+    size_t i;
+    json_t *v;
+    if (fv && !strcmp(fv, "Strict")) {
+        lop_buf_t b = LOP_BUF_INIT;
+        json_array_foreach(pruned, i, v) {
+            lop_buf_printf(&b, "%sunknown field \"%s\"", i ? ", " : "", json_string_value(v));
+        }
+        as_reply_status(q, 400, "BadRequest", NULL, "strict decoding error: %s", b.data);
+        lop_buf_free(&b);
+        return -1;
+    }
+    struct evkeyvalq *h = evhttp_request_get_output_headers(q->r);
+    json_array_foreach(pruned, i, v) {
+        char w[600];
+        snprintf(w, sizeof w, "299 - \"unknown field \\\"%s\\\"\"", json_string_value(v));
+        evhttp_add_header(h, "Warning", w);
+    }
+    return 0;
+}
+
+/* -1 (replied 422) when fieldValidation has an unknown value. */
+static int check_field_validation(as_req_t *q)
+{
+    const char *fv = as_query(q, "fieldValidation");
+    if (!fv || !strcmp(fv, "Ignore") || !strcmp(fv, "Warn") || !strcmp(fv, "Strict"))
+        return 0;
+    char d[300];
+    snprintf(d, sizeof d, "Unsupported value: \"%s\": supported values: \"Ignore\", \"Strict\", \"Warn\"", fv);
+    as_reply_invalid(q, "CreateOptions.meta.k8s.io", "CreateOptions", "meta.k8s.io", "",
+                     "FieldValueNotSupported", "fieldValidation", d);
+    return -1;
 }
 
 static bool dry_run(as_req_t *q, int *bad)
@@ -212,7 +309,7 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
     as_res_t *res = q->res;
     int bad;
     bool dry = dry_run(q, &bad);
-    if (bad) {
+    if (bad || check_field_validation(q) < 0) {
         json_decref(obj);
         return;
     }
@@ -224,13 +321,22 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
     char qual_kind[300];
     as_qualified_kind(res, qual_kind, sizeof qual_kind);
     bool status_sub = !strcmp(q->sub, "status");
+    if (check_meta_types(q, obj) < 0) {
+        json_decref(obj);
+        return;
+    }
     if (!old) {
         /* ---- create ---- */
         const char *gen = as_meta_str(obj, "generateName");
         if ((!name || !*name) && gen && *gen) {
-            char suffix[6], nb[300];
-            as_rand_suffix(suffix);
-            snprintf(nb, sizeof nb, "%.*s%s", 58, gen, suffix);
+            char suffix[6], nb[300], key[600];
+            for (int attempt = 0; attempt < 8; attempt++) { /* RetryGenerateName (G.3) */
+                as_rand_suffix(suffix);
+                snprintf(nb, sizeof nb, "%.*s%s", 58, gen, suffix);
+                as_make_key(res, q->ns, nb, key, sizeof key);
+                if (!as_store_find(res->coll, key))
+                    break;
+            }
             json_object_set_new(m, "name", json_string(nb));
         }
         name = as_meta_str(obj, "name");
@@ -357,13 +463,23 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
             return;
         }
     }
+    if (!res->is_cr)
+        as_default_builtin(res, obj);
     if (as_validate_builtin(q, obj) < 0) {
         json_decref(obj);
         return;
     }
     if (res->is_cr) {
         json_t *causes = NULL;
-        if (as_validate_cr(res, obj, &causes) < 0) {
+        json_t *pruned = json_array();
+        int vrc = as_validate_cr(res, obj, &causes, pruned);
+        if (vrc == 0 && report_unknown_fields(q, pruned) < 0) {
+            json_decref(pruned);
+            json_decref(obj);
+            return;
+        }
+        json_decref(pruned);
+        if (vrc < 0) {
             /* message: Kind.group "name" is invalid: [f: msg, ...] */
             lop_buf_t b = LOP_BUF_INIT;
             size_t i;

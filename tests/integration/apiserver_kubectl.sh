@@ -2,7 +2,7 @@
 # Integration test: kubectl 1.32 (a client nobody here wrote) against `luaop apiserver`, default
 # flags: create/apply (client-side and --server-side)/get (-o yaml|json, -w)/patch (merge, json,
 # --subresource=status)/replace/scale/delete/wait, CRDs, errors, and TLS + token auth.
-set -euo pipefail
+set -eu  # no pipefail: `kubectl ... | grep -q` may SIGPIPE kubectl after a match
 
 : "${LUAOP:?LUAOP must point at the luaop binary}"
 TMP=$(mktemp -d)
@@ -35,6 +35,7 @@ start_server() {
 
 start_server main --kubeconfig-out "$TMP/kc" --enable-fault-control
 export KUBECONFIG="$TMP/kc"
+export KUBECACHEDIR="$TMP/cache" # ports are reused across runs: never share discovery caches
 K() { kubectl "$@"; }
 
 echo "== discovery and namespaces"
@@ -166,11 +167,16 @@ K apply -f "$TMP/deploy.yaml" >/dev/null || fail "deployment apply"
 K set image deployment/web c=nginx:2 >/dev/null || fail "set image (strategic merge on containers)"
 [ "$(K get deploy web -o jsonpath='{.spec.template.spec.containers[0].image}')" = nginx:2 ] || fail "image"
 [ "$(K get deploy web -o jsonpath='{.metadata.generation}')" = 2 ] || fail "deployment generation"
-K create ns scratch >/dev/null 2>&1 || K apply -f - >/dev/null <<'EOF' || fail "namespace"
-apiVersion: v1
-kind: Namespace
-metadata: {name: scratch}
-EOF
+echo "== generator commands (protobuf request bodies)"
+K create ns scratch >/dev/null || fail "create ns"
+K -n scratch create configmap gen --from-literal=a=b >/dev/null || fail "create configmap"
+K -n scratch create secret generic gen --from-literal=a=b >/dev/null || fail "create secret"
+[ "$(K -n scratch get secret gen -o jsonpath='{.type}/{.data.a}')" = Opaque/Yg== ] || fail "secret defaults"
+K -n scratch create serviceaccount gen >/dev/null || fail "create serviceaccount"
+K -n scratch create deployment gen --image=nginx --replicas=2 >/dev/null || fail "create deployment"
+[ "$(K -n scratch get deploy gen -o jsonpath='{.spec.template.spec.containers[0].image}')" = nginx ] || fail "deployment body"
+K -n scratch scale deployment gen --replicas=5 >/dev/null || fail "scale deployment"
+[ "$(K -n scratch get deploy gen -o jsonpath='{.spec.replicas}')" = 5 ] || fail "deployment scale"
 K get ns scratch -o jsonpath='{.status.phase}' | grep -qx Active || fail "namespace phase"
 K delete ns scratch >/dev/null || fail "namespace delete"
 K get ns scratch 2>/dev/null && fail "namespace still there"

@@ -24,13 +24,13 @@ typedef struct resp {
     json_t *json; /* parsed body or NULL */
 } resp_t;
 
-static size_t t_write_cb(char *p, size_t sz, size_t n, void *ud)
+static inline size_t t_write_cb(char *p, size_t sz, size_t n, void *ud)
 {
     lop_buf_append(ud, p, sz * n);
     return sz * n;
 }
 
-static void resp_free(resp_t *r)
+static inline void resp_free(resp_t *r)
 {
     lop_buf_free(&r->body);
     lop_buf_free(&r->headers);
@@ -39,7 +39,7 @@ static void resp_free(resp_t *r)
 }
 
 /* One request. path is appended to the server URL. ctype NULL = application/json. */
-static resp_t t_http(lop_apiserver_t *srv, const char *method, const char *path, const char *body,
+static inline resp_t t_http(lop_apiserver_t *srv, const char *method, const char *path, const char *body,
                      const char *ctype)
 {
     resp_t r;
@@ -74,7 +74,7 @@ static resp_t t_http(lop_apiserver_t *srv, const char *method, const char *path,
     return r;
 }
 
-static const char *jstr(const json_t *o, const char *dotted)
+static inline const char *jstr(const json_t *o, const char *dotted)
 {
     const json_t *cur = o;
     char seg[128];
@@ -88,7 +88,7 @@ static const char *jstr(const json_t *o, const char *dotted)
     return json_is_string(cur) ? json_string_value(cur) : NULL;
 }
 
-static lop_apiserver_t *t_start(long history)
+static inline lop_apiserver_t *t_start(long history)
 {
     lop_apiserver_opts_t o = {0};
     o.history = history;
@@ -116,7 +116,7 @@ typedef struct watch {
     long code;
 } watch_t;
 
-static size_t t_watch_cb(char *p, size_t sz, size_t n, void *ud)
+static inline size_t t_watch_cb(char *p, size_t sz, size_t n, void *ud)
 {
     watch_t *w = ud;
     pthread_mutex_lock(&w->mu);
@@ -129,7 +129,7 @@ static size_t t_watch_cb(char *p, size_t sz, size_t n, void *ud)
     return sz * n;
 }
 
-static void *t_watch_main(void *arg)
+static inline void *t_watch_main(void *arg)
 {
     watch_t *w = arg;
     char url[2048];
@@ -151,7 +151,7 @@ static void *t_watch_main(void *arg)
     return NULL;
 }
 
-static void watch_start(watch_t *w, lop_apiserver_t *srv, const char *path)
+static inline void watch_start(watch_t *w, lop_apiserver_t *srv, const char *path)
 {
     memset(w, 0, sizeof *w);
     w->srv = srv;
@@ -162,7 +162,7 @@ static void watch_start(watch_t *w, lop_apiserver_t *srv, const char *path)
 }
 
 /* Wait (bounded: 5 s) until at least n lines arrived or the stream ended. Returns lines seen. */
-static int watch_wait_lines(watch_t *w, int n)
+static inline int watch_wait_lines(watch_t *w, int n)
 {
     int64_t deadline = lop_clock_mono(&lop_clock_system) + 5 * LOP_NS_PER_S;
     pthread_mutex_lock(&w->mu);
@@ -176,7 +176,7 @@ static int watch_wait_lines(watch_t *w, int n)
 }
 
 /* Wait for the stream to end (bounded), then parse every line into a JSON array. */
-static json_t *watch_finish(watch_t *w)
+static inline json_t *watch_finish(watch_t *w)
 {
     pthread_join(w->th, NULL);
     json_t *events = json_array();
@@ -195,7 +195,7 @@ static json_t *watch_finish(watch_t *w)
     return events;
 }
 
-static const char *ev_type(json_t *events, size_t i)
+static inline const char *ev_type(json_t *events, size_t i)
 {
     return jstr(json_array_get(events, i), "type");
 }

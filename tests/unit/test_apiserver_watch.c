@@ -290,6 +290,29 @@ static void test_namespace_terminating(void)
     resp_free(&r);
 }
 
+static void test_crd_delete_ends_watches(void)
+{
+    resp_t r = t_http(srv, "POST", WPATH, "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"last\"}}", NULL);
+    T_EQ_INT(r.code, 201);
+    resp_free(&r);
+    watch_t w;
+    watch_start(&w, srv, WPATH "?watch=1&allowWatchBookmarks=true");
+    T_EQ_INT(watch_wait_lines(&w, 2), 2); /* ADDED + initial-events-end bookmark */
+    r = t_http(srv, "DELETE", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com", NULL, NULL);
+    T_EQ_INT(r.code, 200);
+    resp_free(&r);
+    json_t *ev = watch_finish(&w); /* ends without close_watches: the resource is gone */
+    T_EQ_INT(json_array_size(ev), 3);
+    T_EQ_STR(ev_type(ev, 2), "DELETED");
+    json_decref(ev);
+    r = t_http(srv, "GET", WPATH, NULL, NULL);
+    T_EQ_INT(r.code, 404);
+    resp_free(&r);
+    r = t_http(srv, "GET", "/apis/example.com/v1", NULL, NULL);
+    T_EQ_INT(r.code, 404);
+    resp_free(&r);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_ALL);
@@ -303,6 +326,7 @@ int main(void)
     T_RUN(test_finalizer_single_deleted_event);
     T_RUN(test_owner_gc);
     T_RUN(test_namespace_terminating);
+    T_RUN(test_crd_delete_ends_watches);
     lop_apiserver_stop(srv);
     curl_global_cleanup();
     return T_DONE();
