@@ -89,5 +89,7 @@ void lop_binding_on_delete(void *ud, lop_obj_t *obj, bool tombstone);
 /* hostapi.c */
 extern const lop_reflector_handlers_t lop_ryw_handlers; /* ud = the manager */
 void lop_manager_host_api_init(lop_manager_t *m, lop_host_api_t *api);
+/* hostapi_metrics.c: fill the luaop.metrics entries (left NULL when the manager has no metrics). */
+void lop_manager_host_api_metrics_init(lop_manager_t *m, lop_host_api_t *api);
 
 #endif
