@@ -466,3 +466,8 @@ void lop_manager_version(lop_manager_t *m, char *buf, size_t len)
 {
     lop_scriptrt_version(m->rt, buf, len);
 }
+
+struct lop_recorder *lop_manager_recorder(lop_manager_t *m)
+{
+    return m->recorder;
+}

@@ -63,5 +63,8 @@ void lop_manager_free(lop_manager_t *m);
 void lop_manager_stats(lop_manager_t *m, lop_manager_stats_t *out);
 /* The active script version ("" before the first install). */
 void lop_manager_version(lop_manager_t *m, char *buf, size_t len);
+/* The manager's Event recorder (borrowed; valid until lop_manager_free), for Events the host
+ * itself records, e.g. leader election's on the Lease. */
+struct lop_recorder *lop_manager_recorder(lop_manager_t *m);
 
 #endif
