@@ -158,11 +158,12 @@ static void inf_release(lop_manager_t *m, inf_entry_t *e)
 
 static lop_rc_t inf_start(lop_manager_t *m, inf_entry_t *e, lop_err_t *err)
 {
-    (void)m;
     if (e->started) return LOP_OK;
     lop_rc_t rc = lop_informer_start(e->inf, err);
     if (rc == LOP_OK) {
+        pthread_mutex_lock(&m->mu); /* cache_for reads it from worker threads */
         e->started = true;
+        pthread_mutex_unlock(&m->mu);
         lop_log(LOP_LOG_INFO, "starting informer", "informer", e->key, NULL);
     }
     return rc;
@@ -425,8 +426,11 @@ void lop_manager_stop(lop_manager_t *m, int64_t grace_ns)
 {
     /* Stop intake first: informers stop delivering, then queues drain. */
     for (inf_entry_t *e = m->infs; e; e = e->next) {
-        if (e->started) lop_informer_stop(e->inf);
-        e->started = false;
+        pthread_mutex_lock(&m->mu);
+        bool started = e->started;
+        e->started = false; /* reads from the cache now fall back to live requests */
+        pthread_mutex_unlock(&m->mu);
+        if (started) lop_informer_stop(e->inf);
     }
     for (ctrl_entry_t *c = m->ctrls; c; c = c->next) {
         lop_controller_stop(c->ctrl, grace_ns);
