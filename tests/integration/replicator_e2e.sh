@@ -3,8 +3,9 @@
 # a cluster-scoped ConfigMapReplication copies default/shared-settings into the listed and the
 # labelled namespaces; a source change propagates (ConfigMap watch, map function); a namespace
 # gaining the label gets a copy and losing it loses the copy (Namespace watch); a copy deleted by
-# someone is recreated; a foreign ConfigMap of the same name is left alone (Ready=False); Events in
-# `kubectl describe`; deleting the replication removes every copy (finalizer), exactly once.
+# someone is recreated; a foreign ConfigMap of the same name is left alone (Ready=False); a deleted
+# target namespace drops out of the status; Events in `kubectl describe`; deleting the replication
+# removes every copy (finalizer), exactly once.
 set -euo pipefail
 : "${LUAOP:?}" "${LUAOP_SRC:?}"
 source "$LUAOP_SRC/tests/lib/dev.sh"
@@ -62,6 +63,12 @@ lop_wait_for "Ready=False/TargetConflict" 20 ready_is "False/TargetConflict"
 [ "$(kubectl get cm -n team-d shared-settings -o 'jsonpath={.data.owner}/{.data.log_level}')" = "someone-else/" ] \
   || fail "the foreign ConfigMap was overwritten"
 
+echo "a target namespace is deleted"
+kubectl delete namespace team-b --wait=false
+lop_wait_for "team-b gone" 20 bash -c "! kubectl get namespace team-b"
+lop_wait_for "only team-a holds a copy" 20 copies_are "team-a "
+lop_wait_for "team-b out of status" 20 lop_jsonpath_is "$cr" '{.status.syncedNamespaces}' '["team-a"]'
+
 echo "Events in kubectl describe"
 desc=$(kubectl describe "$cr")
 grep -Eq 'Normal +Synced .*copied default/shared-settings into team-a, team-b' <<<"$desc" || { echo "$desc" >&2; fail "no Synced event in describe"; }
@@ -76,7 +83,7 @@ lop_wait_for "every copy to be gone" 20 copies_are ""
 # exactly once: one CleanedUp event, counted once, naming both copies
 cleaned=$(kubectl get events -n default --field-selector reason=CleanedUp \
   -o 'jsonpath={range .items[*]}{.count}|{.message}{"\n"}{end}')
-[ "$cleaned" = "1|deleted 2 copies of default/shared-settings from team-a, team-b" ] \
+[ "$cleaned" = "1|deleted 1 copy of default/shared-settings from team-a" ] \
   || fail "CleanedUp events: '$cleaned'"
 
 lop_stop_dev

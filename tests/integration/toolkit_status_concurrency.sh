@@ -114,16 +114,16 @@ echo "1. a status write racing a spec change"
 g0=$(kubectl get echo a -o 'jsonpath={.metadata.generation}')
 slow_gen=$((g0 + 1)) new_gen=$((g0 + 2))
 conflicts_before=$(count_log 'path=/apis/test.luaop.io/v1/namespaces/default/echoes/a/status code=409')
-kubectl patch echo a --type=merge -p '{"spec":{"value":1,"delay":2}}'
+kubectl patch echo a --type=merge -p '{"spec":{"value":1,"delay":3}}'
 lop_wait_for "the slow reconcile of generation $slow_gen" 10 \
   grep -q "msg=\"slow reconcile started\".*name=a .*generation=$slow_gen" "$log"
-# inside its 2 s window: generation new_gen, slow as well, so its own reconcile waits too
-kubectl patch echo a --type=merge -p '{"spec":{"value":2,"delay":2}}'
+# inside its 3 s window: generation new_gen, slow as well, so its own reconcile waits too
+kubectl patch echo a --type=merge -p '{"spec":{"value":2,"delay":3}}'
 lop_wait_for "the raced status write of generation $slow_gen" 10 \
   grep -q "msg=\"status updated\".*name=a .*generation=$slow_gen" "$log"
 conflicts=$(( $(count_log 'path=/apis/test.luaop.io/v1/namespaces/default/echoes/a/status code=409') - conflicts_before ))
 [ "$conflicts" -ge 1 ] || fail "the status write of generation $slow_gen did not conflict (the race was not exercised)"
-# The reconcile of new_gen is now in its own 2 s sleep: the stored status is the retried write.
+# The reconcile of new_gen is now in its own 3 s sleep: the stored status is the retried write.
 read -r g o s v <<<"$(observe a)"
 [ "$g $s" = "$new_gen 2" ] || fail "expected generation $new_gen with spec value 2, got '$g $s'"
 [ "$o $v" = "$slow_gen 1" ] || fail "retried status write: observedGeneration/value '$o $v', want '$slow_gen 1' (claimed a generation it had not seen?)"
@@ -135,7 +135,7 @@ kubectl patch echo a --type=json -p '[{"op":"remove","path":"/spec/delay"}]'
 lop_wait_for "a settled without delay" 20 settled a
 
 echo "2. a loop of kubectl patches while the operator reconciles"
-N=15
+N=15 # with the other steps, under the recorder's per-object burst of 25 events
 (
   for i in $(seq 1 "$N"); do
     kubectl patch echo a --type=merge -p "{\"spec\":{\"value\":$((100 + i))}}" >/dev/null

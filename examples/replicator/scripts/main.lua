@@ -39,7 +39,8 @@ local function cleanup(r)
     removed[#removed + 1] = cm.metadata.namespace
   end
   table.sort(removed)
-  events.record(r, "Normal", "CleanedUp", string.format("deleted %d copies of %s/%s%s", #removed,
+  events.record(r, "Normal", "CleanedUp", string.format("deleted %d %s of %s/%s%s", #removed,
+    #removed == 1 and "copy" or "copies",
     r.spec.source.namespace, r.spec.source.name,
     #removed > 0 and (" from " .. table.concat(removed, ", ")) or ""))
   log.info("replication deleted, copies removed", { replication = r.metadata.name, copies = #removed })

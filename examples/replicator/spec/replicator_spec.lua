@@ -201,6 +201,21 @@ describe("replicator example", function()
       assert.equal("deleted copies no longer targeted: app-2/settings", fake:events_with("Removed")[1].message)
     end)
 
+    it("a namespace being deleted drops out of the status once its copy is gone", function()
+      assert(fake:create(replication({ source = { namespace = "default", name = "settings" },
+                                        targetNamespaces = { "app-1", "app-2" } })))
+      stable()
+      -- as the API server does: the namespace lingers (Terminating) while its content is deleted
+      assert(fake:edit("v1", "Namespace", nil, "app-2", function(ns) ns.metadata.finalizers = { "kubernetes" } end))
+      assert(fake:delete("v1", "Namespace", nil, "app-2"))
+      assert(fake:edit_status("v1", "Namespace", nil, "app-2", function(ns) ns.status = { phase = "Terminating" } end))
+      assert(fake:delete("v1", "ConfigMap", "app-2", "settings"))
+      stable()
+      assert.same({ "app-1/settings" }, copies())
+      assert.same({ "app-1" }, repl().status.syncedNamespaces)
+      assert.is_true(conditions.is_true(repl(), "Ready"))
+    end)
+
     it("a namespace dropped from targetNamespaces loses its copy", function()
       assert(fake:create(replication({ source = { namespace = "default", name = "settings" },
                                         targetNamespaces = { "app-1", "app-2" } })))
