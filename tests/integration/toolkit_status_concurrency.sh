@@ -14,7 +14,8 @@
 # 2. A loop of kubectl patches while the operator reconciles: every observation of the object obeys
 #    "observedGeneration == generation => status.value == spec.value"; at the end observedGeneration
 #    equals the final generation and status.value is the last value written (no lost update).
-# 3. Events: `kubectl describe echo a` lists a's Events (and not b's).
+# 3. Events: `kubectl describe echo a` lists a's Events (and not b's); a repeated identical event
+#    is one Event with a count, shown as "(x2 over ...)".
 set -euo pipefail
 : "${LUAOP:?}" "${LUAOP_SRC:?}"
 source "$LUAOP_SRC/tests/lib/dev.sh"
@@ -80,6 +81,9 @@ op.controller {
                                      observed = e.status.observedGeneration })
     op.events.record(e, "Normal", "Echoed", string.format("%s generation %d: value %s",
                      req.name, gen, tostring(value)))
+    if req.name == "b" then -- the same event every time: aggregated into one Event with a count
+      op.events.record(e, "Normal", "Reconciled", "reconciled b")
+    end
     return op.result.done()
   end,
 }
@@ -164,6 +168,11 @@ grep -Eq "Normal +Echoed .*a generation $g: value $v" <<<"$desc_a" || { echo "$d
 grep -Eq "Normal +Echoed .*b generation [0-9]+: value 7" <<<"$desc_b" || { echo "$desc_b" >&2; fail "describe b lacks its event"; }
 ! grep -q "b generation" <<<"$desc_a" || { echo "$desc_a" >&2; fail "describe a shows b's events"; }
 ! grep -q "a generation" <<<"$desc_b" || { echo "$desc_b" >&2; fail "describe b shows a's events"; }
+# b was reconciled twice (create, value 7): its identical Reconciled events are one Event, count 2
+rec=$(kubectl get events -n default --field-selector reason=Reconciled,involvedObject.name=b \
+  -o 'jsonpath={range .items[*]}{.count}{"\n"}{end}')
+[ "$rec" = 2 ] || fail "Reconciled events of b (one count per Event): '$rec', want one Event with count 2"
+grep -Eq 'Normal +Reconciled +.*\(x2 over .*reconciled b' <<<"$desc_b" || { echo "$desc_b" >&2; fail "describe b does not show the aggregated event (x2)"; }
 # the field selector kubectl sends, answered by the API server
 uid_a=$(kubectl get echo a -o 'jsonpath={.metadata.uid}')
 n=$(kubectl get events -n default --field-selector "involvedObject.kind=Echo,involvedObject.name=a,involvedObject.uid=$uid_a" \
