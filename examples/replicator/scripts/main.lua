@@ -39,10 +39,13 @@ local function cleanup(r)
     removed[#removed + 1] = cm.metadata.namespace
   end
   table.sort(removed)
-  events.record(r, "Normal", "CleanedUp", string.format("deleted %d %s of %s/%s%s", #removed,
-    #removed == 1 and "copy" or "copies",
-    r.spec.source.namespace, r.spec.source.name,
-    #removed > 0 and (" from " .. table.concat(removed, ", ")) or ""))
+  local src = type(r.spec) == "table" and type(r.spec.source) == "table" and r.spec.source or {}
+  local of = ""
+  if type(src.namespace) == "string" and type(src.name) == "string" then
+    of = " of " .. src.namespace .. "/" .. src.name
+  end
+  events.record(r, "Normal", "CleanedUp", string.format("deleted %d %s%s%s", #removed,
+    #removed == 1 and "copy" or "copies", of, #removed > 0 and (" from " .. table.concat(removed, ", ")) or ""))
   log.info("replication deleted, copies removed", { replication = r.metadata.name, copies = #removed })
   return true
 end
@@ -72,7 +75,14 @@ local function reconcile(req)
   if ferr then return nil, ferr end
   if deleting then return result.done() end
 
-  local src_ref = r.spec.source
+  local src_ref = type(r.spec) == "table" and r.spec.source
+  if type(src_ref) ~= "table" or type(src_ref.namespace) ~= "string" or src_ref.namespace == ""
+     or type(src_ref.name) ~= "string" or src_ref.name == "" then
+    -- the CRD schema requires both; a server without schema validation could still store this
+    local e = errors.terminal(errors.new(nil, "InvalidSpec", "spec.source.namespace and spec.source.name are required"))
+    report(r, {}, false, e.reason, e.message)
+    return nil, e
+  end
   local want, terr = targets.namespaces(r)
   if not want then
     if errors.is_terminal(terr) then report(r, {}, false, terr.reason, terr.message) end

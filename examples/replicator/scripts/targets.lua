@@ -54,7 +54,9 @@ end
 
 -- Does replication r name namespace ns explicitly?
 function M.lists(r, ns)
-  for _, t in ipairs((r.spec or {}).targetNamespaces or {}) do
+  local list = (r.spec or {}).targetNamespaces
+  if type(list) ~= "table" then return false end
+  for _, t in ipairs(list) do
     if t == ns then return true end
   end
   return false

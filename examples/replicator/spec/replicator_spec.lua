@@ -125,6 +125,17 @@ describe("replicator example", function()
       assert.equal(1, #fake:events_with("InvalidSelector"))
     end)
 
+    it("a spec without a source is a terminal error, not a crash, and deletion still works", function()
+      assert(fake:create(replication({ targetNamespaces = { "app-1" } })))
+      local summary = stable()
+      assert.equal("terminal", summary.results[#summary.results].kind)
+      assert.equal("InvalidSpec", conditions.get(repl(), "Ready").reason)
+      assert(fake:delete(API, KIND, nil, NAME))
+      stable()
+      assert.is_nil(repl())
+      assert.equal("deleted 0 copies", fake:events_with("CleanedUp")[1].message)
+    end)
+
     it("a missing source reports SourceNotFound, then syncs when the source appears", function()
       assert(fake:create(replication({ source = { namespace = "default", name = "later" },
                                         targetNamespaces = { "app-1" } })))
