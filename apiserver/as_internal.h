@@ -105,7 +105,7 @@ typedef struct as_watcher {
     struct event *bm_timer; /* periodic bookmark, once a minute (F.19) */
     struct evbuffer *held;  /* events queued while stalled */
     struct evbuffer *batch; /* during replay: events gathered into one chunk */
-    int64_t last_rv;
+    int64_t min_rv; /* deliver only events with rv > min_rv (a future start RV, F.15) */
 } as_watcher_t;
 
 typedef struct as_fault {

@@ -303,6 +303,8 @@ static const char *const type_names[] = {"ADDED", "MODIFIED", "DELETED"};
 /* Deliver one stored event to one watcher. Returns -1 if the watcher ended. */
 static int deliver(as_watcher_t *w, as_event_t *e)
 {
+    if (e->rv <= w->min_rv)
+        return 0;
     bool now = e->type != AS_DELETED && as_obj_matches(w->res, w->ns, w->ls, w->fs, e->obj);
     bool before = e->prev && as_obj_matches(w->res, w->ns, w->ls, w->fs, e->prev);
     const json_t *av = json_object_get(e->obj, "apiVersion");
@@ -542,6 +544,8 @@ void as_handle_watch(as_req_t *q)
         }
         if (bookmarks && send_bookmark(w, true) < 0)
             return;
+    } else if (rv > srv->rev) {
+        w->min_rv = rv; /* silent until the store passes the requested revision */
     } else if (rv < srv->rev) {
         for (size_t i = 0; i < srv->ring_len; i++) {
             as_event_t *e = srv->ring[(srv->ring_head + i) % srv->ring_cap];

@@ -372,6 +372,33 @@ static void test_crd_update_keeps_watches(void)
     resp_free(&r);
 }
 
+static void test_watch_from_future_rv(void)
+{
+    int64_t rev = lop_apiserver_revision(srv);
+    char path[256];
+    snprintf(path, sizeof path,
+             "/api/v1/namespaces/kube-node-lease/configmaps?watch=1&allowWatchBookmarks=true&resourceVersion=%lld",
+             (long long)(rev + 2));
+    watch_t w;
+    watch_start(&w, srv, path);
+    T_CHECK(watch_wait_live(&w)); /* a bookmark proves the watch is registered */
+    pthread_mutex_lock(&w.mu);
+    int base = w.lines;
+    pthread_mutex_unlock(&w.mu);
+    for (int i = 0; i < 3; i++) { /* revisions rev+1 .. rev+3: only rev+3 is after the start */
+        char b[100];
+        snprintf(b, sizeof b, "{\"metadata\":{\"name\":\"fut%d\"}}", i);
+        resp_t r = t_http(srv, "POST", "/api/v1/namespaces/kube-node-lease/configmaps", b, NULL);
+        resp_free(&r);
+    }
+    T_EQ_INT(watch_wait_lines(&w, base + 1), base + 1);
+    lop_apiserver_close_watches(srv);
+    json_t *ev = watch_finish(&w);
+    T_EQ_INT(json_array_size(ev), (size_t)base + 1);
+    T_EQ_STR(jstr(json_object_get(json_array_get(ev, (size_t)base), "object"), "metadata.name"), "fut2");
+    json_decref(ev);
+}
+
 static void test_crd_delete_ends_watches(void)
 {
     resp_t r = t_http(srv, "POST", WPATH, "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"last\"}}", NULL);
@@ -464,6 +491,7 @@ int main(void)
     T_RUN(test_finalizer_single_deleted_event);
     T_RUN(test_owner_gc);
     T_RUN(test_namespace_terminating);
+    T_RUN(test_watch_from_future_rv);
     T_RUN(test_crd_update_keeps_watches);
     T_RUN(test_apply_and_status_ownership);
     T_RUN(test_crd_delete_ends_watches);
