@@ -292,7 +292,8 @@ static json_t *bookmark_obj(as_res_t *res, int64_t rv, bool initial_end)
 
 static int send_bookmark(as_watcher_t *w, bool initial_end)
 {
-    json_t *o = bookmark_obj(w->res, w->srv->rev, initial_end);
+    /* never report a revision below where the watch started (a future start RV) */
+    json_t *o = bookmark_obj(w->res, w->srv->rev > w->min_rv ? w->srv->rev : w->min_rv, initial_end);
     int rc = send_obj_event(w, "BOOKMARK", o);
     json_decref(o);
     return rc;
