@@ -15,6 +15,8 @@ API server (loopback, free ports).
   E. --graceful-shutdown-timeout=1s with a 6 s reconcile: the reconcile is logged as abandoned
      and the process exits 1 after about the timeout.
   F. a second SIGTERM during the graceful wait exits at once with 143 (128 + SIGTERM).
+  G. with --lua-jit a JIT-compiled endless loop outlives its 1 s deadline: /healthz fails with
+     the "workers" check naming the controller once deadline + grace (1 s) passed.
 """
 import json
 import os
@@ -44,6 +46,10 @@ op.controller {
   reconcile = function(req)
     seen:inc({namespace = req.namespace})
     op.log.info("ops test reconcile", {cm = req.name})
+    if req.name == "spin" then
+      local x = 0
+      while true do x = (x + 1) % 7 end -- JIT-compiled: the deadline hook cannot end it
+    end
     local secs = tonumber(req.name:match("^slow(%d+)"))
     if secs then
       op.log.info("slow reconcile starting", {seconds = secs})
@@ -85,13 +91,13 @@ def wait_for(what, secs, fn):
 
 
 class Operator:
-    def __init__(self, kc, scripts, *extra):
+    def __init__(self, kc, scripts, *extra, timeout="30s"):
         self.lines = []
         self.cv = threading.Condition()
         self.proc = subprocess.Popen(
             [LUAOP, "run", "--kubeconfig", kc, "--scripts", scripts, "--metrics-bind-address",
              "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0", "--log-format", "json",
-             "--log-level", "debug", "--reconcile-timeout", "30s"] + list(extra),
+             "--log-level", "debug", "--reconcile-timeout", timeout] + list(extra),
             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
         procs.append(self.proc)
         threading.Thread(target=self._read, daemon=True).start()
@@ -283,6 +289,25 @@ current-context: c
     check(time.monotonic() - t0 < 3, "F: at once")
     check(op.find(lambda o: o.get("msg") == "second signal during shutdown; exiting now") is not None,
           "F: logged")
+
+    kubectl(kc, "-n", "ops", "delete", "configmap", "slow9")
+
+    # ---- G: a stuck worker fails /healthz
+    op = Operator(kc, scripts, "--lua-jit", "--graceful-shutdown-timeout", "1s", timeout="1s")
+    wait_for("/readyz", 30, lambda: op.port("probes") and http(f"http://127.0.0.1:{op.port('probes')}/readyz")[0] == 200)
+    hp = op.port("probes")
+    check(http(f"http://127.0.0.1:{hp}/healthz")[0] == 200, "G: /healthz passes before")
+    check(kubectl(kc, "-n", "ops", "create", "configmap", "spin").returncode == 0, "G: spinning configmap created")
+    t0 = time.monotonic()
+    res = wait_for("/healthz to fail", 20, lambda: (lambda r: r if r[0] == 500 else None)(http(f"http://127.0.0.1:{hp}/healthz")))
+    took = time.monotonic() - t0
+    body = res[1] if res else ""
+    check(res is not None and "[-]workers failed: controller opstest" in body and "[+]event-loop ok" in body,
+          "G: /healthz fails on the stuck worker: " + body.replace("\n", " | "))
+    check(took >= 1.9, f"G: not before deadline + grace ({took:.2f}s)")
+    op.proc.send_signal(signal.SIGTERM)
+    rc = op.proc.wait(timeout=30)
+    check(rc == 1, f"G: the stuck reconcile is abandoned at shutdown, exit 1 ({rc})")
 
 
 if __name__ == "__main__":
