@@ -87,6 +87,35 @@ static lop_rc_t validate_vm(void *ud, lop_vm_t *vm, lop_err_t *err)
 
 /* ------------------------------------------------------------------ informers */
 
+/* "group/version/resource" ("version/resource" for the core group): the informer's metric label. */
+static void gvr_name(const lop_rest_mapping_t *mp, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s%s%s/%s", mp->group, *mp->group ? "/" : "", mp->version, mp->resource);
+}
+
+/* Hide the per-informer metric children of a stopped informer (unless another informer of the
+ * same GVR, e.g. another namespace, still reports under that label). */
+static void inf_metrics_remove(lop_manager_t *m, const inf_entry_t *gone)
+{
+    if (!m->cfg.metrics) return;
+    char name[400], other[400];
+    gvr_name(&gone->mapping, name, sizeof name);
+    pthread_mutex_lock(&m->mu);
+    bool shared = false;
+    for (inf_entry_t *e = m->infs; e && !shared; e = e->next) {
+        gvr_name(&e->mapping, other, sizeof other);
+        shared = strcmp(name, other) == 0;
+    }
+    pthread_mutex_unlock(&m->mu);
+    if (shared) return;
+    const char *v[] = {name};
+    lop_metrics_std_t *std = m->cfg.metrics;
+    lop_metric_family_t *fams[] = {std->informer_objects, std->informer_bytes,
+                                   std->watch_restarts_total, std->relists_total};
+    for (size_t i = 0; i < sizeof fams / sizeof fams[0]; i++)
+        if (fams[i]) lop_metric_remove(fams[i], v);
+}
+
 static inf_entry_t *inf_acquire(lop_manager_t *m, const lop_rest_mapping_t *mp, const char *ns,
                                 const char *selector, lop_err_t *err)
 {
@@ -107,8 +136,7 @@ static inf_entry_t *inf_acquire(lop_manager_t *m, const lop_rest_mapping_t *mp, 
         return NULL;
     }
     char name[400];
-    snprintf(name, sizeof name, "%s%s%s/%s", mp->group, *mp->group ? "/" : "", mp->version,
-             mp->resource);
+    gvr_name(mp, name, sizeof name);
     lop_informer_config_t ic = {.name = name, .lw = lw, .clock = m->clock};
     lop_informer_t *inf = lop_informer_new(&ic, err);
     free(lw); /* the informer copied the struct and owns its ud */
@@ -150,6 +178,7 @@ static void inf_release(lop_manager_t *m, inf_entry_t *e)
     lop_log(LOP_LOG_INFO, "stopping informer", "informer", e->key, NULL);
     lop_metrics_unbind(e->store_metrics, 2, lop_informer_store(e->inf));
     lop_metrics_unbind(e->reflector_metrics, 2, lop_informer_reflector(e->inf));
+    inf_metrics_remove(m, e);
     lop_informer_free(e->inf); /* stops it */
     free(e->ns);
     free(e->selector);
@@ -159,11 +188,12 @@ static void inf_release(lop_manager_t *m, inf_entry_t *e)
 
 static lop_rc_t inf_start(lop_manager_t *m, inf_entry_t *e, lop_err_t *err)
 {
-    (void)m;
     if (e->started) return LOP_OK;
     lop_rc_t rc = lop_informer_start(e->inf, err);
     if (rc == LOP_OK) {
+        pthread_mutex_lock(&m->mu); /* cache_for reads it from worker threads */
         e->started = true;
+        pthread_mutex_unlock(&m->mu);
         lop_log(LOP_LOG_INFO, "starting informer", "informer", e->key, NULL);
     }
     return rc;
@@ -461,8 +491,11 @@ size_t lop_manager_stop(lop_manager_t *m, int64_t grace_ns)
     /* Stop intake first: informers stop delivering, every queue stops at once; then wait for
      * the in-flight reconciles of all controllers within one shared grace period. */
     for (inf_entry_t *e = m->infs; e; e = e->next) {
-        if (e->started) lop_informer_stop(e->inf);
-        e->started = false;
+        pthread_mutex_lock(&m->mu);
+        bool started = e->started;
+        e->started = false; /* reads from the cache now fall back to live requests */
+        pthread_mutex_unlock(&m->mu);
+        if (started) lop_informer_stop(e->inf);
     }
     for (ctrl_entry_t *c = m->ctrls; c; c = c->next) lop_controller_shutdown_intake(c->ctrl);
     int64_t deadline = INT64_MAX;
@@ -511,4 +544,9 @@ void lop_manager_stats(lop_manager_t *m, lop_manager_stats_t *out)
 void lop_manager_version(lop_manager_t *m, char *buf, size_t len)
 {
     lop_scriptrt_version(m->rt, buf, len);
+}
+
+lop_recorder_t *lop_manager_recorder(lop_manager_t *m)
+{
+    return m->recorder;
 }

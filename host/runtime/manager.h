@@ -24,6 +24,7 @@
 #include "host/runtime/engine.h"
 #include "host/runtime/gate.h"
 #include "host/runtime/metrics_std.h"
+#include "host/runtime/recorder.h"
 
 #include <stdbool.h>
 
@@ -80,5 +81,9 @@ bool lop_manager_check_stuck(lop_manager_t *m, int64_t max_grace_ns, char *reaso
 
 /* The active script version ("" before the first install). */
 void lop_manager_version(lop_manager_t *m, char *buf, size_t len);
+/* The manager's Event recorder (borrowed; lives as long as m; lop_recorder_record is safe from
+ * any thread). For Events the process records about things other than reconciled objects (e.g. a
+ * script reload about its ConfigMap). */
+lop_recorder_t *lop_manager_recorder(lop_manager_t *m);
 
 #endif
