@@ -10,7 +10,7 @@ API server (loopback, free ports).
      of the worker VM and the script's own luaop.metrics counter; the text parses.
   C. --log-format=json: every line on stderr is one JSON object; luaop.log lines from Lua carry
      controller, namespace, name and reconcileID; at --log-level=debug the kubeconfig's bearer
-     token never appears.
+     token never appears, nor the data of a Secret a script passes to luaop.log.
   D. SIGTERM during a 2 s reconcile: it completes, "shutdown complete", exit 0.
   E. --graceful-shutdown-timeout=1s with a 6 s reconcile: the reconcile is logged as abandoned
      and the process exits 1 after about the timeout.
@@ -46,6 +46,9 @@ op.controller {
   reconcile = function(req)
     seen:inc({namespace = req.namespace})
     op.log.info("ops test reconcile", {cm = req.name})
+    local secret = {apiVersion = "v1", kind = "Secret", metadata = {name = "s", namespace = req.namespace},
+                    data = {password = "U0VDUkVULURBVEEtOTk4Nw=="}}
+    op.log.info("logging a secret by mistake", {obj = secret, list = {items = {secret}}})
     if req.name == "spin" then
       local x = 0
       while true do x = (x + 1) % 7 end -- JIT-compiled: the deadline hook cannot end it
@@ -138,6 +141,11 @@ def parse_prometheus(text):
         if not m:
             raise ValueError("bad metrics line: " + ln)
         out[m.group(1) + (m.group(2) or "")] = float(m.group(3))
+    try:  # Debian's python3-prometheus-client, when installed, parses it strictly as well
+        from prometheus_client.parser import text_string_to_metric_families
+    except ImportError:
+        return out
+    list(text_string_to_metric_families(text))
     return out
 
 
@@ -254,6 +262,10 @@ current-context: c
     check(op.find(lambda o: o.get("msg") == "slow reconcile finished") is not None, "D: the in-flight reconcile completed")
     check(op.find(lambda o: o.get("msg") == "shutdown complete") is not None, "D: shutdown complete logged")
     check(all(TOKEN not in ln for ln in op.records()), "C: the bearer token never appears in the debug log")
+    sec = op.find(lambda o: o.get("msg") == "logging a secret by mistake")
+    check(sec is not None and sec.get("obj") == "<redacted: holds a Secret>"
+          and sec.get("list") == "<redacted: holds a Secret>", f"C: Secret objects in luaop.log fields are redacted: {sec}")
+    check(all("U0VDUkVULURBVEEtOTk4Nw==" not in ln for ln in op.records()), "C: Secret data never appears in the log")
     kubectl(kc, "-n", "ops", "delete", "configmap", "slow2")
 
     # ---- E: grace period shorter than the reconcile: abandoned, exit 1
