@@ -3,6 +3,7 @@
 #include "host/cli/scriptsource.h"
 
 #include "bindings/engine_lua.h"
+#include "host/cli/leader_events.h"
 #include "host/kube/informer.h"
 #include "host/kube/leaderelection.h"
 #include "host/kube/restmapper.h"
@@ -109,6 +110,7 @@ typedef struct leader {
     lop_lease_client_t *client;
     lop_informer_t *lease_watch;
     lop_metric_t *metric;
+    lop_leader_events_t *events; /* Events on the Lease (reference §K.14) */
     char name[300];
 } leader_t;
 
@@ -118,13 +120,16 @@ static void on_started_leading(void *ud)
     lop_log(LOP_LOG_INFO, "became leader; starting workers", "lease", l->name, "identity",
             lop_elector_identity(l->elector), NULL);
     lop_gate_set(l->gate, true);
+    lop_leader_events_post(l->events, "became leader");
 }
 
 static void on_stopped_leading(void *ud)
 {
     leader_t *l = ud;
     lop_gate_set(l->gate, false);
-    lop_log(LOP_LOG_WARN, "stopped leading; workers take no new work", "lease", l->name, NULL);
+    lop_log(LOP_LOG_WARN, "stopped leading; workers take no new work", "lease", l->name, "identity",
+            lop_elector_identity(l->elector), NULL);
+    lop_leader_events_post(l->events, "stopped leading");
 }
 
 
@@ -154,7 +159,7 @@ static char *incluster_namespace(void)
 
 static lop_rc_t leader_start(leader_t *l, const lop_run_opts_t *o, lop_rest_client_t *rest,
                              lop_restmapper_t *mapper, const char *identity,
-                             lop_metrics_std_t *std, lop_err_t *err)
+                             lop_metrics_std_t *std, lop_recorder_t *recorder, lop_err_t *err)
 {
     if (!o->leader_election_id || !*o->leader_election_id)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "--leader-elect needs --leader-election-id");
@@ -189,6 +194,7 @@ static lop_rc_t leader_start(leader_t *l, const lop_run_opts_t *o, lop_rest_clie
         free(ns);
         return LOP_EINVAL;
     }
+    l->events = lop_leader_events_new(rest, recorder, ns, o->leader_election_id, identity);
     lop_metrics_bind_elector(std, o->leader_election_id, l->elector, &l->metric, NULL);
     /* Watch the Lease itself so a release is noticed at once (warm standby). */
     lop_rest_mapping_t mp;
@@ -217,6 +223,9 @@ static void leader_stop(leader_t *l)
     lop_informer_free(l->lease_watch);
     lop_elector_free(l->elector);
     lop_lease_client_free(l->client);
+    /* After the elector: its last "stopped leading" is queued by now. */
+    lop_leader_events_free(l->events, 2 * LOP_NS_PER_S);
+    l->events = NULL;
     l->lease_watch = NULL;
     l->elector = NULL;
     l->client = NULL;
@@ -235,10 +244,10 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
     lop_health_t *health = NULL;
     lop_httpserver_t *metrics_srv = NULL, *probe_srv = NULL;
     ready_ctx_t ready = {NULL};
-    workers_ctx_t workers = {NULL, LOP_STUCK_GRACE_NS};
-    lop_health_heartbeat_t loop_hb;
     lop_script_source_t *source = NULL;
     lop_script_reloader_t *reloader = NULL;
+    workers_ctx_t workers = {NULL, LOP_STUCK_GRACE_NS};
+    lop_health_heartbeat_t loop_hb;
     lop_gate_t gate;
     lop_gate_init(&gate, false);
     leader_t leader = {.gate = &gate};
@@ -332,7 +341,8 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
         /* Leader election starts once the caches are warm: a new leader reconciles at once. */
         if (synced && o->leader_elect && !campaigning) {
             campaigning = true;
-            if (leader_start(&leader, o, rest, mapper, identity, &std, &err) != LOP_OK) {
+            if (leader_start(&leader, o, rest, mapper, identity, &std,
+                             lop_manager_recorder(m), &err) != LOP_OK) {
                 lop_log(LOP_LOG_ERROR, "leader election", "error", err.message, NULL);
                 fatal = true;
                 break;
