@@ -45,8 +45,8 @@ spec:
           x-kubernetes-preserve-unknown-fields: true
 """
 
-# A controller for Widgets that writes status.logic = LOGIC (plus observedGeneration, which
-# luaop.status.update sets). %(extra)s goes before the controller (e.g. an error at load),
+# A controller for Widgets that writes status.logic = LOGIC and status.n = spec.n (plus
+# observedGeneration, which luaop.status.update sets). %(extra)s goes before the controller (e.g. an error at load),
 # %(body)s into reconcile before the status write (e.g. raise on some objects).
 WIDGET_MAIN = """local op = require("luaop")
 local LOGIC = %(logic)s
@@ -62,7 +62,10 @@ op.controller {
       return nil, err
     end
 %(body)s
-    local _, serr = op.status.update(w, function(o) o.status.logic = LOGIC end)
+    local _, serr = op.status.update(w, function(o)
+      o.status.logic = LOGIC
+      o.status.n = (o.spec or {}).n
+    end)
     if serr then return nil, serr end
     return op.result.done()
   end,
@@ -112,10 +115,11 @@ class Check:
 class Dev:
     """One `luaop dev` process with its own local API server."""
 
-    def __init__(self, *args, crds=()):
+    def __init__(self, *args, crds=(), env=None):
         self.tmp = tempfile.TemporaryDirectory(prefix="luaop-reload-")
         self.kc = os.path.join(self.tmp.name, "kubeconfig")
         self.env = dict(os.environ, KUBECONFIG=self.kc)
+        proc_env = dict(os.environ, **(env or {}))
         applies = []
         for i, crd in enumerate(crds):
             p = os.path.join(self.tmp.name, "crd%d.yaml" % i)
@@ -127,7 +131,7 @@ class Dev:
         self.proc = subprocess.Popen(
             [LUAOP, "dev", "--kubeconfig-out", self.kc, "--metrics-bind-address", "127.0.0.1:0",
              "--health-probe-bind-address", "127.0.0.1:0"] + applies + list(args),
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=proc_env)
         threading.Thread(target=self._read, daemon=True).start()
         self.metrics_port = int(self.wait_log(r'http server listening.*port=(\d+) metrics=true', 20).group(1))
         self.probe_port = int(self.wait_log(r'http server listening.*port=(\d+) metrics=false probes=true', 20).group(1))
