@@ -160,8 +160,10 @@ void as_res_remove_crd(lop_apiserver_t *srv, const char *crd_name)
     size_t o = 0;
     for (size_t i = 0; i < srv->nres; i++) {
         as_res_t *r = srv->res[i];
-        if (r->crd_name && !strcmp(r->crd_name, crd_name))
+        if (r->crd_name && !strcmp(r->crd_name, crd_name)) {
+            as_watch_close_res(srv, r);
             res_free(r);
+        }
         else
             srv->res[o++] = r;
     }
@@ -187,12 +189,26 @@ void as_registry_init(lop_apiserver_t *srv)
         t.microtime_check = b->microtime;
         t.dns_label_name = b->dns_label;
         t.extra_fields = b->fields;
+        if (!strcmp(b->plural, "deployments") || !strcmp(b->plural, "statefulsets") ||
+            !strcmp(b->plural, "replicasets")) {
+            t.has_scale = true;
+            t.scale_spec = (char *)".spec.replicas";
+            t.scale_status = (char *)".status.replicas";
+        }
+        static const char *const all_cat[] = {"pods", "services", "deployments", "statefulsets",
+                                              "daemonsets", "replicasets", "jobs", NULL};
+        for (int k = 0; all_cat[k]; k++) /* `kubectl get all` */
+            if (!strcmp(b->plural, all_cat[k]))
+                t.categories = json_pack("[s]", "all");
         if (b->shortname) {
             t.short_names = json_array();
             json_array_append_new(t.short_names, json_string(b->shortname));
         }
-        as_res_add(srv, &t);
+        as_res_t *r = as_res_add(srv, &t);
+        if (!strcmp(b->group, "events.k8s.io")) /* one store, two views (L.7) */
+            r->coll = as_coll_get(srv, "", "events", true);
         json_decref(t.short_names);
+        json_decref(t.categories);
     }
 }
 

@@ -149,8 +149,13 @@ lop_rc_t lop_apiserver_start(const lop_apiserver_opts_t *opts, lop_apiserver_t *
     const char *colon = strrchr(listen, ':');
     if (!colon || (size_t)(colon - listen) >= sizeof host || colon == listen)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "bad listen address \"%s\" (want host:port)", listen);
-    memcpy(host, listen, (size_t)(colon - listen));
-    host[colon - listen] = '\0';
+    if (listen[0] == '[' && colon[-1] == ']') { /* [::1]:port */
+        memcpy(host, listen + 1, (size_t)(colon - listen - 2));
+        host[colon - listen - 2] = '\0';
+    } else {
+        memcpy(host, listen, (size_t)(colon - listen));
+        host[colon - listen] = '\0';
+    }
     char *end;
     long port = strtol(colon + 1, &end, 10);
     if (*end || port < 0 || port > 65535)
@@ -192,8 +197,8 @@ lop_rc_t lop_apiserver_start(const lop_apiserver_opts_t *opts, lop_apiserver_t *
     getsockname(evhttp_bound_socket_get_fd(bs), (struct sockaddr *)&ss, &sl);
     srv->port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
                                          : ntohs(((struct sockaddr_in *)&ss)->sin_port);
-    snprintf(srv->url, sizeof srv->url, "%s://%s:%d", srv->tls ? "https" : "http",
-             strchr(host, ':') ? "[::1]" : host, srv->port);
+    snprintf(srv->url, sizeof srv->url, strchr(host, ':') ? "%s://[%s]:%d" : "%s://%s:%d",
+             srv->tls ? "https" : "http", host, srv->port);
     srv->cmd_ev = event_new(srv->base, -1, EV_PERSIST, cmd_cb, srv);
     event_add(srv->cmd_ev, NULL);
     bootstrap(srv);
@@ -277,6 +282,15 @@ static void cmd_fail(lop_apiserver_t *srv, void *arg)
     srv->faults[slot] = *f;
 }
 
+void lop_apiserver_fail_next_text(lop_apiserver_t *srv, const char *verb, const char *path_prefix,
+                                  int count, int code, int retry_after_s)
+{
+    as_fault_t f = {.count = count, .code = code, .retry_after = retry_after_s, .text = true};
+    snprintf(f.verb, sizeof f.verb, "%s", verb ? verb : "");
+    snprintf(f.prefix, sizeof f.prefix, "%s", path_prefix ? path_prefix : "");
+    run_cmd(srv, cmd_fail, &f);
+}
+
 void lop_apiserver_fail_next(lop_apiserver_t *srv, const char *verb, const char *path_prefix,
                              int count, int code, int retry_after_s)
 {
@@ -340,6 +354,7 @@ void as_fault_http(as_req_t *q)
             as_reply_status(q, 400, "BadRequest", NULL, "code must be 400..599");
             return;
         }
+        f.text = as_query_bool(as_query(q, "text"));
         snprintf(f.verb, sizeof f.verb, "%s", as_query(q, "verb") ? as_query(q, "verb") : "");
         snprintf(f.prefix, sizeof f.prefix, "%s", as_query(q, "path") ? as_query(q, "path") : "");
         cmd_fail(srv, &f);

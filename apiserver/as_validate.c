@@ -11,6 +11,35 @@
 #include <string.h>
 
 int as_validate_builtin(as_req_t *q, json_t *obj);
+void as_default_builtin(as_res_t *res, json_t *obj);
+
+/* Defaults the server applies to built-ins on every write (a small subset): Secret.type Opaque,
+ * Secret.stringData merged into data (base64) and dropped. */
+void as_default_builtin(as_res_t *res, json_t *obj)
+{
+    if (strcmp(res->plural, "secrets") || res->group[0])
+        return;
+    if (!json_is_string(json_object_get(obj, "type")))
+        json_object_set_new(obj, "type", json_string("Opaque"));
+    json_t *sd = json_object_get(obj, "stringData");
+    if (json_is_object(sd)) {
+        json_t *data = json_object_get(obj, "data");
+        if (!json_is_object(data)) {
+            data = json_object();
+            json_object_set_new(obj, "data", data);
+        }
+        const char *k;
+        json_t *v;
+        json_object_foreach(sd, k, v) {
+            if (!json_is_string(v))
+                continue;
+            char *e = as_b64_encode((const unsigned char *)json_string_value(v), json_string_length(v));
+            json_object_set_new(data, k, json_string(e));
+            free(e);
+        }
+    }
+    json_object_del(obj, "stringData");
+}
 
 static int check_microtime(as_req_t *q, const json_t *obj, const char *path)
 {
@@ -72,6 +101,19 @@ int as_validate_builtin(as_req_t *q, json_t *obj)
             snprintf(d, sizeof d, "Unsupported value: \"%s\": supported values: \"Normal\", \"Warning\"",
                      ts ? ts : "");
             invalid1(q, obj, "FieldValueNotSupported", "type", d);
+            return -1;
+        }
+    }
+    if (!strcmp(res->plural, "events") && !res->group[0]) {
+        /* legacy core/v1 Event (L.2): the event lives in its involved object's namespace */
+        const char *ins = json_string_value(as_path_get(obj, "involvedObject.namespace"));
+        const char *ns = as_meta_str(obj, "namespace");
+        bool bad = ins && *ins ? (!ns || strcmp(ins, ns)) : (ns && *ns && strcmp(ns, "default"));
+        if (bad) {
+            char d[600];
+            snprintf(d, sizeof d, "Invalid value: \"%s\": does not match event.namespace",
+                     ins ? ins : "");
+            invalid1(q, obj, "FieldValueInvalid", "involvedObject.namespace", d);
             return -1;
         }
     }
@@ -147,8 +189,21 @@ static bool type_ok(const char *type, const json_t *v)
     return true;
 }
 
+/* Schema defaults (J.12): fill absent (or null) properties that declare `default`. */
+static void apply_defaults(json_t *v, const json_t *props)
+{
+    const char *k;
+    json_t *ps;
+    json_object_foreach((json_t *)props, k, ps) {
+        json_t *def = json_object_get(ps, "default");
+        json_t *cur = json_object_get(v, k);
+        if (def && (!cur || json_is_null(cur)))
+            json_object_set_new(v, k, json_deep_copy(def));
+    }
+}
+
 static void check_node(json_t *v, const json_t *schema, const char *path, json_t *causes,
-                       int depth)
+                       json_t *pruned, int depth)
 {
     if (!json_is_object(schema) || depth > 64)
         return;
@@ -201,6 +256,7 @@ static void check_node(json_t *v, const json_t *schema, const char *path, json_t
     if (json_is_object(v)) {
         json_t *props = json_object_get(schema, "properties");
         json_t *addl = json_object_get(schema, "additionalProperties");
+        apply_defaults(v, props);
         bool preserve = json_is_true(json_object_get(schema, "x-kubernetes-preserve-unknown-fields"));
         json_t *req = json_object_get(schema, "required");
         size_t i;
@@ -221,11 +277,13 @@ static void check_node(json_t *v, const json_t *schema, const char *path, json_t
             snprintf(p, sizeof p, "%s.%s", path, k);
             json_t *ps = json_is_object(props) ? json_object_get(props, k) : NULL;
             if (ps)
-                check_node(cv, ps, p, causes, depth + 1);
+                check_node(cv, ps, p, causes, pruned, depth + 1);
             else if (json_is_object(addl))
-                check_node(cv, addl, p, causes, depth + 1);
-            else if (!preserve && !json_is_true(addl) && (props || !addl))
+                check_node(cv, addl, p, causes, pruned, depth + 1);
+            else if (!preserve && !json_is_true(addl)) {
+                json_array_append_new(pruned, json_string(p));
                 json_object_del(v, k); /* prune unknown field */
+            }
         }
     } else if (json_is_array(v)) {
         json_t *items = json_object_get(schema, "items");
@@ -234,7 +292,7 @@ static void check_node(json_t *v, const json_t *schema, const char *path, json_t
         json_array_foreach(v, i, cv) {
             char p[600];
             snprintf(p, sizeof p, "%s[%zu]", path, i);
-            check_node(cv, items, p, causes, depth + 1);
+            check_node(cv, items, p, causes, pruned, depth + 1);
         }
     }
 }
@@ -244,7 +302,7 @@ static const char *const object_meta_fields[] = {
     "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
     "annotations", "ownerReferences", "finalizers", "managedFields", NULL};
 
-int as_validate_cr(as_res_t *res, json_t *obj, json_t **causes_out)
+int as_validate_cr(as_res_t *res, json_t *obj, json_t **causes_out, json_t *pruned)
 {
     json_t *m = json_object_get(obj, "metadata");
     if (json_is_object(m)) {
@@ -256,14 +314,28 @@ int as_validate_cr(as_res_t *res, json_t *obj, json_t **causes_out)
             for (int i = 0; object_meta_fields[i]; i++)
                 if (!strcmp(object_meta_fields[i], k))
                     known = true;
-            if (!known)
+            if (!known) {
+                char p[300];
+                snprintf(p, sizeof p, "metadata.%s", k);
+                json_array_append_new(pruned, json_string(p));
                 json_object_del(m, k);
+            }
         }
     }
     if (!json_is_object(res->schema))
         return 0;
     json_t *causes = json_array();
     json_t *props = json_object_get(res->schema, "properties");
+    if (json_is_object(props)) { /* top-level defaults other than apiVersion/kind/metadata */
+        const char *dk;
+        json_t *ds;
+        json_object_foreach(props, dk, ds) {
+            json_t *def = json_object_get(ds, "default");
+            if (def && strcmp(dk, "metadata") && strcmp(dk, "apiVersion") && strcmp(dk, "kind") &&
+                !json_object_get(obj, dk))
+                json_object_set_new(obj, dk, json_deep_copy(def));
+        }
+    }
     bool preserve = json_is_true(json_object_get(res->schema, "x-kubernetes-preserve-unknown-fields"));
     const char *k;
     json_t *v;
@@ -273,9 +345,11 @@ int as_validate_cr(as_res_t *res, json_t *obj, json_t **causes_out)
             continue;
         json_t *ps = json_is_object(props) ? json_object_get(props, k) : NULL;
         if (ps)
-            check_node(v, ps, k, causes, 1);
-        else if (!preserve)
+            check_node(v, ps, k, causes, pruned, 1);
+        else if (!preserve) {
+            json_array_append_new(pruned, json_string(k));
             json_object_del(obj, k);
+        }
     }
     json_t *req = json_object_get(res->schema, "required");
     size_t i;

@@ -11,8 +11,10 @@
 #include <string.h>
 
 json_t *as_scale_view(as_res_t *res, const json_t *obj);
+json_t *as_proto_decode(const char *body, size_t len, char *errbuf, size_t errlen);
 void as_gc_schedule(lop_apiserver_t *srv);
 int as_validate_builtin(as_req_t *q, json_t *obj);
+void as_default_builtin(as_res_t *res, json_t *obj);
 
 json_t *as_parse_body(as_req_t *q)
 {
@@ -22,7 +24,14 @@ json_t *as_parse_body(as_req_t *q)
         return NULL;
     }
     const char *ct = evhttp_find_header(evhttp_request_get_input_headers(q->r), "Content-Type");
-    if (ct && (strstr(ct, "protobuf") || strstr(ct, "cbor"))) {
+    if (ct && strstr(ct, "protobuf")) {
+        char eb[256];
+        json_t *o = as_proto_decode(q->body ? q->body : "", q->body_len, eb, sizeof eb);
+        if (!o)
+            as_reply_status(q, 415, "UnsupportedMediaType", NULL, "%s", eb);
+        return o;
+    }
+    if (ct && strstr(ct, "cbor")) {
         as_reply_status(q, 415, "UnsupportedMediaType", NULL,
                         "the body of the request was in an unknown format - accepted media types "
                         "include: application/json, application/yaml");
@@ -47,7 +56,7 @@ json_t *as_parse_body(as_req_t *q)
         }
     } else {
         json_error_t je;
-        obj = json_loadb(q->body, q->body_len, JSON_REJECT_DUPLICATES, &je);
+        obj = json_loadb(q->body, q->body_len, 0, &je);
         if (!obj) {
             as_reply_status(q, 400, "BadRequest", NULL,
                             "the object provided is unrecognized or malformed: json parse error at "
@@ -212,7 +221,7 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
     as_res_t *res = q->res;
     int bad;
     bool dry = dry_run(q, &bad);
-    if (bad) {
+    if (bad || as_check_field_validation(q) < 0) {
         json_decref(obj);
         return;
     }
@@ -224,13 +233,22 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
     char qual_kind[300];
     as_qualified_kind(res, qual_kind, sizeof qual_kind);
     bool status_sub = !strcmp(q->sub, "status");
+    if (as_check_meta_types(q, obj) < 0) {
+        json_decref(obj);
+        return;
+    }
     if (!old) {
         /* ---- create ---- */
         const char *gen = as_meta_str(obj, "generateName");
         if ((!name || !*name) && gen && *gen) {
-            char suffix[6], nb[300];
-            as_rand_suffix(suffix);
-            snprintf(nb, sizeof nb, "%.*s%s", 58, gen, suffix);
+            char suffix[6], nb[300], key[600];
+            for (int attempt = 0; attempt < 8; attempt++) { /* RetryGenerateName (G.3) */
+                as_rand_suffix(suffix);
+                snprintf(nb, sizeof nb, "%.*s%s", 58, gen, suffix);
+                as_make_key(res, q->ns, nb, key, sizeof key);
+                if (!as_store_find(res->coll, key))
+                    break;
+            }
             json_object_set_new(m, "name", json_string(nb));
         }
         name = as_meta_str(obj, "name");
@@ -357,13 +375,23 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
             return;
         }
     }
+    if (!res->is_cr)
+        as_default_builtin(res, obj);
     if (as_validate_builtin(q, obj) < 0) {
         json_decref(obj);
         return;
     }
+    json_t *pruned = NULL; /* CR fields removed by pruning (paths) */
     if (res->is_cr) {
         json_t *causes = NULL;
-        if (as_validate_cr(res, obj, &causes) < 0) {
+        pruned = json_array();
+        int vrc = as_validate_cr(res, obj, &causes, pruned);
+        if (vrc == 0 && as_report_unknown_fields(q, pruned) < 0) {
+            json_decref(pruned);
+            json_decref(obj);
+            return;
+        }
+        if (vrc < 0) {
             /* message: Kind.group "name" is invalid: [f: msg, ...] */
             lop_buf_t b = LOP_BUF_INIT;
             size_t i;
@@ -382,6 +410,7 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
                 as_reply_status(q, 422, "Invalid", d, "%s \"%s\" is invalid: %s", qual_kind, name,
                                 b.data);
             lop_buf_free(&b);
+            json_decref(pruned);
             json_decref(obj);
             return;
         }
@@ -416,6 +445,9 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
     }
     if (!managed_done)
         as_track_managed(q, old, obj, q->sub);
+    as_scrub_managed_fields(obj, res->has_status, status_sub, pruned);
+    json_decref(pruned);
+    pruned = NULL;
     char key[600];
     as_make_key(res, q->ns, name, key, sizeof key);
     if (!old && as_store_find(res->coll, key)) {
@@ -455,7 +487,9 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
         obj = ord;
     }
     if (old) {
-        json_t *a = comparable(old), *b = comparable(obj);
+        json_t *old_served = as_served_obj(res, old); /* the other Event API's view */
+        json_t *a = comparable(old_served), *b = comparable(obj);
+        json_decref(old_served);
         bool same = json_equal(a, b);
         json_decref(a);
         json_decref(b);

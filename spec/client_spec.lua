@@ -24,6 +24,17 @@ describe("luaop.client", function()
       assert.is_nil(src.metadata.uid)
     end)
 
+    it("tables are never shared between the caller and the store", function()
+      local src = fx.widget("a")
+      local w = assert(client.create(src))
+      src.spec.size = 50
+      w.spec.size = 60
+      assert.equal(1, fake:get_object(fx.AV, fx.KIND, "default", "a").spec.size)
+      local u = assert(client.update(assert(client.get(fx.AV, fx.KIND, "default", "a"))))
+      u.spec.items[1] = "x"
+      assert.equal("[]", json.encode(fake:get_object(fx.AV, fx.KIND, "default", "a").spec.items))
+    end)
+
     it("AlreadyExists as a metav1.Status-shaped error", function()
       assert(client.create(fx.widget("a")))
       local res, err = client.create(fx.widget("a"))

@@ -294,3 +294,48 @@ describe("luaop.testing fake stores what the server would", function()
     assert.equal(json.null, s.list[1])
   end)
 end)
+
+describe("luaop.testing manifests", function()
+  it("apply_manifest defines CRD kinds (scope, status subresource) and creates objects", function()
+    local fake = testing.new()
+    local path = os.tmpname()
+    local f = assert(io.open(path, "w"))
+    f:write([[
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: things.example.com}
+spec:
+  group: example.com
+  scope: Cluster
+  names: {kind: Thing, plural: things}
+  versions:
+    - {name: v1, served: true, storage: true}
+---
+apiVersion: example.com/v1
+kind: Thing
+metadata: {name: t1}
+spec: {items: []}
+status: {x: 1}
+]])
+    f:close()
+    local out = testing.apply_manifest(path)
+    os.remove(path)
+    assert.equal(2, #out)
+    local t = assert(fake:get_object("example.com/v1", "Thing", nil, "t1"))
+    assert.is_nil(t.metadata.namespace)               -- cluster-scoped
+    assert.equal(1, t.status.x)                       -- no status subresource: stored on create
+    assert.equal("[]", json.encode(t.spec.items))
+  end)
+
+  it("read_manifest names the file on a parse error", function()
+    testing.new()
+    local path = os.tmpname()
+    local f = assert(io.open(path, "w"))
+    f:write("a: [unclosed\n")
+    f:close()
+    local ok, err = pcall(testing.read_manifest, path)
+    os.remove(path)
+    assert.is_false(ok)
+    assert.matches(path, err, 1, true)
+  end)
+end)

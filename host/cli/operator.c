@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,12 @@ void lop_operator_block_signals(void)
     signal(SIGPIPE, SIG_IGN);
 }
 
+/* The main loop beats every ~100 ms; a script reload (loading and validating a set) runs on it
+ * too, so allow it generous time before /healthz reports the loop stalled. */
+#define LOP_EVENT_LOOP_TIMEOUT_NS (30 * LOP_NS_PER_S)
+/* A reconcile past its deadline by this much is stuck (the deadline hook should have ended it). */
+#define LOP_STUCK_GRACE_NS (30 * LOP_NS_PER_S)
+
 /* Wait up to ms for a termination signal; returns it, or 0. */
 static int wait_signal(long ms)
 {
@@ -46,6 +53,40 @@ static int wait_signal(long ms)
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     int sig = sigtimedwait(&set, NULL, &ts);
     return sig > 0 ? sig : 0;
+}
+
+/* ------------------------------------------------------------------ ops: metrics hooks, probes, shutdown */
+
+static void rest_observed(void *ud, const char *method, int code, const char *host, int64_t ns)
+{
+    lop_metrics_observe_rest(ud, method, code, host, ns);
+}
+
+/* healthz "workers": fails while a reconcile runs past its deadline plus a grace. */
+typedef struct workers_ctx {
+    lop_manager_t *m;
+    int64_t grace_ns;
+} workers_ctx_t;
+
+static bool check_workers(void *ud, char *reason, size_t len)
+{
+    workers_ctx_t *w = ud;
+    return w->m ? lop_manager_check_stuck(w->m, w->grace_ns, reason, len) : true;
+}
+
+/* A second SIGTERM/SIGINT during the graceful shutdown exits at once (128 + signal number). */
+static void *second_signal_main(void *arg)
+{
+    (void)arg;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    int sig = 0;
+    if (sigwait(&set, &sig) != 0) return NULL;
+    lop_log(LOP_LOG_WARN, "second signal during shutdown; exiting now", "signal", strsignal(sig), NULL);
+    fflush(NULL);
+    _exit(128 + sig);
 }
 
 typedef struct ready_ctx {
@@ -196,6 +237,8 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
     ready_ctx_t ready = {NULL};
     lop_script_source_t *source = NULL;
     lop_script_reloader_t *reloader = NULL;
+    workers_ctx_t workers = {NULL, LOP_STUCK_GRACE_NS};
+    lop_health_heartbeat_t loop_hb;
     lop_gate_t gate;
     lop_gate_init(&gate, false);
     leader_t leader = {.gate = &gate};
@@ -216,7 +259,10 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
     metrics = lop_metrics_new();
     lop_metrics_std_t std;
     lop_metrics_std_init(&std, metrics, NULL);
+    lop_rest_client_set_observer(rest, rest_observed, &std);
     health = lop_health_new();
+    lop_health_heartbeat_init(&loop_hb, &lop_clock_system, LOP_EVENT_LOOP_TIMEOUT_NS, "operator main loop");
+    lop_health_add(health, LOP_HEALTHZ, "event-loop", lop_health_heartbeat_check, &loop_hb, NULL);
     if (lop_httpserver_start(o->metrics_addr, metrics, NULL, &metrics_srv, &err) != LOP_OK ||
         lop_httpserver_start(o->probe_addr, NULL, health, &probe_srv, &err) != LOP_OK) {
         lop_log(LOP_LOG_ERROR, "cannot start the metrics/probes server", "error", err.message, NULL);
@@ -242,6 +288,8 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
         goto out;
     }
     ready.m = m;
+    workers.m = m;
+    lop_health_add(health, LOP_HEALTHZ, "workers", check_workers, &workers, NULL);
     lop_health_add(health, LOP_READYZ, "informers-synced", check_synced, &ready, NULL);
 
     /* scripts: the first set from the source (a ConfigMap may not exist yet: wait for it, not
@@ -273,6 +321,7 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
     bool synced = false, campaigning = false, fatal = false;
     int sig = 0;
     for (;;) {
+        lop_health_heartbeat_beat(&loop_hb);
         sig = wait_signal(100);
         if (sig) break;
         if (!synced && lop_manager_synced(m)) {
@@ -299,10 +348,26 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
     }
     if (sig) lop_log(LOP_LOG_INFO, "shutting down", "signal", strsignal(sig), NULL);
     status = fatal ? 1 : 0;
-    /* Finish in-flight reconciles first, then release the Lease. */
+    pthread_t second;
+    bool watching = pthread_create(&second, NULL, second_signal_main, NULL) == 0;
+    /* Finish in-flight reconciles first (bounded by --graceful-shutdown-timeout), then release
+     * the Lease. */
     lop_gate_shutdown(&gate);
-    lop_manager_stop(m, o->graceful_shutdown_ns);
+    size_t abandoned = lop_manager_stop(m, o->graceful_shutdown_ns);
     leader_stop(&leader);
+    if (watching) {
+        pthread_cancel(second);
+        pthread_join(second, NULL);
+    }
+    if (abandoned) {
+        char n[24];
+        snprintf(n, sizeof n, "%zu", abandoned);
+        lop_log(LOP_LOG_ERROR, "graceful shutdown timed out; exiting with reconciles in flight",
+                "abandoned", n, NULL);
+        fflush(NULL);
+        _exit(1); /* the abandoned workers still use everything: free nothing */
+    }
+    lop_log(LOP_LOG_INFO, "shutdown complete", NULL);
 
 out:
     leader_stop(&leader);

@@ -104,53 +104,6 @@ int lop_auth_exec_runs(lop_auth_t *a)
     return n;
 }
 
-/* ---- base64 ---- */
-
-static int b64val(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+' || c == '-') return 62;
-    if (c == '/' || c == '_') return 63;
-    return -1;
-}
-
-char *lop_base64_decode(const char *in, size_t *len)
-{
-    size_t n = strlen(in);
-    char *out = lop_xmalloc(n / 4 * 3 + 4);
-    size_t o = 0;
-    unsigned acc = 0;
-    int bits = 0, pad = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)in[i];
-        if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
-        if (c == '=') {
-            pad++;
-            continue;
-        }
-        int v = b64val(c);
-        if (v < 0 || pad) {
-            free(out);
-            return NULL;
-        }
-        acc = (acc << 6) | (unsigned)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[o++] = (char)((acc >> bits) & 0xff);
-        }
-    }
-    if (bits >= 6 || pad > 2) { /* a dangling single sextet is not valid base64 */
-        free(out);
-        return NULL;
-    }
-    out[o] = '\0';
-    if (len) *len = o;
-    return out;
-}
-
 /* ---- token file ---- */
 
 static char *trim_dup(const char *s, size_t n)

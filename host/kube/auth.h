@@ -13,6 +13,7 @@
 #define LOP_KUBE_AUTH_H
 
 #include "host/util/clock.h"
+#include "host/util/base64.h" /* lop_base64_decode, used by kubeconfig */
 #include "host/util/err.h"
 
 #include <stdbool.h>
@@ -68,9 +69,5 @@ bool lop_auth_invalidate(lop_auth_t *a);
 
 /* How many times the plugin has run (tests). */
 int lop_auth_exec_runs(lop_auth_t *a);
-
-/* Decode standard base64 (padding optional, whitespace ignored). Returns a malloc'd,
- * NUL-terminated buffer and its length in *len, or NULL on invalid input. */
-char *lop_base64_decode(const char *in, size_t *len);
 
 #endif

@@ -9,6 +9,8 @@
  * so it cannot go backwards. */
 #include "host/runtime/manager_internal.h"
 
+#include "host/kube/rest_object.h"
+
 #include "host/util/buf.h"
 #include "host/util/log.h"
 
@@ -152,15 +154,13 @@ static void wait_for_cache(lop_manager_t *m, const lop_rest_mapping_t *mp, const
     pthread_mutex_unlock(&m->ryw_mu);
 }
 
-static const char *patch_content_type(const char *t)
+static bool is_write(const char *verb)
 {
-    if (!t || strcmp(t, "merge") == 0) return "application/merge-patch+json";
-    if (strcmp(t, "json") == 0) return "application/json-patch+json";
-    if (strcmp(t, "strategic") == 0) return "application/strategic-merge-patch+json";
-    if (strcmp(t, "apply") == 0) return "application/apply-patch+yaml";
-    return NULL;
+    return strcmp(verb, "get") != 0 && strcmp(verb, "list") != 0;
 }
 
+/* One REST call through lop_rest_object (mapping, paths, field manager, patch types), plus the
+ * host's rules: no writes while not leading; read-your-writes for cached kinds. */
 static lop_rc_t host_request(void *ud, const lop_api_request_t *req, lop_api_response_t *resp,
                              lop_err_t *err)
 {
@@ -169,54 +169,31 @@ static lop_rc_t host_request(void *ud, const lop_api_request_t *req, lop_api_res
     resp->body = NULL;
     resp->len = 0;
     const char *verb = req->verb ? req->verb : "";
-    const char *method;
-    bool write = true, needs_name = true;
-    const char *ctype = "application/json";
-    if (strcmp(verb, "get") == 0) method = "GET", write = false;
-    else if (strcmp(verb, "list") == 0) method = "GET", write = false, needs_name = false;
-    else if (strcmp(verb, "create") == 0) method = "POST", needs_name = false;
-    else if (strcmp(verb, "update") == 0) method = "PUT";
-    else if (strcmp(verb, "delete") == 0) method = "DELETE";
-    else if (strcmp(verb, "patch") == 0) {
-        method = "PATCH";
-        ctype = patch_content_type(req->patch_type);
-        if (!ctype)
-            return lop_err_set(err, LOP_EINVAL, 0, NULL,
-                               "unknown patch type \"%s\" (merge, json, strategic, apply)", req->patch_type);
-    } else {
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "unknown verb \"%s\"", verb);
-    }
-    if (needs_name && (!req->name || !*req->name))
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "%s needs an object name", verb);
-    if (write && m->cfg.leader_gate && !lop_gate_is_open(m->cfg.leader_gate))
+    bool apply = strcmp(verb, "patch") == 0 && req->patch_type && strcmp(req->patch_type, "apply") == 0;
+    if (is_write(verb) && m->cfg.leader_gate && !lop_gate_is_open(m->cfg.leader_gate))
         return lop_err_set(err, LOP_ECLOSED, 0, "NotLeader",
                            "this replica is not the leader: write refused");
-    lop_rest_mapping_t mp;
-    lop_rc_t rc = lop_restmapper_resolve(m->cfg.mapper, req->api_version, req->kind, &mp, err);
-    if (rc != LOP_OK) return rc;
-    const char *ns = mp.namespaced ? req->namespace_ : NULL;
-    if (mp.namespaced && needs_name && (!ns || !*ns))
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "%s %s is namespaced: a namespace is required",
-                           req->kind, req->name);
-    if (strcmp(verb, "create") == 0 && mp.namespaced && (!ns || !*ns))
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "%s is namespaced: a namespace is required",
-                           req->kind);
-    lop_buf_t path = LOP_BUF_INIT;
-    rc = lop_rest_path(&path, &mp, ns, needs_name ? req->name : NULL, req->subresource, req->query, err);
-    if (rc != LOP_OK) {
-        lop_buf_free(&path);
-        return rc;
-    }
+    lop_object_req_t oreq = {
+        .verb = apply ? "apply" : verb,
+        .api_version = req->api_version,
+        .kind = req->kind,
+        .ns = req->namespace_ && *req->namespace_ ? req->namespace_ : NULL,
+        .name = req->name,
+        .subresource = req->subresource,
+        .patch_type = apply ? NULL : req->patch_type,
+        .query = req->query,
+        .body = req->body,
+        .len = req->body_len,
+    };
     lop_rest_resp_t r = LOP_REST_RESP_INIT;
-    rc = lop_rest_do(m->cfg.rest, method, path.data, req->body ? ctype : NULL, req->body,
-                     req->body_len, &r, err);
-    lop_buf_free(&path);
+    lop_rest_mapping_t mp;
+    memset(&mp, 0, sizeof mp);
+    lop_rc_t rc = lop_rest_object(m->cfg.rest, m->cfg.mapper, &oreq, &r, &mp, err);
     resp->code = r.code;
     resp->len = r.body.len;
     resp->body = lop_buf_steal(&r.body);
     lop_rest_resp_cleanup(&r);
-    if (rc == LOP_ENOTFOUND && !needs_name) lop_restmapper_invalidate(m->cfg.mapper);
-    if (rc == LOP_OK && write) {
+    if (rc == LOP_OK && is_write(verb)) {
         /* read-your-writes for cached kinds */
         json_t *obj = json_loadb(resp->body, resp->len, 0, NULL);
         json_t *meta = json_object_get(obj, "metadata");
@@ -224,8 +201,10 @@ static lop_rc_t host_request(void *ud, const lop_api_request_t *req, lop_api_res
         const char *name = json_string_value(json_object_get(meta, "name"));
         const char *kind = json_string_value(json_object_get(obj, "kind"));
         bool is_status = kind && strcmp(kind, "Status") == 0;
-        bool deleted = strcmp(verb, "delete") == 0 && (is_status || !json_object_get(meta, "deletionTimestamp"));
-        if (!name) name = req->name;
+        bool deleted = strcmp(verb, "delete") == 0 &&
+                       (is_status || !json_object_get(meta, "deletionTimestamp"));
+        if (!name || is_status) name = req->name;
+        const char *ns = mp.namespaced ? oreq.ns : NULL;
         if (name && (rv || deleted)) wait_for_cache(m, &mp, ns, name, rv ? rv : "", deleted);
         json_decref(obj);
     }
@@ -261,4 +240,5 @@ void lop_manager_host_api_init(lop_manager_t *m, lop_host_api_t *api)
     api->record_event = host_record_event;
     api->is_leader = host_is_leader;
     api->identity = host_identity;
+    lop_manager_host_api_metrics_init(m, api);
 }

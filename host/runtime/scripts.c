@@ -1,5 +1,6 @@
 #include "host/runtime/scripts.h"
 
+#include "host/util/base64.h"
 #include "host/util/buf.h"
 
 #include <dirent.h>
@@ -19,7 +20,7 @@ static int file_cmp(const void *a, const void *b)
 /* Sort files by name and compute set->version. */
 static void finish_set(lop_script_set_t *set)
 {
-    qsort(set->files, set->nfiles, sizeof *set->files, file_cmp);
+    if (set->nfiles > 1) qsort(set->files, set->nfiles, sizeof *set->files, file_cmp);
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     EVP_DigestInit_ex(md, EVP_sha256(), NULL);
     for (size_t i = 0; i < set->nfiles; i++) {
@@ -152,32 +153,6 @@ lop_rc_t lop_scripts_load_dir(const char *dir, lop_script_set_t **out, lop_err_t
     return LOP_OK;
 }
 
-/* RFC 4648 base64 (standard alphabet, padding optional, whitespace ignored). -1 on bad input. */
-static int base64_decode(const char *in, lop_buf_t *out)
-{
-    static signed char map[256];
-    static int ready;
-    if (!ready) {
-        memset(map, -1, sizeof map);
-        const char *a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        for (int i = 0; i < 64; i++) map[(unsigned char)a[i]] = (signed char)i;
-        ready = 1;
-    }
-    unsigned acc = 0;
-    int bits = 0;
-    for (const unsigned char *p = (const unsigned char *)in; *p; p++) {
-        if (*p == '=' || *p == '\n' || *p == '\r' || *p == ' ') continue;
-        if (map[*p] < 0) return -1;
-        acc = (acc << 6) | (unsigned)map[*p];
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            lop_buf_putc(out, (char)((acc >> bits) & 0xff));
-        }
-    }
-    return 0;
-}
-
 lop_rc_t lop_scripts_load_configmap_json(const char *json, size_t len, const char *origin,
                                          lop_script_set_t **out, lop_err_t *err)
 {
@@ -205,14 +180,15 @@ lop_rc_t lop_scripts_load_configmap_json(const char *json, size_t len, const cha
     {
         if (rc != LOP_OK) break;
         if (!has_suffix(key, ".lua")) continue;
-        lop_buf_t dec = LOP_BUF_INIT;
-        if (!json_is_string(val) || base64_decode(json_string_value(val), &dec) != 0) {
+        size_t n = 0;
+        char *dec = json_is_string(val) ? lop_base64_decode(json_string_value(val), &n) : NULL;
+        if (!dec) {
             rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "%s: binaryData.%s is not valid base64",
                              origin, key);
         } else {
-            add_file(set, key, dec.data ? dec.data : "", dec.len);
+            add_file(set, key, dec, n);
         }
-        lop_buf_free(&dec);
+        free(dec);
     }
     json_decref(cm);
     if (rc == LOP_OK && set->nfiles > LOP_SCRIPTS_MAX_FILES)

@@ -3,14 +3,15 @@
 -- Every function returns the object (or `true`) on success and `nil, err` on an API failure,
 -- `err = {code = 404, reason = "NotFound", message = "...", details = {...}}` (see
 -- `luaop.errors`). Wrong argument types raise. Objects are plain decoded tables; the argument
--- objects are never modified.
+-- objects are never modified (and not copied: the host encodes them as they are).
 --
 -- The backend is pluggable (`luaop.backend`): the host's `luaop.core`, or the fake installed by
 -- `luaop.testing`.
 -- Context: reconcile (get/list also in map functions).
 -- @module luaop.client
 
-local type, error, tostring, require = type, error, tostring, require
+local type, error, tostring, pairs, setmetatable, getmetatable, require =
+      type, error, tostring, pairs, setmetatable, getmetatable, require
 local concat = table.concat
 
 local _M = {}
@@ -21,8 +22,15 @@ local function backend()
   return require("luaop.backend").current()
 end
 
-local function copy(v)
-  return require("luaop.object").deep_copy(v)
+-- A shallow copy of obj whose metadata is a shallow copy too: enough to drop metadata fields
+-- without touching the caller's object (backends never modify request bodies).
+local function with_metadata_copy(obj)
+  local out = {}
+  for k, v in pairs(obj) do out[k] = v end
+  local md = {}
+  for k, v in pairs(obj.metadata) do md[k] = v end
+  out.metadata = setmetatable(md, getmetatable(obj.metadata))
+  return setmetatable(out, getmetatable(obj))
 end
 
 local function str(fn, what, v, optional)
@@ -129,7 +137,7 @@ function _M.create(obj, opts)
   if type(obj.metadata.name) ~= "string" and type(obj.metadata.generateName) ~= "string" then
     error("luaop.client.create: object needs metadata.name or metadata.generateName", 2)
   end
-  local body = copy(obj)
+  local body = with_metadata_copy(obj)
   body.metadata.resourceVersion = nil
   return result(backend().request("create", av, kind, ns, nil, nil, nil, query_of(opts or {}), body))
 end
@@ -142,7 +150,7 @@ end
 -- @treturn table|nil err (Conflict, NotFound, Invalid, ...)
 function _M.update(obj, opts)
   local av, kind, ns, name = ident("update", obj, true)
-  return result(backend().request("update", av, kind, ns, name, nil, nil, query_of(opts or {}), copy(obj)))
+  return result(backend().request("update", av, kind, ns, name, nil, nil, query_of(opts or {}), obj))
 end
 
 local function patch(fn, sub, obj, p, opts)
@@ -166,9 +174,7 @@ local function patch(fn, sub, obj, p, opts)
   if opts.force and pt ~= "apply" then
     error("luaop.client." .. fn .. ": force is only allowed for apply patches", 3)
   end
-  local body = p
-  if type(p) == "table" then body = copy(p) end
-  return result(backend().request("patch", av, kind, ns, name, sub, pt, query_of(opts), body))
+  return result(backend().request("patch", av, kind, ns, name, sub, pt, query_of(opts), p))
 end
 
 --- Patch an object.
@@ -216,7 +222,7 @@ end
 -- @treturn table|nil err (Conflict, NotFound, ...)
 function _M.update_status(obj, opts)
   local av, kind, ns, name = ident("update_status", obj, true)
-  return result(backend().request("update", av, kind, ns, name, "status", nil, query_of(opts or {}), copy(obj)))
+  return result(backend().request("update", av, kind, ns, name, "status", nil, query_of(opts or {}), obj))
 end
 
 --- Patch the status subresource (merge by default; apply with a field manager).
@@ -238,7 +244,7 @@ end
 function _M.apply(obj, opts)
   if type(opts) ~= "table" then error("luaop.client.apply: opts {field_manager=} required", 2) end
   ident("apply", obj, true)
-  local body = copy(obj)
+  local body = with_metadata_copy(obj)
   body.metadata.managedFields = nil
   local sub = opts.subresource
   if sub ~= nil and sub ~= "status" then error("luaop.client.apply: subresource must be nil or \"status\"", 2) end

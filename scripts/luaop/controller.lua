@@ -50,13 +50,13 @@ local function preds(level, where, list, extra)
   return out
 end
 
+local normalize
+
 --- Validate and normalize a declaration.
 -- @tparam table decl the user's declaration (see `luaop.controller`)
 -- @tparam[opt] number level error level of the user's call (for messages pointing at main.lua)
 -- @treturn table normalized spec (new table; functions and predicate tables shared)
 -- @raise naming the offending field
-local normalize
-
 function _M.normalize(decl, level)
   local ok, res = pcall(normalize, decl)
   if ok then return res end

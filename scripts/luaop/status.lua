@@ -5,6 +5,10 @@
 --      o.status.replicas = 3
 --    end)
 --
+-- Two styles: `update(obj, mutate)` where `obj` is as read and every status edit happens inside
+-- `mutate` (the no-op check compares against `obj`, so do not also edit `obj.status` directly);
+-- or edit `obj.status` yourself and call `update(obj)`, which compares with the stored object.
+--
 -- `update(obj, mutate)` applies `mutate` to a copy of `obj`, sets `status.observedGeneration`
 -- from `metadata.generation`, and when the status is unchanged makes no API call at all.
 -- Otherwise it PUTs /status with the object's resourceVersion; on 409 Conflict it re-reads the

@@ -24,13 +24,13 @@ typedef struct resp {
     json_t *json; /* parsed body or NULL */
 } resp_t;
 
-static size_t t_write_cb(char *p, size_t sz, size_t n, void *ud)
+static inline size_t t_write_cb(char *p, size_t sz, size_t n, void *ud)
 {
     lop_buf_append(ud, p, sz * n);
     return sz * n;
 }
 
-static void resp_free(resp_t *r)
+static inline void resp_free(resp_t *r)
 {
     lop_buf_free(&r->body);
     lop_buf_free(&r->headers);
@@ -39,7 +39,7 @@ static void resp_free(resp_t *r)
 }
 
 /* One request. path is appended to the server URL. ctype NULL = application/json. */
-static resp_t t_http(lop_apiserver_t *srv, const char *method, const char *path, const char *body,
+static inline resp_t t_http(lop_apiserver_t *srv, const char *method, const char *path, const char *body,
                      const char *ctype)
 {
     resp_t r;
@@ -74,7 +74,7 @@ static resp_t t_http(lop_apiserver_t *srv, const char *method, const char *path,
     return r;
 }
 
-static const char *jstr(const json_t *o, const char *dotted)
+static inline const char *jstr(const json_t *o, const char *dotted)
 {
     const json_t *cur = o;
     char seg[128];
@@ -88,7 +88,7 @@ static const char *jstr(const json_t *o, const char *dotted)
     return json_is_string(cur) ? json_string_value(cur) : NULL;
 }
 
-static lop_apiserver_t *t_start(long history)
+static inline lop_apiserver_t *t_start(long history)
 {
     lop_apiserver_opts_t o = {0};
     o.history = history;
@@ -111,12 +111,13 @@ typedef struct watch {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     lop_buf_t data;
+    lop_buf_t headers;
     int lines;
     bool done;
     long code;
 } watch_t;
 
-static size_t t_watch_cb(char *p, size_t sz, size_t n, void *ud)
+static inline size_t t_watch_cb(char *p, size_t sz, size_t n, void *ud)
 {
     watch_t *w = ud;
     pthread_mutex_lock(&w->mu);
@@ -129,7 +130,7 @@ static size_t t_watch_cb(char *p, size_t sz, size_t n, void *ud)
     return sz * n;
 }
 
-static void *t_watch_main(void *arg)
+static inline void *t_watch_main(void *arg)
 {
     watch_t *w = arg;
     char url[2048];
@@ -138,6 +139,8 @@ static void *t_watch_main(void *arg)
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, t_watch_cb);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, w);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, t_write_cb);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &w->headers);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, 15L);
     curl_easy_perform(c);
     long code = 0;
@@ -151,7 +154,7 @@ static void *t_watch_main(void *arg)
     return NULL;
 }
 
-static void watch_start(watch_t *w, lop_apiserver_t *srv, const char *path)
+static inline void watch_start(watch_t *w, lop_apiserver_t *srv, const char *path)
 {
     memset(w, 0, sizeof *w);
     w->srv = srv;
@@ -161,8 +164,34 @@ static void watch_start(watch_t *w, lop_apiserver_t *srv, const char *path)
     pthread_create(&w->th, NULL, t_watch_main, w);
 }
 
+/* Wait (bounded by ms) until at least n lines arrived or the stream ended. Returns lines seen. */
+static inline int watch_wait_lines_ms(watch_t *w, int n, int ms)
+{
+    int64_t deadline = lop_clock_mono(&lop_clock_system) + ms * LOP_NS_PER_MS;
+    pthread_mutex_lock(&w->mu);
+    while (w->lines < n && !w->done) {
+        if (lop_clock_wait_until(&lop_clock_system, &w->cv, &w->mu, deadline))
+            break;
+    }
+    int got = w->lines;
+    pthread_mutex_unlock(&w->mu);
+    return got;
+}
+
+/* For a watch with allowWatchBookmarks and no initial events: ask for bookmarks until one arrives,
+ * which proves the server registered the watch. Returns true when it did (bounded: ~5 s). */
+static inline bool watch_wait_live(watch_t *w)
+{
+    for (int i = 0; i < 50; i++) {
+        lop_apiserver_bookmark_now(w->srv);
+        if (watch_wait_lines_ms(w, 1, 100) >= 1)
+            return true;
+    }
+    return false;
+}
+
 /* Wait (bounded: 5 s) until at least n lines arrived or the stream ended. Returns lines seen. */
-static int watch_wait_lines(watch_t *w, int n)
+static inline int watch_wait_lines(watch_t *w, int n)
 {
     int64_t deadline = lop_clock_mono(&lop_clock_system) + 5 * LOP_NS_PER_S;
     pthread_mutex_lock(&w->mu);
@@ -176,7 +205,7 @@ static int watch_wait_lines(watch_t *w, int n)
 }
 
 /* Wait for the stream to end (bounded), then parse every line into a JSON array. */
-static json_t *watch_finish(watch_t *w)
+static inline json_t *watch_finish(watch_t *w)
 {
     pthread_join(w->th, NULL);
     json_t *events = json_array();
@@ -190,12 +219,22 @@ static json_t *watch_finish(watch_t *w)
         p = nl + 1;
     }
     lop_buf_free(&w->data);
+    lop_buf_free(&w->headers);
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->cv);
     return events;
 }
 
-static const char *ev_type(json_t *events, size_t i)
+/* Copy of the response headers (read once some body lines arrived: headers precede them). */
+static inline char *watch_headers(watch_t *w)
+{
+    pthread_mutex_lock(&w->mu);
+    char *h = lop_xstrdup(w->headers.data ? w->headers.data : "");
+    pthread_mutex_unlock(&w->mu);
+    return h;
+}
+
+static inline const char *ev_type(json_t *events, size_t i)
 {
     return jstr(json_array_get(events, i), "type");
 }

@@ -622,6 +622,53 @@ static void test_watch_renewals_cost_no_extra_requests(void)
     sim_free(&s);
 }
 
+/* Someone else overwrites the Lease under a leader: the leader's fast-path renew conflicts, the
+ * re-read shows a valid foreign holder, so it never writes over it and stops at the deadline;
+ * a release on stop does not clobber the foreign holder either. */
+static void intruder_case(bool stop_before_deadline)
+{
+    sim_t s;
+    sim_init(&s);
+    cand_t *a = sim_add(&s, base_config());
+    lop_elector_tick(a->e);
+    T_CHECK(lop_elector_is_leader(a->e));
+    lop_lease_client_t *other = lop_lease_client_memory_new(s.store, "intruder");
+    lop_lease_record_t r = stored(&s);
+    char rv[LOP_LEASE_RV_MAX], rv2[LOP_LEASE_RV_MAX];
+    lop_lease_store_peek(s.store, &r, rv);
+    lop_lease_record_set_holder(&r, "intruder");
+    lop_err_t err;
+    T_EQ_INT(lop_lease_update(other, &r, rv, rv2, &err), LOP_OK);
+    long writes = lop_lease_store_writes(s.store);
+
+    if (stop_before_deadline) {
+        lop_fake_clock_step(&a->clock, 1 * S);
+        lop_elector_stop(a->e); /* still believes it leads: tries to release, sees the intruder */
+        T_EQ_INT(a->stopped_cb, 1);
+        T_EQ_INT(lop_elector_stats(a->e).releases, 0);
+    } else {
+        for (int i = 0; i < 60 && !lop_elector_lost(a->e); i++) {
+            lop_fake_clock_step(&a->clock, 250 * MS);
+            lop_elector_tick(a->e);
+        }
+        T_CHECK(lop_elector_lost(a->e));
+        T_EQ_INT(a->stopped_cb, 1);
+    }
+    T_EQ_INT(lop_lease_store_writes(s.store), writes); /* never wrote over the intruder */
+    lop_lease_record_t now = stored(&s);
+    T_EQ_STR(lop_lease_record_holder(&now), "intruder");
+    lop_lease_record_cleanup(&now);
+    lop_lease_record_cleanup(&r);
+    lop_lease_client_free(other);
+    sim_free(&s);
+}
+
+static void test_foreign_holder_is_never_overwritten(void)
+{
+    intruder_case(false);
+    intruder_case(true);
+}
+
 /* The host feeds raw watch events; a MODIFIED event with an empty holder is a release. */
 static void test_notify_from_watch_event_json(void)
 {
@@ -723,6 +770,7 @@ int main(void)
     T_RUN(test_transitions_counting);
     T_RUN(test_restart_election_mode);
     T_RUN(test_watch_renewals_cost_no_extra_requests);
+    T_RUN(test_foreign_holder_is_never_overwritten);
     T_RUN(test_notify_from_watch_event_json);
     T_RUN(test_twenty_forced_handovers_never_overlap);
     return T_DONE();

@@ -1,8 +1,11 @@
 /* Unit tests for host/util: time formats (reference C.13, C.14), the fake clock, buffers. */
+#include "host/util/base64.h"
 #include "host/util/buf.h"
 #include "host/util/clock.h"
 #include "host/util/err.h"
 #include "t.h"
+
+#include <stdlib.h>
 
 static void test_microtime_has_six_digits(void)
 {
@@ -59,8 +62,32 @@ static void test_rc_from_http(void)
     T_EQ_INT(lop_rc_from_http(200, NULL), LOP_OK);
 }
 
+static void test_base64_both_alphabets_round_trip(void)
+{
+    static const struct { const char *in, *std, *url; } cases[] = {
+        {"", "", ""}, {"f", "Zg==", "Zg"}, {"fo", "Zm8=", "Zm8"}, {"foo", "Zm9v", "Zm9v"},
+        {"\xfb\xff", "+/8=", "-_8"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t n = strlen(cases[i].in);
+        char *s = lop_base64_encode(cases[i].in, n, false), *u = lop_base64_encode(cases[i].in, n, true);
+        T_EQ_STR(s, cases[i].std);
+        T_EQ_STR(u, cases[i].url);
+        size_t dn = 99;
+        char *d1 = lop_base64_decode(s, &dn);
+        T_CHECK(d1 && dn == n && memcmp(d1, cases[i].in, n) == 0);
+        char *d2 = lop_base64_decode(u, &dn);
+        T_CHECK(d2 && dn == n && memcmp(d2, cases[i].in, n) == 0);
+        free(s); free(u); free(d1); free(d2);
+    }
+    T_CHECK(lop_base64_decode("Zm9v!", NULL) == NULL);
+    T_CHECK(lop_base64_decode("Zg==Zg", NULL) == NULL);
+    T_CHECK(lop_base64_decode("Z", NULL) == NULL);
+}
+
 int main(void)
 {
+    T_RUN(test_base64_both_alphabets_round_trip);
     T_RUN(test_microtime_has_six_digits);
     T_RUN(test_microtime_strict_parse);
     T_RUN(test_fake_clock_steps);

@@ -82,8 +82,9 @@ local function reconcile(req)
   end
 
   local dep = deployment.skeleton(m)
-  local own_err
+  local own_err, old_replicas
   local what, derr = op.ops.create_or_update(dep, function(d)
+    old_replicas = d.spec and d.spec.replicas
     deployment.mutate(d, m, size)
     local ok, e = op.owner.set_controller_reference(m, d)
     if not ok then own_err = e end
@@ -94,8 +95,11 @@ local function reconcile(req)
     events.record(m, "Normal", "Created", "created Deployment " .. dep.metadata.name)
     log.info("created deployment", { deployment = dep.metadata.name, replicas = size })
   elseif what == "updated" then
-    events.record(m, "Normal", "Scaled", string.format("Deployment %s set to %d replicas", dep.metadata.name, size))
-    log.info("updated deployment", { deployment = dep.metadata.name, replicas = size })
+    if old_replicas ~= size then
+      events.record(m, "Normal", "Scaled", string.format("Deployment %s scaled from %s to %d replicas",
+                                                         dep.metadata.name, tostring(old_replicas), size))
+    end
+    log.info("updated deployment", { deployment = dep.metadata.name, replicas = size, was = old_replicas })
   end
 
   local _, serr = status.update(m, function(o) observe(o, dep, size) end)

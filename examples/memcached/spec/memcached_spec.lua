@@ -6,7 +6,8 @@ local conditions = require("luaop.conditions")
 local API, KIND = "cache.example.com/v1alpha1", "Memcached"
 local NS, NAME = "default", "memcached-sample"
 -- scripts/ next to this spec directory, wherever busted runs from
-local SCRIPTS = (debug.getinfo(1, "S").source:match("^@(.*)/spec/[^/]*$") or "examples/memcached") .. "/scripts"
+local EXAMPLE = debug.getinfo(1, "S").source:match("^@(.*)/spec/[^/]*$") or "examples/memcached"
+local SCRIPTS = EXAMPLE .. "/scripts"
 
 local function sample(size)
   return { apiVersion = API, kind = KIND, metadata = { name = NAME, namespace = NS }, spec = { size = size } }
@@ -29,10 +30,17 @@ describe("memcached example", function()
 
   before_each(function()
     fake = testing.new()
-    fake:define_kind({ api_version = API, kind = KIND })
+    testing.apply_manifest(EXAMPLE .. "/crd/cache.example.com_memcacheds.yaml")
     local specs = testing.load(SCRIPTS)
     assert.equal(1, #specs)
     assert.equal("memcached", specs[1].name)
+  end)
+
+  it("reconciles the shipped sample", function()
+    local created = testing.apply_manifest(EXAMPLE .. "/samples/memcached.yaml")
+    assert.equal(NAME, created[1].metadata.name)
+    testing.run_until_stable("memcached")
+    assert.equal(created[1].spec.size, deployment().spec.replicas)
   end)
 
   describe("create", function()
@@ -100,6 +108,18 @@ describe("memcached example", function()
       assert(fake:edit("apps/v1", "Deployment", NS, NAME, function(d) d.spec.replicas = 7 end))
       testing.run_until_stable("memcached")
       assert.equal(2, deployment().spec.replicas)
+      assert.equal("Deployment memcached-sample scaled from 7 to 2 replicas", fake:events_with("Scaled")[1].message)
+    end)
+
+    it("a label-only edit of the Deployment is restored without a Scaled event", function()
+      assert(fake:create(sample(2)))
+      testing.run_until_stable("memcached")
+      assert(fake:edit("apps/v1", "Deployment", NS, NAME, function(d)
+        d.metadata.labels["app.kubernetes.io/managed-by"] = "someone"
+      end))
+      testing.run_until_stable("memcached")
+      assert.equal("luaop", deployment().metadata.labels["app.kubernetes.io/managed-by"])
+      assert.same({}, fake:events_with("Scaled"))
     end)
 
     it("rejects an invalid size as a terminal error with Degraded=True", function()

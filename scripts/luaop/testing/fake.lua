@@ -46,6 +46,7 @@ local BUILTIN = {
 
 local function object() return require("luaop.object") end
 local function json() return require("luaop.core").json end
+local check_owner_refs
 local function copy(v) return object().deep_copy(v) end
 
 local function gvk_key(api_version, kind) return api_version .. "/" .. kind end
@@ -128,6 +129,7 @@ function Fake:define_kind(k)
   }
 end
 
+-- (internal) What the fake knows about a kind: define_kind, the built-in table, or CR defaults.
 function Fake:kind_info(av, kind)
   local key = gvk_key(av, kind)
   local k = self.kinds[key]
@@ -155,6 +157,7 @@ local function okey(ns, name)
   return name
 end
 
+-- (internal) The key -> object table of one kind.
 function Fake:bucket(av, kind)
   local k = gvk_key(av, kind)
   local b = self.store[k]
@@ -165,11 +168,13 @@ function Fake:bucket(av, kind)
   return b
 end
 
+-- (internal) The next global resourceVersion.
 function Fake:next_rv()
   self.rv = self.rv + 1
   return tostring(self.rv)
 end
 
+-- (internal) Append a watch event (copies) to watch_log.
 function Fake:emit(etype, av, kind, obj, old)
   self.watch_log[#self.watch_log + 1] = { type = etype, api_version = av, kind = kind,
                                           object = copy(obj), old = old and copy(old) or nil }
@@ -220,6 +225,7 @@ local function strip_nulls(v)
   return v
 end
 
+-- (internal) Store new with a fresh resourceVersion and emit add/update.
 function Fake:persist(av, kind, new, old)
   strip_nulls(new)
   new.metadata.resourceVersion = self:next_rv()
@@ -228,6 +234,7 @@ function Fake:persist(av, kind, new, old)
   return copy(new)
 end
 
+-- (internal) Remove an object, emit delete, collect its dependents.
 function Fake:remove_now(av, kind, stored)
   local key = okey(stored.metadata.namespace, stored.metadata.name)
   self:bucket(av, kind)[key] = nil
@@ -237,6 +244,7 @@ function Fake:remove_now(av, kind, stored)
   self:collect_garbage(stored.metadata.uid)
 end
 
+-- (internal) Is any stored object this uid?
 function Fake:uid_exists(uid)
   for _, b in pairs(self.store) do
     for _, o in pairs(b) do
@@ -266,6 +274,24 @@ function Fake:collect_garbage(uid)
   end
 end
 
+-- ownerReferences validation (I.13): required fields, at most one controller.
+check_owner_refs = function(av, kind, name, refs)
+  if type(refs) ~= "table" then return nil end
+  local n = 0
+  for _, r in ipairs(refs) do
+    if type(r) ~= "table" or not r.uid or not r.name or not r.kind or not r.apiVersion then
+      return invalid(av, kind, name, "metadata.ownerReferences", "Required value: apiVersion, kind, name and uid")
+    end
+    if r.controller == true then n = n + 1 end
+  end
+  if n > 1 then
+    return invalid(av, kind, name, "metadata.ownerReferences",
+      "Invalid value: Only one reference can have Controller set to true")
+  end
+  return nil
+end
+
+-- (internal) POST semantics. Returns 201, obj or nil, status error.
 function Fake:create_internal(av, kind, ns, body)
   local info
   info, ns = scope(self, av, kind, ns)
@@ -299,6 +325,8 @@ function Fake:create_internal(av, kind, ns, body)
     return nil, status_err(409, "AlreadyExists", resource_name(av, kind) .. " \"" .. nm.name .. "\" already exists",
       { name = nm.name, group = group_of(av) ~= "" and group_of(av) or nil, kind = plural(kind) })
   end
+  local bad = check_owner_refs(av, kind, nm.name, nm.ownerReferences)
+  if bad then return nil, bad end
   nm.namespace = ns
   self.uids = self.uids + 1
   nm.uid = string.format("00000000-0000-4000-8000-%012d", self.uids)
@@ -309,7 +337,7 @@ function Fake:create_internal(av, kind, ns, body)
   return 201, self:persist(av, kind, new, nil)
 end
 
--- Shared by PUT and PATCH after the new body is known. sub = nil | "status".
+-- (internal) PUT semantics, shared by PATCH once the new body is known. sub = nil | "status".
 function Fake:update_internal(av, kind, ns, name, body, sub, from_patch)
   local info
   info, ns = scope(self, av, kind, ns)
@@ -355,20 +383,8 @@ function Fake:update_internal(av, kind, ns, name, body, sub, from_patch)
         end
       end
     end
-    local refs = nm.ownerReferences
-    if type(refs) == "table" then
-      local n = 0
-      for _, r in ipairs(refs) do
-        if type(r) ~= "table" or not r.uid or not r.name or not r.kind or not r.apiVersion then
-          return nil, invalid(av, kind, name, "metadata.ownerReferences", "Required value: apiVersion, kind, name and uid")
-        end
-        if r.controller == true then n = n + 1 end
-      end
-      if n > 1 then
-        return nil, invalid(av, kind, name, "metadata.ownerReferences",
-          "Invalid value: Only one reference can have Controller set to true")
-      end
-    end
+    local bad = check_owner_refs(av, kind, name, nm.ownerReferences)
+    if bad then return nil, bad end
     if info.generation then
       local a, b = strip_meta_for_compare(stored), strip_meta_for_compare(new)
       if info.status then a.status, b.status = nil, nil end
@@ -387,6 +403,7 @@ function Fake:update_internal(av, kind, ns, name, body, sub, from_patch)
   return 200, self:persist(av, kind, new, stored)
 end
 
+-- (internal) DELETE semantics (preconditions, Orphan, finalizers). Returns 200, obj|Status or nil, err.
 function Fake:delete_internal(av, kind, ns, name, opts)
   local _
   _, ns = scope(self, av, kind, ns)
@@ -440,6 +457,7 @@ function Fake:delete_internal(av, kind, ns, name, opts)
                 details = { name = name, kind = plural(kind), uid = stored.metadata.uid } }
 end
 
+-- (internal) PATCH semantics for every patch type, then the update path.
 function Fake:patch_internal(av, kind, ns, name, sub, pt, query, body)
   local info
   info, ns = scope(self, av, kind, ns)
@@ -530,6 +548,7 @@ local function matches(f, req)
   return true
 end
 
+-- (internal) The first injected fault matching req, consumed.
 function Fake:take_fault(req)
   for i, f in ipairs(self.faults) do
     if matches(f, req) then
@@ -548,11 +567,12 @@ end
 function Fake:request(verb, av, kind, ns, name, sub, pt, query, body)
   if type(body) == "string" then
     body = json().decode(body)
-  elseif body ~= nil and self:has_codec() then
+  elseif body ~= nil then
     -- Encoded by the same codec the host uses, so a table the host could not send (mixed keys,
     -- sparse arrays, functions) fails here too, with the same message. The Lua value itself is
-    -- kept: decoding would drop the nulls a merge patch uses to delete keys.
-    json().encode(body)
+    -- kept (decoding would drop the nulls a merge patch uses to delete keys), as a copy: the
+    -- caller's table is never shared with the store.
+    if self:has_codec() then json().encode(body) end
     body = copy(body)
   end
   local req = { verb = verb, api_version = av, kind = kind, namespace = ns, name = name,
@@ -593,7 +613,7 @@ function Fake:request(verb, av, kind, ns, name, sub, pt, query, body)
   return code, res
 end
 
--- True when the real luaop.core codec is loaded (not the spec shim).
+-- (internal) True when the real luaop.core codec is loaded (not the spec shim).
 function Fake:has_codec()
   if self.codec == nil then
     self.codec = pcall(json().encode, json().object()) and true or false
@@ -601,12 +621,14 @@ function Fake:has_codec()
   return self.codec
 end
 
+-- (internal) GET: a copy or nil, NotFound.
 function Fake:backend_get(av, kind, ns, name)
   local o = self:get_object(av, kind, ns, name)
   if not o then return nil, not_found(av, kind, name) end
   return o
 end
 
+-- (internal) LIST with an optional label selector: an array of copies.
 function Fake:backend_list(av, kind, ns, selector)
   local sel
   if selector and selector ~= "" then

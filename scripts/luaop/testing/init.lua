@@ -4,6 +4,7 @@
 --    local fake
 --    before_each(function()
 --      fake = testing.new()                        -- fresh fake API, installed as the backend
+--      testing.apply_manifest("examples/memcached/crd/cache.example.com_memcacheds.yaml")
 --      testing.load("examples/memcached/scripts")  -- runs main.lua like the host does
 --    end)
 --    it("creates the deployment", function()
@@ -19,7 +20,9 @@
 
 local type, pairs, ipairs, error, tostring, xpcall, setmetatable, require, select =
       type, pairs, ipairs, error, tostring, xpcall, setmetatable, require, select
-local loadfile, setfenv, io_open, load, loadstring, string = loadfile, setfenv, io.open, load, loadstring, string
+local io_popen = io.popen
+local loadfile, setfenv, io_open, load, loadstring, string, collectgarbage =
+      loadfile, setfenv, io.open, load, loadstring, string, collectgarbage
 local sort, concat = table.sort, table.concat
 local _G = _G
 local sandbox_globals
@@ -27,6 +30,7 @@ local sandbox_globals
 local _M = {}
 
 local current = nil
+local manifest_cache = {} -- file content -> decoded documents (python3 runs once per content)
 
 --- Create a fresh fake API and install it as the `luaop.client` backend.
 -- @tparam[opt] table opts `{now = seconds}` (fake clock start)
@@ -63,7 +67,7 @@ end
 local SANDBOX = {
   "assert", "error", "getmetatable", "ipairs", "next", "pairs", "pcall", "rawequal",
   "rawget", "rawset", "select", "setmetatable", "tonumber", "tostring", "type", "unpack",
-  "xpcall", "_VERSION", "table", "math", "coroutine", "bit", "gcinfo", "collectgarbage", "newproxy",
+  "xpcall", "_VERSION", "table", "math", "coroutine", "bit", "gcinfo", "newproxy",
 }
 
 -- load/loadstring refuse bytecode, as in the host.
@@ -80,6 +84,12 @@ sandbox_globals = function(fake)
   local str = {}
   for k, v in pairs(string) do if k ~= "dump" then str[k] = v end end
   g.string = str
+  g.collectgarbage = function(opt, ...)
+    if opt ~= nil and opt ~= "collect" and opt ~= "count" and opt ~= "step" then
+      error("collectgarbage: option '" .. tostring(opt) .. "' is not allowed in the sandbox", 2)
+    end
+    return collectgarbage(opt, ...)
+  end
   g.load = text_only(load)
   g.loadstring = text_only(loadstring)
   g.print = function(...)
@@ -291,6 +301,65 @@ function _M.run_until_stable(ctrl, opts)
   for k in pairs(delayed) do summary.pending[#summary.pending + 1] = k end
   sort(summary.pending)
   return summary
+end
+
+--- Read a YAML (or JSON) manifest file, every document of it.
+-- YAML is converted by python3-yaml (installed with python3-kubernetes, a project dependency);
+-- busted only.
+-- @tparam string path
+-- @treturn table array of decoded objects (lossless codec: `[]` stays `[]`)
+-- @raise when the file cannot be read or parsed
+function _M.read_manifest(path)
+  if type(path) ~= "string" then error("luaop.testing.read_manifest: path must be a string", 2) end
+  local fh = io_open(path, "r")
+  if not fh then error("luaop.testing.read_manifest: cannot read " .. path, 2) end
+  local content = fh:read("*a")
+  fh:close()
+  local cached = manifest_cache[content]
+  if cached then return require("luaop.object").deep_copy(cached) end
+  local quoted = "'" .. path:gsub("'", "'\\''") .. "'"
+  local p = io_popen("python3 -c 'import sys,yaml,json; "
+    .. "print(json.dumps([d for d in yaml.safe_load_all(open(sys.argv[1])) if d is not None]))' "
+    .. quoted .. " 2>&1")
+  local text = p:read("*a")
+  p:close()
+  local ok, docs = pcall(require("luaop.core").json.decode, text)
+  if not ok or type(docs) ~= "table" then
+    error("luaop.testing.read_manifest: " .. path .. ": " .. tostring(text), 2)
+  end
+  manifest_cache[content] = docs
+  return require("luaop.object").deep_copy(docs)
+end
+
+--- Apply a manifest file to the fake: a CustomResourceDefinition defines its kinds (scope and
+-- status subresource per version, as the API server would serve them); any other object is
+-- created as another client would (`fake:create`).
+-- @tparam string path YAML or JSON, one or more documents
+-- @treturn table array of what was created or defined (objects; CRDs as given)
+-- @raise on an unreadable file or a failed create
+function _M.apply_manifest(path)
+  local fake = _M.fake()
+  local out = {}
+  for _, doc in ipairs(_M.read_manifest(path)) do
+    if doc.kind == "CustomResourceDefinition" then
+      local spec = doc.spec or {}
+      for _, v in ipairs(spec.versions or {}) do
+        fake:define_kind({
+          api_version = spec.group .. "/" .. v.name, kind = spec.names.kind,
+          namespaced = spec.scope ~= "Cluster",
+          status = type(v.subresources) == "table" and v.subresources.status ~= nil,
+        })
+      end
+      out[#out + 1] = doc
+    else
+      local res, err = fake:create(doc)
+      if not res then
+        error("luaop.testing.apply_manifest: " .. path .. ": " .. tostring(err.message), 2)
+      end
+      out[#out + 1] = res
+    end
+  end
+  return out
 end
 
 --- Kinds of the results of a summary, e.g. `{"done", "requeue_after"}` (handy in assertions).
