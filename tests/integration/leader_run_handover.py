@@ -40,18 +40,8 @@ def wall(rec):
     return datetime.datetime.fromisoformat(ts).replace(tzinfo=datetime.timezone.utc).timestamp()
 
 
-def lease_event(api, message, timeout=10):
-    """Wait for a LeaderElection Event with this message on the Lease."""
-    def find():
-        uid = api.lease(LEASE)["metadata"]["uid"]
-        for e in api.events():
-            o = e.get("involvedObject", {})
-            if (e.get("reason") == "LeaderElection" and e.get("message") == message
-                    and e.get("type") == "Normal" and o.get("kind") == "Lease"
-                    and o.get("name") == LEASE and o.get("uid") == uid):
-                return True
-        return False
-    return h.wait_until(find, timeout)
+def lease_event(api, message):
+    return h.lease_event(api, LEASE, message)
 
 
 def observes(r, leader, timeout=10):
