@@ -195,12 +195,20 @@ void as_registry_init(lop_apiserver_t *srv)
             t.scale_spec = (char *)".spec.replicas";
             t.scale_status = (char *)".status.replicas";
         }
+        static const char *const all_cat[] = {"pods", "services", "deployments", "statefulsets",
+                                              "daemonsets", "replicasets", "jobs", NULL};
+        for (int k = 0; all_cat[k]; k++) /* `kubectl get all` */
+            if (!strcmp(b->plural, all_cat[k]))
+                t.categories = json_pack("[s]", "all");
         if (b->shortname) {
             t.short_names = json_array();
             json_array_append_new(t.short_names, json_string(b->shortname));
         }
-        as_res_add(srv, &t);
+        as_res_t *r = as_res_add(srv, &t);
+        if (!strcmp(b->group, "events.k8s.io")) /* one store, two views (L.7) */
+            r->coll = as_coll_get(srv, "", "events", true);
         json_decref(t.short_names);
+        json_decref(t.categories);
     }
 }
 

@@ -240,4 +240,5 @@ void lop_manager_host_api_init(lop_manager_t *m, lop_host_api_t *api)
     api->record_event = host_record_event;
     api->is_leader = host_is_leader;
     api->identity = host_identity;
+    lop_manager_host_api_metrics_init(m, api);
 }

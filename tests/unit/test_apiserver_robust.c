@@ -116,12 +116,31 @@ static void test_deep_and_odd_json(void)
     resp_free(&r);
 }
 
+static void test_crd_must_be_structural(void)
+{
+    resp_t r = t_http(srv, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                      "{\"metadata\":{\"name\":\"things.ex.com\"},\"spec\":{\"group\":\"ex.com\",\"scope\":\"Cluster\","
+                      "\"names\":{\"plural\":\"things\",\"kind\":\"Thing\"},\"versions\":[{\"name\":\"v1\",\"served\":true,"
+                      "\"storage\":true,\"schema\":{\"openAPIV3Schema\":{\"type\":\"object\",\"properties\":{\"spec\":{\"properties\":{}}}}}}]}}",
+                      NULL);
+    T_EQ_INT(r.code, 422);
+    T_EQ_STR(jstr(r.json, "message"),
+             "CustomResourceDefinition.apiextensions.k8s.io \"things.ex.com\" is invalid: "
+             "spec.versions[0].schema.openAPIV3Schema.properties[spec].type: Required value: must "
+             "not be empty for specified object fields");
+    resp_free(&r);
+    r = t_http(srv, "GET", "/apis/ex.com/v1/things", NULL, NULL);
+    T_EQ_INT(r.code, 404);
+    resp_free(&r);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_ALL);
     srv = t_start(0);
     T_RUN(test_bad_requests_get_status_answers);
     T_RUN(test_deep_and_odd_json);
+    T_RUN(test_crd_must_be_structural);
     lop_apiserver_stop(srv);
     curl_global_cleanup();
     return T_DONE();
