@@ -31,7 +31,11 @@ typedef struct lop_apiserver_opts {
 } lop_apiserver_opts_t;
 
 /* Start a server (its loop runs on a new thread). On success *out owns it (lop_apiserver_stop).
- * Errors: LOP_EINVAL (bad listen address, unreadable token/CA file), LOP_ERR (bind, TLS setup). */
+ * opts may be NULL (all defaults); its strings are only read during the call.
+ * Process-wide side effects: libevent is made thread-aware once (evthread_use_pthreads) and
+ * SIGPIPE is ignored (writes to vanished clients must not kill the host).
+ * Errors: LOP_EINVAL (bad listen address, unreadable token/CA file, kubeconfig not writable),
+ * LOP_ERR (bind, TLS setup). */
 lop_rc_t lop_apiserver_start(const lop_apiserver_opts_t *opts, lop_apiserver_t **out,
                              lop_err_t *err);
 

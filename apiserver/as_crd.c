@@ -193,7 +193,8 @@ void as_crd_changed(lop_apiserver_t *srv, const json_t *crd, bool deleted)
         as_res_remove_crd(srv, name);
         return;
     }
-    as_res_remove_crd(srv, name);
+    /* install the served versions; rows that survive keep their identity (and watches) */
+    size_t nold = srv->nres;
     size_t i;
     json_t *v;
     json_array_foreach(json_object_get(spec, "versions"), i, v) {
@@ -240,4 +241,5 @@ void as_crd_changed(lop_apiserver_t *srv, const json_t *crd, bool deleted)
             as_res_add(srv, &t);
         json_decref(paths);
     }
+    as_res_merge_crd(srv, name, nold);
 }

@@ -105,7 +105,7 @@ typedef struct as_watcher {
     struct event *bm_timer; /* periodic bookmark, once a minute (F.19) */
     struct evbuffer *held;  /* events queued while stalled */
     struct evbuffer *batch; /* during replay: events gathered into one chunk */
-    int64_t last_rv;
+    int64_t min_rv; /* deliver only events with rv > min_rv (a future start RV, F.15) */
 } as_watcher_t;
 
 typedef struct as_fault {
@@ -212,6 +212,8 @@ as_res_t *as_res_find(lop_apiserver_t *srv, const char *group, const char *versi
                       const char *plural);
 as_res_t *as_res_add(lop_apiserver_t *srv, const as_res_t *tmpl);
 void as_res_remove_crd(lop_apiserver_t *srv, const char *crd_name);
+/* After appending a CRD's fresh rows at [first_new, nres): merge them with its older rows. */
+void as_res_merge_crd(lop_apiserver_t *srv, const char *crd_name, size_t first_new);
 void as_serve_discovery(as_req_t *q, const char *group, const char *version, int depth);
 void as_serve_openapi(as_req_t *q);
 

@@ -1,6 +1,6 @@
 /* as_proto.c — decode the Kubernetes protobuf request encoding ("k8s\0" + runtime.Unknown) for
  * the few built-in kinds kubectl's generator commands send (`kubectl create configmap|secret|
- * namespace|serviceaccount|deployment|service`, `kubectl expose`), into the JSON the rest of the
+ * namespace|serviceaccount|deployment|service|job`, `kubectl expose`), into the JSON the rest of the
  * server works on.
  * Field numbers follow k8s.io/api's generated.proto. Proto2 optional fields arrive even when
  * empty; like Go's omitempty JSON, empty strings, zero numbers, false and empty messages are
@@ -85,6 +85,12 @@ static const pfield_t deploy_spec_f[] = {{1, "replicas", F_INT, NULL},
                                          {7, "paused", F_BOOL, NULL},
                                          {9, "progressDeadlineSeconds", F_INT, NULL}, END};
 static const pmsg_t deploy_spec = {deploy_spec_f};
+static const pfield_t job_spec_f[] = {{1, "parallelism", F_INT, NULL}, {2, "completions", F_INT, NULL},
+                                      {3, "activeDeadlineSeconds", F_INT, NULL},
+                                      {6, "template", F_MSG, &template_m},
+                                      {7, "backoffLimit", F_INT, NULL}, END};
+static const pmsg_t job_spec = {job_spec_f};
+static const pfield_t job_f[] = {{1, "metadata", F_MSG, &meta}, {2, "spec", F_MSG, &job_spec}, END};
 static const pfield_t svc_port_f[] = {{1, "name", F_STR, NULL},       {2, "protocol", F_STR, NULL},
                                       {3, "port", F_INT, NULL},       {4, "targetPort", F_INTSTR, NULL},
                                       {5, "nodePort", F_INT, NULL},   END};
@@ -341,7 +347,8 @@ json_t *as_proto_decode(const char *body, size_t len, char *errbuf, size_t errle
         const pfield_t *fields;
     } kinds[] = {{"v1", "ConfigMap", configmap_f},           {"v1", "Secret", secret_f},
                  {"v1", "Namespace", namespace_f},           {"v1", "ServiceAccount", sa_f},
-                 {"v1", "Service", service_f},               {"apps/v1", "Deployment", deploy_f}};
+                 {"v1", "Service", service_f},               {"apps/v1", "Deployment", deploy_f},
+                 {"batch/v1", "Job", job_f}};
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
         if (strcmp(kinds[i].av, api_version) || strcmp(kinds[i].kind, kind))
             continue;

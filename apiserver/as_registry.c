@@ -170,6 +170,43 @@ void as_res_remove_crd(lop_apiserver_t *srv, const char *crd_name)
     srv->nres = o;
 }
 
+static void res_remove_at(lop_apiserver_t *srv, size_t i)
+{
+    memmove(&srv->res[i], &srv->res[i + 1], (srv->nres - i - 1) * sizeof *srv->res);
+    srv->nres--;
+}
+
+void as_res_merge_crd(lop_apiserver_t *srv, const char *crd_name, size_t first_new)
+{
+    /* rows [first_new, nres) are the CRD's fresh rows; older rows of the same CRD either take a
+     * fresh row's contents (same version: pointer identity and watches survive) or go away */
+    size_t i = 0;
+    while (i < first_new) {
+        as_res_t *old = srv->res[i];
+        if (!old->crd_name || strcmp(old->crd_name, crd_name)) {
+            i++;
+            continue;
+        }
+        size_t j = first_new;
+        while (j < srv->nres && strcmp(srv->res[j]->version, old->version))
+            j++;
+        if (j < srv->nres) {
+            as_res_t *fresh = srv->res[j];
+            as_res_t tmp = *old;
+            *old = *fresh;
+            *fresh = tmp;
+            res_free(fresh);
+            res_remove_at(srv, j);
+            i++;
+        } else { /* version no longer served */
+            as_watch_close_res(srv, old);
+            res_free(old);
+            res_remove_at(srv, i);
+            first_new--;
+        }
+    }
+}
+
 void as_registry_init(lop_apiserver_t *srv)
 {
     for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++) {

@@ -74,6 +74,22 @@ int as_validate_builtin(as_req_t *q, json_t *obj)
         if (check_microtime(q, obj, "spec.acquireTime") < 0 ||
             check_microtime(q, obj, "spec.renewTime") < 0)
             return -1;
+        json_t *d = as_path_get(obj, "spec.leaseDurationSeconds");
+        if (json_is_integer(d) && json_integer_value(d) <= 0) {
+            char m[200];
+            snprintf(m, sizeof m, "Invalid value: %" JSON_INTEGER_FORMAT ": must be greater than 0",
+                     json_integer_value(d));
+            invalid1(q, obj, "FieldValueInvalid", "spec.leaseDurationSeconds", m);
+            return -1;
+        }
+        json_t *t = as_path_get(obj, "spec.leaseTransitions");
+        if (json_is_integer(t) && json_integer_value(t) < 0) {
+            char m[200];
+            snprintf(m, sizeof m, "Invalid value: %" JSON_INTEGER_FORMAT ": must be greater than or equal to 0",
+                     json_integer_value(t));
+            invalid1(q, obj, "FieldValueInvalid", "spec.leaseTransitions", m);
+            return -1;
+        }
     }
     if (!strcmp(res->plural, "events") && !strcmp(res->group, "events.k8s.io")) {
         if (check_microtime(q, obj, "eventTime") < 0 ||

@@ -292,7 +292,8 @@ static json_t *bookmark_obj(as_res_t *res, int64_t rv, bool initial_end)
 
 static int send_bookmark(as_watcher_t *w, bool initial_end)
 {
-    json_t *o = bookmark_obj(w->res, w->srv->rev, initial_end);
+    /* never report a revision below where the watch started (a future start RV) */
+    json_t *o = bookmark_obj(w->res, w->srv->rev > w->min_rv ? w->srv->rev : w->min_rv, initial_end);
     int rc = send_obj_event(w, "BOOKMARK", o);
     json_decref(o);
     return rc;
@@ -303,6 +304,8 @@ static const char *const type_names[] = {"ADDED", "MODIFIED", "DELETED"};
 /* Deliver one stored event to one watcher. Returns -1 if the watcher ended. */
 static int deliver(as_watcher_t *w, as_event_t *e)
 {
+    if (e->rv <= w->min_rv)
+        return 0;
     bool now = e->type != AS_DELETED && as_obj_matches(w->res, w->ns, w->ls, w->fs, e->obj);
     bool before = e->prev && as_obj_matches(w->res, w->ns, w->ls, w->fs, e->prev);
     const json_t *av = json_object_get(e->obj, "apiVersion");
@@ -542,6 +545,8 @@ void as_handle_watch(as_req_t *q)
         }
         if (bookmarks && send_bookmark(w, true) < 0)
             return;
+    } else if (rv > srv->rev) {
+        w->min_rv = rv; /* silent until the store passes the requested revision */
     } else if (rv < srv->rev) {
         for (size_t i = 0; i < srv->ring_len; i++) {
             as_event_t *e = srv->ring[(srv->ring_head + i) % srv->ring_cap];

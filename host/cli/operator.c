@@ -363,6 +363,7 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
     }
     reloader = lop_script_reloader_new(source, m, metrics, health);
     while (!lop_script_reloader_active(reloader)) {
+        lop_health_heartbeat_beat(&loop_hb);
         lop_rc_t rc = lop_script_reloader_tick(reloader, &err);
         if (rc != LOP_OK && rc != LOP_EAGAIN && rc != LOP_ENOTFOUND &&
             !lop_script_source_is_configmap(source))

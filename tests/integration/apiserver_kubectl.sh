@@ -183,6 +183,9 @@ K -n scratch create deployment gen --image=nginx --replicas=2 >/dev/null || fail
 [ "$(K -n scratch get deploy gen -o jsonpath='{.spec.template.spec.containers[0].image}')" = nginx ] || fail "deployment body"
 K -n scratch scale deployment gen --replicas=5 >/dev/null || fail "scale deployment"
 K -n scratch expose deployment gen --port=80 --target-port=8080 >/dev/null || fail "expose"
+K -n scratch create job gen --image=busybox -- echo hi >/dev/null || fail "create job"
+[ "$(K -n scratch get job gen -o jsonpath='{.spec.template.spec.containers[0].command}')" = '["echo","hi"]' ] ||
+  fail "job body: $(K -n scratch get job gen -o json)"
 [ "$(K -n scratch get svc gen -o jsonpath='{.spec.ports[0].port}/{.spec.ports[0].targetPort}')" = 80/8080 ] || fail "service ports"
 [ "$(K -n scratch get deploy gen -o jsonpath='{.spec.replicas}')" = 5 ] || fail "deployment scale"
 K get ns scratch -o jsonpath='{.status.phase}' | grep -qx Active || fail "namespace phase"

@@ -317,6 +317,12 @@ static void test_lease_rules(void)
                "\"spec\":{\"renewTime\":\"2025-03-01T10:05:12Z\"}}", NULL);
     T_EQ_INT(r.code, 400); /* MicroTime needs six digits (Q.9) */
     resp_free(&r);
+    r = t_http(srv, "POST", "/apis/coordination.k8s.io/v1/namespaces/default/leases",
+               "{\"metadata\":{\"name\":\"lk3\"},\"spec\":{\"leaseDurationSeconds\":0}}", NULL);
+    T_EQ_INT(r.code, 422);
+    T_EQ_STR(jstr(r.json, "message"), "Lease.coordination.k8s.io \"lk3\" is invalid: spec.leaseDurationSeconds: "
+                                      "Invalid value: 0: must be greater than 0");
+    resp_free(&r);
 }
 
 /* kubectl's generator commands send protobuf (captured from `kubectl create secret generic s1

@@ -346,6 +346,59 @@ static void test_apply_and_status_ownership(void)
     resp_free(&r);
 }
 
+static void test_crd_update_keeps_watches(void)
+{
+    resp_t c = t_http(srv, "POST", WPATH, "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"keep\"}}", NULL);
+    T_EQ_INT(c.code, 201);
+    resp_free(&c);
+    watch_t w;
+    watch_start(&w, srv, WPATH "?watch=1&allowWatchBookmarks=true&fieldSelector=metadata.name%3Dkeep");
+    T_EQ_INT(watch_wait_lines(&w, 2), 2);
+    resp_t r = t_http(srv, "PATCH", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com",
+                      "{\"spec\":{\"names\":{\"shortNames\":[\"wdg\"]}}}", "application/merge-patch+json");
+    T_EQ_INT(r.code, 200);
+    resp_free(&r);
+    r = t_http(srv, "GET", "/apis/example.com/v1", NULL, NULL);
+    T_EQ_STR(json_string_value(json_array_get(json_object_get(json_array_get(json_object_get(r.json, "resources"), 0), "shortNames"), 0)), "wdg");
+    resp_free(&r);
+    r = t_http(srv, "PATCH", WPATH "/keep", "{\"spec\":{\"replicas\":8}}", "application/merge-patch+json");
+    resp_free(&r);
+    T_EQ_INT(watch_wait_lines(&w, 3), 3); /* the watch survived the CRD update */
+    lop_apiserver_close_watches(srv);
+    json_t *ev = watch_finish(&w);
+    T_EQ_STR(ev_type(ev, 2), "MODIFIED");
+    json_decref(ev);
+    r = t_http(srv, "DELETE", WPATH "/keep", NULL, NULL);
+    resp_free(&r);
+}
+
+static void test_watch_from_future_rv(void)
+{
+    int64_t rev = lop_apiserver_revision(srv);
+    char path[256];
+    snprintf(path, sizeof path,
+             "/api/v1/namespaces/kube-node-lease/configmaps?watch=1&allowWatchBookmarks=true&resourceVersion=%lld",
+             (long long)(rev + 2));
+    watch_t w;
+    watch_start(&w, srv, path);
+    T_CHECK(watch_wait_live(&w)); /* a bookmark proves the watch is registered */
+    pthread_mutex_lock(&w.mu);
+    int base = w.lines;
+    pthread_mutex_unlock(&w.mu);
+    for (int i = 0; i < 3; i++) { /* revisions rev+1 .. rev+3: only rev+3 is after the start */
+        char b[100];
+        snprintf(b, sizeof b, "{\"metadata\":{\"name\":\"fut%d\"}}", i);
+        resp_t r = t_http(srv, "POST", "/api/v1/namespaces/kube-node-lease/configmaps", b, NULL);
+        resp_free(&r);
+    }
+    T_EQ_INT(watch_wait_lines(&w, base + 1), base + 1);
+    lop_apiserver_close_watches(srv);
+    json_t *ev = watch_finish(&w);
+    T_EQ_INT(json_array_size(ev), (size_t)base + 1);
+    T_EQ_STR(jstr(json_object_get(json_array_get(ev, (size_t)base), "object"), "metadata.name"), "fut2");
+    json_decref(ev);
+}
+
 static void test_crd_delete_ends_watches(void)
 {
     resp_t r = t_http(srv, "POST", WPATH, "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"last\"}}", NULL);
@@ -438,6 +491,8 @@ int main(void)
     T_RUN(test_finalizer_single_deleted_event);
     T_RUN(test_owner_gc);
     T_RUN(test_namespace_terminating);
+    T_RUN(test_watch_from_future_rv);
+    T_RUN(test_crd_update_keeps_watches);
     T_RUN(test_apply_and_status_ownership);
     T_RUN(test_crd_delete_ends_watches);
     T_RUN(test_stall_and_resume);
