@@ -351,6 +351,7 @@ static int core_request(lua_State *L)
     rq.patch_type = opt_str(L, 7);
     rq.query = opt_str(L, 8);
     if (!lua_isnoneornil(L, 9)) rq.body = luaL_checklstring(L, 9, &rq.body_len);
+    rq.controller = vm->ctx_controller;
     if (v == 4) {
         static const char *const types[] = {"merge", "json", "strategic", "apply", NULL};
         if (!rq.patch_type) return luaL_argerror(L, 7, "patch needs a patch_type");

@@ -234,7 +234,7 @@ static lop_rc_t leader_start(leader_t *l, const lop_run_opts_t *o, lop_rest_clie
     ec.callbacks = (lop_elector_callbacks_t){.on_started_leading = on_started_leading,
                                              .on_stopped_leading = on_stopped_leading,
                                              .ud = l};
-    l->elector = lop_elector_new(&ec, err);
+    __atomic_store_n(&l->elector, lop_elector_new(&ec, err), __ATOMIC_RELEASE); /* workers read it */
     if (!l->elector) {
         free(ns);
         return LOP_EINVAL;
@@ -258,6 +258,14 @@ static lop_rc_t leader_start(leader_t *l, const lop_run_opts_t *o, lop_rest_clie
     }
     free(ns);
     return lop_elector_start(l->elector);
+}
+
+/* The elector's own judgement (its clock), asked before each write of a leader-elected controller. */
+static bool still_leading(void *ud)
+{
+    leader_t *l = ud;
+    lop_elector_t *e = __atomic_load_n(&l->elector, __ATOMIC_ACQUIRE);
+    return e && lop_elector_is_leader(e);
 }
 
 static void leader_stop(leader_t *l)
@@ -340,6 +348,8 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
         .namespace_ = o->namespace_,
         .metrics = &std,
         .leader_gate = o->leader_elect ? &gate : NULL,
+        .still_leading = still_leading,
+        .still_leading_ud = &leader,
         .identity = identity,
     };
     if (lop_manager_new(&mc, &m, &err) != LOP_OK) {
