@@ -141,11 +141,16 @@ def parse_prometheus(text):
         if not m:
             raise ValueError("bad metrics line: " + ln)
         out[m.group(1) + (m.group(2) or "")] = float(m.group(3))
-    try:  # Debian's python3-prometheus-client, when installed, parses it strictly as well
-        from prometheus_client.parser import text_string_to_metric_families
-    except ImportError:
-        return out
-    list(text_string_to_metric_families(text))
+    # And Debian's python3-prometheus-client (deps/debian-packages.txt) parses it strictly: every
+    # family and sample must come back, histograms with their buckets, _sum and _count.
+    from prometheus_client.parser import text_string_to_metric_families
+    samples = 0
+    for fam in text_string_to_metric_families(text):
+        samples += len(fam.samples)
+        if fam.type == "histogram" and fam.samples:
+            names = {s.name for s in fam.samples}
+            assert {fam.name + "_bucket", fam.name + "_sum", fam.name + "_count"} <= names, fam.name
+    assert samples == len(out), "prometheus_client read %d samples, the line parser %d" % (samples, len(out))
     return out
 
 
