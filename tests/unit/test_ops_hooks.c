@@ -204,10 +204,11 @@ static void test_controller_reports_vm_memory(void)
 
 static void test_controller_stop_abandons_after_grace(void)
 {
-    lop_fake_clock_t fc;
+    /* static: the abandoned worker outlives this function and still reads them */
+    static lop_fake_clock_t fc;
     lop_fake_clock_init(&fc, 0);
-    lop_engine_opts_t opts;
-    lop_host_api_t host;
+    static lop_engine_opts_t opts;
+    static lop_host_api_t host;
     lop_scriptrt_t *rt = mk_rt(&opts, &host, &fc);
     lop_controller_opts_t co = {.name = "slow", .workers = 1, .clock = &fc.base, .rt = rt};
     lop_controller_t *c = lop_controller_new(&co);
