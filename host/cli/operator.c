@@ -25,6 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <poll.h>
+#include <sys/signalfd.h>
 #include <unistd.h>
 
 void lop_operator_block_signals(void)
@@ -44,17 +46,36 @@ void lop_operator_block_signals(void)
 /* A reconcile past its deadline by this much is stuck (the deadline hook should have ended it). */
 #define LOP_STUCK_GRACE_NS (30 * LOP_NS_PER_S)
 
+/* Wait until a termination signal (returned), a readable fd of fds (0), or ms pass (0).
+ * Signals are blocked in every thread (lop_operator_block_signals) and taken here with a signalfd,
+ * so the main loop sleeps until something happens instead of polling. */
+static int wait_event(long ms, const int *fds, int nfds)
+{
+    static int sfd = -1;
+    if (sfd < 0) {
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, SIGTERM);
+        sigaddset(&set, SIGINT);
+        sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+    }
+    struct pollfd p[4];
+    int n = 0;
+    if (sfd >= 0) p[n++] = (struct pollfd){.fd = sfd, .events = POLLIN};
+    for (int i = 0; i < nfds && n < 4; i++) p[n++] = (struct pollfd){.fd = fds[i], .events = POLLIN};
+    if (poll(p, (nfds_t)n, (int)ms) > 0 && sfd >= 0 && (p[0].revents & POLLIN)) {
+        struct signalfd_siginfo si;
+        if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) return (int)si.ssi_signo;
+    }
+    return 0;
+}
+
 /* Wait up to ms for a termination signal; returns it, or 0. */
 static int wait_signal(long ms)
 {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    int sig = sigtimedwait(&set, NULL, &ts);
-    return sig > 0 ? sig : 0;
+    return wait_event(ms, NULL, 0);
 }
+
 
 /* ------------------------------------------------------------------ ops: metrics hooks, probes, shutdown */
 
@@ -392,7 +413,16 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
     int sig = 0;
     for (;;) {
         lop_health_heartbeat_beat(&loop_hb);
-        sig = wait_signal(100);
+        /* Sleep until a signal, a script change, or the next due time (100 ms at most). */
+        int fds[2];
+        int nfds = lop_script_source_fds(source, fds);
+        long ms = 100;
+        int64_t due = lop_script_source_due_at(source);
+        if (due != INT64_MAX) {
+            int64_t left = due - lop_clock_mono(&lop_clock_system);
+            ms = left <= 0 ? 0 : left / LOP_NS_PER_MS + 1 < ms ? left / LOP_NS_PER_MS + 1 : ms;
+        }
+        sig = wait_event(ms, fds, nfds);
         if (sig) break;
         if (!synced && lop_manager_synced(m)) {
             synced = true;
