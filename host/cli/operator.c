@@ -47,6 +47,33 @@ static int wait_signal(long ms)
     return sig > 0 ? sig : 0;
 }
 
+/*
+ * Wait until the API server answers GET /version, retrying transport failures, 429 and 5xx with
+ * a capped exponential backoff (0.5 s doubling to 30 s) so an operator started before its API
+ * server keeps trying (readyz stays not ready) instead of exiting. Other errors (e.g. 401/403)
+ * return at once: loading the scripts then reports them. Returns the termination signal that
+ * arrived while waiting, or 0 once the server answered (or answered with a non-retryable error).
+ */
+static int wait_for_apiserver(lop_rest_client_t *rest)
+{
+    long delay_ms = 500;
+    for (;;) {
+        lop_err_t err;
+        lop_err_clear(&err);
+        lop_rest_resp_t resp = LOP_REST_RESP_INIT;
+        lop_rc_t rc = lop_rest_do(rest, "GET", "/version", NULL, NULL, 0, &resp, &err);
+        lop_rest_resp_cleanup(&resp);
+        if (rc != LOP_EAGAIN && rc != LOP_ETIMEDOUT) return 0;
+        char wait[32];
+        snprintf(wait, sizeof wait, "%.1fs", (double)delay_ms / 1000.0);
+        lop_log(LOP_LOG_WARN, "API server not reachable, retrying", "error", err.message, "retry_in",
+                wait, NULL);
+        int sig = wait_signal(delay_ms);
+        if (sig) return sig;
+        delay_ms = delay_ms * 2 > 30000 ? 30000 : delay_ms * 2;
+    }
+}
+
 typedef struct ready_ctx {
     lop_manager_t *m;
     bool scripts_ok;
@@ -297,6 +324,13 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
     ready.m = m;
     lop_health_add(health, LOP_READYZ, "informers-synced", check_synced, &ready, NULL);
     lop_health_add(health, LOP_READYZ, "scripts", check_scripts, &ready, NULL);
+
+    int early_sig = wait_for_apiserver(rest);
+    if (early_sig) {
+        lop_log(LOP_LOG_INFO, "shutting down", "signal", strsignal(early_sig), NULL);
+        status = 0;
+        goto out;
+    }
 
     /* scripts */
     lop_script_set_t *set = NULL;
