@@ -10,12 +10,16 @@
         another object keeps reconciling; once fixed, it converges;
      b. a reconcile stuck in `while true do end` is interrupted after the 1 s deadline (again
         and again, with backoff), while another object keeps reconciling; once fixed, it
-        converges; the operator exits 0 on SIGTERM.
+        converges;
+     c. a custom resource nested deeper than the codec's depth limit fails its own reconcile
+        with the codec's error, while shallow objects of the kind are reconciled;
+     the operator exits 0 on SIGTERM.
   3. an API server that is down when `luaop run` starts: the operator keeps retrying, /readyz
      (--health-probe-bind-address on a free loopback port) answers not ready, then ready once
      the server is up on that address, and the operator reconciles; SIGTERM while it is still
      waiting for the server exits 0.
 """
+import json
 import os
 import subprocess
 import sys
@@ -28,6 +32,7 @@ import opharness as h  # noqa: E402
 NS = "bi"
 CM = f"/api/v1/namespaces/{NS}/configmaps"
 FAULTY = os.path.join(h.FIXTURES, "faulty")
+MIRROR = os.path.join(h.FIXTURES, "watch_faults")
 BAD = {  # set -> the file:line its error must name
     "bad_syntax": "main.lua:3:",
     "bad_require": "helper.lua:3:",
@@ -76,6 +81,10 @@ def faulty_reconciles(api, kc):
         o = api.get(f"{CM}/out-{name}")
         return o is not None and o.get("data", {}).get("v") == v
 
+    with open(os.path.join(FAULTY, "crd_blob.json")) as f:
+        api.ok("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json.load(f))
+    h.wait_for("the Blob CRD to be served", 10,
+               lambda: api.req("GET", f"/apis/test.luaop.dev/v1/namespaces/{NS}/blobs")[0] == 200)
     src("good", v="1")
     src("raiser", mode="raise", v="1")
     op = h.start_operator("operator", FAULTY, kc, ["--reconcile-timeout", "1s"])
@@ -89,7 +98,9 @@ def faulty_reconciles(api, kc):
     h.wait_for("8 failed reconciles of raiser", 20, lambda: len(raiser_errors()) >= 8, live)
     errs = raiser_errors()
     first = errs[0].get("error", "")
-    h.check("main.lua:23: boom from raiser" in first and "traceback" in first,
+    with open(os.path.join(FAULTY, "main.lua")) as f:
+        line = next(i for i, l in enumerate(f, 1) if l.rstrip().endswith("-- RAISE"))
+    h.check(f"main.lua:{line}: boom from raiser" in first and "traceback" in first,
             f"the Lua error is logged with file:line and traceback ({first[:80]!r})")
     times = [ts_seconds(r["ts"]) for r in log.find(msg="saw", name="raiser", mode="raise")]
     gaps = [b - a for a, b in zip(times, times[1:])][:7]
@@ -118,6 +129,26 @@ def faulty_reconciles(api, kc):
     h.check(True, "another object reconciles while one loops")
     set_data("looper", mode="ok", v="2")
     h.wait_for("out-looper v=2 once fixed", 20, lambda: out_is("looper", "2"), live)
+
+    # c. an object nested deeper than the codec's limit (200) fails its own reconcile clearly
+    blobs = f"/apis/test.luaop.dev/v1/namespaces/{NS}/blobs"
+
+    def blob(name, spec):
+        api.ok("POST", blobs, {"apiVersion": "test.luaop.dev/v1", "kind": "Blob",
+                               "metadata": {"name": name}, "spec": spec})
+    deep = {"leaf": 1}
+    for _ in range(600):
+        deep = {"x": deep}
+    blob("shallow", {"a": {"b": [1, 2]}})
+    blob("deep", deep)
+    blob("shallow2", {"a": 1})
+    for n in ("shallow", "shallow2"):
+        h.wait_for(f"blob-{n} recorded", 20, lambda: api.get(f"{CM}/blob-{n}") is not None, live)
+    h.wait_for("the deep Blob failing twice", 20,
+               lambda: len(log.find(msg="reconciler error", name="deep")) >= 2, live)
+    derr = log.find(msg="reconciler error", name="deep")[0].get("error", "")
+    h.check("deeper than 200" in derr or "depth" in derr, f"the deep Blob fails with the codec's depth error ({derr[:90]!r})")
+    h.check(api.get(f"{CM}/blob-deep") is None, "nothing was recorded for the deep Blob")
     h.check(op.poll() is None, "the operator never exited")
     h.stop(op, 0)
 
@@ -149,7 +180,7 @@ contexts:
   context: {{cluster: down, user: down, namespace: default}}
 current-context: down
 """)
-    op = h.start_operator("operator-down", FAULTY, kc, ["--health-probe-bind-address",
+    op = h.start_operator("operator-down", MIRROR, kc, ["--health-probe-bind-address",
                                                         f"127.0.0.1:{probe}"])
     # not ready while the server is down: two failed connection attempts logged (a retry, not a
     # one-off), the process still running, /readyz answering and not 200
@@ -166,19 +197,19 @@ current-context: down
     h.check(readyz(probe) not in (None, 200), "readyz still reports not ready")
     srv, url, _ = h.start_apiserver("apiserver-late", f"127.0.0.1:{port}")
     api = h.Api(url)
-    api.namespace(NS)
-    api.ok("POST", CM, {"apiVersion": "v1", "kind": "ConfigMap",
+    api.namespace("wf")
+    api.ok("POST", "/api/v1/namespaces/wf/configmaps", {"apiVersion": "v1", "kind": "ConfigMap",
                         "metadata": {"name": "late", "labels": {"role": "src"}}, "data": {"v": "1"}})
     h.wait_for("readyz 200 once the server is up", 40, lambda: readyz(probe) == 200, [op, srv])
     h.check(True, "readyz reports ready once the server is up")
     h.wait_for("out-late v=1", 20,
-               lambda: (api.get(f"{CM}/out-late") or {}).get("data", {}).get("v") == "1", [op, srv])
+               lambda: (api.get("/api/v1/namespaces/wf/configmaps/out-late") or {}).get("data", {}).get("v") == "1", [op, srv])
     h.check(True, "the operator reconciles once the server is up")
     h.stop(op, 0)
     h.stop(srv, 0)
 
     # SIGTERM while still waiting for a server that never comes -> clean exit 0
-    op2 = h.start_operator("operator-never", FAULTY, kc)
+    op2 = h.start_operator("operator-never", MIRROR, kc)
     h.wait_for("a failed connection attempt", 10, lambda: any(
         r.get("level") in ("warn", "error") and "connect" in r.get("error", "").lower()
         for r in op2.oplog.records()) or op2.poll() is not None, [])
