@@ -1,0 +1,730 @@
+#!/usr/bin/python3
+"""bench.py — runs luaop's benchmarks side by side with their peers (see bench/README.md).
+
+Called by bench/run.sh, which builds the programs first:
+    bench.py BUILD_DIR BIN_DIR [benchmark ...]
+Every benchmark starts its own local API server (`luaop apiserver`, loopback, free port),
+populates it over its REST API, runs luaop's informer path, the client-node peer (when
+installed) and the C ceiling against the same objects, prints a table with each figure and its
+ratio (luaop ÷ peer), and the tables are appended to bench/results/<date>.md.
+
+Environment: BENCH_SCALE (float, default 1: the issue's sizes; the smoke test uses 0.01),
+BENCH_NO_PEER=1 (skip client-node), BENCH_RESULTS=0 (do not append to bench/results/).
+Exit status: 0 when every luaop measurement ran; 1 otherwise (a missing peer is not a failure).
+"""
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+SRC = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(SRC)
+FIX = os.path.join(SRC, "fixtures")
+
+BENCHMARKS = ["apiserver", "sync", "cache-rss", "watch-ingest", "reconcile-noop", "startup-idle",
+              "json-micro"]
+PENDING = ["sync-paged", "relist-peak", "lazy-decode", "write-path", "leader-failover",
+           "hot-reload", "burst"]
+
+NOOP_SCRIPT = """-- written by bench/bench.py: the trivial reconcile of reconcile-noop / startup-idle
+local op = require("luaop")
+op.controller {
+  name = "noop",
+  for_ = { api_version = "v1", kind = "ConfigMap" },
+  max_concurrent_reconciles = %d,
+  reconcile = function(req) return op.result.done() end,
+}
+"""
+
+
+def free_port():
+    import socket
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        return sk.getsockname()[1]
+
+
+def http_get(url, timeout=2):
+    import urllib.request
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return r.status, r.read().decode()
+
+
+def proc_rss_kb(pid):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return -1
+
+
+class Operator:
+    """`luaop run` with the no-op script against srv: spawn, wait for /readyz, read /metrics."""
+
+    def __init__(self, luaop, srv, workers, jit=False):
+        self.dir = tempfile.mkdtemp(prefix="luaop-bench-op.")
+        with open(os.path.join(self.dir, "main.lua"), "w") as f:
+            f.write(NOOP_SCRIPT % workers)
+        self.mport, self.hport = free_port(), free_port()
+        args = [luaop, "run", "--scripts", self.dir, "--kubeconfig", srv.kubeconfig,
+                "--metrics-bind-address", "127.0.0.1:%d" % self.mport,
+                "--health-probe-bind-address", "127.0.0.1:%d" % self.hport,
+                "--kube-api-qps", "-1", "--log-level", "warn"]
+        if jit:
+            args.append("--lua-jit")
+        self.log = open(os.path.join(self.dir, "log"), "w+")
+        self.t0 = time.perf_counter()
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
+
+    def wait_ready(self, timeout=60):
+        deadline = time.perf_counter() + timeout
+        while time.perf_counter() < deadline:
+            if self.proc.poll() is not None:
+                break
+            try:
+                if http_get("http://127.0.0.1:%d/readyz" % self.hport, 1)[0] == 200:
+                    return time.perf_counter()
+            except OSError:
+                pass
+            time.sleep(0.002)
+        self.log.seek(0)
+        raise BenchError("luaop run not ready: %s" % self.log.read()[-600:])
+
+    def synced_wall(self):
+        """Wall time (Unix seconds) of the "caches synced" log line, or None."""
+        self.stop()  # the log is block-buffered while luaop runs: read it once it exited
+        for line in self.log_text.splitlines():
+                if "caches synced" in line:
+                    ts = json.loads(line)["ts"]
+                    dt = datetime.datetime.strptime(ts, "%Y-%m-%dT%H:%M:%S.%fZ")
+                    return dt.replace(tzinfo=datetime.timezone.utc).timestamp()
+        return None
+
+    def metrics(self):
+        return http_get("http://127.0.0.1:%d/metrics" % self.mport)[1]
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if not self.log.closed:
+            self.log.seek(0)
+            self.log_text = self.log.read()
+            self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def metric(text, name, label=None):
+    for line in text.splitlines():
+        if line.startswith(name) and (label is None or label in line):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def hist_quantile(text, name, q):
+    """Upper bound of the bucket holding quantile q of a Prometheus histogram."""
+    buckets = []
+    for line in text.splitlines():
+        if line.startswith(name + "_bucket"):
+            m = re.search(r'le="([^"]+)"\}? ?([0-9.e+-]+)$', line) or re.search(r'le="([^"]+)".* ([0-9.e+-]+)$', line)
+            if m:
+                buckets.append((float("inf") if m.group(1) == "+Inf" else float(m.group(1)), float(m.group(2))))
+    if not buckets or buckets[-1][1] == 0:
+        return None
+    total = buckets[-1][1]
+    for le, c in buckets:
+        if c >= q * total:
+            return le
+    return None
+
+
+class BenchError(Exception):
+    pass
+
+
+def kv(line):
+    """Parse 'a=1 b=x' into a dict (numbers converted)."""
+    out = {}
+    for tok in line.split():
+        if "=" not in tok:
+            continue
+        k, v = tok.split("=", 1)
+        try:
+            out[k] = int(v)
+        except ValueError:
+            try:
+                out[k] = float(v)
+            except ValueError:
+                out[k] = v
+    return out
+
+
+def run(cmd, timeout=900, env=None):
+    """Run a benchmark program; return its last stdout line parsed as key=value."""
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=timeout, env=env)
+    if p.returncode != 0:
+        raise BenchError("%s failed (exit %d): %s" % (os.path.basename(cmd[0]) if cmd[0] != "node" else "node " + os.path.basename(cmd[2]),
+                                                    p.returncode, p.stderr.strip()[-600:]))
+    lines = [l for l in p.stdout.splitlines() if "=" in l]
+    if not lines:
+        raise BenchError("%s printed no result: %s" % (cmd[0], p.stdout[-300:]))
+    return kv(lines[-1])
+
+
+class Server:
+    """`luaop apiserver` on a free loopback port, stopped on exit."""
+
+    def __init__(self, luaop, history):
+        self.tmp = tempfile.mkdtemp(prefix="luaop-bench.")
+        self.kubeconfig = os.path.join(self.tmp, "kubeconfig")
+        self.proc = subprocess.Popen([luaop, "apiserver", "--listen", "127.0.0.1:0",
+                                      "--kubeconfig-out", self.kubeconfig, "--history", str(history)],
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        deadline = time.time() + 30
+        self.url = None
+        while time.time() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            m = re.search(r"listening on (http://127\.0\.0\.1:\d+)", line)
+            if m:
+                self.url = m.group(1)
+                break
+        if not self.url:
+            self.stop()
+            raise BenchError("luaop apiserver did not start")
+
+    def rss_kb(self):
+        try:
+            with open("/proc/%d/status" % self.proc.pid) as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        return int(line.split()[1])
+        except OSError:
+            pass
+        return -1
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def fmt(v, unit=""):
+    if v is None:
+        return "—"
+    if isinstance(v, str):
+        return v
+    if isinstance(v, int) or abs(v) >= 1000:
+        s = "{:,.0f}".format(v)
+    elif abs(v) >= 10:
+        s = "%.1f" % v
+    else:
+        s = "%.3g" % v
+    return s + unit
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def table(headers, rows):
+    out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    for r in rows:
+        out.append("| " + " | ".join(fmt(c) if not isinstance(c, str) else c for c in r) + " |")
+    return "\n".join(out)
+
+
+class Runner:
+    def __init__(self, build, bindir):
+        self.build = os.path.abspath(build)
+        self.bin = os.path.abspath(bindir)
+        self.luaop = os.path.join(self.build, "luaop")
+        self.scale = float(os.environ.get("BENCH_SCALE", "1"))
+        self.node_ok, self.node_why = self._node_available()
+        self.py_ok = os.environ.get("BENCH_NO_PYTHON") != "1" and subprocess.run(
+            ["/usr/bin/python3", "-c", "import kubernetes"], stderr=subprocess.DEVNULL).returncode == 0
+        self.sections = []
+        self.failures = []
+        self._pods = None  # (server, n) shared by sync and cache-rss
+
+    def n(self, base, minimum=1):
+        return max(minimum, int(base * self.scale))
+
+    def _node_available(self):
+        if os.environ.get("BENCH_NO_PEER") == "1":
+            return False, "BENCH_NO_PEER=1"
+        if not shutil.which("node"):
+            return False, "node is not installed"
+        if not os.path.isdir(os.path.join(SRC, "peers", "node_modules", "@kubernetes", "client-node")):
+            return False, "bench/peers/node_modules missing (npm ci did not run or failed)"
+        return True, ""
+
+    def tool(self, name):
+        return os.path.join(self.bin, "lopbench-" + name)
+
+    def node(self, *args):
+        return run(["node", "--expose-gc", os.path.join(SRC, "peers", "informer.mjs")] + list(args))
+
+    def py(self, *args):
+        return run(["/usr/bin/python3", os.path.join(SRC, "peers", "py_informer.py")] + list(args))
+
+    def peer(self, res, name, fn, *args):
+        """Run a peer into res[name]; a peer failure is a warning, not a benchmark failure."""
+        try:
+            res[name] = fn(*args)
+        except (BenchError, subprocess.TimeoutExpired) as e:
+            print("warning: %s: %s" % (name, e), file=sys.stderr)
+
+    def emit(self, title, text, notes=()):
+        block = "### %s\n\n%s\n" % (title, text)
+        for n in notes:
+            block += "\n- %s" % n
+        if notes:
+            block += "\n"
+        print("\n" + block, flush=True)
+        self.sections.append(block)
+
+    def peer_note(self):
+        return [] if self.node_ok else ["client-node column skipped: %s" % self.node_why]
+
+    # ---- population helpers ----
+    def create(self, srv, path_tpl, fixture, n, nscount, conc=4):
+        return run([self.tool("load"), "create", srv.url, path_tpl, os.path.join(FIX, fixture),
+                    str(n), str(nscount), str(conc)])
+
+    def namespaces(self, srv, k):
+        self.create(srv, "/api/v1/namespaces", "namespace.json", k, 0)
+
+    def revision(self, srv, path):
+        import urllib.request
+        with urllib.request.urlopen(srv.url + path + "?limit=1") as r:
+            return json.load(r)["metadata"]["resourceVersion"]
+
+    def pods(self):
+        if self._pods is None:
+            n = self.n(10000, 20)
+            srv = Server(self.luaop, 1000)
+            self.namespaces(srv, 10)
+            c = self.create(srv, "/api/v1/namespaces/@NS@/pods", "pod.json", n, 10)
+            self._pods = (srv, n, c)
+        return self._pods
+
+    def close(self):
+        if self._pods:
+            self._pods[0].stop()
+            self._pods = None
+
+    # ---- clients side by side ----
+    def sync_clients(self, srv, api_version, kind, node_res, path, keep=False):
+        res = {}
+        try:
+            res["luaop"] = run([self.tool("luaop"), "sync", srv.kubeconfig, api_version, kind,
+                                "keep" if keep else "strip"])
+        except BenchError as e:
+            self.failures.append(str(e))
+            res["luaop"] = None
+        if self.node_ok and not keep:
+            self.peer(res, "client-node", self.node, "sync", srv.kubeconfig, node_res)
+        if self.py_ok and not keep:
+            self.peer(res, "python3-kubernetes", self.py, "sync", srv.kubeconfig, node_res)
+        if not keep:
+            res["ceiling (C)"] = run([self.tool("ceiling"), "sync", srv.url, path, "500"])
+        return res
+
+    def rate_rows(self, res, count_key, goal_note=""):
+        base = res.get("luaop")
+        rows = []
+        for name, r in res.items():
+            if r is None:
+                rows.append([name, "failed", "", "", "", "", ""])
+                continue
+            cpu = r.get("cpu_s")
+            per_cpu = r[count_key] / cpu if cpu else None
+            lr = ratio(base and base["rate"], r["rate"]) if name != "luaop" else None
+            lc = (ratio(base[count_key] / base["cpu_s"], per_cpu)
+                  if base and base.get("cpu_s") and name != "luaop" else None)
+            rows.append([name, r["seconds"], r["rate"], cpu, per_cpu,
+                         "%.2f×" % lr if lr else "", "%.2f×" % lc if lc else ""])
+        return rows
+
+    # ---- benchmarks ----
+    def bench_apiserver(self):
+        n, k = self.n(10000, 20), self.n(1000, 5)
+        srv = Server(self.luaop, max(20000, 2 * n))
+        try:
+            self.namespaces(srv, 10)
+            rv0 = self.revision(srv, "/api/v1/configmaps")
+            c = self.create(srv, "/api/v1/namespaces/@NS@/configmaps", "configmap.json", n, 10)
+            lst = run([self.tool("load"), "list", srv.url, "/api/v1/configmaps", "5"])
+            drain = run([self.tool("load"), "drain", srv.url,
+                         "/api/v1/configmaps?watch=1&resourceVersion=%s" % rv0, str(n)])
+            warm = run([self.tool("load"), "drain", srv.url,
+                        "/api/v1/configmaps?watch=1&resourceVersion=%s" % rv0, str(n)])
+            rss_before = srv.rss_kb()
+            rv1 = self.revision(srv, "/api/v1/configmaps")
+            hold = run([self.tool("load"), "hold", srv.url,
+                        "/api/v1/namespaces/bench-0/configmaps?watch=1&resourceVersion=%s" % rv1,
+                        str(k), "/api/v1/namespaces/bench-0/configmaps", os.path.join(FIX, "configmap-held.json")])
+            rss_after = srv.rss_kb()
+            pod = self.pods()[2]
+        finally:
+            srv.stop()
+        rows = [
+            ["create ConfigMap (~1 KB), 4 connections", "%s/s" % fmt(c["rate"]), ""],
+            ["create Pod (~6.5 KB + managedFields), 4 connections", "%s/s" % fmt(pod["rate"]), ""],
+            ["LIST %s ConfigMaps (%s MB), median of 5" % (fmt(n), fmt(lst["bytes"] / 1e6)),
+             "%s ms" % fmt(lst["median_ms"]), "< 100 ms for 10,000 (%s)" % (
+                 "met" if lst["median_ms"] * 10000 / n < 100 else "missed")],
+            ["one watcher, replay of %s events from history (first reader: events serialized)" % fmt(n),
+             "%s events/s (%s MB/s)" % (fmt(drain["rate"]), fmt(drain["bytes"] / drain["seconds"] / 1e6)),
+             "≥ 50k events/s needed by watch-ingest"],
+            ["the same replay again (serialized events cached)", "%s events/s (%s MB/s)" % (
+                fmt(warm["rate"]), fmt(warm["bytes"] / warm["seconds"] / 1e6)), ""],
+            ["%s concurrent watches: open" % fmt(k), "%s s" % fmt(hold["established_s"]), ""],
+            ["%s concurrent watches: one create seen by all" % fmt(k), "%s ms" % fmt(hold["fanout_ms"]),
+             "server RSS +%s MB while held" % fmt((rss_after - rss_before) / 1024)],
+        ]
+        self.emit("apiserver — the local API server's own serving rate",
+                  table(["what", "measured", "goal / note"], rows))
+        return {"list_ms_per_10k": lst["median_ms"] * 10000 / n, "watch_rate": drain["rate"]}
+
+    def bench_sync(self):
+        srv, n, _ = self.pods()
+        raw = run([self.tool("load"), "list", srv.url, "/api/v1/pods", "3"])
+        res = self.sync_clients(srv, "v1", "Pod", "pods", "/api/v1/pods")
+        hdr = ["client", "wall s", "objects/s", "CPU s", "objects per CPU-s",
+               "luaop ÷ this (wall)", "luaop ÷ this (CPU)"]
+        rows = self.rate_rows(res, "objects")
+        notes = ["server alone: LIST of all %s pods (%s MB) takes %s ms (median of 3) = %s objects/s: "
+                 "%s" % (fmt(n), fmt(raw["bytes"] / 1e6), fmt(raw["median_ms"]),
+                         fmt(n / (raw["median_ms"] / 1e3)),
+                         "the server is the bottleneck for wall time, compare the CPU columns"
+                         if res.get("luaop") and raw["median_ms"] / 1e3 > 0.5 * res["luaop"]["seconds"]
+                         else "not the bottleneck")]
+        notes += ["goals: ≥ 50k objects per CPU-second; ≥ 7× client-node; ≥ 0.33× the ceiling"]
+        notes += self.peer_note()
+        self.emit("sync — LIST+WATCH of %s Pods (~%s KB as served) until synced" % (
+            fmt(n), fmt(raw["bytes"] / n / 1024)), table(hdr, rows), notes)
+        # custom resources
+        ncr = self.n(5000, 20)
+        crs = Server(self.luaop, 1000)
+        try:
+            self.namespaces(crs, 10)
+            self.create(crs, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "crd.json", 1, 0, 1)
+            self.wait_established(crs)
+            self.create(crs, "/apis/bench.luaop.dev/v1/namespaces/@NS@/widgets", "widget.json", ncr, 10)
+            raw = run([self.tool("load"), "list", crs.url, "/apis/bench.luaop.dev/v1/widgets", "3"])
+            res = self.sync_clients(crs, "bench.luaop.dev/v1", "Widget", "bench.luaop.dev/v1/widgets",
+                                    "/apis/bench.luaop.dev/v1/widgets")
+        finally:
+            crs.stop()
+        notes = ["server alone: LIST %s ms (median of 3)" % fmt(raw["median_ms"])] + self.peer_note()
+        self.emit("sync — LIST+WATCH of %s custom resources (Widget, ~%s KB) until synced" % (
+            fmt(ncr), fmt(raw["bytes"] / ncr / 1024)), table(hdr, self.rate_rows(res, "objects")), notes)
+
+    def wait_established(self, srv):
+        import urllib.request
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen(srv.url + "/apis/bench.luaop.dev/v1") as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise BenchError("CRD widgets.bench.luaop.dev not served after 20 s")
+
+    def bench_cache_rss(self):
+        srv, n, _ = self.pods()
+        strip = self.sync_clients(srv, "v1", "Pod", "pods", "/api/v1/pods")
+        keep = self.sync_clients(srv, "v1", "Pod", "pods", "/api/v1/pods", keep=True)
+        raw = run([self.tool("load"), "list", srv.url, "/api/v1/pods", "1"])
+        full = raw["bytes"] / n
+        rows = []
+        node_kb = strip.get("client-node") and strip["client-node"]["rss_delta_kb"]
+        for label, r in (("luaop, managedFields stripped (default)", strip.get("luaop")),
+                         ("luaop, managedFields kept", keep.get("luaop")),
+                         ("client-node", strip.get("client-node")),
+                         ("python3-kubernetes (raw dicts)", strip.get("python3-kubernetes")),
+                         ("ceiling (C): raw bytes + index", strip.get("ceiling (C)"))):
+            if r is None:
+                continue
+            per = r["rss_delta_kb"] * 1024 / n
+            cached = r.get("cache_bytes", 0) / n if r.get("cache_bytes") else None
+            rows.append([label, per, cached, "%.2f×" % (per / full),
+                         "%.1f×" % (node_kb * 1024 / n / per) if node_kb and per > 0 else ""])
+        notes = ["JSON as served: %s bytes per Pod (managedFields included)" % fmt(full),
+                 "RSS growth of the client process from before start to synced (after malloc_trim / gc), ÷ objects",
+                 "goals: ≤ 1.25× the JSON bytes; ≥ 5× leaner than client-node"] + self.peer_note()
+        self.emit("cache-rss — memory per cached Pod (%s Pods)" % fmt(n),
+                  table(["cache", "RSS bytes/object", "JSON kept bytes/object", "RSS ÷ JSON as served",
+                         "client-node ÷ this"], rows), notes)
+
+    def bench_watch_ingest(self):
+        nobj, m = self.n(1000, 10), self.n(100000, 100)
+        srv = Server(self.luaop, m + nobj + 1000)
+        try:
+            self.namespaces(srv, 10)
+            self.create(srv, "/api/v1/namespaces/@NS@/configmaps", "configmap.json", nobj, 10)
+            rv = self.revision(srv, "/api/v1/configmaps")
+            p = run([self.tool("load"), "patch", srv.url, "/api/v1/namespaces/@NS@/configmaps/@NAME@",
+                     str(nobj), "10", str(m), "4"])
+            drain = run([self.tool("load"), "drain", srv.url,
+                         "/api/v1/configmaps?watch=1&resourceVersion=%s" % rv, str(m)])
+            warm = run([self.tool("load"), "drain", srv.url,
+                        "/api/v1/configmaps?watch=1&resourceVersion=%s" % rv, str(m)])
+            res = {}
+            try:
+                res["luaop"] = run([self.tool("luaop"), "watch", srv.kubeconfig, "v1", "ConfigMap", rv, str(m)])
+            except BenchError as e:
+                self.failures.append(str(e))
+                res["luaop"] = None
+            if self.node_ok:
+                self.peer(res, "client-node", self.node, "watch", srv.kubeconfig, "configmaps", rv, str(m))
+            if self.py_ok:
+                self.peer(res, "python3-kubernetes", self.py, "watch", srv.kubeconfig, "configmaps", rv, str(m))
+            res["ceiling (C)"] = run([self.tool("ceiling"), "watch", srv.url, "/api/v1/configmaps", rv, str(m)])
+        finally:
+            srv.stop()
+        hdr = ["client", "wall s", "events/s", "CPU s", "events per CPU-s", "luaop ÷ this (wall)",
+               "luaop ÷ this (CPU)"]
+        lu = res.get("luaop")
+        notes = ["server alone (one watcher, bytes discarded): %s events/s, %s MB/s on the first replay "
+                 "(serializing), %s events/s once its serialized events are cached (what the clients "
+                 "below get)%s" % (
+            fmt(drain["rate"]), fmt(drain["bytes"] / drain["seconds"] / 1e6), fmt(warm["rate"]),
+            " — the server is the bottleneck for wall time, compare the CPU columns"
+            if lu and warm["rate"] < 1.5 * lu["rate"] else ""),
+            "events written beforehand by %s merge patches at %s/s" % (fmt(m), fmt(p["rate"]))]
+        if lu:
+            notes.append("luaop arrival→enqueue latency: p50 %s ms, p99 %s ms" % (
+                fmt(lu["p50_ms"]), fmt(lu["p99_ms"])))
+        notes += ["goals: ≥ 50k events/s; ≥ 3.5× client-node"] + self.peer_note()
+        self.emit("watch-ingest — %s MODIFIED events on %s ConfigMaps (~1.5 KB), stream → handler → queue" % (
+            fmt(m), fmt(nobj)), table(hdr, self.rate_rows(res, "events")), notes)
+
+    def bench_reconcile_noop(self):
+        n = self.n(20000, 20)
+        srv = Server(self.luaop, 1000)
+        rows = []
+        try:
+            self.namespaces(srv, 10)
+            self.create(srv, "/api/v1/namespaces/@NS@/configmaps", "configmap.json", n, 10)
+            for workers, jit in ((1, False), (2, False), (1, True)):
+                op = Operator(self.luaop, srv, workers, jit)
+                try:
+                    t_ready = op.wait_ready()
+                    deadline = time.perf_counter() + 600
+                    done, first = 0, None
+                    while time.perf_counter() < deadline:
+                        txt = op.metrics()
+                        t = time.perf_counter()
+                        done = metric(txt, "controller_runtime_reconcile_total", 'result="success"') or 0
+                        if first is None and 0 < done < n:
+                            first = (t, done)
+                        if done >= n:
+                            break
+                        time.sleep(0.001)
+                    t_done = time.perf_counter()
+                    cpu = self._cpu_s(op.proc.pid)
+                    rss = proc_rss_kb(op.proc.pid)
+                    if done < n:
+                        raise BenchError("luaop run reconciled %d of %d in 600 s" % (done, n))
+                    p50 = hist_quantile(txt, "workqueue_queue_duration_seconds", 0.5)
+                    p99 = hist_quantile(txt, "workqueue_queue_duration_seconds", 0.99)
+                    # rate between the first sample that saw reconciles under way and the one that
+                    # saw them all; when no sample fell in between, only a lower bound is known
+                    if first:
+                        span, rate = t_done - first[0], (n - first[1]) / (t_done - first[0])
+                    else:
+                        span, rate = None, "> %s" % fmt(n / max(t_done - t_ready, 1e-3))
+                    rows.append(["luaop run%s" % (" --lua-jit" if jit else ""), workers,
+                                 t_ready - op.t0, span, rate,
+                                 "≤ %s ms" % fmt(p50 * 1e3) if p50 is not None else "not recorded",
+                                 "≤ %s ms" % fmt(p99 * 1e3) if p99 is not None else "not recorded",
+                                 cpu, rss / 1024, ""])
+                finally:
+                    op.stop()
+            if self.node_ok:
+                for workers in (1, 2):
+                    t0 = time.perf_counter()
+                    try:
+                        r = self.node("reconcile", srv.kubeconfig, "configmaps", str(workers))
+                    except BenchError as e:
+                        print("warning: " + str(e), file=sys.stderr)
+                        continue
+                    lu = [x for x in rows if x[0] == "luaop run" and x[1] == workers]
+                    rows.append(["client-node + queue", workers, None, r["seconds"], r["rate"], "", "",
+                                 r["cpu_s"], r["rss_kb"] / 1024,
+                                 "%.2f×" % (lu[0][4] / r["rate"]) if lu else ""])
+        finally:
+            srv.stop()
+        self.emit("reconcile-noop — %s ConfigMaps listed at start, each reconciled once by a no-op Lua reconcile" % fmt(n),
+                  table(["operator", "workers", "start → ready s", "reconciling s", "reconciles/s",
+                         "queue wait p50", "queue wait p99", "CPU s (whole run)", "RSS MB", "luaop ÷ this"], rows),
+                  ["luaop: `luaop run` (JIT off by default, deadlines enforced); /metrics polled every ~1 ms; "
+                   "the rate runs from the first sample with reconciles under way to the first with all done; queue "
+                   "wait from the workqueue_queue_duration_seconds histogram (bucket upper bound; \"not recorded\" "
+                   "when the host leaves it empty)",
+                   "client-node + queue: the same informer as sync with async no-op workers on one event loop; "
+                   "its time runs from the last listed object reaching the handler"] + self.peer_note())
+
+    def _cpu_s(self, pid):
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                parts = f.read().rsplit(")", 1)[1].split()
+            return (int(parts[11]) + int(parts[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            return None
+
+    def bench_startup_idle(self):
+        rows = []
+        for nobj in (0, self.n(1000, 10)):
+            srv = Server(self.luaop, 1000)
+            try:
+                self.namespaces(srv, 10)
+                if nobj:
+                    self.create(srv, "/api/v1/namespaces/@NS@/configmaps", "configmap.json", nobj, 10)
+                op = Operator(self.luaop, srv, 1)
+                try:
+                    t_ready = op.wait_ready()
+                    time.sleep(0.5)  # let it settle: the figure is the idle RSS
+                    lrss = proc_rss_kb(op.proc.pid)
+                finally:
+                    op.stop()
+                lu_ms = (t_ready - op.t0) * 1e3
+                rows.append(["luaop run", nobj, lu_ms, lrss / 1024, "", ""])
+                if self.node_ok:
+                    t0 = time.perf_counter()
+                    p = subprocess.Popen(["node", "--expose-gc", os.path.join(SRC, "peers", "informer.mjs"),
+                                          "startup", srv.kubeconfig, "configmaps"],
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                    line = p.stdout.readline()
+                    t1 = time.perf_counter()
+                    p.wait(30)
+                    r = kv(line)
+                    if "rss_kb" in r:
+                        nd_ms = (t1 - t0) * 1e3
+                        rows.append(["client-node informer", nobj, nd_ms, r["rss_kb"] / 1024,
+                                     "%.2f×" % (nd_ms / lu_ms), "%.1f×" % (r["rss_kb"] / lrss)])
+            finally:
+                srv.stop()
+        self.emit("startup-idle — process start → informer synced and ready; idle RSS",
+                  table(["process", "ConfigMaps", "start → ready ms", "idle RSS MB", "this ÷ luaop (time)",
+                         "this ÷ luaop (RSS)"], rows),
+                  ["luaop: spawn → first 200 from /readyz (polled every 2 ms); RSS 0.5 s after ready",
+                   "client-node: spawn → the informer's last listed object handled (node startup and module "
+                   "load included); RSS after gc",
+                   "goals: < 100 ms; < 10 MB"] + self.peer_note())
+
+    def bench_json_micro(self):
+        core = os.path.join(self.build, "lua", "luaop", "core.so")
+        if not os.path.exists(core):
+            raise BenchError("%s missing (build first)" % core)
+        env = dict(os.environ, LUA_CPATH="%s/lua/?.so;/usr/lib/x86_64-linux-gnu/lua/5.1/?.so;;" % self.build)
+        secs = "%.3f" % max(0.05, min(0.5, 0.5 * self.scale))
+        p = subprocess.run(["luajit", os.path.join(SRC, "json_micro.lua"), FIX, secs],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, timeout=300)
+        if p.returncode != 0:
+            raise BenchError("json_micro.lua failed: " + p.stderr.strip()[-600:])
+        c = run([self.tool("jansson"), FIX, secs])
+        rows = []
+        for line in p.stdout.splitlines():
+            r = kv(line)
+            if "doc" not in r:
+                continue
+            ja = c.get("%s_decode" % r["doc"]), c.get("%s_encode" % r["doc"])
+            rows.append([r["doc"], fmt(r["bytes"]), r["luaop_decode"], r["cjson_decode"],
+                         "%.2f×" % (r["luaop_decode"] / r["cjson_decode"]), ja[0],
+                         r["luaop_encode"], r["cjson_encode"],
+                         "%.2f×" % (r["luaop_encode"] / r["cjson_encode"]), ja[1]])
+        self.emit("json-micro — MB/s of JSON text (luajit, single thread)",
+                  table(["document", "bytes", "luaop decode", "cjson decode", "luaop ÷ cjson",
+                         "jansson (C) load", "luaop encode", "cjson encode", "luaop ÷ cjson",
+                         "jansson (C) dump"], rows),
+                  ["luaop = build/lua/luaop/core.so (lossless: array markers, bigints); cjson = Debian's lua-cjson 2.1.0 (lossy)",
+                   "jansson = the project's C JSON library (json_loadb / json_dumpb), the floor under the host's own metadata parse"])
+
+    def header(self):
+        try:
+            commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                                    stdout=subprocess.PIPE, text=True).stdout.strip()
+            dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
+                                   stdout=subprocess.PIPE, text=True).stdout.strip()
+        except OSError:
+            commit, dirty = "unknown", ""
+        cpu = "unknown cpu"
+        try:
+            with open("/proc/cpuinfo") as f:
+                for line in f:
+                    if line.startswith("model name"):
+                        cpu = line.split(":", 1)[1].strip()
+                        break
+        except OSError:
+            pass
+        load = os.getloadavg()[0]
+        return ("## %s — commit %s%s — %s, %d cores, load %.2f at start — BENCH_SCALE=%g" % (
+            datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), commit,
+            "+dirty" if dirty else "", cpu, os.cpu_count(), load, self.scale))
+
+    def main(self, names):
+        head = self.header()
+        print(head, flush=True)
+        for name in names:
+            fn = getattr(self, "bench_" + name.replace("-", "_"), None)
+            if fn is None:
+                if name in PENDING:
+                    print("\n### %s — pending (needs the operator; see bench/README.md)" % name)
+                    continue
+                raise SystemExit("unknown benchmark %r; known: %s" % (name, " ".join(BENCHMARKS)))
+            t0 = time.time()
+            try:
+                fn()
+            except (BenchError, subprocess.TimeoutExpired) as e:
+                self.failures.append("%s: %s" % (name, e))
+                print("\n### %s — FAILED: %s" % (name, e), flush=True)
+            print("(%s took %.1f s)" % (name, time.time() - t0), flush=True)
+        self.close()
+        if os.environ.get("BENCH_RESULTS", "1") != "0" and self.sections:
+            os.makedirs(os.path.join(SRC, "results"), exist_ok=True)
+            path = os.path.join(SRC, "results", datetime.date.today().isoformat() + ".md")
+            with open(path, "a") as f:
+                f.write(head + "\n\n" + "\n".join(self.sections) + "\n")
+            print("\nappended to %s" % os.path.relpath(path, ROOT))
+        if self.failures:
+            print("\nFAILED:\n  " + "\n  ".join(self.failures), file=sys.stderr)
+            return 1
+        return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3:
+        raise SystemExit(__doc__)
+    r = Runner(sys.argv[1], sys.argv[2])
+    try:
+        sys.exit(r.main(sys.argv[3:] or BENCHMARKS))
+    finally:
+        r.close()

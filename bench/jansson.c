@@ -1,0 +1,90 @@
+/*
+ * jansson.c — lopbench-jansson: MB/s of the project's C JSON library (jansson: json_loadb and
+ * json_dumpb, compact) on the json-micro documents, the floor under the host's metadata parse.
+ *
+ *   lopbench-jansson FIXTURES_DIR SECONDS
+ * Documents: a Pod, a ConfigMap, and a list of 1,000 Pods, built from the fixture templates the
+ * same way bench/json_micro.lua builds them. Output: one key=value line (<doc>_decode=MB/s ...).
+ */
+#include "bench_util.h"
+
+#include <jansson.h>
+
+static char *fixture(const char *dir, const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    size_t n;
+    char *t = bu_read_file(path, &n);
+    if (!t) exit(1);
+    while (n && (t[n - 1] == '\n')) t[--n] = 0;
+    /* the same substitutions as json_micro.lua */
+    bu_buf_t b = {0};
+    for (const char *p = t; *p;) {
+        if (!strncmp(p, "@NS@", 4)) bu_buf_add(&b, "default", 7), p += 4;
+        else if (!strncmp(p, "@NAME@", 6)) bu_buf_add(&b, "obj-1", 5), p += 6;
+        else if (!strncmp(p, "@I@", 3)) bu_buf_add(&b, "1", 1), p += 3;
+        else bu_buf_add(&b, p++, 1);
+    }
+    free(t);
+    return b.p;
+}
+
+static void measure(const char *name, const char *doc, double secs)
+{
+    size_t len = strlen(doc);
+    long iters = 0;
+    double t0 = bu_now(), t;
+    json_t *j = NULL;
+    do {
+        for (int k = 0; k < 8; k++, iters++) {
+            json_decref(j);
+            j = json_loadb(doc, len, 0, NULL);
+        }
+        t = bu_now() - t0;
+    } while (t < secs);
+    if (!j) {
+        fprintf(stderr, "jansson: %s does not parse\n", name);
+        exit(1);
+    }
+    printf("%s_decode=%.1f ", name, (double)len * iters / t / 1e6);
+    iters = 0;
+    t0 = bu_now();
+    size_t out = 0;
+    do {
+        for (int k = 0; k < 8; k++, iters++) {
+            char *s = json_dumps(j, JSON_COMPACT);
+            out = strlen(s);
+            free(s);
+        }
+        t = bu_now() - t0;
+    } while (t < secs);
+    printf("%s_encode=%.1f ", name, (double)out * iters / t / 1e6);
+    json_decref(j);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: lopbench-jansson FIXTURES_DIR SECONDS\n");
+        return 2;
+    }
+    double secs = atof(argv[2]);
+    char *pod = fixture(argv[1], "pod.json"), *cm = fixture(argv[1], "configmap.json");
+    bu_buf_t list = {0};
+    const char *head = "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"1\"},\"items\":[";
+    bu_buf_add(&list, head, strlen(head));
+    for (int i = 0; i < 1000; i++) {
+        if (i) bu_buf_add(&list, ",", 1);
+        bu_buf_add(&list, pod, strlen(pod));
+    }
+    bu_buf_add(&list, "]}", 2);
+    measure("pod", pod, secs);
+    measure("configmap", cm, secs);
+    measure("list", list.p, secs);
+    printf("\n");
+    free(pod);
+    free(cm);
+    free(list.p);
+    return 0;
+}

@@ -1,0 +1,55 @@
+-- json_micro.lua — MB/s of luaop's Lua codec (build/lua/luaop/core.so) next to Debian's
+-- lua-cjson on a Pod, a ConfigMap and a list of 1,000 Pods (the fixtures of bench/fixtures/).
+--   luajit bench/json_micro.lua FIXTURES_DIR SECONDS      (LUA_CPATH must find luaop.core, cjson)
+-- Prints one line per document: doc=... bytes=... luaop_decode=MB/s cjson_decode=... luaop_encode=... cjson_encode=...
+-- Encode rates count the bytes each encoder produced.
+local core = require("luaop.core")
+local cjson = require("cjson")
+
+local dir, secs = arg[1], tonumber(arg[2] or "0.5")
+
+local function fixture(name)
+  local f = assert(io.open(dir .. "/" .. name, "rb"))
+  local s = f:read("*a"):gsub("\n+$", "")
+  f:close()
+  return (s:gsub("@NS@", "default"):gsub("@NAME@", "obj-1"):gsub("@I@", "1"))
+end
+
+local pod = fixture("pod.json")
+local items = {}
+for i = 1, 1000 do items[i] = pod end
+local docs = {
+  { "pod", pod },
+  { "configmap", fixture("configmap.json") },
+  { "list", '{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":['
+            .. table.concat(items, ",") .. "]}" },
+}
+
+local clock = os.clock
+-- Run f repeatedly for about secs of CPU time; return MB/s for `bytes` per call.
+local function rate(f, bytes)
+  collectgarbage("collect")
+  local n, t0 = 0, clock()
+  local t
+  repeat
+    for _ = 1, 4 do f() end
+    n = n + 4
+    t = clock() - t0
+  until t >= secs
+  return bytes * n / t / 1e6
+end
+
+for _, d in ipairs(docs) do
+  local name, s = d[1], d[2]
+  local jd = core.json.decode
+  local lv, cv = jd(s), cjson.decode(s)
+  local le, ce = core.json.encode(lv), cjson.encode(cv)
+  local r = {
+    luaop_decode = rate(function() return jd(s) end, #s),
+    cjson_decode = rate(function() return cjson.decode(s) end, #s),
+    luaop_encode = rate(function() return core.json.encode(lv) end, #le),
+    cjson_encode = rate(function() return cjson.encode(cv) end, #ce),
+  }
+  print(string.format("doc=%s bytes=%d luaop_decode=%.1f cjson_decode=%.1f luaop_encode=%.1f cjson_encode=%.1f",
+    name, #s, r.luaop_decode, r.cjson_decode, r.luaop_encode, r.cjson_encode))
+end

@@ -1,0 +1,228 @@
+/*
+ * sync.c — lopbench-luaop: luaop's informer path under benchmark, built from the host libraries
+ * (build/lib*.a): kubeconfig → REST client → REST mapper → REST listwatch → reflector → store, with a
+ * trivial handler that puts each object's key on a workqueue drained by one worker thread (the
+ * same shape as the client-node peer: informer + small queue).
+ *
+ *   sync  KUBECONFIG API_VERSION KIND strip|keep
+ *         time from start until the reflector has synced (first LIST delivered); then RSS per
+ *         cached object (malloc_trim first, so freed page buffers do not count)
+ *   watch KUBECONFIG API_VERSION KIND FROM_RV M
+ *         the reflector lists, but its watch starts at FROM_RV (the list's resourceVersion is
+ *         rewritten), so the server replays M MODIFIED events from its history as fast as it
+ *         can send them; time from the watch request to the M-th handler call, and the latency
+ *         from a chunk's arrival to the enqueue of each event decoded from it (p50/p99)
+ *
+ * Client-side rate limiting is off (qps < 0), as in client-node. Output: one key=value line.
+ */
+#include "bench_util.h"
+
+#include "host/kube/kubeconfig.h"
+#include "host/kube/reflector.h"
+#include "host/kube/rest.h"
+#include "host/kube/restmapper.h"
+#include "host/kube/store.h"
+#include "host/kube/workqueue.h"
+#include "host/util/log.h"
+
+#include <jansson.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+static lop_workqueue_t *queue;
+static atomic_long adds, updates;
+static double chunk_arrival; /* set on the reflector's thread before its decoder runs */
+static float *lat_ms;
+static long lat_cap;
+
+static void enqueue(lop_obj_t *o)
+{
+    char key[512];
+    lop_obj_key(o, key, sizeof key);
+    lop_workqueue_add(queue, key);
+}
+
+static void on_add(void *ud, lop_obj_t *o)
+{
+    enqueue(o);
+    atomic_fetch_add(&adds, 1);
+}
+
+static void on_update(void *ud, lop_obj_t *old, lop_obj_t *o)
+{
+    enqueue(o);
+    long n = atomic_fetch_add(&updates, 1);
+    if (lat_ms && n < lat_cap) lat_ms[n] = (float)((bu_now() - chunk_arrival) * 1e3);
+}
+
+static void *worker(void *ud)
+{
+    char *item;
+    while (lop_workqueue_get(queue, &item) == LOP_OK) {
+        lop_workqueue_done(queue, item);
+        free(item);
+    }
+    return NULL;
+}
+
+/* ---- a listwatch wrapper: list's resourceVersion rewritten, watch start timed ---- */
+
+typedef struct wrap {
+    lop_listwatch_t *inner;
+    const char *from_rv;
+    double t_watch;
+    lop_stream_fn fn;
+    void *fn_ud;
+} wrap_t;
+
+static lop_rc_t w_list(void *ud, const lop_list_opts_t *o, lop_buf_t *body, lop_err_t *err)
+{
+    wrap_t *w = ud;
+    lop_rc_t rc = w->inner->list(w->inner->ud, o, body, err);
+    if (rc != LOP_OK || !w->from_rv) return rc;
+    json_t *j = json_loadb(body->data, body->len, 0, NULL);
+    json_t *md = j ? json_object_get(j, "metadata") : NULL;
+    if (!md) {
+        json_decref(j);
+        return lop_err_set(err, LOP_ERR, 0, NULL, "bench: list body without metadata");
+    }
+    json_object_set_new(md, "resourceVersion", json_string(w->from_rv));
+    char *s = json_dumps(j, JSON_COMPACT);
+    lop_buf_reset(body);
+    lop_buf_puts(body, s);
+    free(s);
+    json_decref(j);
+    return rc;
+}
+
+static int w_bytes(void *ud, const char *data, size_t len)
+{
+    wrap_t *w = ud;
+    chunk_arrival = bu_now();
+    return w->fn(w->fn_ud, data, len);
+}
+
+static lop_rc_t w_watch(void *ud, const lop_watch_opts_t *o, lop_stream_fn fn, void *fn_ud,
+                        lop_err_t *err)
+{
+    wrap_t *w = ud;
+    if (w->t_watch == 0) w->t_watch = bu_now();
+    w->fn = fn;
+    w->fn_ud = fn_ud;
+    return w->inner->watch(w->inner->ud, o, w_bytes, w, err);
+}
+
+static void w_cancel(void *ud)
+{
+    wrap_t *w = ud;
+    w->inner->cancel(w->inner->ud);
+}
+
+static void w_free(void *ud)
+{
+    wrap_t *w = ud;
+    lop_rest_listwatch_free(w->inner);
+}
+
+static int cmp_f(const void *x, const void *y)
+{
+    float a = *(const float *)x, b = *(const float *)y;
+    return a < b ? -1 : a > b;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+int main(int argc, char **argv)
+{
+    bool watch_mode = argc == 7 && !strcmp(argv[1], "watch");
+    if (!(argc == 6 && !strcmp(argv[1], "sync")) && !watch_mode) {
+        fprintf(stderr, "usage: lopbench-luaop sync KUBECONFIG API_VERSION KIND strip|keep\n"
+                        "       lopbench-luaop watch KUBECONFIG API_VERSION KIND FROM_RV M\n");
+        return 2;
+    }
+    lop_err_t err = {0};
+    lop_kubeconfig_opts_t ko = {.path = argv[2], .no_incluster = true};
+    lop_rest_config_t cfg = {0};
+    lop_rest_client_t *client = NULL;
+    if (lop_kubeconfig_load(&ko, &cfg, &err) != LOP_OK) goto fail;
+    cfg.qps = -1;
+    if (lop_rest_client_new(&cfg, &client, &err) != LOP_OK) goto fail;
+    lop_rest_config_cleanup(&cfg);
+    lop_restmapper_t *rm = lop_restmapper_new(client);
+    lop_rest_mapping_t mp;
+    if (lop_restmapper_resolve(rm, argv[3], argv[4], &mp, &err) != LOP_OK) goto fail;
+
+    wrap_t w = {.inner = lop_rest_listwatch_new(client, &mp, NULL, NULL, NULL)};
+    long want = 0;
+    if (watch_mode) {
+        w.from_rv = argv[5];
+        want = atol(argv[6]);
+        lat_cap = want;
+        lat_ms = calloc((size_t)want, sizeof *lat_ms);
+    }
+    lop_listwatch_t lw = {&w, w_list, w_watch, w_cancel, w_free};
+    lop_store_t *store = lop_store_new();
+    queue = lop_workqueue_new("bench", NULL, NULL);
+    pthread_t th;
+    pthread_create(&th, NULL, worker, NULL);
+    lop_reflector_config_t rc = {
+        .name = "bench",
+        .lw = &lw,
+        .store = store,
+        .handlers = {on_add, on_update, NULL, NULL},
+        .obj_flags = !watch_mode && !strcmp(argv[5], "keep") ? LOP_OBJ_KEEP_MANAGED_FIELDS : 0,
+        .idle_timeout_ms = -1,
+    };
+    malloc_trim(0);
+    long rss0 = bu_status_kb("VmRSS");
+    lop_reflector_t *r = lop_reflector_new(&rc, &err);
+    if (!r) goto fail;
+    double t0 = bu_now(), c0 = bu_cpu();
+    if (lop_reflector_start(r, &err) != LOP_OK) goto fail;
+    double deadline = t0 + 600;
+    if (!watch_mode) {
+        while (!lop_reflector_has_synced(r) && bu_now() < deadline) sleep_ms(1);
+        double dt = bu_now() - t0, cpu = bu_cpu() - c0;
+        if (!lop_reflector_has_synced(r)) {
+            fprintf(stderr, "luaop: not synced after 600 s\n");
+            return 1;
+        }
+        lop_store_stats_t st;
+        lop_store_stats(store, &st);
+        long hwm = bu_status_kb("VmHWM");
+        malloc_trim(0);
+        long rss1 = bu_status_kb("VmRSS");
+        printf("objects=%zu seconds=%.4f cpu_s=%.4f rate=%.1f cache_bytes=%zu rss_delta_kb=%ld hwm_kb=%ld\n",
+               st.count, dt, cpu, st.count / dt, st.bytes, rss1 - rss0, hwm);
+    } else {
+        while (atomic_load(&updates) < want && bu_now() < deadline) sleep_ms(1);
+        double dt = bu_now() - w.t_watch, cpu = bu_cpu() - c0;
+        long got = atomic_load(&updates);
+        if (got < want) {
+            fprintf(stderr, "luaop: %ld of %ld events after 600 s\n", got, want);
+            return 1;
+        }
+        qsort(lat_ms, (size_t)want, sizeof *lat_ms, cmp_f);
+        printf("events=%ld seconds=%.4f cpu_s=%.4f rate=%.1f p50_ms=%.3f p99_ms=%.3f\n", want, dt, cpu, want / dt,
+               lat_ms[want / 2], lat_ms[(long)(want * 0.99)]);
+    }
+    lop_reflector_stop(r);
+    lop_reflector_free(r);
+    lop_workqueue_shutdown(queue);
+    pthread_join(th, NULL);
+    lop_workqueue_free(queue);
+    lop_store_free(store);
+    lop_restmapper_free(rm);
+    lop_rest_client_free(client);
+    free(lat_ms);
+    return 0;
+fail:
+    fprintf(stderr, "luaop: %s (%s)\n", err.message, err.reason);
+    return 1;
+}

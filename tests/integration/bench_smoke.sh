@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# integration.bench_smoke — the benchmark suite still runs and prints its tables (bench/run.sh at
+# BENCH_SCALE=0.01: a few dozen objects, well under a minute). No network: the client-node peer is
+# used only if bench/peers/node_modules is already installed; otherwise only its column is
+# skipped, and the output must say so. The luaop side must have run in every benchmark.
+set -euo pipefail
+: "${LUAOP:?}" "${LUAOP_SRC:?}" "${LUAOP_BUILD:?}"
+out=$(mktemp "${TMPDIR:-/tmp}/bench-smoke.XXXXXX")
+trap 'rm -f "$out"' EXIT
+
+rc=0
+BENCH_SCALE=0.01 BENCH_PEER_INSTALL=0 BENCH_RESULTS=0 \
+  timeout 120 "$LUAOP_SRC/bench/run.sh" "$LUAOP_BUILD" >"$out" 2>&1 || rc=$?
+fail() { echo "FAIL: $*" >&2; echo "---- bench output ----" >&2; cat "$out" >&2; exit 1; }
+[ $rc -eq 0 ] || fail "bench/run.sh exited with $rc"
+
+# Every benchmark printed its table.
+for title in "### apiserver" "### sync — LIST+WATCH of" "### sync — LIST+WATCH of .* custom resources" \
+             "### cache-rss" "### watch-ingest" "### json-micro"; do
+  grep -q "^$title" "$out" || fail "no table for \"$title\""
+done
+# The luaop rows carry numbers: sync (pods and custom resources) and watch-ingest, then cache-rss.
+num='[0-9][0-9.,]*'
+[ "$(grep -cE "^\| luaop \| $num \| $num \| $num \| $num \|" "$out")" -eq 3 ] ||
+  fail "expected 3 luaop rows with figures (sync pods, sync custom resources, watch-ingest)"
+grep -qE "^\| luaop, managedFields stripped \(default\) \| $num \|" "$out" || fail "no luaop cache-rss row"
+grep -qE "^\| ceiling \(C\) \| $num \|" "$out" || fail "no ceiling rows"
+for doc in pod configmap list; do
+  grep -qE "^\| $doc \| $num \| $num \| $num \|" "$out" || fail "no json-micro row for $doc"
+done
+grep -qE "LIST $num ConfigMaps .* \| $num ms \|" "$out" || fail "no apiserver LIST figure"
+
+# The peer: present → its rows ran; absent → said so, and nothing else is missing.
+if [ -d "$LUAOP_SRC/bench/peers/node_modules/@kubernetes/client-node" ] && command -v node >/dev/null; then
+  [ "$(grep -cE "^\| client-node \| $num \|" "$out")" -ge 3 ] || fail "client-node installed but its rows are missing"
+  echo "bench_smoke: client-node peer ran"
+else
+  grep -q "client-node column skipped" "$out" || fail "peer missing but the output does not say it was skipped"
+  echo "bench_smoke: client-node peer not installed; its column was skipped (luaop side ran)"
+fi
+echo "bench_smoke: ok"
