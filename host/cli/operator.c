@@ -186,17 +186,62 @@ static char *incluster_namespace(void)
     return n ? lop_xstrdup(buf) : NULL;
 }
 
+/* The Lease namespace from the flags or the pod's namespace; NULL with err set when neither. */
+static char *leader_namespace(const lop_run_opts_t *o, lop_err_t *err)
+{
+    char *ns = o->leader_election_namespace ? lop_xstrdup(o->leader_election_namespace)
+                                            : incluster_namespace();
+    if (!ns)
+        lop_err_set(err, LOP_EINVAL, 0, NULL,
+                    "--leader-elect outside a cluster needs --leader-election-namespace");
+    return ns;
+}
+
+/* Check the leader-election flags before anything connects, so a bad combination (durations,
+ * missing id or namespace) fails at start with a clear error instead of after the caches sync.
+ * The elector's own validation is used, with a throw-away in-memory Lease client standing in. */
+static lop_rc_t leader_check_flags(const lop_run_opts_t *o, const char *identity, lop_err_t *err)
+{
+    if (!o->leader_elect) return LOP_OK;
+    if (!o->leader_election_id || !*o->leader_election_id)
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "--leader-elect needs --leader-election-id");
+    if (!lop_lease_name_valid(o->leader_election_id))
+        return lop_err_set(err, LOP_EINVAL, 0, NULL,
+                           "--leader-election-id \"%s\" is not a valid Lease name (DNS-1123 subdomain)",
+                           o->leader_election_id);
+    char *ns = leader_namespace(o, err);
+    if (!ns) return LOP_EINVAL;
+    bool ns_ok = lop_lease_name_valid(ns);
+    if (!ns_ok)
+        lop_err_set(err, LOP_EINVAL, 0, NULL,
+                    "--leader-election-namespace \"%s\" is not a valid namespace name", ns);
+    free(ns);
+    if (!ns_ok) return LOP_EINVAL;
+    if (strcmp(o->on_leader_loss, "exit") != 0 && strcmp(o->on_leader_loss, "restart-election") != 0)
+        return lop_err_set(err, LOP_EINVAL, 0, NULL,
+                           "--leader-elect-on-loss must be exit or restart-election, not \"%s\"",
+                           o->on_leader_loss);
+    lop_lease_store_t *store = lop_lease_store_new();
+    lop_lease_client_t *stand_in = lop_lease_client_memory_new(store, "flag check");
+    lop_elector_config_t ec;
+    lop_elector_config_defaults(&ec);
+    ec.identity = identity;
+    ec.client = stand_in;
+    ec.lease_duration_ns = o->lease_duration_ns;
+    ec.renew_deadline_ns = o->renew_deadline_ns;
+    ec.retry_period_ns = o->retry_period_ns;
+    lop_rc_t rc = lop_elector_config_validate(&ec, err);
+    lop_lease_client_free(stand_in);
+    lop_lease_store_free(store);
+    return rc;
+}
+
 static lop_rc_t leader_start(leader_t *l, const lop_run_opts_t *o, lop_rest_client_t *rest,
                              lop_restmapper_t *mapper, const char *identity,
                              lop_metrics_std_t *std, lop_recorder_t *recorder, lop_err_t *err)
 {
-    if (!o->leader_election_id || !*o->leader_election_id)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "--leader-elect needs --leader-election-id");
-    char *ns = o->leader_election_namespace ? lop_xstrdup(o->leader_election_namespace)
-                                            : incluster_namespace();
-    if (!ns)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL,
-                           "--leader-elect outside a cluster needs --leader-election-namespace");
+    char *ns = leader_namespace(o, err); /* flags were checked at start (leader_check_flags) */
+    if (!ns) return LOP_EINVAL;
     snprintf(l->name, sizeof l->name, "%s/%s", ns, o->leader_election_id);
     l->client = lop_lease_client_rest_new(rest, ns, o->leader_election_id,
                                           (long)(o->renew_deadline_ns / LOP_NS_PER_MS), err);
@@ -218,7 +263,7 @@ static lop_rc_t leader_start(leader_t *l, const lop_run_opts_t *o, lop_rest_clie
     ec.callbacks = (lop_elector_callbacks_t){.on_started_leading = on_started_leading,
                                              .on_stopped_leading = on_stopped_leading,
                                              .ud = l};
-    l->elector = lop_elector_new(&ec, err);
+    __atomic_store_n(&l->elector, lop_elector_new(&ec, err), __ATOMIC_RELEASE); /* workers read it */
     if (!l->elector) {
         free(ns);
         return LOP_EINVAL;
@@ -242,6 +287,14 @@ static lop_rc_t leader_start(leader_t *l, const lop_run_opts_t *o, lop_rest_clie
     }
     free(ns);
     return lop_elector_start(l->elector);
+}
+
+/* The elector's own judgement (its clock), asked before each write of a leader-elected controller. */
+static bool still_leading(void *ud)
+{
+    leader_t *l = ud;
+    lop_elector_t *e = __atomic_load_n(&l->elector, __ATOMIC_ACQUIRE);
+    return e && lop_elector_is_leader(e);
 }
 
 static void leader_stop(leader_t *l)
@@ -286,6 +339,11 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
         fprintf(stderr, "luaop: --scripts DIR (or --scripts-configmap NS/NAME) is required\n");
         return 2;
     }
+    if (leader_check_flags(o, identity, &err) != LOP_OK) {
+        fprintf(stderr, "luaop: %s\n", err.message);
+        free(identity);
+        return 2;
+    }
     cfg->qps = o->qps;
     cfg->burst = o->burst;
     if (lop_rest_client_new(cfg, &rest, &err) != LOP_OK) {
@@ -319,6 +377,8 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
         .namespace_ = o->namespace_,
         .metrics = &std,
         .leader_gate = o->leader_elect ? &gate : NULL,
+        .still_leading = still_leading,
+        .still_leading_ud = &leader,
         .identity = identity,
     };
     if (lop_manager_new(&mc, &m, &err) != LOP_OK) {
@@ -349,6 +409,7 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
         goto out;
     }
     while (!lop_script_reloader_active(reloader)) {
+        lop_health_heartbeat_beat(&loop_hb); /* waiting for a ConfigMap is not a stall */
         lop_rc_t rc = lop_script_reloader_tick(reloader, &err);
         if (rc != LOP_OK && rc != LOP_EAGAIN && rc != LOP_ENOTFOUND &&
             !lop_script_source_is_configmap(source))
