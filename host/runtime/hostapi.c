@@ -277,9 +277,17 @@ static lop_rc_t host_request(void *ud, const lop_api_request_t *req, lop_api_res
     lop_rest_mapping_t mp;
     memset(&mp, 0, sizeof mp);
     ryw_waiter_t waiter, *w = NULL;
-    if (is_write(verb) && req->name && *req->name) {
+    char *created = NULL; /* a create names its object in the body */
+    if (strcmp(verb, "create") == 0 && !(req->name && *req->name) && req->body) {
+        json_t *b = json_loadb(req->body, req->body_len, 0, NULL);
+        const char *n = json_string_value(json_object_get(json_object_get(b, "metadata"), "name"));
+        if (n && *n) created = lop_xstrdup(n);
+        json_decref(b);
+    }
+    const char *wname = created ? created : req->name;
+    if (is_write(verb) && wname && *wname) {
         w = &waiter;
-        ryw_register(m, w, oreq.ns, req->name);
+        ryw_register(m, w, oreq.ns, wname);
     }
     lop_rc_t rc = lop_rest_object(m->cfg.rest, m->cfg.mapper, &oreq, &r, &mp, err);
     resp->code = r.code;
@@ -301,10 +309,11 @@ static lop_rc_t host_request(void *ud, const lop_api_request_t *req, lop_api_res
         const char *ns = mp.namespaced ? oreq.ns : NULL;
         if (name && (rv || deleted))
             wait_for_cache(m, &mp, ns, name, rv ? rv : "", deleted,
-                           w && strcmp(name, req->name) == 0 ? w : NULL);
+                           w && strcmp(name, wname) == 0 ? w : NULL);
         json_decref(obj);
     }
     if (w) ryw_unregister(m, w);
+    free(created);
     return rc;
 }
 
