@@ -25,6 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <poll.h>
+#include <sys/signalfd.h>
 #include <unistd.h>
 
 void lop_operator_block_signals(void)
@@ -44,29 +46,50 @@ void lop_operator_block_signals(void)
 /* A reconcile past its deadline by this much is stuck (the deadline hook should have ended it). */
 #define LOP_STUCK_GRACE_NS (30 * LOP_NS_PER_S)
 
+/* Wait until a termination signal (returned), a readable fd of fds (0), or ms pass (0).
+ * Signals are blocked in every thread (lop_operator_block_signals) and taken here with a signalfd,
+ * so the main loop sleeps until something happens instead of polling. */
+static int wait_event(long ms, const int *fds, int nfds)
+{
+    static int sfd = -1;
+    if (sfd < 0) {
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, SIGTERM);
+        sigaddset(&set, SIGINT);
+        sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+    }
+    struct pollfd p[4];
+    int n = 0;
+    if (sfd >= 0) p[n++] = (struct pollfd){.fd = sfd, .events = POLLIN};
+    for (int i = 0; i < nfds && n < 4; i++) p[n++] = (struct pollfd){.fd = fds[i], .events = POLLIN};
+    if (poll(p, (nfds_t)n, (int)ms) > 0 && sfd >= 0 && (p[0].revents & POLLIN)) {
+        struct signalfd_siginfo si;
+        if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) return (int)si.ssi_signo;
+    }
+    return 0;
+}
+
 /* Wait up to ms for a termination signal; returns it, or 0. */
 static int wait_signal(long ms)
 {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    int sig = sigtimedwait(&set, NULL, &ts);
-    return sig > 0 ? sig : 0;
+    return wait_event(ms, NULL, 0);
 }
 
 /*
  * Wait until the API server answers GET /version, retrying transport failures, 429 and 5xx with
  * a capped exponential backoff (0.5 s doubling to 30 s) so an operator started before its API
  * server keeps trying (readyz stays not ready) instead of exiting. Other errors (e.g. 401/403)
- * return at once: loading the scripts then reports them. Returns the termination signal that
- * arrived while waiting, or 0 once the server answered (or answered with a non-retryable error).
+ * return at once: loading the scripts then reports them. hb is beaten at least every 5 s (each
+ * attempt is limited to 5 s, waits are sliced), so /healthz does not call this a stalled loop.
+ * Returns the termination signal that arrived while waiting, or 0 once the server answered (or
+ * answered with a non-retryable error).
  */
-static int wait_for_apiserver(lop_rest_client_t *rest)
+static int wait_for_apiserver(lop_rest_client_t *rest, lop_health_heartbeat_t *hb)
 {
     long delay_ms = 500;
     for (;;) {
+        lop_health_heartbeat_beat(hb);
         lop_err_t err;
         lop_err_clear(&err);
         lop_rest_resp_t resp = LOP_REST_RESP_INIT;
@@ -79,8 +102,11 @@ static int wait_for_apiserver(lop_rest_client_t *rest)
         snprintf(wait, sizeof wait, "%.1fs", (double)delay_ms / 1000.0);
         lop_log(LOP_LOG_WARN, "API server not reachable, retrying", "error", err.message, "retry_in",
                 wait, NULL);
-        int sig = wait_signal(delay_ms);
-        if (sig) return sig;
+        for (long left = delay_ms; left > 0; left -= 1000) {
+            lop_health_heartbeat_beat(hb);
+            int sig = wait_signal(left < 1000 ? left : 1000);
+            if (sig) return sig;
+        }
         delay_ms = delay_ms * 2 > 30000 ? 30000 : delay_ms * 2;
     }
 }
@@ -402,7 +428,7 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
     }
     reloader = lop_script_reloader_new(source, m, metrics, health);
     /* an API server that is not up yet: retry (readyz "scripts" reports not ready meanwhile) */
-    int early_sig = wait_for_apiserver(rest);
+    int early_sig = wait_for_apiserver(rest, &loop_hb);
     if (early_sig) {
         lop_log(LOP_LOG_INFO, "shutting down", "signal", strsignal(early_sig), NULL);
         status = 0;
@@ -428,7 +454,16 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
     int sig = 0;
     for (;;) {
         lop_health_heartbeat_beat(&loop_hb);
-        sig = wait_signal(100);
+        /* Sleep until a signal, a script change, or the next due time (100 ms at most). */
+        int fds[2];
+        int nfds = lop_script_source_fds(source, fds);
+        long ms = 100;
+        int64_t due = lop_script_source_due_at(source);
+        if (due != INT64_MAX) {
+            int64_t left = due - lop_clock_mono(&lop_clock_system);
+            ms = left <= 0 ? 0 : left / LOP_NS_PER_MS + 1 < ms ? left / LOP_NS_PER_MS + 1 : ms;
+        }
+        sig = wait_event(ms, fds, nfds);
         if (sig) break;
         if (!synced && lop_manager_synced(m)) {
             synced = true;
