@@ -387,7 +387,9 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
     lop_health_add(health, LOP_HEALTHZ, "event-loop", lop_health_heartbeat_check, &loop_hb, NULL);
     if (lop_httpserver_start(o->metrics_addr, metrics, NULL, &metrics_srv, &err) != LOP_OK ||
         lop_httpserver_start(o->probe_addr, NULL, health, &probe_srv, &err) != LOP_OK) {
-        lop_log(LOP_LOG_ERROR, "cannot start the metrics/probes server", "error", err.message, NULL);
+        lop_log(LOP_LOG_ERROR, "cannot start the metrics/probes server", "error", err.message, "hint",
+                "pick free addresses with --metrics-bind-address / --health-probe-bind-address "
+                "(0 disables, 127.0.0.1:0 picks a free port)", NULL);
         goto out;
     }
 

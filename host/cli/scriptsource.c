@@ -492,7 +492,8 @@ lop_rc_t lop_script_reloader_tick(lop_script_reloader_t *r, lop_err_t *err)
         lop_log(LOP_LOG_ERROR, active ? "script reload failed; keeping the running scripts"
                                       : "the scripts failed to load",
                 "source", src, "version", version, "active", cur[0] ? cur : "(none)", "error",
-                err->message, NULL);
+                err->message, rc == LOP_ENOTFOUND ? "retry" : NULL,
+                "in 10s (a kind may become served once its CRD is applied; see docs/reload.md)", NULL);
         note_failed_version(r, version);
         snprintf(message, sizeof message, "scripts version %s rejected%s%s: %s", version,
                  cur[0] ? ", keeping version " : "", cur, err->message);
