@@ -13,7 +13,8 @@ reconcile. 4 client threads (one keep-alive connection each) send 100 merge patc
     while several distinct keys were in flight at once (the 4 workers were really used);
   - no reconcile failed; no write waited out the 5 s read-your-writes timeout although the
     test keeps changing the objects the reconciler just wrote; the workqueue ends empty (workqueue_depth 0, no active worker) and
-    controller_runtime_reconcile_total{result="success"} equals the reconciles in the log;
+    controller_runtime_reconcile_total{result="success"} equals the reconciles in the log; the
+    informer cache holds exactly 100 Counters (luaop_informer_objects: no duplicate, none lost);
     the operator exits 0 on SIGTERM.
 """
 import json
@@ -114,6 +115,8 @@ def body():
                lambda: metric("workqueue_depth", 'name="burst"') == 0 and
                metric("controller_runtime_active_workers", 'controller="burst"') == 0, live)
     h.check(True, "the workqueue ends empty, no worker busy")
+    cached = metric("luaop_informer_objects", "counters" + '"')
+    h.check(cached == N_OBJ, f"the informer cache holds exactly {N_OBJ} Counters ({cached})")
     successes = metric("controller_runtime_reconcile_total", 'controller="burst",result="success"')
 
     # stop first: a reconcile may still be running after its status write became visible
