@@ -12,8 +12,8 @@ reconcile. 4 client threads (one keep-alive connection each) send 100 merge patc
     they happened) no `begin K` follows another `begin K` without an `end K` between them —
     while several distinct keys were in flight at once (the 4 workers were really used);
   - no reconcile failed; no write waited out the 5 s read-your-writes timeout although the
-    test keeps changing the objects the reconciler just wrote; the workqueue ends empty (workqueue_depth 0, no active worker) and
-    controller_runtime_reconcile_total{result="success"} equals the reconciles in the log; the
+    test keeps changing the objects the reconciler just wrote; the workqueue ends empty
+    (workqueue_depth 0, no active worker) and controller_runtime_reconcile_total{result="success"} equals the reconciles in the log; the
     informer cache holds exactly 100 Counters (luaop_informer_objects: no duplicate, none lost);
     the operator exits 0 on SIGTERM.
 """
