@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct lop_controller {
     char *name;
@@ -26,6 +27,7 @@ struct lop_controller {
     lop_controller_stats_t stats;
     uint64_t next_id;
     size_t abandoned; /* reconciles left running by a bounded stop; owner thread only */
+    bool stopping;    /* set by stop: workers finish their current item and take no other */
 };
 
 lop_controller_t *lop_controller_new(const lop_controller_opts_t *opts)
@@ -185,9 +187,15 @@ static void *worker_main(void *arg)
     lop_controller_t *c = wa->c;
     lop_vm_slot_t slot = {NULL, 0};
     for (;;) {
-        if (c->gate && !lop_gate_wait(c->gate)) break;
+        if (c->gate && !lop_gate_wait_or(c->gate, &c->stopping)) break;
+        if (__atomic_load_n(&c->stopping, __ATOMIC_ACQUIRE)) break;
         char *key = NULL;
         if (lop_workqueue_get(c->queue, &key) != LOP_OK) break;
+        if (__atomic_load_n(&c->stopping, __ATOMIC_ACQUIRE)) { /* stopping: take no new work */
+            lop_workqueue_done(c->queue, key);
+            free(key);
+            break;
+        }
         /* Leadership may have been lost while we waited for an item: put it back. */
         if (c->gate && !lop_gate_is_open(c->gate)) {
             lop_workqueue_done(c->queue, key);
@@ -225,10 +233,28 @@ lop_rc_t lop_controller_start(lop_controller_t *c, lop_err_t *err)
     return LOP_OK;
 }
 
+/* Join worker i until the deadline on the controller's clock; false when it is still running. */
+static bool join_until(lop_controller_t *c, int i, int64_t deadline_ns)
+{
+    if (deadline_ns == INT64_MAX || c->clock->fake) return pthread_join(c->threads[i], NULL) == 0;
+    int64_t left = deadline_ns - lop_clock_mono(c->clock);
+    if (left < 0) left = 0;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t abs = (int64_t)ts.tv_sec * LOP_NS_PER_S + ts.tv_nsec + left;
+    ts.tv_sec = (time_t)(abs / LOP_NS_PER_S);
+    ts.tv_nsec = (long)(abs % LOP_NS_PER_S);
+    return pthread_timedjoin_np(c->threads[i], NULL, &ts) == 0;
+}
+
 size_t lop_controller_stop_until(lop_controller_t *c, int64_t deadline_ns)
 {
     if (c->abandoned)
         return c->abandoned;
+    /* Stop intake: workers finish the item they hold and take no other; gated workers wake. */
+    __atomic_store_n(&c->stopping, true, __ATOMIC_RELEASE);
+    lop_workqueue_shutdown(c->queue);
+    if (c->gate) lop_gate_kick(c->gate);
     bool drained = true;
     if (deadline_ns == INT64_MAX)
         lop_workqueue_shutdown_with_drain(c->queue);
@@ -257,7 +283,15 @@ size_t lop_controller_stop_until(lop_controller_t *c, int64_t deadline_ns)
         }
     }
     if (c->started) {
-        for (int i = 0; i < c->nworkers; i++) pthread_join(c->threads[i], NULL);
+        size_t left = 0;
+        for (int i = 0; i < c->nworkers; i++)
+            if (!join_until(c, i, deadline_ns)) left++;
+        if (left) {
+            lop_log(LOP_LOG_WARN, "graceful shutdown timeout: workers still running", "controller",
+                    c->name, NULL);
+            c->abandoned = left;
+            return left;
+        }
         free(c->threads);
         free(c->args);
         c->threads = NULL;

@@ -48,3 +48,20 @@ bool lop_gate_wait(lop_gate_t *g)
     pthread_mutex_unlock(&g->mu);
     return ok;
 }
+
+bool lop_gate_wait_or(lop_gate_t *g, const bool *stop)
+{
+    pthread_mutex_lock(&g->mu);
+    while (!g->open && !g->closed_for_good && !__atomic_load_n(stop, __ATOMIC_ACQUIRE))
+        pthread_cond_wait(&g->cond, &g->mu);
+    bool ok = !g->closed_for_good && !__atomic_load_n(stop, __ATOMIC_ACQUIRE);
+    pthread_mutex_unlock(&g->mu);
+    return ok;
+}
+
+void lop_gate_kick(lop_gate_t *g)
+{
+    pthread_mutex_lock(&g->mu);
+    pthread_cond_broadcast(&g->cond);
+    pthread_mutex_unlock(&g->mu);
+}

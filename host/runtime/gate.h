@@ -29,5 +29,10 @@ bool lop_gate_is_open(lop_gate_t *g);
 void lop_gate_shutdown(lop_gate_t *g);
 /* Block until the gate is open (true) or shut down (false). */
 bool lop_gate_wait(lop_gate_t *g);
+/* Same, also returning false once *stop is true (checked under the gate's lock: set it and call
+ * lop_gate_kick to wake this waiter, e.g. a controller stopping while its gate is closed). */
+bool lop_gate_wait_or(lop_gate_t *g, const bool *stop);
+/* Wake every waiter so it re-checks its stop flag. */
+void lop_gate_kick(lop_gate_t *g);
 
 #endif

@@ -6,6 +6,7 @@
 #include "t.h"
 
 #include <pthread.h>
+#include <unistd.h>
 #include <stdlib.h>
 
 typedef struct fake_vm {
@@ -204,7 +205,10 @@ static void test_threaded_workers_process_everything_once(void)
         snprintf(name, sizeof name, "obj%d", i);
         lop_controller_enqueue(f.c, "ns", name);
     }
-    lop_controller_stop(f.c, 0); /* drains: every queued item is processed before workers exit */
+    /* wait (on the real clock: the workers are real threads) until all 200 are reconciled */
+    for (int spins = 0; spins < 20000 && __atomic_load_n(&reconciles, __ATOMIC_RELAXED) < 200; spins++)
+        usleep(1000);
+    lop_controller_stop(f.c, 0);
     lop_controller_stats_t st;
     lop_controller_stats(f.c, &st);
     T_EQ_INT(st.reconciles, reconciles);

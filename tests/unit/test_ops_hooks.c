@@ -257,7 +257,8 @@ static void test_controller_stop_drains_within_grace(void)
     stepper_stop(&st);
     lop_controller_stats_t cs;
     lop_controller_stats(c, &cs);
-    T_EQ_INT(cs.reconciles, 5); /* queued items are still handed out, as client-go's drain */
+    /* stop = stop intake: the (at most 2) in-flight reconciles finish, queued keys are not taken */
+    T_CHECK(cs.reconciles <= 2);
     lop_controller_free(c);
     lop_scriptrt_free(rt);
 }
