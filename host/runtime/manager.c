@@ -277,10 +277,13 @@ static lop_rc_t rewire(lop_manager_t *m, lop_err_t *err)
         c->name = lop_xstrdup(d->name);
         c->primary = m->plan.mappings[k];
         c->leader_election = d->leader_election;
+        c->workers = d->max_concurrent_reconciles > 0 ? d->max_concurrent_reconciles : 1;
         c->deadline_ns = d->reconcile_timeout_ns > 0 ? d->reconcile_timeout_ns
                                                       : m->cfg.engine_opts.reconcile_timeout_ns;
         ctrl_entry_t *old = ctrl_find(m->ctrls, d->name);
-        if (old && !old->moved && strcmp(old->primary.resource, c->primary.resource) == 0 &&
+        if (old && !old->moved && old->leader_election == d->leader_election &&
+            old->workers == (d->max_concurrent_reconciles > 0 ? d->max_concurrent_reconciles : 1) &&
+            strcmp(old->primary.resource, c->primary.resource) == 0 &&
             strcmp(old->primary.group, c->primary.group) == 0) {
             c->ctrl = old->ctrl; /* keep the queue (and its pending requeues) and workers */
             c->started = old->started;
@@ -329,6 +332,7 @@ static lop_rc_t rewire(lop_manager_t *m, lop_err_t *err)
             b->map_lua_id = wd->map_lua_id;
             b->preds = preds_dup(wd->preds, wd->npreds);
             b->npreds = wd->npreds;
+            b->gen = lop_scriptrt_generation(m->rt);
             c->bindings[c->nbindings++] = b;
         }
         *tail = c;
@@ -389,6 +393,8 @@ static lop_rc_t rewire(lop_manager_t *m, lop_err_t *err)
             ctrl_free(m, c, 0); /* without bound: the reconcile deadline bounds the wait */
         }
     }
+    /* No handler of the old wiring runs any more: its event VM can go. */
+    lop_scriptrt_event_release_prev(m->rt);
     return LOP_OK;
 }
 

@@ -17,8 +17,9 @@ static bool lua_predicate(void *ud, int lua_id, lop_event_type_t type, const lop
     bool pass = true;
     lop_err_t err;
     lop_err_clear(&err);
-    lop_vm_t *vm = lop_scriptrt_event_lock(b->m->rt);
+    lop_vm_t *vm = lop_scriptrt_event_lock_gen(b->m->rt, b->gen);
     lop_rc_t rc = vm ? lop_scriptrt_engine(b->m->rt)->predicate(vm, lua_id, &ev, &pass, &err) : LOP_OK;
+    if (rc == LOP_ENOMEM) lop_scriptrt_event_rebuild_locked(b->m->rt, b->gen);
     lop_scriptrt_event_unlock(b->m->rt);
     if (rc != LOP_OK) {
         lop_log(LOP_LOG_ERROR, "predicate failed; letting the event through", "controller",
@@ -56,8 +57,9 @@ static void enqueue_mapped(binding_t *b, lop_event_type_t type, const lop_obj_t 
     lop_request_list_t reqs = {NULL, NULL, 0};
     lop_err_t err;
     lop_err_clear(&err);
-    lop_vm_t *vm = lop_scriptrt_event_lock(b->m->rt);
+    lop_vm_t *vm = lop_scriptrt_event_lock_gen(b->m->rt, b->gen);
     lop_rc_t rc = vm ? lop_scriptrt_engine(b->m->rt)->map(vm, b->map_lua_id, &ev, &reqs, &err) : LOP_OK;
+    if (rc == LOP_ENOMEM) lop_scriptrt_event_rebuild_locked(b->m->rt, b->gen);
     lop_scriptrt_event_unlock(b->m->rt);
     if (rc != LOP_OK) {
         lop_log(LOP_LOG_ERROR, "map function failed; event dropped", "controller", b->ctrl->name,

@@ -39,6 +39,7 @@ typedef struct binding {
     int map_lua_id;
     lop_pred_t *preds; /* owned deep copy */
     size_t npreds;
+    uint64_t gen;      /* script generation whose event VM its Lua ids belong to */
 } binding_t;
 
 typedef struct ctrl_entry {
@@ -50,6 +51,7 @@ typedef struct ctrl_entry {
     bool started;
     bool moved; /* reload: its controller now belongs to the new wiring */
     bool leader_election; /* needs leadership to run and write */
+    int workers;          /* max_concurrent_reconciles it was built with */
     lop_metrics_queue_t queue_metrics;
     lop_metrics_controller_t ctrl_metrics;
     lop_metrics_queue_t *queue_obs; /* the queue observer's ud (a copy of queue_metrics); owned */

@@ -21,8 +21,11 @@ struct lop_scriptrt {
     pthread_mutex_t mu;       /* guards current, gen */
     shared_set_t *current;
     uint64_t gen;
-    pthread_mutex_t event_mu; /* guards event_vm use */
-    lop_vm_t *event_vm;
+    pthread_mutex_t event_mu; /* guards the event VMs and their use */
+    lop_vm_t *event_vm;       /* built from generation event_gen (the current set) */
+    uint64_t event_gen;
+    lop_vm_t *prev_event_vm;  /* the one before, kept while handlers of its wiring may run */
+    uint64_t prev_gen;
 };
 
 lop_scriptrt_t *lop_scriptrt_new(const lop_engine_t *engine, const lop_engine_opts_t *opts,
@@ -53,6 +56,7 @@ void lop_scriptrt_free(lop_scriptrt_t *rt)
 {
     if (!rt) return;
     if (rt->event_vm) rt->engine->vm_free(rt->event_vm);
+    if (rt->prev_event_vm) rt->engine->vm_free(rt->prev_event_vm);
     shared_unref(rt, rt->current);
     pthread_mutex_destroy(&rt->mu);
     pthread_mutex_destroy(&rt->event_mu);
@@ -75,15 +79,20 @@ lop_rc_t lop_scriptrt_install(lop_scriptrt_t *rt, lop_script_set_t *set, lop_vm_
     s->set = set;
     s->refs = 1;
     pthread_mutex_lock(&rt->event_mu);
-    lop_vm_t *old_vm = rt->event_vm;
+    /* The previous event VM stays until lop_scriptrt_event_release_prev: handlers wired for it
+     * may still run with its callback ids while the new wiring is set up. */
+    lop_vm_t *older = rt->prev_event_vm;
+    rt->prev_event_vm = rt->event_vm;
+    rt->prev_gen = rt->event_gen;
     rt->event_vm = vm;
     pthread_mutex_lock(&rt->mu);
     shared_set_t *old = rt->current;
     rt->current = s;
     rt->gen++;
+    rt->event_gen = rt->gen;
     pthread_mutex_unlock(&rt->mu);
     pthread_mutex_unlock(&rt->event_mu);
-    if (old_vm) rt->engine->vm_free(old_vm);
+    if (older) rt->engine->vm_free(older);
     shared_unref(rt, old);
     return LOP_OK;
 }
@@ -142,6 +151,45 @@ lop_vm_t *lop_scriptrt_event_lock(lop_scriptrt_t *rt)
 {
     pthread_mutex_lock(&rt->event_mu);
     return rt->event_vm;
+}
+
+lop_vm_t *lop_scriptrt_event_lock_gen(lop_scriptrt_t *rt, uint64_t gen)
+{
+    pthread_mutex_lock(&rt->event_mu);
+    if (gen == rt->event_gen) return rt->event_vm;
+    if (gen == rt->prev_gen) return rt->prev_event_vm;
+    return NULL;
+}
+
+void lop_scriptrt_event_rebuild_locked(lop_scriptrt_t *rt, uint64_t gen)
+{
+    if (gen != rt->event_gen) return; /* an old generation: its wiring is about to go */
+    pthread_mutex_lock(&rt->mu);
+    shared_set_t *s = rt->current;
+    if (s) s->refs++;
+    pthread_mutex_unlock(&rt->mu);
+    if (!s) return;
+    lop_err_t err;
+    lop_err_clear(&err);
+    lop_vm_t *vm = rt->engine->vm_new(s->set, rt->opts, rt->host, &err);
+    shared_unref(rt, s);
+    if (!vm) {
+        lop_log(LOP_LOG_ERROR, "rebuilding the event VM failed", "error", err.message, NULL);
+        return;
+    }
+    lop_log(LOP_LOG_WARN, "event VM rebuilt (it hit its memory limit)", NULL);
+    rt->engine->vm_free(rt->event_vm);
+    rt->event_vm = vm;
+}
+
+void lop_scriptrt_event_release_prev(lop_scriptrt_t *rt)
+{
+    pthread_mutex_lock(&rt->event_mu);
+    lop_vm_t *prev = rt->prev_event_vm;
+    rt->prev_event_vm = NULL;
+    rt->prev_gen = 0;
+    pthread_mutex_unlock(&rt->event_mu);
+    if (prev) rt->engine->vm_free(prev);
 }
 
 void lop_scriptrt_event_unlock(lop_scriptrt_t *rt)

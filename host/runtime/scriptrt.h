@@ -61,6 +61,15 @@ void lop_vm_slot_release(lop_scriptrt_t *rt, lop_vm_slot_t *slot);
  * set are those of this VM (engine->declarations), valid while locked. */
 lop_vm_t *lop_scriptrt_event_lock(lop_scriptrt_t *rt);
 void lop_scriptrt_event_unlock(lop_scriptrt_t *rt);
+/* The event VM built from generation gen (the current one, or the one before while a reload
+ * rewires), locked; NULL (still locked: call unlock) when that generation's VM is gone. Lua
+ * callback ids are only meaningful in the VM of the generation they were declared in. */
+lop_vm_t *lop_scriptrt_event_lock_gen(lop_scriptrt_t *rt, uint64_t gen);
+/* With the event lock held: replace a broken (memory-capped) event VM of generation gen by a
+ * fresh one built from the current set. No-op for an older generation. */
+void lop_scriptrt_event_rebuild_locked(lop_scriptrt_t *rt, uint64_t gen);
+/* Free the previous generation's event VM (after the handlers wired for it are removed). */
+void lop_scriptrt_event_release_prev(lop_scriptrt_t *rt);
 
 const lop_engine_t *lop_scriptrt_engine(lop_scriptrt_t *rt);
 

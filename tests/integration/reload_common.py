@@ -332,7 +332,13 @@ def main():
     dev = Dev("--scripts-configmap", "default/scripts", crds=[WIDGET_CRD])
     try:
         dev.wait_log(r'waiting for the script ConfigMap', 20)
-        code, body = dev.readyz()
+        # The log line can precede the readyz detail by a moment: poll for it (never ready meanwhile).
+        deadline = time.time() + 5
+        while True:
+            code, body = dev.readyz()
+            if code != 500 or "configmap default/scripts not found" in body or time.time() > deadline:
+                break
+            time.sleep(0.05)
         ok(code == 500 and "[-]scripts failed: configmap default/scripts not found" in body,
            "not ready while the ConfigMap is missing (%d: %s)" % (code, body.strip().replace("\n", " | ")))
         dev.apply(widget_json("w1"))
