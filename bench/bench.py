@@ -579,7 +579,9 @@ class Runner:
                     lu = [x for x in rows if x[0] == "luaop run" and x[1] == workers]
                     rows.append(["client-node + queue", workers, None, r["seconds"], r["rate"], "", "",
                                  r["cpu_s"], r["rss_kb"] / 1024,
-                                 "%.2f×" % (lu[0][4] / r["rate"]) if lu else ""])
+                                 ("%.2f×" % (lu[0][4] / r["rate"]) if isinstance(lu[0][4], float)
+                                  else "> %.2f×" % (float(lu[0][4][2:].replace(",", "")) / r["rate"]))
+                                 if lu else ""])
         finally:
             srv.stop()
         self.emit("reconcile-noop — %s ConfigMaps listed at start, each reconciled once by a no-op Lua reconcile" % fmt(n),
@@ -706,6 +708,11 @@ class Runner:
             except (BenchError, subprocess.TimeoutExpired) as e:
                 self.failures.append("%s: %s" % (name, e))
                 print("\n### %s — FAILED: %s" % (name, e), flush=True)
+            except Exception as e:  # a bug in this script: report it, go on with the others
+                import traceback
+                traceback.print_exc()
+                self.failures.append("%s: %r" % (name, e))
+                print("\n### %s — FAILED: %r" % (name, e), flush=True)
             print("(%s took %.1f s)" % (name, time.time() - t0), flush=True)
         self.close()
         if os.environ.get("BENCH_RESULTS", "1") != "0" and self.sections:

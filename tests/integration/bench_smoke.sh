@@ -16,7 +16,7 @@ fail() { echo "FAIL: $*" >&2; echo "---- bench output ----" >&2; cat "$out" >&2;
 
 # Every benchmark printed its table.
 for title in "### apiserver" "### sync — LIST+WATCH of" "### sync — LIST+WATCH of .* custom resources" \
-             "### cache-rss" "### watch-ingest" "### json-micro"; do
+             "### cache-rss" "### watch-ingest" "### reconcile-noop" "### startup-idle" "### json-micro"; do
   grep -q "^$title" "$out" || fail "no table for \"$title\""
 done
 # The luaop rows carry numbers: sync (pods and custom resources) and watch-ingest, then cache-rss.
@@ -29,6 +29,10 @@ for doc in pod configmap list; do
   grep -qE "^\| $doc \| $num \| $num \| $num \|" "$out" || fail "no json-micro row for $doc"
 done
 grep -qE "LIST $num ConfigMaps .* \| $num ms \|" "$out" || fail "no apiserver LIST figure"
+# The operator benchmarks ran `luaop run` (1 and 2 workers, JIT on) and timed its start.
+[ "$(grep -cE "^\| luaop run( --lua-jit)? \| [12] \| $num \|" "$out")" -eq 3 ] || fail "expected 3 luaop run rows in reconcile-noop"
+[ "$(grep -cE "^\| luaop run \| $num \| $num \| $num \| +\| +\|$" "$out")" -eq 2 ] || fail "expected 2 luaop run rows in startup-idle"
+grep -q "FAILED" "$out" && fail "a benchmark reported FAILED"
 
 # The peer: present → its rows ran; absent → said so, and nothing else is missing.
 if [ -d "$LUAOP_SRC/bench/peers/node_modules/@kubernetes/client-node" ] && command -v node >/dev/null; then
