@@ -31,7 +31,11 @@ typedef struct lop_apiserver_opts {
 } lop_apiserver_opts_t;
 
 /* Start a server (its loop runs on a new thread). On success *out owns it (lop_apiserver_stop).
- * Errors: LOP_EINVAL (bad listen address, unreadable token/CA file), LOP_ERR (bind, TLS setup). */
+ * opts may be NULL (all defaults); its strings are only read during the call.
+ * Process-wide side effects: libevent is made thread-aware once (evthread_use_pthreads) and
+ * SIGPIPE is ignored (writes to vanished clients must not kill the host).
+ * Errors: LOP_EINVAL (bad listen address, unreadable token/CA file, kubeconfig not writable),
+ * LOP_ERR (bind, TLS setup). */
 lop_rc_t lop_apiserver_start(const lop_apiserver_opts_t *opts, lop_apiserver_t **out,
                              lop_err_t *err);
 
@@ -62,6 +66,10 @@ void lop_apiserver_compact(lop_apiserver_t *srv);
  * path_prefix (NULL = any) with HTTP `code`; retry_after_s > 0 adds `Retry-After`. */
 void lop_apiserver_fail_next(lop_apiserver_t *srv, const char *verb, const char *path_prefix,
                              int count, int code, int retry_after_s);
+/* Same, but answer like API Priority & Fairness does (D.14): text/plain body "Too many requests,
+ * please try again later." and Retry-After (retry_after_s, at least 1), no Status JSON. */
+void lop_apiserver_fail_next_text(lop_apiserver_t *srv, const char *verb, const char *path_prefix,
+                                  int count, int code, int retry_after_s);
 /* Stall (true) or resume (false) every watch stream: connections stay open, nothing is sent;
  * events queue and flow again on resume. */
 void lop_apiserver_stall_watches(lop_apiserver_t *srv, bool stall);

@@ -25,6 +25,48 @@ static json_t *condition(const char *type, const char *reason, const char *msg, 
     return c;
 }
 
+/* J.4: every node states its type unless it is int-or-string or preserves unknown fields. */
+static int structural_check(const json_t *s, const char *path, lop_err_t *err, const char *name,
+                            int depth)
+{
+    if (depth > 64)
+        return 0;
+    bool typed = json_is_string(json_object_get(s, "type"));
+    bool exempt = json_is_true(json_object_get(s, "x-kubernetes-int-or-string")) ||
+                  json_is_true(json_object_get(s, "x-kubernetes-preserve-unknown-fields"));
+    if (!typed && !exempt) {
+        char field[600];
+        snprintf(field, sizeof field, "%s.type", path);
+        crd_invalid(err, name, field,
+                    depth == 0 ? "Required value: must not be empty at the root"
+                               : "Required value: must not be empty for specified object fields");
+        return -1;
+    }
+    const char *k;
+    json_t *sub;
+    json_object_foreach(json_object_get(s, "properties"), k, sub) {
+        char p[600];
+        snprintf(p, sizeof p, "%s.properties[%s]", path, k);
+        if (structural_check(sub, p, err, name, depth + 1) < 0)
+            return -1;
+    }
+    json_t *items = json_object_get(s, "items");
+    if (json_is_object(items)) {
+        char p[600];
+        snprintf(p, sizeof p, "%s.items", path);
+        if (structural_check(items, p, err, name, depth + 1) < 0)
+            return -1;
+    }
+    json_t *addl = json_object_get(s, "additionalProperties");
+    if (json_is_object(addl)) {
+        char p[600];
+        snprintf(p, sizeof p, "%s.additionalProperties", path);
+        if (structural_check(addl, p, err, name, depth + 1) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 json_t *as_crd_finish_create(lop_apiserver_t *srv, json_t *crd, lop_err_t *err)
 {
     (void)srv;
@@ -78,6 +120,17 @@ json_t *as_crd_finish_create(lop_apiserver_t *srv, json_t *crd, lop_err_t *err)
             crd_invalid(err, name, "spec.versions[].name", "Required value");
             goto fail;
         }
+    }
+    json_array_foreach(versions, i, v) {
+        json_t *schema = json_object_get(json_object_get(v, "schema"), "openAPIV3Schema");
+        char field[400];
+        snprintf(field, sizeof field, "spec.versions[%zu].schema.openAPIV3Schema", i);
+        if (!json_is_object(schema)) {
+            crd_invalid(err, name, field, "Required value: schemas are required");
+            goto fail;
+        }
+        if (structural_check(schema, field, err, name, 0) < 0)
+            goto fail;
     }
     if (storage != 1) {
         crd_invalid(err, name, "spec.versions", "Invalid value: []apiextensions.CustomResourceDefinitionVersion{...}: must have exactly one version marked as storage version");
@@ -140,7 +193,8 @@ void as_crd_changed(lop_apiserver_t *srv, const json_t *crd, bool deleted)
         as_res_remove_crd(srv, name);
         return;
     }
-    as_res_remove_crd(srv, name);
+    /* install the served versions; rows that survive keep their identity (and watches) */
+    size_t nold = srv->nres;
     size_t i;
     json_t *v;
     json_array_foreach(json_object_get(spec, "versions"), i, v) {
@@ -187,4 +241,5 @@ void as_crd_changed(lop_apiserver_t *srv, const json_t *crd, bool deleted)
             as_res_add(srv, &t);
         json_decref(paths);
     }
+    as_res_merge_crd(srv, name, nold);
 }

@@ -165,6 +165,15 @@ void as_handle_delete(as_req_t *q)
         as_reply_notfound(q, res, q->name);
         return;
     }
+    if (!strcmp(res->plural, "namespaces") && !res->group[0] &&
+        (!strcmp(q->name, "default") || !strcmp(q->name, "kube-system") ||
+         !strcmp(q->name, "kube-public"))) {
+        json_decref(opts);
+        as_reply_status(q, 403, "Forbidden", as_details(q->name, NULL, "namespaces"),
+                        "namespaces \"%s\" is forbidden: this namespace may not be deleted",
+                        q->name);
+        return;
+    }
     json_t *pre = opts ? json_object_get(opts, "preconditions") : NULL;
     char qk[300];
     as_qualified_kind(res, qk, sizeof qk);

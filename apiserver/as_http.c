@@ -68,6 +68,15 @@ static bool apply_fault(as_req_t *q)
         if (f->prefix[0] && strncmp(q->path, f->prefix, strlen(f->prefix)))
             continue;
         f->count--;
+        if (f->text) {
+            char ra[16];
+            snprintf(ra, sizeof ra, "%d", f->retry_after > 0 ? f->retry_after : 1);
+            evhttp_add_header(evhttp_request_get_output_headers(q->r), "Retry-After", ra);
+            as_log_reject(q, f->code, "injected");
+            static const char msg[] = "Too many requests, please try again later.\n";
+            as_reply_raw(q, f->code, "text/plain; charset=utf-8", msg, sizeof msg - 1);
+            return true;
+        }
         json_t *d = NULL;
         if (f->retry_after > 0) {
             d = json_object();
@@ -288,6 +297,9 @@ static void process(lop_apiserver_t *srv, struct evhttp_request *r)
     struct evbuffer *in = evhttp_request_get_input_buffer(r);
     q.body_len = evbuffer_get_length(in);
     q.body = q.body_len ? (char *)evbuffer_pullup(in, -1) : NULL;
+    char audit[37];
+    as_uuid(audit);
+    evhttp_add_header(evhttp_request_get_output_headers(r), "Audit-Id", audit);
     const char *accept = evhttp_find_header(evhttp_request_get_input_headers(r), "Accept");
     bool acceptable = !accept || strstr(accept, "json") || strstr(accept, "*/*") ||
                       strstr(accept, "yaml") || strstr(accept, "text/plain") ||

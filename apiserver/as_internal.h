@@ -101,16 +101,18 @@ typedef struct as_watcher {
     lop_label_selector_t *ls;
     lop_field_selector_t *fs;
     bool bookmarks;
-    struct event *timer;
+    struct event *timer;    /* end of the watch (timeoutSeconds) */
+    struct event *bm_timer; /* periodic bookmark, once a minute (F.19) */
     struct evbuffer *held;  /* events queued while stalled */
     struct evbuffer *batch; /* during replay: events gathered into one chunk */
-    int64_t last_rv;
+    int64_t min_rv; /* deliver only events with rv > min_rv (a future start RV, F.15) */
 } as_watcher_t;
 
 typedef struct as_fault {
     char verb[16];
     char prefix[256];
     int count, code, retry_after;
+    bool text; /* answer text/plain like APF / max-in-flight rejections (D.14) */
 } as_fault_t;
 
 typedef struct as_cmd {
@@ -210,6 +212,8 @@ as_res_t *as_res_find(lop_apiserver_t *srv, const char *group, const char *versi
                       const char *plural);
 as_res_t *as_res_add(lop_apiserver_t *srv, const as_res_t *tmpl);
 void as_res_remove_crd(lop_apiserver_t *srv, const char *crd_name);
+/* After appending a CRD's fresh rows at [first_new, nres): merge them with its older rows. */
+void as_res_merge_crd(lop_apiserver_t *srv, const char *crd_name, size_t first_new);
 void as_serve_discovery(as_req_t *q, const char *group, const char *version, int depth);
 void as_serve_openapi(as_req_t *q);
 
@@ -228,7 +232,6 @@ int as_store_snapshot(lop_apiserver_t *srv, as_coll_t *c, int64_t rv, const char
 /* The serialized form of a stored object: the entry's blob if obj is the stored one. Borrowed. */
 as_blob_t *as_store_wire(as_coll_t *c, const json_t *obj);
 void as_make_key(const as_res_t *res, const char *ns, const char *name, char *buf, size_t n);
-json_t *as_ring_event(lop_apiserver_t *srv, size_t i); /* unused helper guard */
 
 /* ---- watch.c ---- */
 void as_handle_watch(as_req_t *q);
@@ -257,7 +260,11 @@ void as_handle_deletecollection(as_req_t *q);
 /* Parse a JSON or YAML body. NULL → already replied 400. */
 json_t *as_parse_body(as_req_t *q);
 /* Shared write step: validate, set system fields and commit. */
-json_t *as_prepare_meta_create(lop_apiserver_t *srv, as_res_t *res, json_t *obj, const char *ns);
+/* as_write_checks.c. Each returning int answers -1 after replying (400/422), 0 to go on. */
+int as_check_meta_types(as_req_t *q, const json_t *obj);
+int as_report_unknown_fields(as_req_t *q, json_t *pruned);
+int as_check_field_validation(as_req_t *q);
+void as_scrub_managed_fields(json_t *obj, bool has_status, bool status_sub, const json_t *pruned);
 /* Delete machinery (delete.c). Returns the deleted/updated object (borrowed) or NULL. */
 json_t *as_delete_object(lop_apiserver_t *srv, as_res_t *res, const char *key, const char *policy,
                          bool *removed);

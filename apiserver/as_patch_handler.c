@@ -130,6 +130,20 @@ void as_handle_patch(as_req_t *q)
                 return;
             }
         }
+        /* reset fields (like the API server's field manager): an apply through the main endpoint
+         * never touches .status when the status subresource is on, an apply to /status only .status */
+        if (res->has_status && !q->sub[0]) {
+            json_object_del(patch, "status");
+        } else if (!strcmp(q->sub, "status")) {
+            const char *k;
+            json_t *v;
+            void *tmp;
+            json_object_foreach_safe(patch, tmp, k, v) {
+                if (strcmp(k, "apiVersion") && strcmp(k, "kind") && strcmp(k, "metadata") &&
+                    strcmp(k, "status"))
+                    json_object_del(patch, k);
+            }
+        }
         json_t *live = e ? json_incref(e->obj) : NULL;
         lop_ssa_ctx_t ctx = {.manager = fm,
                              .api_version = res->api_version,

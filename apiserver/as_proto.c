@@ -1,6 +1,7 @@
 /* as_proto.c — decode the Kubernetes protobuf request encoding ("k8s\0" + runtime.Unknown) for
  * the few built-in kinds kubectl's generator commands send (`kubectl create configmap|secret|
- * namespace|serviceaccount|deployment`), into the JSON the rest of the server works on.
+ * namespace|serviceaccount|deployment|service|job`, `kubectl expose`), into the JSON the rest of the
+ * server works on.
  * Field numbers follow k8s.io/api's generated.proto. Proto2 optional fields arrive even when
  * empty; like Go's omitempty JSON, empty strings, zero numbers, false and empty messages are
  * left out. Unknown field numbers are skipped. */
@@ -10,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum ftype { F_STR, F_BYTES, F_BOOL, F_INT, F_MSG, F_MAP_SS, F_MAP_SB, F_REP_STR, F_REP_MSG, F_TIME };
+enum ftype { F_STR, F_BYTES, F_BOOL, F_INT, F_MSG, F_MAP_SS, F_MAP_SB, F_REP_STR, F_REP_MSG, F_INTSTR };
 
 typedef struct pfield pfield_t;
 typedef struct pmsg {
@@ -84,6 +85,21 @@ static const pfield_t deploy_spec_f[] = {{1, "replicas", F_INT, NULL},
                                          {7, "paused", F_BOOL, NULL},
                                          {9, "progressDeadlineSeconds", F_INT, NULL}, END};
 static const pmsg_t deploy_spec = {deploy_spec_f};
+static const pfield_t job_spec_f[] = {{1, "parallelism", F_INT, NULL}, {2, "completions", F_INT, NULL},
+                                      {3, "activeDeadlineSeconds", F_INT, NULL},
+                                      {6, "template", F_MSG, &template_m},
+                                      {7, "backoffLimit", F_INT, NULL}, END};
+static const pmsg_t job_spec = {job_spec_f};
+static const pfield_t job_f[] = {{1, "metadata", F_MSG, &meta}, {2, "spec", F_MSG, &job_spec}, END};
+static const pfield_t svc_port_f[] = {{1, "name", F_STR, NULL},       {2, "protocol", F_STR, NULL},
+                                      {3, "port", F_INT, NULL},       {4, "targetPort", F_INTSTR, NULL},
+                                      {5, "nodePort", F_INT, NULL},   END};
+static const pmsg_t svc_port = {svc_port_f};
+static const pfield_t svc_spec_f[] = {{1, "ports", F_REP_MSG, &svc_port}, {2, "selector", F_MAP_SS, NULL},
+                                      {3, "clusterIP", F_STR, NULL},      {4, "type", F_STR, NULL},
+                                      {7, "externalName", F_STR, NULL}, END};
+static const pmsg_t svc_spec = {svc_spec_f};
+static const pfield_t service_f[] = {{1, "metadata", F_MSG, &meta}, {2, "spec", F_MSG, &svc_spec}, END};
 static const pfield_t deploy_f[] = {{1, "metadata", F_MSG, &meta}, {2, "spec", F_MSG, &deploy_spec}, END};
 
 typedef struct rd {
@@ -213,6 +229,30 @@ static json_t *decode_msg(const unsigned char *p, size_t n, const pmsg_t *m, int
             if (dl)
                 json_object_set_new(o, f->name, json_stringn((const char *)d, dl));
             break;
+        case F_INTSTR: { /* intstr.IntOrString: 1 type (0 int, 1 string), 2 intVal, 3 strVal */
+            rd_t t = {d, d + dl, false};
+            int64_t kind = 0, iv = 0;
+            const unsigned char *sv = NULL;
+            size_t sl = 0;
+            while (t.p < t.end && !t.bad) {
+                uint64_t tt = varint(&t);
+                if ((tt >> 3) == 1 && (tt & 7) == 0)
+                    kind = (int64_t)varint(&t);
+                else if ((tt >> 3) == 2 && (tt & 7) == 0)
+                    iv = (int64_t)varint(&t);
+                else if ((tt >> 3) == 3 && (tt & 7) == 2)
+                    bytes_field(&t, &sv, &sl);
+                else
+                    skip(&t, (int)(tt & 7));
+            }
+            if (t.bad)
+                *bad = true;
+            else if (kind == 1)
+                json_object_set_new(o, f->name, json_stringn(sv ? (const char *)sv : "", sl));
+            else if (iv != 0)
+                json_object_set_new(o, f->name, json_integer((json_int_t)(int32_t)iv));
+            break;
+        }
         case F_BYTES: {
             char *e = as_b64_encode(d, dl);
             json_object_set_new(o, f->name, json_string(e));
@@ -307,7 +347,8 @@ json_t *as_proto_decode(const char *body, size_t len, char *errbuf, size_t errle
         const pfield_t *fields;
     } kinds[] = {{"v1", "ConfigMap", configmap_f},           {"v1", "Secret", secret_f},
                  {"v1", "Namespace", namespace_f},           {"v1", "ServiceAccount", sa_f},
-                 {"apps/v1", "Deployment", deploy_f}};
+                 {"v1", "Service", service_f},               {"apps/v1", "Deployment", deploy_f},
+                 {"batch/v1", "Job", job_f}};
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
         if (strcmp(kinds[i].av, api_version) || strcmp(kinds[i].kind, kind))
             continue;

@@ -288,7 +288,9 @@ void as_handle_list(as_req_t *q)
         if (res->is_cr) {
             shown = as_served_obj(res, obj);
         } else {
-            shown = json_copy(obj);
+            json_t *served = as_served_obj(res, obj);
+            shown = json_copy(served);
+            json_decref(served);
             json_object_del(shown, "kind");
             json_object_del(shown, "apiVersion");
         }

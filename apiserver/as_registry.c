@@ -170,6 +170,43 @@ void as_res_remove_crd(lop_apiserver_t *srv, const char *crd_name)
     srv->nres = o;
 }
 
+static void res_remove_at(lop_apiserver_t *srv, size_t i)
+{
+    memmove(&srv->res[i], &srv->res[i + 1], (srv->nres - i - 1) * sizeof *srv->res);
+    srv->nres--;
+}
+
+void as_res_merge_crd(lop_apiserver_t *srv, const char *crd_name, size_t first_new)
+{
+    /* rows [first_new, nres) are the CRD's fresh rows; older rows of the same CRD either take a
+     * fresh row's contents (same version: pointer identity and watches survive) or go away */
+    size_t i = 0;
+    while (i < first_new) {
+        as_res_t *old = srv->res[i];
+        if (!old->crd_name || strcmp(old->crd_name, crd_name)) {
+            i++;
+            continue;
+        }
+        size_t j = first_new;
+        while (j < srv->nres && strcmp(srv->res[j]->version, old->version))
+            j++;
+        if (j < srv->nres) {
+            as_res_t *fresh = srv->res[j];
+            as_res_t tmp = *old;
+            *old = *fresh;
+            *fresh = tmp;
+            res_free(fresh);
+            res_remove_at(srv, j);
+            i++;
+        } else { /* version no longer served */
+            as_watch_close_res(srv, old);
+            res_free(old);
+            res_remove_at(srv, i);
+            first_new--;
+        }
+    }
+}
+
 void as_registry_init(lop_apiserver_t *srv)
 {
     for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++) {
@@ -195,12 +232,20 @@ void as_registry_init(lop_apiserver_t *srv)
             t.scale_spec = (char *)".spec.replicas";
             t.scale_status = (char *)".status.replicas";
         }
+        static const char *const all_cat[] = {"pods", "services", "deployments", "statefulsets",
+                                              "daemonsets", "replicasets", "jobs", NULL};
+        for (int k = 0; all_cat[k]; k++) /* `kubectl get all` */
+            if (!strcmp(b->plural, all_cat[k]))
+                t.categories = json_pack("[s]", "all");
         if (b->shortname) {
             t.short_names = json_array();
             json_array_append_new(t.short_names, json_string(b->shortname));
         }
-        as_res_add(srv, &t);
+        as_res_t *r = as_res_add(srv, &t);
+        if (!strcmp(b->group, "events.k8s.io")) /* one store, two views (L.7) */
+            r->coll = as_coll_get(srv, "", "events", true);
         json_decref(t.short_names);
+        json_decref(t.categories);
     }
 }
 

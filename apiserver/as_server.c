@@ -282,6 +282,15 @@ static void cmd_fail(lop_apiserver_t *srv, void *arg)
     srv->faults[slot] = *f;
 }
 
+void lop_apiserver_fail_next_text(lop_apiserver_t *srv, const char *verb, const char *path_prefix,
+                                  int count, int code, int retry_after_s)
+{
+    as_fault_t f = {.count = count, .code = code, .retry_after = retry_after_s, .text = true};
+    snprintf(f.verb, sizeof f.verb, "%s", verb ? verb : "");
+    snprintf(f.prefix, sizeof f.prefix, "%s", path_prefix ? path_prefix : "");
+    run_cmd(srv, cmd_fail, &f);
+}
+
 void lop_apiserver_fail_next(lop_apiserver_t *srv, const char *verb, const char *path_prefix,
                              int count, int code, int retry_after_s)
 {
@@ -345,6 +354,7 @@ void as_fault_http(as_req_t *q)
             as_reply_status(q, 400, "BadRequest", NULL, "code must be 400..599");
             return;
         }
+        f.text = as_query_bool(as_query(q, "text"));
         snprintf(f.verb, sizeof f.verb, "%s", as_query(q, "verb") ? as_query(q, "verb") : "");
         snprintf(f.prefix, sizeof f.prefix, "%s", as_query(q, "path") ? as_query(q, "path") : "");
         cmd_fail(srv, &f);

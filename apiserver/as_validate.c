@@ -74,6 +74,22 @@ int as_validate_builtin(as_req_t *q, json_t *obj)
         if (check_microtime(q, obj, "spec.acquireTime") < 0 ||
             check_microtime(q, obj, "spec.renewTime") < 0)
             return -1;
+        json_t *d = as_path_get(obj, "spec.leaseDurationSeconds");
+        if (json_is_integer(d) && json_integer_value(d) <= 0) {
+            char m[200];
+            snprintf(m, sizeof m, "Invalid value: %" JSON_INTEGER_FORMAT ": must be greater than 0",
+                     json_integer_value(d));
+            invalid1(q, obj, "FieldValueInvalid", "spec.leaseDurationSeconds", m);
+            return -1;
+        }
+        json_t *t = as_path_get(obj, "spec.leaseTransitions");
+        if (json_is_integer(t) && json_integer_value(t) < 0) {
+            char m[200];
+            snprintf(m, sizeof m, "Invalid value: %" JSON_INTEGER_FORMAT ": must be greater than or equal to 0",
+                     json_integer_value(t));
+            invalid1(q, obj, "FieldValueInvalid", "spec.leaseTransitions", m);
+            return -1;
+        }
     }
     if (!strcmp(res->plural, "events") && !strcmp(res->group, "events.k8s.io")) {
         if (check_microtime(q, obj, "eventTime") < 0 ||
@@ -189,6 +205,19 @@ static bool type_ok(const char *type, const json_t *v)
     return true;
 }
 
+/* Schema defaults (J.12): fill absent (or null) properties that declare `default`. */
+static void apply_defaults(json_t *v, const json_t *props)
+{
+    const char *k;
+    json_t *ps;
+    json_object_foreach((json_t *)props, k, ps) {
+        json_t *def = json_object_get(ps, "default");
+        json_t *cur = json_object_get(v, k);
+        if (def && (!cur || json_is_null(cur)))
+            json_object_set_new(v, k, json_deep_copy(def));
+    }
+}
+
 static void check_node(json_t *v, const json_t *schema, const char *path, json_t *causes,
                        json_t *pruned, int depth)
 {
@@ -243,6 +272,7 @@ static void check_node(json_t *v, const json_t *schema, const char *path, json_t
     if (json_is_object(v)) {
         json_t *props = json_object_get(schema, "properties");
         json_t *addl = json_object_get(schema, "additionalProperties");
+        apply_defaults(v, props);
         bool preserve = json_is_true(json_object_get(schema, "x-kubernetes-preserve-unknown-fields"));
         json_t *req = json_object_get(schema, "required");
         size_t i;
@@ -312,6 +342,16 @@ int as_validate_cr(as_res_t *res, json_t *obj, json_t **causes_out, json_t *prun
         return 0;
     json_t *causes = json_array();
     json_t *props = json_object_get(res->schema, "properties");
+    if (json_is_object(props)) { /* top-level defaults other than apiVersion/kind/metadata */
+        const char *dk;
+        json_t *ds;
+        json_object_foreach(props, dk, ds) {
+            json_t *def = json_object_get(ds, "default");
+            if (def && strcmp(dk, "metadata") && strcmp(dk, "apiVersion") && strcmp(dk, "kind") &&
+                !json_object_get(obj, dk))
+                json_object_set_new(obj, dk, json_deep_copy(def));
+        }
+    }
     bool preserve = json_is_true(json_object_get(res->schema, "x-kubernetes-preserve-unknown-fields"));
     const char *k;
     json_t *v;

@@ -13,12 +13,41 @@
 
 #define AS_WATCH_MAX_BACKLOG (256u * 1024u * 1024u)
 
+/* core/v1 Event <-> events.k8s.io/v1 Event field names (L.7): one store, two views. */
+static const char *const event_fields_map[][2] = {
+    {"involvedObject", "regarding"},       {"message", "note"},
+    {"source", "deprecatedSource"},        {"firstTimestamp", "deprecatedFirstTimestamp"},
+    {"lastTimestamp", "deprecatedLastTimestamp"}, {"count", "deprecatedCount"},
+    {"reportingComponent", "reportingController"}};
+
+static void convert_event(json_t *c, bool to_events_api)
+{
+    for (size_t i = 0; i < sizeof event_fields_map / sizeof event_fields_map[0]; i++) {
+        const char *from = event_fields_map[i][to_events_api ? 0 : 1];
+        const char *to = event_fields_map[i][to_events_api ? 1 : 0];
+        json_t *v = json_object_get(c, from);
+        if (v) {
+            json_object_set(c, to, v);
+            json_object_del(c, from);
+        }
+    }
+}
+
 json_t *as_served_obj(const as_res_t *res, const json_t *obj)
 {
     const json_t *av = json_object_get(obj, "apiVersion");
     if (json_is_string(av) && !strcmp(json_string_value(av), res->api_version))
         return json_incref((json_t *)obj);
     json_t *c = json_copy((json_t *)obj);
+    if (!strcmp(res->kind, "Event") && !res->is_cr) {
+        json_t *o = json_object(); /* keep kind/apiVersion/metadata first */
+        json_object_set_new(o, "kind", json_string("Event"));
+        json_object_set_new(o, "apiVersion", json_string(res->api_version));
+        json_object_update(o, c);
+        json_decref(c);
+        c = o;
+        convert_event(c, !strcmp(res->group, "events.k8s.io"));
+    }
     json_object_set_new(c, "apiVersion", json_string(res->api_version));
     return c;
 }
@@ -131,6 +160,8 @@ static void watcher_free(as_watcher_t *w)
 {
     if (w->timer)
         event_free(w->timer);
+    if (w->bm_timer)
+        event_free(w->bm_timer);
     if (w->held)
         evbuffer_free(w->held);
     lop_label_selector_free(w->ls);
@@ -261,7 +292,8 @@ static json_t *bookmark_obj(as_res_t *res, int64_t rv, bool initial_end)
 
 static int send_bookmark(as_watcher_t *w, bool initial_end)
 {
-    json_t *o = bookmark_obj(w->res, w->srv->rev, initial_end);
+    /* never report a revision below where the watch started (a future start RV) */
+    json_t *o = bookmark_obj(w->res, w->srv->rev > w->min_rv ? w->srv->rev : w->min_rv, initial_end);
     int rc = send_obj_event(w, "BOOKMARK", o);
     json_decref(o);
     return rc;
@@ -272,6 +304,8 @@ static const char *const type_names[] = {"ADDED", "MODIFIED", "DELETED"};
 /* Deliver one stored event to one watcher. Returns -1 if the watcher ended. */
 static int deliver(as_watcher_t *w, as_event_t *e)
 {
+    if (e->rv <= w->min_rv)
+        return 0;
     bool now = e->type != AS_DELETED && as_obj_matches(w->res, w->ns, w->ls, w->fs, e->obj);
     bool before = e->prev && as_obj_matches(w->res, w->ns, w->ls, w->fs, e->prev);
     const json_t *av = json_object_get(e->obj, "apiVersion");
@@ -306,6 +340,17 @@ void as_watch_dispatch(lop_apiserver_t *srv, as_event_t *ev)
         deliver(w, ev);
         w = next;
     }
+}
+
+static int send_bookmark(as_watcher_t *w, bool initial_end);
+
+static void on_bookmark_tick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    as_watcher_t *w = arg;
+    if (!w->srv->stall)
+        send_bookmark(w, false);
 }
 
 static void on_timeout(evutil_socket_t fd, short what, void *arg)
@@ -416,6 +461,10 @@ void as_handle_watch(as_req_t *q)
         initial = as_query_bool(sie);
     else
         initial = !has_rv || rv == 0;
+    if (!initial && (!has_rv || rv == 0)) {
+        rv = srv->rev; /* sendInitialEvents=false with RV unset/"0": start now (F.24) */
+        has_rv = true;
+    }
     lop_err_t err;
     lop_label_selector_t *ls = NULL;
     lop_field_selector_t *fs = NULL;
@@ -496,6 +545,8 @@ void as_handle_watch(as_req_t *q)
         }
         if (bookmarks && send_bookmark(w, true) < 0)
             return;
+    } else if (rv > srv->rev) {
+        w->min_rv = rv; /* silent until the store passes the requested revision */
     } else if (rv < srv->rev) {
         for (size_t i = 0; i < srv->ring_len; i++) {
             as_event_t *e = srv->ring[(srv->ring_head + i) % srv->ring_cap];
@@ -523,4 +574,9 @@ void as_handle_watch(as_req_t *q)
     w->timer = evtimer_new(srv->base, on_timeout, w);
     struct timeval tv = {timeout, 0};
     evtimer_add(w->timer, &tv);
+    if (bookmarks) {
+        w->bm_timer = event_new(srv->base, -1, EV_PERSIST, on_bookmark_tick, w);
+        struct timeval minute = {60, 0};
+        event_add(w->bm_timer, &minute);
+    }
 }

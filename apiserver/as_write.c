@@ -101,94 +101,6 @@ static int check_kind(as_req_t *q, json_t *obj, const char *want_kind, const cha
     return 0;
 }
 
-/* Reject metadata whose JSON types a Go decoder would refuse (400, as the real decode error). */
-static int check_meta_types(as_req_t *q, const json_t *obj)
-{
-    const json_t *m = json_object_get(obj, "metadata");
-    const char *bad = NULL;
-    const char *strs[] = {"name", "generateName", "namespace", "uid", "resourceVersion", NULL};
-    for (int i = 0; strs[i] && !bad; i++) {
-        json_t *v = json_object_get(m, strs[i]);
-        if (v && !json_is_string(v) && !json_is_null(v))
-            bad = strs[i];
-    }
-    const char *maps[] = {"labels", "annotations", NULL};
-    for (int i = 0; maps[i] && !bad; i++) {
-        json_t *v = json_object_get(m, maps[i]);
-        if (v && json_is_null(v))
-            continue;
-        if (v && !json_is_object(v))
-            bad = maps[i];
-        const char *k;
-        json_t *e;
-        json_object_foreach(json_is_object(v) ? v : NULL, k, e) {
-            if (!json_is_string(e))
-                bad = maps[i];
-        }
-    }
-    json_t *f = json_object_get(m, "finalizers");
-    if (!bad && f && !json_is_null(f)) {
-        size_t i;
-        json_t *e;
-        if (!json_is_array(f))
-            bad = "finalizers";
-        json_array_foreach(f, i, e) {
-            if (!json_is_string(e))
-                bad = "finalizers";
-        }
-    }
-    json_t *o = json_object_get(m, "ownerReferences");
-    if (!bad && o && !json_is_null(o) && !json_is_array(o))
-        bad = "ownerReferences";
-    if (!bad)
-        return 0;
-    as_reply_status(q, 400, "BadRequest", NULL,
-                    "%s in version \"%s\" cannot be handled as a %s: json: cannot unmarshal into "
-                    "Go struct field ObjectMeta.metadata.%s: wrong type",
-                    q->res->kind, q->res->version, q->res->kind, bad);
-    return -1;
-}
-
-/* fieldValidation (G.17): Strict → 400 naming every unknown field, Warn (default) → one Warning
- * header per field, Ignore → nothing. Returns -1 when it replied. */
-static int report_unknown_fields(as_req_t *q, json_t *pruned)
-{
-    const char *fv = as_query(q, "fieldValidation");
-    if (json_array_size(pruned) == 0 || (fv && !strcmp(fv, "Ignore")))
-        return 0;
-    size_t i;
-    json_t *v;
-    if (fv && !strcmp(fv, "Strict")) {
-        lop_buf_t b = LOP_BUF_INIT;
-        json_array_foreach(pruned, i, v) {
-            lop_buf_printf(&b, "%sunknown field \"%s\"", i ? ", " : "", json_string_value(v));
-        }
-        as_reply_status(q, 400, "BadRequest", NULL, "strict decoding error: %s", b.data);
-        lop_buf_free(&b);
-        return -1;
-    }
-    struct evkeyvalq *h = evhttp_request_get_output_headers(q->r);
-    json_array_foreach(pruned, i, v) {
-        char w[600];
-        snprintf(w, sizeof w, "299 - \"unknown field \\\"%s\\\"\"", json_string_value(v));
-        evhttp_add_header(h, "Warning", w);
-    }
-    return 0;
-}
-
-/* -1 (replied 422) when fieldValidation has an unknown value. */
-static int check_field_validation(as_req_t *q)
-{
-    const char *fv = as_query(q, "fieldValidation");
-    if (!fv || !strcmp(fv, "Ignore") || !strcmp(fv, "Warn") || !strcmp(fv, "Strict"))
-        return 0;
-    char d[300];
-    snprintf(d, sizeof d, "Unsupported value: \"%s\": supported values: \"Ignore\", \"Strict\", \"Warn\"", fv);
-    as_reply_invalid(q, "CreateOptions.meta.k8s.io", "CreateOptions", "meta.k8s.io", "",
-                     "FieldValueNotSupported", "fieldValidation", d);
-    return -1;
-}
-
 static bool dry_run(as_req_t *q, int *bad)
 {
     const char *d = as_query(q, "dryRun");
@@ -309,7 +221,7 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
     as_res_t *res = q->res;
     int bad;
     bool dry = dry_run(q, &bad);
-    if (bad || check_field_validation(q) < 0) {
+    if (bad || as_check_field_validation(q) < 0) {
         json_decref(obj);
         return;
     }
@@ -321,7 +233,7 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
     char qual_kind[300];
     as_qualified_kind(res, qual_kind, sizeof qual_kind);
     bool status_sub = !strcmp(q->sub, "status");
-    if (check_meta_types(q, obj) < 0) {
+    if (as_check_meta_types(q, obj) < 0) {
         json_decref(obj);
         return;
     }
@@ -469,16 +381,16 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
         json_decref(obj);
         return;
     }
+    json_t *pruned = NULL; /* CR fields removed by pruning (paths) */
     if (res->is_cr) {
         json_t *causes = NULL;
-        json_t *pruned = json_array();
+        pruned = json_array();
         int vrc = as_validate_cr(res, obj, &causes, pruned);
-        if (vrc == 0 && report_unknown_fields(q, pruned) < 0) {
+        if (vrc == 0 && as_report_unknown_fields(q, pruned) < 0) {
             json_decref(pruned);
             json_decref(obj);
             return;
         }
-        json_decref(pruned);
         if (vrc < 0) {
             /* message: Kind.group "name" is invalid: [f: msg, ...] */
             lop_buf_t b = LOP_BUF_INIT;
@@ -498,6 +410,7 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
                 as_reply_status(q, 422, "Invalid", d, "%s \"%s\" is invalid: %s", qual_kind, name,
                                 b.data);
             lop_buf_free(&b);
+            json_decref(pruned);
             json_decref(obj);
             return;
         }
@@ -532,6 +445,9 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
     }
     if (!managed_done)
         as_track_managed(q, old, obj, q->sub);
+    as_scrub_managed_fields(obj, res->has_status, status_sub, pruned);
+    json_decref(pruned);
+    pruned = NULL;
     char key[600];
     as_make_key(res, q->ns, name, key, sizeof key);
     if (!old && as_store_find(res->coll, key)) {
@@ -571,7 +487,9 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
         obj = ord;
     }
     if (old) {
-        json_t *a = comparable(old), *b = comparable(obj);
+        json_t *old_served = as_served_obj(res, old); /* the other Event API's view */
+        json_t *a = comparable(old_served), *b = comparable(obj);
+        json_decref(old_served);
         bool same = json_equal(a, b);
         json_decref(a);
         json_decref(b);

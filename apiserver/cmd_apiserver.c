@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 static void usage(FILE *f)
@@ -62,6 +63,11 @@ int lop_cmd_apiserver(int argc, char **argv)
             usage(stderr);
             return 2;
         }
+    }
+    struct rlimit rl; /* many concurrent watches need many descriptors */
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
     }
     sigset_t set;
     sigemptyset(&set);

@@ -430,7 +430,7 @@ static int core_log(lua_State *L)
     int npairs = 0;
     if (vm->phase == LOP_LUA_RECONCILE && vm->ctx_req) {
         const char *ctx[] = {"controller", vm->ctx_controller, "namespace", vm->ctx_req->namespace_,
-                             "name", vm->ctx_req->name, "reconcile_id", vm->ctx_req->reconcile_id};
+                             "name", vm->ctx_req->name, "reconcileID", vm->ctx_req->reconcile_id};
         luaL_checkstack(L, 8, "core.log");
         for (int i = 0; i < 8; i++) lua_pushstring(L, ctx[i] ? ctx[i] : "");
         npairs += 4;
@@ -525,4 +525,5 @@ void lop_lua_core_host_register(lua_State *L, int tidx)
         lua_pushcfunction(L, r->func);
         lua_setfield(L, tidx, r->name);
     }
+    lop_lua_core_metrics_register(L, tidx);
 }

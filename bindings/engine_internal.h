@@ -75,6 +75,10 @@ void lop_lua_require_install(lua_State *L, const lop_script_set_t *set);
  * context) to the table at tidx. Stack: unchanged. Raises (memory). */
 void lop_lua_core_host_register(lua_State *L, int tidx);
 
+/* core_metrics.c: add metric_declare and metric_update (luaop.metrics) to the table at tidx.
+ * Stack: unchanged. Raises (memory). */
+void lop_lua_core_metrics_register(lua_State *L, int tidx);
+
 /* Push a Lua error table {code=, reason=, message=} for rc/err. Stack: +1. Raises (memory). */
 void lop_lua_push_err(lua_State *L, lop_rc_t rc, const lop_err_t *err);
 

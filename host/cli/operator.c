@@ -1,6 +1,9 @@
 #include "host/cli/operator.h"
 
+#include "host/cli/scriptsource.h"
+
 #include "bindings/engine_lua.h"
+#include "host/cli/leader_events.h"
 #include "host/kube/informer.h"
 #include "host/kube/leaderelection.h"
 #include "host/kube/restmapper.h"
@@ -16,11 +19,11 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/inotify.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,6 +38,12 @@ void lop_operator_block_signals(void)
     signal(SIGPIPE, SIG_IGN);
 }
 
+/* The main loop beats every ~100 ms; a script reload (loading and validating a set) runs on it
+ * too, so allow it generous time before /healthz reports the loop stalled. */
+#define LOP_EVENT_LOOP_TIMEOUT_NS (30 * LOP_NS_PER_S)
+/* A reconcile past its deadline by this much is stuck (the deadline hook should have ended it). */
+#define LOP_STUCK_GRACE_NS (30 * LOP_NS_PER_S)
+
 /* Wait up to ms for a termination signal; returns it, or 0. */
 static int wait_signal(long ms)
 {
@@ -47,9 +56,42 @@ static int wait_signal(long ms)
     return sig > 0 ? sig : 0;
 }
 
+/* ------------------------------------------------------------------ ops: metrics hooks, probes, shutdown */
+
+static void rest_observed(void *ud, const char *method, int code, const char *host, int64_t ns)
+{
+    lop_metrics_observe_rest(ud, method, code, host, ns);
+}
+
+/* healthz "workers": fails while a reconcile runs past its deadline plus a grace. */
+typedef struct workers_ctx {
+    lop_manager_t *m;
+    int64_t grace_ns;
+} workers_ctx_t;
+
+static bool check_workers(void *ud, char *reason, size_t len)
+{
+    workers_ctx_t *w = ud;
+    return w->m ? lop_manager_check_stuck(w->m, w->grace_ns, reason, len) : true;
+}
+
+/* A second SIGTERM/SIGINT during the graceful shutdown exits at once (128 + signal number). */
+static void *second_signal_main(void *arg)
+{
+    (void)arg;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    int sig = 0;
+    if (sigwait(&set, &sig) != 0) return NULL;
+    lop_log(LOP_LOG_WARN, "second signal during shutdown; exiting now", "signal", strsignal(sig), NULL);
+    fflush(NULL);
+    _exit(128 + sig);
+}
+
 typedef struct ready_ctx {
     lop_manager_t *m;
-    bool scripts_ok;
 } ready_ctx_t;
 
 static bool check_synced(void *ud, char *reason, size_t len)
@@ -60,60 +102,6 @@ static bool check_synced(void *ud, char *reason, size_t len)
     return false;
 }
 
-static bool check_scripts(void *ud, char *reason, size_t len)
-{
-    ready_ctx_t *r = ud;
-    if (r->scripts_ok) return true;
-    snprintf(reason, len, "no script set loaded");
-    return false;
-}
-
-/* Watch a script directory (non-recursive for subdirectories created later; the set is re-read
- * whole on any change). Returns the inotify fd or -1. */
-static int watch_dir(const char *dir)
-{
-    int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-    if (fd < 0) return -1;
-    if (inotify_add_watch(fd, dir, IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE |
-                                       IN_DELETE | IN_ATTRIB) < 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-static bool drain_inotify(int fd)
-{
-    if (fd < 0) return false;
-    char buf[4096] __attribute__((aligned(8)));
-    bool any = false;
-    while (read(fd, buf, sizeof buf) > 0) any = true;
-    return any;
-}
-
-static void reload_dir(lop_manager_t *m, const char *dir)
-{
-    lop_script_set_t *set = NULL;
-    lop_err_t err;
-    lop_err_clear(&err);
-    lop_rc_t rc = lop_scripts_load_dir(dir, &set, &err);
-    char cur[32];
-    lop_manager_version(m, cur, sizeof cur);
-    if (rc == LOP_OK && strcmp(cur, set->version) == 0) {
-        lop_script_set_free(set); /* unchanged (e.g. an editor's temporary file) */
-        return;
-    }
-    if (rc == LOP_OK) rc = lop_manager_install(m, set, &err);
-    if (rc != LOP_OK) {
-        lop_script_set_free(set);
-        lop_log(LOP_LOG_ERROR, "script reload failed; keeping the running scripts", "dir", dir,
-                "error", err.message, NULL);
-        return;
-    }
-    lop_log(LOP_LOG_INFO, "scripts reloaded", "dir", dir, "version", cur, NULL);
-}
-
-
 /* ------------------------------------------------------------------ leader election */
 
 typedef struct leader {
@@ -122,6 +110,7 @@ typedef struct leader {
     lop_lease_client_t *client;
     lop_informer_t *lease_watch;
     lop_metric_t *metric;
+    lop_leader_events_t *events; /* Events on the Lease (reference §K.14) */
     char name[300];
 } leader_t;
 
@@ -131,13 +120,16 @@ static void on_started_leading(void *ud)
     lop_log(LOP_LOG_INFO, "became leader; starting workers", "lease", l->name, "identity",
             lop_elector_identity(l->elector), NULL);
     lop_gate_set(l->gate, true);
+    lop_leader_events_post(l->events, "became leader");
 }
 
 static void on_stopped_leading(void *ud)
 {
     leader_t *l = ud;
     lop_gate_set(l->gate, false);
-    lop_log(LOP_LOG_WARN, "stopped leading; workers take no new work", "lease", l->name, NULL);
+    lop_log(LOP_LOG_WARN, "stopped leading; workers take no new work", "lease", l->name, "identity",
+            lop_elector_identity(l->elector), NULL);
+    lop_leader_events_post(l->events, "stopped leading");
 }
 
 
@@ -167,7 +159,7 @@ static char *incluster_namespace(void)
 
 static lop_rc_t leader_start(leader_t *l, const lop_run_opts_t *o, lop_rest_client_t *rest,
                              lop_restmapper_t *mapper, const char *identity,
-                             lop_metrics_std_t *std, lop_err_t *err)
+                             lop_metrics_std_t *std, lop_recorder_t *recorder, lop_err_t *err)
 {
     if (!o->leader_election_id || !*o->leader_election_id)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "--leader-elect needs --leader-election-id");
@@ -202,6 +194,7 @@ static lop_rc_t leader_start(leader_t *l, const lop_run_opts_t *o, lop_rest_clie
         free(ns);
         return LOP_EINVAL;
     }
+    l->events = lop_leader_events_new(rest, recorder, ns, o->leader_election_id, identity);
     lop_metrics_bind_elector(std, o->leader_election_id, l->elector, &l->metric, NULL);
     /* Watch the Lease itself so a release is noticed at once (warm standby). */
     lop_rest_mapping_t mp;
@@ -230,6 +223,9 @@ static void leader_stop(leader_t *l)
     lop_informer_free(l->lease_watch);
     lop_elector_free(l->elector);
     lop_lease_client_free(l->client);
+    /* After the elector: its last "stopped leading" is queued by now. */
+    lop_leader_events_free(l->events, 2 * LOP_NS_PER_S);
+    l->events = NULL;
     l->lease_watch = NULL;
     l->elector = NULL;
     l->client = NULL;
@@ -247,8 +243,11 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
     lop_metrics_t *metrics = NULL;
     lop_health_t *health = NULL;
     lop_httpserver_t *metrics_srv = NULL, *probe_srv = NULL;
-    ready_ctx_t ready = {NULL, false};
-    int ino = -1;
+    ready_ctx_t ready = {NULL};
+    lop_script_source_t *source = NULL;
+    lop_script_reloader_t *reloader = NULL;
+    workers_ctx_t workers = {NULL, LOP_STUCK_GRACE_NS};
+    lop_health_heartbeat_t loop_hb;
     lop_gate_t gate;
     lop_gate_init(&gate, false);
     leader_t leader = {.gate = &gate};
@@ -269,7 +268,10 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
     metrics = lop_metrics_new();
     lop_metrics_std_t std;
     lop_metrics_std_init(&std, metrics, NULL);
+    lop_rest_client_set_observer(rest, rest_observed, &std);
     health = lop_health_new();
+    lop_health_heartbeat_init(&loop_hb, &lop_clock_system, LOP_EVENT_LOOP_TIMEOUT_NS, "operator main loop");
+    lop_health_add(health, LOP_HEALTHZ, "event-loop", lop_health_heartbeat_check, &loop_hb, NULL);
     if (lop_httpserver_start(o->metrics_addr, metrics, NULL, &metrics_srv, &err) != LOP_OK ||
         lop_httpserver_start(o->probe_addr, NULL, health, &probe_srv, &err) != LOP_OK) {
         lop_log(LOP_LOG_ERROR, "cannot start the metrics/probes server", "error", err.message, NULL);
@@ -295,28 +297,31 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
         goto out;
     }
     ready.m = m;
+    workers.m = m;
+    lop_health_add(health, LOP_HEALTHZ, "workers", check_workers, &workers, NULL);
     lop_health_add(health, LOP_READYZ, "informers-synced", check_synced, &ready, NULL);
-    lop_health_add(health, LOP_READYZ, "scripts", check_scripts, &ready, NULL);
 
-    /* scripts */
-    lop_script_set_t *set = NULL;
-    if (o->scripts_dir) {
-        if (lop_scripts_load_dir(o->scripts_dir, &set, &err) != LOP_OK) {
-            lop_log(LOP_LOG_ERROR, "cannot load the scripts", "error", err.message, NULL);
+    /* scripts: the first set from the source (a ConfigMap may not exist yet: wait for it, not
+     * ready meanwhile), then reloads from the main loop */
+    lop_script_source_config_t sc = {.dir = o->scripts_dir,
+                                     .configmap = o->scripts_dir ? NULL : o->scripts_configmap,
+                                     .rest = rest,
+                                     .mapper = mapper};
+    if (lop_script_source_new(&sc, &source, &err) != LOP_OK) {
+        lop_log(LOP_LOG_ERROR, "cannot watch the scripts", "error", err.message, NULL);
+        goto out;
+    }
+    reloader = lop_script_reloader_new(source, m, metrics, health);
+    while (!lop_script_reloader_active(reloader)) {
+        lop_rc_t rc = lop_script_reloader_tick(reloader, &err);
+        if (rc != LOP_OK && rc != LOP_EAGAIN && rc != LOP_ENOTFOUND &&
+            !lop_script_source_is_configmap(source))
+            goto out; /* --scripts DIR: a broken set at start-up is fatal (logged) */
+        if (rc != LOP_OK && wait_signal(50)) { /* stopped before any set loaded */
+            status = 0;
             goto out;
         }
-    } else {
-        lop_log(LOP_LOG_ERROR, "--scripts-configmap is not supported in this build yet; use --scripts",
-                NULL);
-        goto out;
     }
-    if (lop_manager_install(m, set, &err) != LOP_OK) {
-        lop_script_set_free(set);
-        lop_log(LOP_LOG_ERROR, "the scripts failed to load", "error", err.message, NULL);
-        goto out;
-    }
-    ready.scripts_ok = true;
-    if (o->scripts_dir) ino = watch_dir(o->scripts_dir);
 
     if (lop_manager_start(m, &err) != LOP_OK) {
         lop_log(LOP_LOG_ERROR, "cannot start", "error", err.message, NULL);
@@ -324,8 +329,8 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
     }
     bool synced = false, campaigning = false, fatal = false;
     int sig = 0;
-    int64_t debounce_at = 0;
     for (;;) {
+        lop_health_heartbeat_beat(&loop_hb);
         sig = wait_signal(100);
         if (sig) break;
         if (!synced && lop_manager_synced(m)) {
@@ -335,7 +340,8 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
         /* Leader election starts once the caches are warm: a new leader reconciles at once. */
         if (synced && o->leader_elect && !campaigning) {
             campaigning = true;
-            if (leader_start(&leader, o, rest, mapper, identity, &std, &err) != LOP_OK) {
+            if (leader_start(&leader, o, rest, mapper, identity, &std,
+                             lop_manager_recorder(m), &err) != LOP_OK) {
                 lop_log(LOP_LOG_ERROR, "leader election", "error", err.message, NULL);
                 fatal = true;
                 break;
@@ -347,23 +353,36 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
             fatal = true;
             break;
         }
-        if (drain_inotify(ino)) debounce_at = lop_clock_mono(&lop_clock_system) + 200 * LOP_NS_PER_MS;
-        if (debounce_at && lop_clock_mono(&lop_clock_system) >= debounce_at) {
-            debounce_at = 0;
-            reload_dir(m, o->scripts_dir);
-        }
+        lop_script_reloader_tick(reloader, &err); /* reports its own outcome */
         if (synced && poll && poll(poll_ud, m)) break;
     }
     if (sig) lop_log(LOP_LOG_INFO, "shutting down", "signal", strsignal(sig), NULL);
     status = fatal ? 1 : 0;
-    /* Finish in-flight reconciles first, then release the Lease. */
+    pthread_t second;
+    bool watching = pthread_create(&second, NULL, second_signal_main, NULL) == 0;
+    /* Finish in-flight reconciles first (bounded by --graceful-shutdown-timeout), then release
+     * the Lease. */
     lop_gate_shutdown(&gate);
-    lop_manager_stop(m, o->graceful_shutdown_ns);
+    size_t abandoned = lop_manager_stop(m, o->graceful_shutdown_ns);
     leader_stop(&leader);
+    if (watching) {
+        pthread_cancel(second);
+        pthread_join(second, NULL);
+    }
+    if (abandoned) {
+        char n[24];
+        snprintf(n, sizeof n, "%zu", abandoned);
+        lop_log(LOP_LOG_ERROR, "graceful shutdown timed out; exiting with reconciles in flight",
+                "abandoned", n, NULL);
+        fflush(NULL);
+        _exit(1); /* the abandoned workers still use everything: free nothing */
+    }
+    lop_log(LOP_LOG_INFO, "shutdown complete", NULL);
 
 out:
     leader_stop(&leader);
-    if (ino >= 0) close(ino);
+    lop_script_source_free(source); /* stops the ConfigMap informer */
+    lop_script_reloader_free(reloader);
     lop_httpserver_free(metrics_srv);
     lop_httpserver_free(probe_srv);
     lop_manager_free(m);

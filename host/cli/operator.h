@@ -3,7 +3,14 @@
  * start-up order (metrics/probes server → scripts → informers → wait for sync → leader election
  * → workers), script reloads (--scripts DIR via inotify), signals and graceful shutdown.
  *
- * Runs on the calling (main) thread until SIGTERM/SIGINT; returns the process exit status.
+ * Runs on the calling (main) thread until SIGTERM/SIGINT; returns the process exit status:
+ * 0 after a graceful shutdown, 1 on a start-up error or a lost lease. Two cases end the process
+ * from inside (docs/execution-model.md "Shutdown"): reconciles still running when
+ * --graceful-shutdown-timeout expires (logged, Lease released, _exit(1)); a second signal during
+ * the shutdown (_exit(128 + signal): 143 for SIGTERM, 130 for SIGINT).
+ * Probes: healthz "event-loop" (this loop's heartbeat) and "workers" (stuck reconciles);
+ * readyz "scripts" and "informers-synced". The REST client's per-attempt observer feeds the
+ * rest_client_* metrics.
  */
 #ifndef LOP_CLI_OPERATOR_H
 #define LOP_CLI_OPERATOR_H

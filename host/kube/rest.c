@@ -26,6 +26,9 @@ struct lop_rest_client {
     CURL *pool[POOL_MAX];
     int npool;
     atomic_long requests;
+    char *host_port; /* host:port of the server URL, the "host" label of request metrics */
+    _Atomic(lop_rest_observer_fn) observer;
+    void *_Atomic observer_ud;
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -79,6 +82,8 @@ static lop_rc_t setup_url(lop_rest_client_t *c, lop_err_t *err)
     const char *h = c->cfg.tls_server_name && strcmp(scheme, "https") == 0 ? c->cfg.tls_server_name : host;
     lop_buf_printf(&b, "%s://%s:%s%.*s", scheme, h, port ? port : "443", (int)pl, p);
     c->base_url = lop_buf_steal(&b);
+    lop_buf_printf(&b, "%s:%s", host, port ? port : "443");
+    c->host_port = lop_buf_steal(&b);
     if (h != host) {
         lop_buf_printf(&b, "%s:%s:%s:%s", h, port, host, port);
         c->connect_to = lop_buf_steal(&b);
@@ -144,6 +149,7 @@ void lop_rest_client_free(lop_rest_client_t *c)
     lop_qps_free(c->qps);
     lop_rest_config_cleanup(&c->cfg);
     free(c->base_url);
+    free(c->host_port);
     free(c->connect_to);
     free(c);
 }
@@ -152,6 +158,15 @@ const char *lop_rest_client_server(const lop_rest_client_t *c) { return c->cfg.s
 const char *lop_rest_client_namespace(const lop_rest_client_t *c) { return c->cfg.namespace; }
 const char *lop_rest_client_user_agent(const lop_rest_client_t *c) { return c->cfg.user_agent; }
 long lop_rest_client_requests(lop_rest_client_t *c) { return atomic_load(&c->requests); }
+
+const char *lop_rest_client_host(const lop_rest_client_t *c) { return c->host_port; }
+
+void lop_rest_client_set_observer(lop_rest_client_t *c, lop_rest_observer_fn fn, void *ud)
+{
+    atomic_store(&c->observer, NULL);
+    atomic_store(&c->observer_ud, ud);
+    atomic_store(&c->observer, fn);
+}
 
 static CURL *pool_get(lop_rest_client_t *c)
 {
@@ -430,10 +445,14 @@ static CURLcode perform(lop_rest_client_t *c, attempt_t *a, const char *method, 
     }
     a->last_byte = lop_clock_mono(c->clock);
     atomic_fetch_add(&c->requests, 1);
+    int64_t t0 = lop_clock_mono(c->clock);
     CURLcode cc = a->fn ? perform_stream(a, h) : curl_easy_perform(h);
     long http = 0;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &http);
     *code = (int)http;
+    lop_rest_observer_fn obs = atomic_load(&c->observer);
+    if (obs) obs(atomic_load(&c->observer_ud), method, (int)http, c->host_port,
+                 lop_clock_mono(c->clock) - t0);
     curl_slist_free_all(hl);
     curl_slist_free_all(ct);
     lop_buf_free(&url);

@@ -32,6 +32,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define LOP_REST_MAX_RETRIES 10
 
@@ -52,6 +53,24 @@ const char *lop_rest_client_user_agent(const lop_rest_client_t *c);
 
 /* Number of requests sent on the wire (retries included), for tests and metrics. */
 long lop_rest_client_requests(lop_rest_client_t *c);
+
+/* "host:port" of the server URL (borrowed, the client's lifetime): client-go's "host" label. */
+const char *lop_rest_client_host(const lop_rest_client_t *c);
+
+/*
+ * Per-attempt observer (metrics): called once for every exchange sent on the wire, retries and
+ * watch streams included, on the requesting thread right after the attempt ends. method is the
+ * HTTP verb, code the HTTP status (0 when no response arrived), host the lop_rest_client_host
+ * string, duration_ns the attempt's time on the client's clock (for a watch: until the stream
+ * ended). Must be quick and must not call back into the client. All strings are borrowed for the
+ * call only.
+ */
+typedef void (*lop_rest_observer_fn)(void *ud, const char *method, int code, const char *host,
+                                     int64_t duration_ns);
+/* Install (fn non-NULL) or remove (NULL) the observer. Set it before the client is shared
+ * between threads; replacing it while requests run is safe but a request in flight may report
+ * to the old observer with the new ud for that one call, so prefer set-once. */
+void lop_rest_client_set_observer(lop_rest_client_t *c, lop_rest_observer_fn fn, void *ud);
 
 /* A response. Init with lop_rest_resp_init (or = LOP_REST_RESP_INIT), free with _cleanup. */
 typedef struct lop_rest_resp {

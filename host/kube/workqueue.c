@@ -82,18 +82,37 @@ void lop_workqueue_add(lop_workqueue_t *q, const char *item)
     pthread_mutex_unlock(&q->mu);
 }
 
-/* Hand out the FIFO head (mu held, count > 0). */
-static char *take_locked(lop_workqueue_t *q)
+/* Hand out the FIFO head (mu held, count > 0). *latency gets the queue latency (-1 if unknown). */
+static char *take_locked(lop_workqueue_t *q, int64_t *latency)
 {
     char *item = fifo_pop(q);
     int64_t now = lop_clock_mono(q->clock);
     bool found;
     int64_t added = UNBOX(lop_strmap_del(&q->dirty, item, &found));
+    *latency = found ? now - added : -1;
     if (found)
         q->st.queue_latency_sum_ns += now - added;
     q->st.gets++;
     lop_strmap_put(&q->processing, item, BOX(now));
     return item;
+}
+
+/* Unlock mu, then report ns (when >= 0) to the observer read under the lock. */
+static void observe_unlock(lop_workqueue_t *q, lop_wq_observe_kind_t kind, int64_t ns)
+{
+    lop_workqueue_observer_fn fn = q->observer;
+    void *ud = q->observer_ud;
+    pthread_mutex_unlock(&q->mu);
+    if (fn && ns >= 0)
+        fn(ud, kind, ns);
+}
+
+void lop_workqueue_set_observer(lop_workqueue_t *q, lop_workqueue_observer_fn fn, void *ud)
+{
+    pthread_mutex_lock(&q->mu);
+    q->observer = fn;
+    q->observer_ud = ud;
+    pthread_mutex_unlock(&q->mu);
 }
 
 lop_rc_t lop_workqueue_get(lop_workqueue_t *q, char **item)
@@ -110,8 +129,9 @@ lop_rc_t lop_workqueue_get(lop_workqueue_t *q, char **item)
         *item = NULL;
         return LOP_ECLOSED;
     }
-    *item = take_locked(q);
-    pthread_mutex_unlock(&q->mu);
+    int64_t latency;
+    *item = take_locked(q, &latency);
+    observe_unlock(q, LOP_WQ_OBSERVE_QUEUE_LATENCY, latency);
     return LOP_OK;
 }
 
@@ -121,11 +141,12 @@ lop_rc_t lop_workqueue_try_get(lop_workqueue_t *q, char **item)
     lop_wq_pump_locked(q);
     lop_rc_t rc = LOP_OK;
     *item = NULL;
+    int64_t latency = -1;
     if (q->count > 0)
-        *item = take_locked(q);
+        *item = take_locked(q, &latency);
     else
         rc = q->shutting_down ? LOP_ECLOSED : LOP_EAGAIN;
-    pthread_mutex_unlock(&q->mu);
+    observe_unlock(q, LOP_WQ_OBSERVE_QUEUE_LATENCY, latency);
     return rc;
 }
 
@@ -134,8 +155,10 @@ void lop_workqueue_done(lop_workqueue_t *q, const char *item)
     pthread_mutex_lock(&q->mu);
     bool found;
     int64_t started = UNBOX(lop_strmap_del(&q->processing, item, &found));
+    int64_t worked = -1;
     if (found) {
-        q->st.work_duration_sum_ns += lop_clock_mono(q->clock) - started;
+        worked = lop_clock_mono(q->clock) - started;
+        q->st.work_duration_sum_ns += worked;
         q->st.work_done++;
         if (lop_strmap_has(&q->dirty, item)) {
             fifo_push(q, item);
@@ -144,7 +167,7 @@ void lop_workqueue_done(lop_workqueue_t *q, const char *item)
             pthread_cond_broadcast(&q->cond); /* a drain may be waiting */
         }
     }
-    pthread_mutex_unlock(&q->mu);
+    observe_unlock(q, LOP_WQ_OBSERVE_WORK_DURATION, worked);
 }
 
 size_t lop_workqueue_len(lop_workqueue_t *q)
@@ -173,6 +196,37 @@ void lop_workqueue_shutdown_with_drain(lop_workqueue_t *q)
     while (q->processing.count > 0)
         lop_clock_wait_until(&lop_clock_system, &q->cond, &q->mu, INT64_MAX);
     pthread_mutex_unlock(&q->mu);
+}
+
+bool lop_workqueue_shutdown_with_drain_until(lop_workqueue_t *q, int64_t deadline_ns)
+{
+    pthread_mutex_lock(&q->mu);
+    q->shutting_down = true;
+    q->draining = true;
+    pthread_cond_broadcast(&q->cond);
+    while (q->processing.count > 0 && lop_clock_mono(q->clock) < deadline_ns)
+        lop_clock_wait_until(q->clock, &q->cond, &q->mu, deadline_ns);
+    bool drained = q->processing.count == 0;
+    pthread_mutex_unlock(&q->mu);
+    return drained;
+}
+
+size_t lop_workqueue_processing_items(lop_workqueue_t *q, char **out, int64_t *out_ns, size_t max)
+{
+    pthread_mutex_lock(&q->mu);
+    int64_t now = lop_clock_mono(q->clock);
+    size_t n = 0;
+    lop_strmap_iter_t it;
+    for (lop_strmap_ent_t *e = lop_strmap_first(&q->processing, &it); e;
+         e = lop_strmap_next(&q->processing, &it, e), n++) {
+        if (n < max) {
+            out[n] = lop_xstrdup(e->key);
+            if (out_ns)
+                out_ns[n] = now - UNBOX(e->val);
+        }
+    }
+    pthread_mutex_unlock(&q->mu);
+    return n;
 }
 
 bool lop_workqueue_shutting_down(lop_workqueue_t *q)

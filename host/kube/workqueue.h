@@ -76,6 +76,36 @@ void lop_workqueue_shutdown_with_drain(lop_workqueue_t *q);
 bool lop_workqueue_shutting_down(lop_workqueue_t *q);
 void lop_workqueue_stats(lop_workqueue_t *q, lop_workqueue_stats_t *out);
 
+/*
+ * Per-item observer (client-go's queue_duration / work_duration histograms): called with
+ * LOP_WQ_OBSERVE_QUEUE_LATENCY and the time from the first Add to the Get that handed the item
+ * out, and with LOP_WQ_OBSERVE_WORK_DURATION and the time from Get to Done, in ns on the queue's
+ * clock. Runs on the thread calling Get/Done, after the queue's lock is released, so it may take
+ * other locks (the metrics registry) but must not block for long. Install before workers start;
+ * NULL removes it.
+ */
+typedef enum lop_wq_observe_kind {
+    LOP_WQ_OBSERVE_QUEUE_LATENCY = 0,
+    LOP_WQ_OBSERVE_WORK_DURATION = 1,
+} lop_wq_observe_kind_t;
+typedef void (*lop_workqueue_observer_fn)(void *ud, lop_wq_observe_kind_t kind, int64_t ns);
+void lop_workqueue_set_observer(lop_workqueue_t *q, lop_workqueue_observer_fn fn, void *ud);
+
+/*
+ * Shut down like lop_workqueue_shutdown_with_drain but wait only until deadline_ns (monotonic
+ * time of the queue's clock). Returns true when every processing item was Done in time, false
+ * when items were still processing at the deadline (they stay marked processing; the caller
+ * decides what to do about them, see lop_workqueue_processing_items).
+ */
+bool lop_workqueue_shutdown_with_drain_until(lop_workqueue_t *q, int64_t deadline_ns);
+
+/*
+ * Snapshot of the items being processed now: appends each item and the ns it has been running
+ * (now - Get) to out/out_ns, up to max entries (items are copied, caller frees each). Returns the
+ * number of processing items (may exceed max).
+ */
+size_t lop_workqueue_processing_items(lop_workqueue_t *q, char **out, int64_t *out_ns, size_t max);
+
 /* Delaying: queue item after delay_ns (<= 0 = Add now). No-op when shutting down. */
 void lop_workqueue_add_after(lop_workqueue_t *q, const char *item, int64_t delay_ns);
 

@@ -38,6 +38,9 @@ struct lop_workqueue {
     lop_strmap_t waiting; /* item -> (void *)(heap index + 1) */
 
     lop_workqueue_stats_t st; /* counters; gauges are computed on demand */
+
+    lop_workqueue_observer_fn observer; /* guarded by mu; called after unlocking */
+    void *observer_ud;
 };
 
 /* Called with mu held. */

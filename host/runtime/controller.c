@@ -4,6 +4,7 @@
 #include "host/util/log.h"
 
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,11 +18,14 @@ struct lop_controller {
     lop_workqueue_t *queue;
     lop_reconcile_observer_fn observer;
     void *observer_ud;
+    lop_vm_memory_observer_fn memory_observer;
     pthread_t *threads;
+    struct worker_arg *args;
     int started;
     pthread_mutex_t mu; /* guards stats */
     lop_controller_stats_t stats;
     uint64_t next_id;
+    size_t abandoned; /* reconciles left running by a bounded stop; owner thread only */
 };
 
 lop_controller_t *lop_controller_new(const lop_controller_opts_t *opts)
@@ -34,6 +38,7 @@ lop_controller_t *lop_controller_new(const lop_controller_opts_t *opts)
     c->gate = opts->gate;
     c->observer = opts->observer;
     c->observer_ud = opts->observer_ud;
+    c->memory_observer = opts->memory_observer;
     c->queue = lop_workqueue_new(c->name, c->clock, lop_ratelimiter_default_controller_new(c->clock));
     pthread_mutex_init(&c->mu, NULL);
     return c;
@@ -78,7 +83,7 @@ static const char *result_name(lop_result_kind_t k)
 }
 
 /* Reconcile key with the slot's VM and apply the result to the queue. Caller calls Done. */
-static void reconcile_key(lop_controller_t *c, lop_vm_slot_t *slot, const char *key)
+static void reconcile_key(lop_controller_t *c, lop_vm_slot_t *slot, int worker, const char *key)
 {
     char ns[256] = "", name[256];
     const char *slash = strchr(key, '/');
@@ -153,6 +158,9 @@ static void reconcile_key(lop_controller_t *c, lop_vm_slot_t *slot, const char *
     if (res.timed_out) c->stats.timeouts++;
     pthread_mutex_unlock(&c->mu);
     if (c->observer) c->observer(c->observer_ud, c->name, res.kind, dur);
+    if (c->memory_observer && slot->vm && lop_scriptrt_engine(c->rt)->memory)
+        c->memory_observer(c->observer_ud, c->name, worker,
+                           lop_scriptrt_engine(c->rt)->memory(slot->vm));
 }
 
 lop_rc_t lop_controller_process_one(lop_controller_t *c, lop_vm_slot_t *slot)
@@ -160,15 +168,21 @@ lop_rc_t lop_controller_process_one(lop_controller_t *c, lop_vm_slot_t *slot)
     char *key = NULL;
     lop_rc_t rc = lop_workqueue_try_get(c->queue, &key);
     if (rc != LOP_OK) return rc;
-    reconcile_key(c, slot, key);
+    reconcile_key(c, slot, 0, key);
     lop_workqueue_done(c->queue, key);
     free(key);
     return LOP_OK;
 }
 
+typedef struct worker_arg {
+    lop_controller_t *c;
+    int index;
+} worker_arg_t;
+
 static void *worker_main(void *arg)
 {
-    lop_controller_t *c = arg;
+    worker_arg_t *wa = arg;
+    lop_controller_t *c = wa->c;
     lop_vm_slot_t slot = {NULL, 0};
     for (;;) {
         if (c->gate && !lop_gate_wait(c->gate)) break;
@@ -181,7 +195,7 @@ static void *worker_main(void *arg)
             free(key);
             continue;
         }
-        reconcile_key(c, &slot, key);
+        reconcile_key(c, &slot, wa->index, key);
         lop_workqueue_done(c->queue, key);
         free(key);
     }
@@ -193,12 +207,16 @@ lop_rc_t lop_controller_start(lop_controller_t *c, lop_err_t *err)
 {
     if (c->started) return LOP_OK;
     c->threads = lop_xcalloc((size_t)c->nworkers, sizeof *c->threads);
+    c->args = lop_xcalloc((size_t)c->nworkers, sizeof *c->args);
     for (int i = 0; i < c->nworkers; i++) {
-        if (pthread_create(&c->threads[i], NULL, worker_main, c) != 0) {
+        c->args[i] = (worker_arg_t){c, i};
+        if (pthread_create(&c->threads[i], NULL, worker_main, &c->args[i]) != 0) {
             lop_workqueue_shutdown(c->queue);
             for (int j = 0; j < i; j++) pthread_join(c->threads[j], NULL);
             free(c->threads);
+            free(c->args);
             c->threads = NULL;
+            c->args = NULL;
             return lop_err_set(err, LOP_ERR, 0, NULL, "controller %s: cannot start worker threads",
                                c->name);
         }
@@ -207,21 +225,67 @@ lop_rc_t lop_controller_start(lop_controller_t *c, lop_err_t *err)
     return LOP_OK;
 }
 
-void lop_controller_stop(lop_controller_t *c, int64_t grace_ns)
+size_t lop_controller_stop_until(lop_controller_t *c, int64_t deadline_ns)
 {
-    (void)grace_ns; /* in-flight reconciles are bounded by their deadline; Done ends the drain */
-    lop_workqueue_shutdown_with_drain(c->queue);
+    if (c->abandoned)
+        return c->abandoned;
+    bool drained = true;
+    if (deadline_ns == INT64_MAX)
+        lop_workqueue_shutdown_with_drain(c->queue);
+    else
+        drained = lop_workqueue_shutdown_with_drain_until(c->queue, deadline_ns);
+    if (!drained) {
+        char *items[16];
+        int64_t ns[16];
+        size_t n = lop_workqueue_processing_items(c->queue, items, ns, 16);
+        for (size_t i = 0; i < n && i < 16; i++) {
+            char running[32];
+            snprintf(running, sizeof running, "%.3fs", (double)ns[i] / 1e9);
+            lop_log(LOP_LOG_WARN, "graceful shutdown timeout: abandoning an in-flight reconcile",
+                    "controller", c->name, "key", items[i], "running", running, NULL);
+            free(items[i]);
+        }
+        if (n > 16) {
+            char more[24];
+            snprintf(more, sizeof more, "%zu", n - 16);
+            lop_log(LOP_LOG_WARN, "graceful shutdown timeout: more reconciles abandoned",
+                    "controller", c->name, "count", more, NULL);
+        }
+        if (n > 0) {
+            c->abandoned = n; /* the workers keep running: never join or free them */
+            return n;
+        }
+    }
     if (c->started) {
         for (int i = 0; i < c->nworkers; i++) pthread_join(c->threads[i], NULL);
         free(c->threads);
+        free(c->args);
         c->threads = NULL;
+        c->args = NULL;
         c->started = 0;
     }
+    return 0;
+}
+
+size_t lop_controller_stop(lop_controller_t *c, int64_t grace_ns)
+{
+    int64_t deadline = INT64_MAX;
+    if (grace_ns > 0) {
+        int64_t now = lop_clock_mono(c->clock);
+        deadline = grace_ns > INT64_MAX - now ? INT64_MAX : now + grace_ns;
+    }
+    return lop_controller_stop_until(c, deadline);
+}
+
+void lop_controller_shutdown_intake(lop_controller_t *c)
+{
+    lop_workqueue_shutdown(c->queue);
 }
 
 void lop_controller_free(lop_controller_t *c)
 {
     if (!c) return;
+    if (c->abandoned) return; /* workers still use it; the process is about to exit */
     lop_controller_stop(c, 0);
     lop_workqueue_free(c->queue);
     pthread_mutex_destroy(&c->mu);

@@ -39,6 +39,11 @@ typedef struct lop_controller_stats {
 typedef void (*lop_reconcile_observer_fn)(void *ud, const char *controller,
                                           lop_result_kind_t kind, int64_t duration_ns);
 
+/* Called after each reconcile with the worker's VM size (engine->memory), worker in
+ * 0..workers-1; may be NULL. Runs on the worker thread. */
+typedef void (*lop_vm_memory_observer_fn)(void *ud, const char *controller, int worker,
+                                          size_t bytes);
+
 typedef struct lop_controller_opts {
     const char *name;          /* copied */
     int workers;               /* max_concurrent_reconciles, >= 1 */
@@ -47,6 +52,7 @@ typedef struct lop_controller_opts {
     lop_gate_t *gate;          /* borrowed; NULL = never gated */
     lop_reconcile_observer_fn observer;
     void *observer_ud;
+    lop_vm_memory_observer_fn memory_observer; /* ud = observer_ud */
 } lop_controller_opts_t;
 
 lop_controller_t *lop_controller_new(const lop_controller_opts_t *opts);
@@ -54,9 +60,24 @@ lop_controller_t *lop_controller_new(const lop_controller_opts_t *opts);
 void lop_controller_enqueue(lop_controller_t *c, const char *ns, const char *name);
 /* Start the worker threads. */
 lop_rc_t lop_controller_start(lop_controller_t *c, lop_err_t *err);
-/* Stop taking work and wait up to grace_ns for in-flight reconciles; then join the workers
- * (a reconcile still running past the grace period is waited for: the deadline bounds it). */
-void lop_controller_stop(lop_controller_t *c, int64_t grace_ns);
+/*
+ * Stop taking work (the queue shuts down; queued items are still handed out, as client-go's
+ * ShutDownWithDrain) and wait up to grace_ns (on the controller's clock; <= 0 = without bound)
+ * for in-flight reconciles, then join the workers. Returns 0 then.
+ * When reconciles are still running at the end of the grace period, each is logged (warn,
+ * "abandoning an in-flight reconcile" with controller, key and running time) and their number is
+ * returned: the workers are NOT joined and keep using the controller, its script runtime and the
+ * REST client, so the caller must not free any of them (lop_controller_free becomes a no-op) and
+ * should exit the process. Calling stop again returns the same number.
+ */
+size_t lop_controller_stop(lop_controller_t *c, int64_t grace_ns);
+/* Same with an absolute deadline (monotonic ns of the controller's clock; INT64_MAX = none), so
+ * several controllers can share one grace period. */
+size_t lop_controller_stop_until(lop_controller_t *c, int64_t deadline_ns);
+/* Stop intake only: shut the queue down so workers take no new key after the queued ones (used
+ * to stop every controller at once before waiting for each). */
+void lop_controller_shutdown_intake(lop_controller_t *c);
+/* Free (stopping without bound first). A no-op for a controller whose stop abandoned reconciles. */
 void lop_controller_free(lop_controller_t *c);
 const char *lop_controller_name(const lop_controller_t *c);
 lop_workqueue_t *lop_controller_queue(lop_controller_t *c);

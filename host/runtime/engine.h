@@ -195,7 +195,43 @@ typedef struct lop_host_api {
 
     bool (*is_leader)(void *ud);
     const char *(*identity)(void *ud); /* static for the process lifetime */
+
+    /* ---- luaop.metrics (appended; NULL in hosts without a metrics registry) ---- */
+
+    /*
+     * Declare a script metric in the process's registry (the one behind /metrics). type is a
+     * lop_host_metric_type_t; labels a NULL-terminated list of label names (NULL = none);
+     * buckets (histograms only; NULL/0 = the default buckets) strictly increasing. Idempotent:
+     * declaring the identical metric again (every worker VM runs main.lua) returns the same
+     * handle. Returns an opaque handle valid for the process lifetime, or NULL with err set:
+     * LOP_EINVAL for a reserved name (controller_runtime_, workqueue_, rest_client_,
+     * leader_election_, luaop_), a bad name/label/bucket list, or a redeclaration with another
+     * shape.
+     */
+    void *(*metric_declare)(void *ud, int type, const char *name, const char *help,
+                            const char *const *labels, const double *buckets, size_t nbuckets,
+                            lop_err_t *err);
+    /*
+     * Update one child of a declared metric: op is a lop_host_metric_op_t (ADD: counters with
+     * v >= 0 and gauges; SET: gauges; OBSERVE: histograms); values holds nvalues label values
+     * in declaration order. LOP_EINVAL with err for a wrong op for the type, a wrong number of
+     * values, a negative counter add, a non-finite value or too many children.
+     */
+    lop_rc_t (*metric_update)(void *ud, void *metric, int op, const char *const *values,
+                              size_t nvalues, double v, lop_err_t *err);
 } lop_host_api_t;
+
+typedef enum lop_host_metric_type {
+    LOP_HOST_METRIC_COUNTER = 0,
+    LOP_HOST_METRIC_GAUGE = 1,
+    LOP_HOST_METRIC_HISTOGRAM = 2,
+} lop_host_metric_type_t;
+
+typedef enum lop_host_metric_op {
+    LOP_HOST_METRIC_ADD = 0,
+    LOP_HOST_METRIC_SET = 1,
+    LOP_HOST_METRIC_OBSERVE = 2,
+} lop_host_metric_op_t;
 
 /* ---------------------------------------------------------------- host -> engine */
 

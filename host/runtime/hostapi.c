@@ -5,7 +5,8 @@
  * waits (up to 5 s) until the informer has delivered the written resourceVersion (or the
  * deletion), so the next cache read in this or the next reconcile sees the write. Watches
  * deliver events in resourceVersion order, so seeing our RV means the cache is at least as new
- * as our write. The cache itself is only ever fed by the watch (never edited from responses),
+ * as our write. A write that deletes the object (a DELETE without finalizers, or the update that
+ * removes the last finalizer of a deleting object) waits for the object to leave the cache. The cache itself is only ever fed by the watch (never edited from responses),
  * so it cannot go backwards. */
 #include "host/runtime/manager_internal.h"
 
@@ -154,6 +155,21 @@ static void wait_for_cache(lop_manager_t *m, const lop_rest_mapping_t *mp, const
     pthread_mutex_unlock(&m->ryw_mu);
 }
 
+/* True when a successful update/patch response shows the write deleted the object: it removed the
+ * last finalizer of an object being deleted with grace 0 (reference I.10). The server answers with
+ * the object as submitted (its old resourceVersion, which the cache already holds) and watchers
+ * see only a DELETED event, so read-your-writes must wait for the deletion, not for that RV.
+ * Namespaces are excluded: they stay Terminating until their content is gone. */
+static bool removed_last_finalizer(const lop_rest_mapping_t *mp, const json_t *meta)
+{
+    if (!json_object_get(meta, "deletionTimestamp")) return false;
+    if (!*mp->group && strcmp(mp->resource, "namespaces") == 0) return false;
+    const json_t *fin = json_object_get(meta, "finalizers");
+    if (fin && json_array_size(fin) > 0) return false;
+    const json_t *grace = json_object_get(meta, "deletionGracePeriodSeconds");
+    return !grace || json_integer_value(grace) == 0;
+}
+
 static bool is_write(const char *verb)
 {
     return strcmp(verb, "get") != 0 && strcmp(verb, "list") != 0;
@@ -203,6 +219,7 @@ static lop_rc_t host_request(void *ud, const lop_api_request_t *req, lop_api_res
         bool is_status = kind && strcmp(kind, "Status") == 0;
         bool deleted = strcmp(verb, "delete") == 0 &&
                        (is_status || !json_object_get(meta, "deletionTimestamp"));
+        if (!deleted && !is_status && removed_last_finalizer(&mp, meta)) deleted = true;
         if (!name || is_status) name = req->name;
         const char *ns = mp.namespaced ? oreq.ns : NULL;
         if (name && (rv || deleted)) wait_for_cache(m, &mp, ns, name, rv ? rv : "", deleted);
@@ -240,4 +257,5 @@ void lop_manager_host_api_init(lop_manager_t *m, lop_host_api_t *api)
     api->record_event = host_record_event;
     api->is_leader = host_is_leader;
     api->identity = host_identity;
+    lop_manager_host_api_metrics_init(m, api);
 }

@@ -6,6 +6,7 @@
 #include "host/util/buf.h"
 #include "host/util/log.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +87,35 @@ static lop_rc_t validate_vm(void *ud, lop_vm_t *vm, lop_err_t *err)
 
 /* ------------------------------------------------------------------ informers */
 
+/* "group/version/resource" ("version/resource" for the core group): the informer's metric label. */
+static void gvr_name(const lop_rest_mapping_t *mp, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s%s%s/%s", mp->group, *mp->group ? "/" : "", mp->version, mp->resource);
+}
+
+/* Hide the per-informer metric children of a stopped informer (unless another informer of the
+ * same GVR, e.g. another namespace, still reports under that label). */
+static void inf_metrics_remove(lop_manager_t *m, const inf_entry_t *gone)
+{
+    if (!m->cfg.metrics) return;
+    char name[400], other[400];
+    gvr_name(&gone->mapping, name, sizeof name);
+    pthread_mutex_lock(&m->mu);
+    bool shared = false;
+    for (inf_entry_t *e = m->infs; e && !shared; e = e->next) {
+        gvr_name(&e->mapping, other, sizeof other);
+        shared = strcmp(name, other) == 0;
+    }
+    pthread_mutex_unlock(&m->mu);
+    if (shared) return;
+    const char *v[] = {name};
+    lop_metrics_std_t *std = m->cfg.metrics;
+    lop_metric_family_t *fams[] = {std->informer_objects, std->informer_bytes,
+                                   std->watch_restarts_total, std->relists_total};
+    for (size_t i = 0; i < sizeof fams / sizeof fams[0]; i++)
+        if (fams[i]) lop_metric_remove(fams[i], v);
+}
+
 static inf_entry_t *inf_acquire(lop_manager_t *m, const lop_rest_mapping_t *mp, const char *ns,
                                 const char *selector, lop_err_t *err)
 {
@@ -106,8 +136,7 @@ static inf_entry_t *inf_acquire(lop_manager_t *m, const lop_rest_mapping_t *mp, 
         return NULL;
     }
     char name[400];
-    snprintf(name, sizeof name, "%s%s%s/%s", mp->group, *mp->group ? "/" : "", mp->version,
-             mp->resource);
+    gvr_name(mp, name, sizeof name);
     lop_informer_config_t ic = {.name = name, .lw = lw, .clock = m->clock};
     lop_informer_t *inf = lop_informer_new(&ic, err);
     free(lw); /* the informer copied the struct and owns its ud */
@@ -149,6 +178,7 @@ static void inf_release(lop_manager_t *m, inf_entry_t *e)
     lop_log(LOP_LOG_INFO, "stopping informer", "informer", e->key, NULL);
     lop_metrics_unbind(e->store_metrics, 2, lop_informer_store(e->inf));
     lop_metrics_unbind(e->reflector_metrics, 2, lop_informer_reflector(e->inf));
+    inf_metrics_remove(m, e);
     lop_informer_free(e->inf); /* stops it */
     free(e->ns);
     free(e->selector);
@@ -158,11 +188,12 @@ static void inf_release(lop_manager_t *m, inf_entry_t *e)
 
 static lop_rc_t inf_start(lop_manager_t *m, inf_entry_t *e, lop_err_t *err)
 {
-    (void)m;
     if (e->started) return LOP_OK;
     lop_rc_t rc = lop_informer_start(e->inf, err);
     if (rc == LOP_OK) {
+        pthread_mutex_lock(&m->mu); /* cache_for reads it from worker threads */
         e->started = true;
+        pthread_mutex_unlock(&m->mu);
         lop_log(LOP_LOG_INFO, "starting informer", "informer", e->key, NULL);
     }
     return rc;
@@ -182,10 +213,17 @@ static void ctrl_free(lop_manager_t *m, ctrl_entry_t *c, int64_t grace_ns)
 {
     for (size_t i = 0; i < c->nbindings; i++) binding_free(c->bindings[i]);
     free(c->bindings);
-    lop_controller_stop(c->ctrl, grace_ns);
+    size_t abandoned = lop_controller_stop(c->ctrl, grace_ns);
+    if (abandoned) { /* its workers still run: leave the controller (and what it uses) alone */
+        free(c->name);
+        free(c);
+        return;
+    }
+    lop_workqueue_set_observer(lop_controller_queue(c->ctrl), NULL, NULL);
     lop_metrics_unbind_queue(&c->queue_metrics, lop_controller_queue(c->ctrl));
     lop_metrics_unbind_controller(&c->ctrl_metrics, c->ctrl);
     lop_controller_free(c->ctrl);
+    free(c->queue_obs);
     free(c->name);
     free(c);
     m->stats.controllers--;
@@ -207,6 +245,22 @@ static void on_reconciled(void *ud, const char *controller, lop_result_kind_t ki
     if (m->cfg.metrics) lop_metrics_reconcile_observer(m->cfg.metrics, controller, kind, dur);
 }
 
+static void on_vm_memory(void *ud, const char *controller, int worker, size_t bytes)
+{
+    lop_manager_t *m = ud;
+    if (!m->cfg.metrics) return;
+    char vm[300];
+    snprintf(vm, sizeof vm, "%s/%d", controller, worker);
+    lop_metric_gauge_set(m->cfg.metrics->lua_memory_bytes, (const char *[]){vm}, (double)bytes, NULL);
+}
+
+static void on_queue_item(void *ud, lop_wq_observe_kind_t kind, int64_t ns)
+{
+    const lop_metrics_queue_t *qm = ud;
+    if (kind == LOP_WQ_OBSERVE_QUEUE_LATENCY) lop_metrics_observe_queue_latency(qm, ns);
+    else lop_metrics_observe_work_duration(qm, ns);
+}
+
 /* Wire the declarations of the freshly installed set. Reuses controllers by name. */
 static lop_rc_t rewire(lop_manager_t *m, lop_err_t *err)
 {
@@ -222,6 +276,8 @@ static lop_rc_t rewire(lop_manager_t *m, lop_err_t *err)
         ctrl_entry_t *c = lop_xcalloc(1, sizeof *c);
         c->name = lop_xstrdup(d->name);
         c->primary = m->plan.mappings[k];
+        c->deadline_ns = d->reconcile_timeout_ns > 0 ? d->reconcile_timeout_ns
+                                                      : m->cfg.engine_opts.reconcile_timeout_ns;
         ctrl_entry_t *old = ctrl_find(m->ctrls, d->name);
         if (old && !old->moved && strcmp(old->primary.resource, c->primary.resource) == 0 &&
             strcmp(old->primary.group, c->primary.group) == 0) {
@@ -229,6 +285,7 @@ static lop_rc_t rewire(lop_manager_t *m, lop_err_t *err)
             c->started = old->started;
             c->queue_metrics = old->queue_metrics;
             c->ctrl_metrics = old->ctrl_metrics;
+            c->queue_obs = old->queue_obs;
             old->moved = true;
         } else {
             lop_controller_opts_t co = {
@@ -239,6 +296,7 @@ static lop_rc_t rewire(lop_manager_t *m, lop_err_t *err)
                 .gate = d->leader_election ? m->cfg.leader_gate : NULL,
                 .observer = on_reconciled,
                 .observer_ud = m,
+                .memory_observer = on_vm_memory,
             };
             c->ctrl = lop_controller_new(&co);
             m->stats.controllers++;
@@ -248,6 +306,9 @@ static lop_rc_t rewire(lop_manager_t *m, lop_err_t *err)
                 lop_metrics_bind_controller(m->cfg.metrics, d->name, c->ctrl,
                                             d->max_concurrent_reconciles > 0 ? d->max_concurrent_reconciles : 1,
                                             &c->ctrl_metrics, NULL);
+                c->queue_obs = lop_xmalloc(sizeof *c->queue_obs);
+                *c->queue_obs = c->queue_metrics;
+                lop_workqueue_set_observer(lop_controller_queue(c->ctrl), on_queue_item, c->queue_obs);
             }
         }
         size_t nw = decl_watch_count(d);
@@ -288,7 +349,11 @@ static lop_rc_t rewire(lop_manager_t *m, lop_err_t *err)
             free(c->bindings);
             if (old && old->moved && old->ctrl == c->ctrl) old->moved = false;
             else {
+                lop_workqueue_set_observer(lop_controller_queue(c->ctrl), NULL, NULL);
+                lop_metrics_unbind_queue(&c->queue_metrics, lop_controller_queue(c->ctrl));
+                lop_metrics_unbind_controller(&c->ctrl_metrics, c->ctrl);
                 lop_controller_free(c->ctrl);
+                free(c->queue_obs);
                 m->stats.controllers--;
             }
             free(c->name);
@@ -320,7 +385,7 @@ static lop_rc_t rewire(lop_manager_t *m, lop_err_t *err)
             free(c);
         } else {
             lop_log(LOP_LOG_INFO, "controller removed by reload; draining", "controller", c->name, NULL);
-            ctrl_free(m, c, m->cfg.engine_opts.reconcile_timeout_ns);
+            ctrl_free(m, c, 0); /* without bound: the reconcile deadline bounds the wait */
         }
     }
     return LOP_OK;
@@ -421,23 +486,37 @@ size_t lop_manager_pending(lop_manager_t *m)
     return n;
 }
 
-void lop_manager_stop(lop_manager_t *m, int64_t grace_ns)
+size_t lop_manager_stop(lop_manager_t *m, int64_t grace_ns)
 {
-    /* Stop intake first: informers stop delivering, then queues drain. */
+    /* Stop intake first: informers stop delivering, every queue stops at once; then wait for
+     * the in-flight reconciles of all controllers within one shared grace period. */
     for (inf_entry_t *e = m->infs; e; e = e->next) {
-        if (e->started) lop_informer_stop(e->inf);
-        e->started = false;
+        pthread_mutex_lock(&m->mu);
+        bool started = e->started;
+        e->started = false; /* reads from the cache now fall back to live requests */
+        pthread_mutex_unlock(&m->mu);
+        if (started) lop_informer_stop(e->inf);
     }
+    for (ctrl_entry_t *c = m->ctrls; c; c = c->next) lop_controller_shutdown_intake(c->ctrl);
+    int64_t deadline = INT64_MAX;
+    if (grace_ns > 0) {
+        int64_t now = lop_clock_mono(m->clock);
+        deadline = grace_ns > INT64_MAX - now ? INT64_MAX : now + grace_ns;
+    }
+    size_t abandoned = 0;
     for (ctrl_entry_t *c = m->ctrls; c; c = c->next) {
-        lop_controller_stop(c->ctrl, grace_ns);
+        abandoned += lop_controller_stop_until(c->ctrl, deadline);
         c->started = false;
     }
     m->started = false;
+    m->abandoned += abandoned;
+    return abandoned;
 }
 
 void lop_manager_free(lop_manager_t *m)
 {
     if (!m) return;
+    if (m->abandoned) return; /* workers still run reconciles: the process is exiting */
     lop_manager_stop(m, 0);
     while (m->ctrls) {
         ctrl_entry_t *c = m->ctrls;
@@ -465,4 +544,9 @@ void lop_manager_stats(lop_manager_t *m, lop_manager_stats_t *out)
 void lop_manager_version(lop_manager_t *m, char *buf, size_t len)
 {
     lop_scriptrt_version(m->rt, buf, len);
+}
+
+lop_recorder_t *lop_manager_recorder(lop_manager_t *m)
+{
+    return m->recorder;
 }

@@ -24,6 +24,7 @@
 #include "host/runtime/engine.h"
 #include "host/runtime/gate.h"
 #include "host/runtime/metrics_std.h"
+#include "host/runtime/recorder.h"
 
 #include <stdbool.h>
 
@@ -58,10 +59,31 @@ lop_rc_t lop_manager_start(lop_manager_t *m, lop_err_t *err);
 bool lop_manager_synced(lop_manager_t *m);
 /* Sum of queue depths + in-flight reconciles (for `luaop dev --once` and tests). */
 size_t lop_manager_pending(lop_manager_t *m);
-void lop_manager_stop(lop_manager_t *m, int64_t grace_ns);
+/*
+ * Stop intake (informers, then every queue at once) and wait up to grace_ns (<= 0 = without
+ * bound) for the in-flight reconciles of all controllers. Returns 0 when they all finished and
+ * the workers were joined; otherwise the number of reconciles abandoned (each logged by its
+ * controller). After an abandoning stop the workers keep running: lop_manager_free then frees
+ * nothing (deliberately), and the caller must keep the REST client, engine and metrics alive
+ * and exit the process.
+ */
+size_t lop_manager_stop(lop_manager_t *m, int64_t grace_ns);
 void lop_manager_free(lop_manager_t *m);
 void lop_manager_stats(lop_manager_t *m, lop_manager_stats_t *out);
+/*
+ * Liveness of the workers (healthz "workers"): false when some controller has had a reconcile
+ * running longer than its deadline (declaration's reconcile_timeout, else the engine default)
+ * plus a grace of min(deadline, max_grace_ns) — the deadline hook should have ended it, so the worker is stuck (e.g. in a host
+ * call that does not return). reason gets "controller <name>: a reconcile has run 95.0s
+ * (deadline 60s + grace 30s)". Controllers without a deadline are never reported. Any thread.
+ */
+bool lop_manager_check_stuck(lop_manager_t *m, int64_t max_grace_ns, char *reason, size_t len);
+
 /* The active script version ("" before the first install). */
 void lop_manager_version(lop_manager_t *m, char *buf, size_t len);
+/* The manager's Event recorder (borrowed; lives as long as m; lop_recorder_record is safe from
+ * any thread). For Events the process records about things other than reconciled objects (e.g. a
+ * script reload about its ConfigMap). */
+lop_recorder_t *lop_manager_recorder(lop_manager_t *m);
 
 #endif

@@ -51,6 +51,8 @@ typedef struct ctrl_entry {
     bool moved; /* reload: its controller now belongs to the new wiring */
     lop_metrics_queue_t queue_metrics;
     lop_metrics_controller_t ctrl_metrics;
+    lop_metrics_queue_t *queue_obs; /* the queue observer's ud (a copy of queue_metrics); owned */
+    int64_t deadline_ns; /* the reconcile deadline of this controller (0 = none) */
     struct ctrl_entry *next;
 } ctrl_entry_t;
 
@@ -75,6 +77,7 @@ struct lop_manager {
     pthread_mutex_t ryw_mu; /* read-your-writes: informer events broadcast ryw_cond */
     pthread_cond_t ryw_cond;
     bool started;
+    size_t abandoned; /* reconciles a bounded stop left running (owner thread) */
     lop_manager_stats_t stats;
 };
 
@@ -86,5 +89,7 @@ void lop_binding_on_delete(void *ud, lop_obj_t *obj, bool tombstone);
 /* hostapi.c */
 extern const lop_reflector_handlers_t lop_ryw_handlers; /* ud = the manager */
 void lop_manager_host_api_init(lop_manager_t *m, lop_host_api_t *api);
+/* hostapi_metrics.c: fill the luaop.metrics entries (left NULL when the manager has no metrics). */
+void lop_manager_host_api_metrics_init(lop_manager_t *m, lop_host_api_t *api);
 
 #endif

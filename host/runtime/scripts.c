@@ -20,7 +20,7 @@ static int file_cmp(const void *a, const void *b)
 /* Sort files by name and compute set->version. */
 static void finish_set(lop_script_set_t *set)
 {
-    qsort(set->files, set->nfiles, sizeof *set->files, file_cmp);
+    if (set->nfiles > 1) qsort(set->files, set->nfiles, sizeof *set->files, file_cmp);
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     EVP_DigestInit_ex(md, EVP_sha256(), NULL);
     for (size_t i = 0; i < set->nfiles; i++) {

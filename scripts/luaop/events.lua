@@ -1,7 +1,8 @@
 --- Kubernetes Events about an object (`kubectl describe` shows them).
 --
--- The host writes events.k8s.io/v1 Events (core/v1 fallback) with reportingController and
--- reportingInstance, aggregates repeats into a series and rate-limits per object.
+-- The host writes core/v1 Events (host/runtime/recorder.h: what `kubectl describe` lists) with
+-- reportingComponent and reportingInstance, aggregates identical repeats into a count and
+-- rate-limits per object.
 -- Context: reconcile.
 -- @module luaop.events
 

@@ -10,12 +10,16 @@
 -- or edit `obj.status` yourself and call `update(obj)`, which compares with the stored object.
 --
 -- `update(obj, mutate)` applies `mutate` to a copy of `obj`, sets `status.observedGeneration`
--- from `metadata.generation`, and when the status is unchanged makes no API call at all.
+-- from `obj.metadata.generation`, and when the status is unchanged makes no API call at all.
 -- Otherwise it PUTs /status with the object's resourceVersion; on 409 Conflict it re-reads the
 -- object, re-applies `mutate` to the fresh copy and tries again, at most `max_attempts` times,
 -- waiting between attempts (client-go RetryOnConflict: 10 ms, doubling here, capped at 1 s) on the
 -- backend clock (the fake clock in luaop.testing). `mutate` may therefore run more than once and
--- must be a pure function of the object it is given.
+-- must be a pure function of the object it is given. The fresh copy keeps `obj`'s
+-- metadata.generation while `mutate` runs and observedGeneration stays `obj`'s: when another
+-- client changed the spec meanwhile, the status written describes (and claims) the generation
+-- the caller reconciled, not the newer one it has not seen (the spec change brings the next
+-- reconcile).
 --
 -- Read-your-writes: the returned object is what the server stored. The caller's `obj` is refreshed
 -- in place with it, so later writes in the same reconcile carry the new resourceVersion.
@@ -75,11 +79,18 @@ function _M.update(obj, mutate, opts)
     base = fresh
   end
 
+  -- The generation the caller computed the status from. After a conflict the re-read object may
+  -- carry a newer spec (generation); the status still describes this one, so observedGeneration
+  -- (and a condition's default observedGeneration) must not claim the newer one: the spec change
+  -- triggers another reconcile that will.
+  local observed = obj.metadata.generation
   local backend = require("luaop.backend").current()
   local last_err
   for attempt = 1, max_attempts do
     local work = object().deep_copy(base)
     if work.status == nil then work.status = require("luaop.core").json.object() end
+    local stored_generation = work.metadata.generation
+    if observed ~= nil then work.metadata.generation = observed end
     mutate(work)
     if type(work.metadata) ~= "table" or work.metadata.name ~= base.metadata.name
        or work.metadata.namespace ~= base.metadata.namespace then
@@ -87,7 +98,8 @@ function _M.update(obj, mutate, opts)
     end
     if work.status == nil then work.status = require("luaop.core").json.object() end
     if type(work.status) ~= "table" then error("luaop.status.update: status must be an object", 2) end
-    if work.metadata.generation ~= nil then work.status.observedGeneration = work.metadata.generation end
+    if observed ~= nil then work.status.observedGeneration = observed end
+    work.metadata.generation = stored_generation
     if object().equal(base.status, work.status) or (base.status == nil and next(work.status) == nil) then
       if base ~= obj then object().replace(obj, base) end
       return obj, nil, "unchanged"

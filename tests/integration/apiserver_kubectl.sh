@@ -167,6 +167,12 @@ K apply -f "$TMP/deploy.yaml" >/dev/null || fail "deployment apply"
 K set image deployment/web c=nginx:2 >/dev/null || fail "set image (strategic merge on containers)"
 [ "$(K get deploy web -o jsonpath='{.spec.template.spec.containers[0].image}')" = nginx:2 ] || fail "image"
 [ "$(K get deploy web -o jsonpath='{.metadata.generation}')" = 2 ] || fail "deployment generation"
+sed 's/replicas: 2/replicas: 4/' "$TMP/deploy.yaml" >"$TMP/deploy4.yaml"
+K apply --dry-run=server -f "$TMP/deploy4.yaml" | grep -q 'server dry run' || fail "server dry run"
+[ "$(K get deploy web -o jsonpath='{.spec.replicas}')" = 2 ] || fail "dry run persisted"
+K diff -f "$TMP/deploy4.yaml" >"$TMP/diff" && fail "kubectl diff saw no change"
+grep -q '^+  replicas: 4' "$TMP/diff" || fail "kubectl diff output: $(cat "$TMP/diff")"
+K get all -o name | grep -qx 'deployment.apps/web' || fail "get all (categories)"
 echo "== generator commands (protobuf request bodies)"
 K create ns scratch >/dev/null || fail "create ns"
 K -n scratch create configmap gen --from-literal=a=b >/dev/null || fail "create configmap"
@@ -176,15 +182,22 @@ K -n scratch create serviceaccount gen >/dev/null || fail "create serviceaccount
 K -n scratch create deployment gen --image=nginx --replicas=2 >/dev/null || fail "create deployment"
 [ "$(K -n scratch get deploy gen -o jsonpath='{.spec.template.spec.containers[0].image}')" = nginx ] || fail "deployment body"
 K -n scratch scale deployment gen --replicas=5 >/dev/null || fail "scale deployment"
+K -n scratch expose deployment gen --port=80 --target-port=8080 >/dev/null || fail "expose"
+K -n scratch create job gen --image=busybox -- echo hi >/dev/null || fail "create job"
+[ "$(K -n scratch get job gen -o jsonpath='{.spec.template.spec.containers[0].command}')" = '["echo","hi"]' ] ||
+  fail "job body: $(K -n scratch get job gen -o json)"
+[ "$(K -n scratch get svc gen -o jsonpath='{.spec.ports[0].port}/{.spec.ports[0].targetPort}')" = 80/8080 ] || fail "service ports"
 [ "$(K -n scratch get deploy gen -o jsonpath='{.spec.replicas}')" = 5 ] || fail "deployment scale"
 K get ns scratch -o jsonpath='{.status.phase}' | grep -qx Active || fail "namespace phase"
 K delete ns scratch >/dev/null || fail "namespace delete"
 K get ns scratch 2>/dev/null && fail "namespace still there"
 
-echo "== fault control over HTTP"
-curl -sf -X POST "$URL_main/luaop-fault/fail?code=503&count=1&verb=list" >/dev/null || fail "fault endpoint"
-code=$(curl -s -o /dev/null -w '%{http_code}' "$URL_main/api/v1/namespaces/default/configmaps")
-[ "$code" = 503 ] || fail "injected 503 not served (got $code)"
+echo "== fault control over HTTP (through kubectl --raw: no curl binary needed)"
+echo '{}' | K create --raw "/luaop-fault/fail?code=503&count=1&verb=list" -f - | grep -q '"ok":true' ||
+  fail "fault endpoint"
+K get --raw /api/v1/namespaces/default/configmaps >/dev/null 2>"$TMP/err" && fail "injected 503 not served"
+grep -q 'ServiceUnavailable' "$TMP/err" || fail "injected 503: $(cat "$TMP/err")"
+K get --raw /api/v1/namespaces/default/configmaps >/dev/null || fail "fault did not clear after one request"
 
 echo "== TLS with a generated certificate and bearer tokens"
 printf 'secret-token,admin,1\n' >"$TMP/tokens"
@@ -192,7 +205,20 @@ start_server tls --tls --token-file "$TMP/tokens" --kubeconfig-out "$TMP/kc-tls"
 case "$URL_tls" in https://*) ;; *) fail "TLS URL: $URL_tls" ;; esac
 KUBECONFIG="$TMP/kc-tls" kubectl get ns default -o name | grep -qx namespace/default || fail "kubectl over TLS"
 sed 's/secret-token/wrong-token/' "$TMP/kc-tls" >"$TMP/kc-bad"
-KUBECONFIG="$TMP/kc-bad" kubectl get ns default 2>"$TMP/err" && fail "wrong token accepted"
+KUBECONFIG="$TMP/kc-bad" kubectl get ns default </dev/null 2>"$TMP/err" && fail "wrong token accepted"
 grep -qi 'unauthorized\|must be logged in' "$TMP/err" || fail "401: $(cat "$TMP/err")"
+
+echo "== client certificates (--client-ca)"
+(cd "$TMP" &&
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.crt \
+    -subj /CN=test-ca -days 2 &&
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout c.key -out c.csr -subj /CN=alice &&
+  openssl x509 -req -in c.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out c.crt -days 2) >/dev/null 2>&1 ||
+  fail "openssl could not make test certificates"
+start_server cc --client-ca "$TMP/ca.crt" --kubeconfig-out "$TMP/kc-cc"
+KUBECONFIG="$TMP/kc-cc" kubectl get ns default </dev/null 2>"$TMP/err" && fail "no client cert accepted"
+KUBECONFIG="$TMP/kc-cc" kubectl config set-credentials luaop --client-certificate="$TMP/c.crt" \
+  --client-key="$TMP/c.key" --embed-certs >/dev/null || fail "kubectl config set-credentials"
+KUBECONFIG="$TMP/kc-cc" kubectl get ns default -o name | grep -qx namespace/default || fail "kubectl with a client cert"
 
 echo "PASS apiserver_kubectl"

@@ -108,6 +108,29 @@ try:
                                     timeout_seconds=1))
     check(evs == [], "watch from the fresh list RV is quiet: %r" % evs)
 
+    # --- a selector watch sees label transitions as DELETED / ADDED (F.9)
+    sel = v1.create_namespaced_config_map("default", client.V1ConfigMap(
+        metadata=client.V1ObjectMeta(name="sel", labels={"team": "a"})))
+    v1.patch_namespaced_config_map("sel", "default", {"metadata": {"labels": {"team": "b"}}})
+    v1.patch_namespaced_config_map("sel", "default", {"metadata": {"labels": {"team": "a"}}})
+    types = [e["type"] for e in watch.Watch().stream(
+        v1.list_namespaced_config_map, "default", label_selector="team=a",
+        resource_version=sel.metadata.resource_version, timeout_seconds=1)]
+    check(types == ["DELETED", "ADDED"], "selector transitions: %r" % types)
+
+    # --- finalizers: delete marks, removing the last finalizer deletes (I.6, I.10)
+    v1.create_namespaced_config_map("default", client.V1ConfigMap(
+        metadata=client.V1ObjectMeta(name="fin", finalizers=["example.com/hold"])))
+    v1.delete_namespaced_config_map("fin", "default", _preload_content=False)
+    held = v1.read_namespaced_config_map("fin", "default")
+    check(held.metadata.deletion_timestamp is not None, "deletionTimestamp set while finalized")
+    v1.patch_namespaced_config_map("fin", "default", {"metadata": {"finalizers": None}})
+    try:
+        v1.read_namespaced_config_map("fin", "default")
+        check(False, "object must be gone after its last finalizer")
+    except ApiException as e:
+        check(e.status == 404, "404 after the last finalizer")
+
     # --- CRD + custom objects + status subresource
     ext = client.ApiextensionsV1Api()
     ext.create_custom_resource_definition({

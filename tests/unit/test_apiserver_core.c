@@ -1,6 +1,7 @@
 /* Unit tests for the local API server's storage and error semantics, over the wire with libcurl
  * (reference §C, §D, §E, §G; surprises Q.3, Q.4, Q.6, Q.8, Q.9, Q.14, Q.15, Q.16). */
 #include "t.h"
+#include <unistd.h>
 #include "test_apiserver_util.h"
 
 static lop_apiserver_t *srv;
@@ -316,6 +317,12 @@ static void test_lease_rules(void)
                "\"spec\":{\"renewTime\":\"2025-03-01T10:05:12Z\"}}", NULL);
     T_EQ_INT(r.code, 400); /* MicroTime needs six digits (Q.9) */
     resp_free(&r);
+    r = t_http(srv, "POST", "/apis/coordination.k8s.io/v1/namespaces/default/leases",
+               "{\"metadata\":{\"name\":\"lk3\"},\"spec\":{\"leaseDurationSeconds\":0}}", NULL);
+    T_EQ_INT(r.code, 422);
+    T_EQ_STR(jstr(r.json, "message"), "Lease.coordination.k8s.io \"lk3\" is invalid: spec.leaseDurationSeconds: "
+                                      "Invalid value: 0: must be greater than 0");
+    resp_free(&r);
 }
 
 /* kubectl's generator commands send protobuf (captured from `kubectl create secret generic s1
@@ -374,11 +381,129 @@ static void test_fault_injection(void)
     r = t_http(srv, "GET", "/api/v1/namespaces/default", NULL, NULL);
     T_EQ_INT(r.code, 503);
     resp_free(&r);
+    lop_apiserver_fail_next_text(srv, NULL, "/api/v1/namespaces/default/secrets", 1, 429, 4);
+    r = t_http(srv, "GET", "/api/v1/namespaces/default/secrets", NULL, NULL);
+    T_EQ_INT(r.code, 429);
+    T_EQ_STR(r.body.data, "Too many requests, please try again later.\n");
+    T_CHECK(strstr(r.headers.data, "Content-Type: text/plain") != NULL);
+    T_CHECK(strstr(r.headers.data, "Retry-After: 4") != NULL);
+    T_CHECK(strstr(r.headers.data, "Audit-Id: ") != NULL);
+    resp_free(&r);
     lop_apiserver_reset(srv);
     r = t_http(srv, "GET", "/api/v1/namespaces/default/configmaps/c1", NULL, NULL);
     T_EQ_INT(r.code, 404);
     resp_free(&r);
     T_CHECK(lop_apiserver_revision(srv) < 10);
+}
+
+static void test_dry_run_and_delete_collection(void)
+{
+    resp_t r = t_http(srv, "POST", "/api/v1/namespaces/default/configmaps?dryRun=All",
+                      "{\"metadata\":{\"name\":\"dry\"}}", NULL);
+    T_EQ_INT(r.code, 201);
+    T_EQ_STR(jstr(r.json, "metadata.name"), "dry");
+    resp_free(&r);
+    r = t_http(srv, "GET", "/api/v1/namespaces/default/configmaps/dry", NULL, NULL);
+    T_EQ_INT(r.code, 404);
+    resp_free(&r);
+    r = t_http(srv, "POST", "/api/v1/namespaces/default/configmaps?dryRun=Some", "{\"metadata\":{\"name\":\"dry\"}}", NULL);
+    T_EQ_INT(r.code, 422);
+    resp_free(&r);
+    for (int i = 0; i < 3; i++) {
+        char b[128];
+        snprintf(b, sizeof b, "{\"metadata\":{\"name\":\"dc%d\",\"labels\":{\"grp\":\"%s\"}}}", i, i < 2 ? "x" : "y");
+        r = t_http(srv, "POST", "/api/v1/namespaces/default/configmaps", b, NULL);
+        resp_free(&r);
+    }
+    r = t_http(srv, "DELETE", "/api/v1/namespaces/default/configmaps?labelSelector=grp%3Dx", NULL, NULL);
+    T_EQ_INT(r.code, 200);
+    T_EQ_INT(json_array_size(json_object_get(r.json, "items")), 2);
+    resp_free(&r);
+    r = t_http(srv, "GET", "/api/v1/namespaces/default/configmaps?labelSelector=grp", NULL, NULL);
+    T_EQ_INT(json_array_size(json_object_get(r.json, "items")), 1);
+    resp_free(&r);
+}
+
+static void test_events_validation(void)
+{
+    resp_t r = t_http(srv, "POST", "/apis/events.k8s.io/v1/namespaces/default/events",
+                      "{\"metadata\":{\"name\":\"e1\"},\"reason\":\"R\",\"type\":\"Normal\"}", NULL);
+    T_EQ_INT(r.code, 422); /* eventTime required */
+    T_EQ_STR(jstr(json_array_get(json_object_get(json_object_get(r.json, "details"), "causes"), 0), "field"), "eventTime");
+    resp_free(&r);
+    r = t_http(srv, "POST", "/apis/events.k8s.io/v1/namespaces/default/events",
+               "{\"metadata\":{\"name\":\"e2\"},\"eventTime\":\"2025-03-01T10:02:00.120000Z\",\"reason\":\"R\",\"type\":\"Normal\","
+               "\"action\":\"A\",\"reportingController\":\"x/y\",\"reportingInstance\":\"i\"}", NULL);
+    T_EQ_INT(r.code, 201);
+    resp_free(&r);
+    r = t_http(srv, "POST", "/api/v1/namespaces/default/events",
+               "{\"metadata\":{\"name\":\"e3\"},\"involvedObject\":{\"kind\":\"Pod\",\"namespace\":\"other\",\"name\":\"p\"}}", NULL);
+    T_EQ_INT(r.code, 422); /* L.2 */
+    resp_free(&r);
+    /* one store, two views (L.7) */
+    r = t_http(srv, "POST", "/api/v1/namespaces/default/events",
+               "{\"metadata\":{\"name\":\"e4\"},\"involvedObject\":{\"kind\":\"Pod\",\"namespace\":\"default\",\"name\":\"p\"},"
+               "\"message\":\"hello\",\"reason\":\"R\",\"type\":\"Normal\",\"count\":1}", NULL);
+    T_EQ_INT(r.code, 201);
+    resp_free(&r);
+    r = t_http(srv, "GET", "/apis/events.k8s.io/v1/namespaces/default/events/e4", NULL, NULL);
+    T_EQ_INT(r.code, 200);
+    T_EQ_STR(jstr(r.json, "apiVersion"), "events.k8s.io/v1");
+    T_EQ_STR(jstr(r.json, "note"), "hello");
+    T_EQ_STR(jstr(r.json, "regarding.name"), "p");
+    resp_free(&r);
+    r = t_http(srv, "GET", "/api/v1/namespaces/default/events/e2", NULL, NULL);
+    T_EQ_INT(r.code, 200);
+    T_EQ_STR(jstr(r.json, "reportingComponent"), "x/y");
+    resp_free(&r);
+    r = t_http(srv, "GET", "/apis/events.k8s.io/v1/namespaces/default/events", NULL, NULL);
+    T_EQ_INT(json_array_size(json_object_get(r.json, "items")), 2);
+    resp_free(&r);
+}
+
+static void test_auth_and_latency(void)
+{
+    char path[] = "/tmp/luaop-test-tokens-XXXXXX";
+    int fd = mkstemp(path);
+    T_CHECK(fd >= 0);
+    T_EQ_INT(write(fd, "tok1\n# comment\ntok2,user,1\n", 27), 27);
+    close(fd);
+    lop_apiserver_opts_t o = {.token_file = path};
+    lop_apiserver_t *a;
+    lop_err_t err;
+    T_EQ_INT(lop_apiserver_start(&o, &a, &err), LOP_OK);
+    resp_t r = t_http(a, "GET", "/api/v1/namespaces", NULL, NULL);
+    T_EQ_INT(r.code, 401);
+    T_EQ_STR(r.body.data, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+                          "\"message\":\"Unauthorized\",\"reason\":\"Unauthorized\",\"code\":401}\n");
+    resp_free(&r);
+    char url[256];
+    snprintf(url, sizeof url, "%s/api/v1/namespaces", lop_apiserver_url(a));
+    CURL *c = curl_easy_init();
+    struct curl_slist *h = curl_slist_append(NULL, "Authorization: Bearer tok2");
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, t_write_cb);
+    lop_buf_t body = LOP_BUF_INIT;
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
+    long code = 0;
+    T_EQ_INT(curl_easy_perform(c), CURLE_OK);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+    T_EQ_INT(code, 200);
+    lop_buf_free(&body);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    lop_apiserver_stop(a);
+    unlink(path);
+    /* injected latency delays answers by at least the configured time */
+    lop_apiserver_set_latency(srv, 60);
+    int64_t t0 = lop_clock_mono(&lop_clock_system);
+    r = t_http(srv, "GET", "/version", NULL, NULL);
+    int64_t took = lop_clock_mono(&lop_clock_system) - t0;
+    T_EQ_INT(r.code, 200);
+    T_CHECK(took >= 60 * LOP_NS_PER_MS);
+    resp_free(&r);
+    lop_apiserver_set_latency(srv, 0);
 }
 
 int main(void)
@@ -396,6 +521,9 @@ int main(void)
     T_RUN(test_discovery);
     T_RUN(test_lease_rules);
     T_RUN(test_protobuf_body);
+    T_RUN(test_dry_run_and_delete_collection);
+    T_RUN(test_events_validation);
+    T_RUN(test_auth_and_latency);
     T_RUN(test_fault_injection);
     lop_apiserver_stop(srv);
     curl_global_cleanup();

@@ -1,6 +1,7 @@
 /* Unit tests: bad input never crashes the local API server or corrupts stored objects; each gets
  * a 4xx/5xx Status naming the cause (issue 2, "Bad input gets what the real server gives"). */
 #include "t.h"
+#include <unistd.h>
 #include "test_apiserver_util.h"
 
 static lop_apiserver_t *srv;
@@ -116,12 +117,63 @@ static void test_deep_and_odd_json(void)
     resp_free(&r);
 }
 
+static void test_crd_must_be_structural(void)
+{
+    resp_t r = t_http(srv, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                      "{\"metadata\":{\"name\":\"things.ex.com\"},\"spec\":{\"group\":\"ex.com\",\"scope\":\"Cluster\","
+                      "\"names\":{\"plural\":\"things\",\"kind\":\"Thing\"},\"versions\":[{\"name\":\"v1\",\"served\":true,"
+                      "\"storage\":true,\"schema\":{\"openAPIV3Schema\":{\"type\":\"object\",\"properties\":{\"spec\":{\"properties\":{}}}}}}]}}",
+                      NULL);
+    T_EQ_INT(r.code, 422);
+    T_EQ_STR(jstr(r.json, "message"),
+             "CustomResourceDefinition.apiextensions.k8s.io \"things.ex.com\" is invalid: "
+             "spec.versions[0].schema.openAPIV3Schema.properties[spec].type: Required value: must "
+             "not be empty for specified object fields");
+    resp_free(&r);
+    r = t_http(srv, "GET", "/apis/ex.com/v1/things", NULL, NULL);
+    T_EQ_INT(r.code, 404);
+    resp_free(&r);
+}
+
+/* Exactly one log line per rejected request, naming method, path, code and reason. */
+static void test_one_log_line_per_rejection(void)
+{
+    char path[] = "/tmp/luaop-test-log-XXXXXX";
+    int fd = mkstemp(path);
+    T_CHECK(fd >= 0);
+    fflush(stderr);
+    int saved = dup(2);
+    dup2(fd, 2);
+    resp_t r = t_http(srv, "GET", "/api/v1/namespaces/default/configmaps/absent", NULL, NULL);
+    resp_free(&r);
+    r = t_http(srv, "GET", "/api/v1/namespaces/default/configmaps", NULL, NULL); /* accepted */
+    resp_free(&r);
+    r = t_http(srv, "POST", "/api/v1/namespaces/default/configmaps", "{oops", NULL);
+    resp_free(&r);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    char buf[4096] = {0};
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    close(fd);
+    unlink(path);
+    T_CHECK(n > 0);
+    int lines = 0;
+    for (char *p = buf; (p = strstr(p, "request rejected")) != NULL; p++)
+        lines++;
+    T_EQ_INT(lines, 2);
+    T_CHECK(strstr(buf, "method=GET path=/api/v1/namespaces/default/configmaps/absent code=404 reason=NotFound") != NULL);
+    T_CHECK(strstr(buf, "method=POST path=/api/v1/namespaces/default/configmaps code=400 reason=BadRequest") != NULL);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_ALL);
     srv = t_start(0);
     T_RUN(test_bad_requests_get_status_answers);
     T_RUN(test_deep_and_odd_json);
+    T_RUN(test_crd_must_be_structural);
+    T_RUN(test_one_log_line_per_rejection);
     lop_apiserver_stop(srv);
     curl_global_cleanup();
     return T_DONE();

@@ -111,6 +111,7 @@ typedef struct watch {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     lop_buf_t data;
+    lop_buf_t headers;
     int lines;
     bool done;
     long code;
@@ -138,6 +139,8 @@ static inline void *t_watch_main(void *arg)
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, t_watch_cb);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, w);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, t_write_cb);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &w->headers);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, 15L);
     curl_easy_perform(c);
     long code = 0;
@@ -159,6 +162,32 @@ static inline void watch_start(watch_t *w, lop_apiserver_t *srv, const char *pat
     pthread_mutex_init(&w->mu, NULL);
     lop_cond_init(&w->cv);
     pthread_create(&w->th, NULL, t_watch_main, w);
+}
+
+/* Wait (bounded by ms) until at least n lines arrived or the stream ended. Returns lines seen. */
+static inline int watch_wait_lines_ms(watch_t *w, int n, int ms)
+{
+    int64_t deadline = lop_clock_mono(&lop_clock_system) + ms * LOP_NS_PER_MS;
+    pthread_mutex_lock(&w->mu);
+    while (w->lines < n && !w->done) {
+        if (lop_clock_wait_until(&lop_clock_system, &w->cv, &w->mu, deadline))
+            break;
+    }
+    int got = w->lines;
+    pthread_mutex_unlock(&w->mu);
+    return got;
+}
+
+/* For a watch with allowWatchBookmarks and no initial events: ask for bookmarks until one arrives,
+ * which proves the server registered the watch. Returns true when it did (bounded: ~5 s). */
+static inline bool watch_wait_live(watch_t *w)
+{
+    for (int i = 0; i < 50; i++) {
+        lop_apiserver_bookmark_now(w->srv);
+        if (watch_wait_lines_ms(w, 1, 100) >= 1)
+            return true;
+    }
+    return false;
 }
 
 /* Wait (bounded: 5 s) until at least n lines arrived or the stream ended. Returns lines seen. */
@@ -190,9 +219,19 @@ static inline json_t *watch_finish(watch_t *w)
         p = nl + 1;
     }
     lop_buf_free(&w->data);
+    lop_buf_free(&w->headers);
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->cv);
     return events;
+}
+
+/* Copy of the response headers (read once some body lines arrived: headers precede them). */
+static inline char *watch_headers(watch_t *w)
+{
+    pthread_mutex_lock(&w->mu);
+    char *h = lop_xstrdup(w->headers.data ? w->headers.data : "");
+    pthread_mutex_unlock(&w->mu);
+    return h;
 }
 
 static inline const char *ev_type(json_t *events, size_t i)

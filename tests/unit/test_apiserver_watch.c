@@ -12,7 +12,7 @@ static const char crd[] =
     "\"versions\":[{\"name\":\"v1\",\"served\":true,\"storage\":true,"
     "\"subresources\":{\"status\":{},\"scale\":{\"specReplicasPath\":\".spec.replicas\",\"statusReplicasPath\":\".status.replicas\"}},"
     "\"schema\":{\"openAPIV3Schema\":{\"type\":\"object\",\"properties\":{"
-    "\"spec\":{\"type\":\"object\",\"properties\":{\"replicas\":{\"type\":\"integer\"},\"color\":{\"type\":\"string\"}}},"
+    "\"spec\":{\"type\":\"object\",\"properties\":{\"replicas\":{\"type\":\"integer\"},\"color\":{\"type\":\"string\",\"default\":\"red\"}}},"
     "\"status\":{\"type\":\"object\",\"properties\":{\"phase\":{\"type\":\"string\"},\"replicas\":{\"type\":\"integer\"}}}}}}}]}}";
 
 #define WPATH "/apis/example.com/v1/namespaces/default/widgets"
@@ -46,6 +46,7 @@ static void test_cr_status_and_generation(void)
     T_CHECK(json_object_get(json_object_get(r.json, "spec"), "unknown") == NULL);
     T_CHECK(strncmp(r.body.data, "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"creationTimestamp\"", 78) == 0);
     T_EQ_INT(json_integer_value(json_object_get(json_object_get(r.json, "metadata"), "generation")), 1);
+    T_EQ_STR(jstr(r.json, "spec.color"), "red"); /* schema default (J.12) */
     resp_free(&r);
     /* /status changes only status; generation unchanged */
     r = t_http(srv, "PATCH", WPATH "/w1/status",
@@ -100,6 +101,11 @@ static void test_watch_initial_events_and_bookmark(void)
     watch_start(&w, srv, WPATH "?watch=1&allowWatchBookmarks=true");
     T_EQ_INT(watch_wait_lines(&w, 2), 2);
     lop_apiserver_close_watches(srv);
+    /* framing (F.3): JSON media type, chunked over HTTP/1.1 */
+    char *hdr = watch_headers(&w);
+    T_CHECK(strstr(hdr, "Content-Type: application/json\r\n") != NULL);
+    T_CHECK(strstr(hdr, "Transfer-Encoding: chunked") != NULL);
+    free(hdr);
     json_t *ev = watch_finish(&w);
     T_EQ_INT(w.code, 200);
     T_EQ_INT(json_array_size(ev), 2);
@@ -127,6 +133,20 @@ static void test_watch_410_after_compaction(void)
     T_EQ_INT(json_integer_value(json_object_get(st, "code")), 410);
     T_EQ_STR(jstr(st, "reason"), "Expired");
     T_CHECK(strncmp(jstr(st, "message"), "too old resource version: 2 (", 29) == 0);
+    json_decref(ev);
+    /* sendInitialEvents=false with RV "0" starts now: no 410 even after compaction (F.24) */
+    watch_start(&w, srv, WPATH "?watch=1&resourceVersion=0&sendInitialEvents=false&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true");
+    T_CHECK(watch_wait_live(&w));
+    pthread_mutex_lock(&w.mu);
+    int before = w.lines;
+    pthread_mutex_unlock(&w.mu);
+    resp_t r = t_http(srv, "PATCH", WPATH "/w1", "{\"spec\":{\"replicas\":3}}", "application/merge-patch+json");
+    resp_free(&r);
+    T_EQ_INT(watch_wait_lines(&w, before + 1), before + 1);
+    lop_apiserver_close_watches(srv);
+    ev = watch_finish(&w);
+    T_EQ_STR(ev_type(ev, 0), "BOOKMARK"); /* no ERROR, no initial ADDED */
+    T_EQ_STR(ev_type(ev, (size_t)before), "MODIFIED");
     json_decref(ev);
 }
 
@@ -288,6 +308,95 @@ static void test_namespace_terminating(void)
     r = t_http(srv, "GET", "/api/v1/namespaces/term", NULL, NULL);
     T_EQ_INT(r.code, 404);
     resp_free(&r);
+    r = t_http(srv, "DELETE", "/api/v1/namespaces/kube-system", NULL, NULL);
+    T_EQ_INT(r.code, 403);
+    T_EQ_STR(jstr(r.json, "message"), "namespaces \"kube-system\" is forbidden: this namespace may not be deleted");
+    resp_free(&r);
+}
+
+static void test_apply_and_status_ownership(void)
+{
+    const char *applied = "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"ap\"},"
+                          "\"spec\":{\"replicas\":1},\"status\":{\"phase\":\"Mine\"}}";
+    resp_t r = t_http(srv, "PATCH", WPATH "/ap?fieldManager=op", applied, "application/apply-patch+yaml");
+    T_EQ_INT(r.code, 201);
+    T_CHECK(json_object_get(r.json, "status") == NULL);
+    json_t *mf = json_object_get(json_object_get(r.json, "metadata"), "managedFields");
+    T_EQ_INT(json_array_size(mf), 1);
+    T_CHECK(json_object_get(json_object_get(json_array_get(mf, 0), "fieldsV1"), "f:status") == NULL);
+    resp_free(&r);
+    r = t_http(srv, "PATCH", WPATH "/ap/status?fieldManager=ctl", "{\"status\":{\"phase\":\"Theirs\"}}",
+               "application/merge-patch+json");
+    T_EQ_INT(r.code, 200);
+    resp_free(&r);
+    /* re-applying the same manifest does not conflict with the status writer */
+    r = t_http(srv, "PATCH", WPATH "/ap?fieldManager=op", applied, "application/apply-patch+yaml");
+    T_EQ_INT(r.code, 200);
+    T_EQ_STR(jstr(r.json, "status.phase"), "Theirs");
+    resp_free(&r);
+    /* but changing a spec field another manager owns does */
+    r = t_http(srv, "PATCH", WPATH "/ap?fieldManager=other",
+               "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"ap\"},\"spec\":{\"replicas\":5}}",
+               "application/apply-patch+yaml");
+    T_EQ_INT(r.code, 409);
+    T_EQ_STR(jstr(r.json, "reason"), "Conflict");
+    resp_free(&r);
+    r = t_http(srv, "DELETE", WPATH "/ap", NULL, NULL);
+    T_EQ_INT(r.code, 200);
+    resp_free(&r);
+}
+
+static void test_crd_update_keeps_watches(void)
+{
+    resp_t c = t_http(srv, "POST", WPATH, "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"keep\"}}", NULL);
+    T_EQ_INT(c.code, 201);
+    resp_free(&c);
+    watch_t w;
+    watch_start(&w, srv, WPATH "?watch=1&allowWatchBookmarks=true&fieldSelector=metadata.name%3Dkeep");
+    T_EQ_INT(watch_wait_lines(&w, 2), 2);
+    resp_t r = t_http(srv, "PATCH", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com",
+                      "{\"spec\":{\"names\":{\"shortNames\":[\"wdg\"]}}}", "application/merge-patch+json");
+    T_EQ_INT(r.code, 200);
+    resp_free(&r);
+    r = t_http(srv, "GET", "/apis/example.com/v1", NULL, NULL);
+    T_EQ_STR(json_string_value(json_array_get(json_object_get(json_array_get(json_object_get(r.json, "resources"), 0), "shortNames"), 0)), "wdg");
+    resp_free(&r);
+    r = t_http(srv, "PATCH", WPATH "/keep", "{\"spec\":{\"replicas\":8}}", "application/merge-patch+json");
+    resp_free(&r);
+    T_EQ_INT(watch_wait_lines(&w, 3), 3); /* the watch survived the CRD update */
+    lop_apiserver_close_watches(srv);
+    json_t *ev = watch_finish(&w);
+    T_EQ_STR(ev_type(ev, 2), "MODIFIED");
+    json_decref(ev);
+    r = t_http(srv, "DELETE", WPATH "/keep", NULL, NULL);
+    resp_free(&r);
+}
+
+static void test_watch_from_future_rv(void)
+{
+    int64_t rev = lop_apiserver_revision(srv);
+    char path[256];
+    snprintf(path, sizeof path,
+             "/api/v1/namespaces/kube-node-lease/configmaps?watch=1&allowWatchBookmarks=true&resourceVersion=%lld",
+             (long long)(rev + 2));
+    watch_t w;
+    watch_start(&w, srv, path);
+    T_CHECK(watch_wait_live(&w)); /* a bookmark proves the watch is registered */
+    pthread_mutex_lock(&w.mu);
+    int base = w.lines;
+    pthread_mutex_unlock(&w.mu);
+    for (int i = 0; i < 3; i++) { /* revisions rev+1 .. rev+3: only rev+3 is after the start */
+        char b[100];
+        snprintf(b, sizeof b, "{\"metadata\":{\"name\":\"fut%d\"}}", i);
+        resp_t r = t_http(srv, "POST", "/api/v1/namespaces/kube-node-lease/configmaps", b, NULL);
+        resp_free(&r);
+    }
+    T_EQ_INT(watch_wait_lines(&w, base + 1), base + 1);
+    lop_apiserver_close_watches(srv);
+    json_t *ev = watch_finish(&w);
+    T_EQ_INT(json_array_size(ev), (size_t)base + 1);
+    T_EQ_STR(jstr(json_object_get(json_array_get(ev, (size_t)base), "object"), "metadata.name"), "fut2");
+    json_decref(ev);
 }
 
 static void test_crd_delete_ends_watches(void)
@@ -313,6 +422,62 @@ static void test_crd_delete_ends_watches(void)
     resp_free(&r);
 }
 
+static void test_stall_and_resume(void)
+{
+    watch_t w;
+    watch_start(&w, srv, "/api/v1/namespaces/kube-public/configmaps?watch=1&allowWatchBookmarks=true");
+    T_EQ_INT(watch_wait_lines(&w, 1), 1); /* initial-events-end bookmark: the watch is live */
+    lop_apiserver_stall_watches(srv, true);
+    resp_t r = t_http(srv, "POST", "/api/v1/namespaces/kube-public/configmaps", "{\"metadata\":{\"name\":\"st\"}}", NULL);
+    T_EQ_INT(r.code, 201);
+    resp_free(&r);
+    pthread_mutex_lock(&w.mu);
+    int seen = w.lines;
+    pthread_mutex_unlock(&w.mu);
+    T_EQ_INT(seen, 1); /* nothing flowed while stalled */
+    lop_apiserver_stall_watches(srv, false);
+    T_EQ_INT(watch_wait_lines(&w, 2), 2);
+    lop_apiserver_bookmark_now(srv);
+    T_EQ_INT(watch_wait_lines(&w, 3), 3);
+    lop_apiserver_close_watches(srv);
+    json_t *ev = watch_finish(&w);
+    T_EQ_STR(ev_type(ev, 1), "ADDED");
+    T_EQ_STR(ev_type(ev, 2), "BOOKMARK");
+    json_decref(ev);
+}
+
+static void test_foreground_deletion(void)
+{
+    resp_t o = t_http(srv, "POST", "/api/v1/namespaces/default/configmaps", "{\"metadata\":{\"name\":\"fg\"}}", NULL);
+    char body[512];
+    snprintf(body, sizeof body,
+             "{\"metadata\":{\"name\":\"fgdep\",\"finalizers\":[\"hold\"],\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"fg\",\"uid\":\"%s\",\"blockOwnerDeletion\":true}]}}",
+             jstr(o.json, "metadata.uid"));
+    resp_t d = t_http(srv, "POST", "/api/v1/namespaces/default/secrets", body, NULL);
+    T_EQ_INT(d.code, 201);
+    resp_free(&d);
+    resp_t r = t_http(srv, "DELETE", "/api/v1/namespaces/default/configmaps/fg", "{\"propagationPolicy\":\"Foreground\"}", NULL);
+    T_EQ_INT(r.code, 200);
+    resp_free(&r);
+    /* the owner waits, with foregroundDeletion, for its blocking dependent (held by a finalizer) */
+    r = t_http(srv, "GET", "/api/v1/namespaces/default/configmaps/fg", NULL, NULL);
+    T_EQ_INT(r.code, 200);
+    T_EQ_STR(json_string_value(json_array_get(json_object_get(json_object_get(r.json, "metadata"), "finalizers"), 0)),
+             "foregroundDeletion");
+    resp_free(&r);
+    r = t_http(srv, "GET", "/api/v1/namespaces/default/secrets/fgdep", NULL, NULL);
+    T_CHECK(jstr(r.json, "metadata.deletionTimestamp") != NULL);
+    resp_free(&r);
+    r = t_http(srv, "PATCH", "/api/v1/namespaces/default/secrets/fgdep", "{\"metadata\":{\"finalizers\":null}}",
+               "application/merge-patch+json");
+    T_EQ_INT(r.code, 200);
+    resp_free(&r);
+    r = t_http(srv, "GET", "/api/v1/namespaces/default/configmaps/fg", NULL, NULL);
+    T_EQ_INT(r.code, 404);
+    resp_free(&r);
+    resp_free(&o);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_ALL);
@@ -326,7 +491,12 @@ int main(void)
     T_RUN(test_finalizer_single_deleted_event);
     T_RUN(test_owner_gc);
     T_RUN(test_namespace_terminating);
+    T_RUN(test_watch_from_future_rv);
+    T_RUN(test_crd_update_keeps_watches);
+    T_RUN(test_apply_and_status_ownership);
     T_RUN(test_crd_delete_ends_watches);
+    T_RUN(test_stall_and_resume);
+    T_RUN(test_foreground_deletion);
     lop_apiserver_stop(srv);
     curl_global_cleanup();
     return T_DONE();

@@ -5,14 +5,17 @@
 #include "host/runtime/scripts.h"
 #include "t.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 
 typedef struct fake_vm {
     int built_from; /* the "version" file content of the set */
 } fake_vm_t;
 
+/* Updated from worker threads: atomics and a mutex (the threaded test runs 3 workers). */
 static int vms_built, vms_freed, reconciles;
 static char last_code[64];
+static pthread_mutex_t last_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static lop_vm_t *fake_vm_new(const lop_script_set_t *set, const lop_engine_opts_t *opts,
                              const lop_host_api_t *host, lop_err_t *err)
@@ -26,7 +29,7 @@ static lop_vm_t *fake_vm_new(const lop_script_set_t *set, const lop_engine_opts_
     }
     fake_vm_t *vm = calloc(1, sizeof *vm);
     vm->built_from = atoi(f->data);
-    vms_built++;
+    __atomic_add_fetch(&vms_built, 1, __ATOMIC_RELAXED);
     return (lop_vm_t *)vm;
 }
 
@@ -35,8 +38,10 @@ static void fake_reconcile(lop_vm_t *v, const char *controller, const lop_reconc
 {
     fake_vm_t *vm = (fake_vm_t *)v;
     (void)controller;
-    reconciles++;
+    __atomic_add_fetch(&reconciles, 1, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&last_mu);
     snprintf(last_code, sizeof last_code, "%d:%s", vm->built_from, req->name);
+    pthread_mutex_unlock(&last_mu);
     memset(res, 0, sizeof *res);
     if (strcmp(req->name, "requeue") == 0) res->kind = LOP_RESULT_REQUEUE;
     else if (strcmp(req->name, "after") == 0) {
@@ -51,7 +56,7 @@ static void fake_reconcile(lop_vm_t *v, const char *controller, const lop_reconc
 
 static void fake_vm_free(lop_vm_t *vm)
 {
-    vms_freed++;
+    __atomic_add_fetch(&vms_freed, 1, __ATOMIC_RELAXED);
     free(vm);
 }
 

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Container/deploy checks without a container engine:
+#  1. the Dockerfile's build steps run another way: `cmake --install` of this build into a temp
+#     prefix, then <prefix>/bin/luaop check on the memcached example from another directory; a
+#     marker planted in the installed library proves the installed share/luaop/lua is the copy
+#     that is read (not the source tree);
+#  2. the Dockerfile's structure: two stages on Debian 12, non-root numeric USER, the entrypoint;
+#  3. every package the Dockerfile installs exists in Debian (apt-cache policy) — only when apt
+#     lists are present on this machine; otherwise that part is reported as not checked;
+#  4. `kubectl kustomize config/default` renders the expected kinds and Deployment settings, and
+#     the rendered manifests apply to the local API server.
+set -euo pipefail
+: "${LUAOP:?}" "${LUAOP_SRC:?}" "${LUAOP_BUILD:?}"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/luaop-install.XXXXXX")
+srv=""
+cleanup() { [ -n "$srv" ] && kill "$srv" 2>/dev/null && wait "$srv" 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+echo "1. install layout"
+cmake --install "$LUAOP_BUILD" --prefix "$tmp/prefix" >/dev/null
+[ -x "$tmp/prefix/bin/luaop" ] || fail "bin/luaop not installed"
+[ -f "$tmp/prefix/share/luaop/lua/luaop/init.lua" ] || fail "share/luaop/lua/luaop/init.lua not installed"
+for m in "$LUAOP_SRC"/scripts/luaop/*.lua; do
+  [ -f "$tmp/prefix/share/luaop/lua/luaop/$(basename "$m")" ] || fail "library module $(basename "$m") not installed"
+done
+mkdir "$tmp/elsewhere"
+(cd "$tmp/elsewhere" && env -u LUAOP_LUA_PATH "$tmp/prefix/bin/luaop" check --scripts "$LUAOP_SRC/examples/memcached/scripts") \
+  >"$tmp/check.out" 2>&1 || { cat "$tmp/check.out" >&2; fail "installed luaop check failed"; }
+grep -q "^ok: " "$tmp/check.out" || fail "luaop check did not report ok"
+# Plant a marker in the installed library: the installed binary must now fail with it.
+printf 'error("INSTALLED-LIBRARY-MARKER")\n' >"$tmp/prefix/share/luaop/lua/luaop/init.lua"
+if (cd "$tmp/elsewhere" && env -u LUAOP_LUA_PATH "$tmp/prefix/bin/luaop" check \
+      --scripts "$LUAOP_SRC/examples/memcached/scripts") >"$tmp/check2.out" 2>&1; then
+  fail "the installed binary did not read the installed library"
+fi
+grep -q "INSTALLED-LIBRARY-MARKER" "$tmp/check2.out" || { cat "$tmp/check2.out" >&2; fail "marker not seen"; }
+echo "ok   the installed binary reads <prefix>/share/luaop/lua"
+
+echo "2. Dockerfile structure"
+df="$LUAOP_SRC/Dockerfile"
+grep -Eq '^FROM debian:12 AS build$' "$df" || fail "build stage is not FROM debian:12 AS build"
+grep -Eq '^FROM debian:12-slim$' "$df" || fail "runtime stage is not FROM debian:12-slim"
+grep -Eq '^RUN cmake -S /src -B /build .*' "$df" || fail "no cmake configure step"
+grep -q 'cmake --install /build --prefix /opt/luaop' "$df" || fail "no cmake --install step"
+grep -Eq '^USER [1-9][0-9]*(:[1-9][0-9]*)?$' "$df" || fail "USER is not a numeric non-root id"
+grep -Fxq 'ENTRYPOINT ["luaop", "run"]' "$df" || fail "ENTRYPOINT is not [\"luaop\", \"run\"]"
+grep -q 'deps/debian-packages.txt' "$df" || fail "build stage does not use deps/debian-packages.txt"
+echo "ok   Dockerfile stages, user, entrypoint"
+
+echo "3. Debian packages"
+pkgs=$(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$LUAOP_SRC/deps/debian-packages.txt")
+# runtime stage: the words after "install -y --no-install-recommends" up to "&&" (continued lines)
+runtime=$(awk '/^FROM debian:12-slim/{r=1} r' "$df" | tr '\\\n' '  ' |
+          sed -n 's/.*install -y --no-install-recommends \([^&]*\)&&.*/\1/p')
+[ -n "$runtime" ] || fail "cannot find the runtime stage's package list"
+if compgen -G "/var/lib/apt/lists/*Packages*" >/dev/null; then
+  # One apt-cache call: "pkg:" header lines followed by "  Candidate: x".
+  apt-cache policy $pkgs $runtime 2>/dev/null | awk '
+    /^[^ ].*:$/ { sub(/:$/, ""); p = $0 }
+    /^  Candidate:/ { if ($2 != "(none)") ok[p] = 1 }
+    END { for (k in ok) print k }' | sort >"$tmp/found"
+  for p in $pkgs $runtime; do
+    grep -Fxq "$p" "$tmp/found" || fail "Debian package $p not found (apt-cache policy)"
+  done
+  echo "ok   $(echo $pkgs $runtime | wc -w) packages exist in the configured Debian archive"
+else
+  echo "NOTE package existence not checked: no apt lists on this machine (run apt-get update)"
+fi
+
+echo "4. deploy manifests"
+kubectl kustomize "$LUAOP_SRC/config/default" >"$tmp/rendered.yaml" || fail "kubectl kustomize config/default failed"
+python3 - "$tmp/rendered.yaml" <<'PY' || fail "rendered manifests"
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+kinds = sorted({d["kind"] for d in docs})
+want = ["ClusterRole", "ClusterRoleBinding", "Deployment", "Namespace", "Role", "RoleBinding", "ServiceAccount"]
+missing = [k for k in want if k not in kinds]
+assert not missing, f"missing kinds {missing} (got {kinds})"
+dep = next(d for d in docs if d["kind"] == "Deployment")
+spec = dep["spec"]
+assert spec["replicas"] == 2, spec["replicas"]
+pod = spec["template"]["spec"]
+c = pod["containers"][0]
+assert "--leader-elect" in c["args"], c["args"]
+assert c["livenessProbe"]["httpGet"]["path"] == "/healthz"
+assert c["readinessProbe"]["httpGet"]["path"] == "/readyz"
+assert c["securityContext"]["readOnlyRootFilesystem"] is True
+assert c["securityContext"]["allowPrivilegeEscalation"] is False
+assert pod["securityContext"]["runAsNonRoot"] is True
+assert "limits" in c["resources"] and "requests" in c["resources"]
+rules = [r for d in docs if d["kind"] in ("Role", "ClusterRole") for r in d.get("rules", [])]
+assert any("leases" in r.get("resources", []) for r in rules), "no Lease permission"
+assert not any("*" in r.get("verbs", []) or "*" in r.get("resources", []) for r in rules), "wildcard RBAC"
+print("ok   kinds", ", ".join(kinds), "; Deployment: 2 replicas, leader election, probes, securityContext")
+PY
+"$LUAOP" apiserver --listen 127.0.0.1:0 --kubeconfig-out "$tmp/kc" >"$tmp/srv.out" 2>&1 &
+srv=$!
+for _ in $(seq 1 100); do [ -s "$tmp/kc" ] && kubectl --kubeconfig "$tmp/kc" get namespaces >/dev/null 2>&1 && break; sleep 0.1; done
+# The local API server serves no OpenAPI schema, so client-side validation is turned off.
+# Kinds of API groups it does not serve (checked through discovery) are applied only once it
+# serves them; the test says which were left out.
+served=$(kubectl --kubeconfig "$tmp/kc" api-resources -o name 2>/dev/null | tr '\n' ' ')
+python3 - "$tmp/rendered.yaml" "$served" "$tmp/apply.yaml" <<'PY'
+import sys, yaml
+served = set(sys.argv[2].split())
+plural = {"Namespace": "namespaces", "ServiceAccount": "serviceaccounts", "Deployment": "deployments.apps",
+          "ConfigMap": "configmaps", "Role": "roles.rbac.authorization.k8s.io",
+          "ClusterRole": "clusterroles.rbac.authorization.k8s.io",
+          "RoleBinding": "rolebindings.rbac.authorization.k8s.io",
+          "ClusterRoleBinding": "clusterrolebindings.rbac.authorization.k8s.io",
+          "CustomResourceDefinition": "customresourcedefinitions.apiextensions.k8s.io"}
+keep, left = [], []
+for d in yaml.safe_load_all(open(sys.argv[1])):
+    if not d:
+        continue
+    (keep if plural.get(d["kind"], "?") in served else left).append(d)
+yaml.safe_dump_all(keep, open(sys.argv[3], "w"))
+if left:
+    print("NOTE not applied (the local API server does not serve these kinds yet):",
+          ", ".join(sorted({d["kind"] for d in left})))
+PY
+kubectl --kubeconfig "$tmp/kc" apply --validate=false -f "$tmp/apply.yaml" >"$tmp/apply.out" 2>&1 || {
+  cat "$tmp/apply.out" >&2; fail "kubectl apply of the rendered manifests"; }
+kubectl --kubeconfig "$tmp/kc" -n luaop-system get deployment luaop-controller-manager >/dev/null || fail "Deployment not created"
+echo "ok   rendered manifests apply to the local API server"
+echo "PASS ops install/deploy"
