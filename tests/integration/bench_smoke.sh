@@ -16,7 +16,7 @@ fail() { echo "FAIL: $*" >&2; echo "---- bench output ----" >&2; cat "$out" >&2;
 
 # Every benchmark printed its table.
 for title in "### apiserver" "### sync — LIST+WATCH of" "### sync — LIST+WATCH of .* custom resources" \
-             "### cache-rss" "### watch-ingest" "### reconcile-noop" "### startup-idle" "### json-micro"; do
+             "### cache-rss" "### watch-ingest" "### reconcile-noop" "### startup-idle" "### hot-reload" "### leader-failover" "### json-micro"; do
   grep -q "^$title" "$out" || fail "no table for \"$title\""
 done
 # The luaop rows carry numbers: sync (pods and custom resources) and watch-ingest, then cache-rss.
@@ -32,7 +32,12 @@ grep -qE "LIST $num ConfigMaps .* \| $num ms \|" "$out" || fail "no apiserver LI
 # The operator benchmarks ran `luaop run` (1 and 2 workers, JIT on) and timed its start.
 [ "$(grep -cE "^\| luaop run( --lua-jit)? \| [12] \| $num \|" "$out")" -eq 3 ] || fail "expected 3 luaop run rows in reconcile-noop"
 [ "$(grep -cE "^\| luaop run \| $num \| $num \| $num \| +\| +\|$" "$out")" -eq 2 ] || fail "expected 2 luaop run rows in startup-idle"
-grep -q "FAILED" "$out" && fail "a benchmark reported FAILED"
+# Reloads were installed (directory and ConfigMap) and the follower took over in both ways.
+[ "$(grep -cE "^\| (directory|directory, debounce 1 ms|ConfigMap) \| 3 \| $num \| $num \|" "$out")" -eq 3 ] ||
+  fail "expected 3 hot-reload rows"
+grep -qE "^\| crash \(SIGKILL\) \| $num \|" "$out" || fail "no crash failover figure"
+grep -qE "^\| graceful \(SIGTERM\) \| $num \|" "$out" || fail "no graceful failover figure"
+if grep -q "FAILED" "$out"; then fail "a benchmark reported FAILED"; fi
 
 # The peer: present → its rows ran; absent → said so, and nothing else is missing.
 if [ -d "$LUAOP_SRC/bench/peers/node_modules/@kubernetes/client-node" ] && command -v node >/dev/null; then
