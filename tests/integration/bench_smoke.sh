@@ -16,7 +16,7 @@ fail() { echo "FAIL: $*" >&2; echo "---- bench output ----" >&2; cat "$out" >&2;
 
 # Every benchmark printed its table.
 for title in "### apiserver" "### sync — LIST+WATCH of" "### sync — LIST+WATCH of .* custom resources" \
-             "### cache-rss" "### watch-ingest" "### reconcile-noop" "### startup-idle" "### hot-reload" "### leader-failover" "### write-path" "### json-micro"; do
+             "### cache-rss" "### watch-ingest" "### reconcile-noop" "### startup-idle" "### hot-reload" "### leader-failover" "### write-path" "### lazy-decode" "### json-micro"; do
   grep -q "^$title" "$out" || fail "no table for \"$title\""
 done
 # The luaop rows carry numbers: sync (pods and custom resources) and watch-ingest, then cache-rss.
@@ -38,6 +38,7 @@ grep -qE "LIST $num ConfigMaps .* \| $num ms \|" "$out" || fail "no apiserver LI
 grep -qE "^\| crash \(SIGKILL\) \| $num \|" "$out" || fail "no crash failover figure"
 grep -qE "^\| graceful \(SIGTERM\) \| $num \|" "$out" || fail "no graceful failover figure"
 grep -qE "^\| client limiter off \| $num \| $num \| $num \| 0 \|" "$out" || fail "no write-path figure (or reconcile errors)"
+[ "$(grep -cE "^\| [12] \| obj-[0-9]+ \| $num \| $num \| $num \|" "$out")" -eq 3 ] || fail "expected 3 lazy-decode rows (1 + 2 workers)"
 if grep -q "FAILED" "$out"; then fail "a benchmark reported FAILED"; fi
 
 # The peer: present → its rows ran; absent → said so, and nothing else is missing.
