@@ -1,12 +1,12 @@
 -- json_micro.lua — MB/s of luaop's Lua codec (build/lua/luaop/core.so) next to Debian's
--- lua-cjson on a Pod, a ConfigMap and a list of 1,000 Pods (the fixtures of bench/fixtures/).
---   luajit bench/json_micro.lua FIXTURES_DIR SECONDS      (LUA_CPATH must find luaop.core, cjson)
+-- lua-cjson on a Pod, a ConfigMap and a list of Pods (1,000 by default) (the fixtures of bench/fixtures/).
+--   luajit bench/json_micro.lua FIXTURES_DIR SECONDS [LIST_ITEMS]   (LUA_CPATH must find luaop.core, cjson)
 -- Prints one line per document: doc=... bytes=... luaop_decode=MB/s cjson_decode=... luaop_encode=... cjson_encode=...
 -- Encode rates count the bytes each encoder produced.
 local core = require("luaop.core")
 local cjson = require("cjson")
 
-local dir, secs = arg[1], tonumber(arg[2] or "0.5")
+local dir, secs, nitems = arg[1], tonumber(arg[2] or "0.5"), tonumber(arg[3] or "1000")
 
 local function fixture(name)
   local f = assert(io.open(dir .. "/" .. name, "rb"))
@@ -17,7 +17,7 @@ end
 
 local pod = fixture("pod.json")
 local items = {}
-for i = 1, 1000 do items[i] = pod end
+for i = 1, nitems do items[i] = pod end
 local docs = {
   { "pod", pod },
   { "configmap", fixture("configmap.json") },
