@@ -3,7 +3,7 @@
  * json_dumpb, compact) on the json-micro documents, the floor under the host's metadata parse.
  *
  *   lopbench-jansson FIXTURES_DIR SECONDS [LIST_ITEMS]
- * Documents: a Pod, a ConfigMap, and a list of 1,000 Pods, built from the fixture templates the
+ * Documents: a Pod, a ConfigMap, and a list of Pods (1,000 by default), built from the fixture templates the
  * same way bench/json_micro.lua builds them. Output: one key=value line (<doc>_decode=MB/s ...).
  */
 #include "bench_util.h"
