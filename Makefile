@@ -1,4 +1,5 @@
 # Thin wrapper over CMake for the README commands. Everything real lives in CMakeLists.txt.
+MAKEFLAGS += --no-print-directory
 BUILD     ?= build
 BUILDTYPE ?= RelWithDebInfo
 JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
@@ -23,7 +24,7 @@ $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILDTYPE) -DLUAOP_WERROR=ON $(CMAKEFLAGS)
 
 build: deps $(BUILD)/CMakeCache.txt
-	cmake --build $(BUILD) -j $(JOBS)
+	cmake --build $(BUILD) -j $(JOBS) -- --no-print-directory
 
 # The whole suite: C unit tests, busted specs, integration tests (all through CTest).
 test: build

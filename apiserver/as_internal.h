@@ -284,9 +284,6 @@ const char *as_meta_str(const json_t *obj, const char *field);
 json_t *as_path_get(const json_t *obj, const char *dotted); /* ".spec.replicas" or "spec.x" */
 int as_path_set(json_t *obj, const char *dotted, json_t *val); /* val stolen */
 json_t *as_order_builtin(const json_t *obj); /* kind, apiVersion, metadata first; new ref */
-char *as_b64url_encode(const unsigned char *d, size_t n);
-unsigned char *as_b64url_decode(const char *s, size_t *n);
-char *as_b64_encode(const unsigned char *d, size_t n);
 bool as_valid_dns_subdomain(const char *s);
 bool as_valid_dns_label(const char *s);
 json_t *as_yaml_parse(const char *data, size_t len, char *errbuf, size_t errlen);

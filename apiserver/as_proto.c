@@ -6,6 +6,7 @@
  * empty; like Go's omitempty JSON, empty strings, zero numbers, false and empty messages are
  * left out. Unknown field numbers are skipped. */
 #include "apiserver/as_internal.h"
+#include "host/util/base64.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,7 +175,7 @@ static void decode_entry(const unsigned char *p, size_t n, json_t *obj, bool b64
     }
     char *key = lop_xstrndup(k ? (const char *)k : "", kl);
     if (b64) {
-        char *e = as_b64_encode(v ? v : (const unsigned char *)"", vl);
+        char *e = lop_base64_encode(v ? v : (const unsigned char *)"", vl, false);
         json_object_set_new(obj, key, json_string(e));
         free(e);
     } else {
@@ -254,7 +255,7 @@ static json_t *decode_msg(const unsigned char *p, size_t n, const pmsg_t *m, int
             break;
         }
         case F_BYTES: {
-            char *e = as_b64_encode(d, dl);
+            char *e = lop_base64_encode(d, dl, false);
             json_object_set_new(o, f->name, json_string(e));
             free(e);
             break;

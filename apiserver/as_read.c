@@ -1,6 +1,7 @@
 /* as_read.c — GET and LIST (reference §E): selectors, limit/continue over consistent snapshots,
  * resourceVersion / resourceVersionMatch semantics, and the /scale view of custom resources. */
 #include "apiserver/as_internal.h"
+#include "host/util/base64.h"
 
 #include <event2/buffer.h>
 #include <inttypes.h>
@@ -36,7 +37,7 @@ static char *make_token(int64_t rv, const char *key)
     free(start);
     char *s = json_dumps(t, JSON_COMPACT);
     json_decref(t);
-    char *tok = as_b64url_encode((const unsigned char *)s, strlen(s));
+    char *tok = lop_base64_encode(s, strlen(s), true);
     free(s);
     return tok;
 }
@@ -45,7 +46,7 @@ static char *make_token(int64_t rv, const char *key)
 static int parse_token(const char *tok, int64_t *rv, char **start_key)
 {
     size_t n;
-    unsigned char *raw = as_b64url_decode(tok, &n);
+    unsigned char *raw = (unsigned char *)lop_base64_decode(tok, &n);
     if (!raw)
         return -1;
     json_error_t je;

@@ -1,6 +1,7 @@
 /* as_server.c — server lifecycle: listening socket, the loop thread, the cross-thread command
  * queue, bootstrap objects, fault-injection API (C and HTTP) and kubeconfig output. */
 #include "apiserver/as_internal.h"
+#include "host/util/base64.h"
 
 #include "host/util/log.h"
 
@@ -388,7 +389,7 @@ lop_rc_t lop_apiserver_write_kubeconfig(const lop_apiserver_t *srv, const char *
     lop_buf_printf(&b, "apiVersion: v1\nkind: Config\nclusters:\n- name: luaop\n  cluster:\n"
                        "    server: %s\n", srv->url);
     if (srv->ca_pem) {
-        char *ca = as_b64_encode((const unsigned char *)srv->ca_pem, strlen(srv->ca_pem));
+        char *ca = lop_base64_encode(srv->ca_pem, strlen(srv->ca_pem), false);
         lop_buf_printf(&b, "    certificate-authority-data: %s\n", ca);
         free(ca);
     }

@@ -8,7 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yaml.h>
+#include "host/kube/yaml.h"
+#include "host/util/base64.h"
 
 as_blob_t *as_blob_new(const char *data, size_t len)
 {
@@ -162,62 +163,6 @@ json_t *as_order_builtin(const json_t *obj)
     return out;
 }
 
-static const char b64std[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-static char *b64_enc(const unsigned char *d, size_t n, const char *alpha, bool pad)
-{
-    lop_buf_t b = LOP_BUF_INIT;
-    for (size_t i = 0; i < n; i += 3) {
-        unsigned v = (unsigned)d[i] << 16;
-        if (i + 1 < n)
-            v |= (unsigned)d[i + 1] << 8;
-        if (i + 2 < n)
-            v |= d[i + 2];
-        lop_buf_putc(&b, alpha[(v >> 18) & 63]);
-        lop_buf_putc(&b, alpha[(v >> 12) & 63]);
-        if (i + 1 < n)
-            lop_buf_putc(&b, alpha[(v >> 6) & 63]);
-        else if (pad)
-            lop_buf_putc(&b, '=');
-        if (i + 2 < n)
-            lop_buf_putc(&b, alpha[v & 63]);
-        else if (pad)
-            lop_buf_putc(&b, '=');
-    }
-    return lop_buf_steal(&b);
-}
-
-char *as_b64url_encode(const unsigned char *d, size_t n) { return b64_enc(d, n, b64url, false); }
-char *as_b64_encode(const unsigned char *d, size_t n) { return b64_enc(d, n, b64std, true); }
-
-unsigned char *as_b64url_decode(const char *s, size_t *n)
-{
-    size_t len = strlen(s);
-    unsigned char *out = lop_xmalloc(len + 1);
-    size_t o = 0;
-    unsigned acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < len; i++) {
-        const char *p = strchr(b64url, s[i]);
-        if (s[i] == '=')
-            break;
-        if (!p || !s[i]) {
-            free(out);
-            return NULL;
-        }
-        acc = (acc << 6) | (unsigned)(p - b64url);
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[o++] = (unsigned char)((acc >> bits) & 0xff);
-        }
-    }
-    out[o] = '\0';
-    *n = o;
-    return out;
-}
-
 bool as_valid_dns_label(const char *s)
 {
     size_t n = strlen(s);
@@ -254,101 +199,21 @@ bool as_valid_dns_subdomain(const char *s)
     }
 }
 
-/* ---- YAML (one document) → JSON ---- */
-
-static json_t *yaml_scalar(const yaml_node_t *node)
-{
-    const char *v = (const char *)node->data.scalar.value;
-    size_t len = node->data.scalar.length;
-    const char *tag = (const char *)node->tag;
-    bool plain = node->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-    if (tag && strcmp(tag, YAML_STR_TAG) != 0 && strcmp(tag, "!") != 0 && plain) {
-        /* implicit resolution below */
-    }
-    if (!plain)
-        return json_stringn(v, len);
-    if (len == 0 || !strcmp(v, "~") || !strcmp(v, "null") || !strcmp(v, "Null") ||
-        !strcmp(v, "NULL"))
-        return json_null();
-    if (!strcmp(v, "true") || !strcmp(v, "True") || !strcmp(v, "TRUE"))
-        return json_true();
-    if (!strcmp(v, "false") || !strcmp(v, "False") || !strcmp(v, "FALSE"))
-        return json_false();
-    char *end = NULL;
-    const char *digits = (v[0] == '-' || v[0] == '+') ? v + 1 : v;
-    if (isdigit((unsigned char)digits[0])) {
-        long long ll = strtoll(v, &end, 10);
-        if (end && *end == '\0')
-            return json_integer(ll);
-        double d = strtod(v, &end);
-        if (end && *end == '\0')
-            return json_real(d);
-    }
-    return json_stringn(v, len);
-}
-
-static json_t *yaml_node_to_json(yaml_document_t *doc, yaml_node_t *node, int depth)
-{
-    if (!node || depth > 200)
-        return NULL;
-    switch (node->type) {
-    case YAML_SCALAR_NODE:
-        return yaml_scalar(node);
-    case YAML_SEQUENCE_NODE: {
-        json_t *a = json_array();
-        for (yaml_node_item_t *it = node->data.sequence.items.start;
-             it < node->data.sequence.items.top; it++) {
-            json_t *v = yaml_node_to_json(doc, yaml_document_get_node(doc, *it), depth + 1);
-            if (!v) {
-                json_decref(a);
-                return NULL;
-            }
-            json_array_append_new(a, v);
-        }
-        return a;
-    }
-    case YAML_MAPPING_NODE: {
-        json_t *o = json_object();
-        for (yaml_node_pair_t *p = node->data.mapping.pairs.start;
-             p < node->data.mapping.pairs.top; p++) {
-            yaml_node_t *k = yaml_document_get_node(doc, p->key);
-            if (!k || k->type != YAML_SCALAR_NODE) {
-                json_decref(o);
-                return NULL;
-            }
-            json_t *v = yaml_node_to_json(doc, yaml_document_get_node(doc, p->value), depth + 1);
-            if (!v) {
-                json_decref(o);
-                return NULL;
-            }
-            json_object_setn_new(o, (const char *)k->data.scalar.value, k->data.scalar.length, v);
-        }
-        return o;
-    }
-    default:
-        return NULL;
-    }
-}
+/* ---- YAML (one document) → JSON: host/kube/yaml.c, the manifest reader luaop uses everywhere ---- */
 
 json_t *as_yaml_parse(const char *data, size_t len, char *errbuf, size_t errlen)
 {
-    yaml_parser_t p;
-    yaml_document_t doc;
-    if (!yaml_parser_initialize(&p)) {
-        snprintf(errbuf, errlen, "yaml parser init failed");
+    json_t *docs = NULL;
+    lop_err_t err;
+    if (lop_yaml_load_all(data, len, "yaml", &docs, &err) != LOP_OK) {
+        snprintf(errbuf, errlen, "%s", err.message);
         return NULL;
     }
-    yaml_parser_set_input_string(&p, (const unsigned char *)data, len);
-    if (!yaml_parser_load(&p, &doc)) {
-        snprintf(errbuf, errlen, "yaml: line %zu: %s", p.problem_mark.line + 1,
-                 p.problem ? p.problem : "syntax error");
-        yaml_parser_delete(&p);
-        return NULL;
-    }
-    json_t *out = yaml_node_to_json(&doc, yaml_document_get_root_node(&doc), 0);
-    if (!out)
-        snprintf(errbuf, errlen, "yaml: unsupported document (empty, or non-scalar keys)");
-    yaml_document_delete(&doc);
-    yaml_parser_delete(&p);
+    json_t *out = NULL;
+    if (json_array_size(docs) != 1)
+        snprintf(errbuf, errlen, "yaml: expected one document, found %zu", json_array_size(docs));
+    else
+        out = json_incref(json_array_get(docs, 0));
+    json_decref(docs);
     return out;
 }

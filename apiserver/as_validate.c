@@ -2,6 +2,7 @@
  * events.k8s.io rules (L.6), and structural-schema type checks + pruning for custom resources
  * (J.10, J.13). */
 #include "apiserver/as_internal.h"
+#include "host/util/base64.h"
 
 #include "host/util/clock.h"
 
@@ -33,7 +34,7 @@ void as_default_builtin(as_res_t *res, json_t *obj)
         json_object_foreach(sd, k, v) {
             if (!json_is_string(v))
                 continue;
-            char *e = as_b64_encode((const unsigned char *)json_string_value(v), json_string_length(v));
+            char *e = lop_base64_encode(json_string_value(v), json_string_length(v), false);
             json_object_set_new(data, k, json_string(e));
             free(e);
         }

@@ -351,6 +351,7 @@ static int core_request(lua_State *L)
     rq.patch_type = opt_str(L, 7);
     rq.query = opt_str(L, 8);
     if (!lua_isnoneornil(L, 9)) rq.body = luaL_checklstring(L, 9, &rq.body_len);
+    rq.controller = vm->ctx_controller;
     if (v == 4) {
         static const char *const types[] = {"merge", "json", "strategic", "apply", NULL};
         if (!rq.patch_type) return luaL_argerror(L, 7, "patch needs a patch_type");
@@ -413,8 +414,27 @@ static int core_sleep(lua_State *L)
 
 /* ------------------------------------------------------------------ log / leader / context */
 
+/* True when the table at idx, or a table inside it (up to 8 levels), is a Secret object
+ * (kind "Secret"): its data must never reach a log line. */
+static bool holds_secret(lua_State *L, int idx, int depth)
+{
+    if (depth > 8) return false;
+    luaL_checkstack(L, 3, "core.log");
+    lua_getfield(L, idx, "kind");
+    bool secret = lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "Secret") == 0;
+    lua_pop(L, 1);
+    lua_pushnil(L);
+    while (!secret && lua_next(L, idx)) {
+        if (lua_type(L, -1) == LUA_TTABLE) secret = holds_secret(L, lua_gettop(L), depth + 1);
+        lua_pop(L, 1);
+    }
+    if (secret) lua_settop(L, idx); /* drop a pending key when the loop stopped early */
+    return secret;
+}
+
 /* core.log(level, msg [, fields]) -> nothing. level: debug|info|warn|error. fields: string keys,
- * values made strings (tables as JSON). The reconcile context is added. Any context. */
+ * values made strings (tables as JSON; a table holding a Secret object is replaced by
+ * "<redacted: holds a Secret>"). The reconcile context is added. Any context. */
 static int core_log(lua_State *L)
 {
     static const char *const levels[] = {"debug", "info", "warn", "error", NULL};
@@ -453,6 +473,12 @@ static int core_log(lua_State *L)
                 lua_replace(L, -2);
                 break;
             case LUA_TTABLE:
+                if (holds_secret(L, lua_gettop(L), 0)) {
+                    lua_pushstring(L, "<redacted: holds a Secret>");
+                    lua_replace(L, -2);
+                    break;
+                }
+                /* fall through */
             case LUA_TUSERDATA:
             case LUA_TLIGHTUSERDATA:
                 lop_lua_json_encode(L, -1, NULL);

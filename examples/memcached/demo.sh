@@ -14,7 +14,6 @@ say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 say "luaop dev: local API server + the memcached operator (scripts in examples/memcached/scripts)"
 lop_start_dev --scripts "$here/scripts" --apply "$here/crd/cache.example.com_memcacheds.yaml" \
   --apply "$here/samples/memcached.yaml"
-echo "kubeconfig: $KUBECONFIG (try: KUBECONFIG=$KUBECONFIG kubectl get memcached)"
 
 say "the sample Memcached (size 1) and the Deployment the reconciler created"
 lop_wait_for "the Deployment" 20 lop_jsonpath_is deployment/memcached-sample '{.spec.replicas}' 1
@@ -33,8 +32,12 @@ lop_wait_for "the Memcached to go" 20 bash -c "! kubectl get memcached memcached
 lop_wait_for "the Deployment to go" 20 bash -c "! kubectl get deployment memcached-sample"
 kubectl get memcached,deployments
 
+say "the Events the reconciler recorded (kubectl get events)"
+kubectl get events --sort-by=.lastTimestamp -o \
+  'custom-columns=TYPE:.type,REASON:.reason,OBJECT:.involvedObject.kind,MESSAGE:.message'
+
 say "what the operator logged"
-grep -E 'created deployment|updated deployment|finaliz' "$LOP_TMP/luaop.log" | cut -c1-200 || true
+grep -E 'created deployment|updated deployment' "$LOP_TMP/luaop.log" | cut -c1-200 || true
 
 say "stop (SIGTERM): graceful shutdown, exit 0"
 lop_stop_dev

@@ -1,6 +1,9 @@
 /* `luaop check`: load and validate a script set exactly as a reload would (compile every file,
- * run main.lua, check the controller declarations), without a cluster. Exits non-zero with
- * file:line on error. Kinds are not resolved (that needs the API server). */
+ * run main.lua under the load deadline, check the controller declarations, refuse duplicate
+ * controller names), without a cluster. Exits non-zero with file:line on error. Kinds are not
+ * resolved (that needs the API server). --configmap takes a YAML file holding exactly one
+ * ConfigMap (other documents are ignored), e.g. the output of
+ * `kubectl create configmap NAME --from-file=DIR --dry-run=client -o yaml`. */
 #include "bindings/engine_lua.h"
 #include "host/kube/yaml.h"
 #include "host/cli/cli.h"
@@ -8,6 +11,7 @@
 
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static lop_rc_t no_cache(void *ud, const char *a, const char *k, const char *ns, const char *n,
@@ -61,18 +65,31 @@ int lop_cmd_check(int argc, char **argv)
     } else {
         json_t *docs = NULL;
         rc = lop_yaml_load_file(cm, &docs, &err);
-        if (rc == LOP_OK) {
-            json_t *doc = json_array_get(docs, 0);
-            const char *kind = json_string_value(json_object_get(doc, "kind"));
-            if (!kind || strcmp(kind, "ConfigMap") != 0) {
-                rc = lop_err_set(&err, LOP_EINVAL, 0, NULL, "%s: the first document is not a ConfigMap", cm);
-            } else {
-                char *text = json_dumps(doc, JSON_COMPACT);
-                char origin[300];
-                snprintf(origin, sizeof origin, "configmap %s", cm);
-                rc = lop_scripts_load_configmap_json(text, strlen(text), origin, &set, &err);
-                free(text);
+        json_t *doc = NULL;
+        size_t found = 0, i;
+        json_t *d;
+        json_array_foreach(docs, i, d)
+        {
+            const char *kind = json_string_value(json_object_get(d, "kind"));
+            if (kind && strcmp(kind, "ConfigMap") == 0) {
+                if (!found++) doc = d;
             }
+        }
+        if (rc == LOP_OK && found != 1) {
+            rc = lop_err_set(&err, LOP_EINVAL, 0, NULL,
+                             found ? "%s: %zu ConfigMaps; give a file with exactly one"
+                                   : "%s: no ConfigMap in the file (kind: ConfigMap expected)",
+                             cm, found);
+        } else if (rc == LOP_OK) {
+            json_t *md = json_object_get(doc, "metadata");
+            const char *ns = json_string_value(json_object_get(md, "namespace"));
+            const char *name = json_string_value(json_object_get(md, "name"));
+            char *text = json_dumps(doc, JSON_COMPACT);
+            char origin[600];
+            snprintf(origin, sizeof origin, "configmap %s%s%s (%s)", ns ? ns : "", ns ? "/" : "",
+                     name ? name : "?", cm);
+            rc = lop_scripts_load_configmap_json(text, strlen(text), origin, &set, &err);
+            free(text);
         }
         json_decref(docs);
     }
@@ -99,6 +116,17 @@ int lop_cmd_check(int argc, char **argv)
         engine->vm_free(vm);
         lop_script_set_free(set);
         return 1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < i; j++) {
+            if (strcmp(decls[i].name, decls[j].name) == 0) { /* as the manager refuses it */
+                fprintf(stderr, "luaop check: %s: two controllers are named \"%s\"\n",
+                        set->origin, decls[i].name);
+                engine->vm_free(vm);
+                lop_script_set_free(set);
+                return 1;
+            }
+        }
     }
     printf("ok: %s (version %s), %zu controller%s\n", set->origin, set->version, n, n == 1 ? "" : "s");
     for (size_t i = 0; i < n; i++)

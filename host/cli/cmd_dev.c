@@ -57,6 +57,10 @@ int lop_cmd_dev(int argc, char **argv)
 {
     lop_run_opts_t o;
     lop_run_opts_defaults(&o);
+    /* A playground must not fight over :8080/:8081 with another one: loopback, kernel-picked
+     * ports (logged as "http server listening ... port=N") unless the flags say otherwise. */
+    o.metrics_addr = "127.0.0.1:0";
+    o.probe_addr = "127.0.0.1:0";
     int rc = lop_run_opts_parse(&o, argc, argv, true);
     if (rc) return rc == 1 ? 0 : rc;
     if ((rc = lop_cli_setup_logging(&o))) return rc;

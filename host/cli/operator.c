@@ -25,6 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <poll.h>
+#include <sys/signalfd.h>
 #include <unistd.h>
 
 void lop_operator_block_signals(void)
@@ -44,17 +46,36 @@ void lop_operator_block_signals(void)
 /* A reconcile past its deadline by this much is stuck (the deadline hook should have ended it). */
 #define LOP_STUCK_GRACE_NS (30 * LOP_NS_PER_S)
 
+/* Wait until a termination signal (returned), a readable fd of fds (0), or ms pass (0).
+ * Signals are blocked in every thread (lop_operator_block_signals) and taken here with a signalfd,
+ * so the main loop sleeps until something happens instead of polling. */
+static int wait_event(long ms, const int *fds, int nfds)
+{
+    static int sfd = -1;
+    if (sfd < 0) {
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, SIGTERM);
+        sigaddset(&set, SIGINT);
+        sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+    }
+    struct pollfd p[4];
+    int n = 0;
+    if (sfd >= 0) p[n++] = (struct pollfd){.fd = sfd, .events = POLLIN};
+    for (int i = 0; i < nfds && n < 4; i++) p[n++] = (struct pollfd){.fd = fds[i], .events = POLLIN};
+    if (poll(p, (nfds_t)n, (int)ms) > 0 && sfd >= 0 && (p[0].revents & POLLIN)) {
+        struct signalfd_siginfo si;
+        if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) return (int)si.ssi_signo;
+    }
+    return 0;
+}
+
 /* Wait up to ms for a termination signal; returns it, or 0. */
 static int wait_signal(long ms)
 {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    int sig = sigtimedwait(&set, NULL, &ts);
-    return sig > 0 ? sig : 0;
+    return wait_event(ms, NULL, 0);
 }
+
 
 /* ------------------------------------------------------------------ ops: metrics hooks, probes, shutdown */
 
@@ -157,17 +178,62 @@ static char *incluster_namespace(void)
     return n ? lop_xstrdup(buf) : NULL;
 }
 
+/* The Lease namespace from the flags or the pod's namespace; NULL with err set when neither. */
+static char *leader_namespace(const lop_run_opts_t *o, lop_err_t *err)
+{
+    char *ns = o->leader_election_namespace ? lop_xstrdup(o->leader_election_namespace)
+                                            : incluster_namespace();
+    if (!ns)
+        lop_err_set(err, LOP_EINVAL, 0, NULL,
+                    "--leader-elect outside a cluster needs --leader-election-namespace");
+    return ns;
+}
+
+/* Check the leader-election flags before anything connects, so a bad combination (durations,
+ * missing id or namespace) fails at start with a clear error instead of after the caches sync.
+ * The elector's own validation is used, with a throw-away in-memory Lease client standing in. */
+static lop_rc_t leader_check_flags(const lop_run_opts_t *o, const char *identity, lop_err_t *err)
+{
+    if (!o->leader_elect) return LOP_OK;
+    if (!o->leader_election_id || !*o->leader_election_id)
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "--leader-elect needs --leader-election-id");
+    if (!lop_lease_name_valid(o->leader_election_id))
+        return lop_err_set(err, LOP_EINVAL, 0, NULL,
+                           "--leader-election-id \"%s\" is not a valid Lease name (DNS-1123 subdomain)",
+                           o->leader_election_id);
+    char *ns = leader_namespace(o, err);
+    if (!ns) return LOP_EINVAL;
+    bool ns_ok = lop_lease_name_valid(ns);
+    if (!ns_ok)
+        lop_err_set(err, LOP_EINVAL, 0, NULL,
+                    "--leader-election-namespace \"%s\" is not a valid namespace name", ns);
+    free(ns);
+    if (!ns_ok) return LOP_EINVAL;
+    if (strcmp(o->on_leader_loss, "exit") != 0 && strcmp(o->on_leader_loss, "restart-election") != 0)
+        return lop_err_set(err, LOP_EINVAL, 0, NULL,
+                           "--leader-elect-on-loss must be exit or restart-election, not \"%s\"",
+                           o->on_leader_loss);
+    lop_lease_store_t *store = lop_lease_store_new();
+    lop_lease_client_t *stand_in = lop_lease_client_memory_new(store, "flag check");
+    lop_elector_config_t ec;
+    lop_elector_config_defaults(&ec);
+    ec.identity = identity;
+    ec.client = stand_in;
+    ec.lease_duration_ns = o->lease_duration_ns;
+    ec.renew_deadline_ns = o->renew_deadline_ns;
+    ec.retry_period_ns = o->retry_period_ns;
+    lop_rc_t rc = lop_elector_config_validate(&ec, err);
+    lop_lease_client_free(stand_in);
+    lop_lease_store_free(store);
+    return rc;
+}
+
 static lop_rc_t leader_start(leader_t *l, const lop_run_opts_t *o, lop_rest_client_t *rest,
                              lop_restmapper_t *mapper, const char *identity,
                              lop_metrics_std_t *std, lop_recorder_t *recorder, lop_err_t *err)
 {
-    if (!o->leader_election_id || !*o->leader_election_id)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "--leader-elect needs --leader-election-id");
-    char *ns = o->leader_election_namespace ? lop_xstrdup(o->leader_election_namespace)
-                                            : incluster_namespace();
-    if (!ns)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL,
-                           "--leader-elect outside a cluster needs --leader-election-namespace");
+    char *ns = leader_namespace(o, err); /* flags were checked at start (leader_check_flags) */
+    if (!ns) return LOP_EINVAL;
     snprintf(l->name, sizeof l->name, "%s/%s", ns, o->leader_election_id);
     l->client = lop_lease_client_rest_new(rest, ns, o->leader_election_id,
                                           (long)(o->renew_deadline_ns / LOP_NS_PER_MS), err);
@@ -189,7 +255,7 @@ static lop_rc_t leader_start(leader_t *l, const lop_run_opts_t *o, lop_rest_clie
     ec.callbacks = (lop_elector_callbacks_t){.on_started_leading = on_started_leading,
                                              .on_stopped_leading = on_stopped_leading,
                                              .ud = l};
-    l->elector = lop_elector_new(&ec, err);
+    __atomic_store_n(&l->elector, lop_elector_new(&ec, err), __ATOMIC_RELEASE); /* workers read it */
     if (!l->elector) {
         free(ns);
         return LOP_EINVAL;
@@ -213,6 +279,14 @@ static lop_rc_t leader_start(leader_t *l, const lop_run_opts_t *o, lop_rest_clie
     }
     free(ns);
     return lop_elector_start(l->elector);
+}
+
+/* The elector's own judgement (its clock), asked before each write of a leader-elected controller. */
+static bool still_leading(void *ud)
+{
+    leader_t *l = ud;
+    lop_elector_t *e = __atomic_load_n(&l->elector, __ATOMIC_ACQUIRE);
+    return e && lop_elector_is_leader(e);
 }
 
 static void leader_stop(leader_t *l)
@@ -257,6 +331,11 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
         fprintf(stderr, "luaop: --scripts DIR (or --scripts-configmap NS/NAME) is required\n");
         return 2;
     }
+    if (leader_check_flags(o, identity, &err) != LOP_OK) {
+        fprintf(stderr, "luaop: %s\n", err.message);
+        free(identity);
+        return 2;
+    }
     cfg->qps = o->qps;
     cfg->burst = o->burst;
     if (lop_rest_client_new(cfg, &rest, &err) != LOP_OK) {
@@ -274,7 +353,9 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
     lop_health_add(health, LOP_HEALTHZ, "event-loop", lop_health_heartbeat_check, &loop_hb, NULL);
     if (lop_httpserver_start(o->metrics_addr, metrics, NULL, &metrics_srv, &err) != LOP_OK ||
         lop_httpserver_start(o->probe_addr, NULL, health, &probe_srv, &err) != LOP_OK) {
-        lop_log(LOP_LOG_ERROR, "cannot start the metrics/probes server", "error", err.message, NULL);
+        lop_log(LOP_LOG_ERROR, "cannot start the metrics/probes server", "error", err.message, "hint",
+                "pick free addresses with --metrics-bind-address / --health-probe-bind-address "
+                "(0 disables, 127.0.0.1:0 picks a free port)", NULL);
         goto out;
     }
 
@@ -290,6 +371,8 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
         .namespace_ = o->namespace_,
         .metrics = &std,
         .leader_gate = o->leader_elect ? &gate : NULL,
+        .still_leading = still_leading,
+        .still_leading_ud = &leader,
         .identity = identity,
     };
     if (lop_manager_new(&mc, &m, &err) != LOP_OK) {
@@ -313,6 +396,7 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
     }
     reloader = lop_script_reloader_new(source, m, metrics, health);
     while (!lop_script_reloader_active(reloader)) {
+        lop_health_heartbeat_beat(&loop_hb); /* waiting for a ConfigMap is not a stall */
         lop_rc_t rc = lop_script_reloader_tick(reloader, &err);
         if (rc != LOP_OK && rc != LOP_EAGAIN && rc != LOP_ENOTFOUND &&
             !lop_script_source_is_configmap(source))
@@ -331,7 +415,16 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
     int sig = 0;
     for (;;) {
         lop_health_heartbeat_beat(&loop_hb);
-        sig = wait_signal(100);
+        /* Sleep until a signal, a script change, or the next due time (100 ms at most). */
+        int fds[2];
+        int nfds = lop_script_source_fds(source, fds);
+        long ms = 100;
+        int64_t due = lop_script_source_due_at(source);
+        if (due != INT64_MAX) {
+            int64_t left = due - lop_clock_mono(&lop_clock_system);
+            ms = left <= 0 ? 0 : left / LOP_NS_PER_MS + 1 < ms ? left / LOP_NS_PER_MS + 1 : ms;
+        }
+        sig = wait_event(ms, fds, nfds);
         if (sig) break;
         if (!synced && lop_manager_synced(m)) {
             synced = true;

@@ -1,7 +1,8 @@
 /*
  * operator.h — the process around a manager, shared by `luaop run` and `luaop dev`:
  * start-up order (metrics/probes server → scripts → informers → wait for sync → leader election
- * → workers), script reloads (--scripts DIR via inotify), signals and graceful shutdown.
+ * → workers), script reloads (--scripts DIR via inotify, --scripts-configmap NS/NAME via an informer;
+ * host/cli/scriptsource.h, docs/reload.md), signals and graceful shutdown.
  *
  * Runs on the calling (main) thread until SIGTERM/SIGINT; returns the process exit status:
  * 0 after a graceful shutdown, 1 on a start-up error or a lost lease. Two cases end the process

@@ -14,11 +14,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define DEFAULT_DEBOUNCE_NS (200 * LOP_NS_PER_MS)
+/* Quiet time before a change is loaded: editors and `kubectl apply` write in bursts of a few ms. */
+#define DEFAULT_DEBOUNCE_NS (20 * LOP_NS_PER_MS)
 #define MAX_DEPTH 16
 
 struct lop_script_source {
@@ -28,6 +30,7 @@ struct lop_script_source {
     /* directory */
     char *dir;
     int ino;
+    int wake;            /* eventfd written on every change, for the owner's poll loop */
     /* configmap */
     char ns[256], cm[256];
     lop_informer_t *inf;
@@ -85,6 +88,11 @@ static void mark_dirty(lop_script_source_t *s, int64_t now)
     if (!s->dirty) s->dirty_since = now;
     s->dirty = true;
     s->change_at = now;
+    if (s->wake >= 0) {
+        uint64_t one = 1;
+        ssize_t w = write(s->wake, &one, sizeof one);
+        (void)w; /* a full counter already wakes the reader */
+    }
 }
 
 static void cm_set(lop_script_source_t *s, const lop_obj_t *o)
@@ -164,6 +172,7 @@ lop_rc_t lop_script_source_new(const lop_script_source_config_t *cfg, lop_script
             s->debounce_ns = ms * LOP_NS_PER_MS;
     }
     s->ino = -1;
+    s->wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     lop_rc_t rc = LOP_OK;
     if (cfg->dir) {
         snprintf(s->name, sizeof s->name, "dir %s", cfg->dir);
@@ -192,6 +201,7 @@ void lop_script_source_free(lop_script_source_t *s)
     if (s->inf) lop_informer_stop(s->inf);
     lop_informer_free(s->inf);
     if (s->ino >= 0) close(s->ino);
+    if (s->wake >= 0) close(s->wake);
     free(s->dir);
     free(s->obj);
     pthread_mutex_destroy(&s->mu);
@@ -228,9 +238,35 @@ static lop_rc_t load_failed(lop_script_source_t *s, lop_rc_t rc, lop_err_t *err)
     return rc;
 }
 
+int lop_script_source_fds(const lop_script_source_t *s, int fds[2])
+{
+    int n = 0;
+    if (s->ino >= 0) fds[n++] = s->ino;
+    if (s->wake >= 0) fds[n++] = s->wake;
+    return n;
+}
+
+int64_t lop_script_source_due_at(lop_script_source_t *s)
+{
+    pthread_mutex_lock(&s->mu);
+    int64_t at = INT64_MAX;
+    if (s->dirty) {
+        at = s->change_at + s->debounce_ns;
+        if (s->dirty_since + 5 * s->debounce_ns < at) at = s->dirty_since + 5 * s->debounce_ns;
+        if (!s->offered_any || s->debounce_ns == 0) at = 0;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return at;
+}
+
 lop_rc_t lop_script_source_poll(lop_script_source_t *s, lop_script_set_t **out, lop_err_t *err)
 {
     *out = NULL;
+    if (s->wake >= 0) {
+        uint64_t v;
+        ssize_t r = read(s->wake, &v, sizeof v); /* reset the wake-up counter */
+        (void)r;
+    }
     int64_t now = lop_clock_mono(s->clock);
     if (s->ino >= 0 && drain_inotify(s->ino)) {
         watch_tree(s->ino, s->dir, 0); /* pick up new subdirectories */
@@ -456,7 +492,8 @@ lop_rc_t lop_script_reloader_tick(lop_script_reloader_t *r, lop_err_t *err)
         lop_log(LOP_LOG_ERROR, active ? "script reload failed; keeping the running scripts"
                                       : "the scripts failed to load",
                 "source", src, "version", version, "active", cur[0] ? cur : "(none)", "error",
-                err->message, NULL);
+                err->message, rc == LOP_ENOTFOUND ? "retry" : NULL,
+                "in 10s (a kind may become served once its CRD is applied; see docs/reload.md)", NULL);
         note_failed_version(r, version);
         snprintf(message, sizeof message, "scripts version %s rejected%s%s: %s", version,
                  cur[0] ? ", keeping version " : "", cur, err->message);

@@ -46,7 +46,7 @@ typedef struct lop_script_source_config {
     lop_rest_client_t *rest;  /* for configmap sources; borrowed */
     lop_restmapper_t *mapper; /* for configmap sources; borrowed */
     int64_t debounce_ns;      /* quiet time before a change is loaded; 0 = the environment's
-                               * LUAOP_SCRIPTS_DEBOUNCE_MS (milliseconds, 0..60000) or 200 ms */
+                               * LUAOP_SCRIPTS_DEBOUNCE_MS (milliseconds, 0..60000) or 20 ms */
     const lop_clock_t *clock; /* NULL = system */
 } lop_script_source_config_t;
 
@@ -71,6 +71,13 @@ bool lop_script_source_is_configmap(const lop_script_source_t *s);
  *                 file ...): err names the cause; the same failure is reported once.
  */
 lop_rc_t lop_script_source_poll(lop_script_source_t *s, lop_script_set_t **out, lop_err_t *err);
+
+/* File descriptors that become readable when the source changes (the inotify watch, an eventfd
+ * the ConfigMap informer writes); up to 2, written into fds, count returned. Poll them, then call
+ * lop_script_source_poll (which drains them). Owned by the source. */
+int lop_script_source_fds(const lop_script_source_t *s, int fds[2]);
+/* Monotonic time (ns) at which a pending change becomes due for poll; INT64_MAX when none. */
+int64_t lop_script_source_due_at(lop_script_source_t *s);
 
 /* The ConfigMap as last seen (JSON text, caller frees, *len set), or NULL (directory sources,
  * or no ConfigMap). For Events about it. */

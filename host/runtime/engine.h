@@ -162,6 +162,8 @@ typedef struct lop_api_request {
     const char *query;       /* extra query string without '?', e.g. "fieldManager=x&force=true" */
     const char *body;        /* request body (JSON), may be NULL */
     size_t body_len;
+    const char *controller;  /* the controller whose reconcile makes the request, or NULL
+                              * (decides whether a write needs leadership) */
 } lop_api_request_t;
 
 typedef struct lop_api_response {

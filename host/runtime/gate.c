@@ -24,8 +24,10 @@ void lop_gate_set(lop_gate_t *g, bool open)
 
 bool lop_gate_is_open(lop_gate_t *g)
 {
+    /* Shutdown only releases the waiters: an in-flight reconcile of a leader that is draining
+     * may still write (the Lease is released after the drain). */
     pthread_mutex_lock(&g->mu);
-    bool open = g->open && !g->closed_for_good;
+    bool open = g->open;
     pthread_mutex_unlock(&g->mu);
     return open;
 }

@@ -24,7 +24,8 @@ void lop_gate_init(lop_gate_t *g, bool open);
 void lop_gate_cleanup(lop_gate_t *g);
 void lop_gate_set(lop_gate_t *g, bool open);
 bool lop_gate_is_open(lop_gate_t *g);
-/* Wake every waiter and make waits return false from now on. */
+/* Wake every waiter and make waits return false from now on (is_open is unaffected, so a
+ * draining leader's in-flight reconciles can still write). */
 void lop_gate_shutdown(lop_gate_t *g);
 /* Block until the gate is open (true) or shut down (false). */
 bool lop_gate_wait(lop_gate_t *g);

@@ -170,6 +170,26 @@ static bool removed_last_finalizer(const lop_rest_mapping_t *mp, const json_t *m
     return !grace || json_integer_value(grace) == 0;
 }
 
+/* Whether a write from this controller's reconcile needs leadership: every write does when
+ * leader election is on, except those of controllers declared with leader_election = false. */
+static bool needs_leadership(lop_manager_t *m, const char *controller)
+{
+    if (!m->cfg.leader_gate) return false;
+    if (!controller) return true;
+    bool needs = true;
+    pthread_mutex_lock(&m->mu);
+    for (ctrl_entry_t *c = m->ctrls; c; c = c->next)
+        if (strcmp(c->name, controller) == 0) needs = c->leader_election;
+    pthread_mutex_unlock(&m->mu);
+    return needs;
+}
+
+static bool leading(lop_manager_t *m)
+{
+    if (!lop_gate_is_open(m->cfg.leader_gate)) return false;
+    return !m->cfg.still_leading || m->cfg.still_leading(m->cfg.still_leading_ud);
+}
+
 static bool is_write(const char *verb)
 {
     return strcmp(verb, "get") != 0 && strcmp(verb, "list") != 0;
@@ -186,7 +206,7 @@ static lop_rc_t host_request(void *ud, const lop_api_request_t *req, lop_api_res
     resp->len = 0;
     const char *verb = req->verb ? req->verb : "";
     bool apply = strcmp(verb, "patch") == 0 && req->patch_type && strcmp(req->patch_type, "apply") == 0;
-    if (is_write(verb) && m->cfg.leader_gate && !lop_gate_is_open(m->cfg.leader_gate))
+    if (is_write(verb) && needs_leadership(m, req->controller) && !leading(m))
         return lop_err_set(err, LOP_ECLOSED, 0, "NotLeader",
                            "this replica is not the leader: write refused");
     lop_object_req_t oreq = {
@@ -238,7 +258,7 @@ static lop_rc_t host_record_event(void *ud, const char *obj_json, size_t len, co
 static bool host_is_leader(void *ud)
 {
     lop_manager_t *m = ud;
-    return !m->cfg.leader_gate || lop_gate_is_open(m->cfg.leader_gate);
+    return !m->cfg.leader_gate || leading(m);
 }
 
 static const char *host_identity(void *ud)

@@ -276,6 +276,7 @@ static lop_rc_t rewire(lop_manager_t *m, lop_err_t *err)
         ctrl_entry_t *c = lop_xcalloc(1, sizeof *c);
         c->name = lop_xstrdup(d->name);
         c->primary = m->plan.mappings[k];
+        c->leader_election = d->leader_election;
         c->deadline_ns = d->reconcile_timeout_ns > 0 ? d->reconcile_timeout_ns
                                                       : m->cfg.engine_opts.reconcile_timeout_ns;
         ctrl_entry_t *old = ctrl_find(m->ctrls, d->name);

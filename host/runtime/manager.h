@@ -38,6 +38,11 @@ typedef struct lop_manager_config {
     const char *namespace_;       /* watch only this namespace (NULL = all); copied */
     const lop_clock_t *clock;     /* NULL = system */
     lop_gate_t *leader_gate;      /* NULL = no leader election; borrowed */
+    /* With leader election: asked right before every write of a leader-elected controller, on
+     * top of the gate (the elector judges by its own clock, so a leader that stalled past its
+     * renew deadline stops writing even before its callbacks close the gate). NULL = gate only. */
+    bool (*still_leading)(void *ud);
+    void *still_leading_ud;
     const char *identity;         /* this replica's identity; copied */
     const char *component;        /* Event source component (default "luaop"); copied */
     lop_metrics_std_t *metrics;   /* standard metric families to feed; NULL = none; borrowed */

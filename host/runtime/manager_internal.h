@@ -49,6 +49,7 @@ typedef struct ctrl_entry {
     size_t nbindings;
     bool started;
     bool moved; /* reload: its controller now belongs to the new wiring */
+    bool leader_election; /* needs leadership to run and write */
     lop_metrics_queue_t queue_metrics;
     lop_metrics_controller_t ctrl_metrics;
     lop_metrics_queue_t *queue_obs; /* the queue observer's ud (a copy of queue_metrics); owned */

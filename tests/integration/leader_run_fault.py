@@ -81,6 +81,9 @@ def main():
         check(lag <= h.RENEW_S + SLACK_S, f"round {rnd}: within the renew deadline (+{SLACK_S}s)")
         rc = leader.exit_code(10)
         check(rc is not None and rc != 0, f"round {rnd}: the old leader exits non-zero (got {rc})")
+        if rnd == 1:
+            check(h.lease_event(api, LEASE, f"{leader.identity} stopped leading"),
+                  "the lost leadership is recorded as an Event on the Lease before the exit")
 
         nxt, t1 = h.next_leader(standbys, t0, h.LEASE_S + h.RETRY_S + 5)
         if not check(nxt is not None, f"round {rnd}: a standby takes over"):

@@ -4,10 +4,12 @@
 Three `luaop run --leader-elect` replicas of the counter fixture (tests/integration/fixtures/leader)
 against `luaop apiserver`, with lease 2 s, renew deadline 1.5 s, retry period 250 ms. Proves:
   1. exactly one leader among three: every replica observes the same holder, the Lease names it,
-     only it reconciles; an Event "<identity> became leader" (reason LeaderElection) is on the Lease;
+     only it reconciles, leader_election_master_status{name} is 1 there and 0 on the standbys; an
+     Event "<identity> became leader" (reason LeaderElection) is on the Lease;
   2. SIGKILL the leader -> a standby leads within lease duration + retry period (+ 0.5 s slack for a
      loaded machine); the new leader reconciles with its warm cache;
-  3. SIGTERM the leader -> it releases and exits 0, a standby leads within 1 s; an Event
+  3. SIGTERM the leader -> it drains its in-flight reconcile, releases and exits 0; a standby
+     leads within 1 s, after the old leader's last reconcile ended; an Event
      "<identity> stopped leading" is on the Lease;
   4. default on-loss mode: a leader frozen (SIGSTOP) past its lease is replaced; when it resumes it
      stops leading and exits non-zero; none of its writes completed after the new leader took over.
@@ -38,18 +40,8 @@ def wall(rec):
     return datetime.datetime.fromisoformat(ts).replace(tzinfo=datetime.timezone.utc).timestamp()
 
 
-def lease_event(api, message, timeout=10):
-    """Wait for a LeaderElection Event with this message on the Lease."""
-    def find():
-        uid = api.lease(LEASE)["metadata"]["uid"]
-        for e in api.events():
-            o = e.get("involvedObject", {})
-            if (e.get("reason") == "LeaderElection" and e.get("message") == message
-                    and e.get("type") == "Normal" and o.get("kind") == "Lease"
-                    and o.get("name") == LEASE and o.get("uid") == uid):
-                return True
-        return False
-    return h.wait_until(find, timeout)
+def lease_event(api, message):
+    return h.lease_event(api, LEASE, message)
 
 
 def observes(r, leader, timeout=10):
@@ -60,7 +52,7 @@ def observes(r, leader, timeout=10):
 def replace(api, reps, gone, leader):
     """reps without `gone`, plus a new replica that has observed `leader`."""
     reps = [r for r in reps if r is not gone]
-    fresh = h.Replica(api, "counter", LEASE)
+    fresh = h.Replica(api, "counter", LEASE, metrics=True)
     reps.append(fresh)
     check(h.wait_identities([fresh]) and observes(fresh, leader),
           f"replacement {fresh.label} campaigns and observes the leader")
@@ -70,7 +62,7 @@ def replace(api, reps, gone, leader):
 def main():
     api = h.ApiServer()
     api.create_configmap("c1", "counter", {"counter": "0"})
-    reps = [h.Replica(api, "counter", LEASE) for _ in range(3)]
+    reps = [h.Replica(api, "counter", LEASE, metrics=True) for _ in range(3)]
     check(h.wait_identities(reps), "three replicas campaign, each with its own identity")
     check(len({r.identity for r in reps}) == 3, "identities are distinct")
 
@@ -88,6 +80,8 @@ def main():
           "standbys do not reconcile")
     check(lease_event(api, f"{leader.identity} became leader"),
           "Event 'LeaderElection: <identity> became leader' on the Lease")
+    check([r.master_status(LEASE) for r in reps] == [1.0 if r is leader else 0.0 for r in reps],
+          "leader_election_master_status{name} is 1 on the leader, 0 on the standbys")
 
     kill_s, term_s = [], []
     for rnd in range(ROUNDS):
@@ -104,6 +98,8 @@ def main():
               f"round {rnd + 1}: SIGKILL handover within lease + retry period (+{SLACK_S}s slack)")
         t, _ = nxt.wait("COUNTER_OK", 5, after=t1)
         check(t is not None, f"round {rnd + 1}: the new leader reconciles")
+        if rnd == 0:
+            check(nxt.master_status(LEASE) == 1.0, "the new leader's master_status gauge is 1")
         leader.exit_code(5)
         reps = replace(api, reps, leader, nxt)
         leader = nxt
@@ -121,6 +117,11 @@ def main():
         check(leader.exit_code(10) == 0, f"round {rnd + 1}: the released leader exits 0")
         t, _ = leader.wait("leader election: released lease", 0)
         check(t is not None, f"round {rnd + 1}: the old leader logged the release")
+        _, became = nxt.wait(h.BECAME, 0, after=t0)
+        ends = [float(r["t1"]) for _, r in leader.all("COUNTER_OK") + leader.all("COUNTER_FAIL")]
+        check(became is not None and ends and max(ends) < wall(became),
+              f"round {rnd + 1}: the old leader's reconciles had all ended (drained) before the "
+              f"new leader started")
         if rnd == 0:
             check(lease_event(api, f"{leader.identity} stopped leading"),
                   "Event 'LeaderElection: <identity> stopped leading' on the Lease")

@@ -9,7 +9,11 @@ source "$LUAOP_SRC/tests/lib/dev.sh"
 ex="$LUAOP_SRC/examples/memcached"
 
 lop_start_dev --scripts "$ex/scripts" --apply "$ex/crd/cache.example.com_memcacheds.yaml" \
-  --apply "$ex/samples/memcached.yaml"
+  --apply "$ex/samples/memcached.yaml" --metrics-bind-address 127.0.0.1:0
+
+# /metrics during the scenario (the port was picked by the kernel; the log names it)
+mport=$(grep -m1 'msg="http server listening".*metrics=true' "$LOP_TMP/luaop.log" | sed -E 's/.* port=([0-9]+).*/\1/')
+metric() { /usr/bin/python3 "$LUAOP_SRC/tests/lib/metrics.py" "http://127.0.0.1:$mport/metrics" "$1"; }
 
 cr=memcached/memcached-sample
 dep=deployment/memcached-sample
@@ -19,11 +23,19 @@ owner=$(kubectl get "$dep" -o 'jsonpath={.metadata.ownerReferences[0].kind}/{.me
 lop_wait_for "status Available condition" 20 lop_jsonpath_is "$cr" \
   '{.status.conditions[?(@.type=="Available")].observedGeneration}' 1
 
+ok_before=$(metric 'controller_runtime_reconcile_total{controller="memcached",result="success"}')
+adds_before=$(metric 'workqueue_adds_total{name="memcached"}')
+[ "$(metric 'luaop_informer_objects{gvr="apps/v1/deployments"}')" = 1 ] || { echo "FAIL: informer objects metric" >&2; exit 1; }
 echo "scale to 3"
 kubectl patch "$cr" --type=merge -p '{"spec":{"size":3}}'
 lop_wait_for "3 replicas" 20 lop_jsonpath_is "$dep" '{.spec.replicas}' 3
 lop_wait_for "observedGeneration 2" 20 lop_jsonpath_is "$cr" '{.status.observedGeneration}' 2
 
+ok_after=$(metric 'controller_runtime_reconcile_total{controller="memcached",result="success"}')
+adds_after=$(metric 'workqueue_adds_total{name="memcached"}')
+[ "$ok_after" -gt "$ok_before" ] && [ "$adds_after" -gt "$adds_before" ] || {
+  echo "FAIL: metrics did not move: reconciles $ok_before -> $ok_after, adds $adds_before -> $adds_after" >&2; exit 1; }
+echo "metrics: successful reconciles $ok_before -> $ok_after, queue adds $adds_before -> $adds_after"
 echo "someone deletes the Deployment"
 uid_before=$(kubectl get "$dep" -o 'jsonpath={.metadata.uid}')
 kubectl delete "$dep"

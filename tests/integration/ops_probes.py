@@ -10,11 +10,13 @@ API server (loopback, free ports).
      of the worker VM and the script's own luaop.metrics counter; the text parses.
   C. --log-format=json: every line on stderr is one JSON object; luaop.log lines from Lua carry
      controller, namespace, name and reconcileID; at --log-level=debug the kubeconfig's bearer
-     token never appears.
+     token never appears, nor the data of a Secret a script passes to luaop.log.
   D. SIGTERM during a 2 s reconcile: it completes, "shutdown complete", exit 0.
   E. --graceful-shutdown-timeout=1s with a 6 s reconcile: the reconcile is logged as abandoned
      and the process exits 1 after about the timeout.
   F. a second SIGTERM during the graceful wait exits at once with 143 (128 + SIGTERM).
+  G. with --lua-jit a JIT-compiled endless loop outlives its 1 s deadline: /healthz fails with
+     the "workers" check naming the controller once deadline + grace (1 s) passed.
 """
 import json
 import os
@@ -44,6 +46,13 @@ op.controller {
   reconcile = function(req)
     seen:inc({namespace = req.namespace})
     op.log.info("ops test reconcile", {cm = req.name})
+    local secret = {apiVersion = "v1", kind = "Secret", metadata = {name = "s", namespace = req.namespace},
+                    data = {password = "U0VDUkVULURBVEEtOTk4Nw=="}}
+    op.log.info("logging a secret by mistake", {obj = secret, list = {items = {secret}}})
+    if req.name == "spin" then
+      local x = 0
+      while true do x = (x + 1) % 7 end -- JIT-compiled: the deadline hook cannot end it
+    end
     local secs = tonumber(req.name:match("^slow(%d+)"))
     if secs then
       op.log.info("slow reconcile starting", {seconds = secs})
@@ -85,13 +94,13 @@ def wait_for(what, secs, fn):
 
 
 class Operator:
-    def __init__(self, kc, scripts, *extra):
+    def __init__(self, kc, scripts, *extra, timeout="30s"):
         self.lines = []
         self.cv = threading.Condition()
         self.proc = subprocess.Popen(
             [LUAOP, "run", "--kubeconfig", kc, "--scripts", scripts, "--metrics-bind-address",
              "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0", "--log-format", "json",
-             "--log-level", "debug", "--reconcile-timeout", "30s"] + list(extra),
+             "--log-level", "debug", "--reconcile-timeout", timeout] + list(extra),
             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
         procs.append(self.proc)
         threading.Thread(target=self._read, daemon=True).start()
@@ -132,6 +141,16 @@ def parse_prometheus(text):
         if not m:
             raise ValueError("bad metrics line: " + ln)
         out[m.group(1) + (m.group(2) or "")] = float(m.group(3))
+    # And Debian's python3-prometheus-client (deps/debian-packages.txt) parses it strictly: every
+    # family and sample must come back, histograms with their buckets, _sum and _count.
+    from prometheus_client.parser import text_string_to_metric_families
+    samples = 0
+    for fam in text_string_to_metric_families(text):
+        samples += len(fam.samples)
+        if fam.type == "histogram" and fam.samples:
+            names = {s.name for s in fam.samples}
+            assert {fam.name + "_bucket", fam.name + "_sum", fam.name + "_count"} <= names, fam.name
+    assert samples == len(out), "prometheus_client read %d samples, the line parser %d" % (samples, len(out))
     return out
 
 
@@ -248,6 +267,10 @@ current-context: c
     check(op.find(lambda o: o.get("msg") == "slow reconcile finished") is not None, "D: the in-flight reconcile completed")
     check(op.find(lambda o: o.get("msg") == "shutdown complete") is not None, "D: shutdown complete logged")
     check(all(TOKEN not in ln for ln in op.records()), "C: the bearer token never appears in the debug log")
+    sec = op.find(lambda o: o.get("msg") == "logging a secret by mistake")
+    check(sec is not None and sec.get("obj") == "<redacted: holds a Secret>"
+          and sec.get("list") == "<redacted: holds a Secret>", f"C: Secret objects in luaop.log fields are redacted: {sec}")
+    check(all("U0VDUkVULURBVEEtOTk4Nw==" not in ln for ln in op.records()), "C: Secret data never appears in the log")
     kubectl(kc, "-n", "ops", "delete", "configmap", "slow2")
 
     # ---- E: grace period shorter than the reconcile: abandoned, exit 1
@@ -283,6 +306,26 @@ current-context: c
     check(time.monotonic() - t0 < 3, "F: at once")
     check(op.find(lambda o: o.get("msg") == "second signal during shutdown; exiting now") is not None,
           "F: logged")
+
+    kubectl(kc, "-n", "ops", "delete", "configmap", "slow9")
+
+    # ---- G: a stuck worker fails /healthz
+    op = Operator(kc, scripts, "--lua-jit", "--graceful-shutdown-timeout", "1s", timeout="1s")
+    wait_for("/readyz", 30, lambda: op.port("probes") and http(f"http://127.0.0.1:{op.port('probes')}/readyz")[0] == 200)
+    hp = op.port("probes")
+    check(http(f"http://127.0.0.1:{hp}/healthz")[0] == 200, "G: /healthz passes before")
+    check(kubectl(kc, "-n", "ops", "create", "configmap", "spin").returncode == 0, "G: spinning configmap created")
+    t0 = time.monotonic()
+    res = wait_for("/healthz to fail", 20, lambda: (lambda r: r if r[0] == 500 else None)(http(f"http://127.0.0.1:{hp}/healthz")))
+    took = time.monotonic() - t0
+    body = res[1] if res else ""
+    check(res is not None and "[-]workers failed: controller opstest" in body and "[+]event-loop ok" in body,
+          "G: /healthz fails on the stuck worker: " + body.replace("\n", " | "))
+    ran = re.search(r"has run ([0-9.]+)s", body)
+    check(ran is not None and float(ran.group(1)) >= 1.95, f"G: reported only past deadline + grace (after {took:.2f}s)")
+    op.proc.send_signal(signal.SIGTERM)
+    rc = op.proc.wait(timeout=30)
+    check(rc == 1, f"G: the stuck reconcile is abandoned at shutdown, exit 1 ({rc})")
 
 
 if __name__ == "__main__":

@@ -45,8 +45,8 @@ spec:
           x-kubernetes-preserve-unknown-fields: true
 """
 
-# A controller for Widgets that writes status.logic = LOGIC (plus observedGeneration, which
-# luaop.status.update sets). %(extra)s goes before the controller (e.g. an error at load),
+# A controller for Widgets that writes status.logic = LOGIC and status.n = spec.n (plus
+# observedGeneration, which luaop.status.update sets). %(extra)s goes before the controller (e.g. an error at load),
 # %(body)s into reconcile before the status write (e.g. raise on some objects).
 WIDGET_MAIN = """local op = require("luaop")
 local LOGIC = %(logic)s
@@ -62,7 +62,10 @@ op.controller {
       return nil, err
     end
 %(body)s
-    local _, serr = op.status.update(w, function(o) o.status.logic = LOGIC end)
+    local _, serr = op.status.update(w, function(o)
+      o.status.logic = LOGIC
+      o.status.n = (o.spec or {}).n
+    end)
     if serr then return nil, serr end
     return op.result.done()
   end,
@@ -112,10 +115,13 @@ class Check:
 class Dev:
     """One `luaop dev` process with its own local API server."""
 
-    def __init__(self, *args, crds=()):
+    def __init__(self, *args, crds=(), env=None, separate=False):
+        """separate=True: `luaop apiserver` and `luaop run` as two processes (so the operator's
+        memory is its own); self.proc is the operator either way."""
         self.tmp = tempfile.TemporaryDirectory(prefix="luaop-reload-")
         self.kc = os.path.join(self.tmp.name, "kubeconfig")
         self.env = dict(os.environ, KUBECONFIG=self.kc)
+        proc_env = dict(os.environ, **(env or {}))
         applies = []
         for i, crd in enumerate(crds):
             p = os.path.join(self.tmp.name, "crd%d.yaml" % i)
@@ -124,15 +130,31 @@ class Dev:
             applies += ["--apply", p]
         self.lines = []
         self.cv = threading.Condition()
-        self.proc = subprocess.Popen(
-            [LUAOP, "dev", "--kubeconfig-out", self.kc, "--metrics-bind-address", "127.0.0.1:0",
-             "--health-probe-bind-address", "127.0.0.1:0"] + applies + list(args),
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.apiserver = None
+        common = ["--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0"]
+        if separate:
+            self.apiserver = subprocess.Popen(
+                [LUAOP, "apiserver", "--listen", "127.0.0.1:0", "--kubeconfig-out", self.kc],
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            first = self.apiserver.stdout.readline()
+            m = re.search(r"listening on (http://127\.0\.0\.1:\d+)", first)
+            if not m:
+                raise AssertionError("luaop apiserver did not start: %r" % first)
+            self.api = m.group(1)
+            self.wait_for("the kubeconfig", 20, lambda: os.path.exists(self.kc))
+            for crd in applies[1::2]:
+                self.kubectl("apply", "-f", crd)
+            cmd = [LUAOP, "run", "--kubeconfig", self.kc] + common + list(args)
+        else:
+            cmd = [LUAOP, "dev", "--kubeconfig-out", self.kc] + common + applies + list(args)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     text=True, env=proc_env)
         threading.Thread(target=self._read, daemon=True).start()
         self.metrics_port = int(self.wait_log(r'http server listening.*port=(\d+) metrics=true', 20).group(1))
         self.probe_port = int(self.wait_log(r'http server listening.*port=(\d+) metrics=false probes=true', 20).group(1))
-        self.api = self.wait_log(r'url=(http://127\.0\.0\.1:\d+)', 20).group(1)
-        self.wait_for("the kubeconfig", 20, lambda: os.path.exists(self.kc))
+        if not separate:
+            self.api = self.wait_log(r'url=(http://127\.0\.0\.1:\d+)', 20).group(1)
+            self.wait_for("the kubeconfig", 20, lambda: os.path.exists(self.kc))
 
     def request(self, method, path, body=None, ctype="application/json"):
         """One request to the local API server; returns (status, decoded JSON or None)."""
@@ -213,7 +235,7 @@ class Dev:
             v = fn()
             if v:
                 return v
-            if self.proc.poll() is not None:
+            if getattr(self, "proc", None) and self.proc.poll() is not None:
                 self.dump()
                 raise AssertionError("luaop exited while waiting for " + what)
             if time.monotonic() >= deadline:
@@ -286,6 +308,13 @@ class Dev:
                 self.proc.kill()
                 self.proc.wait()
         rc = self.proc.returncode
+        if self.apiserver:
+            self.apiserver.send_signal(signal.SIGTERM)
+            try:
+                self.apiserver.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.apiserver.kill()
+                self.apiserver.wait()
         self.tmp.cleanup()
         return rc
 

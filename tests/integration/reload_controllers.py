@@ -6,11 +6,14 @@
      objects are reconciled (finalizer added, status written), the Widget controller keeps its
      queue and is not rebuilt;
   2. removing it -> "controller removed by reload; draining", "stopping informer", the metric
-     disappears, and no watch is left open: the process's TCP connections to the API server go
-     back to the count before the controller was added (no leftover watch stream);
+     disappears, the informer and worker threads end, and no watch is left open: after a
+     Gadget changes, no connection to the API server holds unread bytes (a leftover watch
+     stream would receive the event with nobody reading it);
   3. a Gadget deleted while no controller owns its finalizer stays (deletionTimestamp set,
      finalizer kept) — documented behaviour — and is finalized as soon as a reload brings the
-     controller back.
+     controller back;
+  4. a set naming a kind not served yet is rejected, and loads by itself (retried every 10 s)
+     once its CRD is applied.
 """
 import os
 import sys
@@ -160,6 +163,17 @@ try:
     dev.wait_for("g1 finalized once the controller is back", 20, lambda: gadget("g1") is None)
     ok(True, "the returning controller removes the finalizer; g1 is gone")
     ok(gadget("g0") is not None and gadget("g2") is not None, "the other Gadgets are untouched")
+
+    # 4. a controller for a kind whose CRD comes after the ConfigMap: rejected, then retried
+    gizmos = GADGETS.replace('"Gadget"', '"Gizmo"').replace('name = "gadgets"', 'name = "gizmos"')
+    t = time.monotonic()
+    dev.apply(configmap_json({"main.lua": widget_main("v5") + gizmos}))
+    dev.wait_log(r'script reload failed.*kind example\.com/v1 Gizmo is not served', 10, after=t)
+    ok(True, "a set naming an unserved kind is rejected")
+    dev.kubectl("apply", "-f", "-", input=CRD % {"plural": "gizmos", "kind": "Gizmo", "singular": "gizmo"})
+    dev.wait_log(r'msg="scripts reloaded"', 15, after=t)
+    dev.wait_for("w0 on v5", 10, all_widgets("v5"))
+    ok(True, "the same content is retried (every 10 s) and loads once the CRD is served")
 finally:
     rc = dev.stop()
 ok(rc == 0, "exit 0 on SIGTERM")

@@ -156,7 +156,9 @@ static void test_load_deadline(void)
     lop_err_t err;
     lop_vm_t *vm = e->vm_new(&s, &o, NULL, &err);
     T_CHECK(vm == NULL);
-    T_CHECK(strstr(err.message, "main.lua:2: script load deadline exceeded") != NULL);
+    /* The ticking clock may pass the deadline before the loop starts (line 1) or inside it (line 2). */
+    T_CHECK(strstr(err.message, "script load deadline exceeded") != NULL);
+    T_CHECK(strncmp(err.message, "main.lua:1:", 11) == 0 || strncmp(err.message, "main.lua:2:", 11) == 0);
 }
 
 static void test_jit_deadline_is_cooperative(void)
