@@ -973,6 +973,47 @@ class Runner:
                    "is the last one taken",
                    "goal: peak ≤ 1.2× steady (%s)" % ("met" if ratio_peak <= 1.2 else "missed")])
 
+    def json_callgrind(self, env, items):
+        """Instructions per byte under callgrind (BENCH_CALLGRIND=1): a run with N calls minus a
+        run with none, so luajit's start-up and the document set-up cancel out."""
+        if not shutil.which("valgrind"):
+            print("json-micro: valgrind not installed; callgrind counts skipped")
+            return
+        tmp = tempfile.mkdtemp(prefix="luaop-bench-cg.")
+        rows = []
+
+        def ir(doc, op, n):
+            out = os.path.join(tmp, "cg.out")
+            subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out,
+                            "luajit", "-joff", os.path.join(SRC, "json_micro.lua"), FIX, "count", doc, op,
+                            str(n), items], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           timeout=600, check=True)
+            with open(out) as f:
+                for line in f:
+                    if line.startswith("summary:") or line.startswith("totals:"):
+                        return int(line.split()[1])
+            raise BenchError("no callgrind summary")
+
+        try:
+            for doc, n in (("pod", 200), ("configmap", 1000), ("list", 2)):
+                row = [doc]
+                for op in ("luaop_decode", "cjson_decode", "luaop_encode", "cjson_encode"):
+                    base, full = ir(doc, op, 0), ir(doc, op, n)
+                    size = {"pod": 6244, "configmap": 951}.get(doc)
+                    if size is None:
+                        size = 6245 * int(items) + 80
+                    row.append((full - base) / n / size)
+                rows.append(row)
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired, BenchError) as e:
+            print("json-micro: callgrind failed: %s" % e)
+            return
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        self.emit("json-micro — callgrind instructions per byte (regression guard; luajit -joff)",
+                  table(["document", "luaop decode", "cjson decode", "luaop encode", "cjson encode"], rows),
+                  ["a run with N calls minus a run with none; document sizes as in the MB/s table "
+                   "(the list's size is approximate)"])
+
     def bench_json_micro(self):
         core = os.path.join(self.build, "lua", "luaop", "core.so")
         if not os.path.exists(core):
@@ -995,6 +1036,8 @@ class Runner:
                          "%.2f×" % (r["luaop_decode"] / r["cjson_decode"]), ja[0],
                          r["luaop_encode"], r["cjson_encode"],
                          "%.2f×" % (r["luaop_encode"] / r["cjson_encode"]), ja[1]])
+        if os.environ.get("BENCH_CALLGRIND") == "1":
+            self.json_callgrind(env, items)
         self.emit("json-micro — MB/s of JSON text (luajit, single thread; the list holds %s Pods)" % items,
                   table(["document", "bytes", "luaop decode", "cjson decode", "luaop ÷ cjson",
                          "jansson (C) load", "luaop encode", "cjson encode", "luaop ÷ cjson",
