@@ -604,6 +604,12 @@ class Runner:
             except BenchError as e:
                 self.failures.append(str(e))
                 res["luaop"] = None
+            try:
+                res["luaop, handler without the queue"] = run(
+                    [self.tool("luaop"), "watch", srv.kubeconfig, "v1", "ConfigMap", rv, str(m)],
+                    env=dict(os.environ, LOPBENCH_NO_QUEUE="1"))
+            except BenchError as e:
+                self.failures.append(str(e))
             if self.node_ok:
                 self.peer(res, "client-node", self.node, "watch", srv.kubeconfig, "configmaps", rv, str(m))
             if self.py_ok:

@@ -19,7 +19,9 @@
  *         relists (paged, RV unset). Time from the fault to the last relisted object reaching the
  *         handler; RSS when steady before, peak during (VmHWM reset through clear_refs), after.
  *
- * Client-side rate limiting is off (qps < 0), as in client-node. Output: one key=value line.
+ * Client-side rate limiting is off (qps < 0), as in client-node. LOPBENCH_NO_QUEUE=1 leaves the
+ * workqueue out of the handler (to split the informer's cost from the queue hand-off).
+ * Output: one key=value line.
  */
 #include "bench_util.h"
 
@@ -39,6 +41,7 @@
 #include <stdbool.h>
 
 static lop_workqueue_t *queue;
+static bool no_queue; /* LOPBENCH_NO_QUEUE=1: the handler only counts (isolates the informer) */
 static atomic_long adds, updates;
 static double chunk_arrival; /* set on the reflector's thread before its decoder runs */
 static float *lat_ms;
@@ -46,6 +49,7 @@ static long lat_cap;
 
 static void enqueue(lop_obj_t *o)
 {
+    if (no_queue) return;
     char key[512];
     lop_obj_key(o, key, sizeof key);
     lop_workqueue_add(queue, key);
@@ -190,6 +194,7 @@ int main(int argc, char **argv)
                         "       lopbench-luaop relist KUBECONFIG API_VERSION KIND SERVER_URL\n");
         return 2;
     }
+    no_queue = getenv("LOPBENCH_NO_QUEUE") && !strcmp(getenv("LOPBENCH_NO_QUEUE"), "1");
     lop_err_t err = {0};
     lop_kubeconfig_opts_t ko = {.path = argv[2], .no_incluster = true};
     lop_rest_config_t cfg = {0};
