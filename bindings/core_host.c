@@ -33,6 +33,17 @@ static lop_vm_t *api_vm(lua_State *L, const char *fname)
     return vm;
 }
 
+/* For calls that block on the API (requests, sleeps): a predicate or map function runs on an
+ * informer thread that must keep delivering events, so they are reconcile-only. */
+static lop_vm_t *api_vm_reconcile(lua_State *L, const char *fname)
+{
+    lop_vm_t *vm = api_vm(L, fname);
+    if (vm->phase == LOP_LUA_EVENT)
+        luaL_error(L, "core.%s may not be called from a predicate or map function (they run on "
+                      "the informer's thread); do it in reconcile", fname);
+    return vm;
+}
+
 static const char *opt_str(lua_State *L, int idx)
 {
     if (lua_isnoneornil(L, idx)) return NULL;
@@ -338,7 +349,7 @@ static int core_list(lua_State *L)
  * code, decoded_body on 2xx; nil, err otherwise. Not during load. */
 static int core_request(lua_State *L)
 {
-    lop_vm_t *vm = api_vm(L, "request");
+    lop_vm_t *vm = api_vm_reconcile(L, "request");
     static const char *const verbs[] = {"get", "list", "create", "update", "patch", "delete", NULL};
     int v = luaL_checkoption(L, 1, NULL, verbs);
     lop_api_request_t rq = {0};
@@ -369,7 +380,7 @@ static int core_request(lua_State *L)
 /* core.event(obj, type, reason, message) -> true | nil, err. Not during load. */
 static int core_event(lua_State *L)
 {
-    lop_vm_t *vm = api_vm(L, "event");
+    lop_vm_t *vm = api_vm_reconcile(L, "event");
     luaL_checktype(L, 1, LUA_TTABLE);
     static const char *const types[] = {"Normal", "Warning", NULL};
     int t = luaL_checkoption(L, 2, NULL, types);
@@ -392,7 +403,7 @@ static int core_event(lua_State *L)
  * but never past the call's deadline (then raises "<what> deadline exceeded"). Not during load. */
 static int core_sleep(lua_State *L)
 {
-    lop_vm_t *vm = api_vm(L, "sleep");
+    lop_vm_t *vm = api_vm_reconcile(L, "sleep");
     lua_Number secs = luaL_checknumber(L, 1);
     if (!(secs >= 0 && secs <= 60)) return luaL_argerror(L, 1, "seconds must be from 0 to 60");
     const lop_clock_t *c = vm->lvm.clock;

@@ -76,6 +76,40 @@ static int wait_signal(long ms)
     return wait_event(ms, NULL, 0);
 }
 
+/*
+ * Wait until the API server answers GET /version, retrying transport failures, 429 and 5xx with
+ * a capped exponential backoff (0.5 s doubling to 30 s) so an operator started before its API
+ * server keeps trying (readyz stays not ready) instead of exiting. Other errors (e.g. 401/403)
+ * return at once: loading the scripts then reports them. hb is beaten at least every 5 s (each
+ * attempt is limited to 5 s, waits are sliced), so /healthz does not call this a stalled loop.
+ * Returns the termination signal that arrived while waiting, or 0 once the server answered (or
+ * answered with a non-retryable error).
+ */
+static int wait_for_apiserver(lop_rest_client_t *rest, lop_health_heartbeat_t *hb)
+{
+    long delay_ms = 500;
+    for (;;) {
+        lop_health_heartbeat_beat(hb);
+        lop_err_t err;
+        lop_err_clear(&err);
+        lop_rest_resp_t resp = LOP_REST_RESP_INIT;
+        /* 5 s per attempt: a frozen server must not hold off SIGTERM for the default 120 s */
+        lop_rest_req_t req = {.method = "GET", .path = "/version", .timeout_ms = 5000};
+        lop_rc_t rc = lop_rest_request(rest, &req, &resp, &err);
+        lop_rest_resp_cleanup(&resp);
+        if (rc != LOP_EAGAIN && rc != LOP_ETIMEDOUT) return 0;
+        char wait[32];
+        snprintf(wait, sizeof wait, "%.1fs", (double)delay_ms / 1000.0);
+        lop_log(LOP_LOG_WARN, "API server not reachable, retrying", "error", err.message, "retry_in",
+                wait, NULL);
+        for (long left = delay_ms; left > 0; left -= 1000) {
+            lop_health_heartbeat_beat(hb);
+            int sig = wait_signal(left < 1000 ? left : 1000);
+            if (sig) return sig;
+        }
+        delay_ms = delay_ms * 2 > 30000 ? 30000 : delay_ms * 2;
+    }
+}
 
 /* ------------------------------------------------------------------ ops: metrics hooks, probes, shutdown */
 
@@ -395,6 +429,13 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
         goto out;
     }
     reloader = lop_script_reloader_new(source, m, metrics, health);
+    /* an API server that is not up yet: retry (readyz "scripts" reports not ready meanwhile) */
+    int early_sig = wait_for_apiserver(rest, &loop_hb);
+    if (early_sig) {
+        lop_log(LOP_LOG_INFO, "shutting down", "signal", strsignal(early_sig), NULL);
+        status = 0;
+        goto out;
+    }
     while (!lop_script_reloader_active(reloader)) {
         lop_health_heartbeat_beat(&loop_hb); /* waiting for a ConfigMap is not a stall */
         lop_rc_t rc = lop_script_reloader_tick(reloader, &err);

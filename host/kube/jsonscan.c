@@ -3,7 +3,8 @@
 
 #include <string.h>
 
-#define MAX_DEPTH 512
+/* Kubernetes' own JSON nesting limit (sigs.k8s.io/json): see watchdecoder.c. */
+#define MAX_DEPTH 10000
 
 static bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 

@@ -6,7 +6,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#define MAX_NEST 256
+/* Kubernetes' own JSON nesting limit (sigs.k8s.io/json): anything the API server stores must
+ * pass, so that one deep object fails only its reconcile (the Lua codec's limit), never the watch
+ * of its whole kind. */
+#define MAX_NEST 10000
 
 struct lop_watchdecoder {
     lop_doc_fn fn;

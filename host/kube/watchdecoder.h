@@ -6,7 +6,8 @@
  * It tracks strings, escapes and bracket nesting (brackets must match), skips whitespace between
  * documents, and accepts only objects at the top level. It does not validate the document's
  * inside (the consumer parses it). A document growing past max_doc bytes, a top-level byte that
- * cannot start an object, mismatched brackets or nesting deeper than 256 are errors: the decoder
+ * cannot start an object, mismatched brackets or nesting deeper than 10000
+ * (the API server's own limit) are errors: the decoder
  * then stays failed until lop_watchdecoder_reset.
  *
  * Ownership: the document passed to the callback is borrowed for the call. Thread-safety: none;

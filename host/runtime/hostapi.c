@@ -21,16 +21,67 @@
 
 #define RYW_TIMEOUT_NS (5 * LOP_NS_PER_S)
 
-static void ryw_notify(void *ud)
+/* A write in flight: registered before the request is sent, so every informer event for its
+ * namespace/name from then on is noted. The cache keeps only the latest state: when another
+ * writer changes the object right after ours, the cache goes past our resourceVersion without
+ * ever holding it at a moment we look; the noted resourceVersions show it was delivered. */
+#define RYW_SEEN 16
+typedef struct ryw_waiter {
+    const char *ns, *name;      /* borrowed for the write; ns NULL = any (cluster-scoped) */
+    char seen[RYW_SEEN][32];    /* resourceVersions delivered for ns/name since registration */
+    int nseen;
+    bool deleted;               /* a delete of ns/name was delivered */
+    struct ryw_waiter *next;
+} ryw_waiter_t;
+
+static void ryw_note(void *ud, const lop_obj_t *o, bool deleted)
 {
     lop_manager_t *m = ud;
     pthread_mutex_lock(&m->ryw_mu);
+    for (ryw_waiter_t *w = m->ryw_waiters; o && w; w = w->next) {
+        if (strcmp(w->name, o->name) != 0 || (w->ns && strcmp(w->ns, o->namespace_) != 0)) continue;
+        if (deleted) w->deleted = true;
+        else if (w->nseen < RYW_SEEN && strlen(o->rv) < sizeof w->seen[0])
+            strcpy(w->seen[w->nseen++], o->rv);
+    }
     pthread_cond_broadcast(&m->ryw_cond);
     pthread_mutex_unlock(&m->ryw_mu);
 }
-static void ryw_add(void *ud, lop_obj_t *o) { (void)o; ryw_notify(ud); }
-static void ryw_update(void *ud, lop_obj_t *o, lop_obj_t *n) { (void)o; (void)n; ryw_notify(ud); }
-static void ryw_delete(void *ud, lop_obj_t *o, bool t) { (void)o; (void)t; ryw_notify(ud); }
+static void ryw_add(void *ud, lop_obj_t *o) { ryw_note(ud, o, false); }
+static void ryw_update(void *ud, lop_obj_t *o, lop_obj_t *n) { (void)o; ryw_note(ud, n, false); }
+static void ryw_delete(void *ud, lop_obj_t *o, bool t) { (void)t; ryw_note(ud, o, true); }
+
+static void ryw_register(lop_manager_t *m, ryw_waiter_t *w, const char *ns, const char *name)
+{
+    memset(w, 0, sizeof *w);
+    w->ns = ns;
+    w->name = name;
+    pthread_mutex_lock(&m->ryw_mu);
+    w->next = m->ryw_waiters;
+    m->ryw_waiters = w;
+    pthread_mutex_unlock(&m->ryw_mu);
+}
+
+static void ryw_unregister(lop_manager_t *m, ryw_waiter_t *w)
+{
+    pthread_mutex_lock(&m->ryw_mu);
+    for (ryw_waiter_t **p = &m->ryw_waiters; *p; p = &(*p)->next)
+        if (*p == w) {
+            *p = w->next;
+            break;
+        }
+    pthread_mutex_unlock(&m->ryw_mu);
+}
+
+/* Caller holds ryw_mu. */
+static bool ryw_seen(const ryw_waiter_t *w, const char *rv, bool deleted)
+{
+    if (!w) return false;
+    if (deleted) return w->deleted;
+    for (int i = 0; i < w->nseen; i++)
+        if (strcmp(w->seen[i], rv) == 0) return true;
+    return false;
+}
 const lop_reflector_handlers_t lop_ryw_handlers = {ryw_add, ryw_update, ryw_delete, NULL};
 
 /* The informer that caches every object of this kind in ns (NULL if none). Caller holds m->mu. */
@@ -128,9 +179,10 @@ static void host_release(void *ud, lop_blob_t *b)
     b->len = 0;
 }
 
-/* Wait until the cache of this kind shows rv for key (or, for a delete, no longer has key). */
+/* Wait until the cache of this kind shows rv for key (or, for a delete, no longer has key), or
+ * the informer delivered it (w, may be NULL) even if a later change has replaced it since. */
 static void wait_for_cache(lop_manager_t *m, const lop_rest_mapping_t *mp, const char *ns,
-                           const char *name, const char *rv, bool deleted)
+                           const char *name, const char *rv, bool deleted, const ryw_waiter_t *w)
 {
     char key[600];
     cache_key(key, sizeof key, mp, ns, name);
@@ -146,7 +198,7 @@ static void wait_for_cache(lop_manager_t *m, const lop_rest_mapping_t *mp, const
             lop_obj_unref(o);
         }
         pthread_mutex_unlock(&m->mu);
-        if (done) break;
+        if (done || ryw_seen(w, rv, deleted)) break;
         if (lop_clock_wait_until(m->clock, &m->ryw_cond, &m->ryw_mu, deadline)) {
             lop_log(LOP_LOG_DEBUG, "cache did not catch up with a write in time", "key", key, NULL);
             break;
@@ -224,6 +276,19 @@ static lop_rc_t host_request(void *ud, const lop_api_request_t *req, lop_api_res
     lop_rest_resp_t r = LOP_REST_RESP_INIT;
     lop_rest_mapping_t mp;
     memset(&mp, 0, sizeof mp);
+    ryw_waiter_t waiter, *w = NULL;
+    char *created = NULL; /* a create names its object in the body */
+    if (strcmp(verb, "create") == 0 && !(req->name && *req->name) && req->body) {
+        json_t *b = json_loadb(req->body, req->body_len, 0, NULL);
+        const char *n = json_string_value(json_object_get(json_object_get(b, "metadata"), "name"));
+        if (n && *n) created = lop_xstrdup(n);
+        json_decref(b);
+    }
+    const char *wname = created ? created : req->name;
+    if (is_write(verb) && wname && *wname) {
+        w = &waiter;
+        ryw_register(m, w, oreq.ns, wname);
+    }
     lop_rc_t rc = lop_rest_object(m->cfg.rest, m->cfg.mapper, &oreq, &r, &mp, err);
     resp->code = r.code;
     resp->len = r.body.len;
@@ -242,9 +307,13 @@ static lop_rc_t host_request(void *ud, const lop_api_request_t *req, lop_api_res
         if (!deleted && !is_status && removed_last_finalizer(&mp, meta)) deleted = true;
         if (!name || is_status) name = req->name;
         const char *ns = mp.namespaced ? oreq.ns : NULL;
-        if (name && (rv || deleted)) wait_for_cache(m, &mp, ns, name, rv ? rv : "", deleted);
+        if (name && (rv || deleted))
+            wait_for_cache(m, &mp, ns, name, rv ? rv : "", deleted,
+                           w && strcmp(name, wname) == 0 ? w : NULL);
         json_decref(obj);
     }
+    if (w) ryw_unregister(m, w);
+    free(created);
     return rc;
 }
 

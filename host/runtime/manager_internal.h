@@ -77,6 +77,7 @@ struct lop_manager {
     plan_t plan;        /* filled by the install validator */
     pthread_mutex_t ryw_mu; /* read-your-writes: informer events broadcast ryw_cond */
     pthread_cond_t ryw_cond;
+    struct ryw_waiter *ryw_waiters; /* writes in flight (hostapi.c), guarded by ryw_mu */
     bool started;
     size_t abandoned; /* reconciles a bounded stop left running (owner thread) */
     lop_manager_stats_t stats;

@@ -65,6 +65,9 @@ void lop_recorder_free(lop_recorder_t *r)
     free(r);
 }
 
+static lop_rc_t record(lop_recorder_t *r, const char *obj_json, size_t len, const char *type,
+                       const char *reason, const char *message, lop_err_t *err);
+
 static uint32_t hash(const char *s)
 {
     uint32_t h = 2166136261u;
@@ -97,7 +100,29 @@ static bool take_token(lop_recorder_t *r, const char *uid, int64_t now)
 }
 
 lop_rc_t lop_recorder_record(lop_recorder_t *r, const char *obj_json, size_t len, const char *type,
-                             const char *reason, const char *message, lop_err_t *err)
+                             const char *reason, const char *message_in, lop_err_t *err)
+{
+    /* Messages come from scripts: make them valid UTF-8 (jansson refuses anything else) and
+     * keep them within the 1024 bytes the API allows, cut on a character boundary. */
+    lop_buf_t msgbuf = LOP_BUF_INIT, reasonbuf = LOP_BUF_INIT;
+    lop_buf_utf8(&msgbuf, message_in, strlen(message_in));
+    lop_buf_utf8(&reasonbuf, reason, strlen(reason));
+    if (msgbuf.len > 1024) {
+        size_t cut = 1021;
+        while (cut > 0 && ((unsigned char)msgbuf.data[cut] & 0xC0) == 0x80) cut--;
+        msgbuf.len = cut;
+        lop_buf_append(&msgbuf, "...", 3);
+    }
+    const char *message = msgbuf.data ? msgbuf.data : "";
+    reason = reasonbuf.data ? reasonbuf.data : "";
+    lop_rc_t out = record(r, obj_json, len, type, reason, message, err);
+    lop_buf_free(&msgbuf);
+    lop_buf_free(&reasonbuf);
+    return out;
+}
+
+static lop_rc_t record(lop_recorder_t *r, const char *obj_json, size_t len, const char *type,
+                       const char *reason, const char *message, lop_err_t *err)
 {
     json_error_t jerr;
     json_t *obj = json_loadb(obj_json, len, 0, &jerr);
@@ -157,7 +182,12 @@ lop_rc_t lop_recorder_record(lop_recorder_t *r, const char *obj_json, size_t len
     if (repeat) {
         json_t *patch = json_pack("{s:I,s:s,s:s}", "count", (json_int_t)count, "lastTimestamp", ts,
                                   "message", message);
-        char *body = json_dumps(patch, JSON_COMPACT);
+        char *body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
+        if (!body) {
+            json_decref(patch);
+            rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "event: cannot encode the patch");
+            goto out;
+        }
         lop_buf_printf(&path, "/api/v1/namespaces/%s/events/%s", ev_ns, name);
         rc = lop_rest_do(r->rest, "PATCH", path.data, "application/merge-patch+json", body,
                          strlen(body), NULL, err);
@@ -176,6 +206,10 @@ lop_rc_t lop_recorder_record(lop_recorder_t *r, const char *obj_json, size_t len
             "source", "component", r->component, "host", r->host, "firstTimestamp", first,
             "lastTimestamp", ts, "count", (json_int_t)count, "reportingComponent", r->component,
             "reportingInstance", r->host);
+        if (!ev) {
+            rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "event: the involved object's metadata is not valid UTF-8");
+            goto out;
+        }
         if (!*obj_ns) json_object_del(json_object_get(ev, "involvedObject"), "namespace");
         char *body = json_dumps(ev, JSON_COMPACT);
         lop_buf_printf(&path, "/api/v1/namespaces/%s/events", ev_ns);

@@ -31,6 +31,8 @@ void lop_buf_printf(lop_buf_t *b, const char *fmt, ...) __attribute__((format(pr
 void lop_buf_vprintf(lop_buf_t *b, const char *fmt, va_list ap);
 /* Append s as a JSON string literal, quotes included, escaping as RFC 8259 requires. */
 void lop_buf_json_str(lop_buf_t *b, const char *s, size_t n);
+/* Append s with every invalid UTF-8 sequence replaced by U+FFFD (so JSON encoders accept it). */
+void lop_buf_utf8(lop_buf_t *b, const char *s, size_t n);
 /* Remove the first n bytes (n <= len). */
 void lop_buf_consume(lop_buf_t *b, size_t n);
 /* Return data (never NULL: "" when empty) and reset b to empty; the caller frees the result. */

@@ -68,7 +68,13 @@ function _M.set(obj, cond)
   end
   local message = cond.message or ""
   if type(message) ~= "string" then error("luaop.conditions.set: message must be a string", 2) end
-  if #message > 32768 then message = message:sub(1, 32768) end
+  if #message > 32768 then
+    local cut = 32768
+    while cut > 0 and message:byte(cut + 1) and message:byte(cut + 1) >= 0x80 and message:byte(cut + 1) < 0xC0 do
+      cut = cut - 1 -- never split a UTF-8 sequence
+    end
+    message = message:sub(1, cut)
+  end
   local og = cond.observed_generation or cond.observedGeneration
   if og == nil and type(obj) == "table" and type(obj.metadata) == "table" then og = obj.metadata.generation end
 

@@ -35,7 +35,13 @@ function _M.record(obj, etype, reason, message)
     error("luaop.events.record: reason must be UpperCamelCase (<= 128 chars), e.g. \"Created\"", 2)
   end
   if type(message) ~= "string" then error("luaop.events.record: message must be a string", 2) end
-  if #message > 1024 then message = message:sub(1, 1021) .. "..." end
+  if #message > 1024 then
+    local cut = 1021
+    while cut > 0 and message:byte(cut + 1) and message:byte(cut + 1) >= 0x80 and message:byte(cut + 1) < 0xC0 do
+      cut = cut - 1 -- never split a UTF-8 sequence
+    end
+    message = message:sub(1, cut) .. "..."
+  end
   return require("luaop.backend").current().event(obj, etype, reason, message)
 end
 

@@ -11,13 +11,18 @@ reconcile. 4 client threads (one keep-alive connection each) send 100 merge patc
   - no key was reconciled by two workers at once: in the log (one line per write, in the order
     they happened) no `begin K` follows another `begin K` without an `end K` between them —
     while several distinct keys were in flight at once (the 4 workers were really used);
-  - no reconcile failed, and the operator exits 0 on SIGTERM.
+  - no reconcile failed; no write waited out the 5 s read-your-writes timeout although the
+    test keeps changing the objects the reconciler just wrote; the workqueue ends empty
+    (workqueue_depth 0, no active worker) and controller_runtime_reconcile_total{result="success"} equals the reconciles in the log; the
+    informer cache holds exactly 100 Counters (luaop_informer_objects: no duplicate, none lost);
+    the operator exits 0 on SIGTERM.
 """
 import json
 import os
 import sys
 import threading
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.environ["LUAOP_SRC"], "tests", "integration", "fixtures"))
 import opharness as h  # noqa: E402
@@ -46,8 +51,10 @@ def body():
         api.ok("POST", CR, {"apiVersion": "test.luaop.dev/v1", "kind": "Counter",
                             "metadata": {"name": n}, "spec": {"value": 0}})
 
+    mport = h.free_port()
     op = h.start_operator("operator", os.path.join(h.FIXTURES, "burst"), kc,
-                          ["--kube-api-qps", "200", "--kube-api-burst", "400"])
+                          ["--metrics-bind-address", f"127.0.0.1:{mport}",
+                           "--kube-api-qps", "200", "--kube-api-burst", "400", "--log-level", "debug"])
     live = [srv, op]
 
     def status_of(n):
@@ -93,6 +100,24 @@ def body():
     h.check(True, "every Counter ends with observedValue 100 at its latest generation")
 
     h.check(not op.oplog.find(msg="reconciler error"), "no reconcile failed")
+    # read-your-writes: a status write followed at once by the test's next spec update must not
+    # leave the worker waiting for a resourceVersion the cache has already gone past
+    stalls = op.oplog.find(msg="cache did not catch up with a write in time")
+    h.check(not stalls, f"no write waited out the read-your-writes timeout ({len(stalls)} did)")
+
+    def metric(name, labels):
+        with urllib.request.urlopen(f"http://127.0.0.1:{mport}/metrics", timeout=5) as r:
+            for line in r.read().decode().splitlines():
+                if line.startswith(name + "{") and line.split("}")[0].endswith(labels):
+                    return float(line.split()[-1])
+        return None
+    h.wait_for("an empty workqueue and idle workers", 20,
+               lambda: metric("workqueue_depth", 'name="burst"') == 0 and
+               metric("controller_runtime_active_workers", 'controller="burst"') == 0, live)
+    h.check(True, "the workqueue ends empty, no worker busy")
+    cached = metric("luaop_informer_objects", "counters" + '"')
+    h.check(cached == N_OBJ, f"the informer cache holds exactly {N_OBJ} Counters ({cached})")
+    successes = metric("controller_runtime_reconcile_total", 'controller="burst",result="success"')
 
     # stop first: a reconcile may still be running after its status write became visible
     h.stop(op, 0)
@@ -120,7 +145,8 @@ def body():
                 longest = max(longest, (d, k))
     print(f"   {begins} reconciles, at most {max_par} keys in flight at once, longest "
           f"{longest[0]:.3f}s ({longest[1]})", file=sys.stderr)
-    h.check(begins >= N_OBJ * 2, f"the log holds every reconcile ({begins} begins)")
+    h.check(begins >= N_OBJ * 2 and begins == successes,
+            f"the log holds every reconcile ({begins} begins, {successes} successes counted)")
     h.check(not overlaps, f"no key reconciled by two workers at once (overlaps: {overlaps[:5]})")
     h.check(bad == 0 and not inflight, f"every begin has its end (unmatched ends {bad}, open {sorted(inflight)[:5]})")
     h.check(max_par >= 2, f"several keys were reconciled concurrently (max {max_par})")

@@ -85,8 +85,27 @@ static void test_base64_both_alphabets_round_trip(void)
     T_CHECK(lop_base64_decode("Z", NULL) == NULL);
 }
 
+static void test_utf8_sanitize_replaces_invalid_sequences(void)
+{
+    static const struct { const char *in; size_t n; const char *out; } cases[] = {
+        {"plain", 5, "plain"},
+        {"caf\xc3\xa9", 5, "caf\xc3\xa9"},           /* valid 2-byte */
+        {"cut \xc3", 5, "cut \xef\xbf\xbd"},            /* truncated sequence */
+        {"\xed\xa0\x80", 3, "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"}, /* surrogate */
+        {"\xc0\xaf", 2, "\xef\xbf\xbd\xef\xbf\xbd"},      /* overlong */
+        {"\xf0\x9f\x98\x80!", 5, "\xf0\x9f\x98\x80!"}, /* 4-byte emoji */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        lop_buf_t b = LOP_BUF_INIT;
+        lop_buf_utf8(&b, cases[i].in, cases[i].n);
+        T_EQ_STR(b.data ? b.data : "", cases[i].out);
+        lop_buf_free(&b);
+    }
+}
+
 int main(void)
 {
+    T_RUN(test_utf8_sanitize_replaces_invalid_sequences);
     T_RUN(test_base64_both_alphabets_round_trip);
     T_RUN(test_microtime_has_six_digits);
     T_RUN(test_microtime_strict_parse);

@@ -122,14 +122,14 @@ static void test_deep_nesting_is_an_error(void)
 {
     sink_t s = {0};
     lop_watchdecoder_t *d = lop_watchdecoder_new(0, collect, &s);
-    char *deep = malloc(1000);
+    char *deep = malloc(10100);
     deep[0] = '{';
     deep[1] = '"';
     deep[2] = 'a';
     deep[3] = '"';
     deep[4] = ':';
-    memset(deep + 5, '[', 400);
-    T_EQ_INT(lop_watchdecoder_feed(d, deep, 405, NULL), LOP_EINVAL);
+    memset(deep + 5, '[', 10000);
+    T_EQ_INT(lop_watchdecoder_feed(d, deep, 10005, NULL), LOP_EINVAL);
     free(deep);
     lop_watchdecoder_free(d);
 }
