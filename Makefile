@@ -37,6 +37,10 @@ demo: build
 bench: build
 	./bench/run.sh $(BUILD)
 
+# The suite at tiny sizes, no npm install, nothing appended to bench/results/ (what CTest runs).
+bench-smoke: build
+	BENCH_SCALE=0.01 BENCH_PEER_INSTALL=0 BENCH_RESULTS=0 ./bench/run.sh $(BUILD)
+
 asan:
 	$(MAKE) test BUILD=build-asan CMAKEFLAGS=-DLUAOP_SANITIZE=address
 tsan:

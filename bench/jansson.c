@@ -2,8 +2,8 @@
  * jansson.c — lopbench-jansson: MB/s of the project's C JSON library (jansson: json_loadb and
  * json_dumpb, compact) on the json-micro documents, the floor under the host's metadata parse.
  *
- *   lopbench-jansson FIXTURES_DIR SECONDS
- * Documents: a Pod, a ConfigMap, and a list of 1,000 Pods, built from the fixture templates the
+ *   lopbench-jansson FIXTURES_DIR SECONDS [LIST_ITEMS]
+ * Documents: a Pod, a ConfigMap, and a list of Pods (1,000 by default), built from the fixture templates the
  * same way bench/json_micro.lua builds them. Output: one key=value line (<doc>_decode=MB/s ...).
  */
 #include "bench_util.h"
@@ -65,16 +65,17 @@ static void measure(const char *name, const char *doc, double secs)
 
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: lopbench-jansson FIXTURES_DIR SECONDS\n");
+    if (argc != 3 && argc != 4) {
+        fprintf(stderr, "usage: lopbench-jansson FIXTURES_DIR SECONDS [LIST_ITEMS]\n");
         return 2;
     }
     double secs = atof(argv[2]);
+    int nitems = argc == 4 ? atoi(argv[3]) : 1000;
     char *pod = fixture(argv[1], "pod.json"), *cm = fixture(argv[1], "configmap.json");
     bu_buf_t list = {0};
     const char *head = "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"1\"},\"items\":[";
     bu_buf_add(&list, head, strlen(head));
-    for (int i = 0; i < 1000; i++) {
+    for (int i = 0; i < nitems; i++) {
         if (i) bu_buf_add(&list, ",", 1);
         bu_buf_add(&list, pod, strlen(pod));
     }

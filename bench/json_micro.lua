@@ -1,12 +1,17 @@
 -- json_micro.lua — MB/s of luaop's Lua codec (build/lua/luaop/core.so) next to Debian's
--- lua-cjson on a Pod, a ConfigMap and a list of 1,000 Pods (the fixtures of bench/fixtures/).
---   luajit bench/json_micro.lua FIXTURES_DIR SECONDS      (LUA_CPATH must find luaop.core, cjson)
+-- lua-cjson on a Pod, a ConfigMap and a list of Pods (1,000 by default) (the fixtures of bench/fixtures/).
+--   luajit bench/json_micro.lua FIXTURES_DIR SECONDS [LIST_ITEMS]   (LUA_CPATH must find luaop.core, cjson)
 -- Prints one line per document: doc=... bytes=... luaop_decode=MB/s cjson_decode=... luaop_encode=... cjson_encode=...
 -- Encode rates count the bytes each encoder produced.
 local core = require("luaop.core")
 local cjson = require("cjson")
 
-local dir, secs = arg[1], tonumber(arg[2] or "0.5")
+-- Count mode, for callgrind (bench.py subtracts a run with N = 0):
+--   luajit bench/json_micro.lua FIXTURES_DIR count DOC OP N LIST_ITEMS
+--   DOC: pod|configmap|list; OP: luaop_decode|cjson_decode|luaop_encode|cjson_encode
+local dir, secs, nitems = arg[1], tonumber(arg[2] or "0.5"), tonumber(arg[3] or "1000")
+local count_mode = arg[2] == "count"
+if count_mode then nitems = tonumber(arg[6] or "1000") end
 
 local function fixture(name)
   local f = assert(io.open(dir .. "/" .. name, "rb"))
@@ -17,13 +22,31 @@ end
 
 local pod = fixture("pod.json")
 local items = {}
-for i = 1, 1000 do items[i] = pod end
+for i = 1, nitems do items[i] = pod end
 local docs = {
   { "pod", pod },
   { "configmap", fixture("configmap.json") },
   { "list", '{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":['
             .. table.concat(items, ",") .. "]}" },
 }
+
+if count_mode then
+  local docname, op, n = arg[3], arg[4], tonumber(arg[5])
+  local s
+  for _, d in ipairs(docs) do if d[1] == docname then s = d[2] end end
+  assert(s, "unknown document " .. tostring(docname))
+  local lv, cv = core.json.decode(s), cjson.decode(s)
+  local f = ({
+    luaop_decode = function() return core.json.decode(s) end,
+    cjson_decode = function() return cjson.decode(s) end,
+    luaop_encode = function() return core.json.encode(lv) end,
+    cjson_encode = function() return cjson.encode(cv) end,
+  })[op]
+  assert(f, "unknown op " .. tostring(op))
+  for _ = 1, n do f() end
+  print(string.format("doc=%s op=%s n=%d bytes=%d", docname, op, n, #s))
+  return
+end
 
 local clock = os.clock
 -- Run f repeatedly for about secs of CPU time; return MB/s for `bytes` per call.

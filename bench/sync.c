@@ -13,7 +13,15 @@
  *         can send them; time from the watch request to the M-th handler call, and the latency
  *         from a chunk's arrival to the enqueue of each event decoded from it (p50/p99)
  *
- * Client-side rate limiting is off (qps < 0), as in client-node. Output: one key=value line.
+ *   relist KUBECONFIG API_VERSION KIND SERVER_URL
+ *         sync, then make the server compact its history and end every watch (fault API: the
+ *         server must run with --enable-fault-control): the reflector re-watches, gets 410 and
+ *         relists (paged, RV unset). Time from the fault to the last relisted object reaching the
+ *         handler; RSS when steady before, peak during (VmHWM reset through clear_refs), after.
+ *
+ * Client-side rate limiting is off (qps < 0), as in client-node. LOPBENCH_NO_QUEUE=1 leaves the
+ * workqueue out of the handler (to split the informer's cost from the queue hand-off).
+ * Output: one key=value line.
  */
 #include "bench_util.h"
 
@@ -25,6 +33,7 @@
 #include "host/kube/workqueue.h"
 #include "host/util/log.h"
 
+#include <curl/curl.h>
 #include <jansson.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -32,6 +41,7 @@
 #include <stdbool.h>
 
 static lop_workqueue_t *queue;
+static bool no_queue; /* LOPBENCH_NO_QUEUE=1: the handler only counts (isolates the informer) */
 static atomic_long adds, updates;
 static double chunk_arrival; /* set on the reflector's thread before its decoder runs */
 static float *lat_ms;
@@ -39,6 +49,7 @@ static long lat_cap;
 
 static void enqueue(lop_obj_t *o)
 {
+    if (no_queue) return;
     char key[512];
     lop_obj_key(o, key, sizeof key);
     lop_workqueue_add(queue, key);
@@ -126,6 +137,41 @@ static void w_free(void *ud)
     lop_rest_listwatch_free(w->inner);
 }
 
+/* POST body (JSON) to SERVER_URL + path; 0 on a 2xx. */
+static int post(const char *base, const char *path, const char *body)
+{
+    char url[1024];
+    snprintf(url, sizeof url, "%s%s", base, path);
+    CURL *h = curl_easy_init();
+    size_t ignored = 0;
+    struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, bu_curl_count);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &ignored);
+    CURLcode rc = curl_easy_perform(h);
+    long code = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+    curl_easy_cleanup(h);
+    curl_slist_free_all(hdr);
+    if (rc != CURLE_OK || code < 200 || code > 299) {
+        fprintf(stderr, "luaop: POST %s -> %ld %s\n", url, code, curl_easy_strerror(rc));
+        return -1;
+    }
+    return 0;
+}
+
+/* Reset VmHWM to the current RSS (Linux: "5" to clear_refs). */
+static void reset_peak(void)
+{
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (f) {
+        fputs("5", f);
+        fclose(f);
+    }
+}
+
 static int cmp_f(const void *x, const void *y)
 {
     float a = *(const float *)x, b = *(const float *)y;
@@ -141,11 +187,14 @@ static void sleep_ms(long ms)
 int main(int argc, char **argv)
 {
     bool watch_mode = argc == 7 && !strcmp(argv[1], "watch");
-    if (!(argc == 6 && !strcmp(argv[1], "sync")) && !watch_mode) {
+    bool relist_mode = argc == 6 && !strcmp(argv[1], "relist");
+    if (!(argc == 6 && !strcmp(argv[1], "sync")) && !watch_mode && !relist_mode) {
         fprintf(stderr, "usage: lopbench-luaop sync KUBECONFIG API_VERSION KIND strip|keep\n"
-                        "       lopbench-luaop watch KUBECONFIG API_VERSION KIND FROM_RV M\n");
+                        "       lopbench-luaop watch KUBECONFIG API_VERSION KIND FROM_RV M\n"
+                        "       lopbench-luaop relist KUBECONFIG API_VERSION KIND SERVER_URL\n");
         return 2;
     }
+    no_queue = getenv("LOPBENCH_NO_QUEUE") && !strcmp(getenv("LOPBENCH_NO_QUEUE"), "1");
     lop_err_t err = {0};
     lop_kubeconfig_opts_t ko = {.path = argv[2], .no_incluster = true};
     lop_rest_config_t cfg = {0};
@@ -176,7 +225,7 @@ int main(int argc, char **argv)
         .lw = &lw,
         .store = store,
         .handlers = {on_add, on_update, NULL, NULL},
-        .obj_flags = !watch_mode && !strcmp(argv[5], "keep") ? LOP_OBJ_KEEP_MANAGED_FIELDS : 0,
+        .obj_flags = !watch_mode && !relist_mode && !strcmp(argv[5], "keep") ? LOP_OBJ_KEEP_MANAGED_FIELDS : 0,
         .idle_timeout_ms = -1,
     };
     malloc_trim(0);
@@ -186,7 +235,46 @@ int main(int argc, char **argv)
     double t0 = bu_now(), c0 = bu_cpu();
     if (lop_reflector_start(r, &err) != LOP_OK) goto fail;
     double deadline = t0 + 600;
-    if (!watch_mode) {
+    if (relist_mode) {
+        while (!lop_reflector_has_synced(r) && bu_now() < deadline) sleep_ms(1);
+        lop_store_stats_t st;
+        lop_store_stats(store, &st);
+        /* wait for the watch to be established before the fault */
+        lop_reflector_stats_t rs;
+        do {
+            sleep_ms(5);
+            lop_reflector_stats(r, &rs);
+        } while (rs.watches == 0 && bu_now() < deadline);
+        sleep_ms(100);
+        malloc_trim(0);
+        long steady = bu_status_kb("VmRSS");
+        reset_peak();
+        long base_updates = atomic_load(&updates);
+        double tf = bu_now();
+        /* Make the reflector's resume point stale: hold its watch, write one object it will not
+         * see, drop the history, end the watch, let new watches flow. Its re-watch gets 410. */
+        if (post(argv[5], "/luaop-fault/stall?on=true", "") ||
+            post(argv[5], "/api/v1/namespaces/default/configmaps",
+                 "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"bench-relist\"}}") ||
+            post(argv[5], "/luaop-fault/compact", "") || post(argv[5], "/luaop-fault/close-watches", "") ||
+            post(argv[5], "/luaop-fault/stall?on=false", ""))
+            return 1;
+        while (atomic_load(&updates) - base_updates < (long)st.count && bu_now() < deadline) sleep_ms(1);
+        double dt = bu_now() - tf;
+        long peak = bu_status_kb("VmHWM");
+        malloc_trim(0);
+        long after = bu_status_kb("VmRSS");
+        lop_reflector_stats(r, &rs);
+        if (atomic_load(&updates) - base_updates < (long)st.count) {
+            fprintf(stderr, "luaop: relist not delivered after 600 s\n");
+            return 1;
+        }
+        printf("objects=%zu recover_s=%.4f steady_kb=%ld peak_kb=%ld after_kb=%ld relists_410=%llu "
+               "lists=%llu list_pages=%llu backoff_ms=%.1f\n",
+               st.count, dt, steady, peak, after, (unsigned long long)rs.relists_410,
+               (unsigned long long)rs.lists, (unsigned long long)rs.list_pages,
+               rs.last_backoff_ns / 1e6);
+    } else if (!watch_mode) {
         while (!lop_reflector_has_synced(r) && bu_now() < deadline) sleep_ms(1);
         double dt = bu_now() - t0, cpu = bu_cpu() - c0;
         if (!lop_reflector_has_synced(r)) {

@@ -16,19 +16,32 @@ fail() { echo "FAIL: $*" >&2; echo "---- bench output ----" >&2; cat "$out" >&2;
 
 # Every benchmark printed its table.
 for title in "### apiserver" "### sync — LIST+WATCH of" "### sync — LIST+WATCH of .* custom resources" \
-             "### cache-rss" "### watch-ingest" "### json-micro"; do
+             "### cache-rss" "### watch-ingest" "### reconcile-noop" "### startup-idle" "### hot-reload" "### leader-failover" "### write-path" "### lazy-decode" "### relist-peak" "### json-micro"; do
   grep -q "^$title" "$out" || fail "no table for \"$title\""
 done
-# The luaop rows carry numbers: sync (pods and custom resources) and watch-ingest, then cache-rss.
+# The luaop rows carry numbers: sync (pods and custom resources), watch-ingest, relist-peak;
+# then cache-rss.
 num='[0-9][0-9.,]*'
-[ "$(grep -cE "^\| luaop \| $num \| $num \| $num \| $num \|" "$out")" -eq 3 ] ||
-  fail "expected 3 luaop rows with figures (sync pods, sync custom resources, watch-ingest)"
+[ "$(grep -cE "^\| luaop \| $num \| $num \| $num \| $num \|" "$out")" -eq 4 ] ||
+  fail "expected 4 luaop rows with figures (sync pods, sync custom resources, watch-ingest, relist-peak)"
 grep -qE "^\| luaop, managedFields stripped \(default\) \| $num \|" "$out" || fail "no luaop cache-rss row"
 grep -qE "^\| ceiling \(C\) \| $num \|" "$out" || fail "no ceiling rows"
 for doc in pod configmap list; do
   grep -qE "^\| $doc \| $num \| $num \| $num \|" "$out" || fail "no json-micro row for $doc"
 done
 grep -qE "LIST $num ConfigMaps .* \| $num ms \|" "$out" || fail "no apiserver LIST figure"
+# The operator benchmarks ran `luaop run` (1 and 2 workers, JIT on) and timed its start.
+[ "$(grep -cE "^\| luaop run( --lua-jit)? \| [12] \| $num \|" "$out")" -eq 3 ] || fail "expected 3 luaop run rows in reconcile-noop"
+[ "$(grep -cE "^\| luaop run \| $num \| $num \| $num \| +\| +\|$" "$out")" -eq 2 ] || fail "expected 2 luaop run rows in startup-idle"
+# Reloads were installed (directory and ConfigMap) and the follower took over in both ways.
+[ "$(grep -cE "^\| (directory|directory, debounce 1 ms|ConfigMap) \| 3 \| $num \| $num \|" "$out")" -eq 3 ] ||
+  fail "expected 3 hot-reload rows"
+grep -qE "^\| crash \(SIGKILL\) \| $num \|" "$out" || fail "no crash failover figure"
+grep -qE "^\| graceful \(SIGTERM\) \| $num \|" "$out" || fail "no graceful failover figure"
+grep -qE "^\| client limiter off \| $num \| $num \| $num \| 0 \|" "$out" || fail "no write-path figure (or reconcile errors)"
+[ "$(grep -cE "^\| [12] \| obj-[0-9]+ \| $num \| $num \| $num \|" "$out")" -eq 3 ] || fail "expected 3 lazy-decode rows (1 + 2 workers)"
+grep -qE "^\| luaop \| $num \| $num \| $num \| $num \| $num \| $num \| $num \| $num× \|$" "$out" || fail "no relist-peak figure"
+if grep -q "FAILED" "$out"; then fail "a benchmark reported FAILED"; fi
 
 # The peer: present → its rows ran; absent → said so, and nothing else is missing.
 if [ -d "$LUAOP_SRC/bench/peers/node_modules/@kubernetes/client-node" ] && command -v node >/dev/null; then
