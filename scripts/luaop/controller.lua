@@ -13,6 +13,19 @@ local top_keys = {
   max_concurrent_reconciles = true, leader_election = true, reconcile_timeout = true, reconcile = true,
 }
 
+-- Names users reach for out of habit (Go, YAML) -> the field they meant.
+local HINTS = {
+  apiVersion = "api_version", ["for"] = "for_", For = "for_", own = "owns", Owns = "owns",
+  watch = "watches", Watches = "watches", predicate = "predicates", workers = "max_concurrent_reconciles",
+  maxConcurrentReconciles = "max_concurrent_reconciles", leaderElection = "leader_election",
+  timeout = "reconcile_timeout", Reconcile = "reconcile",
+}
+
+local function unknown(k)
+  local hint = HINTS[k]
+  return "unknown field '" .. tostring(k) .. "'" .. (hint and (" (did you mean '" .. hint .. "'?)") or "")
+end
+
 -- Messages follow the host's: "controller '<name>': <field path> <problem>". They carry no
 -- position here; `normalize` re-raises them at the caller's level (the user's main.lua line).
 local function fail(_, msg)
@@ -22,7 +35,7 @@ end
 local function check_kind(level, where, t, allowed)
   if type(t) ~= "table" then fail(level, where .. " must be a table, not a " .. type(t)) end
   for k in pairs(t) do
-    if not allowed[k] then fail(level, where .. " unknown field '" .. tostring(k) .. "'") end
+    if not allowed[k] then fail(level, where .. " " .. unknown(k)) end
   end
   if type(t.api_version) ~= "string" or t.api_version == "" then
     fail(level, where .. " api_version must be a non-empty string (e.g. \"apps/v1\")")
@@ -74,7 +87,7 @@ normalize = function(decl)
   end
   local where = "controller '" .. decl.name .. "': "
   for k in pairs(decl) do
-    if not top_keys[k] then fail(level, where .. "unknown field '" .. tostring(k) .. "'") end
+    if not top_keys[k] then fail(level, where .. unknown(k)) end
   end
   if type(decl.reconcile) ~= "function" then fail(level, where .. "reconcile must be a function(req)") end
   local common = preds(level, where, decl.predicates)
