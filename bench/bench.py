@@ -53,7 +53,7 @@ local op = require("luaop")
 op.controller {
   name = "writer",
   for_ = { api_version = "bench.luaop.dev/v1", kind = "Widget" },
-  max_concurrent_reconciles = 2,
+  max_concurrent_reconciles = %d,
   reconcile = function(req)
     local w, err = op.client.get("bench.luaop.dev/v1", "Widget", req.namespace, req.name)
     if not w then
@@ -820,18 +820,22 @@ class Runner:
         rows = []
         srv = Server(self.luaop, 1000)
         sdir = tempfile.mkdtemp(prefix="luaop-bench-writer.")
+        # BENCH_WRITE_WORKERS=1,2,4: one limiter-off row per worker count (default: 2 workers)
+        counts = [int(x) for x in os.environ.get("BENCH_WRITE_WORKERS", "2").split(",") if x.strip()]
+        runs = [("client limiter off" + ("" if counts == [2] else ", %d worker%s" % (k, "s" if k > 1 else "")),
+                 (-1, 0), self.n(2000, 20), k) for k in counts]
+        runs.append(("20 QPS, burst 30", (20, 30), self.n(300, 40), 2))
         try:
-            with open(os.path.join(sdir, "main.lua"), "w") as f:
-                f.write(WRITER_SCRIPT)
             self.namespaces(srv, 10)
             self.create(srv, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "crd.json", 1, 0, 1)
             self.wait_established(srv)
             created = 0
-            for label, qps, n in (("client limiter off", (-1, 0), self.n(2000, 20)),
-                                  ("20 QPS, burst 30", (20, 30), self.n(300, 40))):
+            for label, qps, n, workers in runs:
+                with open(os.path.join(sdir, "main.lua"), "w") as f:
+                    f.write(WRITER_SCRIPT % workers)
                 # fresh objects for each run: obj-<created>..obj-<created+n-1>
                 self._create_range(srv, created, n)
-                op = Operator(self.luaop, srv, 2, script_dir=sdir, qps=qps)
+                op = Operator(self.luaop, srv, workers, script_dir=sdir, qps=qps)
                 try:
                     t0 = op.wait_ready()
                     deadline = time.perf_counter() + 600
@@ -861,7 +865,8 @@ class Runner:
         finally:
             srv.stop()
             shutil.rmtree(sdir, ignore_errors=True)
-        self.emit("write-path — each reconcile writes /status once (Widget custom resources, 2 workers)",
+        self.emit("write-path — each reconcile writes /status once (Widget custom resources, %s workers)"
+                  % "/".join(str(k) for k in counts),
                   table(["client", "objects", "ready → all written s", "writes/s", "reconcile errors"], rows),
                   ["the reconcile reads the Widget from the cache and calls `op.status.update` (a PUT of "
                    "/status, conflict retries, skipped when unchanged); completion seen by LISTing every 50 ms",
