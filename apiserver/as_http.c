@@ -7,7 +7,10 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/queue.h>
+#include <sys/socket.h>
 #include <openssl/x509.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -274,6 +277,19 @@ done:
     free(copy);
 }
 
+/* Disable Nagle on the connection. Without it, a watch event written while the previous one is
+ * not yet acknowledged waits for the client's delayed ACK (~40 ms on Linux): the watcher sends
+ * nothing back on its connection, so the ACK is never piggybacked. Every write then looks
+ * serialized behind that timer (read-your-writes waits for the event). Set on each request of a
+ * connection: libevent 2.1 has no per-connection hook on evhttp, and the call is cheap. */
+static void set_nodelay(struct bufferevent *bev)
+{
+    evutil_socket_t fd = bufferevent_getfd(bev);
+    int one = 1;
+    if (fd >= 0)
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
 static void process(lop_apiserver_t *srv, struct evhttp_request *r)
 {
     as_req_t q;
@@ -292,8 +308,10 @@ static void process(lop_apiserver_t *srv, struct evhttp_request *r)
         evhttp_parse_query_str(qs, &q.q);
     struct evhttp_connection *conn = evhttp_request_get_connection(r);
     struct bufferevent *bev = conn ? evhttp_connection_get_bufferevent(conn) : NULL;
-    if (bev) /* libevent's default is 16 KiB per loop iteration; big lists want more */
+    if (bev) { /* libevent's default is 16 KiB per loop iteration; big lists want more */
         bufferevent_set_max_single_write(bev, 1024 * 1024);
+        set_nodelay(bev);
+    }
     struct evbuffer *in = evhttp_request_get_input_buffer(r);
     q.body_len = evbuffer_get_length(in);
     q.body = q.body_len ? (char *)evbuffer_pullup(in, -1) : NULL;

@@ -10,6 +10,7 @@
  * so it cannot go backwards. */
 #include "host/runtime/manager_internal.h"
 
+#include "host/kube/jsonscan.h"
 #include "host/kube/rest_object.h"
 
 #include "host/util/buf.h"
@@ -222,6 +223,49 @@ static bool removed_last_finalizer(const lop_rest_mapping_t *mp, const json_t *m
     return !grace || json_integer_value(grace) == 0;
 }
 
+/* Decode the value at p[a, b) into `into` under key (a JSON value span from the scanner). */
+static void set_span(json_t *into, const char *key, const char *p, size_t a, size_t b)
+{
+    json_t *v = json_loadb(p + a, b - a, JSON_DECODE_ANY, NULL);
+    if (v) json_object_set_new(into, key, v);
+}
+
+/* What read-your-writes needs from a write's response, without building the whole object in
+ * jansson (its managedFields and spec/status made that the largest CPU cost of a write on the
+ * client): {"kind": ..., "metadata": {name, resourceVersion, deletionTimestamp, finalizers,
+ * deletionGracePeriodSeconds}} with only the members present. NULL when body is not a JSON
+ * object (or is malformed before the members are found). A repeated key keeps its last value, as
+ * json_loadb does. Caller owns the result. */
+static json_t *write_summary(const char *body, size_t len)
+{
+    static const char *const keep[] = {"name", "resourceVersion", "deletionTimestamp", "finalizers",
+                                       "deletionGracePeriodSeconds"};
+    if (!body) return NULL;
+    lop_jscan_iter_t it;
+    if (lop_jscan_object_begin(&it, body, len, 0) != 0) return NULL;
+    json_t *out = json_object();
+    json_t *meta = json_object();
+    json_object_set_new(out, "metadata", meta);
+    int r;
+    while ((r = lop_jscan_object_next(&it)) == 1) {
+        if (lop_jscan_key_is(&it, "kind")) {
+            set_span(out, "kind", body, it.val_start, it.val_end);
+        } else if (lop_jscan_key_is(&it, "metadata")) {
+            json_object_clear(meta);
+            lop_jscan_iter_t mi;
+            if (lop_jscan_object_begin(&mi, body, it.val_end, it.val_start) != 0) continue;
+            while (lop_jscan_object_next(&mi) == 1)
+                for (size_t k = 0; k < sizeof keep / sizeof keep[0]; k++)
+                    if (lop_jscan_key_is(&mi, keep[k])) set_span(meta, keep[k], body, mi.val_start, mi.val_end);
+        }
+    }
+    if (r < 0) {
+        json_decref(out);
+        return NULL;
+    }
+    return out;
+}
+
 /* Whether a write from this controller's reconcile needs leadership: every write does when
  * leader election is on, except those of controllers declared with leader_election = false. */
 static bool needs_leadership(lop_manager_t *m, const char *controller)
@@ -296,7 +340,7 @@ static lop_rc_t host_request(void *ud, const lop_api_request_t *req, lop_api_res
     lop_rest_resp_cleanup(&r);
     if (rc == LOP_OK && is_write(verb)) {
         /* read-your-writes for cached kinds */
-        json_t *obj = json_loadb(resp->body, resp->len, 0, NULL);
+        json_t *obj = write_summary(resp->body, resp->len);
         json_t *meta = json_object_get(obj, "metadata");
         const char *rv = json_string_value(json_object_get(meta, "resourceVersion"));
         const char *name = json_string_value(json_object_get(meta, "name"));
