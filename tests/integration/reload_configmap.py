@@ -145,7 +145,12 @@ try:
                      lambda: (dev.widget("w0").get("status") or {}).get("logic") == "lat%d" % k,
                      interval=0.005)
         t2 = time.monotonic()
-        m = dev.log_matches(r'msg="scripts reloaded".*version=%s' % version_of(files), after=t0)
+        # Workers may run the new logic a moment before the main thread logs the install.
+        m, until = None, time.monotonic() + 5
+        while not m and time.monotonic() < until:
+            m = dev.log_matches(r'msg="scripts reloaded".*version=%s' % version_of(files), after=t0)
+            if not m:
+                time.sleep(0.01)
         if m:
             install.append(m[0][0] - t0)
         visible.append(t2 - t0)
