@@ -223,23 +223,10 @@ void as_handle_deletecollection(as_req_t *q)
 {
     lop_apiserver_t *srv = q->srv;
     as_res_t *res = q->res;
-    lop_err_t err;
-    lop_label_selector_t *ls = NULL;
-    lop_field_selector_t *fs = NULL;
-    if (lop_label_selector_parse(as_query(q, "labelSelector"), &ls, &err) != LOP_OK) {
-        as_reply_status(q, 400, "BadRequest", NULL, "%s", err.message);
+    lop_label_selector_t *ls;
+    lop_field_selector_t *fs;
+    if (as_parse_selectors(q, &ls, &fs) < 0)
         return;
-    }
-    if (lop_field_selector_parse(as_query(q, "fieldSelector"), &fs, &err) != LOP_OK) {
-        lop_label_selector_free(ls);
-        as_reply_status(q, 400, "BadRequest", NULL, "%s", err.message);
-        return;
-    }
-    if (as_check_field_selector(q, fs) < 0) {
-        lop_label_selector_free(ls);
-        lop_field_selector_free(fs);
-        return;
-    }
     const char *policy = as_query(q, "propagationPolicy");
     bool dry = as_query(q, "dryRun") != NULL;
     as_coll_t *c = res->coll;

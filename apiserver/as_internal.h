@@ -245,6 +245,7 @@ bool as_obj_matches(as_res_t *res, const char *ns, lop_label_selector_t *ls,
                     lop_field_selector_t *fs, const json_t *obj);
 /* Validate field selector fields against res. 0 ok, else replies 400 and returns -1. */
 int as_check_field_selector(as_req_t *q, lop_field_selector_t *fs);
+int as_parse_selectors(as_req_t *q, lop_label_selector_t **ls, lop_field_selector_t **fs);
 /* Serialize an object as served by res (apiVersion rewritten when needed). */
 char *as_dump_obj(const as_res_t *res, const json_t *obj, size_t *len);
 json_t *as_served_obj(const as_res_t *res, const json_t *obj); /* new ref */

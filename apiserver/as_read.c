@@ -216,24 +216,10 @@ void as_handle_list(as_req_t *q)
             }
         }
     }
-    lop_err_t err;
-    lop_label_selector_t *ls = NULL;
-    lop_field_selector_t *fs = NULL;
-    if (lop_label_selector_parse(as_query(q, "labelSelector"), &ls, &err) != LOP_OK) {
+    lop_label_selector_t *ls;
+    lop_field_selector_t *fs;
+    if (as_parse_selectors(q, &ls, &fs) < 0) {
         free(start);
-        as_reply_status(q, 400, "BadRequest", NULL, "%s", err.message);
-        return;
-    }
-    if (lop_field_selector_parse(as_query(q, "fieldSelector"), &fs, &err) != LOP_OK) {
-        free(start);
-        lop_label_selector_free(ls);
-        as_reply_status(q, 400, "BadRequest", NULL, "%s", err.message);
-        return;
-    }
-    if (as_check_field_selector(q, fs) < 0) {
-        free(start);
-        lop_label_selector_free(ls);
-        lop_field_selector_free(fs);
         return;
     }
     bool filtered = !lop_label_selector_empty(ls) || !lop_field_selector_empty(fs);

@@ -154,6 +154,34 @@ int as_check_field_selector(as_req_t *q, lop_field_selector_t *fs)
     return 0;
 }
 
+/* Parse the request's labelSelector and fieldSelector and check the fields are supported.
+ * 0 with *ls and *fs set (caller frees), or -1 after replying 400 (nothing to free). */
+int as_parse_selectors(as_req_t *q, lop_label_selector_t **ls, lop_field_selector_t **fs)
+{
+    lop_err_t err;
+    *ls = NULL;
+    *fs = NULL;
+    if (lop_label_selector_parse(as_query(q, "labelSelector"), ls, &err) != LOP_OK) {
+        as_reply_status(q, 400, "BadRequest", NULL, "%s", err.message);
+        return -1;
+    }
+    if (lop_field_selector_parse(as_query(q, "fieldSelector"), fs, &err) != LOP_OK) {
+        lop_label_selector_free(*ls);
+        *ls = NULL;
+        as_reply_status(q, 400, "BadRequest", NULL, "%s", err.message);
+        return -1;
+    }
+    if (as_check_field_selector(q, *fs) < 0) {
+        lop_label_selector_free(*ls);
+        lop_field_selector_free(*fs);
+        *ls = NULL;
+        *fs = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+
 /* ---- watcher lifecycle ---- */
 
 static void watcher_free(as_watcher_t *w)
@@ -465,23 +493,10 @@ void as_handle_watch(as_req_t *q)
         rv = srv->rev; /* sendInitialEvents=false with RV unset/"0": start now (F.24) */
         has_rv = true;
     }
-    lop_err_t err;
-    lop_label_selector_t *ls = NULL;
-    lop_field_selector_t *fs = NULL;
-    if (lop_label_selector_parse(as_query(q, "labelSelector"), &ls, &err) != LOP_OK) {
-        as_reply_status(q, 400, "BadRequest", NULL, "%s", err.message);
+    lop_label_selector_t *ls;
+    lop_field_selector_t *fs;
+    if (as_parse_selectors(q, &ls, &fs) < 0)
         return;
-    }
-    if (lop_field_selector_parse(as_query(q, "fieldSelector"), &fs, &err) != LOP_OK) {
-        lop_label_selector_free(ls);
-        as_reply_status(q, 400, "BadRequest", NULL, "%s", err.message);
-        return;
-    }
-    if (as_check_field_selector(q, fs) < 0) {
-        lop_label_selector_free(ls);
-        lop_field_selector_free(fs);
-        return;
-    }
     as_watcher_t *w = lop_xcalloc(1, sizeof *w);
     w->srv = srv;
     w->res = q->res;
