@@ -62,6 +62,14 @@ static char *fifo_pop(lop_workqueue_t *q)
     return s;
 }
 
+void lop_wq_wake_one_locked(lop_workqueue_t *q)
+{
+    if (q->idle_getters > q->wakes_pending) {
+        q->wakes_pending++;
+        pthread_cond_signal(&q->cond);
+    }
+}
+
 void lop_wq_add_locked(lop_workqueue_t *q, const char *item)
 {
     if (q->shutting_down || lop_strmap_has(&q->dirty, item))
@@ -71,7 +79,7 @@ void lop_wq_add_locked(lop_workqueue_t *q, const char *item)
     if (lop_strmap_has(&q->processing, item))
         return; /* queued again by Done */
     fifo_push(q, item);
-    pthread_cond_signal(&q->cond);
+    lop_wq_wake_one_locked(q);
 }
 
 void lop_workqueue_add(lop_workqueue_t *q, const char *item)
@@ -122,7 +130,13 @@ lop_rc_t lop_workqueue_get(lop_workqueue_t *q, char **item)
         int64_t next = lop_wq_pump_locked(q);
         if (q->count > 0 || q->shutting_down)
             break;
+        q->idle_getters++;
         lop_clock_wait_until(q->clock, &q->cond, &q->mu, next);
+        q->idle_getters--;
+        /* whatever woke us (signal, broadcast, timeout), one pending wake-up is used up; an
+         * undercount only costs an extra signal later, never a missed one */
+        if (q->wakes_pending > 0)
+            q->wakes_pending--;
     }
     if (q->count == 0) {
         pthread_mutex_unlock(&q->mu);
@@ -162,7 +176,7 @@ void lop_workqueue_done(lop_workqueue_t *q, const char *item)
         q->st.work_done++;
         if (lop_strmap_has(&q->dirty, item)) {
             fifo_push(q, item);
-            pthread_cond_signal(&q->cond);
+            lop_wq_wake_one_locked(q);
         } else if (q->processing.count == 0) {
             pthread_cond_broadcast(&q->cond); /* a drain may be waiting */
         }
