@@ -135,7 +135,7 @@ static lop_rc_t scan_strmap(arena_t *a, const char *p, size_t n, size_t s, size_
     if (!e || p[s] == 'n')
         return LOP_OK;
     lop_jscan_iter_t it;
-    if (p[s] != '{' || lop_jscan_object_begin(&it, p, n, s) != 0)
+    if (p[s] != '{' || lop_jscan_object_begin_trusted(&it, p, n, s) != 0)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.labels/annotations is not an object");
     int r;
     while ((r = lop_jscan_object_next(&it)) == 1) {
@@ -180,12 +180,12 @@ static lop_rc_t scan_owners(lop_obj_t *o, arena_t *a, const char *p, size_t n, s
     if (!e || p[s] == 'n')
         return LOP_OK;
     lop_jscan_iter_t it, rt;
-    if (p[s] != '[' || lop_jscan_array_begin(&it, p, n, s) != 0)
+    if (p[s] != '[' || lop_jscan_array_begin_trusted(&it, p, n, s) != 0)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.ownerReferences is not an array");
     size_t cap = 0, i = 0;
     int r;
     for (; (r = lop_jscan_array_next(&it)) == 1; i++) {
-        if (p[it.val_start] != '{' || lop_jscan_object_begin(&rt, p, n, it.val_start) != 0)
+        if (p[it.val_start] != '{' || lop_jscan_object_begin_trusted(&rt, p, n, it.val_start) != 0)
             return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.ownerReferences[%zu] is not an object", i);
         size_t sp[4][2] = {{0, 0}, {0, 0}, {0, 0}, {0, 0}};
         bool controller = false;
@@ -273,9 +273,10 @@ static lop_rc_t fill_meta(lop_obj_t *o, arena_t *a, const char *p, size_t n, siz
 lop_rc_t lop_obj_new_item(const char *json, size_t len, int flags, const char *dflt_api_version,
                           const char *dflt_kind, lop_obj_t **out, lop_err_t *err)
 {
-    /* one pass over the top-level members validates the whole document */
+    /* one pass over the top-level members validates the whole document (unless the caller
+     * already did); every later walk is over validated bytes and only skips */
     lop_jscan_iter_t it;
-    if (!json || lop_jscan_object_begin(&it, json, len, 0) != 0)
+    if (!json || (flags & LOP_OBJ_TRUSTED ? lop_jscan_object_begin_trusted : lop_jscan_object_begin)(&it, json, len, 0) != 0)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "object is not a JSON object");
     size_t s = lop_jscan_ws(json, len, 0), ms = 0, me = 0, as = 0, ae = 0, ks = 0, ke = 0;
     int r;
@@ -300,7 +301,7 @@ lop_rc_t lop_obj_new_item(const char *json, size_t len, int flags, const char *d
     size_t cut_s = 0, cut_e = 0, sp[M_COUNT][2];
     memset(sp, 0, sizeof sp);
     if (me) {
-        lop_jscan_object_begin(&it, json, len, ms);
+        lop_jscan_object_begin_trusted(&it, json, len, ms);
         size_t prev_end = 0;
         bool first = true;
         while (lop_jscan_object_next(&it) == 1) {

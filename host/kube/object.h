@@ -63,6 +63,9 @@ typedef struct lop_obj {
 /* Build flags. */
 enum {
     LOP_OBJ_KEEP_MANAGED_FIELDS = 1, /* keep metadata.managedFields in json */
+    /* the caller has already validated json as one JSON value (e.g. a list item walked by
+     * lop_jscan_array_next): skip it instead of validating it again */
+    LOP_OBJ_TRUSTED = 2,
 };
 
 /*

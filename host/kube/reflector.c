@@ -204,7 +204,8 @@ static int on_event(void *ud, const char *doc, size_t len)
 
     lop_obj_t *o = NULL;
     lop_err_t oerr;
-    if (lop_obj_new(doc + os, oe - os, r->obj_flags, &o, &oerr) != LOP_OK)
+    /* lop_jscan_find above validated the object's bytes: build it without validating again */
+    if (lop_obj_new(doc + os, oe - os, r->obj_flags | LOP_OBJ_TRUSTED, &o, &oerr) != LOP_OK)
         return malformed(r, "watch event object: ", oerr.message);
     if (bookmark) {
         const char *end = lop_obj_annotation(o, "k8s.io/initial-events-end");

@@ -2,6 +2,7 @@
  * limits), the lazily built metadata tree (lop_obj_metadata: managedFields never in it, one tree
  * shared by concurrent first callers), and the workqueue's counted wake-ups (every added item
  * reaches a blocked worker). */
+#include "host/kube/jsonscan.h"
 #include "host/kube/object.h"
 #include "host/kube/workqueue.h"
 #include "t.h"
@@ -104,6 +105,34 @@ static void test_metadata_first_call_races_agree(void)
     }
 }
 
+/* The trusted skipper ends every valid value where the validating scanner does. */
+static void test_trusted_skip_agrees_with_validation(void)
+{
+    static const char *docs[] = {
+        "{\"a\":\"x\\\"}\",\"b\":[1,{\"c\":\"]\"}],\"d\":\"\\\\\"} tail",
+        "[ \"\\\\\\\"\" , {} , [] , -1.5e3 , true , null ] ,",
+        "\"a\\\\\" x", "12.5,", "true}", "{\"k\":{\"n\":{\"m\":[[[\"}}]]\"]]]}}} ]",
+    };
+    for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
+        size_t n = strlen(docs[i]), s, e;
+        T_EQ_INT(lop_jscan_value(docs[i], n, 0, &s, &e), 0);
+        T_EQ_INT(lop_jscan_skip_trusted(docs[i], n, 0), e);
+    }
+    /* truncated bytes never read past n */
+    T_EQ_INT(lop_jscan_skip_trusted("{\"a\":[1,2", 9, 0), 9);
+    T_EQ_INT(lop_jscan_skip_trusted("\"abc", 4, 0), 4);
+
+    /* a trusted list item builds the same object as a validated one */
+    const char *j = "{\"metadata\":{\"name\":\"a\\\"\",\"managedFields\":[{\"x\":\"]\\\\\"}],\"uid\":\"u\"},\"spec\":{\"q\":\"}\"}}";
+    lop_obj_t *a = mk(j, 0), *b = mk(j, LOP_OBJ_TRUSTED);
+    T_EQ_STR(a->json, b->json);
+    T_EQ_STR(b->name, "a\"");
+    T_EQ_STR(b->uid, "u");
+    T_EQ_STR(b->json, "{\"metadata\":{\"name\":\"a\\\"\",\"uid\":\"u\"},\"spec\":{\"q\":\"}\"}}");
+    lop_obj_unref(a);
+    lop_obj_unref(b);
+}
+
 typedef struct {
     lop_workqueue_t *q;
     int got;
@@ -152,5 +181,6 @@ int main(void)
     T_RUN(test_metadata_tree_is_lazy_and_leaves_out_managed_fields);
     T_RUN(test_metadata_first_call_races_agree);
     T_RUN(test_counted_wakeups_lose_no_item);
+    T_RUN(test_trusted_skip_agrees_with_validation);
     return T_DONE();
 }
