@@ -15,10 +15,23 @@ size_t lop_jscan_ws(const char *p, size_t n, size_t i)
     return i;
 }
 
+/* 1 for the bytes a string scan must look at: the quote, backslash and control characters. */
+static const unsigned char str_special[256] = {
+    [0] = 1, [1] = 1, [2] = 1, [3] = 1, [4] = 1, [5] = 1, [6] = 1, [7] = 1,
+    [8] = 1, [9] = 1, [10] = 1, [11] = 1, [12] = 1, [13] = 1, [14] = 1, [15] = 1,
+    [16] = 1, [17] = 1, [18] = 1, [19] = 1, [20] = 1, [21] = 1, [22] = 1, [23] = 1,
+    [24] = 1, [25] = 1, [26] = 1, [27] = 1, [28] = 1, [29] = 1, [30] = 1, [31] = 1,
+    ['"'] = 1, ['\\'] = 1,
+};
+
 /* i at the opening quote; returns index one past the closing quote, or 0 on error. */
 static size_t skip_string(const char *p, size_t n, size_t i)
 {
     for (i++; i < n; i++) {
+        while (i < n && !str_special[(unsigned char)p[i]])
+            i++;
+        if (i >= n)
+            return 0;
         unsigned char c = (unsigned char)p[i];
         if (c == '"')
             return i + 1;
