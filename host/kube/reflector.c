@@ -2,6 +2,7 @@
 #include "host/kube/reflector_impl.h"
 
 #include "host/kube/jsonscan.h"
+#include "host/kube/workqueue.h"
 #include "host/util/buf.h"
 #include "host/util/log.h"
 
@@ -245,7 +246,10 @@ static int on_bytes(void *ud, const char *data, size_t len)
         return 1;
     }
     lop_err_t err;
+    /* the events of one chunk wake the handlers' workers once, at its end */
+    lop_workqueue_batch_begin();
     lop_rc_t rc = lop_watchdecoder_feed(r->dec, data, len, &err);
+    lop_workqueue_batch_end();
     if (rc == LOP_EINVAL) {
         r->outcome = WO_MALFORMED;
         r->werr = err;

@@ -41,6 +41,10 @@ struct lop_workqueue {
      * yet woken: an add signals only when some blocked getter has no wake-up on its way, so a
      * busy worker costs no futex call and a burst of adds wakes a sleeping worker once. */
     unsigned idle_getters, wakes_pending;
+    /* threads holding wake-ups for this queue in a batch; freed = lop_workqueue_free was called
+     * while some were, and the last batch_end releases the queue */
+    unsigned batch_pins;
+    bool freed;
 
     lop_workqueue_stats_t st; /* counters; gauges are computed on demand */
 

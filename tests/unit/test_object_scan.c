@@ -175,6 +175,50 @@ static void test_counted_wakeups_lose_no_item(void)
     lop_workqueue_free(q);
 }
 
+/* Batched wake-ups: items added inside batches (nested, over more queues than a batch holds)
+ * all reach blocked workers once the batch ends; a queue freed inside a batch is released at its
+ * end (run under ASan in the sanitizer build). */
+static void test_batched_wakeups_reach_workers(void)
+{
+    enum { NQ = 20 };
+    lop_workqueue_t *q[NQ];
+    worker_t w[NQ];
+    pthread_t t[NQ];
+    for (int i = 0; i < NQ; i++) {
+        q[i] = lop_workqueue_new("batch", NULL, NULL);
+        w[i] = (worker_t){q[i], 0};
+        pthread_create(&t[i], NULL, worker, &w[i]);
+    }
+    char key[32];
+    int rounds = 200;
+    for (int r = 0; r < rounds; r++) {
+        lop_workqueue_batch_begin();
+        lop_workqueue_batch_begin(); /* nested: only the outer end wakes */
+        for (int i = 0; i < NQ; i++) {
+            snprintf(key, sizeof key, "k%d", r);
+            lop_workqueue_add(q[i], key);
+        }
+        lop_workqueue_batch_end();
+        lop_workqueue_batch_end();
+    }
+    for (int i = 0; i < NQ; i++) {
+        while (lop_workqueue_len(q[i]) > 0)
+            sched_yield();
+        lop_workqueue_shutdown_with_drain(q[i]);
+        pthread_join(t[i], NULL);
+        T_EQ_INT(w[i].got, rounds);
+        lop_workqueue_free(q[i]);
+    }
+
+    lop_workqueue_t *f = lop_workqueue_new("freed", NULL, NULL);
+    lop_workqueue_batch_begin();
+    lop_workqueue_add(f, "x");
+    T_EQ_INT(lop_workqueue_len(f), 1);
+    lop_workqueue_free(f); /* released by batch_end below */
+    lop_workqueue_batch_end();
+    lop_workqueue_batch_end(); /* unbalanced end: ignored */
+}
+
 int main(void)
 {
     T_RUN(test_escapes_and_repeated_keys);
@@ -182,5 +226,6 @@ int main(void)
     T_RUN(test_metadata_first_call_races_agree);
     T_RUN(test_counted_wakeups_lose_no_item);
     T_RUN(test_trusted_skip_agrees_with_validation);
+    T_RUN(test_batched_wakeups_reach_workers);
     return T_DONE();
 }
