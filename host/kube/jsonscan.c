@@ -15,10 +15,23 @@ size_t lop_jscan_ws(const char *p, size_t n, size_t i)
     return i;
 }
 
+/* 1 for the bytes a string scan must look at: the quote, backslash and control characters. */
+static const unsigned char str_special[256] = {
+    [0] = 1, [1] = 1, [2] = 1, [3] = 1, [4] = 1, [5] = 1, [6] = 1, [7] = 1,
+    [8] = 1, [9] = 1, [10] = 1, [11] = 1, [12] = 1, [13] = 1, [14] = 1, [15] = 1,
+    [16] = 1, [17] = 1, [18] = 1, [19] = 1, [20] = 1, [21] = 1, [22] = 1, [23] = 1,
+    [24] = 1, [25] = 1, [26] = 1, [27] = 1, [28] = 1, [29] = 1, [30] = 1, [31] = 1,
+    ['"'] = 1, ['\\'] = 1,
+};
+
 /* i at the opening quote; returns index one past the closing quote, or 0 on error. */
 static size_t skip_string(const char *p, size_t n, size_t i)
 {
     for (i++; i < n; i++) {
+        while (i < n && !str_special[(unsigned char)p[i]])
+            i++;
+        if (i >= n)
+            return 0;
         unsigned char c = (unsigned char)p[i];
         if (c == '"')
             return i + 1;
@@ -144,6 +157,61 @@ int lop_jscan_value(const char *p, size_t n, size_t i, size_t *start, size_t *en
     return -1;
 }
 
+/* String at i (its opening quote): one past the closing quote, n when unterminated. */
+static size_t skip_string_trusted(const char *p, size_t n, size_t i)
+{
+    for (i++; i < n;) {
+        const char *q = memchr(p + i, '"', n - i);
+        if (!q)
+            return n;
+        size_t e = (size_t)(q - p), b = e;
+        while (b > i && p[b - 1] == '\\')
+            b--;
+        if ((e - b) % 2 == 0) /* an even run of backslashes escapes itself, not the quote */
+            return e + 1;
+        i = e + 1;
+    }
+    return n;
+}
+
+/* 1 for the bytes a trusted container walk stops at. */
+static const unsigned char stop_byte[256] = {['"'] = 1, ['{'] = 1, ['['] = 1, ['}'] = 1, [']'] = 1};
+/* 1 for the bytes that end a literal. */
+static const unsigned char lit_end[256] = {[','] = 1, ['}'] = 1, [']'] = 1, [' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\r'] = 1, [':'] = 1};
+
+size_t lop_jscan_skip_trusted(const char *p, size_t n, size_t i)
+{
+    i = lop_jscan_ws(p, n, i);
+    if (i >= n)
+        return n;
+    if (p[i] == '"')
+        return skip_string_trusted(p, n, i);
+    if (p[i] != '{' && p[i] != '[') {
+        while (i < n && !lit_end[(unsigned char)p[i]])
+            i++;
+        return i;
+    }
+    size_t depth = 0;
+    while (i < n) {
+        while (i < n && !stop_byte[(unsigned char)p[i]])
+            i++;
+        if (i >= n)
+            break;
+        char c = p[i];
+        if (c == '"') {
+            i = skip_string_trusted(p, n, i);
+        } else if (c == '{' || c == '[') {
+            depth++;
+            i++;
+        } else {
+            i++;
+            if (--depth == 0)
+                return i;
+        }
+    }
+    return n;
+}
+
 static int iter_begin(lop_jscan_iter_t *it, const char *p, size_t n, size_t at, char open)
 {
     memset(it, 0, sizeof *it);
@@ -165,6 +233,32 @@ int lop_jscan_object_begin(lop_jscan_iter_t *it, const char *p, size_t n, size_t
 int lop_jscan_array_begin(lop_jscan_iter_t *it, const char *p, size_t n, size_t arr)
 {
     return iter_begin(it, p, n, arr, '[');
+}
+
+int lop_jscan_object_begin_trusted(lop_jscan_iter_t *it, const char *p, size_t n, size_t obj)
+{
+    int r = iter_begin(it, p, n, obj, '{');
+    it->trusted = true;
+    return r;
+}
+
+int lop_jscan_array_begin_trusted(lop_jscan_iter_t *it, const char *p, size_t n, size_t arr)
+{
+    int r = iter_begin(it, p, n, arr, '[');
+    it->trusted = true;
+    return r;
+}
+
+/* The value at i: validated, or skipped when the iterator is trusted. */
+static int iter_value(lop_jscan_iter_t *it, size_t i)
+{
+    if (!it->trusted)
+        return lop_jscan_value(it->p, it->n, i, &it->val_start, &it->val_end);
+    it->val_start = lop_jscan_ws(it->p, it->n, i);
+    if (it->val_start >= it->n)
+        return -1;
+    it->val_end = lop_jscan_skip_trusted(it->p, it->n, it->val_start);
+    return 0;
 }
 
 /* Consume ',' or the closer; returns 1 to continue with a member, 0 at end, -1 on error. */
@@ -198,8 +292,8 @@ int lop_jscan_object_next(lop_jscan_iter_t *it)
     size_t i = lop_jscan_ws(it->p, it->n, it->pos);
     if (i >= it->n || it->p[i] != '"')
         return -1;
-    size_t e = skip_string(it->p, it->n, i);
-    if (!e)
+    size_t e = it->trusted ? skip_string_trusted(it->p, it->n, i) : skip_string(it->p, it->n, i);
+    if (!e || e > it->n)
         return -1;
     it->member_start = i;
     it->key = it->p + i + 1;
@@ -207,7 +301,7 @@ int lop_jscan_object_next(lop_jscan_iter_t *it)
     i = lop_jscan_ws(it->p, it->n, e);
     if (i >= it->n || it->p[i] != ':')
         return -1;
-    if (lop_jscan_value(it->p, it->n, i + 1, &it->val_start, &it->val_end) != 0)
+    if (iter_value(it, i + 1) != 0)
         return -1;
     it->pos = it->val_end;
     return 1;
@@ -218,7 +312,7 @@ int lop_jscan_array_next(lop_jscan_iter_t *it)
     int r = sep(it, ']');
     if (r <= 0)
         return r;
-    if (lop_jscan_value(it->p, it->n, it->pos, &it->val_start, &it->val_end) != 0)
+    if (iter_value(it, it->pos) != 0)
         return -1;
     it->member_start = it->val_start;
     it->pos = it->val_end;

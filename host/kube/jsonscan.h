@@ -31,6 +31,7 @@ typedef struct lop_jscan_iter {
      * to the value end (for splicing) */
     const char *key;
     size_t key_len, val_start, val_end, member_start;
+    bool trusted; /* set by the _trusted begin functions: values are skipped, not validated */
 } lop_jscan_iter_t;
 
 /* 0 ok, -1 when there is no object at obj. */
@@ -40,6 +41,16 @@ int lop_jscan_object_next(lop_jscan_iter_t *it);
 /* Element iterator over the array whose '[' is at arr. Uses val_start/val_end. */
 int lop_jscan_array_begin(lop_jscan_iter_t *it, const char *p, size_t n, size_t arr);
 int lop_jscan_array_next(lop_jscan_iter_t *it);
+
+/*
+ * Trusted variants, for bytes that were already validated (e.g. a list item that
+ * lop_jscan_array_next or lop_jscan_value walked): values are skipped with memchr to the next
+ * quote and a bracket count, nothing is checked. On bytes that were not validated the results
+ * are unspecified but never read outside p[0..n).
+ */
+size_t lop_jscan_skip_trusted(const char *p, size_t n, size_t i); /* i at the value; one past it */
+int lop_jscan_object_begin_trusted(lop_jscan_iter_t *it, const char *p, size_t n, size_t obj);
+int lop_jscan_array_begin_trusted(lop_jscan_iter_t *it, const char *p, size_t n, size_t arr);
 
 /* Find member key of the object at obj. 1 found (spans set), 0 absent, -1 malformed. */
 int lop_jscan_find(const char *p, size_t n, size_t obj, const char *key, size_t *val_start, size_t *val_end);

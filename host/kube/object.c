@@ -9,115 +9,274 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Decode a JSON string value at p[s..e) into a new malloc'd C string; NULL if not a string. */
-static char *decode_str(const char *p, size_t s, size_t e)
-{
-    if (e - s < 2 || p[s] != '"')
-        return NULL;
-    if (!memchr(p + s, '\\', e - s))
-        return lop_xstrndup(p + s + 1, e - s - 2);
-    json_t *j = json_loadb(p + s, e - s, JSON_DECODE_ANY, NULL);
-    char *r = j && json_is_string(j) ? lop_xstrdup(json_string_value(j)) : NULL;
-    json_decref(j);
-    return r;
-}
+/* Decoded strings live in one arena per object, sized up front so it never moves: a decoded
+ * string plus its NUL is never longer than its quoted JSON token. */
+typedef struct arena {
+    char *p;
+    size_t len, cap;
+} arena_t;
 
-static const char *str_or_empty(const json_t *o, const char *k, bool *bad)
+static bool hex4(const char *r, const char *end, uint32_t *out)
 {
-    json_t *v = json_object_get(o, k);
-    if (!v || json_is_null(v))
-        return "";
-    if (!json_is_string(v)) {
-        *bad = true;
-        return "";
+    if (end - r < 4)
+        return false;
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = r[i];
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (d < 0)
+            return false;
+        v = v << 4 | (uint32_t)d;
     }
-    return json_string_value(v);
+    *out = v;
+    return true;
 }
 
-static lop_rc_t fill_meta(lop_obj_t *o, lop_err_t *err)
+/* Decode the JSON string token p[s..e) (quotes included) into the arena. NULL when it is not a
+ * string or has a bad escape (or \u0000, which jansson refuses too). */
+static const char *arena_str(arena_t *a, const char *p, size_t s, size_t e)
 {
-    json_t *m = o->meta_;
+    if (e - s < 2 || p[s] != '"' || p[e - 1] != '"' || a->len + (e - s) > a->cap)
+        return NULL;
+    char *out = a->p + a->len, *w = out;
+    const char *r = p + s + 1, *end = p + e - 1;
+    while (r < end) {
+        const char *bs = memchr(r, '\\', (size_t)(end - r));
+        size_t chunk = (size_t)((bs ? bs : end) - r);
+        memcpy(w, r, chunk);
+        w += chunk;
+        r += chunk;
+        if (!bs)
+            break;
+        if (++r >= end)
+            return NULL;
+        char c = *r++;
+        switch (c) {
+        case '"': case '\\': case '/': *w++ = c; break;
+        case 'b': *w++ = '\b'; break;
+        case 'f': *w++ = '\f'; break;
+        case 'n': *w++ = '\n'; break;
+        case 'r': *w++ = '\r'; break;
+        case 't': *w++ = '\t'; break;
+        case 'u': {
+            uint32_t cp, lo;
+            if (!hex4(r, end, &cp))
+                return NULL;
+            r += 4;
+            if (cp >= 0xD800 && cp <= 0xDBFF) {
+                if (end - r < 6 || r[0] != '\\' || r[1] != 'u' || !hex4(r + 2, end, &lo) || lo < 0xDC00 || lo > 0xDFFF)
+                    return NULL;
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                r += 6;
+            } else if ((cp >= 0xDC00 && cp <= 0xDFFF) || cp == 0) {
+                return NULL;
+            }
+            if (cp < 0x80) {
+                *w++ = (char)cp;
+            } else if (cp < 0x800) {
+                *w++ = (char)(0xC0 | cp >> 6);
+                *w++ = (char)(0x80 | (cp & 0x3F));
+            } else if (cp < 0x10000) {
+                *w++ = (char)(0xE0 | cp >> 12);
+                *w++ = (char)(0x80 | (cp >> 6 & 0x3F));
+                *w++ = (char)(0x80 | (cp & 0x3F));
+            } else {
+                *w++ = (char)(0xF0 | cp >> 18);
+                *w++ = (char)(0x80 | (cp >> 12 & 0x3F));
+                *w++ = (char)(0x80 | (cp >> 6 & 0x3F));
+                *w++ = (char)(0x80 | (cp & 0x3F));
+            }
+            break;
+        }
+        default:
+            return NULL;
+        }
+    }
+    *w++ = '\0';
+    a->len = (size_t)(w - a->p);
+    return out;
+}
+
+/* A string-or-null member value at p[s..e): "" for null, NULL (and *bad) otherwise. */
+static const char *str_or_empty(arena_t *a, const char *p, size_t s, size_t e, bool *bad)
+{
+    if (!e || p[s] == 'n')
+        return "";
+    const char *r = arena_str(a, p, s, e);
+    if (!r)
+        *bad = true;
+    return r ? r : "";
+}
+
+typedef struct kvvec {
+    lop_kv_t *v;
+    size_t n, cap;
+} kvvec_t;
+
+/* Last one wins for a repeated key, as in a parsed JSON object. */
+static void kv_set(kvvec_t *kv, const char *k, const char *v)
+{
+    for (size_t i = 0; i < kv->n; i++)
+        if (strcmp(kv->v[i].key, k) == 0) {
+            kv->v[i].value = v;
+            return;
+        }
+    if (kv->n == kv->cap) {
+        kv->cap = kv->cap ? kv->cap * 2 : 8;
+        kv->v = lop_xrealloc(kv->v, kv->cap * sizeof *kv->v);
+    }
+    kv->v[kv->n++] = (lop_kv_t){k, v};
+}
+
+/* labels / annotations: null or an object of strings. */
+static lop_rc_t scan_strmap(arena_t *a, const char *p, size_t n, size_t s, size_t e, kvvec_t *out,
+                            const char *what, lop_err_t *err)
+{
+    if (!e || p[s] == 'n')
+        return LOP_OK;
+    lop_jscan_iter_t it;
+    if (p[s] != '{' || lop_jscan_object_begin_trusted(&it, p, n, s) != 0)
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.labels/annotations is not an object");
+    int r;
+    while ((r = lop_jscan_object_next(&it)) == 1) {
+        size_t ks = (size_t)(it.key - p) - 1;
+        const char *k = arena_str(a, p, ks, ks + it.key_len + 2);
+        if (!k)
+            return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.%s has a malformed key", what);
+        const char *v = p[it.val_start] == '"' ? arena_str(a, p, it.val_start, it.val_end) : NULL;
+        if (!v)
+            return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.%s[%s] is not a string", what, k);
+        kv_set(out, k, v);
+    }
+    if (r < 0)
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.%s: malformed JSON", what);
+    return LOP_OK;
+}
+
+/* generation: null or an integer that fits int64 (a fraction or exponent makes it a real). */
+static bool parse_int64(const char *p, size_t s, size_t e, int64_t *out)
+{
+    size_t i = s;
+    bool neg = false;
+    if (i < e && p[i] == '-')
+        neg = true, i++;
+    if (i == e)
+        return false;
+    uint64_t v = 0, lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    for (; i < e; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return false;
+        unsigned d = (unsigned)(p[i] - '0');
+        if (v > (lim - d) / 10)
+            return false;
+        v = v * 10 + d;
+    }
+    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+    return true;
+}
+
+static lop_rc_t scan_owners(lop_obj_t *o, arena_t *a, const char *p, size_t n, size_t s, size_t e, lop_err_t *err)
+{
+    if (!e || p[s] == 'n')
+        return LOP_OK;
+    lop_jscan_iter_t it, rt;
+    if (p[s] != '[' || lop_jscan_array_begin_trusted(&it, p, n, s) != 0)
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.ownerReferences is not an array");
+    size_t cap = 0, i = 0;
+    int r;
+    for (; (r = lop_jscan_array_next(&it)) == 1; i++) {
+        if (p[it.val_start] != '{' || lop_jscan_object_begin_trusted(&rt, p, n, it.val_start) != 0)
+            return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.ownerReferences[%zu] is not an object", i);
+        size_t sp[4][2] = {{0, 0}, {0, 0}, {0, 0}, {0, 0}};
+        bool controller = false;
+        int rr;
+        while ((rr = lop_jscan_object_next(&rt)) == 1) {
+            int f = lop_jscan_key_is(&rt, "apiVersion") ? 0 : lop_jscan_key_is(&rt, "kind") ? 1
+                  : lop_jscan_key_is(&rt, "name") ? 2 : lop_jscan_key_is(&rt, "uid") ? 3 : -1;
+            if (f >= 0)
+                sp[f][0] = rt.val_start, sp[f][1] = rt.val_end;
+            else if (lop_jscan_key_is(&rt, "controller"))
+                controller = rt.val_end - rt.val_start == 4 && memcmp(p + rt.val_start, "true", 4) == 0;
+        }
+        if (rr < 0)
+            return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.ownerReferences[%zu]: malformed JSON", i);
+        bool bad = false;
+        lop_owner_ref_t ref = {str_or_empty(a, p, sp[0][0], sp[0][1], &bad), str_or_empty(a, p, sp[1][0], sp[1][1], &bad),
+                               str_or_empty(a, p, sp[2][0], sp[2][1], &bad), str_or_empty(a, p, sp[3][0], sp[3][1], &bad)};
+        if (bad)
+            return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.ownerReferences[%zu] has a non-string field", i);
+        if (i == cap) {
+            cap = cap ? cap * 2 : 4;
+            o->uids_ = lop_xrealloc(o->uids_, cap * sizeof *o->uids_);
+        }
+        o->uids_[i] = ref.uid;
+        if (!o->has_controller && controller) {
+            o->has_controller = true;
+            o->controller = ref;
+        }
+    }
+    if (r < 0)
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.ownerReferences: malformed JSON");
+    o->nowners = i;
+    return LOP_OK;
+}
+
+/* Metadata members we read; the last occurrence of a repeated key wins, as in a parsed object. */
+enum { M_NAMESPACE, M_NAME, M_UID, M_RV, M_GENERATION, M_DELETION, M_LABELS, M_ANNOTATIONS, M_OWNERS, M_COUNT };
+static const char *const meta_keys[M_COUNT] = {"namespace", "name", "uid", "resourceVersion", "generation",
+                                               "deletionTimestamp", "labels", "annotations", "ownerReferences"};
+
+/* Fill o's metadata fields from the member spans of the metadata object in p. */
+static lop_rc_t fill_meta(lop_obj_t *o, arena_t *a, const char *p, size_t n, size_t sp[M_COUNT][2], lop_err_t *err)
+{
     bool bad = false;
-    o->namespace_ = str_or_empty(m, "namespace", &bad);
-    o->name = str_or_empty(m, "name", &bad);
-    o->uid = str_or_empty(m, "uid", &bad);
-    o->rv = str_or_empty(m, "resourceVersion", &bad);
+    o->namespace_ = str_or_empty(a, p, sp[M_NAMESPACE][0], sp[M_NAMESPACE][1], &bad);
+    o->name = str_or_empty(a, p, sp[M_NAME][0], sp[M_NAME][1], &bad);
+    o->uid = str_or_empty(a, p, sp[M_UID][0], sp[M_UID][1], &bad);
+    o->rv = str_or_empty(a, p, sp[M_RV][0], sp[M_RV][1], &bad);
     if (bad)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata: name, namespace, uid and resourceVersion must be strings");
-    json_t *g = json_object_get(m, "generation");
-    if (g && json_is_integer(g))
-        o->generation = json_integer_value(g);
-    else if (g && !json_is_null(g))
+    size_t gs = sp[M_GENERATION][0], ge = sp[M_GENERATION][1];
+    if (ge && p[gs] != 'n' && !parse_int64(p, gs, ge, &o->generation))
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.generation is not an integer");
-    json_t *dt = json_object_get(m, "deletionTimestamp");
-    o->deleting = dt && !json_is_null(dt);
+    o->deleting = sp[M_DELETION][1] && p[sp[M_DELETION][0]] != 'n';
 
-    json_t *labels = json_object_get(m, "labels"), *ann = json_object_get(m, "annotations");
-    if (labels && json_is_null(labels))
-        labels = NULL;
-    if (ann && json_is_null(ann))
-        ann = NULL;
-    if ((labels && !json_is_object(labels)) || (ann && !json_is_object(ann)))
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.labels/annotations is not an object");
-    size_t nl = labels ? json_object_size(labels) : 0, na = ann ? json_object_size(ann) : 0;
-    if (nl + na) {
-        o->kv_ = lop_xcalloc(nl + na, sizeof *o->kv_);
-        const char *k;
-        json_t *v;
-        size_t i = 0;
-        json_object_foreach(labels, k, v) {
-            if (!json_is_string(v))
-                return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.labels[%s] is not a string", k);
-            o->kv_[i++] = (lop_kv_t){k, json_string_value(v)};
-        }
-        json_object_foreach(ann, k, v) {
-            if (!json_is_string(v))
-                return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.annotations[%s] is not a string", k);
-            o->kv_[i++] = (lop_kv_t){k, json_string_value(v)};
-        }
+    kvvec_t labels = {0}, ann = {0};
+    lop_rc_t rc = scan_strmap(a, p, n, sp[M_LABELS][0], sp[M_LABELS][1], &labels, "labels", err);
+    if (rc == LOP_OK)
+        rc = scan_strmap(a, p, n, sp[M_ANNOTATIONS][0], sp[M_ANNOTATIONS][1], &ann, "annotations", err);
+    if (rc == LOP_OK && labels.n + ann.n) {
+        o->kv_ = lop_xmalloc((labels.n + ann.n) * sizeof *o->kv_);
+        if (labels.n)
+            memcpy(o->kv_, labels.v, labels.n * sizeof *o->kv_);
+        if (ann.n)
+            memcpy(o->kv_ + labels.n, ann.v, ann.n * sizeof *o->kv_);
     }
+    free(labels.v);
+    free(ann.v);
+    if (rc != LOP_OK)
+        return rc;
     o->labels = o->kv_;
-    o->nlabels = nl;
-    o->annotations = o->kv_ ? o->kv_ + nl : NULL;
-    o->nannotations = na;
+    o->nlabels = labels.n;
+    o->annotations = o->kv_ ? o->kv_ + labels.n : NULL;
+    o->nannotations = ann.n;
 
-    json_t *owners = json_object_get(m, "ownerReferences");
-    if (owners && json_is_null(owners))
-        owners = NULL;
-    if (owners && !json_is_array(owners))
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.ownerReferences is not an array");
-    size_t no = owners ? json_array_size(owners) : 0;
-    if (no) {
-        o->uids_ = lop_xcalloc(no, sizeof *o->uids_);
-        for (size_t i = 0; i < no; i++) {
-            json_t *r = json_array_get(owners, i);
-            if (!json_is_object(r))
-                return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.ownerReferences[%zu] is not an object", i);
-            lop_owner_ref_t ref = {str_or_empty(r, "apiVersion", &bad), str_or_empty(r, "kind", &bad),
-                                   str_or_empty(r, "name", &bad), str_or_empty(r, "uid", &bad)};
-            if (bad)
-                return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.ownerReferences[%zu] has a non-string field", i);
-            o->uids_[i] = ref.uid;
-            if (!o->has_controller && json_is_true(json_object_get(r, "controller"))) {
-                o->has_controller = true;
-                o->controller = ref;
-            }
-        }
-    }
+    rc = scan_owners(o, a, p, n, sp[M_OWNERS][0], sp[M_OWNERS][1], err);
+    if (rc != LOP_OK)
+        return rc;
     o->owner_uids = o->uids_;
-    o->nowners = no;
     if (!o->has_controller)
         o->controller = (lop_owner_ref_t){"", "", "", ""};
-    o->metadata = m;
     return LOP_OK;
 }
 
 lop_rc_t lop_obj_new_item(const char *json, size_t len, int flags, const char *dflt_api_version,
                           const char *dflt_kind, lop_obj_t **out, lop_err_t *err)
 {
-    /* one pass over the top-level members validates the whole document */
+    /* one pass over the top-level members validates the whole document (unless the caller
+     * already did); every later walk is over validated bytes and only skips */
     lop_jscan_iter_t it;
-    if (!json || lop_jscan_object_begin(&it, json, len, 0) != 0)
+    if (!json || (flags & LOP_OBJ_TRUSTED ? lop_jscan_object_begin_trusted : lop_jscan_object_begin)(&it, json, len, 0) != 0)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "object is not a JSON object");
     size_t s = lop_jscan_ws(json, len, 0), ms = 0, me = 0, as = 0, ae = 0, ks = 0, ke = 0;
     int r;
@@ -137,10 +296,12 @@ lop_rc_t lop_obj_new_item(const char *json, size_t len, int flags, const char *d
     if (me && json[ms] != '{')
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata is not an object");
 
-    /* managedFields: splice the member (and one adjacent comma) out of the metadata bytes */
-    size_t cut_s = 0, cut_e = 0;
-    if (me && !(flags & LOP_OBJ_KEEP_MANAGED_FIELDS)) {
-        lop_jscan_object_begin(&it, json, len, ms);
+    /* one walk over the metadata members: the spans we read, and managedFields with one
+     * adjacent comma (the bytes to splice out) */
+    size_t cut_s = 0, cut_e = 0, sp[M_COUNT][2];
+    memset(sp, 0, sizeof sp);
+    if (me) {
+        lop_jscan_object_begin_trusted(&it, json, len, ms);
         size_t prev_end = 0;
         bool first = true;
         while (lop_jscan_object_next(&it) == 1) {
@@ -153,72 +314,109 @@ lop_rc_t lop_obj_new_item(const char *json, size_t len, int flags, const char *d
                     size_t j = lop_jscan_ws(json, len, it.val_end);
                     cut_e = json[j] == ',' ? lop_jscan_ws(json, len, j + 1) : it.val_end;
                 }
-                break;
+            } else {
+                for (int k = 0; k < M_COUNT; k++)
+                    if (lop_jscan_key_is(&it, meta_keys[k])) {
+                        sp[k][0] = it.val_start, sp[k][1] = it.val_end;
+                        break;
+                    }
             }
             first = false;
             prev_end = it.val_end;
         }
     }
 
-    char *api_version = as ? decode_str(json, as, ae) : NULL;
-    char *kind = ks ? decode_str(json, ks, ke) : NULL;
+    size_t dal = dflt_api_version ? strlen(dflt_api_version) : 0, dkl = dflt_kind ? strlen(dflt_kind) : 0;
+    arena_t a = {NULL, 0, (me - ms) + (ae - as) + (ke - ks) + dal + dkl + 2};
+    a.p = lop_xmalloc(a.cap);
+    lop_obj_t *o = lop_xcalloc(1, sizeof *o);
+    o->refs_ = 1;
+    o->strs_ = a.p;
+    /* a non-string apiVersion or kind reads as "" (the server rejects such objects anyway) */
+    const char *api_version = as ? arena_str(&a, json, as, ae) : NULL;
+    const char *kind = ks ? arena_str(&a, json, ks, ke) : NULL;
+
     lop_buf_t b = LOP_BUF_INIT;
     lop_buf_reserve(&b, len + 64);
     lop_buf_append(&b, json + s, 1); /* '{' */
     /* list items of built-in kinds carry no kind/apiVersion: add the list's */
-    if (!as && dflt_api_version && *dflt_api_version) {
+    if (!as && dal) {
         lop_buf_puts(&b, "\"apiVersion\":");
-        lop_buf_json_str(&b, dflt_api_version, strlen(dflt_api_version));
+        lop_buf_json_str(&b, dflt_api_version, dal);
         lop_buf_putc(&b, ',');
-        api_version = lop_xstrdup(dflt_api_version);
+        api_version = memcpy(a.p + a.len, dflt_api_version, dal + 1);
+        a.len += dal + 1;
     }
-    if (!ks && dflt_kind && *dflt_kind) {
+    if (!ks && dkl) {
         lop_buf_puts(&b, "\"kind\":");
-        lop_buf_json_str(&b, dflt_kind, strlen(dflt_kind));
+        lop_buf_json_str(&b, dflt_kind, dkl);
         lop_buf_putc(&b, ',');
-        kind = lop_xstrdup(dflt_kind);
+        kind = memcpy(a.p + a.len, dflt_kind, dkl + 1);
+        a.len += dkl + 1;
     }
+    o->api_version = api_version ? api_version : "";
+    o->kind = kind ? kind : "";
     size_t body = s + 1;
     if (b.len > 1 && json[lop_jscan_ws(json, len, body)] == '}')
         b.len--; /* empty object: drop our trailing comma */
     size_t prefix = b.len, cut = cut_e > cut_s ? cut_e - cut_s : 0;
-    if (cut) {
+    bool strip = cut && !(flags & LOP_OBJ_KEEP_MANAGED_FIELDS);
+    if (strip) {
         lop_buf_append(&b, json + body, cut_s - body);
         lop_buf_append(&b, json + cut_e, e - cut_e);
     } else {
         lop_buf_append(&b, json + body, e - body);
     }
-    /* where metadata now sits in b (the cut, if any, lies inside it) */
-    size_t new_ms = me ? prefix + (ms - body) : 0, new_me = me ? prefix + (me - body) - cut : 0;
-
-    lop_obj_t *o = lop_xcalloc(1, sizeof *o);
-    o->refs_ = 1;
+    /* where metadata (and a kept managedFields cut) now sit in b */
+    if (me) {
+        o->meta_s_ = prefix + (ms - body);
+        o->meta_e_ = prefix + (me - body) - (strip ? cut : 0);
+        if (cut && !strip) {
+            o->mf_s_ = prefix + (cut_s - body);
+            o->mf_e_ = prefix + (cut_e - body);
+        }
+    }
     o->json_len = b.len;
     o->json = lop_buf_steal(&b);
-    size_t al = api_version ? strlen(api_version) : 0, kl = kind ? strlen(kind) : 0;
-    o->strs_ = lop_xmalloc(al + kl + 2);
-    memcpy(o->strs_, api_version ? api_version : "", al + 1);
-    memcpy(o->strs_ + al + 1, kind ? kind : "", kl + 1);
-    o->api_version = o->strs_;
-    o->kind = o->strs_ + al + 1;
-    free(api_version);
-    free(kind);
 
-    json_error_t jerr;
-    o->meta_ = me ? json_loadb(o->json + new_ms, new_me - new_ms, 0, &jerr) : json_object();
-    lop_rc_t rc = LOP_OK;
-    if (!o->meta_)
-        rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata: %s", jerr.text);
-    else if (!json_is_object(o->meta_))
-        rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata is not an object");
-    else
-        rc = fill_meta(o, err);
+    lop_rc_t rc = fill_meta(o, &a, json, len, sp, err);
     if (rc != LOP_OK) {
         lop_obj_unref(o);
         return rc;
     }
     *out = o;
     return LOP_OK;
+}
+
+const json_t *lop_obj_metadata(const lop_obj_t *co)
+{
+    lop_obj_t *o = (lop_obj_t *)co;
+    const json_t *m = atomic_load_explicit(&o->metadata, memory_order_acquire);
+    if (m)
+        return m;
+    json_t *t = NULL;
+    if (o->meta_e_ > o->meta_s_) {
+        if (o->mf_e_ > o->mf_s_) {
+            lop_buf_t b = LOP_BUF_INIT;
+            lop_buf_append(&b, o->json + o->meta_s_, o->mf_s_ - o->meta_s_);
+            lop_buf_append(&b, o->json + o->mf_e_, o->meta_e_ - o->mf_e_);
+            t = json_loadb(b.data, b.len, 0, NULL);
+            lop_buf_free(&b);
+        } else {
+            t = json_loadb(o->json + o->meta_s_, o->meta_e_ - o->meta_s_, 0, NULL);
+        }
+    }
+    if (!t || !json_is_object(t)) {
+        json_decref(t);
+        t = json_object();
+    }
+    const json_t *expected = NULL;
+    if (!atomic_compare_exchange_strong_explicit(&o->metadata, &expected, t, memory_order_acq_rel,
+                                                 memory_order_acquire)) {
+        json_decref(t); /* another thread built it first */
+        return expected;
+    }
+    return t;
 }
 
 lop_rc_t lop_obj_new(const char *json, size_t len, int flags, lop_obj_t **out, lop_err_t *err)
@@ -238,7 +436,7 @@ void lop_obj_unref(lop_obj_t *o)
         return;
     if (atomic_fetch_sub_explicit((_Atomic int *)&o->refs_, 1, memory_order_acq_rel) != 1)
         return;
-    json_decref(o->meta_);
+    json_decref((json_t *)atomic_load_explicit(&o->metadata, memory_order_acquire));
     free(o->kv_);
     free(o->uids_);
     free(o->strs_);

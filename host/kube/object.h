@@ -5,7 +5,10 @@
  *
  * Construction cuts metadata out of the bytes with a DOM-free scan (jsonscan.h), strips
  * metadata.managedFields by splicing the bytes (on by default, as controller-runtime caches
- * commonly do to save memory), and parses only the metadata object with jansson.
+ * commonly do to save memory), and fills the fields below straight from the scanner: no JSON
+ * tree is built. The jansson tree of metadata is built only when lop_obj_metadata asks for it
+ * (once per object, thread-safe), and never includes managedFields, even when they are kept in
+ * json.
  *
  * Ownership: lop_obj_new returns a reference the caller owns (refcount 1). lop_obj_ref adds one,
  * lop_obj_unref drops one and frees at zero. Every pointer inside the object (strings, arrays)
@@ -46,10 +49,12 @@ typedef struct lop_obj {
     lop_owner_ref_t controller; /* the first such reference */
     const char *const *owner_uids; /* uids of every ownerReference */
     size_t nowners;
-    const json_t *metadata; /* the parsed metadata object (borrowed; never modify) */
+    /* The parsed metadata object without managedFields (borrowed; never modify). Built on
+     * demand: NULL until lop_obj_metadata(o) has been called once — call that instead. */
+    const json_t *_Atomic metadata;
     /* private */
     int refs_;
-    json_t *meta_;
+    size_t meta_s_, meta_e_, mf_s_, mf_e_; /* metadata span in json; managedFields cut in it */
     lop_kv_t *kv_;
     const char **uids_;
     char *strs_;
@@ -58,6 +63,9 @@ typedef struct lop_obj {
 /* Build flags. */
 enum {
     LOP_OBJ_KEEP_MANAGED_FIELDS = 1, /* keep metadata.managedFields in json */
+    /* the caller has already validated json as one JSON value (e.g. a list item walked by
+     * lop_jscan_array_next): skip it instead of validating it again */
+    LOP_OBJ_TRUSTED = 2,
 };
 
 /*
@@ -70,6 +78,10 @@ lop_rc_t lop_obj_new(const char *json, size_t len, int flags, lop_obj_t **out, l
  * reference C.17), use these (may be NULL). */
 lop_rc_t lop_obj_new_item(const char *json, size_t len, int flags, const char *api_version,
                           const char *kind, lop_obj_t **out, lop_err_t *err);
+/* The metadata object as a jansson tree (managedFields left out), parsed from json on the first
+ * call and kept with the object; borrowed, never modify. Thread-safe (concurrent first calls
+ * agree on one tree). Never NULL: an empty object when the object has no metadata. */
+const json_t *lop_obj_metadata(const lop_obj_t *o);
 lop_obj_t *lop_obj_ref(lop_obj_t *o);
 /* NULL accepted. */
 void lop_obj_unref(lop_obj_t *o);

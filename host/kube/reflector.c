@@ -2,6 +2,7 @@
 #include "host/kube/reflector_impl.h"
 
 #include "host/kube/jsonscan.h"
+#include "host/kube/workqueue.h"
 #include "host/util/buf.h"
 #include "host/util/log.h"
 
@@ -204,7 +205,8 @@ static int on_event(void *ud, const char *doc, size_t len)
 
     lop_obj_t *o = NULL;
     lop_err_t oerr;
-    if (lop_obj_new(doc + os, oe - os, r->obj_flags, &o, &oerr) != LOP_OK)
+    /* lop_jscan_find above validated the object's bytes: build it without validating again */
+    if (lop_obj_new(doc + os, oe - os, r->obj_flags | LOP_OBJ_TRUSTED, &o, &oerr) != LOP_OK)
         return malformed(r, "watch event object: ", oerr.message);
     if (bookmark) {
         const char *end = lop_obj_annotation(o, "k8s.io/initial-events-end");
@@ -244,7 +246,10 @@ static int on_bytes(void *ud, const char *data, size_t len)
         return 1;
     }
     lop_err_t err;
+    /* the events of one chunk wake the handlers' workers once, at its end */
+    lop_workqueue_batch_begin();
     lop_rc_t rc = lop_watchdecoder_feed(r->dec, data, len, &err);
+    lop_workqueue_batch_end();
     if (rc == LOP_EINVAL) {
         r->outcome = WO_MALFORMED;
         r->werr = err;

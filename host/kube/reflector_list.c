@@ -71,12 +71,14 @@ static lop_rc_t parse_page(lop_reflector_t *r, const char *p, size_t n, objvec_t
             lkind[0] = '\0';
     }
     lop_jscan_iter_t it;
-    lop_jscan_array_begin(&it, p, n, is);
+    /* lop_jscan_find validated the whole items array: walk it without validating again */
+    lop_jscan_array_begin_trusted(&it, p, n, is);
     int rr;
     lop_rc_t rc = LOP_OK;
     while ((rr = lop_jscan_array_next(&it)) == 1) {
         lop_obj_t *o = NULL;
-        rc = lop_obj_new_item(p + it.val_start, it.val_end - it.val_start, r->obj_flags, lapi, lkind, &o, err);
+        rc = lop_obj_new_item(p + it.val_start, it.val_end - it.val_start, r->obj_flags | LOP_OBJ_TRUSTED, lapi,
+                              lkind, &o, err);
         if (rc != LOP_OK)
             break;
         objvec_push(ov, o);

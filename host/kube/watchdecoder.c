@@ -55,6 +55,11 @@ static lop_rc_t fail(lop_watchdecoder_t *d, lop_err_t *err, uint64_t at, const c
     return lop_err_set(err, LOP_EINVAL, 0, NULL, "watch stream: %s at byte %llu", what, (unsigned long long)at);
 }
 
+/* Bytes that end a run inside a string, and between tokens inside a document: everything else
+ * is skipped a whole run at a time. */
+static const unsigned char str_stop[256] = {['"'] = 1, ['\\'] = 1};
+static const unsigned char tok_stop[256] = {['"'] = 1, ['{'] = 1, ['['] = 1, ['}'] = 1, [']'] = 1};
+
 lop_rc_t lop_watchdecoder_feed(lop_watchdecoder_t *d, const char *data, size_t len, lop_err_t *err)
 {
     if (d->failed)
@@ -62,13 +67,12 @@ lop_rc_t lop_watchdecoder_feed(lop_watchdecoder_t *d, const char *data, size_t l
     size_t start = 0; /* where the current document began in this chunk (if depth > 0) */
     for (size_t i = 0; i < len; i++) {
         char c = data[i];
-        uint64_t at = d->offset + i;
         if (d->depth == 0) {
             if (c == ' ' || c == '\n' || c == '\r' || c == '\t')
                 continue;
             if (c != '{') {
                 d->offset += i;
-                return fail(d, err, at, "expected '{' to start a document");
+                return fail(d, err, d->offset, "expected '{' to start a document");
             }
             d->depth = 1;
             d->stack[0] = '}';
@@ -77,57 +81,74 @@ lop_rc_t lop_watchdecoder_feed(lop_watchdecoder_t *d, const char *data, size_t l
             continue;
         }
         if (d->in_str) {
-            if (d->esc)
+            if (d->esc) {
                 d->esc = false;
-            else if (c == '\\')
+                continue;
+            }
+            while (i < len && !str_stop[(unsigned char)data[i]])
+                i++;
+            if (i == len)
+                break;
+            if (data[i] == '\\')
                 d->esc = true;
-            else if (c == '"')
+            else
                 d->in_str = false;
-            continue;
-        }
-        if (c == '"') {
-            d->in_str = true;
-        } else if (c == '{' || c == '[') {
-            if (d->depth >= MAX_NEST) {
-                d->offset += i;
-                return fail(d, err, at, "nesting too deep");
-            }
-            d->stack[d->depth++] = c == '{' ? '}' : ']';
-        } else if (c == '}' || c == ']') {
-            if (d->stack[d->depth - 1] != c) {
-                d->offset += i;
-                return fail(d, err, at, "mismatched bracket");
-            }
-            if (--d->depth == 0) {
-                const char *doc;
-                size_t dlen;
-                if (d->buf.len) {
-                    lop_buf_append(&d->buf, data + start, i + 1 - start);
-                    doc = d->buf.data;
-                    dlen = d->buf.len;
-                } else {
-                    doc = data + start;
-                    dlen = i + 1 - start;
-                }
-                if (dlen > d->max_doc) {
+        } else {
+            while (i < len && !tok_stop[(unsigned char)data[i]])
+                i++;
+            if (i == len)
+                break;
+            c = data[i];
+            uint64_t at = d->offset + i;
+            if (c == '"') {
+                d->in_str = true;
+            } else if (c == '{' || c == '[') {
+                if (d->depth >= MAX_NEST) {
                     d->offset += i;
-                    return fail(d, err, at, "document larger than the limit");
+                    return fail(d, err, at, "nesting too deep");
                 }
-                int stop = d->fn(d->ud, doc, dlen);
-                lop_buf_reset(&d->buf);
-                if (stop) {
-                    d->offset += i + 1;
-                    return LOP_ECLOSED;
+                d->stack[d->depth++] = c == '{' ? '}' : ']';
+            } else {
+                if (d->stack[d->depth - 1] != c) {
+                    d->offset += i;
+                    return fail(d, err, at, "mismatched bracket");
+                }
+                if (--d->depth == 0) {
+                    const char *doc;
+                    size_t dlen;
+                    if (d->buf.len) {
+                        lop_buf_append(&d->buf, data + start, i + 1 - start);
+                        doc = d->buf.data;
+                        dlen = d->buf.len;
+                    } else {
+                        doc = data + start;
+                        dlen = i + 1 - start;
+                    }
+                    if (dlen > d->max_doc) {
+                        d->offset += i;
+                        return fail(d, err, at, "document larger than the limit");
+                    }
+                    int stop = d->fn(d->ud, doc, dlen);
+                    lop_buf_reset(&d->buf);
+                    if (stop) {
+                        d->offset += i + 1;
+                        return LOP_ECLOSED;
+                    }
                 }
             }
         }
         if (d->depth > 0 && d->buf.len + (i + 1 - start) > d->max_doc) {
             d->offset += i;
-            return fail(d, err, at, "document larger than the limit");
+            return fail(d, err, d->offset, "document larger than the limit");
         }
     }
-    if (d->depth > 0)
+    if (d->depth > 0) {
+        if (d->buf.len + (len - start) > d->max_doc) {
+            d->offset += len;
+            return fail(d, err, d->offset, "document larger than the limit");
+        }
         lop_buf_append(&d->buf, data + start, len - start);
+    }
     d->offset += len;
     return LOP_OK;
 }

@@ -20,11 +20,24 @@ lop_workqueue_t *lop_workqueue_new(const char *name, const lop_clock_t *clock, l
     return q;
 }
 
+static void release(lop_workqueue_t *q);
+
 void lop_workqueue_free(lop_workqueue_t *q)
 {
     if (!q)
         return;
-    lop_workqueue_shutdown(q);
+    pthread_mutex_lock(&q->mu);
+    q->shutting_down = true;
+    pthread_cond_broadcast(&q->cond);
+    bool pinned = q->batch_pins > 0;
+    q->freed = pinned;
+    pthread_mutex_unlock(&q->mu);
+    if (!pinned)
+        release(q);
+}
+
+static void release(lop_workqueue_t *q)
+{
     for (size_t i = 0; i < q->count; i++)
         free(q->fifo[(q->head + i) % q->cap]);
     free(q->fifo);
@@ -62,6 +75,70 @@ static char *fifo_pop(lop_workqueue_t *q)
     return s;
 }
 
+/* This thread's open batch: the queues it holds wake-ups for, and how many for each. */
+#define BATCH_MAX 16
+static _Thread_local struct {
+    int depth;
+    size_t n;
+    lop_workqueue_t *q[BATCH_MAX];
+    unsigned wakes[BATCH_MAX];
+} tl_batch;
+
+void lop_workqueue_batch_begin(void) { tl_batch.depth++; }
+
+void lop_workqueue_batch_end(void)
+{
+    if (tl_batch.depth <= 0 || --tl_batch.depth > 0)
+        return;
+    for (size_t i = 0; i < tl_batch.n; i++) {
+        lop_workqueue_t *q = tl_batch.q[i];
+        pthread_mutex_lock(&q->mu);
+        for (unsigned w = tl_batch.wakes[i]; w > 0 && q->idle_getters > q->wakes_pending; w--) {
+            q->wakes_pending++;
+            pthread_cond_signal(&q->cond);
+        }
+        bool last = --q->batch_pins == 0 && q->freed;
+        pthread_mutex_unlock(&q->mu);
+        if (last)
+            release(q);
+    }
+    tl_batch.n = 0;
+}
+
+/* Defer one wake-up of q to this thread's batch end; false when no batch is open (or it is
+ * full). Called with mu held. */
+static bool batch_defer(lop_workqueue_t *q)
+{
+    if (tl_batch.depth <= 0)
+        return false;
+    for (size_t i = 0; i < tl_batch.n; i++)
+        if (tl_batch.q[i] == q) {
+            tl_batch.wakes[i]++;
+            return true;
+        }
+    if (tl_batch.n == BATCH_MAX)
+        return false;
+    tl_batch.q[tl_batch.n] = q;
+    tl_batch.wakes[tl_batch.n++] = 1;
+    q->batch_pins++;
+    return true;
+}
+
+void lop_wq_wake_one_locked(lop_workqueue_t *q)
+{
+    if (q->idle_getters > q->wakes_pending) {
+        q->wakes_pending++;
+        pthread_cond_signal(&q->cond);
+    }
+}
+
+/* An add's wake-up: deferred inside a batch, else at once. Called with mu held. */
+static void wake_for_add_locked(lop_workqueue_t *q)
+{
+    if (q->idle_getters > q->wakes_pending && !batch_defer(q))
+        lop_wq_wake_one_locked(q);
+}
+
 void lop_wq_add_locked(lop_workqueue_t *q, const char *item)
 {
     if (q->shutting_down || lop_strmap_has(&q->dirty, item))
@@ -71,7 +148,7 @@ void lop_wq_add_locked(lop_workqueue_t *q, const char *item)
     if (lop_strmap_has(&q->processing, item))
         return; /* queued again by Done */
     fifo_push(q, item);
-    pthread_cond_signal(&q->cond);
+    wake_for_add_locked(q);
 }
 
 void lop_workqueue_add(lop_workqueue_t *q, const char *item)
@@ -122,7 +199,13 @@ lop_rc_t lop_workqueue_get(lop_workqueue_t *q, char **item)
         int64_t next = lop_wq_pump_locked(q);
         if (q->count > 0 || q->shutting_down)
             break;
+        q->idle_getters++;
         lop_clock_wait_until(q->clock, &q->cond, &q->mu, next);
+        q->idle_getters--;
+        /* whatever woke us (signal, broadcast, timeout), one pending wake-up is used up; an
+         * undercount only costs an extra signal later, never a missed one */
+        if (q->wakes_pending > 0)
+            q->wakes_pending--;
     }
     if (q->count == 0) {
         pthread_mutex_unlock(&q->mu);
@@ -162,7 +245,7 @@ void lop_workqueue_done(lop_workqueue_t *q, const char *item)
         q->st.work_done++;
         if (lop_strmap_has(&q->dirty, item)) {
             fifo_push(q, item);
-            pthread_cond_signal(&q->cond);
+            lop_wq_wake_one_locked(q);
         } else if (q->processing.count == 0) {
             pthread_cond_broadcast(&q->cond); /* a drain may be waiting */
         }

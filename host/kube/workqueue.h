@@ -106,6 +106,18 @@ bool lop_workqueue_shutdown_with_drain_until(lop_workqueue_t *q, int64_t deadlin
  */
 size_t lop_workqueue_processing_items(lop_workqueue_t *q, char **out, int64_t *out_ns, size_t max);
 
+/*
+ * Wake-up batching for a thread that adds items in bursts (the reflector around one chunk of a
+ * watch stream, which carries several events). Between lop_workqueue_batch_begin and
+ * lop_workqueue_batch_end, items this thread adds (lop_workqueue_add) are queued at once as
+ * usual, but blocked workers are woken at batch_end — one per deferred item, as many as are
+ * idle — so a burst costs a few wake-ups instead of one futex wake and context switch per item.
+ * Pairs nest; only the calling thread is affected; never block waiting for a worker inside a
+ * batch. A queue freed inside a batch (by any thread) is released at the batch's end.
+ */
+void lop_workqueue_batch_begin(void);
+void lop_workqueue_batch_end(void);
+
 /* Delaying: queue item after delay_ns (<= 0 = Add now). No-op when shutting down. */
 void lop_workqueue_add_after(lop_workqueue_t *q, const char *item, int64_t delay_ns);
 

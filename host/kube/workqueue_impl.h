@@ -37,12 +37,23 @@ struct lop_workqueue {
     uint64_t heap_seq;
     lop_strmap_t waiting; /* item -> (void *)(heap index + 1) */
 
+    /* Getters blocked in lop_workqueue_get, and how many of them were signalled and have not
+     * yet woken: an add signals only when some blocked getter has no wake-up on its way, so a
+     * busy worker costs no futex call and a burst of adds wakes a sleeping worker once. */
+    unsigned idle_getters, wakes_pending;
+    /* threads holding wake-ups for this queue in a batch; freed = lop_workqueue_free was called
+     * while some were, and the last batch_end releases the queue */
+    unsigned batch_pins;
+    bool freed;
+
     lop_workqueue_stats_t st; /* counters; gauges are computed on demand */
 
     lop_workqueue_observer_fn observer; /* guarded by mu; called after unlocking */
     void *observer_ud;
 };
 
+/* Wake one blocked getter for a newly queued item, if one needs waking. Called with mu held. */
+void lop_wq_wake_one_locked(lop_workqueue_t *q);
 /* Called with mu held. */
 void lop_wq_add_locked(lop_workqueue_t *q, const char *item);
 /* Move every waiting item whose time has come into the FIFO. Returns the earliest remaining
