@@ -495,15 +495,10 @@ size_t lop_manager_pending(lop_manager_t *m)
 
 size_t lop_manager_stop(lop_manager_t *m, int64_t grace_ns)
 {
-    /* Stop intake first: informers stop delivering, every queue stops at once; then wait for
-     * the in-flight reconciles of all controllers within one shared grace period. */
-    for (inf_entry_t *e = m->infs; e; e = e->next) {
-        pthread_mutex_lock(&m->mu);
-        bool started = e->started;
-        e->started = false; /* reads from the cache now fall back to live requests */
-        pthread_mutex_unlock(&m->mu);
-        if (started) lop_informer_stop(e->inf);
-    }
+    /* Stop intake first: every queue stops taking work at once; then wait for the in-flight
+     * reconciles of all controllers within one shared grace period — with the informers still
+     * running, so a reconcile that writes can see its write in the cache (read-your-writes)
+     * instead of waiting out its timeout; then stop the informers. */
     for (ctrl_entry_t *c = m->ctrls; c; c = c->next) lop_controller_shutdown_intake(c->ctrl);
     int64_t deadline = INT64_MAX;
     if (grace_ns > 0) {
@@ -514,6 +509,13 @@ size_t lop_manager_stop(lop_manager_t *m, int64_t grace_ns)
     for (ctrl_entry_t *c = m->ctrls; c; c = c->next) {
         abandoned += lop_controller_stop_until(c->ctrl, deadline);
         c->started = false;
+    }
+    for (inf_entry_t *e = m->infs; e; e = e->next) {
+        pthread_mutex_lock(&m->mu);
+        bool started = e->started;
+        e->started = false; /* reads from the cache now fall back to live requests */
+        pthread_mutex_unlock(&m->mu);
+        if (started) lop_informer_stop(e->inf);
     }
     m->started = false;
     m->abandoned += abandoned;
