@@ -17,25 +17,7 @@ source "$LUAOP_SRC/tests/lib/dev.sh"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 mkdir -p "$LOP_TMP/scripts"
-cat >"$LOP_TMP/crd.yaml" <<'YAML'
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: guards.test.luaop.io
-spec:
-  group: test.luaop.io
-  names: {kind: Guard, listKind: GuardList, plural: guards, singular: guard}
-  scope: Namespaced
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      subresources: {status: {}}
-      schema:
-        openAPIV3Schema:
-          type: object
-          x-kubernetes-preserve-unknown-fields: true
-YAML
+lop_write_crd "$LOP_TMP/crd.yaml" Guard guards guard
 cat >"$LOP_TMP/objects.yaml" <<'YAML'
 apiVersion: test.luaop.io/v1
 kind: Guard

@@ -64,3 +64,27 @@ lop_stop_dev() {
     return 1
   fi
 }
+
+# lop_write_crd FILE KIND PLURAL SINGULAR — a namespaced test.luaop.io/v1 CRD with the status
+# subresource and a schema that keeps every field.
+lop_write_crd() {
+  cat >"$1" <<YAML
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: $3.test.luaop.io
+spec:
+  group: test.luaop.io
+  names: {kind: $2, listKind: $2List, plural: $3, singular: $4}
+  scope: Namespaced
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      subresources: {status: {}}
+      schema:
+        openAPIV3Schema:
+          type: object
+          x-kubernetes-preserve-unknown-fields: true
+YAML
+}

@@ -14,33 +14,11 @@
 
 /* ---- helpers ---- */
 
-typedef struct stepper {
-    lop_fake_clock_t *fc;
-    atomic_bool done;
-    pthread_t thr;
-} stepper_t;
-
-static void *step_main(void *arg)
-{
-    stepper_t *s = arg;
-    while (!atomic_load(&s->done)) {
-        lop_fake_clock_step(s->fc, 100 * LOP_NS_PER_MS);
-        sched_yield();
-    }
-    return NULL;
-}
+#include "stepper.h"
 
 static void stepper_start(stepper_t *s, lop_fake_clock_t *fc)
 {
-    s->fc = fc;
-    atomic_init(&s->done, false);
-    pthread_create(&s->thr, NULL, step_main, s);
-}
-
-static void stepper_stop(stepper_t *s)
-{
-    atomic_store(&s->done, true);
-    pthread_join(s->thr, NULL);
+    stepper_start_by(s, fc, 100 * LOP_NS_PER_MS);
 }
 
 static lop_rest_client_t *mk_client(fs_server_t *s, lop_fake_clock_t *fc, double qps, int burst,
