@@ -208,20 +208,7 @@ static void test_client_certificate_auth(void)
     free(key_pem);
 }
 
-typedef struct stepper {
-    lop_fake_clock_t *fc;
-    atomic_bool done;
-} stepper_t;
-
-static void *step_main(void *arg)
-{
-    stepper_t *s = arg;
-    while (!atomic_load(&s->done)) {
-        lop_fake_clock_step(s->fc, 100 * LOP_NS_PER_MS);
-        sched_yield();
-    }
-    return NULL;
-}
+#include "stepper.h"
 
 static void test_injected_429_is_retried_after_retry_after(void)
 {
@@ -231,16 +218,13 @@ static void test_injected_429_is_retried_after_retry_after(void)
     T_CHECK(env_start(&e, false, &fc.base));
     if (!e.m) return;
     lop_apiserver_fail_next(e.srv, "list", "/api/v1/namespaces", 3, 429, 2);
-    stepper_t st = {.fc = &fc};
-    atomic_init(&st.done, false);
-    pthread_t t;
-    pthread_create(&t, NULL, step_main, &st);
+    stepper_t st;
+    stepper_start_by(&st, &fc, 100 * LOP_NS_PER_MS);
     int64_t t0 = lop_clock_mono(&fc.base);
     lop_rest_resp_t resp = LOP_REST_RESP_INIT;
     lop_err_t err;
     T_EQ_INT(lop_rest_do(e.c, "GET", "/api/v1/namespaces", NULL, NULL, 0, &resp, &err), LOP_OK);
-    atomic_store(&st.done, true);
-    pthread_join(t, NULL);
+    stepper_stop(&st);
     T_EQ_INT(resp.retries, 3);
     T_CHECK(lop_clock_mono(&fc.base) - t0 >= 6 * LOP_NS_PER_S);
     /* without Retry-After: no retry here, a typed error */

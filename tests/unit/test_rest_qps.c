@@ -47,38 +47,22 @@ static void test_disabled_when_qps_not_positive(void)
     lop_qps_free(q);
 }
 
-typedef struct stepper {
-    lop_fake_clock_t *fc;
-    atomic_bool done;
-} stepper_t;
-
-static void *step_main(void *arg)
-{
-    stepper_t *s = arg;
-    while (!atomic_load(&s->done)) {
-        lop_fake_clock_step(s->fc, 50 * LOP_NS_PER_MS);
-        sched_yield();
-    }
-    return NULL;
-}
+#include "stepper.h"
 
 static void test_take_blocks_on_the_injected_clock(void)
 {
     lop_fake_clock_t fc;
     lop_fake_clock_init(&fc, 0);
     lop_qps_t *q = lop_qps_new(1, 1, &fc.base);
-    stepper_t st = {.fc = &fc};
-    atomic_init(&st.done, false);
-    pthread_t t;
-    pthread_create(&t, NULL, step_main, &st);
+    stepper_t st;
+    stepper_start_by(&st, &fc, 50 * LOP_NS_PER_MS);
     int64_t start = lop_clock_mono(&fc.base);
     T_EQ_INT(lop_qps_take(q), 0);
     lop_qps_take(q);
     lop_qps_take(q);
     /* three tokens at 1/s with burst 1: the third is due 2 s (fake) after the first */
     T_CHECK(lop_clock_mono(&fc.base) - start >= 2 * LOP_NS_PER_S);
-    atomic_store(&st.done, true);
-    pthread_join(t, NULL);
+    stepper_stop(&st);
     lop_qps_free(q);
 }
 
