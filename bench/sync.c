@@ -88,6 +88,13 @@ typedef struct wrap {
     void *fn_ud;
 } wrap_t;
 
+/* sync/relist: the host's streamed LIST (LOPBENCH_NO_STREAM=1: the whole page collected first). */
+static lop_rc_t w_list_stream(void *ud, const lop_list_opts_t *o, lop_stream_fn fn, void *fn_ud, lop_err_t *err)
+{
+    wrap_t *w = ud;
+    return w->inner->list_stream(w->inner->ud, o, fn, fn_ud, err);
+}
+
 static lop_rc_t w_list(void *ud, const lop_list_opts_t *o, lop_buf_t *body, lop_err_t *err)
 {
     wrap_t *w = ud;
@@ -215,7 +222,8 @@ int main(int argc, char **argv)
         lat_cap = want;
         lat_ms = calloc((size_t)want, sizeof *lat_ms);
     }
-    lop_listwatch_t lw = {&w, w_list, w_watch, w_cancel, w_free};
+    bool no_stream = getenv("LOPBENCH_NO_STREAM") && !strcmp(getenv("LOPBENCH_NO_STREAM"), "1");
+    lop_listwatch_t lw = {&w, w_list, w_watch, w_cancel, w_free, watch_mode || no_stream ? NULL : w_list_stream};
     lop_store_t *store = lop_store_new();
     queue = lop_workqueue_new("bench", NULL, NULL);
     pthread_t th;

@@ -46,6 +46,14 @@ typedef struct lop_listwatch {
                       lop_err_t *err);
     void (*cancel)(void *ud);
     void (*free)(void *ud);
+    /* Optional: one LIST page streamed. On 2xx the body's bytes are passed to fn as they arrive
+     * (as for watch) instead of being collected, so the consumer never holds a whole page;
+     * returns LOP_OK once the body has ended, LOP_ECLOSED when fn stopped it or cancel() was
+     * called, otherwise the rc and err list would give (an error body is never passed to fn).
+     * A failure after some bytes were passed is not retried here: the consumer starts over.
+     * NULL: the reflector uses list. */
+    lop_rc_t (*list_stream)(void *ud, const lop_list_opts_t *opts, lop_stream_fn fn, void *fn_ud,
+                            lop_err_t *err);
 } lop_listwatch_t;
 
 #endif

@@ -74,6 +74,7 @@ lop_reflector_t *lop_reflector_new(const lop_reflector_config_t *cfg, lop_err_t 
     r->dlock = cfg->delivery_lock;
     r->page_size = cfg->page_size > 0 ? cfg->page_size : 500;
     r->idle_timeout_ms = cfg->idle_timeout_ms;
+    r->max_event_bytes = cfg->max_event_bytes;
     r->obj_flags = cfg->obj_flags;
     r->rng = cfg->seed ? cfg->seed : ((uint64_t)lop_clock_mono(&lop_clock_system) ^ (uint64_t)(uintptr_t)r) | 1;
     pthread_mutex_init(&r->mu, NULL);
@@ -91,6 +92,7 @@ void lop_reflector_free(lop_reflector_t *r)
     if (r->lw.free)
         r->lw.free(r->lw.ud);
     lop_watchdecoder_free(r->dec);
+    lop_listdecoder_free(r->ldec);
     pthread_cond_destroy(&r->cond);
     pthread_mutex_destroy(&r->mu);
     free(r->last_rv);
@@ -269,7 +271,7 @@ static lop_rc_t do_watch(lop_reflector_t *r, int64_t *wait_ns)
     long idle = r->idle_timeout_ms == 0 ? (timeout_s + 30) * 1000 : r->idle_timeout_ms < 0 ? 0 : r->idle_timeout_ms;
     lop_watch_opts_t o = {rv[0] ? rv : NULL, true, timeout_s, false, idle};
     if (!r->dec)
-        r->dec = lop_watchdecoder_new(0, on_event, r);
+        r->dec = lop_watchdecoder_new(r->max_event_bytes, on_event, r);
     lop_watchdecoder_reset(r->dec);
     r->watch_events = 0;
     r->in_burst = !rv[0] || strcmp(rv, "0") == 0;

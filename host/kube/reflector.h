@@ -7,6 +7,11 @@
  *    RV "0"; after a 410 on list (or "too large RV") it asks for RV unset (a consistent read).
  *    The list replaces the store: objects gone from it are delivered as deletes with
  *    is_tombstone = true (deleted while we were not watching).
+ *  - Unlike client-go, a page is decoded while it streams in (listdecoder.h; when the listwatch
+ *    has list_stream): objects are built as their bytes arrive and the page body is never held
+ *    whole. On a relist, a listed object whose resourceVersion equals the cached entry's keeps
+ *    that entry (same bytes, same lop_obj_t: on_update then gets old == new), so the old and the
+ *    new cache are resident together only for objects that changed.
  *  - WATCH from the list's RV with allowWatchBookmarks and timeoutSeconds random in [300, 600).
  *    Every event's object RV (and every bookmark's) becomes the resume point, except RVs seen
  *    during the initial ADDED burst of a watch started without an RV (F.12).
@@ -62,7 +67,7 @@ typedef struct lop_reflector_config {
     lop_reflector_handlers_t handlers; /* any callback may be NULL */
     long page_size;            /* 0 = 500 */
     int obj_flags;             /* lop_obj_new flags (e.g. LOP_OBJ_KEEP_MANAGED_FIELDS) */
-    size_t max_event_bytes;    /* largest watch event accepted; 0 = 64 MiB */
+    size_t max_event_bytes;    /* largest watch event or list item accepted; 0 = 64 MiB */
     long idle_timeout_ms;      /* watchdog; 0 = the watch's timeoutSeconds + 30 s; <0 = off */
     uint64_t seed;             /* jitter/timeout randomness; 0 = seeded from the clock */
     /* Optional (borrowed): held while a change is applied to the store and delivered to the
@@ -77,6 +82,7 @@ typedef struct lop_reflector_stats {
     uint64_t relists_410;     /* relists caused by 410 (HTTP or ERROR event) */
     uint64_t watch_errors;    /* backoffs taken */
     uint64_t malformed;       /* watch streams restarted for bad JSON */
+    uint64_t list_reused;     /* listed objects whose cached entry (same resourceVersion) was kept */
     int64_t last_backoff_ns;
 } lop_reflector_stats_t;
 

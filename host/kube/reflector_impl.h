@@ -4,6 +4,7 @@
 #define LOP_KUBE_REFLECTOR_IMPL_H
 
 #include "host/kube/reflector.h"
+#include "host/kube/listdecoder.h"
 #include "host/kube/watchdecoder.h"
 
 #include <pthread.h>
@@ -25,6 +26,7 @@ struct lop_reflector {
     lop_reflector_handlers_t h;
     pthread_mutex_t *dlock; /* delivery lock, may be NULL */
     long page_size, idle_timeout_ms;
+    size_t max_event_bytes;
     int obj_flags;
     uint64_t rng;
 
@@ -43,6 +45,7 @@ struct lop_reflector {
 
     /* current watch (reflector thread only) */
     lop_watchdecoder_t *dec;
+    lop_listdecoder_t *ldec; /* reused by every list */
     uint64_t watch_events;
     bool in_burst;
     watch_outcome_t outcome;

@@ -1,7 +1,8 @@
-/* reflector_list.c — the reflector's paginated LIST and store replacement (see reflector.h). */
+/* reflector_list.c — the reflector's paginated, streamed LIST and store replacement (see reflector.h). */
 #include "host/kube/reflector_impl.h"
 
 #include "host/kube/jsonscan.h"
+#include "host/kube/listdecoder.h"
 #include "host/util/buf.h"
 #include "host/util/log.h"
 
@@ -29,65 +30,140 @@ static void objvec_push(objvec_t *ov, lop_obj_t *o)
     ov->v[ov->n++] = o;
 }
 
-static char *str_member(const char *p, size_t n, size_t obj, const char *key)
+/* The state of one list (all its pages). */
+typedef struct list_run {
+    lop_reflector_t *r;
+    lop_listdecoder_t *dec;
+    objvec_t *ov;
+    bool reuse;       /* the store had entries when the list began: unchanged items reuse them */
+    bool item_failed; /* an item could not be built: item_err says why */
+    lop_err_t item_err;
+    bool dec_failed;  /* the decoder failed: dec_err says why */
+    lop_err_t dec_err;
+    uint64_t reused;
+} list_run_t;
+
+/* The cached entry for this list item when it has the same resourceVersion (so the same
+ * content): a relist then shares it instead of building a second copy — the old and the new
+ * cache are never both resident for unchanged objects. NULL when not cached, changed, or the
+ * item's name fields carry escapes (then it is simply built). item is validated JSON. */
+static lop_obj_t *cached_same_rv(lop_reflector_t *r, const char *item, size_t len)
 {
-    size_t s, e;
-    if (lop_jscan_find(p, n, obj, key, &s, &e) != 1 || p[s] != '"')
+    lop_jscan_iter_t it, mt;
+    if (lop_jscan_object_begin_trusted(&it, item, len, 0) != 0)
         return NULL;
-    json_t *j = json_loadb(p + s, e - s, JSON_DECODE_ANY, NULL);
-    char *r = j && json_is_string(j) ? lop_xstrdup(json_string_value(j)) : NULL;
-    json_decref(j);
-    return r;
+    int rr;
+    while ((rr = lop_jscan_object_next(&it)) == 1 && !lop_jscan_key_is(&it, "metadata"))
+        ;
+    if (rr != 1 || item[it.val_start] != '{' || lop_jscan_object_begin_trusted(&mt, item, len, it.val_start) != 0)
+        return NULL;
+    const char *ns = "", *name = NULL, *rv = NULL;
+    size_t nsl = 0, namel = 0, rvl = 0;
+    while ((name == NULL || rv == NULL || !nsl) && lop_jscan_object_next(&mt) == 1) {
+        const char *v = item + mt.val_start;
+        size_t vl = mt.val_end - mt.val_start;
+        if (vl < 2 || v[0] != '"' || memchr(v, '\\', vl))
+            continue;
+        if (lop_jscan_key_is(&mt, "name"))
+            name = v + 1, namel = vl - 2;
+        else if (lop_jscan_key_is(&mt, "namespace"))
+            ns = v + 1, nsl = vl - 2;
+        else if (lop_jscan_key_is(&mt, "resourceVersion"))
+            rv = v + 1, rvl = vl - 2;
+    }
+    if (!name || !rv || !namel || !rvl)
+        return NULL;
+    char small[256];
+    size_t kl = nsl ? nsl + 1 + namel : namel;
+    char *key = kl < sizeof small ? small : lop_xmalloc(kl + 1);
+    if (nsl)
+        snprintf(key, kl + 1, "%.*s/%.*s", (int)nsl, ns, (int)namel, name);
+    else
+        snprintf(key, kl + 1, "%.*s", (int)namel, name);
+    lop_obj_t *o = lop_store_get(r->store, key);
+    if (key != small)
+        free(key);
+    if (o && (strlen(o->rv) != rvl || memcmp(o->rv, rv, rvl) != 0)) {
+        lop_obj_unref(o);
+        o = NULL;
+    }
+    return o;
 }
 
-/* Parse one page: append items to ov; return rv and continue token (malloc'd, may be ""). */
-static lop_rc_t parse_page(lop_reflector_t *r, const char *p, size_t n, objvec_t *ov, char **rv, char **cont,
-                           lop_err_t *err)
+static int on_item(void *ud, const char *item, size_t len)
 {
-    size_t s, e, ms, me, is, ie;
-    *rv = *cont = NULL;
-    if (lop_jscan_value(p, n, 0, &s, &e) != 0 || p[s] != '{')
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "list response is not a JSON object");
-    if (lop_jscan_find(p, n, s, "metadata", &ms, &me) != 1 || p[ms] != '{')
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "list response has no metadata");
-    *rv = str_member(p, n, ms, "resourceVersion");
-    *cont = str_member(p, n, ms, "continue");
-    if (!*cont)
-        *cont = lop_xstrdup("");
-    if (!*rv || !**rv)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "list response has no metadata.resourceVersion");
-    int fi = lop_jscan_find(p, n, s, "items", &is, &ie);
-    if (fi < 0 || (fi == 1 && p[is] != '[' && p[is] != 'n'))
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "list response items is not an array");
-    if (fi == 0 || p[is] == 'n')
-        return LOP_OK; /* tolerate a missing or null items */
-    /* built-in list items carry no kind/apiVersion (C.17): take them from the list */
-    char *lkind = str_member(p, n, s, "kind"), *lapi = str_member(p, n, s, "apiVersion");
-    if (lkind) {
-        size_t kl = strlen(lkind);
-        if (kl > 4 && strcmp(lkind + kl - 4, "List") == 0)
-            lkind[kl - 4] = '\0';
-        else
-            lkind[0] = '\0';
+    list_run_t *lr = ud;
+    lop_reflector_t *r = lr->r;
+    if (atomic_load(&r->stop))
+        return 1;
+    lop_obj_t *o = lr->reuse ? cached_same_rv(r, item, len) : NULL;
+    if (o) {
+        lr->reused++;
+    } else {
+        const char *kind = lop_listdecoder_item_kind(lr->dec), *api = lop_listdecoder_api_version(lr->dec);
+        /* the decoder validated the item: build it without validating again */
+        if (lop_obj_new_item(item, len, r->obj_flags | LOP_OBJ_TRUSTED, *api ? api : NULL, *kind ? kind : NULL,
+                             &o, &lr->item_err) != LOP_OK) {
+            lr->item_failed = true;
+            return 1;
+        }
     }
-    lop_jscan_iter_t it;
-    /* lop_jscan_find validated the whole items array: walk it without validating again */
-    lop_jscan_array_begin_trusted(&it, p, n, is);
-    int rr;
-    lop_rc_t rc = LOP_OK;
-    while ((rr = lop_jscan_array_next(&it)) == 1) {
-        lop_obj_t *o = NULL;
-        rc = lop_obj_new_item(p + it.val_start, it.val_end - it.val_start, r->obj_flags | LOP_OBJ_TRUSTED, lapi,
-                              lkind, &o, err);
-        if (rc != LOP_OK)
-            break;
-        objvec_push(ov, o);
+    objvec_push(lr->ov, o);
+    return 0;
+}
+
+static int on_list_bytes(void *ud, const char *data, size_t len)
+{
+    list_run_t *lr = ud;
+    if (atomic_load(&lr->r->stop))
+        return 1;
+    lop_rc_t rc = lop_listdecoder_feed(lr->dec, data, len, &lr->dec_err);
+    if (rc == LOP_EINVAL)
+        lr->dec_failed = true;
+    return rc != LOP_OK;
+}
+
+/* The rc of a page whose decoding or item building failed (or LOP_OK). */
+static lop_rc_t page_failure(list_run_t *lr, lop_err_t *err)
+{
+    if (lr->item_failed) {
+        lop_err_set(err, LOP_EINVAL, 0, NULL, "list item: %s", lr->item_err.message);
+        return LOP_EINVAL;
     }
-    if (rc == LOP_OK && rr < 0)
-        rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "list response items: malformed JSON");
-    free(lkind);
-    free(lapi);
-    return rc;
+    if (lr->dec_failed) {
+        if (err)
+            *err = lr->dec_err;
+        return LOP_EINVAL;
+    }
+    return LOP_OK;
+}
+
+/* Fetch and decode one page: its items are appended to lr->ov as they arrive (streamed when the
+ * listwatch can, else from the collected body). On LOP_OK the decoder holds rv and continue. */
+static lop_rc_t fetch_page(list_run_t *lr, const lop_list_opts_t *o, lop_buf_t *body, lop_err_t *err)
+{
+    lop_reflector_t *r = lr->r;
+    lop_listdecoder_reset(lr->dec);
+    lr->item_failed = lr->dec_failed = false;
+    lop_rc_t rc;
+    if (r->lw.list_stream) {
+        rc = r->lw.list_stream(r->lw.ud, o, on_list_bytes, lr, err);
+    } else {
+        lop_buf_reset(body);
+        rc = r->lw.list(r->lw.ud, o, body, err);
+        if (rc == LOP_OK && !atomic_load(&r->stop))
+            rc = lop_listdecoder_feed(lr->dec, body->data ? body->data : "", body->len, &lr->dec_err);
+        if (rc == LOP_EINVAL)
+            lr->dec_failed = true;
+    }
+    lop_rc_t fr = page_failure(lr, err);
+    if (fr != LOP_OK)
+        return fr;
+    if (rc != LOP_OK)
+        return rc;
+    rc = lop_listdecoder_finish(lr->dec, err);
+    fr = page_failure(lr, err); /* items kept back are delivered by finish */
+    return fr != LOP_OK ? fr : rc;
 }
 
 static void deliver(void *ud, lop_store_change_t what, lop_obj_t *old, lop_obj_t *new_)
@@ -118,20 +194,32 @@ lop_rc_t lop_reflector_do_list(lop_reflector_t *r, lop_err_t *err)
 
     objvec_t ov = {0};
     lop_buf_t body = LOP_BUF_INIT;
-    char *rv = NULL, *cont = NULL, *token = NULL;
+    char *rv = NULL, *token = NULL;
     lop_rc_t rc;
+    list_run_t lr = {.r = r, .ov = &ov};
+    if (!r->ldec)
+        r->ldec = lop_listdecoder_new(r->max_event_bytes, on_item, &lr);
+    else
+        lop_listdecoder_set_callback(r->ldec, on_item, &lr);
+    lr.dec = r->ldec;
+    lop_store_stats_t ss;
+    lop_store_stats(r->store, &ss);
+    lr.reuse = ss.count > 0;
     /* client-go: page unless a specific RV is asked for (served from the watch cache) */
     bool paged = !orig_rv[0] || strcmp(orig_rv, "0") == 0 || r->paginated_result;
     lop_list_opts_t o = {orig_rv[0] ? orig_rv : NULL, NULL, paged ? r->page_size : 0, NULL};
     bool retried_unset = false;
     for (int page = 0;; page++) {
-        lop_buf_reset(&body);
         if (err)
             lop_err_clear(err);
-        rc = r->lw.list(r->lw.ud, &o, &body, err);
+        rc = fetch_page(&lr, &o, &body, err);
         pthread_mutex_lock(&r->mu);
         r->st.list_pages++;
         pthread_mutex_unlock(&r->mu);
+        if (atomic_load(&r->stop)) {
+            rc = LOP_ECLOSED;
+            break;
+        }
         if (rc == LOP_EGONE && page > 0) {
             /* pager: the snapshot of a continue token expired → one full list at the original RV */
             lop_logf(LOP_LOG_INFO, "reflector %s: continue token expired, falling back to a full list", r->name);
@@ -157,10 +245,8 @@ lop_rc_t lop_reflector_do_list(lop_reflector_t *r, lop_err_t *err)
             break;
         }
         free(rv);
-        free(cont);
-        rc = parse_page(r, body.data, body.len, &ov, &rv, &cont, err);
-        if (rc != LOP_OK)
-            break;
+        rv = lop_xstrdup(lop_listdecoder_resource_version(lr.dec));
+        const char *cont = lop_listdecoder_continue(lr.dec);
         if (!cont[0])
             break;
         if (page == 0)
@@ -178,11 +264,13 @@ lop_rc_t lop_reflector_do_list(lop_reflector_t *r, lop_err_t *err)
         lop_reflector_set_rv(r, rv);
         r->rv_unavailable = false;
         atomic_store(&r->synced, true);
+        pthread_mutex_lock(&r->mu);
+        r->st.list_reused += lr.reused;
+        pthread_mutex_unlock(&r->mu);
     }
     objvec_clear(&ov);
     free(ov.v);
     free(rv);
-    free(cont);
     free(token);
     free(orig_rv);
     lop_buf_free(&body);

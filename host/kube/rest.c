@@ -196,9 +196,11 @@ static void pool_put(lop_rest_client_t *c, CURL *h)
 typedef struct attempt {
     lop_rest_client_t *c;
     lop_buf_t *body;            /* collects the body (non-stream, or a stream's error body) */
-    lop_stream_fn fn;           /* stream mode when non-NULL */
+    lop_stream_fn fn;           /* receives a 2xx body when non-NULL (a watch, or a request's sink) */
     void *fn_ud;
+    bool streaming;             /* a watch: polled multi handle, no retries */
     bool fn_stopped;
+    size_t delivered;           /* 2xx body bytes passed to fn */
     const atomic_bool *cancel;
     bool cancelled;
     long idle_ms;
@@ -265,6 +267,7 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud)
                 a->fn_stopped = true;
                 return 0; /* CURLE_WRITE_ERROR ends the transfer */
             }
+            a->delivered += len;
             return len;
         }
     }
@@ -446,7 +449,7 @@ static CURLcode perform(lop_rest_client_t *c, attempt_t *a, const char *method, 
     a->last_byte = lop_clock_mono(c->clock);
     atomic_fetch_add(&c->requests, 1);
     int64_t t0 = lop_clock_mono(c->clock);
-    CURLcode cc = a->fn ? perform_stream(a, h) : curl_easy_perform(h);
+    CURLcode cc = a->streaming ? perform_stream(a, h) : curl_easy_perform(h);
     long http = 0;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &http);
     *code = (int)http;
@@ -515,7 +518,8 @@ static lop_rc_t run(lop_rest_client_t *c, const lop_rest_req_t *req, lop_stream_
         lop_rc_t rc = lop_auth_get(c->cfg.auth, &cred, err);
         if (rc != LOP_OK) return rc;
         lop_buf_reset(&resp->body);
-        attempt_t a = {.c = c, .body = &resp->body, .fn = fn, .fn_ud = fn_ud, .cancel = req->cancel,
+        attempt_t a = {.c = c, .body = &resp->body, .fn = fn ? fn : req->sink,
+                       .fn_ud = fn ? fn_ud : req->sink_ud, .streaming = fn != NULL, .cancel = req->cancel,
                        .idle_ms = idle_ms, .retry_after = -1};
         int code = 0;
         CURLcode cc = perform(c, &a, req->method, req->path, req->content_type, req->body, req->len,
@@ -535,7 +539,7 @@ static lop_rc_t run(lop_rest_client_t *c, const lop_rest_req_t *req, lop_stream_
             return lop_err_set(err, LOP_ETIMEDOUT, code, NULL, "%s %s: no data for %ld ms", req->method,
                                req->path, idle_ms);
         if (cc != CURLE_OK) {
-            if (is_get && !fn && is_conn_reset(cc) && attempt < LOP_REST_MAX_RETRIES) {
+            if (is_get && !fn && !a.delivered && is_conn_reset(cc) && attempt < LOP_REST_MAX_RETRIES) {
                 lop_log(LOP_LOG_DEBUG, "retrying GET after a connection error", "path", req->path,
                         "error", curl_easy_strerror(cc), NULL);
                 resp->retries++;

@@ -95,6 +95,12 @@ typedef struct lop_rest_req {
     size_t len;
     const atomic_bool *cancel; /* optional: set from another thread to abort (LOP_ECLOSED) */
     long timeout_ms;          /* whole-request limit per attempt; 0 = 120 s; < 0 = none */
+    /* Optional: a 2xx body is passed to sink as it arrives instead of being collected in
+     * resp->body (a non-2xx body is still collected and parsed as a Status). sink returning
+     * non-zero ends the transfer (LOP_ECLOSED). Retries (Retry-After, 401) happen only before any
+     * 2xx byte reached the sink; a connection reset after that fails with LOP_EAGAIN. */
+    lop_stream_fn sink;
+    void *sink_ud;
 } lop_rest_req_t;
 
 /*

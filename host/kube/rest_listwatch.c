@@ -29,10 +29,10 @@ static void add_selectors(rest_lw_t *lw, lop_buf_t *q)
     if (lw->field_selector) add_param(q, "fieldSelector", lw->field_selector);
 }
 
-static lop_rc_t lw_list(void *ud, const lop_list_opts_t *o, lop_buf_t *body, lop_err_t *err)
+/* The path and query of one LIST page. */
+static lop_rc_t list_path(rest_lw_t *lw, const lop_list_opts_t *o, lop_buf_t *path, lop_err_t *err)
 {
-    rest_lw_t *lw = ud;
-    lop_buf_t q = LOP_BUF_INIT, path = LOP_BUF_INIT;
+    lop_buf_t q = LOP_BUF_INIT;
     add_selectors(lw, &q);
     if (o && o->limit > 0) {
         char n[32];
@@ -47,21 +47,41 @@ static lop_rc_t lw_list(void *ud, const lop_list_opts_t *o, lop_buf_t *body, lop
         if (o->resource_version_match && *o->resource_version_match)
             add_param(&q, "resourceVersionMatch", o->resource_version_match);
     }
-    lop_rc_t rc = lop_rest_path(&path, &lw->m, lw->ns, NULL, NULL, q.data, err);
+    lop_rc_t rc = lop_rest_path(path, &lw->m, lw->ns, NULL, NULL, q.data, err);
+    lop_buf_free(&q);
+    return rc;
+}
+
+/* One LIST page: collected in body (sink NULL) or streamed to sink. */
+static lop_rc_t list_page(rest_lw_t *lw, const lop_list_opts_t *o, lop_buf_t *body, lop_stream_fn sink,
+                          void *sink_ud, lop_err_t *err)
+{
+    lop_buf_t path = LOP_BUF_INIT;
+    lop_rc_t rc = list_path(lw, o, &path, err);
     if (rc == LOP_OK) {
-        lop_rest_req_t req = {.method = "GET", .path = path.data, .cancel = &lw->cancel};
+        lop_rest_req_t req = {.method = "GET", .path = path.data, .cancel = &lw->cancel, .sink = sink,
+                              .sink_ud = sink_ud};
         lop_rest_resp_t resp = LOP_REST_RESP_INIT;
         rc = lop_rest_request(lw->c, &req, &resp, err);
-        if (rc == LOP_OK) {
+        if (rc == LOP_OK && body) {
             lop_buf_free(body);
             *body = resp.body;
             lop_buf_init(&resp.body);
         }
         lop_rest_resp_cleanup(&resp);
     }
-    lop_buf_free(&q);
     lop_buf_free(&path);
     return rc;
+}
+
+static lop_rc_t lw_list(void *ud, const lop_list_opts_t *o, lop_buf_t *body, lop_err_t *err)
+{
+    return list_page(ud, o, body, NULL, NULL, err);
+}
+
+static lop_rc_t lw_list_stream(void *ud, const lop_list_opts_t *o, lop_stream_fn fn, void *fn_ud, lop_err_t *err)
+{
+    return list_page(ud, o, NULL, fn, fn_ud, err);
 }
 
 static lop_rc_t lw_watch(void *ud, const lop_watch_opts_t *o, lop_stream_fn fn, void *fn_ud, lop_err_t *err)
@@ -124,6 +144,7 @@ lop_listwatch_t *lop_rest_listwatch_new(lop_rest_client_t *c, const struct lop_r
     lop_listwatch_t *out = lop_xcalloc(1, sizeof *out);
     out->ud = lw;
     out->list = lw_list;
+    out->list_stream = lw_list_stream;
     out->watch = lw_watch;
     out->cancel = lw_cancel;
     out->free = lw_free;

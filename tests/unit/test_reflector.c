@@ -94,6 +94,34 @@ static lop_rc_t fake_watch(void *ud, const lop_watch_opts_t *o, lop_stream_fn fn
     return LOP_OK;
 }
 
+/* list_stream: the same scripted bodies, fed 3 bytes at a time; a body scripted with rc
+ * LOP_EAGAIN and a body is cut after half of it (a connection reset mid-page). */
+static lop_rc_t fake_list_stream(void *ud, const lop_list_opts_t *o, lop_stream_fn fn, void *fn_ud, lop_err_t *err)
+{
+    fake_t *f = ud;
+    lop_buf_t b = LOP_BUF_INIT;
+    int i = f->li;
+    lop_rc_t rc = i < f->nlists && f->lists[i].rc == LOP_EAGAIN && f->lists[i].body ? LOP_OK : fake_list(ud, o, &b, err);
+    if (rc == LOP_OK && b.len == 0) {
+        f->li++;
+        lop_buf_puts(&b, f->lists[i].body);
+        b.len /= 2;
+        rc = LOP_EAGAIN;
+    }
+    for (size_t at = 0; at < b.len; at += 3)
+        if (fn(fn_ud, b.data + at, b.len - at < 3 ? b.len - at : 3) != 0) {
+            lop_buf_free(&b);
+            return lop_err_set(err, LOP_ECLOSED, 0, NULL, "stopped by the consumer");
+        }
+    lop_buf_free(&b);
+    if (rc == LOP_EAGAIN)
+        return lop_err_set(err, LOP_EAGAIN, 0, NULL, "connection reset mid-body");
+    return rc;
+}
+
+/* When set, setup() gives the reflector list_stream too (every list test runs both ways). */
+static bool g_stream;
+
 static void fake_cancel(void *ud)
 {
     fake_t *f = ud;
@@ -138,7 +166,7 @@ static void setup(env_t *e, const lresp_t *lists, int nl, const wresp_t *watches
     pthread_mutex_init(&e->f.mu, NULL);
     pthread_cond_init(&e->f.cond, NULL);
     e->store = lop_store_new();
-    lop_listwatch_t lw = {&e->f, fake_list, fake_watch, fake_cancel, NULL};
+    lop_listwatch_t lw = {&e->f, fake_list, fake_watch, fake_cancel, NULL, g_stream ? fake_list_stream : NULL};
     lop_reflector_config_t cfg = {
         .name = "v1/configmaps", .lw = &lw, .store = e->store, .clock = &e->fc.base,
         .handlers = {h_add, h_update, h_delete, &e->log}, .seed = 42,
@@ -371,6 +399,94 @@ static void test_expired_continue_falls_back_to_full_list(void)
     teardown(&e);
 }
 
+/* A relist shares the cached entry of every object whose resourceVersion did not change: the
+ * old and the new cache are not both resident for it, and on_update sees old == new. */
+typedef struct same_rec {
+    int updates, same;
+} same_rec_t;
+static void count_same(void *ud, lop_obj_t *old, lop_obj_t *o)
+{
+    same_rec_t *r = ud;
+    r->updates++;
+    r->same += old == o;
+}
+
+static void test_relist_keeps_unchanged_entries(void)
+{
+    static const lresp_t lists[] = {
+        {LOP_OK, 200, LIST("10", "", CM("a", "5") "," CM("b", "6") "," CM("c", "7"))},
+        {LOP_OK, 200, LIST("20", "", CM("a", "5") "," CM("b", "8") "," CM("c", "7") "," CM("d", "9"))},
+    };
+    static const wresp_t w[] = {{LOP_EGONE, {NULL}, 0, false}};
+    env_t e;
+    setup(&e, lists, 2, w, 1);
+    step(&e);
+    lop_obj_t *a0 = lop_store_get(e.store, "d/a"), *b0 = lop_store_get(e.store, "d/b");
+    step(&e); /* 410 */
+    e.log.s[0] = '\0';
+    T_EQ_INT(step(&e), 0); /* the relist */
+    T_EQ_STR(e.log.s, "upd:a@5;upd:b@8;upd:c@7;add:d@9;");
+    lop_obj_t *a1 = lop_store_get(e.store, "d/a"), *b1 = lop_store_get(e.store, "d/b");
+    T_CHECK(a1 == a0);
+    T_CHECK(b1 != b0);
+    T_EQ_STR(b1->rv, "8");
+    T_EQ_STR(b0->rv, "6"); /* the old entry is still valid for whoever holds it */
+    lop_reflector_stats_t rs;
+    lop_reflector_stats(e.r, &rs);
+    T_EQ_INT(rs.list_reused, 2);
+    lop_obj_unref(a0);
+    lop_obj_unref(a1);
+    lop_obj_unref(b0);
+    lop_obj_unref(b1);
+    teardown(&e);
+
+    /* the handlers see the same object as old and new for unchanged entries */
+    same_rec_t rec = {0};
+    setup(&e, lists, 2, w, 1);
+    step(&e);
+    step(&e);
+    lop_reflector_free(e.r);
+    lop_listwatch_t lw = {&e.f, fake_list, fake_watch, fake_cancel, NULL, g_stream ? fake_list_stream : NULL};
+    e.f.li = 1;
+    lop_reflector_config_t cfg = {.name = "x", .lw = &lw, .store = e.store, .clock = &e.fc.base,
+                                  .handlers = {NULL, count_same, NULL, &rec}, .seed = 1};
+    e.r = lop_reflector_new(&cfg, NULL);
+    T_EQ_INT(step(&e), 0);
+    T_EQ_INT(rec.updates, 3);
+    T_EQ_INT(rec.same, 2);
+    teardown(&e);
+}
+
+/* A page whose body breaks off (connection reset, truncated) changes nothing: the store keeps
+ * its content and the list is retried after a backoff. */
+static void test_list_cut_mid_body_changes_nothing_and_retries(void)
+{
+    static const lresp_t lists[] = {
+        {LOP_OK, 200, LIST("10", "", CM("a", "5"))},
+        {LOP_EAGAIN, 0, LIST("20", "", CM("a", "6") "," CM("b", "7") "," CM("c", "8"))},
+        {LOP_OK, 200, "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"20\"},\"items\":[" CM("a", "6")},
+        {LOP_OK, 200, LIST("20", "", CM("a", "6") "," CM("b", "7"))},
+    };
+    static const wresp_t w[] = {{LOP_EGONE, {NULL}, 0, false}};
+    env_t e;
+    setup(&e, lists, 4, w, 1);
+    step(&e);
+    step(&e); /* 410 */
+    e.log.s[0] = '\0';
+    if (g_stream)
+        T_CHECK(step(&e) > 0); /* cut mid-body */
+    else
+        e.f.li++; /* the buffered list never sees half a body: rest.c fails the whole request */
+    T_CHECK(step(&e) > 0); /* truncated JSON */
+    T_EQ_STR(e.log.s, "");
+    lop_obj_t *a = lop_store_get(e.store, "d/a");
+    T_EQ_STR(a->rv, "5");
+    lop_obj_unref(a);
+    T_EQ_INT(step(&e), 0);
+    T_EQ_STR(e.log.s, "upd:a@6;add:b@7;");
+    teardown(&e);
+}
+
 static void test_garbage_restarts_watch_from_last_good_rv(void)
 {
     static const wresp_t w[] = {
@@ -489,18 +605,24 @@ static void test_initial_added_burst_is_not_a_resume_point(void)
 
 int main(void)
 {
-    T_RUN(test_paginated_list_then_synced);
+    for (int pass = 0; pass < 2; pass++) {
+        g_stream = pass == 1;
+        T_RUN(test_paginated_list_then_synced);
+        T_RUN(test_error_event_410_relists_with_tombstones);
+        T_RUN(test_http_410_on_watch_relists);
+        T_RUN(test_list_410_retries_at_once_with_a_consistent_read);
+        T_RUN(test_list_too_large_rv_retries_with_a_consistent_read);
+        T_RUN(test_expired_continue_falls_back_to_full_list);
+        T_RUN(test_list_failure_backs_off_and_retries);
+        T_RUN(test_relist_keeps_unchanged_entries);
+        T_RUN(test_list_cut_mid_body_changes_nothing_and_retries);
+    }
+    g_stream = false;
     T_RUN(test_watch_events_split_anywhere_update_store_and_rv);
     T_RUN(test_very_short_watch_backs_off_exponentially_and_resets);
     T_RUN(test_backoff_caps_at_30s);
-    T_RUN(test_error_event_410_relists_with_tombstones);
-    T_RUN(test_http_410_on_watch_relists);
-    T_RUN(test_list_410_retries_at_once_with_a_consistent_read);
-    T_RUN(test_list_too_large_rv_retries_with_a_consistent_read);
-    T_RUN(test_expired_continue_falls_back_to_full_list);
     T_RUN(test_garbage_restarts_watch_from_last_good_rv);
     T_RUN(test_other_error_event_and_transport_errors_rewatch);
-    T_RUN(test_list_failure_backs_off_and_retries);
     T_RUN(test_thread_start_and_prompt_stop);
     T_RUN(test_initial_added_burst_is_not_a_resume_point);
     return T_DONE();

@@ -1,0 +1,74 @@
+/*
+ * listdecoder.h — incremental decoder of a LIST response body
+ * (`{"kind":"PodList","apiVersion":"v1","metadata":{...},"items":[{...},...]}`), fed the bytes as
+ * they arrive (chunk boundaries mean nothing). Each element of `items` is handed to a callback as
+ * soon as its last byte arrives, so a reflector builds its cache entries while the response is
+ * still streaming and never holds the whole body: memory is one item, not one page (a 10,000-Pod
+ * page is ~100 MB of JSON).
+ *
+ * What it checks: the body is one JSON object; its members are well formed; every item is one
+ * valid JSON object (validated with lop_jscan_value, so the consumer may build it with
+ * LOP_OBJ_TRUSTED); `items` is an array, null or absent (reference C.14: an empty list may carry
+ * null); `metadata` is an object carrying a non-empty resourceVersion (checked by _finish). Only
+ * whitespace may follow the object. Top-level members other than kind, apiVersion, metadata and
+ * items are skipped (validated, not kept).
+ *
+ * Built-in list items carry no kind/apiVersion (reference C.17): the consumer takes them from the
+ * list (lop_listdecoder_item_kind/_api_version). Items are streamed only once both list members
+ * have been seen; a body that puts `items` first (Go's encoders never do) has its items array
+ * kept and delivered when the object ends, so the item kind is always known to the callback.
+ *
+ * Limits: an item or a top-level member larger than max_item bytes, or nesting deeper than 10000
+ * (the API server's own limit), fails the decode. A failed decoder stays failed until _reset.
+ *
+ * Ownership: the item passed to the callback is borrowed for the call; the strings returned by
+ * the accessors are the decoder's, valid until the next _reset or _free.
+ * Thread-safety: none; one response, one thread.
+ */
+#ifndef LOP_KUBE_LISTDECODER_H
+#define LOP_KUBE_LISTDECODER_H
+
+#include "host/util/err.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct lop_listdecoder lop_listdecoder_t;
+
+/* Called once per complete item (a validated JSON object, len bytes, not NUL-terminated).
+ * Return 0 to continue, non-zero to stop: _feed then returns LOP_ECLOSED. */
+typedef int (*lop_list_item_fn)(void *ud, const char *item, size_t len);
+
+/* max_item: the largest item or top-level member accepted, in bytes (0 = 64 MiB). */
+lop_listdecoder_t *lop_listdecoder_new(size_t max_item, lop_list_item_fn fn, void *ud);
+/* Replace the item callback (e.g. per list run). */
+void lop_listdecoder_set_callback(lop_listdecoder_t *d, lop_list_item_fn fn, void *ud);
+/* NULL accepted. */
+void lop_listdecoder_free(lop_listdecoder_t *d);
+/* Forget everything (for the next page or a retry); keeps the callback and the buffers. */
+void lop_listdecoder_reset(lop_listdecoder_t *d);
+
+/*
+ * Feed bytes. LOP_OK when all were consumed; LOP_ECLOSED when the callback asked to stop (the
+ * rest is dropped); LOP_EINVAL with err naming the cause and the byte offset on malformed input
+ * or an oversized item.
+ */
+lop_rc_t lop_listdecoder_feed(lop_listdecoder_t *d, const char *data, size_t len, lop_err_t *err);
+/*
+ * The body has ended: LOP_OK when it was one complete list object with metadata.resourceVersion
+ * (delivering any items kept back, see above); LOP_EINVAL naming what is missing otherwise
+ * (truncated body, no metadata, no resourceVersion). LOP_ECLOSED as for _feed.
+ */
+lop_rc_t lop_listdecoder_finish(lop_listdecoder_t *d, lop_err_t *err);
+
+/* The list's kind without its "List" suffix ("PodList" → "Pod"); "" when absent or not "...List". */
+const char *lop_listdecoder_item_kind(const lop_listdecoder_t *d);
+/* The list's apiVersion; "" when absent. */
+const char *lop_listdecoder_api_version(const lop_listdecoder_t *d);
+/* metadata.resourceVersion and metadata.continue; "" when absent (or not seen yet). */
+const char *lop_listdecoder_resource_version(const lop_listdecoder_t *d);
+const char *lop_listdecoder_continue(const lop_listdecoder_t *d);
+/* Items delivered so far. */
+size_t lop_listdecoder_items(const lop_listdecoder_t *d);
+
+#endif
