@@ -327,7 +327,10 @@ lop_rc_t lop_obj_new_item(const char *json, size_t len, int flags, const char *d
     }
 
     size_t dal = dflt_api_version ? strlen(dflt_api_version) : 0, dkl = dflt_kind ? strlen(dflt_kind) : 0;
-    arena_t a = {NULL, 0, (me - ms) + (ae - as) + (ke - ks) + dal + dkl + 2};
+    size_t cut = cut_e > cut_s ? cut_e - cut_s : 0;
+    /* the arena holds decoded metadata strings: never more bytes than their JSON (managedFields
+     * are never decoded, so their span does not count) */
+    arena_t a = {NULL, 0, (me - ms) - cut + (ae - as) + (ke - ks) + dal + dkl + 2};
     a.p = lop_xmalloc(a.cap);
     lop_obj_t *o = lop_xcalloc(1, sizeof *o);
     o->refs_ = 1;
@@ -336,38 +339,44 @@ lop_rc_t lop_obj_new_item(const char *json, size_t len, int flags, const char *d
     const char *api_version = as ? arena_str(&a, json, as, ae) : NULL;
     const char *kind = ks ? arena_str(&a, json, ks, ke) : NULL;
 
-    lop_buf_t b = LOP_BUF_INIT;
-    lop_buf_reserve(&b, len + 64);
-    lop_buf_append(&b, json + s, 1); /* '{' */
     /* list items of built-in kinds carry no kind/apiVersion: add the list's */
+    lop_buf_t pre = LOP_BUF_INIT;
+    lop_buf_putc(&pre, '{');
     if (!as && dal) {
-        lop_buf_puts(&b, "\"apiVersion\":");
-        lop_buf_json_str(&b, dflt_api_version, dal);
-        lop_buf_putc(&b, ',');
+        lop_buf_puts(&pre, "\"apiVersion\":");
+        lop_buf_json_str(&pre, dflt_api_version, dal);
+        lop_buf_putc(&pre, ',');
         api_version = memcpy(a.p + a.len, dflt_api_version, dal + 1);
         a.len += dal + 1;
     }
     if (!ks && dkl) {
-        lop_buf_puts(&b, "\"kind\":");
-        lop_buf_json_str(&b, dflt_kind, dkl);
-        lop_buf_putc(&b, ',');
+        lop_buf_puts(&pre, "\"kind\":");
+        lop_buf_json_str(&pre, dflt_kind, dkl);
+        lop_buf_putc(&pre, ',');
         kind = memcpy(a.p + a.len, dflt_kind, dkl + 1);
         a.len += dkl + 1;
     }
     o->api_version = api_version ? api_version : "";
     o->kind = kind ? kind : "";
     size_t body = s + 1;
-    if (b.len > 1 && json[lop_jscan_ws(json, len, body)] == '}')
-        b.len--; /* empty object: drop our trailing comma */
-    size_t prefix = b.len, cut = cut_e > cut_s ? cut_e - cut_s : 0;
+    if (pre.len > 1 && json[lop_jscan_ws(json, len, body)] == '}')
+        pre.len--; /* empty object: drop our trailing comma */
+    size_t prefix = pre.len;
     bool strip = cut && !(flags & LOP_OBJ_KEEP_MANAGED_FIELDS);
+    /* the cache entry's bytes, allocated at their exact size: the cache is most of the
+     * process's memory, and a growable buffer's slack would be resident per object */
+    size_t total = prefix + (e - body) - (strip ? cut : 0);
+    char *bytes = lop_xmalloc(total + 1);
+    memcpy(bytes, pre.data, prefix);
+    lop_buf_free(&pre);
     if (strip) {
-        lop_buf_append(&b, json + body, cut_s - body);
-        lop_buf_append(&b, json + cut_e, e - cut_e);
+        memcpy(bytes + prefix, json + body, cut_s - body);
+        memcpy(bytes + prefix + (cut_s - body), json + cut_e, e - cut_e);
     } else {
-        lop_buf_append(&b, json + body, e - body);
+        memcpy(bytes + prefix, json + body, e - body);
     }
-    /* where metadata (and a kept managedFields cut) now sit in b */
+    bytes[total] = '\0';
+    /* where metadata (and a kept managedFields cut) now sit in bytes */
     if (me) {
         o->meta_s_ = prefix + (ms - body);
         o->meta_e_ = prefix + (me - body) - (strip ? cut : 0);
@@ -376,8 +385,8 @@ lop_rc_t lop_obj_new_item(const char *json, size_t len, int flags, const char *d
             o->mf_e_ = prefix + (cut_e - body);
         }
     }
-    o->json_len = b.len;
-    o->json = lop_buf_steal(&b);
+    o->json_len = total;
+    o->json = bytes;
 
     lop_rc_t rc = fill_meta(o, &a, json, len, sp, err);
     if (rc != LOP_OK) {
