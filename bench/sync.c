@@ -82,6 +82,7 @@ static void *worker(void *ud)
 
 typedef struct wrap {
     lop_listwatch_t *inner;
+    bool consistent; /* LOPBENCH_SYNC_MODE=paged: the first list is a consistent read, so paged */
     const char *from_rv;
     double t_watch;
     lop_stream_fn fn;
@@ -92,7 +93,11 @@ typedef struct wrap {
 static lop_rc_t w_list_stream(void *ud, const lop_list_opts_t *o, lop_stream_fn fn, void *fn_ud, lop_err_t *err)
 {
     wrap_t *w = ud;
-    return w->inner->list_stream(w->inner->ud, o, fn, fn_ud, err);
+    lop_list_opts_t c = *o;
+    /* RV "0" is served from the watch cache in one page whatever the limit: unset it to page */
+    if (w->consistent && c.resource_version && !strcmp(c.resource_version, "0"))
+        c.resource_version = NULL;
+    return w->inner->list_stream(w->inner->ud, &c, fn, fn_ud, err);
 }
 
 static lop_rc_t w_list(void *ud, const lop_list_opts_t *o, lop_buf_t *body, lop_err_t *err)
@@ -223,6 +228,10 @@ int main(int argc, char **argv)
         lat_ms = calloc((size_t)want, sizeof *lat_ms);
     }
     bool no_stream = getenv("LOPBENCH_NO_STREAM") && !strcmp(getenv("LOPBENCH_NO_STREAM"), "1");
+    /* sync modes (sync-paged): list (default: RV=0, one page), paged (consistent read, limit 500
+     * with continue tokens), watch-list (sendInitialEvents, no LIST) */
+    const char *mode = getenv("LOPBENCH_SYNC_MODE") ? getenv("LOPBENCH_SYNC_MODE") : "list";
+    w.consistent = !strcmp(mode, "paged");
     lop_listwatch_t lw = {&w, w_list, w_watch, w_cancel, w_free, watch_mode || no_stream ? NULL : w_list_stream};
     lop_store_t *store = lop_store_new();
     queue = lop_workqueue_new("bench", NULL, NULL);
@@ -235,6 +244,7 @@ int main(int argc, char **argv)
         .handlers = {on_add, on_update, NULL, NULL},
         .obj_flags = !watch_mode && !relist_mode && !strcmp(argv[5], "keep") ? LOP_OBJ_KEEP_MANAGED_FIELDS : 0,
         .idle_timeout_ms = -1,
+        .watch_list = !strcmp(mode, "watch-list"),
     };
     malloc_trim(0);
     long rss0 = bu_status_kb("VmRSS");
@@ -294,8 +304,12 @@ int main(int argc, char **argv)
         long hwm = bu_status_kb("VmHWM");
         malloc_trim(0);
         long rss1 = bu_status_kb("VmRSS");
-        printf("objects=%zu seconds=%.4f cpu_s=%.4f rate=%.1f cache_bytes=%zu rss_delta_kb=%ld hwm_kb=%ld\n",
-               st.count, dt, cpu, st.count / dt, st.bytes, rss1 - rss0, hwm);
+        lop_reflector_stats_t rs;
+        lop_reflector_stats(r, &rs);
+        printf("objects=%zu seconds=%.4f cpu_s=%.4f rate=%.1f cache_bytes=%zu rss_delta_kb=%ld hwm_kb=%ld "
+               "rss_kb=%ld list_pages=%llu watch_lists=%llu\n",
+               st.count, dt, cpu, st.count / dt, st.bytes, rss1 - rss0, hwm, rss1,
+               (unsigned long long)rs.list_pages, (unsigned long long)rs.watch_lists);
     } else {
         while (atomic_load(&updates) < want && bu_now() < deadline) sleep_ms(1);
         double dt = bu_now() - w.t_watch, cpu = bu_cpu() - c0;

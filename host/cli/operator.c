@@ -408,6 +408,7 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
         .still_leading = still_leading,
         .still_leading_ud = &leader,
         .identity = identity,
+        .watch_list = o->watch_list,
     };
     if (lop_manager_new(&mc, &m, &err) != LOP_OK) {
         lop_log(LOP_LOG_ERROR, "cannot create the manager", "error", err.message, NULL);

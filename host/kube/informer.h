@@ -33,6 +33,7 @@ typedef struct lop_informer_config {
     long page_size;           /* 0 = 500 */
     long idle_timeout_ms;     /* see lop_reflector_config_t */
     uint64_t seed;            /* 0 = random */
+    bool watch_list;          /* sync by watch-list; see lop_reflector_config_t */
 } lop_informer_config_t;
 
 /* NULL with err set (and lw freed) on a bad configuration. */

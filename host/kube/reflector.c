@@ -75,6 +75,7 @@ lop_reflector_t *lop_reflector_new(const lop_reflector_config_t *cfg, lop_err_t 
     r->page_size = cfg->page_size > 0 ? cfg->page_size : 500;
     r->idle_timeout_ms = cfg->idle_timeout_ms;
     r->max_event_bytes = cfg->max_event_bytes;
+    r->watch_list = cfg->watch_list;
     r->obj_flags = cfg->obj_flags;
     r->rng = cfg->seed ? cfg->seed : ((uint64_t)lop_clock_mono(&lop_clock_system) ^ (uint64_t)(uintptr_t)r) | 1;
     pthread_mutex_init(&r->mu, NULL);
@@ -93,6 +94,7 @@ void lop_reflector_free(lop_reflector_t *r)
         r->lw.free(r->lw.ud);
     lop_watchdecoder_free(r->dec);
     lop_listdecoder_free(r->ldec);
+    lop_store_free(r->wl_store);
     pthread_cond_destroy(&r->cond);
     pthread_mutex_destroy(&r->mu);
     free(r->last_rv);
@@ -161,6 +163,40 @@ static void apply_delete(lop_reflector_t *r, lop_obj_t *o)
     dunlock(r);
 }
 
+/* A watch-list event before its bookmark: kept aside in wl_store, no handler runs. */
+static void wl_apply(lop_reflector_t *r, lop_obj_t *o, bool deleted)
+{
+    if (!deleted) {
+        lop_store_put(r->wl_store, o, NULL);
+        return;
+    }
+    char small[256];
+    int n = lop_obj_key(o, small, sizeof small);
+    char *key = (size_t)n < sizeof small ? small : lop_xmalloc((size_t)n + 1);
+    if (key != small)
+        lop_obj_key(o, key, (size_t)n + 1);
+    lop_obj_unref(lop_store_delete(r->wl_store, key));
+    if (key != small)
+        free(key);
+}
+
+/* The initial-events-end bookmark of a watch-list: its state replaces the store, as a list. */
+static void watch_list_synced(lop_reflector_t *r)
+{
+    lop_obj_list_t l;
+    lop_store_list(r->wl_store, &l);
+    lop_store_free(r->wl_store);
+    r->wl_store = NULL;
+    lop_reflector_replace(r, l.items, l.n);
+    lop_obj_list_free(&l);
+    r->need_list = false;
+    r->rv_unavailable = false;
+    atomic_store(&r->synced, true);
+    pthread_mutex_lock(&r->mu);
+    r->st.watch_lists++;
+    pthread_mutex_unlock(&r->mu);
+}
+
 static int malformed(lop_reflector_t *r, const char *what, const char *detail)
 {
     r->outcome = WO_MALFORMED;
@@ -207,13 +243,19 @@ static int on_event(void *ud, const char *doc, size_t len)
 
     lop_obj_t *o = NULL;
     lop_err_t oerr;
+    /* a watch-list's initial state shares the cached entries that did not change */
+    if (r->wl_store && added && r->wl_reuse)
+        o = lop_reflector_cached_same_rv(r, doc + os, oe - os);
     /* lop_jscan_find above validated the object's bytes: build it without validating again */
-    if (lop_obj_new(doc + os, oe - os, r->obj_flags | LOP_OBJ_TRUSTED, &o, &oerr) != LOP_OK)
+    if (!o && lop_obj_new(doc + os, oe - os, r->obj_flags | LOP_OBJ_TRUSTED, &o, &oerr) != LOP_OK)
         return malformed(r, "watch event object: ", oerr.message);
     if (bookmark) {
         const char *end = lop_obj_annotation(o, "k8s.io/initial-events-end");
-        if (end && strcmp(end, "true") == 0)
+        if (end && strcmp(end, "true") == 0) {
             r->in_burst = false;
+            if (r->wl_store)
+                watch_list_synced(r);
+        }
         pthread_mutex_lock(&r->mu);
         r->st.bookmarks++;
         pthread_mutex_unlock(&r->mu);
@@ -224,7 +266,9 @@ static int on_event(void *ud, const char *doc, size_t len)
         }
         if (!added)
             r->in_burst = false;
-        if (deleted)
+        if (r->wl_store) /* the initial state is delivered at its bookmark, as one replace */
+            wl_apply(r, o, deleted);
+        else if (deleted)
             apply_delete(r, o);
         else
             apply_upsert(r, o);
@@ -260,21 +304,44 @@ static int on_bytes(void *ud, const char *data, size_t len)
     return rc == LOP_ECLOSED ? 1 : 0;
 }
 
+/* A watch-list that did not reach its bookmark: drop its state, LIST next (at once). */
+static lop_rc_t watch_list_failed(lop_reflector_t *r, lop_rc_t rc, const lop_err_t *err, int64_t *wait_ns)
+{
+    lop_store_free(r->wl_store);
+    r->wl_store = NULL;
+    r->wl_fallback = true;
+    *wait_ns = 0;
+    pthread_mutex_lock(&r->mu);
+    r->st.watch_list_fallbacks++;
+    pthread_mutex_unlock(&r->mu);
+    const char *why = r->outcome != WO_NONE ? r->werr.message : rc != LOP_OK ? err->message : "stream ended";
+    if (rc != LOP_OK && r->outcome == WO_NONE && err->code >= 400 && err->code < 500 && err->code != 410 &&
+        err->code != 429) {
+        r->wl_disabled = true;
+        lop_log(LOP_LOG_WARN, "the API server refused watch-list; syncing with LIST from now on", "reflector",
+                r->name, "error", why, NULL);
+    } else {
+        lop_log(LOP_LOG_WARN, "watch-list ended before its initial-events-end bookmark; falling back to LIST",
+                "reflector", r->name, "error", why, NULL);
+    }
+    return LOP_OK;
+}
+
 static lop_rc_t do_watch(lop_reflector_t *r, int64_t *wait_ns)
 {
     char *rv;
     pthread_mutex_lock(&r->mu);
-    rv = lop_xstrdup(r->last_rv);
+    rv = lop_xstrdup(r->wl_store && r->rv_unavailable ? "" : r->last_rv);
     r->st.watches++;
     pthread_mutex_unlock(&r->mu);
     long timeout_s = MIN_WATCH_TIMEOUT_S + (long)(lop_reflector_rand(r) % MIN_WATCH_TIMEOUT_S);
     long idle = r->idle_timeout_ms == 0 ? (timeout_s + 30) * 1000 : r->idle_timeout_ms < 0 ? 0 : r->idle_timeout_ms;
-    lop_watch_opts_t o = {rv[0] ? rv : NULL, true, timeout_s, false, idle};
+    lop_watch_opts_t o = {rv[0] ? rv : NULL, true, timeout_s, r->wl_store != NULL, idle};
     if (!r->dec)
         r->dec = lop_watchdecoder_new(r->max_event_bytes, on_event, r);
     lop_watchdecoder_reset(r->dec);
     r->watch_events = 0;
-    r->in_burst = !rv[0] || strcmp(rv, "0") == 0;
+    r->in_burst = r->wl_store || !rv[0] || strcmp(rv, "0") == 0;
     r->outcome = WO_NONE;
     lop_err_clear(&r->werr);
     lop_err_t err;
@@ -286,6 +353,8 @@ static lop_rc_t do_watch(lop_reflector_t *r, int64_t *wait_ns)
     *wait_ns = 0;
     if (atomic_load(&r->stop))
         return LOP_ECLOSED;
+    if (r->wl_store && r->outcome != WO_STOPPED)
+        return watch_list_failed(r, rc, &err, wait_ns);
     switch (r->outcome) {
     case WO_GONE:
         lop_log(LOP_LOG_INFO, "watch expired (ERROR 410), relisting", "reflector", r->name, "message", r->werr.message, NULL);
@@ -342,6 +411,14 @@ lop_rc_t lop_reflector_step(lop_reflector_t *r, int64_t *wait_ns)
         return LOP_ECLOSED;
     if (!r->need_list)
         return do_watch(r, wait_ns);
+    if (r->watch_list && !r->wl_disabled && !r->wl_fallback) {
+        r->wl_store = lop_store_new();
+        lop_store_stats_t ss;
+        lop_store_stats(r->store, &ss);
+        r->wl_reuse = ss.count > 0;
+        return do_watch(r, wait_ns);
+    }
+    r->wl_fallback = false;
     lop_err_t err;
     lop_err_clear(&err);
     lop_rc_t rc = lop_reflector_do_list(r, &err);

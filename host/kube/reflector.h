@@ -74,6 +74,13 @@ typedef struct lop_reflector_config {
      * handlers (a whole relist is one change), so that others can take a consistent snapshot of
      * store + delivered events (the informer's add-handler replay does). */
     pthread_mutex_t *delivery_lock;
+    /* client-go's WatchListClient (reference F.23, F.26): sync with one watch carrying
+     * sendInitialEvents=true&resourceVersionMatch=NotOlderThan instead of LIST. The initial
+     * ADDED events are held aside until the k8s.io/initial-events-end bookmark, then replace the
+     * store exactly as a list would (tombstones included) and the same stream goes on as the
+     * watch. A stream that ends or fails before the bookmark falls back to one LIST at once; a
+     * server that refuses the request (4xx other than 410/429) is not asked again. */
+    bool watch_list;
 } lop_reflector_config_t;
 
 typedef struct lop_reflector_stats {
@@ -83,6 +90,8 @@ typedef struct lop_reflector_stats {
     uint64_t watch_errors;    /* backoffs taken */
     uint64_t malformed;       /* watch streams restarted for bad JSON */
     uint64_t list_reused;     /* listed objects whose cached entry (same resourceVersion) was kept */
+    uint64_t watch_lists;     /* syncs completed by watch-list (its bookmark seen) */
+    uint64_t watch_list_fallbacks; /* watch-lists that failed before the bookmark (then LIST) */
     int64_t last_backoff_ns;
 } lop_reflector_stats_t;
 

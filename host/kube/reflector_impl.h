@@ -40,6 +40,11 @@ struct lop_reflector {
 
     /* loop state (reflector thread only) */
     bool need_list, rv_unavailable, paginated_result;
+    bool watch_list;        /* config: sync with watch-list instead of LIST */
+    bool wl_disabled;       /* the server refused watch-list: LIST from now on */
+    bool wl_fallback;       /* the last watch-list failed before its bookmark: LIST next */
+    lop_store_t *wl_store;  /* a watch-list's initial state until its bookmark; else NULL */
+    bool wl_reuse;          /* the store had entries when that watch-list began */
     bool bo_used;
     int64_t bo_dur, bo_last;
 
@@ -52,6 +57,11 @@ struct lop_reflector {
     lop_err_t werr;
 };
 
+/* Replace the store with objs and deliver the changes (under the delivery lock). */
+void lop_reflector_replace(lop_reflector_t *r, lop_obj_t *const *objs, size_t n);
+/* The cached entry for a listed (or initially watched) object whose resourceVersion is the
+ * cached one (a new reference), else NULL. item: the object's validated JSON bytes. */
+lop_obj_t *lop_reflector_cached_same_rv(lop_reflector_t *r, const char *item, size_t len);
 /* One list, replacing the store and delivering the changes. LOP_OK or the failing rc. */
 lop_rc_t lop_reflector_do_list(lop_reflector_t *r, lop_err_t *err);
 void lop_reflector_set_rv(lop_reflector_t *r, const char *rv);

@@ -47,7 +47,7 @@ typedef struct list_run {
  * content): a relist then shares it instead of building a second copy — the old and the new
  * cache are never both resident for unchanged objects. NULL when not cached, changed, or the
  * item's name fields carry escapes (then it is simply built). item is validated JSON. */
-static lop_obj_t *cached_same_rv(lop_reflector_t *r, const char *item, size_t len)
+lop_obj_t *lop_reflector_cached_same_rv(lop_reflector_t *r, const char *item, size_t len)
 {
     lop_jscan_iter_t it, mt;
     if (lop_jscan_object_begin_trusted(&it, item, len, 0) != 0)
@@ -96,7 +96,7 @@ static int on_item(void *ud, const char *item, size_t len)
     lop_reflector_t *r = lr->r;
     if (atomic_load(&r->stop))
         return 1;
-    lop_obj_t *o = lr->reuse ? cached_same_rv(r, item, len) : NULL;
+    lop_obj_t *o = lr->reuse ? lop_reflector_cached_same_rv(r, item, len) : NULL;
     if (o) {
         lr->reused++;
     } else {
@@ -180,6 +180,15 @@ static void deliver(void *ud, lop_store_change_t what, lop_obj_t *old, lop_obj_t
     }
 }
 
+void lop_reflector_replace(lop_reflector_t *r, lop_obj_t *const *objs, size_t n)
+{
+    if (r->dlock)
+        pthread_mutex_lock(r->dlock);
+    lop_store_replace(r->store, objs, n, deliver, r);
+    if (r->dlock)
+        pthread_mutex_unlock(r->dlock);
+}
+
 /* E.9: "too large resource version" is a 504 Timeout (we branch on code and reason, never on
  * the message; a plain 504 on a list at a specific RV is retried the same way). */
 static bool too_large_rv(const lop_err_t *e) { return e->code == 504 && strcmp(e->reason, "Timeout") == 0; }
@@ -256,11 +265,7 @@ lop_rc_t lop_reflector_do_list(lop_reflector_t *r, lop_err_t *err)
         o = (lop_list_opts_t){NULL, NULL, o.limit ? o.limit : r->page_size, token}; /* E.15: no RV */
     }
     if (rc == LOP_OK) {
-        if (r->dlock)
-            pthread_mutex_lock(r->dlock);
-        lop_store_replace(r->store, ov.v, ov.n, deliver, r);
-        if (r->dlock)
-            pthread_mutex_unlock(r->dlock);
+        lop_reflector_replace(r, ov.v, ov.n);
         lop_reflector_set_rv(r, rv);
         r->rv_unavailable = false;
         atomic_store(&r->synced, true);

@@ -137,7 +137,7 @@ static inf_entry_t *inf_acquire(lop_manager_t *m, const lop_rest_mapping_t *mp, 
     }
     char name[400];
     gvr_name(mp, name, sizeof name);
-    lop_informer_config_t ic = {.name = name, .lw = lw, .clock = m->clock};
+    lop_informer_config_t ic = {.name = name, .lw = lw, .clock = m->clock, .watch_list = m->cfg.watch_list};
     lop_informer_t *inf = lop_informer_new(&ic, err);
     free(lw); /* the informer copied the struct and owns its ud */
     if (!inf) return NULL;

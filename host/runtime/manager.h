@@ -46,6 +46,7 @@ typedef struct lop_manager_config {
     const char *identity;         /* this replica's identity; copied */
     const char *component;        /* Event source component (default "luaop"); copied */
     lop_metrics_std_t *metrics;   /* standard metric families to feed; NULL = none; borrowed */
+    bool watch_list;              /* informers sync by watch-list (lop_reflector_config_t.watch_list) */
 } lop_manager_config_t;
 
 typedef struct lop_manager_stats {

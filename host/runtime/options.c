@@ -78,12 +78,15 @@ void lop_run_opts_defaults(lop_run_opts_t *o)
     o->qps = 20;
     o->burst = 30;
     o->listen = "127.0.0.1:0";
+    /* client-go's feature-gate variable for the same behaviour */
+    const char *wl = getenv("KUBE_FEATURE_WatchListClient");
+    o->watch_list = wl && (strcmp(wl, "true") == 0 || strcmp(wl, "1") == 0);
 }
 
 enum {
     O_SCRIPTS = 256, O_SCRIPTS_CM, O_KUBECONFIG, O_CONTEXT, O_NAMESPACE, O_LE, O_LE_ID, O_LE_NS,
     O_LE_LEASE, O_LE_RENEW, O_LE_RETRY, O_LE_RELEASE, O_LE_LOSS, O_METRICS, O_PROBE, O_GRACE,
-    O_LOG_FORMAT, O_LOG_LEVEL, O_JIT, O_UNSAFE, O_MEM, O_RTIMEOUT, O_QPS, O_BURST, O_APPLY,
+    O_LOG_FORMAT, O_LOG_LEVEL, O_JIT, O_UNSAFE, O_MEM, O_RTIMEOUT, O_QPS, O_BURST, O_WATCH_LIST, O_APPLY,
     O_KCOUT, O_LISTEN, O_ONCE, O_HELP,
 };
 
@@ -112,6 +115,7 @@ static const struct option long_opts[] = {
     {"reconcile-timeout", required_argument, NULL, O_RTIMEOUT},
     {"kube-api-qps", required_argument, NULL, O_QPS},
     {"kube-api-burst", required_argument, NULL, O_BURST},
+    {"watch-list", optional_argument, NULL, O_WATCH_LIST},
     {"apply", required_argument, NULL, O_APPLY},
     {"kubeconfig-out", required_argument, NULL, O_KCOUT},
     {"listen", required_argument, NULL, O_LISTEN},
@@ -145,7 +149,9 @@ static void usage(FILE *f, const char *cmd, bool dev)
             "  --lua-unsafe-libs[=BOOL]            give scripts io/os/debug/ffi/jit (false)\n"
             "  --lua-memory-limit BYTES            per VM (64Mi)\n"
             "  --reconcile-timeout DUR             per-reconcile deadline (60s)\n"
-            "  --kube-api-qps N --kube-api-burst N client-side rate limit (20, 30)\n",
+            "  --kube-api-qps N --kube-api-burst N client-side rate limit (20, 30)\n"
+            "  --watch-list[=BOOL]                 informers sync with one watch (sendInitialEvents) instead of\n"
+            "                                      LIST; falls back to LIST ($KUBE_FEATURE_WatchListClient, false)\n",
             cmd);
     if (dev)
         fprintf(f,
@@ -201,6 +207,7 @@ int lop_run_opts_parse(lop_run_opts_t *o, int argc, char **argv, bool dev)
         case O_RTIMEOUT: bad = lop_parse_duration(v, &o->reconcile_timeout_ns); break;
         case O_QPS: o->qps = strtod(v, NULL); break;
         case O_BURST: o->burst = atoi(v); break;
+        case O_WATCH_LIST: bad = parse_bool(v, &o->watch_list); break;
         case O_APPLY:
         case O_KCOUT:
         case O_LISTEN:

@@ -101,6 +101,9 @@ static void delete_cm(const char *name)
     T_EQ_INT(req("DELETE", path, NULL, NULL), LOP_OK);
 }
 
+/* When set, informers sync by watch-list (sendInitialEvents) instead of LIST. */
+static bool g_watch_list;
+
 typedef struct env {
     rec_t rec;
     lop_informer_t *inf;
@@ -112,7 +115,7 @@ static void env_start(env_t *e)
     pthread_mutex_init(&e->rec.mu, NULL);
     pthread_cond_init(&e->rec.cond, NULL);
     lop_listwatch_t *lw = lop_rest_listwatch_new(cli, &cm_mapping, "default", NULL, NULL);
-    lop_informer_config_t cfg = {.name = "v1/configmaps", .lw = lw};
+    lop_informer_config_t cfg = {.name = "v1/configmaps", .lw = lw, .watch_list = g_watch_list};
     e->inf = lop_informer_new(&cfg, NULL);
     free(lw); /* the informer copied it and owns its ud now */
     lop_reflector_handlers_t h = {h_add, h_upd, h_del, &e->rec};
@@ -157,6 +160,12 @@ static void test_list_watch_sync(void)
     T_CHECK(wait_for(&e.rec, synced, &e));
     T_EQ_INT(store_count(&e), 3);
     T_EQ_INT(e.rec.adds, 3);
+    lop_reflector_stats_t rs;
+    lop_reflector_stats(lop_informer_reflector(e.inf), &rs);
+    /* the local API server serves watch-list: the sync needs no LIST at all */
+    T_EQ_INT(rs.lists, g_watch_list ? 0 : 1);
+    T_EQ_INT(rs.watch_lists, g_watch_list ? 1 : 0);
+    T_EQ_INT(rs.watch_list_fallbacks, 0);
     create_cm("d", "1");
     cnt_t c = {&e, &e.rec.adds, 4};
     T_CHECK(wait_for(&e.rec, reached, &c));
@@ -280,8 +289,12 @@ int main(void)
         return 1;
     }
     lop_rest_config_cleanup(&cfg);
-    T_RUN(test_list_watch_sync);
-    T_RUN(test_410_relist_delivers_delete_from_the_gap);
+    for (int pass = 0; pass < 2; pass++) {
+        g_watch_list = pass == 1;
+        T_RUN(test_list_watch_sync);
+        T_RUN(test_410_relist_delivers_delete_from_the_gap);
+    }
+    g_watch_list = false;
     T_RUN(test_ten_thousand_rapid_updates_end_in_the_right_state);
     lop_rest_client_free(cli);
     lop_apiserver_stop(srv);

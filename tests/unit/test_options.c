@@ -3,6 +3,8 @@
 #include "host/util/clock.h"
 #include "t.h"
 
+#include <stdlib.h>
+
 static void test_go_durations(void)
 {
     static const struct { const char *in; int64_t ns; int rc; } cases[] = {
@@ -48,8 +50,31 @@ static void test_flags_parse_like_controller_runtime(void)
     T_EQ_INT(lop_run_opts_parse(&o, 2, unknown, false), 2);
 }
 
+/* --watch-list defaults to client-go's feature-gate variable, and the flag overrides it. */
+static void test_watch_list_flag_and_client_go_variable(void)
+{
+    lop_run_opts_t o;
+    unsetenv("KUBE_FEATURE_WatchListClient");
+    lop_run_opts_defaults(&o);
+    T_CHECK(!o.watch_list);
+    setenv("KUBE_FEATURE_WatchListClient", "true", 1);
+    lop_run_opts_defaults(&o);
+    T_CHECK(o.watch_list);
+    char *off[] = {"run", "--watch-list=false"};
+    T_EQ_INT(lop_run_opts_parse(&o, 2, off, false), 0);
+    T_CHECK(!o.watch_list);
+    unsetenv("KUBE_FEATURE_WatchListClient");
+    lop_run_opts_defaults(&o);
+    char *on[] = {"run", "--watch-list"};
+    T_EQ_INT(lop_run_opts_parse(&o, 2, on, false), 0);
+    T_CHECK(o.watch_list);
+    char *bad[] = {"run", "--watch-list=maybe"};
+    T_EQ_INT(lop_run_opts_parse(&o, 2, bad, false), 2);
+}
+
 int main(void)
 {
+    T_RUN(test_watch_list_flag_and_client_go_variable);
     T_RUN(test_go_durations);
     T_RUN(test_flags_parse_like_controller_runtime);
     return T_DONE();

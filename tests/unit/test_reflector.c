@@ -36,7 +36,8 @@ typedef struct fake {
     long list_limit[8];
     char watch_rv[16][32];
     long watch_timeout[16], watch_idle[16];
-    bool watch_bookmarks[16];
+    bool watch_bookmarks[16], watch_sie[16];
+    int watch_code[16]; /* HTTP status of watch i's scripted failure (0: 410 for LOP_EGONE, else none) */
     pthread_mutex_t mu;
     pthread_cond_t cond;
     int cancels;
@@ -72,6 +73,7 @@ static lop_rc_t fake_watch(void *ud, const lop_watch_opts_t *o, lop_stream_fn fn
         f->watch_timeout[i] = o->timeout_seconds;
         f->watch_idle[i] = o->idle_timeout_ms;
         f->watch_bookmarks[i] = o->allow_bookmarks;
+        f->watch_sie[i] = o->send_initial_events;
     }
     if (i >= f->nwatches)
         return lop_err_set(err, LOP_EAGAIN, 0, NULL, "script exhausted");
@@ -90,7 +92,7 @@ static lop_rc_t fake_watch(void *ud, const lop_watch_opts_t *o, lop_stream_fn fn
         return LOP_ECLOSED;
     }
     if (w->rc != LOP_OK)
-        return lop_err_set(err, w->rc, w->rc == LOP_EGONE ? 410 : 0, NULL, "scripted watch failure");
+        return lop_err_set(err, w->rc, f->watch_code[i] ? f->watch_code[i] : w->rc == LOP_EGONE ? 410 : 0, NULL, "scripted watch failure");
     return LOP_OK;
 }
 
@@ -121,6 +123,8 @@ static lop_rc_t fake_list_stream(void *ud, const lop_list_opts_t *o, lop_stream_
 
 /* When set, setup() gives the reflector list_stream too (every list test runs both ways). */
 static bool g_stream;
+/* When set, setup() turns watch-list on. */
+static bool g_watch_list;
 
 static void fake_cancel(void *ud)
 {
@@ -169,7 +173,7 @@ static void setup(env_t *e, const lresp_t *lists, int nl, const wresp_t *watches
     lop_listwatch_t lw = {&e->f, fake_list, fake_watch, fake_cancel, NULL, g_stream ? fake_list_stream : NULL};
     lop_reflector_config_t cfg = {
         .name = "v1/configmaps", .lw = &lw, .store = e->store, .clock = &e->fc.base,
-        .handlers = {h_add, h_update, h_delete, &e->log}, .seed = 42,
+        .handlers = {h_add, h_update, h_delete, &e->log}, .seed = 42, .watch_list = g_watch_list,
     };
     e->r = lop_reflector_new(&cfg, NULL);
     T_CHECK(e->r != NULL);
@@ -487,6 +491,120 @@ static void test_list_cut_mid_body_changes_nothing_and_retries(void)
     teardown(&e);
 }
 
+#define BOOKMARK_END(rv)                                                                                    \
+    EV("BOOKMARK", "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"" rv \
+                   "\",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}}}")
+
+/* watch-list: the initial ADDED events are held aside until the annotated bookmark, then
+ * delivered as one replace; the same stream goes on as the watch. No LIST is made. */
+static void test_watch_list_syncs_at_its_bookmark_without_a_list(void)
+{
+    static const wresp_t w[] = {
+        {LOP_OK, {EV("ADDED", WCM("a", "5")) EV("ADDED", WCM("b", "6")), BOOKMARK_END("10"),
+                  EV("MODIFIED", WCM("a", "11")), NULL}, 2 * S, false},
+    };
+    g_watch_list = true;
+    env_t e;
+    setup(&e, NULL, 0, w, 1);
+    g_watch_list = false;
+    T_EQ_INT(step(&e), 0);
+    T_CHECK(lop_reflector_has_synced(e.r));
+    T_EQ_INT(e.f.li, 0);
+    T_CHECK(e.f.watch_sie[0]);
+    T_CHECK(e.f.watch_bookmarks[0]);
+    T_EQ_STR(e.f.watch_rv[0], "(unset)");
+    T_EQ_STR(e.log.s, "add:a@5;add:b@6;upd:a@11;");
+    T_EQ_STR(rv_of(&e), "11");
+    lop_reflector_stats_t rs;
+    lop_reflector_stats(e.r, &rs);
+    T_EQ_INT(rs.watch_lists, 1);
+    /* the next watch resumes from the last event, as an ordinary watch */
+    step(&e);
+    T_EQ_STR(e.f.watch_rv[1], "11");
+    T_CHECK(!e.f.watch_sie[1]);
+    teardown(&e);
+}
+
+/* A watch-list cut before its bookmark changes nothing and falls back to one LIST at once. */
+static void test_watch_list_cut_before_its_bookmark_falls_back_to_list(void)
+{
+    static const lresp_t lists[] = {{LOP_OK, 200, LIST("10", "", CM("a", "5"))}};
+    static const wresp_t w[] = {{LOP_OK, {EV("ADDED", WCM("a", "5")) EV("ADDED", WCM("b", "6")), NULL}, 0, false}};
+    g_watch_list = true;
+    env_t e;
+    setup(&e, lists, 1, w, 1);
+    g_watch_list = false;
+    T_EQ_INT(step(&e), 0); /* no backoff: client-go falls back at once */
+    T_CHECK(!lop_reflector_has_synced(e.r));
+    T_EQ_STR(e.log.s, "");
+    lop_store_stats_t ss;
+    lop_store_stats(e.store, &ss);
+    T_EQ_INT(ss.count, 0);
+    T_EQ_INT(step(&e), 0);
+    T_CHECK(lop_reflector_has_synced(e.r));
+    T_EQ_INT(e.f.li, 1);
+    T_EQ_STR(e.log.s, "add:a@5;");
+    lop_reflector_stats_t rs;
+    lop_reflector_stats(e.r, &rs);
+    T_EQ_INT(rs.watch_list_fallbacks, 1);
+    teardown(&e);
+}
+
+/* A server that refuses watch-list (422) is not asked again: every later sync is a LIST. */
+static void test_watch_list_refused_uses_list_from_then_on(void)
+{
+    static const lresp_t lists[] = {
+        {LOP_OK, 200, LIST("10", "", CM("a", "5"))},
+        {LOP_OK, 200, LIST("20", "", CM("a", "5"))},
+    };
+    static const wresp_t w[] = {
+        {LOP_EINVAL, {NULL}, 0, false},
+        {LOP_OK, {ERR(410), NULL}, 0, false},
+    };
+    g_watch_list = true;
+    env_t e;
+    setup(&e, lists, 2, w, 2);
+    g_watch_list = false;
+    e.f.watch_code[0] = 422;
+    step(&e);         /* refused */
+    step(&e);         /* LIST */
+    step(&e);         /* watch: 410 */
+    T_EQ_INT(step(&e), 0); /* relist: a LIST again, not a watch-list */
+    T_EQ_INT(e.f.li, 2);
+    T_EQ_INT(e.f.wi, 2);
+    T_CHECK(e.f.watch_sie[0]);
+    T_CHECK(!e.f.watch_sie[1]);
+    T_EQ_STR(rv_of(&e), "20");
+    teardown(&e);
+}
+
+/* A relist by watch-list shares unchanged entries and tombstones the vanished ones. */
+static void test_watch_list_relist_keeps_unchanged_entries(void)
+{
+    static const wresp_t w[] = {
+        {LOP_OK, {EV("ADDED", WCM("a", "5")) EV("ADDED", WCM("b", "6")) EV("ADDED", WCM("c", "7")),
+                  BOOKMARK_END("10"), ERR(410), NULL}, 2 * S, false},
+        {LOP_OK, {EV("ADDED", WCM("a", "5")) EV("ADDED", WCM("b", "12")), BOOKMARK_END("20"), NULL}, 2 * S, false},
+    };
+    g_watch_list = true;
+    env_t e;
+    setup(&e, NULL, 0, w, 2);
+    g_watch_list = false;
+    step(&e);
+    lop_obj_t *a0 = lop_store_get(e.store, "d/a");
+    e.log.s[0] = '\0';
+    step(&e);
+    T_EQ_STR(e.f.watch_rv[1], "10"); /* NotOlderThan the last RV */
+    T_CHECK(e.f.watch_sie[1]);
+    T_EQ_STR(e.log.s, "upd:a@5;upd:b@12;tomb:c@7;");
+    lop_obj_t *a1 = lop_store_get(e.store, "d/a");
+    T_CHECK(a0 == a1);
+    T_EQ_STR(rv_of(&e), "20");
+    lop_obj_unref(a0);
+    lop_obj_unref(a1);
+    teardown(&e);
+}
+
 static void test_garbage_restarts_watch_from_last_good_rv(void)
 {
     static const wresp_t w[] = {
@@ -618,6 +736,10 @@ int main(void)
         T_RUN(test_list_cut_mid_body_changes_nothing_and_retries);
     }
     g_stream = false;
+    T_RUN(test_watch_list_syncs_at_its_bookmark_without_a_list);
+    T_RUN(test_watch_list_cut_before_its_bookmark_falls_back_to_list);
+    T_RUN(test_watch_list_refused_uses_list_from_then_on);
+    T_RUN(test_watch_list_relist_keeps_unchanged_entries);
     T_RUN(test_watch_events_split_anywhere_update_store_and_rv);
     T_RUN(test_very_short_watch_backs_off_exponentially_and_resets);
     T_RUN(test_backoff_caps_at_30s);
