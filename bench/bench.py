@@ -1181,11 +1181,14 @@ class Runner:
                      res["luaop run, live patches"]["rate"]) if "luaop run, live patches" in res else
                  "luaop run, live patches: failed",
                  "replay rows: the same events replayed from the server's history (watch from the resourceVersion "
-                 "before the first patch; the server alone sends them at %s events/s); events/s from the watch "
-                 "request to the last event's handler call; queue depth max exact (read after every add); "
-                 "peak = VmHWM reset when the listed objects are cached (the burst's start); no forced GC" % (
-                     "%s (first replay, serializing; %s once cached, what these clients get)" % (
-                         fmt(drain[0]["rate"]), fmt(drain[1]["rate"]))),
+                 "before the first patch); events/s from the watch request to the last event's handler call; "
+                 "queue depth max exact (read after every add); peak = VmHWM reset when the listed objects are "
+                 "cached (the burst's start); no forced GC",
+                 "server alone (one watcher, bytes discarded): %s events/s on the first replay (serializing), %s "
+                 "once cached (what the replay rows get)%s" % (
+                     fmt(drain[0]["rate"]), fmt(drain[1]["rate"]),
+                     " — the server is the bottleneck for wall time, compare the CPU columns"
+                     if base and drain[1]["rate"] < 1.5 * base["rate"] else ""),
                  "RSS growth per event = (peak − start) ÷ events: a queue without per-key dedup would hold every "
                  "event (≥ %d bytes each); bounded means ~0" % (drain[1]["bytes"] / max(1, drain[1]["events"])),
                  "lost updates: keys whose last reconcile did not see the key's final resourceVersion (must be 0)",
