@@ -1173,7 +1173,8 @@ class Runner:
         notes = ["%s MODIFIED events (merge patches of one annotation) on %s tiny ConfigMaps (~%d bytes as "
                  "served); one worker whose reconcile reads the object from the cache, records the "
                  "resourceVersion it saw, then waits %g ms (luaop run: `core.sleep` in Lua; the bench tool: "
-                 "nanosleep; client-node: a timer) — so events arrive ~10–100× faster than the worker drains"
+                 "nanosleep; client-node: a timer) — so the worker drains at most ~1,000 keys/s while the events "
+                 "arrive at the rates below"
                  % (fmt(m), fmt(keys), drain[1]["bytes"] / max(1, drain[1]["events"]), delay_ms),
                  "luaop run, live patches: the real operator while lopbench-load writes the events (4 connections, "
                  "%s/s: the server is the bound on events/s in this row); queue depth sampled from /metrics every "
