@@ -13,6 +13,15 @@
  *         can send them; time from the watch request to the M-th handler call, and the latency
  *         from a chunk's arrival to the enqueue of each event decoded from it (p50/p99)
  *
+ *   burst KUBECONFIG API_VERSION KIND FROM_RV M DELAY_US
+ *         watch as above (M MODIFIED events replayed from FROM_RV, on a modest set of keys), but
+ *         the worker is slow: each reconcile reads the key's object from the store (its
+ *         resourceVersion is what it "saw"), then takes DELAY_US (nanosleep) before Done. Events
+ *         arrive far faster than it drains, so the workqueue's per-key dedup must keep the queue
+ *         ≤ keys and memory flat. Reports reconciles, queue depth max (after every add), RSS at
+ *         watch start / 10 % / 50 % / all events / drained, the peak (VmHWM reset at watch start),
+ *         and `lost`: keys whose last reconcile did not see the store's final resourceVersion.
+ *
  *   relist KUBECONFIG API_VERSION KIND SERVER_URL
  *         sync, then make the server compact its history and end every watch (fault API: the
  *         server must run with --enable-fault-control): the reflector re-watches, gets 410 and
@@ -30,6 +39,7 @@
 #include "host/kube/rest.h"
 #include "host/kube/restmapper.h"
 #include "host/kube/store.h"
+#include "host/kube/strmap.h"
 #include "host/kube/workqueue.h"
 #include "host/util/log.h"
 
@@ -46,6 +56,13 @@ static atomic_long adds, updates;
 static double chunk_arrival; /* set on the reflector's thread before its decoder runs */
 static float *lat_ms;
 static long lat_cap;
+/* burst mode */
+static lop_store_t *burst_store; /* non-NULL: the worker is the slow reconcile */
+static long delay_us, burst_want;
+static double t_last_event; /* when the burst_want-th event reached the handler */
+static lop_strmap_t seen = LOP_STRMAP_INIT; /* key -> resourceVersion read (worker thread only) */
+static atomic_long reconciles, depth_max, rss_start_kb = -1;
+static pthread_t worker_thread;
 
 static void enqueue(lop_obj_t *o)
 {
@@ -53,6 +70,11 @@ static void enqueue(lop_obj_t *o)
     char key[512];
     lop_obj_key(o, key, sizeof key);
     lop_workqueue_add(queue, key);
+    if (burst_store) {
+        long d = (long)lop_workqueue_len(queue), m = atomic_load(&depth_max);
+        while (d > m && !atomic_compare_exchange_weak(&depth_max, &m, d)) {
+        }
+    }
 }
 
 static void on_add(void *ud, lop_obj_t *o)
@@ -64,14 +86,31 @@ static void on_add(void *ud, lop_obj_t *o)
 static void on_update(void *ud, lop_obj_t *old, lop_obj_t *o)
 {
     enqueue(o);
+    /* only the reflector's thread counts updates: set the time before the count publishes it */
+    if (burst_store && atomic_load(&updates) + 1 == burst_want) t_last_event = bu_now();
     long n = atomic_fetch_add(&updates, 1);
     if (lat_ms && n < lat_cap) lat_ms[n] = (float)((bu_now() - chunk_arrival) * 1e3);
+}
+
+static void sleep_us(long us)
+{
+    struct timespec ts = {us / 1000000, (us % 1000000) * 1000L};
+    nanosleep(&ts, NULL);
 }
 
 static void *worker(void *ud)
 {
     char *item;
     while (lop_workqueue_get(queue, &item) == LOP_OK) {
+        if (burst_store) { /* the slow reconcile: read the state, work, Done */
+            lop_obj_t *o = lop_store_get(burst_store, item);
+            if (o) {
+                free(lop_strmap_put(&seen, item, strdup(o->rv)));
+                lop_obj_unref(o);
+            }
+            sleep_us(delay_us);
+            atomic_fetch_add(&reconciles, 1);
+        }
         lop_workqueue_done(queue, item);
         free(item);
     }
@@ -127,11 +166,19 @@ static int w_bytes(void *ud, const char *data, size_t len)
     return w->fn(w->fn_ud, data, len);
 }
 
+static void reset_peak(void);
+
 static lop_rc_t w_watch(void *ud, const lop_watch_opts_t *o, lop_stream_fn fn, void *fn_ud,
                         lop_err_t *err)
 {
     wrap_t *w = ud;
-    if (w->t_watch == 0) w->t_watch = bu_now();
+    if (w->t_watch == 0) {
+        if (burst_store) { /* the listed objects are cached: the burst starts here */
+            atomic_store(&rss_start_kb, bu_status_kb("VmRSS"));
+            reset_peak();
+        }
+        w->t_watch = bu_now();
+    }
     w->fn = fn;
     w->fn_ud = fn_ud;
     return w->inner->watch(w->inner->ud, o, w_bytes, w, err);
@@ -196,13 +243,76 @@ static void sleep_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
+/* The burst measurement (see the header): wait for the M-th event, then for the queue to drain,
+ * stop, and compare what the worker last saw per key with the store's final state. */
+static int burst(lop_reflector_t *r, wrap_t *w, long want, double c0, double deadline)
+{
+    long rss_at[2] = {-1, -1}, peak_sampled = 0;
+    while (atomic_load(&updates) < want && bu_now() < deadline) {
+        long u = atomic_load(&updates), rss = bu_status_kb("VmRSS");
+        if (atomic_load(&rss_start_kb) < 0) { /* still listing: the burst has not started */
+            sleep_ms(1);
+            continue;
+        }
+        if (rss > peak_sampled) peak_sampled = rss;
+        if (rss_at[0] < 0 && u >= want / 10) rss_at[0] = rss;
+        if (rss_at[1] < 0 && u >= want / 2) rss_at[1] = rss;
+        sleep_ms(10); /* sampling costs CPU, counted in cpu_s: 100 reads of /proc a second */
+    }
+    long got = atomic_load(&updates);
+    if (got < want) {
+        fprintf(stderr, "luaop: %ld of %ld events after 600 s\n", got, want);
+        return 1;
+    }
+    double t_all = t_last_event, dt = t_all - w->t_watch;
+    long rss_all = bu_status_kb("VmRSS");
+    lop_workqueue_stats_t st;
+    for (;;) {
+        lop_workqueue_stats(queue, &st);
+        if ((st.depth == 0 && st.processing == 0 && st.waiting == 0) || bu_now() > deadline) break;
+        sleep_ms(1);
+    }
+    double drain = bu_now() - t_all, cpu = bu_cpu() - c0;
+    long rss_end = bu_status_kb("VmRSS"), peak = bu_status_kb("VmHWM");
+    lop_reflector_stop(r);
+    lop_workqueue_shutdown(queue);
+    pthread_join(worker_thread, NULL);
+    /* no lost update: each key's last reconcile read the resourceVersion the store ends with */
+    size_t nkeys = 0;
+    char **keys = lop_store_keys(burst_store, &nkeys);
+    long lost = 0;
+    for (size_t i = 0; i < nkeys; i++) {
+        lop_obj_t *o = lop_store_get(burst_store, keys[i]);
+        const char *rv = lop_strmap_get(&seen, keys[i]);
+        if (!o || !rv || strcmp(rv, o->rv)) {
+            if (!lost) fprintf(stderr, "luaop: %s last reconciled at %s, final %s\n", keys[i], rv ? rv : "(never)",
+                               o ? o->rv : "(gone)");
+            lost++;
+        }
+        lop_obj_unref(o);
+        free(keys[i]);
+    }
+    free(keys);
+    lop_strmap_iter_t it;
+    for (lop_strmap_ent_t *e = lop_strmap_first(&seen, &it); e; e = lop_strmap_next(&seen, &it, e)) free(e->val);
+    printf("events=%ld keys=%zu seconds=%.4f rate=%.1f cpu_s=%.4f reconciles=%ld adds=%llu depth_max=%ld "
+           "drain_s=%.4f delay_us=%ld rss_start_kb=%ld rss_10_kb=%ld rss_50_kb=%ld rss_all_kb=%ld "
+           "rss_end_kb=%ld peak_kb=%ld peak_sampled_kb=%ld lost=%ld\n",
+           want, nkeys, dt, want / dt, cpu, atomic_load(&reconciles), (unsigned long long)st.adds,
+           atomic_load(&depth_max), drain, delay_us, atomic_load(&rss_start_kb), rss_at[0], rss_at[1], rss_all,
+           rss_end, peak, peak_sampled, lost);
+    return 0; /* a lost update is reported (lost > 0) and judged by bench.py */
+}
+
 int main(int argc, char **argv)
 {
     bool watch_mode = argc == 7 && !strcmp(argv[1], "watch");
     bool relist_mode = argc == 6 && !strcmp(argv[1], "relist");
-    if (!(argc == 6 && !strcmp(argv[1], "sync")) && !watch_mode && !relist_mode) {
+    bool burst_mode = argc == 8 && !strcmp(argv[1], "burst");
+    if (!(argc == 6 && !strcmp(argv[1], "sync")) && !watch_mode && !relist_mode && !burst_mode) {
         fprintf(stderr, "usage: lopbench-luaop sync KUBECONFIG API_VERSION KIND strip|keep\n"
                         "       lopbench-luaop watch KUBECONFIG API_VERSION KIND FROM_RV M\n"
+                        "       lopbench-luaop burst KUBECONFIG API_VERSION KIND FROM_RV M DELAY_US\n"
                         "       lopbench-luaop relist KUBECONFIG API_VERSION KIND SERVER_URL\n");
         return 2;
     }
@@ -221,9 +331,11 @@ int main(int argc, char **argv)
 
     wrap_t w = {.inner = lop_rest_listwatch_new(client, &mp, NULL, NULL, NULL)};
     long want = 0;
-    if (watch_mode) {
+    if (watch_mode || burst_mode) {
         w.from_rv = argv[5];
         want = atol(argv[6]);
+    }
+    if (watch_mode) {
         lat_cap = want;
         lat_ms = calloc((size_t)want, sizeof *lat_ms);
     }
@@ -234,15 +346,19 @@ int main(int argc, char **argv)
     w.consistent = !strcmp(mode, "paged");
     lop_listwatch_t lw = {&w, w_list, w_watch, w_cancel, w_free, watch_mode || no_stream ? NULL : w_list_stream};
     lop_store_t *store = lop_store_new();
+    if (burst_mode) {
+        burst_store = store;
+        burst_want = want;
+        delay_us = atol(argv[7]);
+    }
     queue = lop_workqueue_new("bench", NULL, NULL);
-    pthread_t th;
-    pthread_create(&th, NULL, worker, NULL);
+    pthread_create(&worker_thread, NULL, worker, NULL);
     lop_reflector_config_t rc = {
         .name = "bench",
         .lw = &lw,
         .store = store,
         .handlers = {on_add, on_update, NULL, NULL},
-        .obj_flags = !watch_mode && !relist_mode && !strcmp(argv[5], "keep") ? LOP_OBJ_KEEP_MANAGED_FIELDS : 0,
+        .obj_flags = !watch_mode && !relist_mode && !burst_mode && !strcmp(argv[5], "keep") ? LOP_OBJ_KEEP_MANAGED_FIELDS : 0,
         .idle_timeout_ms = -1,
         .watch_list = !strcmp(mode, "watch-list"),
     };
@@ -253,6 +369,16 @@ int main(int argc, char **argv)
     double t0 = bu_now(), c0 = bu_cpu();
     if (lop_reflector_start(r, &err) != LOP_OK) goto fail;
     double deadline = t0 + 600;
+    if (burst_mode) {
+        int rc_b = burst(r, &w, want, c0, deadline);
+        lop_strmap_clear(&seen);
+        lop_reflector_free(r);
+        lop_workqueue_free(queue);
+        lop_store_free(store);
+        lop_restmapper_free(rm);
+        lop_rest_client_free(client);
+        return rc_b;
+    }
     if (relist_mode) {
         while (!lop_reflector_has_synced(r) && bu_now() < deadline) sleep_ms(1);
         lop_store_stats_t st;
@@ -325,7 +451,7 @@ int main(int argc, char **argv)
     lop_reflector_stop(r);
     lop_reflector_free(r);
     lop_workqueue_shutdown(queue);
-    pthread_join(th, NULL);
+    pthread_join(worker_thread, NULL);
     lop_workqueue_free(queue);
     lop_store_free(store);
     lop_restmapper_free(rm);

@@ -16,7 +16,7 @@ fail() { echo "FAIL: $*" >&2; echo "---- bench output ----" >&2; cat "$out" >&2;
 
 # Every benchmark printed its table.
 for title in "### apiserver" "### sync — LIST+WATCH of" "### sync — LIST+WATCH of .* custom resources" \
-             "### cache-rss" "### watch-ingest" "### reconcile-noop" "### startup-idle" "### hot-reload" "### leader-failover" "### write-path" "### lazy-decode" "### relist-peak" "### json-micro"; do
+             "### cache-rss" "### watch-ingest" "### reconcile-noop" "### startup-idle" "### hot-reload" "### leader-failover" "### write-path" "### lazy-decode" "### relist-peak" "### burst" "### json-micro"; do
   grep -q "^$title" "$out" || fail "no table for \"$title\""
 done
 # The luaop rows carry numbers: sync (pods and custom resources), watch-ingest, relist-peak;
@@ -41,6 +41,12 @@ grep -qE "^\| graceful \(SIGTERM\) \| $num \|" "$out" || fail "no graceful failo
 grep -qE "^\| client limiter off \| $num \| $num \| $num \| 0 \|" "$out" || fail "no write-path figure (or reconcile errors)"
 [ "$(grep -cE "^\| [12] \| obj-[0-9]+ \| $num \| $num \| $num \|" "$out")" -eq 3 ] || fail "expected 3 lazy-decode rows (1 + 2 workers)"
 grep -qE "^\| luaop \| $num \| $num \| $num \| $num \| $num \| $num \| $num \| $num× \|$" "$out" || fail "no relist-peak figure"
+# burst: the real operator (live) and the bench tool (replay) ran, dedup held, no update was lost
+# (bench.py also fails the run when a luaop row breaks an invariant).
+for who in "luaop run, live patches" "luaop \(informer \+ workqueue\), replay"; do
+  grep -qE "^\| $who \| $num \| $num \| $num \| $num \| $num \| $num \($num keys\) \|.* \| 0 \|" "$out" ||
+    fail "no burst row for $who (or lost updates)"
+done
 if grep -q "FAILED" "$out"; then fail "a benchmark reported FAILED"; fi
 
 # The peer: present → its rows ran; absent → said so, and nothing else is missing.
