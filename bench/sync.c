@@ -128,7 +128,8 @@ typedef struct wrap {
     void *fn_ud;
 } wrap_t;
 
-/* sync/relist: the host's streamed LIST (LOPBENCH_NO_STREAM=1: the whole page collected first). */
+/* sync/relist: the host's streamed LIST (LOPBENCH_NO_STREAM=1: the whole page collected first);
+ * watch/burst rewrite the collected list's RV (from_rv), so they use list. */
 static lop_rc_t w_list_stream(void *ud, const lop_list_opts_t *o, lop_stream_fn fn, void *fn_ud, lop_err_t *err)
 {
     wrap_t *w = ud;
@@ -344,7 +345,7 @@ int main(int argc, char **argv)
      * with continue tokens), watch-list (sendInitialEvents, no LIST) */
     const char *mode = getenv("LOPBENCH_SYNC_MODE") ? getenv("LOPBENCH_SYNC_MODE") : "list";
     w.consistent = !strcmp(mode, "paged");
-    lop_listwatch_t lw = {&w, w_list, w_watch, w_cancel, w_free, watch_mode || no_stream ? NULL : w_list_stream};
+    lop_listwatch_t lw = {&w, w_list, w_watch, w_cancel, w_free, w.from_rv || no_stream ? NULL : w_list_stream};
     lop_store_t *store = lop_store_new();
     if (burst_mode) {
         burst_store = store;
