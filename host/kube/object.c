@@ -336,8 +336,17 @@ lop_rc_t lop_obj_new_item(const char *json, size_t len, int flags, const char *d
     const char *api_version = as ? arena_str(&a, json, as, ae) : NULL;
     const char *kind = ks ? arena_str(&a, json, ks, ke) : NULL;
 
+    size_t body = s + 1, cut = cut_e > cut_s ? cut_e - cut_s : 0;
+    bool strip = cut && !(flags & LOP_OBJ_KEEP_MANAGED_FIELDS);
+    /* The entry's JSON is kept for its lifetime: allocate exactly what it needs (a rounded-up
+     * buffer would leave up to half of every cached object as slack). */
+    size_t need = 1 + (strip ? (cut_s - body) + (e - cut_e) : e - body);
+    if (!as && dal)
+        need += sizeof "\"apiVersion\":," - 1 + lop_json_str_len(dflt_api_version, dal);
+    if (!ks && dkl)
+        need += sizeof "\"kind\":," - 1 + lop_json_str_len(dflt_kind, dkl);
     lop_buf_t b = LOP_BUF_INIT;
-    lop_buf_reserve(&b, len + 64);
+    lop_buf_reserve_exact(&b, need);
     lop_buf_append(&b, json + s, 1); /* '{' */
     /* list items of built-in kinds carry no kind/apiVersion: add the list's */
     if (!as && dal) {
@@ -356,11 +365,9 @@ lop_rc_t lop_obj_new_item(const char *json, size_t len, int flags, const char *d
     }
     o->api_version = api_version ? api_version : "";
     o->kind = kind ? kind : "";
-    size_t body = s + 1;
     if (b.len > 1 && json[lop_jscan_ws(json, len, body)] == '}')
         b.len--; /* empty object: drop our trailing comma */
-    size_t prefix = b.len, cut = cut_e > cut_s ? cut_e - cut_s : 0;
-    bool strip = cut && !(flags & LOP_OBJ_KEEP_MANAGED_FIELDS);
+    size_t prefix = b.len;
     if (strip) {
         lop_buf_append(&b, json + body, cut_s - body);
         lop_buf_append(&b, json + cut_e, e - cut_e);
