@@ -7,6 +7,7 @@
 #include "host/kube/workqueue.h"
 #include "t.h"
 
+#include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -57,6 +58,24 @@ static void test_escapes_and_repeated_keys(void)
         T_EQ_INT(lop_obj_new(bad[i], strlen(bad[i]), 0, &b, &err), LOP_EINVAL);
         T_CHECK(b == NULL);
         T_CHECK(err.message[0] != '\0');
+    }
+}
+
+/* A cache entry keeps its JSON for its lifetime, so it is allocated at its size: no rounded-up
+ * buffer (which held ~2 KB for every 1 KB ConfigMap). */
+static void test_entry_json_is_allocated_at_its_size(void)
+{
+    static const char item[] = "{\"metadata\":{\"name\":\"a\",\"managedFields\":[{\"manager\":\"m\","
+                               "\"fieldsV1\":{\"f:data\":{}}}],\"uid\":\"u\"},\"data\":{\"k\":\"v\"}}";
+    const int flags[] = {0, LOP_OBJ_KEEP_MANAGED_FIELDS};
+    for (int i = 0; i < 2; i++) {
+        lop_obj_t *o = NULL;
+        lop_err_t err;
+        T_EQ_INT(lop_obj_new_item(item, strlen(item), flags[i], "v1", "K\"\n", &o, &err), LOP_OK);
+        T_CHECK(strncmp(o->json, "{\"apiVersion\":\"v1\",\"kind\":\"K\\\"\\n\",", 32) == 0);
+        T_EQ_INT(strlen(o->json), o->json_len);
+        T_CHECK(malloc_usable_size((void *)o->json) < o->json_len + 1 + 2 * sizeof(void *));
+        lop_obj_unref(o);
     }
 }
 
@@ -222,6 +241,7 @@ static void test_batched_wakeups_reach_workers(void)
 int main(void)
 {
     T_RUN(test_escapes_and_repeated_keys);
+    T_RUN(test_entry_json_is_allocated_at_its_size);
     T_RUN(test_metadata_tree_is_lazy_and_leaves_out_managed_fields);
     T_RUN(test_metadata_first_call_races_agree);
     T_RUN(test_counted_wakeups_lose_no_item);
