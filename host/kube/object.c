@@ -327,7 +327,14 @@ lop_rc_t lop_obj_new_item(const char *json, size_t len, int flags, const char *d
     }
 
     size_t dal = dflt_api_version ? strlen(dflt_api_version) : 0, dkl = dflt_kind ? strlen(dflt_kind) : 0;
-    arena_t a = {NULL, 0, (me - ms) + (ae - as) + (ke - ks) + dal + dkl + 2};
+    /* The arena holds the strings decoded from the members we read, each no longer than its
+     * token: sized by those members' spans, not by all of metadata (managedFields alone is
+     * ~3.6 KB of a served Pod and was held once more here for every cached object). */
+    size_t strs = (ae - as) + (ke - ks) + dal + dkl + 2;
+    for (int k = 0; k < M_COUNT; k++)
+        if (k != M_GENERATION && k != M_DELETION)
+            strs += sp[k][1] - sp[k][0];
+    arena_t a = {NULL, 0, strs};
     a.p = lop_xmalloc(a.cap);
     lop_obj_t *o = lop_xcalloc(1, sizeof *o);
     o->refs_ = 1;
