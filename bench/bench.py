@@ -721,8 +721,9 @@ class Runner:
 
     def bench_startup_idle(self):
         def rollup(pid):
-            """/proc/PID/smaps_rollup in kB: rss, pss, private (Private_Clean + Private_Dirty = USS)
-            and file (Rss - Anonymous: library and executable pages, clean and shareable)."""
+            """/proc/PID/smaps_rollup in kB: rss, pss, private (Private_Dirty: heap, stacks, the
+            libraries' written data) and file (Rss - Anonymous: library and executable pages,
+            clean and shareable)."""
             f = {}
             try:
                 with open("/proc/%d/smaps_rollup" % pid) as fh:
@@ -733,7 +734,7 @@ class Runner:
             except OSError:
                 return None
             return {"rss": f.get("Rss", 0), "pss": f.get("Pss", 0),
-                    "private": f.get("Private_Clean", 0) + f.get("Private_Dirty", 0),
+                    "private": f.get("Private_Dirty", 0),
                     "file": f.get("Rss", 0) - f.get("Anonymous", 0)}
 
         def mb(kb):
@@ -795,8 +796,9 @@ class Runner:
                  "process has mapped, shared or not; \"file-backed\" is the part that is library and "
                  "executable pages (RSS − Anonymous: clean, the same bytes any process loading these Debian "
                  "libraries maps); PSS divides shared pages among the processes mapping them (here the API "
-                 "server runs the same binary, which lowers luaop's PSS); private = Private_Clean + "
-                 "Private_Dirty (USS), what luaop alone costs",
+                 "server runs the same binary, which lowers luaop's PSS); private dirty = Private_Dirty, the "
+                 "memory only this process can own (heap, stacks, the libraries' relocated data; Private_Clean "
+                 "is left out: it moves with what other processes on the machine happen to map)",
                  "floor: bench/floor.c, a C program linking the luaop executable's shared libraries that "
                  "initialises libcurl (and with it OpenSSL) and makes one GET; nothing luaop does can go "
                  "below it with these libraries",
@@ -804,11 +806,11 @@ class Runner:
                  "load included); RSS after gc",
                  "goals: < 100 ms; < 10 MB"] + self.peer_note()
         if floor and idle0:
-            notes.append("luaop above the floor at 0 objects: %.1f MB RSS, %.1f MB private"
+            notes.append("luaop above the floor at 0 objects: %.1f MB RSS, %.1f MB private dirty"
                          % ((idle0["rss"] - floor["rss"]) / 1024, (idle0["private"] - floor["private"]) / 1024))
         self.emit("startup-idle — process start → informer synced and ready; idle memory",
                   table(["process", "ConfigMaps", "start → ready ms", "idle RSS MB", "of which file-backed MB",
-                         "PSS MB", "private MB", "this ÷ luaop (time)", "this ÷ luaop (RSS)"], rows),
+                         "PSS MB", "private dirty MB", "this ÷ luaop (time)", "this ÷ luaop (RSS)"], rows),
                   notes)
 
     def bench_hot_reload(self):

@@ -32,7 +32,7 @@ done
 grep -qE "LIST $num ConfigMaps .* \| $num ms \|" "$out" || fail "no apiserver LIST figure"
 # The operator benchmarks ran `luaop run` (1 and 2 workers, JIT on) and timed its start.
 [ "$(grep -cE "^\| luaop run( --lua-jit)? \| [12] \| $num \|" "$out")" -eq 3 ] || fail "expected 3 luaop run rows in reconcile-noop"
-# startup-idle: ConfigMaps, start → ready, RSS, file-backed, PSS, private; and the floor's memory.
+# startup-idle: ConfigMaps, start → ready, RSS, file-backed, PSS, private dirty; and the floor's memory.
 [ "$(grep -cE "^\| luaop run \| $num \| $num \| $num \| $num \| $num \| $num \| +\| +\|$" "$out")" -eq 2 ] || fail "expected 2 luaop run rows in startup-idle"
 grep -qE "^\| floor \(C\)[^|]* \| 0 \| +\| $num \| $num \| $num \| $num \|" "$out" || fail "no startup-idle floor row"
 # Reloads were installed (directory and ConfigMap) and the follower took over in both ways.
