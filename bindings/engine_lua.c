@@ -176,6 +176,10 @@ static lop_vm_t *vm_new(const lop_script_set_t *set, const lop_engine_opts_t *op
         vm_free(vm);
         return NULL;
     }
+    /* Loading leaves garbage (about a third of a fresh VM: the compiler's and the library
+     * modules' temporaries); collect it now rather than carrying it until the collector's first
+     * cycle, which an idle VM may not reach for a long time. */
+    lua_gc(vm->lvm.L, LUA_GCCOLLECT, 0);
     return vm;
 }
 

@@ -91,6 +91,9 @@ static void lib_add(libset_t *ls, const char *name, const char *path)
     FILE *f = fopen(path, "rb");
     if (!f) return;
     lop_buf_t b = LOP_BUF_INIT;
+    /* kept for the process's lifetime: sized to the file, not rounded up to a power of two */
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && st.st_size > 0) lop_buf_reserve_exact(&b, (size_t)st.st_size);
     char chunk[4096];
     size_t n;
     while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) lop_buf_append(&b, chunk, n);

@@ -327,10 +327,14 @@ lop_rc_t lop_obj_new_item(const char *json, size_t len, int flags, const char *d
     }
 
     size_t dal = dflt_api_version ? strlen(dflt_api_version) : 0, dkl = dflt_kind ? strlen(dflt_kind) : 0;
-    size_t cut = cut_e > cut_s ? cut_e - cut_s : 0;
-    /* the arena holds decoded metadata strings: never more bytes than their JSON (managedFields
-     * are never decoded, so their span does not count) */
-    arena_t a = {NULL, 0, (me - ms) - cut + (ae - as) + (ke - ks) + dal + dkl + 2};
+    /* The arena holds the strings decoded from the members we read, each no longer than its
+     * token: sized by those members' spans, not by all of metadata (managedFields alone is
+     * ~3.6 KB of a served Pod and was held once more here for every cached object). */
+    size_t strs = (ae - as) + (ke - ks) + dal + dkl + 2;
+    for (int k = 0; k < M_COUNT; k++)
+        if (k != M_GENERATION && k != M_DELETION)
+            strs += sp[k][1] - sp[k][0];
+    arena_t a = {NULL, 0, strs};
     a.p = lop_xmalloc(a.cap);
     lop_obj_t *o = lop_xcalloc(1, sizeof *o);
     o->refs_ = 1;
@@ -339,44 +343,45 @@ lop_rc_t lop_obj_new_item(const char *json, size_t len, int flags, const char *d
     const char *api_version = as ? arena_str(&a, json, as, ae) : NULL;
     const char *kind = ks ? arena_str(&a, json, ks, ke) : NULL;
 
+    size_t body = s + 1, cut = cut_e > cut_s ? cut_e - cut_s : 0;
+    bool strip = cut && !(flags & LOP_OBJ_KEEP_MANAGED_FIELDS);
+    /* The entry's JSON is kept for its lifetime: allocate exactly what it needs (a rounded-up
+     * buffer would leave up to half of every cached object as slack). */
+    size_t need = 1 + (strip ? (cut_s - body) + (e - cut_e) : e - body);
+    if (!as && dal)
+        need += sizeof "\"apiVersion\":," - 1 + lop_json_str_len(dflt_api_version, dal);
+    if (!ks && dkl)
+        need += sizeof "\"kind\":," - 1 + lop_json_str_len(dflt_kind, dkl);
+    lop_buf_t b = LOP_BUF_INIT;
+    lop_buf_reserve_exact(&b, need);
+    lop_buf_append(&b, json + s, 1); /* '{' */
     /* list items of built-in kinds carry no kind/apiVersion: add the list's */
-    lop_buf_t pre = LOP_BUF_INIT;
-    lop_buf_putc(&pre, '{');
     if (!as && dal) {
-        lop_buf_puts(&pre, "\"apiVersion\":");
-        lop_buf_json_str(&pre, dflt_api_version, dal);
-        lop_buf_putc(&pre, ',');
+        lop_buf_puts(&b, "\"apiVersion\":");
+        lop_buf_json_str(&b, dflt_api_version, dal);
+        lop_buf_putc(&b, ',');
         api_version = memcpy(a.p + a.len, dflt_api_version, dal + 1);
         a.len += dal + 1;
     }
     if (!ks && dkl) {
-        lop_buf_puts(&pre, "\"kind\":");
-        lop_buf_json_str(&pre, dflt_kind, dkl);
-        lop_buf_putc(&pre, ',');
+        lop_buf_puts(&b, "\"kind\":");
+        lop_buf_json_str(&b, dflt_kind, dkl);
+        lop_buf_putc(&b, ',');
         kind = memcpy(a.p + a.len, dflt_kind, dkl + 1);
         a.len += dkl + 1;
     }
     o->api_version = api_version ? api_version : "";
     o->kind = kind ? kind : "";
-    size_t body = s + 1;
-    if (pre.len > 1 && json[lop_jscan_ws(json, len, body)] == '}')
-        pre.len--; /* empty object: drop our trailing comma */
-    size_t prefix = pre.len;
-    bool strip = cut && !(flags & LOP_OBJ_KEEP_MANAGED_FIELDS);
-    /* the cache entry's bytes, allocated at their exact size: the cache is most of the
-     * process's memory, and a growable buffer's slack would be resident per object */
-    size_t total = prefix + (e - body) - (strip ? cut : 0);
-    char *bytes = lop_xmalloc(total + 1);
-    memcpy(bytes, pre.data, prefix);
-    lop_buf_free(&pre);
+    if (b.len > 1 && json[lop_jscan_ws(json, len, body)] == '}')
+        b.len--; /* empty object: drop our trailing comma */
+    size_t prefix = b.len;
     if (strip) {
-        memcpy(bytes + prefix, json + body, cut_s - body);
-        memcpy(bytes + prefix + (cut_s - body), json + cut_e, e - cut_e);
+        lop_buf_append(&b, json + body, cut_s - body);
+        lop_buf_append(&b, json + cut_e, e - cut_e);
     } else {
-        memcpy(bytes + prefix, json + body, e - body);
+        lop_buf_append(&b, json + body, e - body);
     }
-    bytes[total] = '\0';
-    /* where metadata (and a kept managedFields cut) now sit in bytes */
+    /* where metadata (and a kept managedFields cut) now sit in b */
     if (me) {
         o->meta_s_ = prefix + (ms - body);
         o->meta_e_ = prefix + (me - body) - (strip ? cut : 0);
@@ -385,8 +390,8 @@ lop_rc_t lop_obj_new_item(const char *json, size_t len, int flags, const char *d
             o->mf_e_ = prefix + (cut_e - body);
         }
     }
-    o->json_len = total;
-    o->json = bytes;
+    o->json_len = b.len;
+    o->json = lop_buf_steal(&b);
 
     lop_rc_t rc = fill_meta(o, &a, json, len, sp, err);
     if (rc != LOP_OK) {

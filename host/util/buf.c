@@ -72,6 +72,14 @@ void lop_buf_reserve(lop_buf_t *b, size_t extra)
     b->cap = cap;
 }
 
+void lop_buf_reserve_exact(lop_buf_t *b, size_t extra)
+{
+    size_t need = b->len + extra + 1;
+    if (need <= b->cap) return;
+    b->data = lop_xrealloc(b->data, need);
+    b->cap = need;
+}
+
 void lop_buf_append(lop_buf_t *b, const void *p, size_t n)
 {
     lop_buf_reserve(b, n);
@@ -110,6 +118,17 @@ void lop_buf_printf(lop_buf_t *b, const char *fmt, ...)
     va_start(ap, fmt);
     lop_buf_vprintf(b, fmt, ap);
     va_end(ap);
+}
+
+size_t lop_json_str_len(const char *s, size_t n)
+{
+    size_t len = n + 2;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        len += c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' ? 1 : 5;
+    }
+    return len;
 }
 
 void lop_buf_json_str(lop_buf_t *b, const char *s, size_t n)

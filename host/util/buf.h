@@ -24,6 +24,10 @@ void lop_buf_init(lop_buf_t *b);
 void lop_buf_free(lop_buf_t *b);
 void lop_buf_reset(lop_buf_t *b);                 /* len = 0, keeps the allocation */
 void lop_buf_reserve(lop_buf_t *b, size_t extra); /* ensure room for extra more bytes + NUL */
+/* Like lop_buf_reserve, but when it must grow it allocates exactly len + extra + 1 bytes (no
+ * power-of-two slack): for buffers whose final size is known up front and that are kept (stolen)
+ * afterwards, e.g. cache entries, where the slack would be resident for the entry's lifetime. */
+void lop_buf_reserve_exact(lop_buf_t *b, size_t extra);
 void lop_buf_append(lop_buf_t *b, const void *p, size_t n);
 void lop_buf_puts(lop_buf_t *b, const char *s);
 void lop_buf_putc(lop_buf_t *b, char c);
@@ -31,6 +35,8 @@ void lop_buf_printf(lop_buf_t *b, const char *fmt, ...) __attribute__((format(pr
 void lop_buf_vprintf(lop_buf_t *b, const char *fmt, va_list ap);
 /* Append s as a JSON string literal, quotes included, escaping as RFC 8259 requires. */
 void lop_buf_json_str(lop_buf_t *b, const char *s, size_t n);
+/* The number of bytes lop_buf_json_str(b, s, n) appends. */
+size_t lop_json_str_len(const char *s, size_t n);
 /* Append s with every invalid UTF-8 sequence replaced by U+FFFD (so JSON encoders accept it). */
 void lop_buf_utf8(lop_buf_t *b, const char *s, size_t n);
 /* Remove the first n bytes (n <= len). */

@@ -32,7 +32,9 @@ done
 grep -qE "LIST $num ConfigMaps .* \| $num ms \|" "$out" || fail "no apiserver LIST figure"
 # The operator benchmarks ran `luaop run` (1 and 2 workers, JIT on) and timed its start.
 [ "$(grep -cE "^\| luaop run( --lua-jit)? \| [12] \| $num \|" "$out")" -eq 3 ] || fail "expected 3 luaop run rows in reconcile-noop"
-[ "$(grep -cE "^\| luaop run \| $num \| $num \| $num \| +\| +\|$" "$out")" -eq 2 ] || fail "expected 2 luaop run rows in startup-idle"
+# startup-idle: ConfigMaps, start → ready, RSS, file-backed, PSS, private dirty; and the floor's memory.
+[ "$(grep -cE "^\| luaop run \| $num \| $num \| $num \| $num \| $num \| $num \| +\| +\|$" "$out")" -eq 2 ] || fail "expected 2 luaop run rows in startup-idle"
+grep -qE "^\| floor \(C\)[^|]* \| 0 \| +\| $num \| $num \| $num \| $num \|" "$out" || fail "no startup-idle floor row"
 # Reloads were installed (directory and ConfigMap) and the follower took over in both ways.
 [ "$(grep -cE "^\| (directory|directory, debounce 1 ms|ConfigMap) \| 3 \| $num \| $num \|" "$out")" -eq 3 ] ||
   fail "expected 3 hot-reload rows"

@@ -5,8 +5,10 @@
 #include "host/kube/jsonscan.h"
 #include "host/kube/object.h"
 #include "host/kube/workqueue.h"
+#include "host/util/buf.h"
 #include "t.h"
 
+#include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -58,6 +60,41 @@ static void test_escapes_and_repeated_keys(void)
         T_CHECK(b == NULL);
         T_CHECK(err.message[0] != '\0');
     }
+}
+
+/* A cache entry keeps its JSON for its lifetime, so it is allocated at its size: no rounded-up
+ * buffer (which held ~2 KB for every 1 KB ConfigMap). */
+static void test_entry_json_is_allocated_at_its_size(void)
+{
+    static const char item[] = "{\"metadata\":{\"name\":\"a\",\"managedFields\":[{\"manager\":\"m\","
+                               "\"fieldsV1\":{\"f:data\":{}}}],\"uid\":\"u\"},\"data\":{\"k\":\"v\"}}";
+    const int flags[] = {0, LOP_OBJ_KEEP_MANAGED_FIELDS};
+    for (int i = 0; i < 2; i++) {
+        lop_obj_t *o = NULL;
+        lop_err_t err;
+        T_EQ_INT(lop_obj_new_item(item, strlen(item), flags[i], "v1", "K\"\n", &o, &err), LOP_OK);
+        T_CHECK(strncmp(o->json, "{\"apiVersion\":\"v1\",\"kind\":\"K\\\"\\n\",", 32) == 0);
+        T_EQ_INT(strlen(o->json), o->json_len);
+        T_CHECK(malloc_usable_size((void *)o->json) < o->json_len + 1 + 2 * sizeof(void *));
+        lop_obj_unref(o);
+    }
+}
+
+/* The decoded strings' arena is sized by the members read, not by all of metadata: a large
+ * managedFields (or any member luaop does not read) costs nothing there. */
+static void test_string_arena_leaves_out_unread_members(void)
+{
+    lop_buf_t j = LOP_BUF_INIT;
+    lop_buf_puts(&j, "{\"metadata\":{\"name\":\"n\",\"labels\":{\"a\":\"b\"},\"managedFields\":[");
+    for (int i = 0; i < 200; i++) lop_buf_printf(&j, "%s{\"manager\":\"m%d\"}", i ? "," : "", i);
+    lop_buf_puts(&j, "],\"creationTimestamp\":\"2024-01-01T00:00:00Z\",\"uid\":\"u\"}}");
+    lop_obj_t *o = mk(j.data, 0);
+    T_EQ_STR(o->name, "n");
+    T_EQ_STR(o->uid, "u");
+    T_EQ_STR(lop_obj_label(o, "a"), "b");
+    T_CHECK(malloc_usable_size(o->strs_) < 64);
+    lop_obj_unref(o);
+    lop_buf_free(&j);
 }
 
 static void test_metadata_tree_is_lazy_and_leaves_out_managed_fields(void)
@@ -222,6 +259,8 @@ static void test_batched_wakeups_reach_workers(void)
 int main(void)
 {
     T_RUN(test_escapes_and_repeated_keys);
+    T_RUN(test_entry_json_is_allocated_at_its_size);
+    T_RUN(test_string_arena_leaves_out_unread_members);
     T_RUN(test_metadata_tree_is_lazy_and_leaves_out_managed_fields);
     T_RUN(test_metadata_first_call_races_agree);
     T_RUN(test_counted_wakeups_lose_no_item);

@@ -47,6 +47,8 @@ static void test_buf_json_escape(void)
     lop_buf_t b = LOP_BUF_INIT;
     lop_buf_json_str(&b, "a\"b\\c\n\x01", 7);
     T_EQ_STR(b.data, "\"a\\\"b\\\\c\\n\\u0001\"");
+    T_EQ_INT(lop_json_str_len("a\"b\\c\n\x01", 7), b.len); /* the length it appends */
+    T_EQ_INT(lop_json_str_len("v1", 2), 4);
     lop_buf_consume(&b, 1);
     T_EQ_INT(b.len, 16);
     lop_buf_free(&b);
