@@ -195,5 +195,26 @@ describe("luaop.client", function()
     for _, c in ipairs(cases) do
       it(c[1], function() assert.has_error(c[2]) end)
     end
+
+    it("get names the bad argument, at the caller's line", function()
+      local bad = {
+        { "api_version must be a non-empty string", { "", fx.KIND, "default", "a" } },
+        { "api_version must be a non-empty string", { nil, fx.KIND, "default", "a" } },
+        { "kind must be a non-empty string", { fx.AV, {}, "default", "a" } },
+        { "namespace must be a non-empty string", { fx.AV, fx.KIND, "", "a" } },
+        { "namespace must be a non-empty string", { fx.AV, fx.KIND, 7, "a" } },
+        { "name must be a non-empty string", { fx.AV, fx.KIND, nil, "" } },
+        { "opts must be a table", { fx.AV, fx.KIND, "default", "a", "live" } },
+      }
+      for _, b in ipairs(bad) do
+        local a = b[2]
+        local ok, msg = pcall(function() client.get(a[1], a[2], a[3], a[4], a[5]) end)
+        assert.is_false(ok)
+        assert.matches("client_spec%.lua:%d+: luaop%.client%.get: " .. b[1]:gsub("%-", "%%-"), msg)
+      end
+      -- the first bad argument is the one reported
+      local _, msg = pcall(function() client.get("", 1, "", "") end)
+      assert.matches("api_version must", msg)
+    end)
   end)
 end)

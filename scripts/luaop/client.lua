@@ -18,8 +18,15 @@ local _M = {}
 
 local patch_types = { merge = true, json = true, strategic = true, apply = true }
 
+local backend_mod = nil -- luaop.backend, looked up once per VM (on first use: no load-order tie)
+
 local function backend()
-  return require("luaop.backend").current()
+  local m = backend_mod
+  if m == nil then
+    m = require("luaop.backend")
+    backend_mod = m
+  end
+  return m.current()
 end
 
 -- A shallow copy of obj whose metadata is a shallow copy too: enough to drop metadata fields
@@ -92,13 +99,19 @@ end
 -- @treturn table|nil err (NotFound, ...)
 -- @raise on wrong argument types
 function _M.get(api_version, kind, namespace, name, opts)
-  str("get", "api_version", api_version)
-  str("get", "kind", kind)
-  str("get", "namespace", namespace, true)
-  str("get", "name", name)
-  if opts ~= nil and type(opts) ~= "table" then error("luaop.client.get: opts must be a table", 2) end
-  if opts and opts.live then
-    return result(backend().request("get", api_version, kind, namespace, name, nil, nil, nil, nil))
+  -- Every cache read comes through here: the checks call str (which raises) only on a bad
+  -- argument, in the same order, so the common case makes no extra calls (JIT is off by default).
+  if type(api_version) ~= "string" or api_version == "" then str("get", "api_version", api_version) end
+  if type(kind) ~= "string" or kind == "" then str("get", "kind", kind) end
+  if namespace ~= nil and (type(namespace) ~= "string" or namespace == "") then
+    str("get", "namespace", namespace, true)
+  end
+  if type(name) ~= "string" or name == "" then str("get", "name", name) end
+  if opts ~= nil then
+    if type(opts) ~= "table" then error("luaop.client.get: opts must be a table", 2) end
+    if opts.live then
+      return result(backend().request("get", api_version, kind, namespace, name, nil, nil, nil, nil))
+    end
   end
   return backend().get(api_version, kind, namespace, name)
 end
