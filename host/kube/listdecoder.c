@@ -39,6 +39,7 @@ struct lop_listdecoder {
     size_t max_item;
     enum state st;
     bool failed;
+    bool no_validate; /* items are validated by the consumer */
     /* the member name being read (raw, escapes not decoded, as jsonscan compares keys) */
     char key[16];
     size_t key_len;
@@ -77,6 +78,8 @@ void lop_listdecoder_set_callback(lop_listdecoder_t *d, lop_list_item_fn fn, voi
     d->fn = fn;
     d->ud = ud;
 }
+
+void lop_listdecoder_set_validate(lop_listdecoder_t *d, bool validate) { d->no_validate = !validate; }
 
 static void clear_strings(lop_listdecoder_t *d)
 {
@@ -189,7 +192,7 @@ static lop_rc_t object_end(lop_listdecoder_t *d, lop_err_t *err, uint64_t at)
 static lop_rc_t value_done(lop_listdecoder_t *d, const char *v, size_t n, lop_err_t *err, uint64_t at)
 {
     size_t s, e;
-    if (lop_jscan_value(v, n, 0, &s, &e) != 0 || s != 0 || e != n)
+    if (!(d->in_item && d->no_validate) && (lop_jscan_value(v, n, 0, &s, &e) != 0 || s != 0 || e != n))
         return fail(d, err, at, d->in_item ? "malformed list item" : "malformed member value");
     if (d->in_item) {
         d->st = S_ITEMS_AFTER;

@@ -8,7 +8,9 @@
  *
  * What it checks: the body is one JSON object; its members are well formed; every item is one
  * valid JSON object (validated with lop_jscan_value, so the consumer may build it with
- * LOP_OBJ_TRUSTED); `items` is an array, null or absent (reference C.14: an empty list may carry
+ * LOP_OBJ_TRUSTED) — unless item validation is turned off (lop_listdecoder_set_validate), when
+ * an item is only known to start with '{' and to have balanced brackets and strings, and the
+ * consumer validates it (lop_obj_new without LOP_OBJ_TRUSTED does so in the pass that builds it); `items` is an array, null or absent (reference C.14: an empty list may carry
  * null); `metadata` is an object carrying a non-empty resourceVersion (checked by _finish). Only
  * whitespace may follow the object. Top-level members other than kind, apiVersion, metadata and
  * items are skipped (validated, not kept).
@@ -43,6 +45,9 @@ typedef int (*lop_list_item_fn)(void *ud, const char *item, size_t len);
 lop_listdecoder_t *lop_listdecoder_new(size_t max_item, lop_list_item_fn fn, void *ud);
 /* Replace the item callback (e.g. per list run). */
 void lop_listdecoder_set_callback(lop_listdecoder_t *d, lop_list_item_fn fn, void *ud);
+/* Validate each item before delivering it (the default), or leave that to the consumer: one
+ * pass over every byte less when the consumer's own pass validates. Kept across _reset. */
+void lop_listdecoder_set_validate(lop_listdecoder_t *d, bool validate);
 /* NULL accepted. */
 void lop_listdecoder_free(lop_listdecoder_t *d);
 /* Forget everything (for the next page or a retry); keeps the callback and the buffers. */

@@ -96,13 +96,25 @@ static int on_item(void *ud, const char *item, size_t len)
     lop_reflector_t *r = lr->r;
     if (atomic_load(&r->stop))
         return 1;
-    lop_obj_t *o = lr->reuse ? lop_reflector_cached_same_rv(r, item, len) : NULL;
+    /* The decoder leaves items unvalidated: building one validates it in the same pass. A relist
+     * validates first, then may share the cached entry instead of building. */
+    int trusted = 0;
+    lop_obj_t *o = NULL;
+    if (lr->reuse) {
+        size_t s, e;
+        if (lop_jscan_value(item, len, 0, &s, &e) != 0 || e != len) {
+            lop_err_set(&lr->item_err, LOP_EINVAL, 0, NULL, "malformed or truncated JSON");
+            lr->item_failed = true;
+            return 1;
+        }
+        trusted = LOP_OBJ_TRUSTED;
+        o = lop_reflector_cached_same_rv(r, item, len);
+    }
     if (o) {
         lr->reused++;
     } else {
         const char *kind = lop_listdecoder_item_kind(lr->dec), *api = lop_listdecoder_api_version(lr->dec);
-        /* the decoder validated the item: build it without validating again */
-        if (lop_obj_new_item(item, len, r->obj_flags | LOP_OBJ_TRUSTED, *api ? api : NULL, *kind ? kind : NULL,
+        if (lop_obj_new_item(item, len, r->obj_flags | trusted, *api ? api : NULL, *kind ? kind : NULL,
                              &o, &lr->item_err) != LOP_OK) {
             lr->item_failed = true;
             return 1;
@@ -206,9 +218,10 @@ lop_rc_t lop_reflector_do_list(lop_reflector_t *r, lop_err_t *err)
     char *rv = NULL, *token = NULL;
     lop_rc_t rc;
     list_run_t lr = {.r = r, .ov = &ov};
-    if (!r->ldec)
+    if (!r->ldec) {
         r->ldec = lop_listdecoder_new(r->max_event_bytes, on_item, &lr);
-    else
+        lop_listdecoder_set_validate(r->ldec, false);
+    } else
         lop_listdecoder_set_callback(r->ldec, on_item, &lr);
     lr.dec = r->ldec;
     lop_store_stats_t ss;

@@ -197,6 +197,26 @@ static void test_malformed_bodies_fail_naming_the_cause(void)
     }
 }
 
+/* With validation left to the consumer, an item that is balanced but not valid JSON is delivered
+ * as it is (the reflector's lop_obj_new then rejects it); structure is still checked. */
+static void test_validation_can_be_left_to_the_consumer(void)
+{
+    const char *b = "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"1\"},"
+                    "\"items\":[{\"a\":tru}]}";
+    sink_t s = {0};
+    lop_listdecoder_t *d = lop_listdecoder_new(0, collect, &s);
+    s.d = d;
+    lop_listdecoder_set_validate(d, false);
+    T_EQ_INT(lop_listdecoder_feed(d, b, strlen(b), NULL), LOP_OK);
+    T_EQ_INT(lop_listdecoder_finish(d, NULL), LOP_OK);
+    T_EQ_INT(s.n, 1);
+    T_EQ_STR(s.items[0], "{\"a\":tru}");
+    lop_listdecoder_reset(d); /* the setting survives a reset; brackets are still checked */
+    const char *bad = "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"items\":[{\"a\":[1}]}";
+    T_EQ_INT(lop_listdecoder_feed(d, bad, strlen(bad), NULL), LOP_EINVAL);
+    lop_listdecoder_free(d);
+}
+
 static void test_oversized_item_is_an_error(void)
 {
     char b[512];
@@ -249,6 +269,7 @@ int main(void)
     T_RUN(test_empty_null_and_absent_items);
     T_RUN(test_a_kind_without_the_list_suffix_gives_no_item_kind);
     T_RUN(test_malformed_bodies_fail_naming_the_cause);
+    T_RUN(test_validation_can_be_left_to_the_consumer);
     T_RUN(test_oversized_item_is_an_error);
     T_RUN(test_deep_nesting_is_an_error);
     T_RUN(test_callback_can_stop);

@@ -605,6 +605,30 @@ static void test_watch_list_relist_keeps_unchanged_entries(void)
     teardown(&e);
 }
 
+/* A listed item that is not valid JSON fails the list (backoff, retried) and changes nothing,
+ * on the first sync (built unvalidated) and on a relist (validated before reuse). */
+static void test_malformed_list_item_fails_the_list(void)
+{
+    static const lresp_t lists[] = {
+        {LOP_OK, 200, LIST("10", "", CM("a", "5") ",{\"metadata\":{\"name\":\"b\"},\"x\":tru}")},
+        {LOP_OK, 200, LIST("10", "", CM("a", "5"))},
+        {LOP_OK, 200, LIST("20", "", CM("a", "5") ",{\"metadata\":{\"name\":\"a\",\"namespace\":\"d\",\"resourceVersion\":\"5\"},\"x\":nul}")},
+    };
+    static const wresp_t w[] = {{LOP_EGONE, {NULL}, 0, false}};
+    env_t e;
+    setup(&e, lists, 3, w, 1);
+    T_CHECK(step(&e) > 0);
+    T_CHECK(!lop_reflector_has_synced(e.r));
+    T_EQ_STR(e.log.s, "");
+    T_EQ_INT(step(&e), 0);
+    step(&e); /* 410 */
+    e.log.s[0] = '\0';
+    T_CHECK(step(&e) > 0); /* the relist's bad item matches a cached entry's key and RV: still refused */
+    T_EQ_STR(e.log.s, "");
+    T_EQ_STR(rv_of(&e), "10");
+    teardown(&e);
+}
+
 static void test_garbage_restarts_watch_from_last_good_rv(void)
 {
     static const wresp_t w[] = {
@@ -734,6 +758,7 @@ int main(void)
         T_RUN(test_list_failure_backs_off_and_retries);
         T_RUN(test_relist_keeps_unchanged_entries);
         T_RUN(test_list_cut_mid_body_changes_nothing_and_retries);
+        T_RUN(test_malformed_list_item_fails_the_list);
     }
     g_stream = false;
     T_RUN(test_watch_list_syncs_at_its_bookmark_without_a_list);
