@@ -211,10 +211,22 @@ static int on_event(void *ud, const char *doc, size_t len)
         r->outcome = WO_STOPPED;
         return 1;
     }
-    size_t ts, te, os, oe;
-    if (lop_jscan_find(doc, len, 0, "type", &ts, &te) != 1 || doc[ts] != '"')
+    /* The decoder checked that doc is one object with balanced brackets and strings: walk its
+     * members without validating them; type is validated here and the object by lop_obj_new,
+     * in the pass that builds it (members we do not read are not validated). */
+    size_t ts = 0, te = 0, os = 0, oe = 0;
+    lop_jscan_iter_t it;
+    if (lop_jscan_object_begin_trusted(&it, doc, len, 0) == 0)
+        while (lop_jscan_object_next(&it) == 1) {
+            if (lop_jscan_key_is(&it, "type"))
+                ts = it.val_start, te = it.val_end;
+            else if (lop_jscan_key_is(&it, "object"))
+                os = it.val_start, oe = it.val_end;
+        }
+    size_t vs, ve;
+    if (te <= ts || doc[ts] != '"' || lop_jscan_value(doc, te, ts, &vs, &ve) != 0 || ve != te)
         return malformed(r, "watch event without a type", "");
-    if (lop_jscan_find(doc, len, 0, "object", &os, &oe) != 1 || doc[os] != '{')
+    if (oe <= os || doc[os] != '{')
         return malformed(r, "watch event without an object", "");
     char type[16];
     size_t tl = te - ts - 2;
@@ -243,11 +255,16 @@ static int on_event(void *ud, const char *doc, size_t len)
 
     lop_obj_t *o = NULL;
     lop_err_t oerr;
-    /* a watch-list's initial state shares the cached entries that did not change */
-    if (r->wl_store && added && r->wl_reuse)
+    int trusted = 0;
+    /* a watch-list's initial state shares the cached entries that did not change (their bytes
+     * validated first, as a relist does) */
+    if (r->wl_store && added && r->wl_reuse) {
+        if (lop_jscan_value(doc, oe, os, &vs, &ve) != 0 || ve != oe)
+            return malformed(r, "watch event object: ", "malformed JSON");
+        trusted = LOP_OBJ_TRUSTED;
         o = lop_reflector_cached_same_rv(r, doc + os, oe - os);
-    /* lop_jscan_find above validated the object's bytes: build it without validating again */
-    if (!o && lop_obj_new(doc + os, oe - os, r->obj_flags | LOP_OBJ_TRUSTED, &o, &oerr) != LOP_OK)
+    }
+    if (!o && lop_obj_new(doc + os, oe - os, r->obj_flags | trusted, &o, &oerr) != LOP_OK)
         return malformed(r, "watch event object: ", oerr.message);
     if (bookmark) {
         const char *end = lop_obj_annotation(o, "k8s.io/initial-events-end");

@@ -636,12 +636,15 @@ static void test_garbage_restarts_watch_from_last_good_rv(void)
         {LOP_OK, {EV("ADDED", WCM("y", "12")) "not json at all\n", NULL}, 2 * S, false},
         {LOP_OK, {EV("WHATEVER", WCM("z", "13")), NULL}, 2 * S, false},
         {LOP_OK, {EV("ADDED", "{\"metadata\":{\"name\":7}}"), NULL}, 2 * S, false},
+        /* balanced but invalid inside the object, and a type that is not valid JSON */
+        {LOP_OK, {EV("ADDED", "{\"metadata\":{\"name\":\"w\"},\"data\":{\"k\":tru}}"), NULL}, 2 * S, false},
+        {LOP_OK, {"{\"type\":\"ADD\\qED\",\"object\":" WCM("v", "14") "}\n", NULL}, 2 * S, false},
     };
     env_t e;
-    setup(&e, two_pages, 2, w, 4);
+    setup(&e, two_pages, 2, w, 6);
     step(&e);
     e.log.s[0] = '\0';
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 6; i++)
         T_CHECK(step(&e) > 0);
     T_EQ_STR(e.log.s, "add:x@11;add:y@12;");
     T_EQ_STR(e.f.watch_rv[1], "11");
@@ -649,7 +652,7 @@ static void test_garbage_restarts_watch_from_last_good_rv(void)
     T_EQ_STR(e.f.watch_rv[3], "12");
     lop_reflector_stats_t rs;
     lop_reflector_stats(e.r, &rs);
-    T_EQ_INT(rs.malformed, 4);
+    T_EQ_INT(rs.malformed, 6);
     T_EQ_INT(e.f.li, 2); /* never relisted */
     teardown(&e);
 }
