@@ -113,13 +113,30 @@ void lop_store_free(lop_store_t *s)
 }
 
 /* Write lock held. Takes a new reference on obj; returns the previous entry's reference. */
+static bool has_owner(const lop_obj_t *o, const char *uid)
+{
+    for (size_t i = 0; i < o->nowners; i++)
+        if (strcmp(o->owner_uids[i], uid) == 0)
+            return true;
+    return false;
+}
+
+/* Write lock held. Takes a new reference on obj; returns the previous entry's reference. An
+ * update leaves the index entries that stay (same namespace, same owners) in place and only
+ * repoints them (no allocation per update in the common case). */
 static lop_obj_t *put_locked(lop_store_t *s, const char *key, lop_obj_t *obj)
 {
     lop_obj_ref(obj);
     lop_obj_t *prev = lop_strmap_put(&s->items, key, obj);
-    if (prev)
-        unindex(s, key, prev);
-    reindex(s, key, obj);
+    if (prev) {
+        if (strcmp(prev->namespace_, obj->namespace_) != 0)
+            index_del(&s->by_ns, prev->namespace_, key);
+        for (size_t i = 0; i < prev->nowners; i++)
+            if (!has_owner(obj, prev->owner_uids[i]))
+                index_del(&s->by_owner, prev->owner_uids[i], key);
+        s->bytes -= prev->json_len;
+    }
+    reindex(s, key, obj); /* index_add replaces the value of an entry that stayed */
     return prev;
 }
 
