@@ -9,6 +9,7 @@
 #include "host/kube/rest.h"
 #include "host/runtime/manager_internal.h"
 #include "t.h"
+#include "apiserver_client.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -142,21 +143,8 @@ static void test_first_list_events_read_the_cache_not_the_server(void)
 
 int main(void)
 {
-    lop_apiserver_opts_t opts = {0};
-    lop_err_t err;
-    if (lop_apiserver_start(&opts, &srv, &err) != LOP_OK) {
-        fprintf(stderr, "apiserver: %s\n", err.message);
+    if (t_apiserver_client_start(&srv, &cli) != 0)
         return 1;
-    }
-    lop_rest_config_t cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.server = strdup(lop_apiserver_url(srv));
-    cfg.qps = -1;
-    if (lop_rest_client_new(&cfg, &cli, &err) != LOP_OK) {
-        fprintf(stderr, "client: %s\n", err.message);
-        return 1;
-    }
-    lop_rest_config_cleanup(&cfg);
     for (int i = 0; i < NCM; i++) {
         char name[32];
         snprintf(name, sizeof name, "cm-%02d", i);

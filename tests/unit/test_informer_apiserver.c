@@ -8,6 +8,7 @@
 #include "host/kube/rest.h"
 #include "host/kube/restmapper.h"
 #include "t.h"
+#include "apiserver_client.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -274,21 +275,8 @@ static void test_ten_thousand_rapid_updates_end_in_the_right_state(void)
 
 int main(void)
 {
-    lop_apiserver_opts_t opts = {0};
-    lop_err_t err;
-    if (lop_apiserver_start(&opts, &srv, &err) != LOP_OK) {
-        fprintf(stderr, "apiserver: %s\n", err.message);
+    if (t_apiserver_client_start(&srv, &cli) != 0)
         return 1;
-    }
-    lop_rest_config_t cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.server = strdup(lop_apiserver_url(srv));
-    cfg.qps = -1;
-    if (lop_rest_client_new(&cfg, &cli, &err) != LOP_OK) {
-        fprintf(stderr, "client: %s\n", err.message);
-        return 1;
-    }
-    lop_rest_config_cleanup(&cfg);
     for (int pass = 0; pass < 2; pass++) {
         g_watch_list = pass == 1;
         T_RUN(test_list_watch_sync);
