@@ -147,17 +147,24 @@ static void apply_upsert(lop_reflector_t *r, lop_obj_t *o)
     dunlock(r);
 }
 
-static void apply_delete(lop_reflector_t *r, lop_obj_t *o)
+/* Remove o's key from s; returns the removed entry (the caller drops it) or NULL. */
+static lop_obj_t *delete_key_of(lop_store_t *s, const lop_obj_t *o)
 {
     char small[256];
     int n = lop_obj_key(o, small, sizeof small);
     char *key = (size_t)n < sizeof small ? small : lop_xmalloc((size_t)n + 1);
     if (key != small)
         lop_obj_key(o, key, (size_t)n + 1);
-    dlock(r);
-    lop_obj_unref(lop_store_delete(r->store, key));
+    lop_obj_t *gone = lop_store_delete(s, key);
     if (key != small)
         free(key);
+    return gone;
+}
+
+static void apply_delete(lop_reflector_t *r, lop_obj_t *o)
+{
+    dlock(r);
+    lop_obj_unref(delete_key_of(r->store, o));
     if (r->h.on_delete)
         r->h.on_delete(r->h.ud, o, false);
     dunlock(r);
@@ -166,18 +173,10 @@ static void apply_delete(lop_reflector_t *r, lop_obj_t *o)
 /* A watch-list event before its bookmark: kept aside in wl_store, no handler runs. */
 static void wl_apply(lop_reflector_t *r, lop_obj_t *o, bool deleted)
 {
-    if (!deleted) {
+    if (deleted)
+        lop_obj_unref(delete_key_of(r->wl_store, o));
+    else
         lop_store_put(r->wl_store, o, NULL);
-        return;
-    }
-    char small[256];
-    int n = lop_obj_key(o, small, sizeof small);
-    char *key = (size_t)n < sizeof small ? small : lop_xmalloc((size_t)n + 1);
-    if (key != small)
-        lop_obj_key(o, key, (size_t)n + 1);
-    lop_obj_unref(lop_store_delete(r->wl_store, key));
-    if (key != small)
-        free(key);
 }
 
 /* The initial-events-end bookmark of a watch-list: its state replaces the store, as a list. */
