@@ -11,9 +11,6 @@
 
 /* The API server's own JSON nesting limit, as in watchdecoder.c. */
 #define MAX_NEST 10000
-/* A body that puts items before kind/apiVersion keeps its whole items array: bounded like a
- * plain response body in rest.c. */
-#define MAX_DEFERRED ((size_t)512 << 20)
 
 enum state {
     S_START,       /* before the opening '{' */
@@ -141,12 +138,17 @@ static char *decode_string(const char *v, size_t n)
     return s;
 }
 
-static char *string_member(const char *p, size_t n, const char *key)
+/* A string member of the object p[0..n): *out gets it (malloc'd) or NULL when absent or not a
+ * string. -1 when it is a string that cannot be decoded (bad escape, invalid UTF-8): a silently
+ * dropped continue token would end a paginated list early. */
+static int string_member(const char *p, size_t n, const char *key, char **out)
 {
     size_t s, e;
-    if (lop_jscan_find(p, n, 0, key, &s, &e) != 1)
-        return NULL;
-    return decode_string(p + s, e - s);
+    *out = NULL;
+    if (lop_jscan_find(p, n, 0, key, &s, &e) != 1 || p[s] != '"')
+        return 0;
+    *out = decode_string(p + s, e - s);
+    return *out ? 0 : -1;
 }
 
 static enum member classify(const lop_listdecoder_t *d)
@@ -222,14 +224,14 @@ static lop_rc_t value_done(lop_listdecoder_t *d, const char *v, size_t n, lop_er
         d->seen_meta = true;
         free(d->rv);
         free(d->cont);
-        d->rv = string_member(v, n, "resourceVersion");
-        d->cont = string_member(v, n, "continue");
+        if (string_member(v, n, "resourceVersion", &d->rv) != 0)
+            return fail(d, err, at, "metadata.resourceVersion is not a valid JSON string");
+        if (string_member(v, n, "continue", &d->cont) != 0)
+            return fail(d, err, at, "metadata.continue is not a valid JSON string");
         break;
     case M_ITEMS:
         if (v[0] == '[') {
-            if (d->deferred.len + n > MAX_DEFERRED)
-                return fail(d, err, at, "items larger than the limit");
-            lop_buf_append(&d->deferred, v, n);
+            lop_buf_append(&d->deferred, v, n); /* bounded by max_item, as every member */
         } else if (v[0] != 'n') {
             return fail(d, err, at, "list items is not an array");
         }

@@ -20,8 +20,10 @@
  * have been seen; a body that puts `items` first (Go's encoders never do) has its items array
  * kept and delivered when the object ends, so the item kind is always known to the callback.
  *
- * Limits: an item or a top-level member larger than max_item bytes, or nesting deeper than 10000
- * (the API server's own limit), fails the decode. A failed decoder stays failed until _reset.
+ * Limits: an item or a top-level member larger than max_item bytes (so also an items array kept
+ * back whole), nesting deeper than 10000
+ * (the API server's own limit), or a metadata.resourceVersion / continue string that cannot be
+ * decoded fails the decode. A failed decoder stays failed until _reset.
  *
  * Ownership: the item passed to the callback is borrowed for the call; the strings returned by
  * the accessors are the decoder's, valid until the next _reset or _free.
@@ -60,9 +62,9 @@ void lop_listdecoder_reset(lop_listdecoder_t *d);
  */
 lop_rc_t lop_listdecoder_feed(lop_listdecoder_t *d, const char *data, size_t len, lop_err_t *err);
 /*
- * The body has ended: LOP_OK when it was one complete list object with metadata.resourceVersion
- * (delivering any items kept back, see above); LOP_EINVAL naming what is missing otherwise
- * (truncated body, no metadata, no resourceVersion). LOP_ECLOSED as for _feed.
+ * The body has ended: LOP_OK when it was one complete list object with metadata.resourceVersion;
+ * LOP_EINVAL naming what is missing otherwise (truncated body, no metadata, no resourceVersion).
+ * (Items kept back are delivered by _feed when the object's closing brace arrives.)
  */
 lop_rc_t lop_listdecoder_finish(lop_listdecoder_t *d, lop_err_t *err);
 

@@ -251,6 +251,13 @@ static int on_event(void *ud, const char *doc, size_t len)
          deleted = strcmp(type, "DELETED") == 0;
     if (!bookmark && !added && !modified && !deleted)
         return malformed(r, "watch event of unknown type ", type);
+    /* A server that ignores sendInitialEvents (before 1.27) answers with a plain watch: its
+     * initial state never ends with the annotated bookmark. Spot it at the first event that a
+     * watch-list's initial phase never carries (MODIFIED, DELETED, a plain BOOKMARK). */
+    if (r->wl_store && (modified || deleted)) {
+        r->wl_unsupported = true;
+        return 1;
+    }
 
     lop_obj_t *o = NULL;
     lop_err_t oerr;
@@ -271,6 +278,10 @@ static int on_event(void *ud, const char *doc, size_t len)
             r->in_burst = false;
             if (r->wl_store)
                 watch_list_synced(r);
+        } else if (r->wl_store) {
+            r->wl_unsupported = true; /* a plain bookmark before the end of the initial state */
+            lop_obj_unref(o);
+            return 1;
         }
         pthread_mutex_lock(&r->mu);
         r->st.bookmarks++;
@@ -331,11 +342,15 @@ static lop_rc_t watch_list_failed(lop_reflector_t *r, lop_rc_t rc, const lop_err
     r->st.watch_list_fallbacks++;
     pthread_mutex_unlock(&r->mu);
     const char *why = r->outcome != WO_NONE ? r->werr.message : rc != LOP_OK ? err->message : "stream ended";
-    if (rc != LOP_OK && r->outcome == WO_NONE && err->code >= 400 && err->code < 500 && err->code != 410 &&
-        err->code != 429) {
+    if (r->wl_unsupported || (rc != LOP_OK && r->outcome == WO_NONE && err->code == 422)) {
+        /* 422: "sendInitialEvents is forbidden ... unless the WatchList feature gate is enabled"
+         * (reference F.21/F.22); other failures (404 of a CRD not there yet, 403, 5xx) only fall
+         * back for this sync, as client-go does */
         r->wl_disabled = true;
-        lop_log(LOP_LOG_WARN, "the API server refused watch-list; syncing with LIST from now on", "reflector",
-                r->name, "error", why, NULL);
+        if (r->wl_unsupported)
+            why = "an event other than ADDED came before the initial-events-end bookmark";
+        lop_log(LOP_LOG_WARN, "the API server does not serve watch-list; syncing with LIST from now on",
+                "reflector", r->name, "error", why, NULL);
     } else {
         lop_log(LOP_LOG_WARN, "watch-list ended before its initial-events-end bookmark; falling back to LIST",
                 "reflector", r->name, "error", why, NULL);
@@ -429,6 +444,7 @@ lop_rc_t lop_reflector_step(lop_reflector_t *r, int64_t *wait_ns)
         return do_watch(r, wait_ns);
     if (r->watch_list && !r->wl_disabled && !r->wl_fallback) {
         r->wl_store = lop_store_new();
+        r->wl_unsupported = false;
         lop_store_stats_t ss;
         lop_store_stats(r->store, &ss);
         r->wl_reuse = ss.count > 0;

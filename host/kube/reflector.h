@@ -11,7 +11,11 @@
  *    has list_stream): objects are built as their bytes arrive and the page body is never held
  *    whole. On a relist, a listed object whose resourceVersion equals the cached entry's keeps
  *    that entry (same bytes, same lop_obj_t: on_update then gets old == new), so the old and the
- *    new cache are resident together only for objects that changed.
+ *    new cache are resident together only for objects that changed. (Equal resourceVersion is
+ *    taken as equal content, which holds for every etcd-backed resource; an aggregated API that
+ *    serves a constant resourceVersion would keep its first cached bytes until they change.)
+ *  - Watch events: the envelope's members are walked without validating the ones not read; the
+ *    type and the object are validated (the object by the pass that builds it).
  *  - WATCH from the list's RV with allowWatchBookmarks and timeoutSeconds random in [300, 600).
  *    Every event's object RV (and every bookmark's) becomes the resume point, except RVs seen
  *    during the initial ADDED burst of a watch started without an RV (F.12).
@@ -78,8 +82,10 @@ typedef struct lop_reflector_config {
      * sendInitialEvents=true&resourceVersionMatch=NotOlderThan instead of LIST. The initial
      * ADDED events are held aside until the k8s.io/initial-events-end bookmark, then replace the
      * store exactly as a list would (tombstones included) and the same stream goes on as the
-     * watch. A stream that ends or fails before the bookmark falls back to one LIST at once; a
-     * server that refuses the request (4xx other than 410/429) is not asked again. */
+     * watch. A stream that ends or fails before the bookmark falls back to one LIST at once (and
+     * the next sync tries watch-list again, as client-go does); a server that refuses it (422,
+     * reference F.22) or ignores it (a MODIFIED, DELETED or plain BOOKMARK before the annotated
+     * bookmark: a plain watch) is not asked again by this reflector. */
     bool watch_list;
 } lop_reflector_config_t;
 

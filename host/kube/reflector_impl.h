@@ -45,6 +45,7 @@ struct lop_reflector {
     bool wl_fallback;       /* the last watch-list failed before its bookmark: LIST next */
     lop_store_t *wl_store;  /* a watch-list's initial state until its bookmark; else NULL */
     bool wl_reuse;          /* the store had entries when that watch-list began */
+    bool wl_unsupported;    /* that watch-list got an event its initial phase never carries */
     bool bo_used;
     int64_t bo_dur, bo_last;
 

@@ -139,7 +139,8 @@ static int on_list_bytes(void *ud, const char *data, size_t len)
 static lop_rc_t page_failure(list_run_t *lr, lop_err_t *err)
 {
     if (lr->item_failed) {
-        lop_err_set(err, LOP_EINVAL, 0, NULL, "list item: %s", lr->item_err.message);
+        lop_err_set(err, LOP_EINVAL, 0, NULL, "list item %zu of the page: %s", lop_listdecoder_items(lr->dec),
+                    lr->item_err.message);
         return LOP_EINVAL;
     }
     if (lr->dec_failed) {
@@ -163,19 +164,18 @@ static lop_rc_t fetch_page(list_run_t *lr, const lop_list_opts_t *o, lop_buf_t *
     } else {
         lop_buf_reset(body);
         rc = r->lw.list(r->lw.ud, o, body, err);
-        if (rc == LOP_OK && !atomic_load(&r->stop))
+        if (rc == LOP_OK && !atomic_load(&r->stop)) {
             rc = lop_listdecoder_feed(lr->dec, body->data ? body->data : "", body->len, &lr->dec_err);
-        if (rc == LOP_EINVAL)
-            lr->dec_failed = true;
+            if (rc == LOP_EINVAL)
+                lr->dec_failed = true; /* (an error of the request itself keeps its own err) */
+        }
     }
     lop_rc_t fr = page_failure(lr, err);
     if (fr != LOP_OK)
         return fr;
     if (rc != LOP_OK)
         return rc;
-    rc = lop_listdecoder_finish(lr->dec, err);
-    fr = page_failure(lr, err); /* items kept back are delivered by finish */
-    return fr != LOP_OK ? fr : rc;
+    return lop_listdecoder_finish(lr->dec, err);
 }
 
 static void deliver(void *ud, lop_store_change_t what, lop_obj_t *old, lop_obj_t *new_)

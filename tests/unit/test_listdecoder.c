@@ -178,6 +178,8 @@ static void test_malformed_bodies_fail_naming_the_cause(void)
         {"{\"metadata\":{\"resourceVersion\":\"1\"},\"x\":01x}", "malformed member value"},
         {"{\"metadata\" {}}", "expected ':'"},
         {"{metadata:{}}", "expected a member name"},
+        {"{\"metadata\":{\"resourceVersion\":\"1\",\"continue\":\"a\\kb\"},\"items\":[]}",
+         "metadata.continue is not a valid JSON string"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         sink_t s = {0};

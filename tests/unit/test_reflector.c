@@ -1,6 +1,7 @@
 /* Unit tests for host/kube/reflector against a scripted fake listwatch that lies: paginated
  * lists, 410s in both forms, expired continue tokens, garbage, short watches, stalls, stop. */
 #include "host/kube/reflector.h"
+#include "host/kube/reflector_impl.h" /* lop_reflector_do_list: the error of one list */
 #include "t.h"
 
 #include <pthread.h>
@@ -629,6 +630,67 @@ static void test_malformed_list_item_fails_the_list(void)
     teardown(&e);
 }
 
+/* A list refused by the server (422, e.g. a bad selector) reports the server's error. */
+static void test_refused_list_keeps_the_servers_error(void)
+{
+    static const lresp_t lists[] = {{LOP_EINVAL, 422, NULL}};
+    env_t e;
+    setup(&e, lists, 1, NULL, 0);
+    lop_err_t err = {0};
+    T_EQ_INT(lop_reflector_do_list(e.r, &err), LOP_EINVAL);
+    T_EQ_INT(err.code, 422);
+    T_EQ_STR(err.message, "scripted failure");
+    teardown(&e);
+}
+
+/* Other watch-list failures (a 404 for a CRD not served yet, a 5xx) fall back for this sync
+ * only: the next sync asks for watch-list again. */
+static void test_watch_list_404_falls_back_once(void)
+{
+    static const lresp_t lists[] = {{LOP_OK, 200, LIST("10", "", CM("a", "5"))}};
+    static const wresp_t w[] = {
+        {LOP_ENOTFOUND, {NULL}, 0, false},
+        {LOP_OK, {ERR(410), NULL}, 0, false},
+        {LOP_OK, {EV("ADDED", WCM("a", "5")), BOOKMARK_END("20"), NULL}, 2 * S, false},
+    };
+    g_watch_list = true;
+    env_t e;
+    setup(&e, lists, 1, w, 3);
+    g_watch_list = false;
+    e.f.watch_code[0] = 404;
+    step(&e); /* 404 */
+    step(&e); /* LIST */
+    step(&e); /* watch: 410 */
+    T_EQ_INT(step(&e), 0); /* the relist is a watch-list again */
+    T_CHECK(e.f.watch_sie[0]);
+    T_CHECK(e.f.watch_sie[2]);
+    T_EQ_STR(rv_of(&e), "20");
+    teardown(&e);
+}
+
+/* A server that ignores sendInitialEvents answers with a plain watch: spotted at its first
+ * MODIFIED (or plain bookmark), it falls back to LIST at once and is not asked again. */
+static void test_watch_list_ignored_by_the_server_falls_back_to_list(void)
+{
+    static const lresp_t lists[] = {{LOP_OK, 200, LIST("10", "", CM("a", "6"))}};
+    static const wresp_t w[] = {
+        {LOP_OK, {EV("ADDED", WCM("a", "5")) EV("MODIFIED", WCM("a", "6")), NULL}, 0, true},
+        {LOP_OK, {BOOKMARK("12"), NULL}, 0, true},
+    };
+    for (int i = 0; i < 2; i++) {
+        g_watch_list = true;
+        env_t e;
+        setup(&e, lists, 1, w + i, 1);
+        g_watch_list = false;
+        T_EQ_INT(step(&e), 0); /* does not wait for the stream to end (the fake would block) */
+        T_EQ_STR(e.log.s, "");
+        T_EQ_INT(step(&e), 0); /* LIST */
+        T_CHECK(lop_reflector_has_synced(e.r));
+        T_EQ_STR(e.log.s, "add:a@6;");
+        teardown(&e);
+    }
+}
+
 static void test_garbage_restarts_watch_from_last_good_rv(void)
 {
     static const wresp_t w[] = {
@@ -768,6 +830,9 @@ int main(void)
     T_RUN(test_watch_list_cut_before_its_bookmark_falls_back_to_list);
     T_RUN(test_watch_list_refused_uses_list_from_then_on);
     T_RUN(test_watch_list_relist_keeps_unchanged_entries);
+    T_RUN(test_refused_list_keeps_the_servers_error);
+    T_RUN(test_watch_list_404_falls_back_once);
+    T_RUN(test_watch_list_ignored_by_the_server_falls_back_to_list);
     T_RUN(test_watch_events_split_anywhere_update_store_and_rv);
     T_RUN(test_very_short_watch_backs_off_exponentially_and_resets);
     T_RUN(test_backoff_caps_at_30s);
