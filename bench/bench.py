@@ -1118,8 +1118,10 @@ class Runner:
         rows, verdicts = [], []
         env = dict(os.environ)
         base = None
+        page = 500 if n >= 10000 else max(5, n // 20)  # ~20 pages at every scale
+        env["LOPBENCH_PAGE_SIZE"] = str(page)
         for label, mode in (("luaop, LIST RV=0 (one page)", "list"),
-                            ("luaop, LIST limit=500 + continue", "paged"),
+                            ("luaop, LIST limit=%d + continue" % page, "paged"),
                             ("luaop, watch-list (sendInitialEvents)", "watch-list")):
             env["LOPBENCH_SYNC_MODE"] = mode
             try:

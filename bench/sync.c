@@ -362,6 +362,8 @@ int main(int argc, char **argv)
         .obj_flags = !watch_mode && !relist_mode && !burst_mode && !strcmp(argv[5], "keep") ? LOP_OBJ_KEEP_MANAGED_FIELDS : 0,
         .idle_timeout_ms = -1,
         .watch_list = !strcmp(mode, "watch-list"),
+        /* LOPBENCH_PAGE_SIZE: the list limit (0/unset = the reflector's 500) */
+        .page_size = getenv("LOPBENCH_PAGE_SIZE") ? atol(getenv("LOPBENCH_PAGE_SIZE")) : 0,
     };
     malloc_trim(0);
     long rss0 = bu_status_kb("VmRSS");

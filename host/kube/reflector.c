@@ -187,6 +187,9 @@ static void watch_list_synced(lop_reflector_t *r)
     lop_store_free(r->wl_store);
     r->wl_store = NULL;
     lop_reflector_replace(r, l.items, l.n);
+    char n[32];
+    snprintf(n, sizeof n, "%zu", l.n);
+    lop_log(LOP_LOG_INFO, "synced by watch-list", "reflector", r->name, "objects", n, NULL);
     lop_obj_list_free(&l);
     r->need_list = false;
     r->rv_unavailable = false;

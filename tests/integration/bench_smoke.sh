@@ -16,7 +16,7 @@ fail() { echo "FAIL: $*" >&2; echo "---- bench output ----" >&2; cat "$out" >&2;
 
 # Every benchmark printed its table.
 for title in "### apiserver" "### sync — LIST+WATCH of" "### sync — LIST+WATCH of .* custom resources" \
-             "### cache-rss" "### watch-ingest" "### reconcile-noop" "### startup-idle" "### hot-reload" "### leader-failover" "### write-path" "### lazy-decode" "### relist-peak" "### burst" "### json-micro"; do
+             "### cache-rss" "### watch-ingest" "### reconcile-noop" "### startup-idle" "### hot-reload" "### leader-failover" "### write-path" "### lazy-decode" "### sync-paged" "### relist-peak" "### burst" "### json-micro"; do
   grep -q "^$title" "$out" || fail "no table for \"$title\""
 done
 # The luaop rows carry numbers: sync (pods and custom resources), watch-ingest, relist-peak;
@@ -25,6 +25,9 @@ num='[0-9][0-9.,]*'
 [ "$(grep -cE "^\| luaop \| $num \| $num \| $num \| $num \|" "$out")" -eq 4 ] ||
   fail "expected 4 luaop rows with figures (sync pods, sync custom resources, watch-ingest, relist-peak)"
 grep -qE "^\| luaop, managedFields stripped \(default\) \| $num \|" "$out" || fail "no luaop cache-rss row"
+# sync-paged: the paged row really paged, the watch-list row synced by watch-list
+grep -qE "^\| luaop, LIST limit=$num \+ continue \| $num \|.* \| (1[0-9]|2[0-9]) \| 0 \|" "$out" || fail "no paged sync-paged row"
+grep -qE "^\| luaop, watch-list \(sendInitialEvents\) \| $num \|.* \| 0 \| 1 \|" "$out" || fail "no watch-list sync-paged row"
 grep -qE "^\| ceiling \(C\) \| $num \|" "$out" || fail "no ceiling rows"
 for doc in pod configmap list; do
   grep -qE "^\| $doc \| $num \| $num \| $num \|" "$out" || fail "no json-micro row for $doc"

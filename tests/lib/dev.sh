@@ -2,6 +2,13 @@
 # Starts `luaop dev` (local API server + operator) on a free loopback port, waits until its
 # kubeconfig is written and the API answers, and stops it on exit. Requires LUAOP (binary path).
 
+# kubectl drives every step; without it the wait below would time out with a misleading message.
+if ! command -v kubectl >/dev/null 2>&1; then
+  echo "FAIL: kubectl not found on PATH: the demo and the shell integration tests use it" >&2
+  echo "      (kubectl 1.32 is what they are tested with; Debian 12's kubernetes-client is 1.20)" >&2
+  exit 1
+fi
+
 LOP_TMP=$(mktemp -d "${TMPDIR:-/tmp}/luaop-test.XXXXXX")
 LOP_PID=""
 export KUBECONFIG="$LOP_TMP/kubeconfig"
