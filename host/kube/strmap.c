@@ -114,6 +114,32 @@ void *lop_strmap_del(lop_strmap_t *m, const char *key, bool *found)
     return NULL;
 }
 
+void *lop_strmap_move(lop_strmap_t *src, lop_strmap_t *dst, const char *key, void *val, bool *found)
+{
+    *found = false;
+    if (!src->nbuckets)
+        return NULL;
+    uint64_t h = hash_str(key);
+    for (lop_strmap_ent_t **pp = &src->buckets[h & (src->nbuckets - 1)]; *pp; pp = &(*pp)->next) {
+        lop_strmap_ent_t *e = *pp;
+        if (strcmp(e->key, key) != 0)
+            continue;
+        *pp = e->next;
+        src->count--;
+        void *old = e->val;
+        e->val = val;
+        if (dst->count + 1 > dst->nbuckets)
+            grow(dst);
+        size_t j = h & (dst->nbuckets - 1);
+        e->next = dst->buckets[j];
+        dst->buckets[j] = e;
+        dst->count++;
+        *found = true;
+        return old;
+    }
+    return NULL;
+}
+
 lop_strmap_ent_t *lop_strmap_first(const lop_strmap_t *m, lop_strmap_iter_t *it)
 {
     for (*it = 0; *it < m->nbuckets; (*it)++)

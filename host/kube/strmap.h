@@ -36,6 +36,10 @@ void *lop_strmap_put(lop_strmap_t *m, const char *key, void *val);
 /* Remove key. Returns its value (NULL when absent); *found (optional) tells whether it existed. */
 void *lop_strmap_del(lop_strmap_t *m, const char *key, bool *found);
 
+/* Move key's entry from src into dst with the value val, without freeing or allocating (the
+ * entry itself is relinked). Returns the value it had in src and sets *found; when key is not in
+ * src nothing changes. dst must not hold key. */
+void *lop_strmap_move(lop_strmap_t *src, lop_strmap_t *dst, const char *key, void *val, bool *found);
 /* Iterate: for (lop_strmap_ent_t *e = lop_strmap_first(m, &it); e; e = lop_strmap_next(m, &it, e)).
  * The map must not change during the iteration. */
 typedef size_t lop_strmap_iter_t;

@@ -165,12 +165,14 @@ static char *take_locked(lop_workqueue_t *q, int64_t *latency)
     char *item = fifo_pop(q);
     int64_t now = lop_clock_mono(q->clock);
     bool found;
-    int64_t added = UNBOX(lop_strmap_del(&q->dirty, item, &found));
+    /* dirty -> processing: the map entry moves (an item taken is never in processing, see add) */
+    int64_t added = UNBOX(lop_strmap_move(&q->dirty, &q->processing, item, BOX(now), &found));
     *latency = found ? now - added : -1;
     if (found)
         q->st.queue_latency_sum_ns += now - added;
+    else
+        lop_strmap_put(&q->processing, item, BOX(now));
     q->st.gets++;
-    lop_strmap_put(&q->processing, item, BOX(now));
     return item;
 }
 
