@@ -2,6 +2,7 @@
 #include "host/kube/listdecoder.h"
 
 #include "host/kube/jsonscan.h"
+#include "host/kube/jsontrack.h"
 #include "host/util/buf.h"
 
 #include <jansson.h>
@@ -9,8 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The API server's own JSON nesting limit, as in watchdecoder.c. */
-#define MAX_NEST 10000
 
 enum state {
     S_START,       /* before the opening '{' */
@@ -44,20 +43,17 @@ struct lop_listdecoder {
     enum member member;
     /* the value being captured */
     enum capture ckind;
-    bool in_item, in_str, esc;
-    int depth;
+    bool in_item;
+    lop_jtrack_t track; /* strings and brackets of a container or string being captured */
     lop_buf_t cap;      /* the bytes of a value begun in an earlier chunk */
     lop_buf_t deferred; /* an items array seen before kind/apiVersion */
     bool seen_kind, seen_api, seen_meta;
     char *kind, *api, *rv, *cont;
     size_t nitems;
     uint64_t offset; /* stream offset of the first byte of the current chunk */
-    char stack[MAX_NEST]; /* expected closers */
 };
 
-/* Bytes that end a run inside a string; between tokens inside a value; after a literal. */
-static const unsigned char str_stop[256] = {['"'] = 1, ['\\'] = 1};
-static const unsigned char tok_stop[256] = {['"'] = 1, ['{'] = 1, ['['] = 1, ['}'] = 1, [']'] = 1};
+/* Bytes that end a literal. */
 static const unsigned char lit_stop[256] = {[','] = 1, ['}'] = 1, [']'] = 1, [' '] = 1,
                                             ['\t'] = 1, ['\n'] = 1, ['\r'] = 1};
 
@@ -104,10 +100,9 @@ void lop_listdecoder_reset(lop_listdecoder_t *d)
     lop_buf_reset(&d->deferred);
     d->st = S_START;
     d->failed = d->key_long = d->key_esc = d->key_escaped = false;
-    d->in_item = d->in_str = d->esc = false;
+    d->in_item = false;
     d->seen_kind = d->seen_api = d->seen_meta = false;
     d->key_len = 0;
-    d->depth = 0;
     d->nitems = 0;
     d->offset = 0;
 }
@@ -247,13 +242,8 @@ static void begin_capture(lop_listdecoder_t *d, enum capture kind, bool item, ch
     d->st = S_CAPTURE;
     d->ckind = kind;
     d->in_item = item;
-    d->in_str = kind == C_STRING;
-    d->esc = false;
-    d->depth = 0;
-    if (kind == C_CONTAINER) {
-        d->stack[0] = opener == '{' ? '}' : ']';
-        d->depth = 1;
-    }
+    if (kind != C_LITERAL)
+        lop_jtrack_begin(&d->track, opener);
     lop_buf_reset(&d->cap);
 }
 
@@ -264,63 +254,13 @@ static void begin_capture(lop_listdecoder_t *d, enum capture kind, bool item, ch
  */
 static const char *capture_scan(lop_listdecoder_t *d, const char *p, size_t n, size_t *ip, bool *done)
 {
+    if (d->ckind != C_LITERAL)
+        return lop_jtrack_scan(&d->track, p, n, ip, done);
     size_t i = *ip;
-    *done = false;
-    if (d->ckind == C_LITERAL) {
-        while (i < n && !lit_stop[(unsigned char)p[i]])
-            i++;
-        *ip = i;
-        *done = i < n;
-        return NULL;
-    }
-    for (; i < n; i++) {
-        if (d->in_str) {
-            if (d->esc) {
-                d->esc = false;
-                continue;
-            }
-            while (i < n && !str_stop[(unsigned char)p[i]])
-                i++;
-            if (i == n)
-                break;
-            if (p[i] == '\\') {
-                d->esc = true;
-            } else {
-                d->in_str = false;
-                if (d->depth == 0) {
-                    *ip = i + 1;
-                    *done = true;
-                    return NULL;
-                }
-            }
-            continue;
-        }
-        while (i < n && !tok_stop[(unsigned char)p[i]])
-            i++;
-        if (i == n)
-            break;
-        char c = p[i];
-        if (c == '"') {
-            d->in_str = true;
-        } else if (c == '{' || c == '[') {
-            if (d->depth >= MAX_NEST) {
-                *ip = i;
-                return "nesting too deep";
-            }
-            d->stack[d->depth++] = c == '{' ? '}' : ']';
-        } else {
-            if (d->stack[d->depth - 1] != c) {
-                *ip = i;
-                return "mismatched bracket";
-            }
-            if (--d->depth == 0) {
-                *ip = i + 1;
-                *done = true;
-                return NULL;
-            }
-        }
-    }
-    *ip = n;
+    while (i < n && !lit_stop[(unsigned char)p[i]])
+        i++;
+    *ip = i;
+    *done = i < n;
     return NULL;
 }
 
