@@ -101,6 +101,13 @@ typedef struct lop_reflector_stats {
     int64_t last_backoff_ns;
 } lop_reflector_stats_t;
 
+/* Syncs of the store from the API: lists started plus watch-lists completed (a watch-list that
+ * fell back is counted by the list that followed it). luaop_relists_total is this minus one. */
+static inline uint64_t lop_reflector_stats_syncs(const lop_reflector_stats_t *s)
+{
+    return s->lists + s->watch_lists;
+}
+
 /* Returns NULL (err filled, lw freed) when lw or store is missing. */
 lop_reflector_t *lop_reflector_new(const lop_reflector_config_t *cfg, lop_err_t *err);
 /* Stops (if running) and frees, including the listwatch. NULL accepted. */

@@ -198,7 +198,8 @@ static double r_watch_restarts(void *ud)
 
 static double r_relists(void *ud)
 {
-    uint64_t l = reflector_stats(ud).lists;
+    lop_reflector_stats_t st = reflector_stats(ud);
+    uint64_t l = lop_reflector_stats_syncs(&st); /* watch-list syncs count too */
     return l > 0 ? (double)(l - 1) : 0;
 }
 

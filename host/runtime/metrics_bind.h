@@ -64,7 +64,7 @@ lop_rc_t lop_metrics_bind_store(const lop_metrics_std_t *std, const char *gvr, l
                                 lop_metric_t *out[2], lop_err_t *err);
 
 /* Reflector of gvr: luaop_watch_restarts_total = watches after the first, luaop_relists_total =
- * lists after the first. */
+ * syncs after the first (LIST or watch-list, lop_reflector_stats_syncs). */
 lop_rc_t lop_metrics_bind_reflector(const lop_metrics_std_t *std, const char *gvr,
                                     lop_reflector_t *r, lop_metric_t *out[2], lop_err_t *err);
 
