@@ -46,8 +46,7 @@ struct lop_listdecoder {
     bool in_item;
     lop_jtrack_t track; /* strings and brackets of a container or string being captured */
     lop_buf_t cap;      /* the bytes of a value begun in an earlier chunk */
-    lop_buf_t deferred; /* an items array seen before kind/apiVersion */
-    bool seen_kind, seen_api, seen_meta;
+    bool seen_meta;
     char *kind, *api, *rv, *cont;
     size_t nitems;
     uint64_t offset; /* stream offset of the first byte of the current chunk */
@@ -89,7 +88,6 @@ void lop_listdecoder_free(lop_listdecoder_t *d)
         return;
     clear_strings(d);
     lop_buf_free(&d->cap);
-    lop_buf_free(&d->deferred);
     free(d);
 }
 
@@ -97,11 +95,10 @@ void lop_listdecoder_reset(lop_listdecoder_t *d)
 {
     clear_strings(d);
     lop_buf_reset(&d->cap);
-    lop_buf_reset(&d->deferred);
     d->st = S_START;
     d->failed = d->key_long = d->key_esc = d->key_escaped = false;
     d->in_item = false;
-    d->seen_kind = d->seen_api = d->seen_meta = false;
+    d->seen_meta = false;
     d->key_len = 0;
     d->nitems = 0;
     d->offset = 0;
@@ -166,23 +163,13 @@ static lop_rc_t deliver(lop_listdecoder_t *d, const char *item, size_t len)
     return d->fn && d->fn(d->ud, item, len) ? LOP_ECLOSED : LOP_OK;
 }
 
-/* The top-level '}': deliver the items kept back, if any. */
+/* The top-level '}'. */
 static lop_rc_t object_end(lop_listdecoder_t *d, lop_err_t *err, uint64_t at)
 {
+    (void)err;
+    (void)at;
     d->st = S_END;
-    if (!d->deferred.len)
-        return LOP_OK;
-    lop_jscan_iter_t it;
-    /* validated as one value when it was captured */
-    lop_jscan_array_begin_trusted(&it, d->deferred.data, d->deferred.len, 0);
-    lop_rc_t rc = LOP_OK;
-    while (rc == LOP_OK && lop_jscan_array_next(&it) == 1) {
-        if (d->deferred.data[it.val_start] != '{')
-            return fail(d, err, at, "list item is not an object");
-        rc = deliver(d, d->deferred.data + it.val_start, it.val_end - it.val_start);
-    }
-    lop_buf_reset(&d->deferred);
-    return rc;
+    return LOP_OK;
 }
 
 /* A captured value is complete: validate it and act on it. */
@@ -198,7 +185,6 @@ static lop_rc_t value_done(lop_listdecoder_t *d, const char *v, size_t n, lop_er
     d->st = S_AFTER_VALUE;
     switch (d->member) {
     case M_KIND: {
-        d->seen_kind = true;
         free(d->kind);
         d->kind = decode_string(v, n);
         size_t kl = d->kind ? strlen(d->kind) : 0;
@@ -209,7 +195,6 @@ static lop_rc_t value_done(lop_listdecoder_t *d, const char *v, size_t n, lop_er
         break;
     }
     case M_API:
-        d->seen_api = true;
         free(d->api);
         d->api = decode_string(v, n);
         break;
@@ -225,11 +210,8 @@ static lop_rc_t value_done(lop_listdecoder_t *d, const char *v, size_t n, lop_er
             return fail(d, err, at, "metadata.continue is not a valid JSON string");
         break;
     case M_ITEMS:
-        if (v[0] == '[') {
-            lop_buf_append(&d->deferred, v, n); /* bounded by max_item, as every member */
-        } else if (v[0] != 'n') {
+        if (v[0] != 'n') /* an array streams (S_ITEMS_FIRST); null is an empty list */
             return fail(d, err, at, "list items is not an array");
-        }
         break;
     case M_OTHER:
         break;
@@ -301,7 +283,7 @@ static size_t structural(lop_listdecoder_t *d, const char *data, size_t i, size_
         return i + 1;
     case S_VALUE:
         *cstart = i;
-        if (d->member == M_ITEMS && c == '[' && d->seen_kind && d->seen_api) {
+        if (d->member == M_ITEMS && c == '[') {
             d->st = S_ITEMS_FIRST;
             return i + 1;
         }

@@ -16,12 +16,14 @@
  * items are skipped (validated, not kept).
  *
  * Built-in list items carry no kind/apiVersion (reference C.17): the consumer takes them from the
- * list (lop_listdecoder_item_kind/_api_version). Items are streamed only once both list members
- * have been seen; a body that puts `items` first (Go's encoders never do) has its items array
- * kept and delivered when the object ends, so the item kind is always known to the callback.
+ * list (lop_listdecoder_item_kind/_api_version). Items always stream, even when `items` comes
+ * before kind/apiVersion — as in the API server's encoding of custom resource lists (unstructured,
+ * keys sorted: apiVersion, items, kind, metadata), whose items carry their own kind. The list
+ * kind is then still "" while the items are delivered; a consumer that met an item without kind
+ * completes it after _finish (the reflector does).
  *
- * Limits: an item or a top-level member larger than max_item bytes (so also an items array kept
- * back whole), nesting deeper than 10000
+ * Limits: an item or a top-level member other than items larger than max_item bytes, nesting
+ * deeper than 10000
  * (the API server's own limit), or a metadata.resourceVersion / continue string that cannot be
  * decoded fails the decode. A failed decoder stays failed until _reset.
  *
@@ -64,7 +66,6 @@ lop_rc_t lop_listdecoder_feed(lop_listdecoder_t *d, const char *data, size_t len
 /*
  * The body has ended: LOP_OK when it was one complete list object with metadata.resourceVersion;
  * LOP_EINVAL naming what is missing otherwise (truncated body, no metadata, no resourceVersion).
- * (Items kept back are delivered by _feed when the object's closing brace arrives.)
  */
 lop_rc_t lop_listdecoder_finish(lop_listdecoder_t *d, lop_err_t *err);
 

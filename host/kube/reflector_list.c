@@ -43,6 +43,26 @@ typedef struct list_run {
     uint64_t reused;
 } list_run_t;
 
+/* Items of this page (ov[first..]) built before the list's kind/apiVersion arrived, when they
+ * carry none themselves: completed now (a body that puts items first and leaves kind out of
+ * them; the API server's custom resource lists put items first but with their kind). */
+static lop_rc_t complete_kinds(list_run_t *lr, size_t first, lop_err_t *err)
+{
+    const char *kind = lop_listdecoder_item_kind(lr->dec), *api = lop_listdecoder_api_version(lr->dec);
+    for (size_t i = first; i < lr->ov->n; i++) {
+        lop_obj_t *o = lr->ov->v[i];
+        if ((o->kind[0] || !kind[0]) && (o->api_version[0] || !api[0]))
+            continue;
+        lop_obj_t *full = NULL;
+        if (lop_obj_new_item(o->json, o->json_len, lr->r->obj_flags | LOP_OBJ_TRUSTED, *api ? api : NULL,
+                             *kind ? kind : NULL, &full, err) != LOP_OK)
+            return LOP_EINVAL;
+        lop_obj_unref(o);
+        lr->ov->v[i] = full;
+    }
+    return LOP_OK;
+}
+
 /* The cached entry for this list item when it has the same resourceVersion (so the same
  * content): a relist then shares it instead of building a second copy — the old and the new
  * cache are never both resident for unchanged objects. NULL when not cached, changed, or the
@@ -158,6 +178,7 @@ static lop_rc_t fetch_page(list_run_t *lr, const lop_list_opts_t *o, lop_buf_t *
     lop_reflector_t *r = lr->r;
     lop_listdecoder_reset(lr->dec);
     lr->item_failed = lr->dec_failed = false;
+    size_t first = lr->ov->n;
     lop_rc_t rc;
     if (r->lw.list_stream) {
         rc = r->lw.list_stream(r->lw.ud, o, on_list_bytes, lr, err);
@@ -175,7 +196,8 @@ static lop_rc_t fetch_page(list_run_t *lr, const lop_list_opts_t *o, lop_buf_t *
         return fr;
     if (rc != LOP_OK)
         return rc;
-    return lop_listdecoder_finish(lr->dec, err);
+    rc = lop_listdecoder_finish(lr->dec, err);
+    return rc == LOP_OK ? complete_kinds(lr, first, err) : rc;
 }
 
 static void deliver(void *ud, lop_store_change_t what, lop_obj_t *old, lop_obj_t *new_)

@@ -630,6 +630,26 @@ static void test_malformed_list_item_fails_the_list(void)
     teardown(&e);
 }
 
+/* A list that puts items first (as the API server's custom resource lists do): items carrying
+ * their own kind are built as they come; items without one get the list's kind at its end. */
+static void test_items_before_the_list_kind(void)
+{
+    static const lresp_t lists[] = {
+        {LOP_OK, 200, "{\"apiVersion\":\"v1\",\"items\":[" WCM("a", "5") "," CM("b", "6") "],\"kind\":\"ConfigMapList\","
+                      "\"metadata\":{\"resourceVersion\":\"10\"}}"},
+    };
+    env_t e;
+    setup(&e, lists, 1, NULL, 0);
+    T_EQ_INT(step(&e), 0);
+    T_EQ_STR(e.log.s, "add:a@5;add:b@6;");
+    lop_obj_t *b = lop_store_get(e.store, "d/b");
+    T_EQ_STR(b->kind, "ConfigMap");
+    T_EQ_STR(b->api_version, "v1");
+    T_CHECK(strstr(b->json, "\"kind\":\"ConfigMap\"") != NULL);
+    lop_obj_unref(b);
+    teardown(&e);
+}
+
 /* A list refused by the server (422, e.g. a bad selector) reports the server's error. */
 static void test_refused_list_keeps_the_servers_error(void)
 {
@@ -824,6 +844,7 @@ int main(void)
         T_RUN(test_relist_keeps_unchanged_entries);
         T_RUN(test_list_cut_mid_body_changes_nothing_and_retries);
         T_RUN(test_malformed_list_item_fails_the_list);
+        T_RUN(test_items_before_the_list_kind);
     }
     g_stream = false;
     T_RUN(test_watch_list_syncs_at_its_bookmark_without_a_list);
