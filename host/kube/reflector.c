@@ -186,6 +186,10 @@ static void watch_list_synced(lop_reflector_t *r)
     lop_store_list(r->wl_store, &l);
     lop_store_free(r->wl_store);
     r->wl_store = NULL;
+    /* counted before the handlers see the replace (as a list is counted when it starts) */
+    pthread_mutex_lock(&r->mu);
+    r->st.watch_lists++;
+    pthread_mutex_unlock(&r->mu);
     lop_reflector_replace(r, l.items, l.n);
     char n[32];
     snprintf(n, sizeof n, "%zu", l.n);
@@ -194,9 +198,6 @@ static void watch_list_synced(lop_reflector_t *r)
     r->need_list = false;
     r->rv_unavailable = false;
     atomic_store(&r->synced, true);
-    pthread_mutex_lock(&r->mu);
-    r->st.watch_lists++;
-    pthread_mutex_unlock(&r->mu);
 }
 
 static int malformed(lop_reflector_t *r, const char *what, const char *detail)
