@@ -11,6 +11,10 @@
 #include <string.h>
 
 #define CACHE_SIZE 512
+/* The aggregation cache is set-associative: a key may sit in any of WAYS slots from its hash, and
+ * a new key evicts the least recently seen of them, so one unrelated event landing on the same
+ * slot no longer splits a repeated Event in two (client-go keeps an LRU of 4,096 keys). */
+#define WAYS 8
 #define AGGREGATE_WINDOW_NS (600 * LOP_NS_PER_S)
 #define BUCKET_BURST 25.0
 #define BUCKET_REFILL_NS (300 * LOP_NS_PER_S)
@@ -34,7 +38,7 @@ struct lop_recorder {
     char *component, *host;
     const lop_clock_t *clock;
     pthread_mutex_t mu;
-    seen_t seen[CACHE_SIZE]; /* direct-mapped by key hash */
+    seen_t seen[CACHE_SIZE]; /* WAYS-way set-associative by key hash */
     bucket_t buckets[CACHE_SIZE];
 };
 
@@ -67,6 +71,27 @@ void lop_recorder_free(lop_recorder_t *r)
 
 static lop_rc_t record(lop_recorder_t *r, const char *obj_json, size_t len, const char *type,
                        const char *reason, const char *message, lop_err_t *err);
+
+static uint32_t hash(const char *s);
+
+/* The slot of key in the aggregation cache (*hit), or the one it should take: an empty slot of
+ * its WAYS, else the least recently seen. mu held. */
+static seen_t *seen_slot(lop_recorder_t *r, const char *key, bool *hit)
+{
+    size_t base = hash(key) % CACHE_SIZE;
+    seen_t *victim = NULL;
+    for (size_t k = 0; k < WAYS; k++) {
+        seen_t *s = &r->seen[(base + k) % CACHE_SIZE];
+        if (s->key && strcmp(s->key, key) == 0) {
+            *hit = true;
+            return s;
+        }
+        if (!victim || (victim->key && (!s->key || s->last_ns < victim->last_ns)))
+            victim = s;
+    }
+    *hit = false;
+    return victim;
+}
 
 static uint32_t hash(const char *s)
 {
@@ -152,8 +177,9 @@ static lop_rc_t record(lop_recorder_t *r, const char *obj_json, size_t len, cons
         json_decref(obj);
         return LOP_OK;
     }
-    seen_t *s = &r->seen[hash(key.data) % CACHE_SIZE];
-    bool repeat = s->key && strcmp(s->key, key.data) == 0 && now - s->last_ns < AGGREGATE_WINDOW_NS;
+    bool hit;
+    seen_t *s = seen_slot(r, key.data, &hit);
+    bool repeat = hit && now - s->last_ns < AGGREGATE_WINDOW_NS;
     char name[300], first[32];
     long count = 1;
     if (repeat) {

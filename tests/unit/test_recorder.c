@@ -53,6 +53,37 @@ static void test_repeat_aggregates_into_count(void)
     lop_recorder_free(r);
 }
 
+/* Events of other objects recorded in between do not split a repeated Event in two (the
+ * aggregation cache is not direct-mapped: one collision used to evict the first Event's key). */
+static void test_repeat_aggregates_across_other_events(void)
+{
+    lop_recorder_t *r = lop_recorder_new(rest, "test", "host-a", NULL);
+    lop_err_t err;
+    const char *b = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"b\","
+                    "\"namespace\":\"default\",\"uid\":\"u-b\",\"resourceVersion\":\"5\"}}";
+    T_EQ_INT(lop_recorder_record(r, b, strlen(b), "Normal", "Again", "reconciled b", &err), LOP_OK);
+    for (int i = 0; i < 300; i++) {
+        char o[256];
+        snprintf(o, sizeof o, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"o%d\","
+                              "\"namespace\":\"default\",\"uid\":\"u-o%d\",\"resourceVersion\":\"5\"}}", i, i);
+        T_EQ_INT(lop_recorder_record(r, o, strlen(o), "Normal", "Other", "other", &err), LOP_OK);
+    }
+    T_EQ_INT(lop_recorder_record(r, b, strlen(b), "Normal", "Again", "reconciled b", &err), LOP_OK);
+    json_t *l = list_events();
+    size_t i;
+    json_t *ev;
+    int found = 0;
+    json_array_foreach(json_object_get(l, "items"), i, ev)
+    {
+        if (strcmp(json_string_value(json_object_get(ev, "reason")), "Again") != 0) continue;
+        found++;
+        T_EQ_INT(json_integer_value(json_object_get(ev, "count")), 2);
+    }
+    T_EQ_INT(found, 1);
+    json_decref(l);
+    lop_recorder_free(r);
+}
+
 static void test_invalid_utf8_and_long_messages_are_repaired(void)
 {
     lop_recorder_t *r = lop_recorder_new(rest, "test", "host-a", NULL);
@@ -99,6 +130,7 @@ int main(void)
     if (lop_rest_client_new(&cfg, &rest, &err) != LOP_OK) return 1;
     lop_rest_config_cleanup(&cfg);
     T_RUN(test_repeat_aggregates_into_count);
+    T_RUN(test_repeat_aggregates_across_other_events);
     T_RUN(test_invalid_utf8_and_long_messages_are_repaired);
     lop_rest_client_free(rest);
     lop_apiserver_stop(srv);
