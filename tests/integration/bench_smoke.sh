@@ -10,7 +10,7 @@ trap 'rm -f "$out"' EXIT
 
 rc=0
 BENCH_SCALE=0.01 BENCH_PEER_INSTALL=0 BENCH_RESULTS=0 \
-  timeout 120 "$LUAOP_SRC/bench/run.sh" "$LUAOP_BUILD" >"$out" 2>&1 || rc=$?
+  timeout 240 "$LUAOP_SRC/bench/run.sh" "$LUAOP_BUILD" >"$out" 2>&1 || rc=$?
 fail() { echo "FAIL: $*" >&2; echo "---- bench output ----" >&2; cat "$out" >&2; exit 1; }
 [ $rc -eq 0 ] || fail "bench/run.sh exited with $rc"
 
