@@ -392,13 +392,8 @@ lop_rc_t lop_listdecoder_feed(lop_listdecoder_t *d, const char *data, size_t len
                 return fail(d, err, d->offset + i, d->in_item ? "item larger than the limit" : "member larger than the limit");
             if (!done)
                 break;
-            const char *v = data + cstart;
-            size_t vn = i - cstart;
-            if (d->cap.len) {
-                lop_buf_append(&d->cap, data + cstart, i - cstart);
-                v = d->cap.data;
-                vn = d->cap.len;
-            }
+            size_t vn;
+            const char *v = lop_buf_join(&d->cap, data + cstart, i - cstart, &vn);
             rc = value_done(d, v, vn, err, d->offset + i);
             lop_buf_reset(&d->cap);
             continue;

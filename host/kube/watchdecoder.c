@@ -78,13 +78,8 @@ lop_rc_t lop_watchdecoder_feed(lop_watchdecoder_t *d, const char *data, size_t l
             return fail(d, err, d->offset + i, "document larger than the limit");
         if (!done)
             break;
-        const char *doc = data + start;
-        size_t dlen = i - start;
-        if (d->buf.len) {
-            lop_buf_append(&d->buf, data + start, i - start);
-            doc = d->buf.data;
-            dlen = d->buf.len;
-        }
+        size_t dlen;
+        const char *doc = lop_buf_join(&d->buf, data + start, i - start, &dlen);
         d->in_doc = false;
         int stop = d->fn(d->ud, doc, dlen);
         lop_buf_reset(&d->buf);

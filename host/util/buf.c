@@ -80,6 +80,17 @@ void lop_buf_reserve_exact(lop_buf_t *b, size_t extra)
     b->cap = need;
 }
 
+const char *lop_buf_join(lop_buf_t *b, const char *p, size_t n, size_t *len)
+{
+    if (!b->len) {
+        *len = n;
+        return p;
+    }
+    lop_buf_append(b, p, n);
+    *len = b->len;
+    return b->data;
+}
+
 void lop_buf_append(lop_buf_t *b, const void *p, size_t n)
 {
     lop_buf_reserve(b, n);

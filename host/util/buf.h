@@ -39,6 +39,10 @@ void lop_buf_json_str(lop_buf_t *b, const char *s, size_t n);
 size_t lop_json_str_len(const char *s, size_t n);
 /* Append s with every invalid UTF-8 sequence replaced by U+FFFD (so JSON encoders accept it). */
 void lop_buf_utf8(lop_buf_t *b, const char *s, size_t n);
+/* A value's bytes when its tail p[0..n) arrived after b collected its head: p itself when b is
+ * empty (no copy), else b's data with p appended. *len gets the total length. The result is
+ * borrowed (b's data, or p) until b or p changes. */
+const char *lop_buf_join(lop_buf_t *b, const char *p, size_t n, size_t *len);
 /* Remove the first n bytes (n <= len). */
 void lop_buf_consume(lop_buf_t *b, size_t n);
 /* Return data (never NULL: "" when empty) and reset b to empty; the caller frees the result. */

@@ -27,6 +27,13 @@ static int collect(void *ud, const char *item, size_t len)
     return s->stop_after && s->n >= s->stop_after;
 }
 
+/* A decoder delivering to s (which records the list kind seen at each item). */
+static lop_listdecoder_t *new_decoder(sink_t *s, size_t max_item)
+{
+    s->d = lop_listdecoder_new(max_item, collect, s);
+    return s->d;
+}
+
 static const char *item[] = {
     "{\"metadata\":{\"name\":\"a{b}\",\"namespace\":\"x\"},\"s\":[1,{\"y\":\"\\\"]}\"}],\"n\":-1.5e3}",
     "{\"metadata\":{\"name\":\"b\"},\"t\":\"]\",\"u\":[[],{}],\"v\":null,\"w\":true}",
@@ -63,8 +70,7 @@ static void test_every_two_chunk_split(void)
     const char *b = body();
     size_t n = strlen(b);
     sink_t s = {0};
-    lop_listdecoder_t *d = lop_listdecoder_new(0, collect, &s);
-    s.d = d;
+    lop_listdecoder_t *d = new_decoder(&s, 0);
     for (size_t cut = 0; cut <= n; cut++) {
         memset(&s, 0, sizeof s);
         s.d = d;
@@ -81,8 +87,7 @@ static void test_byte_by_byte_and_all_at_once(void)
     const char *b = body();
     size_t n = strlen(b);
     sink_t s = {0};
-    lop_listdecoder_t *d = lop_listdecoder_new(0, collect, &s);
-    s.d = d;
+    lop_listdecoder_t *d = new_decoder(&s, 0);
     for (size_t i = 0; i < n; i++)
         T_EQ_INT(lop_listdecoder_feed(d, b + i, 1, NULL), LOP_OK);
     check_all(d, &s);
@@ -104,8 +109,7 @@ static void test_items_before_kind_stream_too(void)
     size_t n = strlen(b);
     for (size_t cut = 0; cut <= n; cut++) {
         sink_t s = {0};
-        lop_listdecoder_t *d = lop_listdecoder_new(0, collect, &s);
-        s.d = d;
+        lop_listdecoder_t *d = new_decoder(&s, 0);
         T_EQ_INT(lop_listdecoder_feed(d, b, cut, NULL), LOP_OK);
         T_EQ_INT(lop_listdecoder_feed(d, b + cut, n - cut, NULL), LOP_OK);
         T_EQ_INT(s.n, 2);
@@ -130,8 +134,7 @@ static void test_empty_null_and_absent_items(void)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         sink_t s = {0};
-        lop_listdecoder_t *d = lop_listdecoder_new(0, collect, &s);
-        s.d = d;
+        lop_listdecoder_t *d = new_decoder(&s, 0);
         T_EQ_INT(lop_listdecoder_feed(d, cases[i], strlen(cases[i]), NULL), LOP_OK);
         T_EQ_INT(lop_listdecoder_finish(d, NULL), LOP_OK);
         T_EQ_INT(s.n, 0);
@@ -146,8 +149,7 @@ static void test_a_kind_without_the_list_suffix_gives_no_item_kind(void)
     const char *b = "{\"kind\":\"Widgets\",\"apiVersion\":\"x/v1\",\"metadata\":{\"resourceVersion\":\"1\"},"
                     "\"items\":[{\"a\":1}]}";
     sink_t s = {0};
-    lop_listdecoder_t *d = lop_listdecoder_new(0, collect, &s);
-    s.d = d;
+    lop_listdecoder_t *d = new_decoder(&s, 0);
     T_EQ_INT(lop_listdecoder_feed(d, b, strlen(b), NULL), LOP_OK);
     T_EQ_INT(lop_listdecoder_finish(d, NULL), LOP_OK);
     T_EQ_INT(s.n, 1);
@@ -187,8 +189,7 @@ static void test_malformed_bodies_fail_naming_the_cause(void)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         sink_t s = {0};
-        lop_listdecoder_t *d = lop_listdecoder_new(0, collect, &s);
-        s.d = d;
+        lop_listdecoder_t *d = new_decoder(&s, 0);
         lop_err_t err = {0};
         lop_rc_t rc = lop_listdecoder_feed(d, cases[i].body, strlen(cases[i].body), &err);
         if (rc == LOP_OK)
@@ -210,8 +211,7 @@ static void test_validation_can_be_left_to_the_consumer(void)
     const char *b = "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"1\"},"
                     "\"items\":[{\"a\":tru}]}";
     sink_t s = {0};
-    lop_listdecoder_t *d = lop_listdecoder_new(0, collect, &s);
-    s.d = d;
+    lop_listdecoder_t *d = new_decoder(&s, 0);
     lop_listdecoder_set_validate(d, false);
     T_EQ_INT(lop_listdecoder_feed(d, b, strlen(b), NULL), LOP_OK);
     T_EQ_INT(lop_listdecoder_finish(d, NULL), LOP_OK);
@@ -254,8 +254,7 @@ static void test_oversized_item_is_an_error(void)
     char b[512];
     snprintf(b, sizeof b, "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"items\":[{\"a\":\"%0100d\"}]}", 0);
     sink_t s = {0};
-    lop_listdecoder_t *d = lop_listdecoder_new(64, collect, &s);
-    s.d = d;
+    lop_listdecoder_t *d = new_decoder(&s, 64);
     lop_err_t err = {0};
     /* split so the item spans chunks: the limit counts the bytes kept from earlier chunks */
     T_EQ_INT(lop_listdecoder_feed(d, b, 60, &err), LOP_OK);
@@ -268,8 +267,7 @@ static void test_oversized_item_is_an_error(void)
 static void test_deep_nesting_is_an_error(void)
 {
     sink_t s = {0};
-    lop_listdecoder_t *d = lop_listdecoder_new(0, collect, &s);
-    s.d = d;
+    lop_listdecoder_t *d = new_decoder(&s, 0);
     const char *head = "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"items\":[{\"a\":";
     size_t hl = strlen(head);
     char *deep = malloc(hl + 10000);
@@ -286,8 +284,7 @@ static void test_callback_can_stop(void)
 {
     const char *b = body();
     sink_t s = {.stop_after = 2};
-    lop_listdecoder_t *d = lop_listdecoder_new(0, collect, &s);
-    s.d = d;
+    lop_listdecoder_t *d = new_decoder(&s, 0);
     T_EQ_INT(lop_listdecoder_feed(d, b, strlen(b), NULL), LOP_ECLOSED);
     T_EQ_INT(s.n, 2);
     lop_listdecoder_free(d);

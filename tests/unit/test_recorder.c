@@ -26,6 +26,22 @@ static json_t *list_events(void)
     return l;
 }
 
+/* The one Event with this reason (a new reference), or NULL; *n gets how many there are. */
+static json_t *event_with_reason(const char *reason, int *n)
+{
+    json_t *l = list_events(), *ev, *one = NULL;
+    size_t i;
+    *n = 0;
+    json_array_foreach(json_object_get(l, "items"), i, ev)
+    {
+        if (strcmp(json_string_value(json_object_get(ev, "reason")), reason) != 0) continue;
+        (*n)++;
+        if (!one) one = json_incref(ev);
+    }
+    json_decref(l);
+    return one;
+}
+
 static const char *OBJ = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cm\","
                          "\"namespace\":\"default\",\"uid\":\"u-1\",\"resourceVersion\":\"5\"}}";
 
@@ -35,21 +51,14 @@ static void test_repeat_aggregates_into_count(void)
     lop_err_t err;
     T_EQ_INT(lop_recorder_record(r, OBJ, strlen(OBJ), "Normal", "Synced", "in sync", &err), LOP_OK);
     T_EQ_INT(lop_recorder_record(r, OBJ, strlen(OBJ), "Normal", "Synced", "in sync", &err), LOP_OK);
-    json_t *l = list_events();
-    T_CHECK(l != NULL);
-    size_t i;
-    json_t *ev;
-    int found = 0;
-    json_array_foreach(json_object_get(l, "items"), i, ev)
-    {
-        if (strcmp(json_string_value(json_object_get(ev, "reason")), "Synced") != 0) continue;
-        found++;
-        T_EQ_INT(json_integer_value(json_object_get(ev, "count")), 2);
-        T_EQ_STR(json_string_value(json_object_get(json_object_get(ev, "involvedObject"), "uid")), "u-1");
-        T_EQ_STR(json_string_value(json_object_get(json_object_get(ev, "source"), "component")), "test");
-    }
+    int found;
+    json_t *ev = event_with_reason("Synced", &found);
     T_EQ_INT(found, 1);
-    json_decref(l);
+    T_CHECK(ev != NULL);
+    T_EQ_INT(json_integer_value(json_object_get(ev, "count")), 2);
+    T_EQ_STR(json_string_value(json_object_get(json_object_get(ev, "involvedObject"), "uid")), "u-1");
+    T_EQ_STR(json_string_value(json_object_get(json_object_get(ev, "source"), "component")), "test");
+    json_decref(ev);
     lop_recorder_free(r);
 }
 
@@ -69,18 +78,12 @@ static void test_repeat_aggregates_across_other_events(void)
         T_EQ_INT(lop_recorder_record(r, o, strlen(o), "Normal", "Other", "other", &err), LOP_OK);
     }
     T_EQ_INT(lop_recorder_record(r, b, strlen(b), "Normal", "Again", "reconciled b", &err), LOP_OK);
-    json_t *l = list_events();
-    size_t i;
-    json_t *ev;
-    int found = 0;
-    json_array_foreach(json_object_get(l, "items"), i, ev)
-    {
-        if (strcmp(json_string_value(json_object_get(ev, "reason")), "Again") != 0) continue;
-        found++;
-        T_EQ_INT(json_integer_value(json_object_get(ev, "count")), 2);
-    }
+    int found;
+    json_t *ev = event_with_reason("Again", &found);
     T_EQ_INT(found, 1);
-    json_decref(l);
+    T_CHECK(ev != NULL);
+    T_EQ_INT(json_integer_value(json_object_get(ev, "count")), 2);
+    json_decref(ev);
     lop_recorder_free(r);
 }
 

@@ -54,6 +54,23 @@ static void test_buf_json_escape(void)
     lop_buf_free(&b);
 }
 
+/* lop_buf_join: no copy when nothing was collected before, else head + tail in the buffer. */
+static void test_buf_join_copies_only_a_split_value(void)
+{
+    lop_buf_t b = LOP_BUF_INIT;
+    const char *tail = "xyz";
+    size_t n;
+    T_CHECK(lop_buf_join(&b, tail, 3, &n) == tail);
+    T_EQ_INT(n, 3);
+    T_EQ_INT(b.len, 0);
+    lop_buf_append(&b, "ab", 2);
+    const char *j = lop_buf_join(&b, tail, 3, &n);
+    T_CHECK(j == b.data);
+    T_EQ_INT(n, 5);
+    T_EQ_STR(j, "abxyz");
+    lop_buf_free(&b);
+}
+
 static void test_rc_from_http(void)
 {
     T_EQ_INT(lop_rc_from_http(404, "NotFound"), LOP_ENOTFOUND);
@@ -113,6 +130,7 @@ int main(void)
     T_RUN(test_microtime_strict_parse);
     T_RUN(test_fake_clock_steps);
     T_RUN(test_buf_json_escape);
+    T_RUN(test_buf_join_copies_only_a_split_value);
     T_RUN(test_rc_from_http);
     return T_DONE();
 }
