@@ -15,6 +15,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 /* Skip whitespace from i; returns the first non-space index (may be n). */
 size_t lop_jscan_ws(const char *p, size_t n, size_t i);
@@ -38,6 +39,11 @@ typedef struct lop_jscan_iter {
 int lop_jscan_object_begin(lop_jscan_iter_t *it, const char *p, size_t n, size_t obj);
 /* 1 = a member is current, 0 = end of object (it->pos then is one past '}'), -1 = malformed. */
 int lop_jscan_object_next(lop_jscan_iter_t *it);
+/* The next member's key only: 1 with key/key_len set and val_start at the value's first byte
+ * (whitespace skipped), 0 at the end of the object, -1 when malformed. The caller consumes the
+ * value itself and sets it->pos one past it before the next call (e.g. to build an object from
+ * the value in the pass that validates it). */
+int lop_jscan_object_key(lop_jscan_iter_t *it);
 /* Element iterator over the array whose '[' is at arr. Uses val_start/val_end. */
 int lop_jscan_array_begin(lop_jscan_iter_t *it, const char *p, size_t n, size_t arr);
 int lop_jscan_array_next(lop_jscan_iter_t *it);
@@ -54,6 +60,11 @@ int lop_jscan_array_begin_trusted(lop_jscan_iter_t *it, const char *p, size_t n,
 
 /* Find member key of the object at obj. 1 found (spans set), 0 absent, -1 malformed. */
 int lop_jscan_find(const char *p, size_t n, size_t obj, const char *key, size_t *val_start, size_t *val_end);
-bool lop_jscan_key_is(const lop_jscan_iter_t *it, const char *key);
+/* True when the current member's raw key is key. Inline: with a literal key, strlen folds. */
+static inline bool lop_jscan_key_is(const lop_jscan_iter_t *it, const char *key)
+{
+    size_t l = strlen(key);
+    return it->key_len == l && memcmp(it->key, key, l) == 0;
+}
 
 #endif

@@ -270,8 +270,10 @@ static lop_rc_t fill_meta(lop_obj_t *o, arena_t *a, const char *p, size_t n, siz
     return LOP_OK;
 }
 
-lop_rc_t lop_obj_new_item(const char *json, size_t len, int flags, const char *dflt_api_version,
-                          const char *dflt_kind, lop_obj_t **out, lop_err_t *err)
+/* endp NULL: json[0..len) is exactly one object (whitespace around it allowed); else the object
+ * starts at json[0] (whitespace allowed), may be followed by anything, and *endp gets its end. */
+static lop_rc_t build(const char *json, size_t len, int flags, const char *dflt_api_version,
+                      const char *dflt_kind, size_t *endp, lop_obj_t **out, lop_err_t *err)
 {
     /* one pass over the top-level members validates the whole document (unless the caller
      * already did); every later walk is over validated bytes and only skips */
@@ -291,7 +293,9 @@ lop_rc_t lop_obj_new_item(const char *json, size_t len, int flags, const char *d
     if (r < 0)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "object: malformed or truncated JSON");
     size_t e = it.pos;
-    if (lop_jscan_ws(json, len, e) != len)
+    if (endp)
+        *endp = e;
+    else if (lop_jscan_ws(json, len, e) != len)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "object: trailing bytes after the JSON object");
     if (me && json[ms] != '{')
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata is not an object");
@@ -433,9 +437,20 @@ const json_t *lop_obj_metadata(const lop_obj_t *co)
     return t;
 }
 
+lop_rc_t lop_obj_new_item(const char *json, size_t len, int flags, const char *dflt_api_version,
+                          const char *dflt_kind, lop_obj_t **out, lop_err_t *err)
+{
+    return build(json, len, flags, dflt_api_version, dflt_kind, NULL, out, err);
+}
+
 lop_rc_t lop_obj_new(const char *json, size_t len, int flags, lop_obj_t **out, lop_err_t *err)
 {
-    return lop_obj_new_item(json, len, flags, NULL, NULL, out, err);
+    return build(json, len, flags, NULL, NULL, NULL, out, err);
+}
+
+lop_rc_t lop_obj_new_prefix(const char *json, size_t len, int flags, size_t *end, lop_obj_t **out, lop_err_t *err)
+{
+    return build(json, len, flags, NULL, NULL, end, out, err);
 }
 
 lop_obj_t *lop_obj_ref(lop_obj_t *o)
@@ -460,9 +475,22 @@ void lop_obj_unref(lop_obj_t *o)
 
 int lop_obj_key(const lop_obj_t *o, char *buf, size_t len)
 {
-    if (o->namespace_[0])
-        return snprintf(buf, len, "%s/%s", o->namespace_, o->name);
-    return snprintf(buf, len, "%s", o->name);
+    /* on every event's path (store, reflector, handlers): no printf */
+    size_t nsl = strlen(o->namespace_), nl = strlen(o->name), full = nsl ? nsl + 1 + nl : nl;
+    if (len) {
+        size_t w = 0;
+        if (nsl) {
+            size_t c = nsl < len - 1 ? nsl : len - 1;
+            memcpy(buf, o->namespace_, c);
+            w = c;
+            if (w < len - 1)
+                buf[w++] = '/';
+        }
+        size_t c = nl < len - 1 - w ? nl : len - 1 - w;
+        memcpy(buf + w, o->name, c);
+        buf[w + c] = '\0';
+    }
+    return (int)full;
 }
 
 static const char *kv_find(const lop_kv_t *kv, size_t n, const char *key)

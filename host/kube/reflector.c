@@ -207,38 +207,91 @@ static int malformed(lop_reflector_t *r, const char *what, const char *detail)
     return 1;
 }
 
-static int on_event(void *ud, const char *doc, size_t len)
+/* One pass over a watch event: validates every byte, finds the type, and builds the object
+ * from the "object" member in the walk that validates it (unless the type says otherwise).
+ * Returns NULL, or the cause when doc is not one valid event object. *o may be set either way. */
+static const char *parse_event(lop_reflector_t *r, const char *doc, size_t len, size_t *ts, size_t *te,
+                               size_t *os, size_t *oe, lop_obj_t **o, lop_err_t *oerr, const char **detail)
+{
+    *detail = "";
+    lop_jscan_iter_t it;
+    if (lop_jscan_object_begin(&it, doc, len, 0) != 0)
+        return "watch event is not a JSON object";
+    int k;
+    while ((k = lop_jscan_object_key(&it)) == 1) {
+        size_t vs = it.val_start, ve;
+        bool is_obj = lop_jscan_key_is(&it, "object");
+        /* the type comes first from the API server: build the object in this walk, except for
+         * an ERROR (a Status) and a watch-list's ADDED that may share the cached entry */
+        bool build = is_obj && doc[vs] == '{' && *te > *ts && !(r->wl_store && r->wl_reuse) &&
+                     !(*te - *ts == 7 && !memcmp(doc + *ts, "\"ERROR\"", 7));
+        if (build) {
+            lop_obj_unref(*o); /* a repeated member: the last one wins */
+            *o = NULL;
+            size_t end;
+            if (lop_obj_new_prefix(doc + vs, len - vs, r->obj_flags, &end, o, oerr) != LOP_OK) {
+                *detail = oerr->message;
+                return "watch event object: ";
+            }
+            ve = vs + end;
+        } else {
+            size_t s0;
+            if (lop_jscan_value(doc, len, vs, &s0, &ve) != 0)
+                return "watch event: malformed JSON";
+            if (is_obj) {
+                lop_obj_unref(*o);
+                *o = NULL;
+            }
+        }
+        if (is_obj)
+            *os = vs, *oe = ve;
+        else if (lop_jscan_key_is(&it, "type"))
+            *ts = vs, *te = ve;
+        it.pos = ve;
+    }
+    if (k < 0)
+        return "watch event: malformed JSON";
+    if (lop_jscan_ws(doc, len, it.pos) != len)
+        return "watch event: trailing bytes after the JSON object";
+    return NULL;
+}
+
+static int on_event(void *ud, const char *doc, size_t len, bool checked)
 {
     lop_reflector_t *r = ud;
     if (atomic_load(&r->stop)) {
         r->outcome = WO_STOPPED;
         return 1;
     }
-    /* The decoder checked that doc is one object with balanced brackets and strings: walk its
-     * members without validating them; type is validated here and the object by lop_obj_new,
-     * in the pass that builds it (members we do not read are not validated). */
     size_t ts = 0, te = 0, os = 0, oe = 0;
-    lop_jscan_iter_t it;
-    if (lop_jscan_object_begin_trusted(&it, doc, len, 0) == 0)
-        while (lop_jscan_object_next(&it) == 1) {
-            if (lop_jscan_key_is(&it, "type"))
-                ts = it.val_start, te = it.val_end;
-            else if (lop_jscan_key_is(&it, "object"))
-                os = it.val_start, oe = it.val_end;
-        }
-    size_t vs, ve;
-    if (te <= ts || doc[ts] != '"' || lop_jscan_value(doc, te, ts, &vs, &ve) != 0 || ve != te)
+    lop_obj_t *o = NULL;
+    lop_err_t oerr;
+    const char *detail, *bad = parse_event(r, doc, len, &ts, &te, &os, &oe, &o, &oerr, &detail);
+    if (bad) {
+        lop_obj_unref(o);
+        if (!checked) /* maybe not the whole event (a newline inside it): the decoder tracks it */
+            return LOP_DOC_RETRY;
+        return malformed(r, bad, detail);
+    }
+    if (te <= ts || doc[ts] != '"') {
+        lop_obj_unref(o);
         return malformed(r, "watch event without a type", "");
-    if (oe <= os || doc[os] != '{')
+    }
+    if (oe <= os || doc[os] != '{') {
+        lop_obj_unref(o);
         return malformed(r, "watch event without an object", "");
+    }
     char type[16];
     size_t tl = te - ts - 2;
-    if (tl >= sizeof type)
-        return malformed(r, "watch event type too long", "");
+    if (tl >= sizeof type || memchr(doc + ts + 1, '\\', tl)) {
+        lop_obj_unref(o);
+        return malformed(r, tl >= sizeof type ? "watch event type too long" : "watch event of unknown type", "");
+    }
     memcpy(type, doc + ts + 1, tl);
     type[tl] = '\0';
 
     if (strcmp(type, "ERROR") == 0) {
+        lop_obj_unref(o);
         json_t *st = json_loadb(doc + os, oe - os, 0, NULL);
         json_t *code = st ? json_object_get(st, "code") : NULL;
         const char *reason = st ? json_string_value(json_object_get(st, "reason")) : NULL;
@@ -253,28 +306,24 @@ static int on_event(void *ud, const char *doc, size_t len)
     bool bookmark = strcmp(type, "BOOKMARK") == 0;
     bool added = strcmp(type, "ADDED") == 0, modified = strcmp(type, "MODIFIED") == 0,
          deleted = strcmp(type, "DELETED") == 0;
-    if (!bookmark && !added && !modified && !deleted)
+    if (!bookmark && !added && !modified && !deleted) {
+        lop_obj_unref(o);
         return malformed(r, "watch event of unknown type ", type);
+    }
     /* A server that ignores sendInitialEvents (before 1.27) answers with a plain watch: its
      * initial state never ends with the annotated bookmark. Spot it at the first event that a
      * watch-list's initial phase never carries (MODIFIED, DELETED, a plain BOOKMARK). */
     if (r->wl_store && (modified || deleted)) {
+        lop_obj_unref(o);
         r->wl_unsupported = true;
         return 1;
     }
-
-    lop_obj_t *o = NULL;
-    lop_err_t oerr;
-    int trusted = 0;
-    /* a watch-list's initial state shares the cached entries that did not change (their bytes
-     * validated first, as a relist does) */
-    if (r->wl_store && added && r->wl_reuse) {
-        if (lop_jscan_value(doc, oe, os, &vs, &ve) != 0 || ve != oe)
-            return malformed(r, "watch event object: ", "malformed JSON");
-        trusted = LOP_OBJ_TRUSTED;
+    /* not built in the walk (the object came before the type, or a watch-list's initial state,
+     * which shares the cached entries that did not change, as a relist does): the bytes are
+     * validated by now */
+    if (!o && r->wl_store && added && r->wl_reuse)
         o = lop_reflector_cached_same_rv(r, doc + os, oe - os);
-    }
-    if (!o && lop_obj_new(doc + os, oe - os, r->obj_flags | trusted, &o, &oerr) != LOP_OK)
+    if (!o && lop_obj_new(doc + os, oe - os, r->obj_flags | LOP_OBJ_TRUSTED, &o, &oerr) != LOP_OK)
         return malformed(r, "watch event object: ", oerr.message);
     if (bookmark) {
         const char *end = lop_obj_annotation(o, "k8s.io/initial-events-end");

@@ -6,14 +6,15 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct lop_watchdecoder {
     lop_doc_fn fn;
     void *ud;
     size_t max_doc;
     lop_buf_t buf;        /* bytes of a document begun in an earlier chunk */
-    bool in_doc, failed;  /* in_doc: between a document's '{' and its end */
-    lop_jtrack_t track;   /* strings and brackets of the current document */
+    bool in_doc, failed;  /* in_doc: a tracked document has begun and not ended */
+    lop_jtrack_t track;   /* strings and brackets of the document being tracked */
     uint64_t offset;      /* stream offset of the next byte fed */
 };
 
@@ -53,7 +54,7 @@ lop_rc_t lop_watchdecoder_feed(lop_watchdecoder_t *d, const char *data, size_t l
 {
     if (d->failed)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "watch stream: decoder already failed");
-    size_t start = 0; /* where the current document began in this chunk (when in_doc) */
+    size_t start = 0; /* where the current document began in this chunk (0 when earlier) */
     size_t i = 0;
     while (i < len) {
         if (!d->in_doc) {
@@ -65,9 +66,29 @@ lop_rc_t lop_watchdecoder_feed(lop_watchdecoder_t *d, const char *data, size_t l
             if (c != '{')
                 return fail(d, err, d->offset + i, "expected '{' to start a document");
             d->in_doc = true;
-            lop_jtrack_begin(&d->track, '{');
-            start = i++;
+            start = i;
             lop_buf_reset(&d->buf);
+            /* The fast path, for a document that begins in this chunk and has a newline after
+             * it here: cut it there and let the consumer validate it. Anything else (no newline
+             * in this chunk, refused, longer than the limit) is tracked from its '{'. */
+            const char *nl = memchr(data + i, '\n', len - i);
+            if (nl && (size_t)(nl - data) - start <= d->max_doc) {
+                size_t end = (size_t)(nl - data), dend = end;
+                while (dend > start && (data[dend - 1] == ' ' || data[dend - 1] == '\r' || data[dend - 1] == '\t'))
+                    dend--; /* the same bytes as a tracked document: "\r\n" ends some lines */
+                int stop = d->fn(d->ud, data + start, dend - start, false);
+                if (stop != LOP_DOC_RETRY) {
+                    d->in_doc = false;
+                    i = end + 1;
+                    if (stop) {
+                        d->offset += i;
+                        return LOP_ECLOSED;
+                    }
+                    continue;
+                }
+            }
+            lop_jtrack_begin(&d->track, '{');
+            i++;
             continue;
         }
         bool done;
@@ -81,7 +102,7 @@ lop_rc_t lop_watchdecoder_feed(lop_watchdecoder_t *d, const char *data, size_t l
         size_t dlen;
         const char *doc = lop_buf_join(&d->buf, data + start, i - start, &dlen);
         d->in_doc = false;
-        int stop = d->fn(d->ud, doc, dlen);
+        int stop = d->fn(d->ud, doc, dlen, true);
         lop_buf_reset(&d->buf);
         if (stop) {
             d->offset += i;

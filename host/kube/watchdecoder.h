@@ -3,12 +3,19 @@
  * (reference F.4/F.5: chunk boundaries mean nothing; one callback may carry several events and
  * one event may span any number of callbacks).
  *
- * It tracks strings, escapes and bracket nesting (brackets must match), skips whitespace between
- * documents, and accepts only objects at the top level. It does not validate the document's
- * inside (the consumer parses it). A document growing past max_doc bytes, a top-level byte that
- * cannot start an object, mismatched brackets or nesting deeper than 10000
- * (the API server's own limit) are errors: the decoder
- * then stays failed until lop_watchdecoder_reset.
+ * Framing: the API server writes one event per line. A document that begins in a chunk with a
+ * newline after it is cut there without looking at its bytes (memchr) and handed over unchecked:
+ * the consumer validates it in the pass that decodes it, and returns LOP_DOC_RETRY when those
+ * bytes are not exactly one JSON object. Such a document, and one that does not end in the chunk
+ * it began in, is tracked byte by byte (strings, escapes, bracket nesting — brackets must match)
+ * and handed over checked when its closing brace arrives. So events that share a line, carry
+ * newlines inside, or lack the final newline are still read correctly, and none waits for a
+ * newline; only the common case skips the tracking pass.
+ *
+ * Only objects are accepted at the top level, with whitespace between them. A document growing
+ * past max_doc bytes, a top-level byte that cannot start an object, mismatched brackets or
+ * nesting deeper than 10000 (the API server's own limit) are errors: the decoder then stays
+ * failed until lop_watchdecoder_reset.
  *
  * Ownership: the document passed to the callback is borrowed for the call. Thread-safety: none;
  * one stream, one thread.
@@ -23,8 +30,16 @@
 
 typedef struct lop_watchdecoder lop_watchdecoder_t;
 
-/* Called once per complete document. Return 0 to continue, non-zero to stop feeding. */
-typedef int (*lop_doc_fn)(void *ud, const char *doc, size_t len);
+/*
+ * Called once per document. checked false: doc runs from a '{' to just before the next newline
+ * and may be anything (validate it before acting on it; return LOP_DOC_RETRY when it is not one
+ * whole JSON object followed only by whitespace — it is then tracked and passed again, checked).
+ * checked true: doc is one object with balanced brackets and strings (its contents are still
+ * unvalidated). Return 0 to continue, LOP_DOC_RETRY (unchecked only), or any other non-zero
+ * value to stop feeding.
+ */
+enum { LOP_DOC_RETRY = -2 };
+typedef int (*lop_doc_fn)(void *ud, const char *doc, size_t len, bool checked);
 
 /* max_doc: the largest document accepted, in bytes (0 = 64 MiB). fn/ud are kept. */
 lop_watchdecoder_t *lop_watchdecoder_new(size_t max_doc, lop_doc_fn fn, void *ud);

@@ -256,8 +256,77 @@ static void test_batched_wakeups_reach_workers(void)
     lop_workqueue_batch_end(); /* unbalanced end: ignored */
 }
 
+/* lop_obj_new_prefix: the object built from the front of longer bytes, and where it ended. */
+static void test_prefix_build_reports_the_end(void)
+{
+    const char *ev = " {\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\"},\"x\":[1,\"}\"]} ,\"more\":1}";
+    lop_obj_t *o = NULL;
+    size_t end = 0;
+    T_EQ_INT(lop_obj_new_prefix(ev, strlen(ev), 0, &end, &o, NULL), LOP_OK);
+    T_EQ_INT((long)end, (long)(strstr(ev, "} ,") - ev + 1));
+    T_EQ_STR(o->name, "a");
+    T_EQ_STR(o->namespace_, "ns");
+    char key[8];
+    T_EQ_INT(lop_obj_key(o, key, sizeof key), 4);
+    T_EQ_STR(key, "ns/a");
+    T_EQ_INT(lop_obj_key(o, key, 3), 4); /* truncated like snprintf, length of the whole key */
+    T_EQ_STR(key, "ns");
+    T_EQ_INT(lop_obj_key(o, key, 2), 4);
+    T_EQ_STR(key, "n");
+    lop_obj_unref(o);
+    /* truncated and malformed objects fail alike; nothing is built */
+    const char *bad[] = {"{\"metadata\":{\"name\":\"a\"", "{\"a\":tru}", "[1]"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        o = NULL;
+        T_EQ_INT(lop_obj_new_prefix(bad[i], strlen(bad[i]), 0, &end, &o, NULL), LOP_EINVAL);
+        T_CHECK(o == NULL);
+    }
+}
+
+/* The string scan goes 16 bytes at a time: a quote, an escape or a raw control character at
+ * every position of a long string is seen exactly as one byte at a time would. */
+static void test_string_scan_at_every_offset(void)
+{
+    char buf[96];
+    for (size_t at = 1; at < 70; at++) {
+        /* an escaped quote at `at`: the string goes on to the real closing quote */
+        memset(buf, 'x', sizeof buf);
+        buf[0] = '"';
+        buf[at] = '\\';
+        buf[at + 1] = '"';
+        buf[80] = '"';
+        size_t vs, ve;
+        T_EQ_INT(lop_jscan_value(buf, 81, 0, &vs, &ve), 0);
+        T_EQ_INT((long)ve, 81);
+        /* a raw newline at `at`: malformed */
+        memset(buf, 'x', sizeof buf);
+        buf[0] = '"';
+        buf[at] = '\n';
+        buf[80] = '"';
+        T_EQ_INT(lop_jscan_value(buf, 81, 0, &vs, &ve), -1);
+        /* bytes >= 0x80 (UTF-8) are string content, not control characters */
+        memset(buf, 'x', sizeof buf);
+        buf[0] = '"';
+        buf[at] = (char)0xC3;
+        buf[at + 1] = (char)0xA9;
+        buf[80] = '"';
+        T_EQ_INT(lop_jscan_value(buf, 81, 0, &vs, &ve), 0);
+        T_EQ_INT((long)ve, 81);
+        /* closed at `at` */
+        memset(buf, 'x', sizeof buf);
+        buf[0] = '"';
+        buf[at] = '"';
+        T_EQ_INT(lop_jscan_value(buf, sizeof buf, 0, &vs, &ve), 0);
+        T_EQ_INT((long)ve, (long)at + 1);
+        /* unterminated within n: never read past it */
+        T_EQ_INT(lop_jscan_value(buf, at, 0, &vs, &ve), -1);
+    }
+}
+
 int main(void)
 {
+    T_RUN(test_prefix_build_reports_the_end);
+    T_RUN(test_string_scan_at_every_offset);
     T_RUN(test_escapes_and_repeated_keys);
     T_RUN(test_entry_json_is_allocated_at_its_size);
     T_RUN(test_string_arena_leaves_out_unread_members);

@@ -1,5 +1,6 @@
 /* Unit tests for host/kube/watchdecoder: chunk boundaries mean nothing (reference F.5). */
 #include "host/kube/watchdecoder.h"
+#include "host/kube/jsonscan.h"
 #include "t.h"
 
 #include <stdlib.h>
@@ -9,11 +10,22 @@ typedef struct sink {
     char docs[8][256];
     int n;
     int stop_after; /* 0 = never */
+    int unchecked, retried; /* documents handed over unchecked; of those, refused */
 } sink_t;
 
-static int collect(void *ud, const char *doc, size_t len)
+/* As a consumer must: an unchecked document is refused unless it is one JSON value and
+ * whitespace. */
+static int collect(void *ud, const char *doc, size_t len, bool checked)
 {
     sink_t *s = ud;
+    if (!checked) {
+        s->unchecked++;
+        size_t vs, ve;
+        if (lop_jscan_value(doc, len, 0, &vs, &ve) != 0 || lop_jscan_ws(doc, len, ve) != len) {
+            s->retried++;
+            return LOP_DOC_RETRY;
+        }
+    }
     if (s->n < 8 && len < sizeof s->docs[0]) {
         memcpy(s->docs[s->n], doc, len);
         s->docs[s->n][len] = '\0';
@@ -144,8 +156,49 @@ static void test_callback_can_stop(void)
     lop_watchdecoder_free(d);
 }
 
+/* The common case (one event per line, whole in the chunk) is handed over unchecked, so the
+ * consumer's parse is the only pass over it. */
+static void test_one_event_per_line_skips_tracking(void)
+{
+    const char *st = stream();
+    sink_t s = {0};
+    lop_watchdecoder_t *d = lop_watchdecoder_new(0, collect, &s);
+    T_EQ_INT(lop_watchdecoder_feed(d, st, strlen(st), NULL), LOP_OK);
+    check_three(&s);
+    T_EQ_INT(s.unchecked, 3);
+    T_EQ_INT(s.retried, 0);
+    lop_watchdecoder_free(d);
+}
+
+/* Events sharing a line, with newlines inside, or without a final newline: refused cuts are
+ * tracked, and nothing waits for a newline. Every split point gives the same documents. */
+static void test_lines_that_are_not_one_event(void)
+{
+    static const char st[] = "{\"a\":1}{\"b\":\"x\\ny\"}\n{\"c\":\n [1,\n2]\n}\n  {\"d\":{}}";
+    static const char *want[] = {"{\"a\":1}", "{\"b\":\"x\\ny\"}", "{\"c\":\n [1,\n2]\n}", "{\"d\":{}}"};
+    size_t n = strlen(st);
+    for (size_t cut = 0; cut <= n; cut++) {
+        sink_t s = {0};
+        lop_watchdecoder_t *d = lop_watchdecoder_new(0, collect, &s);
+        T_EQ_INT(lop_watchdecoder_feed(d, st, cut, NULL), LOP_OK);
+        T_EQ_INT(lop_watchdecoder_feed(d, st + cut, n - cut, NULL), LOP_OK);
+        T_EQ_INT(s.n, 4);
+        for (int i = 0; i < 4 && i < s.n; i++)
+            T_EQ_STR(s.docs[i], want[i]);
+        T_CHECK(!lop_watchdecoder_partial(d));
+        lop_watchdecoder_free(d);
+    }
+    sink_t s = {0};
+    lop_watchdecoder_t *d = lop_watchdecoder_new(0, collect, &s);
+    T_EQ_INT(lop_watchdecoder_feed(d, st, n, NULL), LOP_OK);
+    T_EQ_INT(s.retried, 2); /* the shared line and the event with newlines inside */
+    lop_watchdecoder_free(d);
+}
+
 int main(void)
 {
+    T_RUN(test_one_event_per_line_skips_tracking);
+    T_RUN(test_lines_that_are_not_one_event);
     T_RUN(test_every_two_chunk_split);
     T_RUN(test_byte_by_byte_and_all_at_once);
     T_RUN(test_partial_document_is_reported);
