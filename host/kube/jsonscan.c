@@ -1,10 +1,9 @@
 /* jsonscan.c — DOM-free JSON navigation (see jsonscan.h). */
 #include "host/kube/jsonscan.h"
 
+#include "host/kube/jsonsimd.h"
+
 #include <string.h>
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
 
 /* Kubernetes' own JSON nesting limit (sigs.k8s.io/json): see watchdecoder.c. */
 #define MAX_DEPTH 10000
@@ -21,42 +20,11 @@ static inline size_t ws(const char *p, size_t n, size_t i)
 
 size_t lop_jscan_ws(const char *p, size_t n, size_t i) { return ws(p, n, i); }
 
-/* 1 for the bytes a string scan must look at: the quote, backslash and control characters. */
-static const unsigned char str_special[256] = {
-    [0] = 1, [1] = 1, [2] = 1, [3] = 1, [4] = 1, [5] = 1, [6] = 1, [7] = 1,
-    [8] = 1, [9] = 1, [10] = 1, [11] = 1, [12] = 1, [13] = 1, [14] = 1, [15] = 1,
-    [16] = 1, [17] = 1, [18] = 1, [19] = 1, [20] = 1, [21] = 1, [22] = 1, [23] = 1,
-    [24] = 1, [25] = 1, [26] = 1, [27] = 1, [28] = 1, [29] = 1, [30] = 1, [31] = 1,
-    ['"'] = 1, ['\\'] = 1,
-};
-
-/* The first index from i whose byte a string scan must look at (str_special), or n. With SSE2
- * (every x86-64), 16 bytes per step while 16 remain: a quote, a backslash, or a byte <= 0x1F
- * (max(b, 0x1F) == 0x1F). */
-static inline size_t next_special(const char *p, size_t n, size_t i)
-{
-#ifdef __SSE2__
-    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'), ctl = _mm_set1_epi8(0x1F);
-    while (n - i >= 16) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
-        __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)),
-                                   _mm_cmpeq_epi8(_mm_max_epu8(v, ctl), ctl));
-        unsigned m = (unsigned)_mm_movemask_epi8(hit);
-        if (m)
-            return i + (size_t)__builtin_ctz(m);
-        i += 16;
-    }
-#endif
-    while (i < n && !str_special[(unsigned char)p[i]])
-        i++;
-    return i;
-}
-
 /* i at the opening quote; returns index one past the closing quote, or 0 on error. */
 static size_t skip_string(const char *p, size_t n, size_t i)
 {
     for (i++; i < n; i++) {
-        i = next_special(p, n, i);
+        i = lop_jsimd_str_special(p, n, i);
         if (i >= n)
             return 0;
         unsigned char c = (unsigned char)p[i];
@@ -117,100 +85,74 @@ int lop_jscan_value(const char *p, size_t n, size_t i, size_t *start, size_t *en
         *end = e;
         return 0;
     }
-    /* containers: an explicit stack of the closers we expect */
+    /* containers: an explicit stack of the closers we expect, and one label per grammar
+     * position (the walk is on every byte of every event and list item) */
     char stack[MAX_DEPTH];
     int depth = 0;
-    enum { WANT_VALUE, WANT_KEY, WANT_COLON, WANT_SEP } state = WANT_VALUE;
-    bool just_opened = false;
-    while (i < n) {
-        i = ws(p, n, i);
+open: /* p[i] is '{' or '[' */
+    if (depth >= MAX_DEPTH)
+        return -1;
+    stack[depth++] = p[i] == '{' ? '}' : ']';
+    i = ws(p, n, i + 1);
+    if (i >= n)
+        return -1;
+    if (p[i] == stack[depth - 1]) {
+        i++;
+        goto closed;
+    }
+    if (stack[depth - 1] == ']')
+        goto value;
+key:
+    if (p[i] != '"' || !(i = skip_string(p, n, i)))
+        return -1;
+    i = ws(p, n, i);
+    if (i >= n || p[i] != ':')
+        return -1;
+    i = ws(p, n, i + 1);
+    if (i >= n)
+        return -1;
+value:
+    c = p[i];
+    if (c == '{' || c == '[')
+        goto open;
+    if (!(i = c == '"' ? skip_string(p, n, i) : skip_literal(p, n, i)))
+        return -1;
+after:
+    i = ws(p, n, i);
+    if (i >= n)
+        return -1;
+    if (p[i] == ',') {
+        i = ws(p, n, i + 1);
         if (i >= n)
             return -1;
-        c = p[i];
-        if (just_opened && depth > 0 && c == stack[depth - 1]) {
-            just_opened = false;
-            depth--;
-            i++;
-            if (depth == 0) {
-                *end = i;
-                return 0;
-            }
-            state = WANT_SEP;
-            continue;
-        }
-        just_opened = false;
-        switch (state) {
-        case WANT_KEY: {
-            if (c != '"')
-                return -1;
-            size_t e = skip_string(p, n, i);
-            if (!e)
-                return -1;
-            i = e;
-            state = WANT_COLON;
-            break;
-        }
-        case WANT_COLON:
-            if (c != ':')
-                return -1;
-            i++;
-            state = WANT_VALUE;
-            break;
-        case WANT_VALUE:
-            if (c == '{' || c == '[') {
-                if (depth >= MAX_DEPTH)
-                    return -1;
-                stack[depth++] = c == '{' ? '}' : ']';
-                i++;
-                state = c == '{' ? WANT_KEY : WANT_VALUE;
-                just_opened = true;
-            } else {
-                size_t e = c == '"' ? skip_string(p, n, i) : skip_literal(p, n, i);
-                if (!e)
-                    return -1;
-                i = e;
-                state = WANT_SEP;
-            }
-            break;
-        case WANT_SEP:
-            if (c == ',') {
-                i++;
-                state = stack[depth - 1] == '}' ? WANT_KEY : WANT_VALUE;
-            } else if (c == stack[depth - 1]) {
-                depth--;
-                i++;
-                if (depth == 0) {
-                    *end = i;
-                    return 0;
-                }
-            } else {
-                return -1;
-            }
-            break;
-        }
+        if (stack[depth - 1] == '}')
+            goto key;
+        goto value;
     }
-    return -1;
+    if (p[i] != stack[depth - 1])
+        return -1;
+    i++;
+closed:
+    if (--depth == 0) {
+        *end = i;
+        return 0;
+    }
+    goto after;
 }
 
 /* String at i (its opening quote): one past the closing quote, n when unterminated. */
 static size_t skip_string_trusted(const char *p, size_t n, size_t i)
 {
-    for (i++; i < n;) {
-        const char *q = memchr(p + i, '"', n - i);
-        if (!q)
+    for (i++; i < n; i += 2) { /* past a backslash and the byte it escapes */
+        i = lop_jsimd_str_stop(p, n, i);
+        if (i >= n)
             return n;
-        size_t e = (size_t)(q - p), b = e;
-        while (b > i && p[b - 1] == '\\')
-            b--;
-        if ((e - b) % 2 == 0) /* an even run of backslashes escapes itself, not the quote */
-            return e + 1;
-        i = e + 1;
+        if (p[i] == '"')
+            return i + 1;
     }
     return n;
 }
 
-/* 1 for the bytes a trusted container walk stops at. */
-static const unsigned char stop_byte[256] = {['"'] = 1, ['{'] = 1, ['['] = 1, ['}'] = 1, [']'] = 1};
 /* 1 for the bytes that end a literal. */
 static const unsigned char lit_end[256] = {[','] = 1, ['}'] = 1, [']'] = 1, [' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\r'] = 1, [':'] = 1};
 
@@ -228,8 +170,7 @@ size_t lop_jscan_skip_trusted(const char *p, size_t n, size_t i)
     }
     size_t depth = 0;
     while (i < n) {
-        while (i < n && !stop_byte[(unsigned char)p[i]])
-            i++;
+        i = lop_jsimd_tok_stop(p, n, i);
         if (i >= n)
             break;
         char c = p[i];

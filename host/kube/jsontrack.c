@@ -1,10 +1,7 @@
 /* jsontrack.c — the end of a JSON value across stream pieces (see jsontrack.h). */
 #include "host/kube/jsontrack.h"
 
-/* Bytes that end a run inside a string, and between tokens inside a container: everything else
- * is skipped a whole run at a time. */
-static const unsigned char str_stop[256] = {['"'] = 1, ['\\'] = 1};
-static const unsigned char tok_stop[256] = {['"'] = 1, ['{'] = 1, ['['] = 1, ['}'] = 1, [']'] = 1};
+#include "host/kube/jsonsimd.h"
 
 void lop_jtrack_begin(lop_jtrack_t *t, char opener)
 {
@@ -27,8 +24,7 @@ const char *lop_jtrack_scan(lop_jtrack_t *t, const char *p, size_t n, size_t *ip
                 t->esc = false;
                 continue;
             }
-            while (i < n && !str_stop[(unsigned char)p[i]])
-                i++;
+            i = lop_jsimd_str_stop(p, n, i);
             if (i == n)
                 break;
             if (p[i] == '\\') {
@@ -43,8 +39,7 @@ const char *lop_jtrack_scan(lop_jtrack_t *t, const char *p, size_t n, size_t *ip
             }
             continue;
         }
-        while (i < n && !tok_stop[(unsigned char)p[i]])
-            i++;
+        i = lop_jsimd_tok_stop(p, n, i);
         if (i == n)
             break;
         char c = p[i];

@@ -49,6 +49,7 @@ struct lop_listdecoder {
     bool seen_meta;
     char *kind, *api, *rv, *cont;
     size_t nitems;
+    size_t last_item; /* length of the previous item: offer one unchecked only when that much is at hand */
     uint64_t offset; /* stream offset of the first byte of the current chunk */
 };
 
@@ -100,7 +101,7 @@ void lop_listdecoder_reset(lop_listdecoder_t *d)
     d->in_item = false;
     d->seen_meta = false;
     d->key_len = 0;
-    d->nitems = 0;
+    d->nitems = d->last_item = 0;
     d->offset = 0;
 }
 
@@ -160,7 +161,7 @@ static enum member classify(const lop_listdecoder_t *d)
 static lop_rc_t deliver(lop_listdecoder_t *d, const char *item, size_t len)
 {
     d->nitems++;
-    return d->fn && d->fn(d->ud, item, len) ? LOP_ECLOSED : LOP_OK;
+    return d->fn && d->fn(d->ud, item, len, NULL) ? LOP_ECLOSED : LOP_OK;
 }
 
 /* The top-level '}'. */
@@ -180,6 +181,7 @@ static lop_rc_t value_done(lop_listdecoder_t *d, const char *v, size_t n, lop_er
         return fail(d, err, at, d->in_item ? "malformed list item" : "malformed member value");
     if (d->in_item) {
         d->st = S_ITEMS_AFTER;
+        d->last_item = n;
         return deliver(d, v, n);
     }
     d->st = S_AFTER_VALUE;
@@ -405,6 +407,23 @@ lop_rc_t lop_listdecoder_feed(lop_listdecoder_t *d, const char *data, size_t len
         if (is_ws(data[i])) {
             i++;
             continue;
+        }
+        if ((d->st == S_ITEMS_FIRST || d->st == S_ITEMS_NEXT) && data[i] == '{' && d->no_validate && d->fn &&
+            len - i >= d->last_item) {
+            /* offered unchecked: built in the consumer's one pass, or refused and tracked */
+            size_t avail = len - i < d->max_item ? len - i : d->max_item, end = 0;
+            int r = d->fn(d->ud, data + i, avail, &end);
+            if (r != LOP_LIST_RETRY) {
+                d->nitems++;
+                if (r) {
+                    rc = LOP_ECLOSED;
+                    break;
+                }
+                d->st = S_ITEMS_AFTER;
+                d->last_item = end;
+                i += end;
+                continue;
+            }
         }
         size_t next = structural(d, data, i, &cstart, &rc, err);
         if (next == SIZE_MAX)

@@ -41,16 +41,27 @@
 
 typedef struct lop_listdecoder lop_listdecoder_t;
 
-/* Called once per complete item (a validated JSON object, len bytes, not NUL-terminated).
- * Return 0 to continue, non-zero to stop: _feed then returns LOP_ECLOSED. */
-typedef int (*lop_list_item_fn)(void *ud, const char *item, size_t len);
+/*
+ * Called once per item. end NULL: item is the whole item, len bytes, not NUL-terminated (a
+ * validated JSON object, or with validation off one with balanced brackets and strings).
+ * end non-NULL (only with validation off): the item is unchecked — item runs from its '{' to the
+ * end of the bytes at hand, and the consumer, validating as it builds, sets *end one past the
+ * item's '}' and returns 0; or returns LOP_LIST_RETRY when those bytes do not begin with one
+ * whole valid object (the chunk ends inside it, or it is malformed), without acting on them. The
+ * decoder then tracks the item byte by byte and calls again with end NULL. This saves the
+ * tracking pass for every item that arrives whole in one chunk.
+ * Return 0 to continue, non-zero (other than LOP_LIST_RETRY) to stop: _feed returns LOP_ECLOSED.
+ */
+enum { LOP_LIST_RETRY = -2 };
+typedef int (*lop_list_item_fn)(void *ud, const char *item, size_t len, size_t *end);
 
 /* max_item: the largest item or top-level member accepted, in bytes (0 = 64 MiB). */
 lop_listdecoder_t *lop_listdecoder_new(size_t max_item, lop_list_item_fn fn, void *ud);
 /* Replace the item callback (e.g. per list run). */
 void lop_listdecoder_set_callback(lop_listdecoder_t *d, lop_list_item_fn fn, void *ud);
 /* Validate each item before delivering it (the default), or leave that to the consumer: one
- * pass over every byte less when the consumer's own pass validates. Kept across _reset. */
+ * pass over every byte less when the consumer's own pass validates, and items are then also
+ * offered unchecked (see lop_list_item_fn). Kept across _reset. */
 void lop_listdecoder_set_validate(lop_listdecoder_t *d, bool validate);
 /* NULL accepted. */
 void lop_listdecoder_free(lop_listdecoder_t *d);

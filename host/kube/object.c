@@ -223,8 +223,13 @@ static lop_rc_t scan_owners(lop_obj_t *o, arena_t *a, const char *p, size_t n, s
 
 /* Metadata members we read; the last occurrence of a repeated key wins, as in a parsed object. */
 enum { M_NAMESPACE, M_NAME, M_UID, M_RV, M_GENERATION, M_DELETION, M_LABELS, M_ANNOTATIONS, M_OWNERS, M_COUNT };
-static const char *const meta_keys[M_COUNT] = {"namespace", "name", "uid", "resourceVersion", "generation",
-                                               "deletionTimestamp", "labels", "annotations", "ownerReferences"};
+#define KEY(k) {k, sizeof k - 1}
+static const struct {
+    const char *key;
+    size_t len;
+} meta_keys[M_COUNT] = {KEY("namespace"), KEY("name"), KEY("uid"), KEY("resourceVersion"), KEY("generation"),
+                        KEY("deletionTimestamp"), KEY("labels"), KEY("annotations"), KEY("ownerReferences")};
+#undef KEY
 
 /* Fill o's metadata fields from the member spans of the metadata object in p. */
 static lop_rc_t fill_meta(lop_obj_t *o, arena_t *a, const char *p, size_t n, size_t sp[M_COUNT][2], lop_err_t *err)
@@ -275,20 +280,63 @@ static lop_rc_t fill_meta(lop_obj_t *o, arena_t *a, const char *p, size_t n, siz
 static lop_rc_t build(const char *json, size_t len, int flags, const char *dflt_api_version,
                       const char *dflt_kind, size_t *endp, lop_obj_t **out, lop_err_t *err)
 {
-    /* one pass over the top-level members validates the whole document (unless the caller
-     * already did); every later walk is over validated bytes and only skips */
-    lop_jscan_iter_t it;
-    if (!json || (flags & LOP_OBJ_TRUSTED ? lop_jscan_object_begin_trusted : lop_jscan_object_begin)(&it, json, len, 0) != 0)
+    /* One pass validates the whole document (unless the caller already did) and, inside
+     * metadata, records the spans we read and managedFields with one adjacent comma (the bytes
+     * to splice out). Every later walk is over validated bytes and only skips. */
+    bool trusted = flags & LOP_OBJ_TRUSTED;
+    lop_jscan_iter_t it, mt;
+    if (!json || (trusted ? lop_jscan_object_begin_trusted : lop_jscan_object_begin)(&it, json, len, 0) != 0)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "object is not a JSON object");
     size_t s = lop_jscan_ws(json, len, 0), ms = 0, me = 0, as = 0, ae = 0, ks = 0, ke = 0;
+    size_t cut_s = 0, cut_e = 0, sp[M_COUNT][2];
+    memset(sp, 0, sizeof sp);
     int r;
-    while ((r = lop_jscan_object_next(&it)) == 1) {
-        if (lop_jscan_key_is(&it, "metadata"))
-            ms = it.val_start, me = it.val_end;
+    while ((r = lop_jscan_object_key(&it)) == 1) {
+        size_t vs = it.val_start, ve, ignored;
+        bool is_meta = lop_jscan_key_is(&it, "metadata");
+        if (is_meta && json[vs] == '{') {
+            /* a repeated metadata member: the last one wins */
+            memset(sp, 0, sizeof sp);
+            cut_s = cut_e = 0;
+            (trusted ? lop_jscan_object_begin_trusted : lop_jscan_object_begin)(&mt, json, len, vs);
+            size_t prev_end = 0;
+            bool first = true;
+            int rr;
+            while ((rr = lop_jscan_object_next(&mt)) == 1) {
+                if (lop_jscan_key_is(&mt, "managedFields")) {
+                    if (!first) {
+                        cut_s = prev_end; /* from the end of the previous value: ",\"managedFields\":[...]" */
+                        cut_e = mt.val_end;
+                    } else {
+                        cut_s = mt.member_start;
+                        size_t j = lop_jscan_ws(json, len, mt.val_end);
+                        cut_e = j < len && json[j] == ',' ? lop_jscan_ws(json, len, j + 1) : mt.val_end;
+                    }
+                } else {
+                    for (int k = 0; k < M_COUNT; k++)
+                        if (mt.key_len == meta_keys[k].len && !memcmp(mt.key, meta_keys[k].key, mt.key_len)) {
+                            sp[k][0] = mt.val_start, sp[k][1] = mt.val_end;
+                            break;
+                        }
+                }
+                first = false;
+                prev_end = mt.val_end;
+            }
+            if (rr < 0)
+                return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata: malformed or truncated JSON");
+            ve = mt.pos;
+        } else if (trusted) {
+            ve = lop_jscan_skip_trusted(json, len, vs);
+        } else if (lop_jscan_value(json, len, vs, &ignored, &ve) != 0) {
+            return lop_err_set(err, LOP_EINVAL, 0, NULL, "object: malformed or truncated JSON");
+        }
+        if (is_meta)
+            ms = vs, me = ve;
         else if (lop_jscan_key_is(&it, "apiVersion"))
-            as = it.val_start, ae = it.val_end;
+            as = vs, ae = ve;
         else if (lop_jscan_key_is(&it, "kind"))
-            ks = it.val_start, ke = it.val_end;
+            ks = vs, ke = ve;
+        it.pos = ve;
     }
     if (r < 0)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "object: malformed or truncated JSON");
@@ -299,36 +347,6 @@ static lop_rc_t build(const char *json, size_t len, int flags, const char *dflt_
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "object: trailing bytes after the JSON object");
     if (me && json[ms] != '{')
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata is not an object");
-
-    /* one walk over the metadata members: the spans we read, and managedFields with one
-     * adjacent comma (the bytes to splice out) */
-    size_t cut_s = 0, cut_e = 0, sp[M_COUNT][2];
-    memset(sp, 0, sizeof sp);
-    if (me) {
-        lop_jscan_object_begin_trusted(&it, json, len, ms);
-        size_t prev_end = 0;
-        bool first = true;
-        while (lop_jscan_object_next(&it) == 1) {
-            if (lop_jscan_key_is(&it, "managedFields")) {
-                if (!first) {
-                    cut_s = prev_end; /* from the end of the previous value: ",\"managedFields\":[...]" */
-                    cut_e = it.val_end;
-                } else {
-                    cut_s = it.member_start;
-                    size_t j = lop_jscan_ws(json, len, it.val_end);
-                    cut_e = json[j] == ',' ? lop_jscan_ws(json, len, j + 1) : it.val_end;
-                }
-            } else {
-                for (int k = 0; k < M_COUNT; k++)
-                    if (lop_jscan_key_is(&it, meta_keys[k])) {
-                        sp[k][0] = it.val_start, sp[k][1] = it.val_end;
-                        break;
-                    }
-            }
-            first = false;
-            prev_end = it.val_end;
-        }
-    }
 
     size_t dal = dflt_api_version ? strlen(dflt_api_version) : 0, dkl = dflt_kind ? strlen(dflt_kind) : 0;
     /* The arena holds the strings decoded from the members we read, each no longer than its
@@ -448,9 +466,10 @@ lop_rc_t lop_obj_new(const char *json, size_t len, int flags, lop_obj_t **out, l
     return build(json, len, flags, NULL, NULL, NULL, out, err);
 }
 
-lop_rc_t lop_obj_new_prefix(const char *json, size_t len, int flags, size_t *end, lop_obj_t **out, lop_err_t *err)
+lop_rc_t lop_obj_new_prefix(const char *json, size_t len, int flags, const char *api_version, const char *kind,
+                            size_t *end, lop_obj_t **out, lop_err_t *err)
 {
-    return build(json, len, flags, NULL, NULL, end, out, err);
+    return build(json, len, flags, api_version, kind, end, out, err);
 }
 
 lop_obj_t *lop_obj_ref(lop_obj_t *o)

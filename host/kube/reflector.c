@@ -229,7 +229,7 @@ static const char *parse_event(lop_reflector_t *r, const char *doc, size_t len, 
             lop_obj_unref(*o); /* a repeated member: the last one wins */
             *o = NULL;
             size_t end;
-            if (lop_obj_new_prefix(doc + vs, len - vs, r->obj_flags, &end, o, oerr) != LOP_OK) {
+            if (lop_obj_new_prefix(doc + vs, len - vs, r->obj_flags, NULL, NULL, &end, o, oerr) != LOP_OK) {
                 *detail = oerr->message;
                 return "watch event object: ";
             }

@@ -110,23 +110,30 @@ lop_obj_t *lop_reflector_cached_same_rv(lop_reflector_t *r, const char *item, si
     return o;
 }
 
-static int on_item(void *ud, const char *item, size_t len)
+static int on_item(void *ud, const char *item, size_t len, size_t *end)
 {
     list_run_t *lr = ud;
     lop_reflector_t *r = lr->r;
     if (atomic_load(&r->stop))
         return 1;
     /* The decoder leaves items unvalidated: building one validates it in the same pass. A relist
-     * validates first, then may share the cached entry instead of building. */
+     * validates first, then may share the cached entry instead of building. An unchecked item
+     * (end set: the bytes at hand from its '{') that fails either way is refused, not an error:
+     * the decoder then tracks it and hands it over whole. */
     int trusted = 0;
     lop_obj_t *o = NULL;
     if (lr->reuse) {
         size_t s, e;
-        if (lop_jscan_value(item, len, 0, &s, &e) != 0 || e != len) {
+        if (lop_jscan_value(item, len, 0, &s, &e) != 0 || (!end && e != len)) {
+            if (end)
+                return LOP_LIST_RETRY;
             lop_err_set(&lr->item_err, LOP_EINVAL, 0, NULL, "malformed or truncated JSON");
             lr->item_failed = true;
             return 1;
         }
+        if (end)
+            *end = len = e;
+        end = NULL; /* validated: built from exactly its bytes */
         trusted = LOP_OBJ_TRUSTED;
         o = lop_reflector_cached_same_rv(r, item, len);
     }
@@ -134,8 +141,13 @@ static int on_item(void *ud, const char *item, size_t len)
         lr->reused++;
     } else {
         const char *kind = lop_listdecoder_item_kind(lr->dec), *api = lop_listdecoder_api_version(lr->dec);
-        if (lop_obj_new_item(item, len, r->obj_flags | trusted, *api ? api : NULL, *kind ? kind : NULL,
-                             &o, &lr->item_err) != LOP_OK) {
+        lop_rc_t rc = end ? lop_obj_new_prefix(item, len, r->obj_flags, *api ? api : NULL, *kind ? kind : NULL,
+                                               end, &o, &lr->item_err)
+                          : lop_obj_new_item(item, len, r->obj_flags | trusted, *api ? api : NULL,
+                                             *kind ? kind : NULL, &o, &lr->item_err);
+        if (rc != LOP_OK) {
+            if (end)
+                return LOP_LIST_RETRY;
             lr->item_failed = true;
             return 1;
         }

@@ -1,5 +1,6 @@
 /* Unit tests for host/kube/listdecoder: a LIST body decoded while it streams in. Chunk boundaries
  * mean nothing; items are delivered whole, validated, with the list's kind known. */
+#include "host/kube/jsonscan.h"
 #include "host/kube/listdecoder.h"
 #include "host/util/buf.h"
 #include "t.h"
@@ -12,12 +13,24 @@ typedef struct sink {
     char kinds[8][32];
     int n;
     int stop_after; /* 0 = never */
+    int unchecked, refused; /* items offered unchecked; of those, refused */
     lop_listdecoder_t *d;
 } sink_t;
 
-static int collect(void *ud, const char *item, size_t len)
+/* As a consumer must: an unchecked item is taken only when the bytes begin with one whole JSON
+ * value (here checked with jsonscan), else refused. */
+static int collect(void *ud, const char *item, size_t len, size_t *end)
 {
     sink_t *s = ud;
+    if (end) {
+        size_t vs, ve;
+        s->unchecked++;
+        if (lop_jscan_value(item, len, 0, &vs, &ve) != 0) {
+            s->refused++;
+            return LOP_LIST_RETRY;
+        }
+        *end = len = ve;
+    }
     if (s->n < 8 && len < sizeof s->items[0]) {
         memcpy(s->items[s->n], item, len);
         s->items[s->n][len] = '\0';
@@ -223,11 +236,40 @@ static void test_validation_can_be_left_to_the_consumer(void)
     lop_listdecoder_free(d);
 }
 
+/* With validation off, items are offered unchecked first: taken when whole in the chunk, else
+ * tracked. Every split point gives the same items. An item is offered only when at least the
+ * previous item's length is at hand (so that few offers are refused at a chunk's end). */
+static void test_unchecked_items_at_every_split(void)
+{
+    const char *b = body();
+    size_t n = strlen(b);
+    for (size_t cut = 0; cut <= n; cut++) {
+        sink_t s = {0};
+        lop_listdecoder_t *d = new_decoder(&s, 0);
+        lop_listdecoder_set_validate(d, false);
+        T_EQ_INT(lop_listdecoder_feed(d, b, cut, NULL), LOP_OK);
+        T_EQ_INT(lop_listdecoder_feed(d, b + cut, n - cut, NULL), LOP_OK);
+        check_all(d, &s);
+        lop_listdecoder_free(d);
+    }
+    sink_t s = {0};
+    lop_listdecoder_t *d = new_decoder(&s, 0);
+    lop_listdecoder_set_validate(d, false);
+    T_EQ_INT(lop_listdecoder_feed(d, b, n, NULL), LOP_OK);
+    check_all(d, &s);
+    /* items 1 and 2 unchecked; fewer bytes than item 2's length follow it, so "{}" is tracked */
+    T_EQ_INT(s.unchecked, 2);
+    T_EQ_INT(s.refused, 0);
+    lop_listdecoder_free(d);
+}
+
 /* max_item bounds each item, not the list: 1,000 items of ~40 bytes under a 64-byte limit. */
-static int count_only(void *ud, const char *it, size_t len)
+static int count_only(void *ud, const char *it, size_t len, size_t *end)
 {
     (void)it;
     (void)len;
+    if (end)
+        return LOP_LIST_RETRY; /* take every item tracked */
     (*(int *)ud)++;
     return 0;
 }
@@ -300,6 +342,7 @@ int main(void)
     T_RUN(test_a_kind_without_the_list_suffix_gives_no_item_kind);
     T_RUN(test_malformed_bodies_fail_naming_the_cause);
     T_RUN(test_validation_can_be_left_to_the_consumer);
+    T_RUN(test_unchecked_items_at_every_split);
     T_RUN(test_oversized_item_is_an_error);
     T_RUN(test_deep_nesting_is_an_error);
     T_RUN(test_callback_can_stop);

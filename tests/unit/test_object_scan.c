@@ -262,7 +262,7 @@ static void test_prefix_build_reports_the_end(void)
     const char *ev = " {\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\"},\"x\":[1,\"}\"]} ,\"more\":1}";
     lop_obj_t *o = NULL;
     size_t end = 0;
-    T_EQ_INT(lop_obj_new_prefix(ev, strlen(ev), 0, &end, &o, NULL), LOP_OK);
+    T_EQ_INT(lop_obj_new_prefix(ev, strlen(ev), 0, NULL, NULL, &end, &o, NULL), LOP_OK);
     T_EQ_INT((long)end, (long)(strstr(ev, "} ,") - ev + 1));
     T_EQ_STR(o->name, "a");
     T_EQ_STR(o->namespace_, "ns");
@@ -278,7 +278,7 @@ static void test_prefix_build_reports_the_end(void)
     const char *bad[] = {"{\"metadata\":{\"name\":\"a\"", "{\"a\":tru}", "[1]"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         o = NULL;
-        T_EQ_INT(lop_obj_new_prefix(bad[i], strlen(bad[i]), 0, &end, &o, NULL), LOP_EINVAL);
+        T_EQ_INT(lop_obj_new_prefix(bad[i], strlen(bad[i]), 0, NULL, NULL, &end, &o, NULL), LOP_EINVAL);
         T_CHECK(o == NULL);
     }
 }
