@@ -108,10 +108,14 @@ static const char *str_or_empty(arena_t *a, const char *p, size_t s, size_t e, b
     return r ? r : "";
 }
 
+/* Labels or annotations while they are scanned: on the stack up to 16, on the heap beyond. */
 typedef struct kvvec {
     lop_kv_t *v;
     size_t n, cap;
+    lop_kv_t small[16];
 } kvvec_t;
+
+#define KVVEC_INIT(kv) ((kv).v = (kv).small, (kv).n = 0, (kv).cap = sizeof (kv).small / sizeof (kv).small[0])
 
 /* Last one wins for a repeated key, as in a parsed JSON object. */
 static void kv_set(kvvec_t *kv, const char *k, const char *v)
@@ -122,8 +126,12 @@ static void kv_set(kvvec_t *kv, const char *k, const char *v)
             return;
         }
     if (kv->n == kv->cap) {
-        kv->cap = kv->cap ? kv->cap * 2 : 8;
-        kv->v = lop_xrealloc(kv->v, kv->cap * sizeof *kv->v);
+        lop_kv_t *grown = lop_xmalloc(kv->cap * 2 * sizeof *kv->v);
+        memcpy(grown, kv->v, kv->n * sizeof *kv->v);
+        if (kv->v != kv->small)
+            free(kv->v);
+        kv->v = grown;
+        kv->cap *= 2;
     }
     kv->v[kv->n++] = (lop_kv_t){k, v};
 }
@@ -246,7 +254,9 @@ static lop_rc_t fill_meta(lop_obj_t *o, arena_t *a, const char *p, size_t n, siz
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.generation is not an integer");
     o->deleting = sp[M_DELETION][1] && p[sp[M_DELETION][0]] != 'n';
 
-    kvvec_t labels = {0}, ann = {0};
+    kvvec_t labels, ann;
+    KVVEC_INIT(labels);
+    KVVEC_INIT(ann);
     lop_rc_t rc = scan_strmap(a, p, n, sp[M_LABELS][0], sp[M_LABELS][1], &labels, "labels", err);
     if (rc == LOP_OK)
         rc = scan_strmap(a, p, n, sp[M_ANNOTATIONS][0], sp[M_ANNOTATIONS][1], &ann, "annotations", err);
@@ -257,8 +267,10 @@ static lop_rc_t fill_meta(lop_obj_t *o, arena_t *a, const char *p, size_t n, siz
         if (ann.n)
             memcpy(o->kv_ + labels.n, ann.v, ann.n * sizeof *o->kv_);
     }
-    free(labels.v);
-    free(ann.v);
+    if (labels.v != labels.small)
+        free(labels.v);
+    if (ann.v != ann.small)
+        free(ann.v);
     if (rc != LOP_OK)
         return rc;
     o->labels = o->kv_;

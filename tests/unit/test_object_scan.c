@@ -323,8 +323,28 @@ static void test_string_scan_at_every_offset(void)
     }
 }
 
+/* Labels are gathered on the stack up to 16 and on the heap beyond; a repeated key keeps its
+ * place and takes the last value, past the switch too. */
+static void test_many_labels(void)
+{
+    lop_buf_t j = LOP_BUF_INIT;
+    lop_buf_puts(&j, "{\"metadata\":{\"name\":\"n\",\"labels\":{");
+    for (int i = 0; i < 40; i++) lop_buf_printf(&j, "%s\"k%d\":\"v%d\"", i ? "," : "", i, i);
+    lop_buf_puts(&j, ",\"k3\":\"again\"},\"annotations\":{\"a\":\"b\"}}}");
+    lop_obj_t *o = mk(j.data, 0);
+    T_EQ_INT((long)o->nlabels, 40);
+    T_EQ_STR(o->labels[3].key, "k3");
+    T_EQ_STR(lop_obj_label(o, "k3"), "again");
+    T_EQ_STR(lop_obj_label(o, "k39"), "v39");
+    T_EQ_STR(lop_obj_annotation(o, "a"), "b");
+    T_CHECK(lop_obj_label(o, "a") == NULL);
+    lop_obj_unref(o);
+    lop_buf_free(&j);
+}
+
 int main(void)
 {
+    T_RUN(test_many_labels);
     T_RUN(test_prefix_build_reports_the_end);
     T_RUN(test_string_scan_at_every_offset);
     T_RUN(test_escapes_and_repeated_keys);
