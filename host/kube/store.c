@@ -5,6 +5,7 @@
 #include "host/util/buf.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -283,42 +284,51 @@ typedef struct change {
 
 static int change_cmp(const void *a, const void *b)
 {
-    const change_t *x = a, *y = b;
-    if ((x->what == LOP_STORE_DELETED) != (y->what == LOP_STORE_DELETED))
-        return x->what == LOP_STORE_DELETED ? 1 : -1; /* adds/updates first, then deletes */
-    return strcmp(x->key, y->key);
+    return strcmp(((const change_t *)a)->key, ((const change_t *)b)->key);
 }
 
 void lop_store_replace(lop_store_t *s, lop_obj_t *const *objs, size_t n, lop_store_change_fn fn, void *ud)
 {
-    lop_strmap_t fresh = LOP_STRMAP_INIT; /* key -> obj (borrowed from objs) */
+    /* key -> index of its last occurrence in objs (+1, so that no value is NULL) */
+    lop_strmap_t fresh = LOP_STRMAP_INIT;
+    char **keys = lop_xmalloc((n ? n : 1) * sizeof *keys);
     for (size_t i = 0; i < n; i++) {
         char small[256];
         char *key = key_of(objs[i], small, sizeof small);
-        lop_strmap_put(&fresh, key, objs[i]);
-        if (key != small)
-            free(key);
+        keys[i] = key == small ? lop_xstrdup(small) : key;
+        lop_strmap_put(&fresh, keys[i], (void *)(uintptr_t)(i + 1));
     }
     pthread_rwlock_wrlock(&s->lock);
-    size_t cap = fresh.count + s->items.count, nc = 0;
+    size_t cap = fresh.count + s->items.count, nc = 0, ndel;
     change_t *ch = lop_xmalloc((cap ? cap : 1) * sizeof *ch);
     /* deletes: present now, absent from the list */
     lop_strmap_iter_t it;
     for (lop_strmap_ent_t *e = lop_strmap_first(&s->items, &it); e; e = lop_strmap_next(&s->items, &it, e))
         if (!lop_strmap_has(&fresh, e->key))
             ch[nc++] = (change_t){LOP_STORE_DELETED, e->val, NULL, lop_xstrdup(e->key)};
-    for (size_t i = 0; i < nc; i++) {
+    ndel = nc;
+    for (size_t i = 0; i < ndel; i++) {
         lop_strmap_del(&s->items, ch[i].key, NULL);
         unindex(s, ch[i].key, ch[i].old); /* the change keeps the store's reference */
     }
-    for (lop_strmap_ent_t *e = lop_strmap_first(&fresh, &it); e; e = lop_strmap_next(&fresh, &it, e)) {
-        lop_obj_t *prev = put_locked(s, e->key, e->val);
-        ch[nc++] = (change_t){prev ? LOP_STORE_UPDATED : LOP_STORE_ADDED, prev, lop_obj_ref(e->val),
-                              lop_xstrdup(e->key)};
+    for (size_t i = 0; i < n; i++) {
+        if ((uintptr_t)lop_strmap_get(&fresh, keys[i]) != i + 1) { /* a later duplicate wins */
+            free(keys[i]);
+            continue;
+        }
+        lop_obj_t *prev = put_locked(s, keys[i], objs[i]);
+        ch[nc++] = (change_t){prev ? LOP_STORE_UPDATED : LOP_STORE_ADDED, prev, lop_obj_ref(objs[i]), keys[i]};
     }
     pthread_rwlock_unlock(&s->lock);
     lop_strmap_clear(&fresh);
-    qsort(ch, nc, sizeof *ch, change_cmp);
+    free(keys);
+    /* deletes in key order, after the adds and updates */
+    qsort(ch, ndel, sizeof *ch, change_cmp);
+    change_t *sorted = lop_xmalloc((nc ? nc : 1) * sizeof *ch);
+    memcpy(sorted, ch + ndel, (nc - ndel) * sizeof *ch);
+    memcpy(sorted + (nc - ndel), ch, ndel * sizeof *ch);
+    free(ch);
+    ch = sorted;
     for (size_t i = 0; i < nc; i++) {
         if (fn)
             fn(ud, ch[i].what, ch[i].old, ch[i].new_);

@@ -71,8 +71,10 @@ typedef void (*lop_store_change_fn)(void *ud, lop_store_change_t what, lop_obj_t
 /*
  * Replace the whole content with objs[0..n) (a relist). Entries absent from the list are removed
  * and reported as LOP_STORE_DELETED (tombstones: the final state is the last one we saw). Then
- * fn (may be NULL) is called for every change, in key order for adds/updates, after the lock is
- * released; the objects passed are borrowed for the call. Duplicated keys in objs: the last wins.
+ * fn (may be NULL) is called for every change after the lock is released: adds/updates in the
+ * order of objs (as client-go's Replace walks the list; the API server lists in key order), then
+ * deletes in key order. The objects passed are borrowed for the call. Duplicated keys in objs:
+ * the last wins, reported once, at its last position.
  */
 void lop_store_replace(lop_store_t *s, lop_obj_t *const *objs, size_t n, lop_store_change_fn fn, void *ud);
 

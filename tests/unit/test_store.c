@@ -249,7 +249,8 @@ static void test_store_replace_reports_tombstones(void)
     lop_obj_t *list[] = {d, a, c2};
     rec_t r = {{0}};
     lop_store_replace(s, list, 3, on_change, &r);
-    T_EQ_STR(r.log, "upd:a:1:1;upd:c:3:9;add:d:-:8;del:b:2:-;");
+    /* adds/updates in list order (as client-go's Replace), then deletes in key order */
+    T_EQ_STR(r.log, "add:d:-:8;upd:a:1:1;upd:c:3:9;del:b:2:-;");
     lop_obj_list_t l;
     lop_store_list(s, &l);
     T_EQ_INT(l.n, 3);
@@ -257,6 +258,16 @@ static void test_store_replace_reports_tombstones(void)
     lop_store_list_by_owner_uid(s, "o", &l);
     T_EQ_INT(l.n, 0);
     lop_obj_list_free(&l);
+    /* a key listed twice: the last occurrence wins, reported once at its position */
+    lop_obj_t *a2 = pod("n", "a", "5", NULL);
+    lop_obj_t *dup[] = {a, c2, a2, d};
+    rec_t r2 = {{0}};
+    lop_store_replace(s, dup, 4, on_change, &r2);
+    T_EQ_STR(r2.log, "upd:c:9:9;upd:a:1:5;upd:d:8:8;");
+    lop_obj_t *got = lop_store_get(s, "n/a");
+    T_EQ_STR(got->rv, "5");
+    lop_obj_unref(got);
+    lop_obj_unref(a2);
     lop_store_replace(s, NULL, 0, NULL, NULL);
     lop_store_stats_t st;
     lop_store_stats(s, &st);
