@@ -1,4 +1,5 @@
-/* strmap.c — string-keyed hash map with chaining (FNV-1a), doubling at load factor 1. */
+/* strmap.c — string-keyed hash map with chaining (FNV-1a), doubling at load factor 1. Each entry
+ * holds its key's hash (compared first) and its key (same allocation). */
 #include "host/kube/strmap.h"
 
 #include "host/util/buf.h"
@@ -23,7 +24,6 @@ void lop_strmap_clear(lop_strmap_t *m)
         lop_strmap_ent_t *e = m->buckets[i];
         while (e) {
             lop_strmap_ent_t *n = e->next;
-            free(e->key);
             free(e);
             e = n;
         }
@@ -34,14 +34,19 @@ void lop_strmap_clear(lop_strmap_t *m)
     m->count = 0;
 }
 
-lop_strmap_ent_t *lop_strmap_find(const lop_strmap_t *m, const char *key)
+static lop_strmap_ent_t *find_h(const lop_strmap_t *m, const char *key, uint64_t h)
 {
     if (!m->nbuckets)
         return NULL;
-    for (lop_strmap_ent_t *e = m->buckets[hash_str(key) & (m->nbuckets - 1)]; e; e = e->next)
-        if (strcmp(e->key, key) == 0)
+    for (lop_strmap_ent_t *e = m->buckets[h & (m->nbuckets - 1)]; e; e = e->next)
+        if (e->hash == h && strcmp(e->key, key) == 0)
             return e;
     return NULL;
+}
+
+lop_strmap_ent_t *lop_strmap_find(const lop_strmap_t *m, const char *key)
+{
+    return m->nbuckets ? find_h(m, key, hash_str(key)) : NULL;
 }
 
 void *lop_strmap_get(const lop_strmap_t *m, const char *key)
@@ -60,7 +65,7 @@ static void grow(lop_strmap_t *m)
         lop_strmap_ent_t *e = m->buckets[i];
         while (e) {
             lop_strmap_ent_t *n = e->next;
-            size_t j = hash_str(e->key) & (nb - 1);
+            size_t j = e->hash & (nb - 1);
             e->next = b[j];
             b[j] = e;
             e = n;
@@ -73,7 +78,8 @@ static void grow(lop_strmap_t *m)
 
 void *lop_strmap_put(lop_strmap_t *m, const char *key, void *val)
 {
-    lop_strmap_ent_t *e = lop_strmap_find(m, key);
+    uint64_t h = hash_str(key);
+    lop_strmap_ent_t *e = find_h(m, key, h);
     if (e) {
         void *old = e->val;
         e->val = val;
@@ -81,10 +87,12 @@ void *lop_strmap_put(lop_strmap_t *m, const char *key, void *val)
     }
     if (m->count + 1 > m->nbuckets)
         grow(m);
-    e = lop_xmalloc(sizeof *e);
-    e->key = lop_xstrdup(key);
+    size_t kl = strlen(key) + 1;
+    e = lop_xmalloc(sizeof *e + kl);
+    e->key = memcpy((char *)(e + 1), key, kl);
     e->val = val;
-    size_t j = hash_str(key) & (m->nbuckets - 1);
+    e->hash = h;
+    size_t j = h & (m->nbuckets - 1);
     e->next = m->buckets[j];
     m->buckets[j] = e;
     m->count++;
@@ -97,13 +105,13 @@ void *lop_strmap_del(lop_strmap_t *m, const char *key, bool *found)
         *found = false;
     if (!m->nbuckets)
         return NULL;
-    lop_strmap_ent_t **pp = &m->buckets[hash_str(key) & (m->nbuckets - 1)];
+    uint64_t h = hash_str(key);
+    lop_strmap_ent_t **pp = &m->buckets[h & (m->nbuckets - 1)];
     for (; *pp; pp = &(*pp)->next) {
         lop_strmap_ent_t *e = *pp;
-        if (strcmp(e->key, key) == 0) {
+        if (e->hash == h && strcmp(e->key, key) == 0) {
             void *v = e->val;
             *pp = e->next;
-            free(e->key);
             free(e);
             m->count--;
             if (found)
@@ -122,7 +130,7 @@ void *lop_strmap_move(lop_strmap_t *src, lop_strmap_t *dst, const char *key, voi
     uint64_t h = hash_str(key);
     for (lop_strmap_ent_t **pp = &src->buckets[h & (src->nbuckets - 1)]; *pp; pp = &(*pp)->next) {
         lop_strmap_ent_t *e = *pp;
-        if (strcmp(e->key, key) != 0)
+        if (e->hash != h || strcmp(e->key, key) != 0)
             continue;
         *pp = e->next;
         src->count--;

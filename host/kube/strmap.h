@@ -9,11 +9,13 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct lop_strmap_ent {
     struct lop_strmap_ent *next;
-    char *key;
+    char *key;     /* the map's copy, stored with the entry (one allocation); read-only */
     void *val;
+    uint64_t hash; /* of key: compared before the key itself, reused when the table grows */
 } lop_strmap_ent_t;
 
 typedef struct lop_strmap {
