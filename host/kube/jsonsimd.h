@@ -17,68 +17,63 @@
 #include <emmintrin.h>
 #endif
 
-static inline size_t lop_jsimd_str_special(const char *p, size_t n, size_t i)
+/* The sets; a constant argument to the helpers below, so each inlined call compiles to its own
+ * loop. */
+enum { LOP_JSIMD_STR_SPECIAL, LOP_JSIMD_STR_STOP, LOP_JSIMD_TOK_STOP };
+
+static inline int lop_jsimd_in_set(unsigned char c, int set)
 {
-#ifdef __SSE2__
-    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'), ctl = _mm_set1_epi8(0x1F);
-    while (n - i >= 16) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
-        /* max(b, 0x1F) == 0x1F exactly when b <= 0x1F (unsigned) */
-        __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)),
-                                   _mm_cmpeq_epi8(_mm_max_epu8(v, ctl), ctl));
-        unsigned m = (unsigned)_mm_movemask_epi8(hit);
-        if (m)
-            return i + (size_t)__builtin_ctz(m);
-        i += 16;
+    switch (set) {
+    case LOP_JSIMD_STR_SPECIAL: return c == '"' || c == '\\' || c <= 0x1F;
+    case LOP_JSIMD_STR_STOP: return c == '"' || c == '\\';
+    default: return c == '"' || c == '{' || c == '[' || c == '}' || c == ']';
     }
-#endif
-    for (; i < n; i++) {
-        unsigned char c = (unsigned char)p[i];
-        if (c == '"' || c == '\\' || c <= 0x1F)
-            break;
-    }
-    return i;
 }
 
-static inline size_t lop_jsimd_str_stop(const char *p, size_t n, size_t i)
+#ifdef __SSE2__
+/* Bit k set when byte k of v is in the set. */
+static inline unsigned lop_jsimd_mask(__m128i v, int set)
+{
+    __m128i hit = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                               _mm_cmpeq_epi8(v, _mm_set1_epi8(set == LOP_JSIMD_TOK_STOP ? '{' : '\\')));
+    if (set == LOP_JSIMD_STR_SPECIAL) /* max(b, 0x1F) == 0x1F exactly when b <= 0x1F (unsigned) */
+        hit = _mm_or_si128(hit, _mm_cmpeq_epi8(_mm_max_epu8(v, _mm_set1_epi8(0x1F)), _mm_set1_epi8(0x1F)));
+    if (set == LOP_JSIMD_TOK_STOP)
+        hit = _mm_or_si128(hit, _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('}')),
+                                             _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('[')),
+                                                          _mm_cmpeq_epi8(v, _mm_set1_epi8(']')))));
+    return (unsigned)_mm_movemask_epi8(hit);
+}
+#endif
+
+static inline size_t lop_jsimd_next(const char *p, size_t n, size_t i, int set)
 {
 #ifdef __SSE2__
-    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
     while (n - i >= 16) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
-        unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)));
+        unsigned m = lop_jsimd_mask(_mm_loadu_si128((const __m128i *)(const void *)(p + i)), set);
         if (m)
             return i + (size_t)__builtin_ctz(m);
         i += 16;
     }
 #endif
-    while (i < n && p[i] != '"' && p[i] != '\\')
+    while (i < n && !lop_jsimd_in_set((unsigned char)p[i], set))
         i++;
     return i;
 }
 
+static inline size_t lop_jsimd_str_special(const char *p, size_t n, size_t i)
+{
+    return lop_jsimd_next(p, n, i, LOP_JSIMD_STR_SPECIAL);
+}
+
+static inline size_t lop_jsimd_str_stop(const char *p, size_t n, size_t i)
+{
+    return lop_jsimd_next(p, n, i, LOP_JSIMD_STR_STOP);
+}
+
 static inline size_t lop_jsimd_tok_stop(const char *p, size_t n, size_t i)
 {
-#ifdef __SSE2__
-    const __m128i q = _mm_set1_epi8('"'), ob = _mm_set1_epi8('{'), cb = _mm_set1_epi8('}'),
-                  os = _mm_set1_epi8('['), cs = _mm_set1_epi8(']');
-    while (n - i >= 16) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
-        __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, q), _mm_cmpeq_epi8(v, ob)),
-                                   _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, cb), _mm_cmpeq_epi8(v, os)),
-                                                _mm_cmpeq_epi8(v, cs)));
-        unsigned m = (unsigned)_mm_movemask_epi8(hit);
-        if (m)
-            return i + (size_t)__builtin_ctz(m);
-        i += 16;
-    }
-#endif
-    for (; i < n; i++) {
-        char c = p[i];
-        if (c == '"' || c == '{' || c == '[' || c == '}' || c == ']')
-            break;
-    }
-    return i;
+    return lop_jsimd_next(p, n, i, LOP_JSIMD_TOK_STOP);
 }
 
 #endif

@@ -2,6 +2,7 @@
  * lists, 410s in both forms, expired continue tokens, garbage, short watches, stalls, stop. */
 #include "host/kube/reflector.h"
 #include "host/kube/reflector_impl.h" /* lop_reflector_do_list: the error of one list */
+#include "handler_log.h"
 #include "t.h"
 
 #include <pthread.h>
@@ -138,18 +139,6 @@ static void fake_cancel(void *ud)
 
 /* ---- handler recorder ---- */
 
-typedef struct log_ {
-    char s[4096];
-} log_t;
-
-static void app(log_t *l, const char *tag, const lop_obj_t *o)
-{
-    size_t n = strlen(l->s);
-    snprintf(l->s + n, sizeof l->s - n, "%s:%s@%s;", tag, o->name, o->rv);
-}
-static void h_add(void *ud, lop_obj_t *o) { app(ud, "add", o); }
-static void h_update(void *ud, lop_obj_t *old, lop_obj_t *o) { app(ud, "upd", o); }
-static void h_delete(void *ud, lop_obj_t *o, bool tomb) { app(ud, tomb ? "tomb" : "del", o); }
 
 typedef struct env {
     lop_fake_clock_t fc;

@@ -9,6 +9,7 @@
  * initial events on a relist (wl_reuse: unchanged entries shared).
  */
 #include "host/kube/reflector.h"
+#include "handler_log.h"
 #include "t.h"
 
 #include <stdlib.h>
@@ -55,18 +56,6 @@ static lop_rc_t fake_watch(void *ud, const lop_watch_opts_t *o, lop_stream_fn fn
 
 static void fake_cancel(void *ud) {}
 
-typedef struct log_ {
-    char s[2048];
-} log_t;
-
-static void app(log_t *l, const char *tag, const lop_obj_t *o)
-{
-    size_t n = strlen(l->s);
-    snprintf(l->s + n, sizeof l->s - n, "%s:%s@%s;", tag, o->name, o->rv);
-}
-static void h_add(void *ud, lop_obj_t *o) { app(ud, "add", o); }
-static void h_update(void *ud, lop_obj_t *old, lop_obj_t *o) { app(ud, "upd", o); }
-static void h_delete(void *ud, lop_obj_t *o, bool tomb) { app(ud, tomb ? "tomb" : "del", o); }
 
 /* Run list (unless watch-list) + the scripted watches; the outcome as one string. */
 static void run(const char *list_body, const char *s0, const char *s1, bool watch_list, size_t piece, char *out,
@@ -92,7 +81,7 @@ static void run(const char *list_body, const char *s0, const char *s1, bool watc
     lop_reflector_stats(r, &rs);
     lop_store_stats_t ss;
     lop_store_stats(store, &ss);
-    snprintf(out, outlen, "%s|rv=%s events=%llu bookmarks=%llu lists=%llu watch_lists=%llu relists_410=%llu count=%zu wait>0=%d",
+    snprintf(out, outlen, "%.2047s|rv=%s events=%llu bookmarks=%llu lists=%llu watch_lists=%llu relists_410=%llu count=%zu wait>0=%d",
              log.s, rv, (unsigned long long)rs.events, (unsigned long long)rs.bookmarks,
              (unsigned long long)rs.lists, (unsigned long long)rs.watch_lists, (unsigned long long)rs.relists_410,
              (size_t)ss.count, w > 0);

@@ -54,18 +54,25 @@ static void check_three(sink_t *s)
         T_EQ_STR(s->docs[i], ev[i]);
 }
 
+/* Feed st[0..n) in two pieces cut at cut; every byte consumed, no document left partial. */
+static sink_t feed_in_two(const char *st, size_t n, size_t cut)
+{
+    sink_t s = {0};
+    lop_watchdecoder_t *d = lop_watchdecoder_new(0, collect, &s);
+    T_EQ_INT(lop_watchdecoder_feed(d, st, cut, NULL), LOP_OK);
+    T_EQ_INT(lop_watchdecoder_feed(d, st + cut, n - cut, NULL), LOP_OK);
+    T_CHECK(!lop_watchdecoder_partial(d));
+    lop_watchdecoder_free(d);
+    return s;
+}
+
 static void test_every_two_chunk_split(void)
 {
     const char *st = stream();
     size_t n = strlen(st);
     for (size_t cut = 0; cut <= n; cut++) {
-        sink_t s = {0};
-        lop_watchdecoder_t *d = lop_watchdecoder_new(0, collect, &s);
-        T_EQ_INT(lop_watchdecoder_feed(d, st, cut, NULL), LOP_OK);
-        T_EQ_INT(lop_watchdecoder_feed(d, st + cut, n - cut, NULL), LOP_OK);
+        sink_t s = feed_in_two(st, n, cut);
         check_three(&s);
-        T_CHECK(!lop_watchdecoder_partial(d));
-        lop_watchdecoder_free(d);
     }
 }
 
@@ -178,15 +185,10 @@ static void test_lines_that_are_not_one_event(void)
     static const char *want[] = {"{\"a\":1}", "{\"b\":\"x\\ny\"}", "{\"c\":\n [1,\n2]\n}", "{\"d\":{}}"};
     size_t n = strlen(st);
     for (size_t cut = 0; cut <= n; cut++) {
-        sink_t s = {0};
-        lop_watchdecoder_t *d = lop_watchdecoder_new(0, collect, &s);
-        T_EQ_INT(lop_watchdecoder_feed(d, st, cut, NULL), LOP_OK);
-        T_EQ_INT(lop_watchdecoder_feed(d, st + cut, n - cut, NULL), LOP_OK);
+        sink_t s = feed_in_two(st, n, cut);
         T_EQ_INT(s.n, 4);
         for (int i = 0; i < 4 && i < s.n; i++)
             T_EQ_STR(s.docs[i], want[i]);
-        T_CHECK(!lop_watchdecoder_partial(d));
-        lop_watchdecoder_free(d);
     }
     sink_t s = {0};
     lop_watchdecoder_t *d = lop_watchdecoder_new(0, collect, &s);
