@@ -173,7 +173,7 @@ finally:
     proc.terminate()
     proc.wait(timeout=10)
 
+# the verdict: every check() above must have held (an AssertionError exits non-zero with the list)
 if failures:
-    print("%d failure(s)" % len(failures), file=sys.stderr)
-    sys.exit(1)
+    raise AssertionError("%d check(s) failed: %s" % (len(failures), "; ".join(failures)))
 print("PASS apiserver_python")

@@ -385,6 +385,37 @@ static int wcollect(void *ud, const char *doc0, size_t len, bool checked)
 }
 
 /* Feed st in random pieces (or all at once / byte by byte); the outcome as a string. */
+/* A feeder: the outcome of decoding in[0..n) (limit, stop after k, split mode) as a string. */
+typedef void (*feed_fn)(const char *in, size_t n, size_t limit, int stop_after, int mode, lop_buf_t *out);
+
+/* Feed in (limit, stop after k) in split mode ref into o, then in every other mode once and in
+ * random pieces (mode 2) twice more into a: every outcome must equal o's. a, o: scratch. */
+static void modes_agree(feed_fn feed, const lop_buf_t *in, size_t limit, int stop_after, int ref, int iter,
+                        const char *what, lop_buf_t *a, lop_buf_t *o)
+{
+    static const int modes[] = {0, 1, 2, 2, 2};
+    feed(in->data, in->len, limit, stop_after, ref, o);
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        if (modes[i] == ref && i < 2)
+            continue;
+        feed(in->data, in->len, limit, stop_after, modes[i], a);
+        if (strcmp(a->data, o->data) != 0) {
+            fprintf(stderr, "iteration %d (%s, mode %d vs %d): %.*s\ngot  %s\nwant %s\n", iter, what, modes[i], ref,
+                    (int)in->len, in->data, a->data, o->data);
+            T_CHECK(0);
+        }
+    }
+}
+
+/* Mutate *in once or twice; then every split mode must give the byte-by-byte (all tracked)
+ * outcome. */
+static void mutated_agree(feed_fn feed, lop_buf_t *in, int iter, const char *what, lop_buf_t *a, lop_buf_t *o)
+{
+    for (size_t m = rn(2) + 1; m; m--)
+        mutate(in);
+    modes_agree(feed, in, 0, 0, 1, iter, what, a, o);
+}
+
 static void feed_watch(const char *st, size_t n, size_t max_doc, int stop_after, int mode, lop_buf_t *out)
 {
     wsink_t s = {LOP_BUF_INIT, 0, stop_after, 0, 0, 0};
@@ -453,32 +484,13 @@ static void test_watch_streams_split_anywhere(void)
         /* the size limit: exactly the longest passes; one less fails at it whichever way */
         feed_watch(st.data, st.len, maxlen, 0, 2, &a);
         T_EQ_STR(a.data, exp);
-        feed_watch(st.data, st.len, maxlen - 1, 0, 0, &o);
-        for (int mode = 1; mode < 4; mode++) {
-            feed_watch(st.data, st.len, maxlen - 1, 0, mode > 2 ? 2 : mode, &a);
-            T_EQ_STR(a.data, o.data);
-        }
+        modes_agree(feed_watch, &st, maxlen - 1, 0, 0, iter, "stream, limit", &a, &o);
         T_CHECK(strstr(o.data, "|rc=-") != NULL);
         /* stop after k: exactly k delivered, whichever way */
-        int k = 1 + (int)rn(nd);
-        feed_watch(st.data, st.len, 0, k, 0, &o);
-        for (int mode = 1; mode < 4; mode++) {
-            feed_watch(st.data, st.len, 0, k, mode > 2 ? 2 : mode, &a);
-            T_EQ_STR(a.data, o.data);
-        }
+        modes_agree(feed_watch, &st, 0, 1 + (int)rn(nd), 0, iter, "stream, stop", &a, &o);
         free(exp);
         /* mutated streams: every split agrees with the byte-by-byte (all tracked) outcome */
-        for (size_t m = rn(2) + 1; m; m--)
-            mutate(&st);
-        feed_watch(st.data, st.len, 0, 0, 1, &o);
-        for (int mode = 0; mode < 4; mode++) {
-            feed_watch(st.data, st.len, 0, 0, mode == 1 ? 0 : 2, &a);
-            if (strcmp(a.data, o.data) != 0) {
-                fprintf(stderr, "iteration %d (mutated): stream %.*s\ngot  %s\nwant %s\n", iter, (int)st.len, st.data,
-                        a.data, o.data);
-                T_CHECK(0);
-            }
-        }
+        mutated_agree(feed_watch, &st, iter, "stream", &a, &o);
     }
     lop_buf_free(&st);
     lop_buf_free(&want);
@@ -619,31 +631,11 @@ static void test_list_bodies_split_anywhere(void)
             /* the item limit: exactly the longest passes (the members are short) */
             feed_list(body.data, body.len, maxlen > 64 ? maxlen : 64, 0, 2, &a);
             T_EQ_STR(a.data, exp);
-            size_t lim = maxlen - 1;
-            feed_list(body.data, body.len, lim, 0, 1, &o);
-            for (int mode = 0; mode < 4; mode++) {
-                feed_list(body.data, body.len, lim, 0, mode == 1 ? 0 : 2, &a);
-                T_EQ_STR(a.data, o.data);
-            }
-            int k = 1 + (int)rn(ni);
-            feed_list(body.data, body.len, 0, k, 1, &o);
-            for (int mode = 0; mode < 4; mode++) {
-                feed_list(body.data, body.len, 0, k, mode == 1 ? 0 : 2, &a);
-                T_EQ_STR(a.data, o.data);
-            }
+            modes_agree(feed_list, &body, maxlen - 1, 0, 1, iter, "body, limit", &a, &o);
+            modes_agree(feed_list, &body, 0, 1 + (int)rn(ni), 1, iter, "body, stop", &a, &o);
         }
         free(exp);
-        for (size_t m = rn(2) + 1; m; m--)
-            mutate(&body);
-        feed_list(body.data, body.len, 0, 0, 1, &o);
-        for (int mode = 0; mode < 4; mode++) {
-            feed_list(body.data, body.len, 0, 0, mode == 1 ? 0 : 2, &a);
-            if (strcmp(a.data, o.data) != 0) {
-                fprintf(stderr, "iteration %d (mutated): body %.*s\ngot  %s\nwant %s\n", iter, (int)body.len, body.data,
-                        a.data, o.data);
-                T_CHECK(0);
-            }
-        }
+        mutated_agree(feed_list, &body, iter, "body", &a, &o);
     }
     lop_buf_free(&body);
     lop_buf_free(&want);
