@@ -340,7 +340,6 @@ if __name__ == "__main__":
                     pass
                 p.kill()
                 p.wait()
-    if failures:
-        print(f"{len(failures)} check(s) failed", file=sys.stderr)
-        sys.exit(1)
+    if failures:  # the verdict: every check() must have held
+        raise AssertionError(f"{len(failures)} check(s) failed: " + "; ".join(failures))
     print("PASS ops probes/metrics/logs/shutdown", file=sys.stderr)

@@ -106,9 +106,10 @@ class Check:
         return cond
 
     def finish(self, name):
+        """The verdict: AssertionError naming every failed check, or PASS."""
         if self.failures:
             print("FAILED %s: %s" % (name, "; ".join(self.failures)), file=sys.stderr)
-            sys.exit(1)
+            raise AssertionError("%s: %d check(s) failed: %s" % (name, len(self.failures), "; ".join(self.failures)))
         print("PASS " + name, file=sys.stderr)
 
 
