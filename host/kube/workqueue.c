@@ -248,9 +248,11 @@ void lop_workqueue_done(lop_workqueue_t *q, const char *item)
         if (lop_strmap_has(&q->dirty, item)) {
             fifo_push(q, item);
             lop_wq_wake_one_locked(q);
-        } else if (q->processing.count == 0) {
-            pthread_cond_broadcast(&q->cond); /* a drain may be waiting */
         }
+        /* A drain waits for processing to empty, also when this item was requeued (added again
+         * while processing): its worker may stop without taking it again. */
+        if (q->draining && q->processing.count == 0)
+            pthread_cond_broadcast(&q->cond);
     }
     observe_unlock(q, LOP_WQ_OBSERVE_WORK_DURATION, worked);
 }

@@ -191,6 +191,31 @@ static void test_shutdown_with_drain_dirty_item_is_handed_out(void)
     lop_workqueue_free(d.q);
 }
 
+/* A controller's worker stops after Done without taking its item again, even when the item was
+ * added while it was processed (dirty): the drain must end at that Done, not at its deadline. */
+static void test_shutdown_with_drain_ends_when_requeued_item_is_left(void)
+{
+    drain_ctx_t d = {.q = lop_workqueue_new("drain-left", NULL, NULL)};
+    lop_workqueue_add(d.q, "a");
+    char *a = get_now(d.q);
+    lop_workqueue_add(d.q, "a"); /* dirty while processing */
+    pthread_t t;
+    pthread_create(&t, NULL, drainer, &d);
+    while (!lop_workqueue_shutting_down(d.q))
+        sched_yield();
+    lop_workqueue_done(d.q, a); /* the worker stops here: nobody takes "a" again */
+    free(a);
+    /* a bound on a wait for an event, not a sleep: before the fix the drain never ended */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 30;
+    int jr = pthread_timedjoin_np(t, NULL, &until);
+    T_EQ_INT(jr, 0);
+    if (jr != 0) return; /* the drainer still waits on the queue: leak it rather than free it */
+    T_EQ_INT(atomic_load(&d.finished), 1);
+    lop_workqueue_free(d.q);
+}
+
 typedef struct getter_ctx {
     lop_workqueue_t *q;
     char *item;
@@ -417,6 +442,7 @@ int main(void)
     T_RUN(test_shutdown_hands_out_queued_then_closes);
     T_RUN(test_shutdown_with_drain_waits_for_done);
     T_RUN(test_shutdown_with_drain_dirty_item_is_handed_out);
+    T_RUN(test_shutdown_with_drain_ends_when_requeued_item_is_left);
     T_RUN(test_get_blocks_until_add_or_shutdown);
     T_RUN(test_add_after_fires_when_clock_reaches_it);
     T_RUN(test_add_after_dedup_keeps_earliest);
