@@ -51,7 +51,7 @@ static void release(lop_workqueue_t *q)
     free(q);
 }
 
-static void fifo_push(lop_workqueue_t *q, const char *item)
+static void fifo_push_owned(lop_workqueue_t *q, char *item)
 {
     if (q->count == q->cap) {
         size_t nc = q->cap ? q->cap * 2 : 16;
@@ -63,7 +63,7 @@ static void fifo_push(lop_workqueue_t *q, const char *item)
         q->cap = nc;
         q->head = 0;
     }
-    q->fifo[(q->head + q->count) % q->cap] = lop_xstrdup(item);
+    q->fifo[(q->head + q->count) % q->cap] = item;
     q->count++;
 }
 
@@ -75,14 +75,71 @@ static char *fifo_pop(lop_workqueue_t *q)
     return s;
 }
 
-/* This thread's open batch: the queues it holds wake-ups for, and how many for each. */
+void lop_wq_wake_one_locked(lop_workqueue_t *q)
+{
+    if (q->idle_getters > q->wakes_pending) {
+        q->wakes_pending++;
+        pthread_cond_signal(&q->cond);
+    }
+}
+
+/* This thread's open batch: for each queue it added to, the adds held back until the batch
+ * ends (owned copies, in order) and the wake-ups deferred by adds that went in directly (the
+ * delaying queue's items coming due, or a batch over BATCH_MAX queues). */
 #define BATCH_MAX 16
+typedef struct batch_slot {
+    lop_workqueue_t *q;
+    char **items;
+    size_t n, cap;
+    unsigned wakes;
+} batch_slot_t;
 static _Thread_local struct {
     int depth;
     size_t n;
-    lop_workqueue_t *q[BATCH_MAX];
-    unsigned wakes[BATCH_MAX];
+    batch_slot_t s[BATCH_MAX];
 } tl_batch;
+
+static bool add_owned_locked(lop_workqueue_t *q, char *item);
+
+/* Queue the slot's held items (mu held). Returns how many reached the FIFO. */
+static unsigned slot_flush_locked(batch_slot_t *b)
+{
+    unsigned pushed = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        if (b->q->freed) free(b->items[i]);
+        else pushed += add_owned_locked(b->q, b->items[i]);
+    }
+    b->n = 0;
+    return pushed;
+}
+
+/* This thread's slot for q, pinning q on first use; NULL outside a batch or when it is full. */
+static batch_slot_t *batch_slot(lop_workqueue_t *q, bool pin_locked)
+{
+    if (tl_batch.depth <= 0) return NULL;
+    for (size_t i = 0; i < tl_batch.n; i++)
+        if (tl_batch.s[i].q == q) return &tl_batch.s[i];
+    if (tl_batch.n == BATCH_MAX) return NULL;
+    if (!pin_locked) pthread_mutex_lock(&q->mu);
+    q->batch_pins++;
+    if (!pin_locked) pthread_mutex_unlock(&q->mu);
+    batch_slot_t *b = &tl_batch.s[tl_batch.n++];
+    b->q = q;
+    b->n = 0;
+    b->wakes = 0;
+    return b;
+}
+
+/* The calling thread's held adds for q become visible to its own reads (len, stats). mu held. */
+static void flush_own_locked(lop_workqueue_t *q)
+{
+    if (tl_batch.depth <= 0) return;
+    for (size_t i = 0; i < tl_batch.n; i++)
+        if (tl_batch.s[i].q == q) {
+            tl_batch.s[i].wakes += slot_flush_locked(&tl_batch.s[i]);
+            return;
+        }
+}
 
 void lop_workqueue_batch_begin(void) { tl_batch.depth++; }
 
@@ -91,9 +148,12 @@ void lop_workqueue_batch_end(void)
     if (tl_batch.depth <= 0 || --tl_batch.depth > 0)
         return;
     for (size_t i = 0; i < tl_batch.n; i++) {
-        lop_workqueue_t *q = tl_batch.q[i];
+        batch_slot_t *b = &tl_batch.s[i];
+        lop_workqueue_t *q = b->q;
         pthread_mutex_lock(&q->mu);
-        for (unsigned w = tl_batch.wakes[i]; w > 0 && q->idle_getters > q->wakes_pending; w--) {
+        lop_wq_pump_locked(q);
+        unsigned w = b->wakes + slot_flush_locked(b);
+        for (; w > 0 && q->idle_getters > q->wakes_pending; w--) {
             q->wakes_pending++;
             pthread_cond_signal(&q->cond);
         }
@@ -101,6 +161,9 @@ void lop_workqueue_batch_end(void)
         pthread_mutex_unlock(&q->mu);
         if (last)
             release(q);
+        free(b->items);
+        b->items = NULL;
+        b->cap = 0;
     }
     tl_batch.n = 0;
 }
@@ -109,27 +172,10 @@ void lop_workqueue_batch_end(void)
  * full). Called with mu held. */
 static bool batch_defer(lop_workqueue_t *q)
 {
-    if (tl_batch.depth <= 0)
-        return false;
-    for (size_t i = 0; i < tl_batch.n; i++)
-        if (tl_batch.q[i] == q) {
-            tl_batch.wakes[i]++;
-            return true;
-        }
-    if (tl_batch.n == BATCH_MAX)
-        return false;
-    tl_batch.q[tl_batch.n] = q;
-    tl_batch.wakes[tl_batch.n++] = 1;
-    q->batch_pins++;
+    batch_slot_t *b = batch_slot(q, true);
+    if (!b) return false;
+    b->wakes++;
     return true;
-}
-
-void lop_wq_wake_one_locked(lop_workqueue_t *q)
-{
-    if (q->idle_getters > q->wakes_pending) {
-        q->wakes_pending++;
-        pthread_cond_signal(&q->cond);
-    }
 }
 
 /* An add's wake-up: deferred inside a batch, else at once. Called with mu held. */
@@ -139,20 +185,44 @@ static void wake_for_add_locked(lop_workqueue_t *q)
         lop_wq_wake_one_locked(q);
 }
 
+/* Add taking ownership of item (freed when it is not queued). True when it entered the FIFO
+ * (the caller owes a wake-up). Called with mu held. */
+static bool add_owned_locked(lop_workqueue_t *q, char *item)
+{
+    if (q->shutting_down || lop_strmap_has(&q->dirty, item)) {
+        free(item);
+        return false;
+    }
+    q->st.adds++;
+    lop_strmap_put(&q->dirty, item, BOX(lop_clock_mono(q->clock)));
+    if (lop_strmap_has(&q->processing, item)) { /* queued again by Done */
+        free(item);
+        return false;
+    }
+    fifo_push_owned(q, item);
+    return true;
+}
+
 void lop_wq_add_locked(lop_workqueue_t *q, const char *item)
 {
     if (q->shutting_down || lop_strmap_has(&q->dirty, item))
         return;
-    q->st.adds++;
-    lop_strmap_put(&q->dirty, item, BOX(lop_clock_mono(q->clock)));
-    if (lop_strmap_has(&q->processing, item))
-        return; /* queued again by Done */
-    fifo_push(q, item);
-    wake_for_add_locked(q);
+    if (add_owned_locked(q, lop_xstrdup(item)))
+        wake_for_add_locked(q);
 }
 
 void lop_workqueue_add(lop_workqueue_t *q, const char *item)
 {
+    /* inside a batch: held by this thread, no lock taken, queued at the batch end */
+    batch_slot_t *b = batch_slot(q, false);
+    if (b) {
+        if (b->n == b->cap) {
+            b->cap = b->cap ? 2 * b->cap : 32;
+            b->items = lop_xrealloc(b->items, b->cap * sizeof *b->items);
+        }
+        b->items[b->n++] = lop_xstrdup(item);
+        return;
+    }
     pthread_mutex_lock(&q->mu);
     lop_wq_pump_locked(q);
     lop_wq_add_locked(q, item);
@@ -197,6 +267,7 @@ void lop_workqueue_set_observer(lop_workqueue_t *q, lop_workqueue_observer_fn fn
 lop_rc_t lop_workqueue_get(lop_workqueue_t *q, char **item)
 {
     pthread_mutex_lock(&q->mu);
+    flush_own_locked(q);
     for (;;) {
         int64_t next = lop_wq_pump_locked(q);
         if (q->count > 0 || q->shutting_down)
@@ -223,6 +294,7 @@ lop_rc_t lop_workqueue_get(lop_workqueue_t *q, char **item)
 lop_rc_t lop_workqueue_try_get(lop_workqueue_t *q, char **item)
 {
     pthread_mutex_lock(&q->mu);
+    flush_own_locked(q);
     lop_wq_pump_locked(q);
     lop_rc_t rc = LOP_OK;
     *item = NULL;
@@ -246,7 +318,7 @@ void lop_workqueue_done(lop_workqueue_t *q, const char *item)
         q->st.work_duration_sum_ns += worked;
         q->st.work_done++;
         if (lop_strmap_has(&q->dirty, item)) {
-            fifo_push(q, item);
+            fifo_push_owned(q, lop_xstrdup(item));
             lop_wq_wake_one_locked(q);
         }
         /* A drain waits for processing to empty, also when this item was requeued (added again
@@ -260,6 +332,7 @@ void lop_workqueue_done(lop_workqueue_t *q, const char *item)
 size_t lop_workqueue_len(lop_workqueue_t *q)
 {
     pthread_mutex_lock(&q->mu);
+    flush_own_locked(q);
     lop_wq_pump_locked(q);
     size_t n = q->count;
     pthread_mutex_unlock(&q->mu);
@@ -327,6 +400,7 @@ bool lop_workqueue_shutting_down(lop_workqueue_t *q)
 void lop_workqueue_stats(lop_workqueue_t *q, lop_workqueue_stats_t *out)
 {
     pthread_mutex_lock(&q->mu);
+    flush_own_locked(q);
     lop_wq_pump_locked(q);
     *out = q->st;
     out->depth = q->count;

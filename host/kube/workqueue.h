@@ -107,13 +107,18 @@ bool lop_workqueue_shutdown_with_drain_until(lop_workqueue_t *q, int64_t deadlin
 size_t lop_workqueue_processing_items(lop_workqueue_t *q, char **out, int64_t *out_ns, size_t max);
 
 /*
- * Wake-up batching for a thread that adds items in bursts (the reflector around one chunk of a
- * watch stream, which carries several events). Between lop_workqueue_batch_begin and
- * lop_workqueue_batch_end, items this thread adds (lop_workqueue_add) are queued at once as
- * usual, but blocked workers are woken at batch_end — one per deferred item, as many as are
- * idle — so a burst costs a few wake-ups instead of one futex wake and context switch per item.
- * Pairs nest; only the calling thread is affected; never block waiting for a worker inside a
- * batch. A queue freed inside a batch (by any thread) is released at the batch's end.
+ * Batching for a thread that adds items in bursts (the reflector around one chunk of a watch
+ * stream, which carries several events). Between lop_workqueue_batch_begin and
+ * lop_workqueue_batch_end, the items this thread adds with lop_workqueue_add are held by the
+ * thread (no lock is taken) and queued, in order and deduplicated as usual, at batch_end under
+ * one lock; blocked workers are woken then, one per queued item, as many as are idle. A burst
+ * thus costs one lock and a few wake-ups instead of a lock round trip contended with the workers
+ * and a futex wake per item. The thread's own reads (len, stats, get, try_get) see its held
+ * items; other threads see them at batch_end (a chunk's events are decoded in microseconds).
+ * An add_after/rate-limited add goes in at once; its wake-up waits for batch_end. Pairs nest;
+ * only the calling thread is affected; never block waiting for a worker inside a batch. A queue
+ * shut down before batch_end drops the held items as it drops any later add; a queue freed
+ * inside a batch (by any thread) is released at the batch's end.
  */
 void lop_workqueue_batch_begin(void);
 void lop_workqueue_batch_end(void);

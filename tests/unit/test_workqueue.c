@@ -229,6 +229,66 @@ static void *getter(void *arg)
     return NULL;
 }
 
+typedef struct peek_ctx {
+    lop_workqueue_t *q;
+    lop_rc_t rc;
+    char *item;
+} peek_ctx_t;
+
+static void *peeker(void *arg) /* another thread's view: try_get once */
+{
+    peek_ctx_t *p = arg;
+    p->rc = lop_workqueue_try_get(p->q, &p->item);
+    return NULL;
+}
+
+static lop_rc_t try_get_elsewhere(lop_workqueue_t *q, char **item)
+{
+    peek_ctx_t p = {q, LOP_ERR, NULL};
+    pthread_t t;
+    pthread_create(&t, NULL, peeker, &p);
+    pthread_join(t, NULL);
+    *item = p.item;
+    return p.rc;
+}
+
+/* Inside a batch, this thread's adds are held: other threads see them at batch_end, in order and
+ * deduplicated; the adding thread's own reads see them at once; a queue shut down before the end
+ * drops them like any later add. */
+static void test_batch_holds_adds_until_its_end(void)
+{
+    lop_workqueue_t *q = lop_workqueue_new("held", NULL, NULL);
+    char *it = NULL;
+    lop_workqueue_batch_begin();
+    lop_workqueue_add(q, "a");
+    lop_workqueue_add(q, "b");
+    lop_workqueue_add(q, "a");
+    T_EQ_INT(try_get_elsewhere(q, &it), LOP_EAGAIN); /* held by this thread */
+    lop_workqueue_batch_end();
+    T_EQ_INT(try_get_elsewhere(q, &it), LOP_OK);
+    T_EQ_STR(it, "a");
+    lop_workqueue_done(q, it);
+    free(it);
+    T_EQ_INT(try_get_elsewhere(q, &it), LOP_OK);
+    T_EQ_STR(it, "b");
+    lop_workqueue_done(q, it);
+    free(it);
+    T_EQ_INT(try_get_elsewhere(q, &it), LOP_EAGAIN); /* the second "a" was a duplicate */
+
+    lop_workqueue_batch_begin();
+    lop_workqueue_add(q, "c");
+    T_EQ_INT((long)lop_workqueue_len(q), 1); /* the adding thread sees its own add */
+    lop_workqueue_add(q, "d");
+    lop_workqueue_stats_t st;
+    lop_workqueue_stats(q, &st);
+    T_EQ_INT((long)st.depth, 2);
+    lop_workqueue_add(q, "e");
+    lop_workqueue_shutdown(q); /* "e" is still held: dropped at the end, not leaked */
+    lop_workqueue_batch_end();
+    T_EQ_INT((long)lop_workqueue_len(q), 2);
+    lop_workqueue_free(q);
+}
+
 static void test_get_blocks_until_add_or_shutdown(void)
 {
     getter_ctx_t g = {.q = lop_workqueue_new("block", NULL, NULL)};
@@ -452,5 +512,6 @@ int main(void)
     T_RUN(test_add_after_ignored_after_shutdown);
     T_RUN(test_rate_limited_queue);
     T_RUN(test_metrics);
+    T_RUN(test_batch_holds_adds_until_its_end);
     return T_DONE();
 }
