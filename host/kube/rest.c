@@ -202,9 +202,9 @@ typedef struct attempt {
     lop_buf_t *body;            /* collects the body (non-stream, or a stream's error body) */
     lop_stream_fn fn;           /* receives a 2xx body when non-NULL (a watch, or a request's sink) */
     void *fn_ud;
-    bool streaming;             /* a watch: polled multi handle, no retries */
     bool fn_stopped;
-    size_t delivered;           /* 2xx body bytes passed to fn */
+    size_t delivered;           /* 2xx body bytes passed to fn (or held in pend for it) */
+    lop_buf_t pend;             /* 2xx body bytes of the current read, passed to fn whole */
     const atomic_bool *cancel;
     bool cancelled;
     long idle_ms;
@@ -258,6 +258,21 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
     return len;
 }
 
+/* Pass the body bytes held since the last call to fn; false when fn asks to stop. */
+static bool flush_pend(attempt_t *a)
+{
+    if (!a->pend.len || a->fn_stopped) return !a->fn_stopped;
+    /* the adds this thread makes to workqueues while fn decodes them are queued, and the idle
+     * workers woken, once at the end: one lock and one wake-up per read instead of one per event
+     * (see workqueue.h) */
+    lop_workqueue_batch_begin();
+    int r = a->fn(a->fn_ud, a->pend.data, a->pend.len);
+    lop_workqueue_batch_end();
+    lop_buf_reset(&a->pend);
+    if (r != 0) a->fn_stopped = true;
+    return r == 0;
+}
+
 static size_t on_body(char *p, size_t size, size_t n, void *ud)
 {
     attempt_t *a = ud;
@@ -267,11 +282,15 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud)
         long code = 0;
         curl_easy_getinfo(a->h, CURLINFO_RESPONSE_CODE, &code);
         if (code >= 200 && code < 300) {
-            if (a->fn(a->fn_ud, p, len) != 0) {
-                a->fn_stopped = true;
-                return 0; /* CURLE_WRITE_ERROR ends the transfer */
-            }
+            /* curl hands the body over in pieces of at most 16 KiB, and one per HTTP chunk (the
+             * API server frames every watch event as its own chunk): the pieces of a read are
+             * joined and passed on together (perform_stream), so the decoders see whole reads
+             * and cut fewer objects at a piece's end */
+            lop_buf_append(&a->pend, p, len);
             a->delivered += len;
+            /* one curl_multi_perform reads on while the socket has data: pass on at every read's
+             * worth, so the bytes held (and the workqueue adds batched) stay bounded */
+            if (a->pend.len >= STREAM_READ_BYTES && !flush_pend(a)) return 0; /* CURLE_WRITE_ERROR */
             return len;
         }
     }
@@ -294,8 +313,9 @@ static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, cu
     return 0;
 }
 
-/* A stream runs on a private multi handle polled every 50 ms, so cancel and the idle timeout
- * act promptly even when the connection is silent (the progress callback alone may wait ~1 s). */
+/* A body passed to fn (a watch, or a request with a sink) runs on a private multi handle polled
+ * every 50 ms, so cancel and the idle timeout act promptly even when the connection is silent
+ * (the progress callback alone may wait ~1 s), and each read's bytes reach fn in one call. */
 static CURLcode perform_stream(attempt_t *a, CURL *h)
 {
     CURLM *mh = curl_multi_init();
@@ -304,12 +324,12 @@ static CURLcode perform_stream(attempt_t *a, CURL *h)
     CURLcode cc = CURLE_OK;
     int running = 1;
     for (;;) {
-        /* the events one read carries reach the workqueues in one batch: one lock and one
-         * wake-up per read instead of one per event (curl calls on_body per HTTP chunk, and the
-         * API server frames every watch event as its own chunk); see workqueue.h */
-        lop_workqueue_batch_begin();
         CURLMcode mc = curl_multi_perform(mh, &running);
-        lop_workqueue_batch_end();
+        /* the bytes of the reads just made, also after the last read or an error */
+        if (!flush_pend(a)) {
+            cc = CURLE_WRITE_ERROR;
+            break;
+        }
         if (mc != CURLM_OK) {
             cc = CURLE_RECV_ERROR;
             break;
@@ -455,15 +475,14 @@ static CURLcode perform(lop_rest_client_t *c, attempt_t *a, const char *method, 
             curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
         }
     }
-    /* a streamed body (watch, streamed LIST) is read 128 KiB at a time: a backed-up watch
-     * yields ~80 events per read instead of ~10, so a read's events reach the workqueues in
-     * one batch (perform_stream) and the decoders are called 8x less often; other requests
-     * keep curl's 16 KiB */
+    /* a body passed to fn (watch, streamed LIST) is read 128 KiB at a time: a backed-up watch
+     * yields ~80 events per read instead of ~10, whose workqueue adds are batched together
+     * (flush_pend); other requests keep curl's 16 KiB */
     curl_easy_setopt(h, CURLOPT_BUFFERSIZE, a->fn ? STREAM_READ_BYTES : CURL_MAX_WRITE_SIZE);
     a->last_byte = lop_clock_mono(c->clock);
     atomic_fetch_add(&c->requests, 1);
     int64_t t0 = lop_clock_mono(c->clock);
-    CURLcode cc = a->streaming ? perform_stream(a, h) : curl_easy_perform(h);
+    CURLcode cc = a->fn ? perform_stream(a, h) : curl_easy_perform(h);
     long http = 0;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &http);
     *code = (int)http;
@@ -509,6 +528,7 @@ static bool wait_until(lop_rest_client_t *c, int64_t deadline, const atomic_bool
 
 static void attempt_free(attempt_t *a)
 {
+    lop_buf_free(&a->pend);
     for (int i = 0; i < a->nwarnings; i++) free(a->warnings[i]);
     a->nwarnings = 0;
 }
@@ -533,7 +553,7 @@ static lop_rc_t run(lop_rest_client_t *c, const lop_rest_req_t *req, lop_stream_
         if (rc != LOP_OK) return rc;
         lop_buf_reset(&resp->body);
         attempt_t a = {.c = c, .body = &resp->body, .fn = fn ? fn : req->sink,
-                       .fn_ud = fn ? fn_ud : req->sink_ud, .streaming = fn != NULL, .cancel = req->cancel,
+                       .fn_ud = fn ? fn_ud : req->sink_ud, .cancel = req->cancel,
                        .idle_ms = idle_ms, .retry_after = -1};
         int code = 0;
         CURLcode cc = perform(c, &a, req->method, req->path, req->content_type, req->body, req->len,
