@@ -325,6 +325,7 @@ int main(int argc, char **argv)
                         "       lopbench-luaop relist KUBECONFIG API_VERSION KIND SERVER_URL\n");
         return 2;
     }
+    lop_malloc_tune(); /* as luaop's main does */
     no_queue = getenv("LOPBENCH_NO_QUEUE") && !strcmp(getenv("LOPBENCH_NO_QUEUE"), "1");
     lop_err_t err = {0};
     lop_kubeconfig_opts_t ko = {.path = argv[2], .no_incluster = true};

@@ -1,5 +1,6 @@
 /* luaop — a Kubernetes operator host with Lua reconcilers. Subcommand dispatch only. */
 #include "host/cli/cli.h"
+#include "host/util/buf.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -50,6 +51,8 @@ int main(int argc, char **argv)
         printf("luaop %s\n", LUAOP_VERSION);
         return 0;
     }
+    /* the operator's allocation pattern (see lop_malloc_tune); the API server keeps glibc's */
+    if (strcmp(argv[1], "apiserver") != 0) lop_malloc_tune();
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(argv[1], commands[i].name) == 0) return commands[i].fn(argc - 1, argv + 1);
     fprintf(stderr, "luaop: unknown command \"%s\"\n", argv[1]);
