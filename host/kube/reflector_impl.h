@@ -25,6 +25,7 @@ struct lop_reflector {
     const lop_clock_t *clock;
     lop_reflector_handlers_t h;
     pthread_mutex_t *dlock; /* delivery lock, may be NULL */
+    size_t replace_delivered; /* changes delivered by the replace in progress (batching) */
     long page_size, idle_timeout_ms;
     size_t max_event_bytes;
     int obj_flags;

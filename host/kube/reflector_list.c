@@ -3,6 +3,7 @@
 
 #include "host/kube/jsonscan.h"
 #include "host/kube/listdecoder.h"
+#include "host/kube/workqueue.h"
 #include "host/util/buf.h"
 #include "host/util/log.h"
 
@@ -212,6 +213,8 @@ static lop_rc_t fetch_page(list_run_t *lr, const lop_list_opts_t *o, lop_buf_t *
     return rc == LOP_OK ? complete_kinds(lr, first, err) : rc;
 }
 
+#define REPLACE_BATCH 512
+
 static void deliver(void *ud, lop_store_change_t what, lop_obj_t *old, lop_obj_t *new_)
 {
     lop_reflector_t *r = ud;
@@ -224,13 +227,22 @@ static void deliver(void *ud, lop_store_change_t what, lop_obj_t *old, lop_obj_t
     } else if (r->h.on_delete) {
         r->h.on_delete(r->h.ud, old, true);
     }
+    if (++r->replace_delivered % REPLACE_BATCH == 0) { /* let the workers have this batch */
+        lop_workqueue_batch_end();
+        lop_workqueue_batch_begin();
+    }
 }
 
 void lop_reflector_replace(lop_reflector_t *r, lop_obj_t *const *objs, size_t n)
 {
     if (r->dlock)
         pthread_mutex_lock(r->dlock);
+    /* the handlers' workqueue adds go in batches: one lock and one wake-up per REPLACE_BATCH
+     * changes instead of per object, and the workers start on the first batch (workqueue.h) */
+    r->replace_delivered = 0;
+    lop_workqueue_batch_begin();
     lop_store_replace(r->store, objs, n, deliver, r);
+    lop_workqueue_batch_end();
     if (r->dlock)
         pthread_mutex_unlock(r->dlock);
 }
