@@ -51,7 +51,8 @@ int main(int argc, char **argv)
         printf("luaop %s\n", LUAOP_VERSION);
         return 0;
     }
-    /* the operator's allocation pattern (see lop_malloc_tune); the API server keeps glibc's */
+    /* the operator's allocation pattern (see lop_malloc_tune); `luaop apiserver` alone keeps
+     * glibc's defaults (`luaop dev` runs its API server in the tuned process) */
     if (strcmp(argv[1], "apiserver") != 0) lop_malloc_tune();
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(argv[1], commands[i].name) == 0) return commands[i].fn(argc - 1, argv + 1);

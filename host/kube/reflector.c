@@ -372,7 +372,9 @@ static int on_bytes(void *ud, const char *data, size_t len)
         return 1;
     }
     lop_err_t err;
-    /* the events of one chunk wake the handlers' workers once, at its end */
+    /* the handlers' workqueue adds for the events of these bytes are queued together at the
+     * end (the REST client's stream already batches per read; this covers other list/watch
+     * implementations) */
     lop_workqueue_batch_begin();
     lop_rc_t rc = lop_watchdecoder_feed(r->dec, data, len, &err);
     lop_workqueue_batch_end();

@@ -227,10 +227,8 @@ static void deliver(void *ud, lop_store_change_t what, lop_obj_t *old, lop_obj_t
     } else if (r->h.on_delete) {
         r->h.on_delete(r->h.ud, old, true);
     }
-    if (++r->replace_delivered % REPLACE_BATCH == 0) { /* let the workers have this batch */
-        lop_workqueue_batch_end();
-        lop_workqueue_batch_begin();
-    }
+    if (++r->replace_delivered % REPLACE_BATCH == 0) /* let the workers have this batch */
+        lop_workqueue_batch_flush();
 }
 
 void lop_reflector_replace(lop_reflector_t *r, lop_obj_t *const *objs, size_t n)
@@ -238,10 +236,13 @@ void lop_reflector_replace(lop_reflector_t *r, lop_obj_t *const *objs, size_t n)
     if (r->dlock)
         pthread_mutex_lock(r->dlock);
     /* the handlers' workqueue adds go in batches: one lock and one wake-up per REPLACE_BATCH
-     * changes instead of per object, and the workers start on the first batch (workqueue.h) */
+     * changes instead of per object, and the workers start on the first batch (workqueue.h).
+     * Flushed, not only ended, at the end: a watch-list's replace runs nested in the batch of
+     * the stream's read, and the reflector counts as synced once this returns. */
     r->replace_delivered = 0;
     lop_workqueue_batch_begin();
     lop_store_replace(r->store, objs, n, deliver, r);
+    lop_workqueue_batch_flush();
     lop_workqueue_batch_end();
     if (r->dlock)
         pthread_mutex_unlock(r->dlock);

@@ -98,7 +98,10 @@ typedef struct lop_rest_req {
     /* Optional: a 2xx body is passed to sink as it arrives instead of being collected in
      * resp->body (a non-2xx body is still collected and parsed as a Status). sink returning
      * non-zero ends the transfer (LOP_ECLOSED). Retries (Retry-After, 401) happen only before any
-     * 2xx byte reached the sink; a connection reset after that fails with LOP_EAGAIN. */
+     * 2xx byte reached the sink; a connection reset after that fails with LOP_EAGAIN.
+     * The body reaches sink (and lop_rest_stream's fn) in whole reads, up to 128 KiB per call,
+     * each call inside a workqueue batch (workqueue.h): the lop_workqueue_add calls it makes
+     * are queued when it returns, so it must not wait for a worker. */
     lop_stream_fn sink;
     void *sink_ud;
 } lop_rest_req_t;

@@ -84,8 +84,9 @@ void lop_wq_wake_one_locked(lop_workqueue_t *q)
 }
 
 /* This thread's open batch: for each queue it added to, the adds held back until the batch
- * ends (owned copies, in order) and the wake-ups deferred by adds that went in directly (the
- * delaying queue's items coming due, or a batch over BATCH_MAX queues). */
+ * ends (owned copies, in order) and the wake-ups deferred for items already queued (held adds
+ * queued early by this thread's own reads, delaying-queue items coming due, add_after(0)). A
+ * queue beyond BATCH_MAX gets no slot: its adds go in at once and wake at once. */
 #define BATCH_MAX 16
 typedef struct batch_slot {
     lop_workqueue_t *q;
@@ -143,6 +144,31 @@ static void flush_own_locked(lop_workqueue_t *q)
 
 void lop_workqueue_batch_begin(void) { tl_batch.depth++; }
 
+/* Queue slot b's held items and wake as many idle workers as it owes (its queue's mu held). */
+static void slot_publish_locked(batch_slot_t *b)
+{
+    lop_workqueue_t *q = b->q;
+    if (!q->freed)
+        lop_wq_pump_locked(q);
+    unsigned w = b->wakes + slot_flush_locked(b);
+    b->wakes = 0;
+    for (; w > 0 && q->idle_getters > q->wakes_pending; w--) {
+        q->wakes_pending++;
+        pthread_cond_signal(&q->cond);
+    }
+}
+
+void lop_workqueue_batch_flush(void)
+{
+    if (tl_batch.depth <= 0)
+        return;
+    for (size_t i = 0; i < tl_batch.n; i++) {
+        pthread_mutex_lock(&tl_batch.s[i].q->mu);
+        slot_publish_locked(&tl_batch.s[i]);
+        pthread_mutex_unlock(&tl_batch.s[i].q->mu);
+    }
+}
+
 void lop_workqueue_batch_end(void)
 {
     if (tl_batch.depth <= 0 || --tl_batch.depth > 0)
@@ -151,12 +177,7 @@ void lop_workqueue_batch_end(void)
         batch_slot_t *b = &tl_batch.s[i];
         lop_workqueue_t *q = b->q;
         pthread_mutex_lock(&q->mu);
-        lop_wq_pump_locked(q);
-        unsigned w = b->wakes + slot_flush_locked(b);
-        for (; w > 0 && q->idle_getters > q->wakes_pending; w--) {
-            q->wakes_pending++;
-            pthread_cond_signal(&q->cond);
-        }
+        slot_publish_locked(b);
         bool last = --q->batch_pins == 0 && q->freed;
         pthread_mutex_unlock(&q->mu);
         if (last)

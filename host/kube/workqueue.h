@@ -107,21 +107,28 @@ bool lop_workqueue_shutdown_with_drain_until(lop_workqueue_t *q, int64_t deadlin
 size_t lop_workqueue_processing_items(lop_workqueue_t *q, char **out, int64_t *out_ns, size_t max);
 
 /*
- * Batching for a thread that adds items in bursts (the reflector around one chunk of a watch
- * stream, which carries several events). Between lop_workqueue_batch_begin and
+ * Batching for a thread that adds items in bursts (an informer's thread while it decodes one
+ * read of a watch stream, or delivers a relist). Between lop_workqueue_batch_begin and
  * lop_workqueue_batch_end, the items this thread adds with lop_workqueue_add are held by the
  * thread (no lock is taken) and queued, in order and deduplicated as usual, at batch_end under
  * one lock; blocked workers are woken then, one per queued item, as many as are idle. A burst
  * thus costs one lock and a few wake-ups instead of a lock round trip contended with the workers
- * and a futex wake per item. The thread's own reads (len, stats, get, try_get) see its held
- * items; other threads see them at batch_end (a chunk's events are decoded in microseconds).
+ * and a futex wake per item. The adding thread's own reads (len, stats, get, try_get) queue its
+ * held items for that queue first (other threads then see them too; the wake-ups still wait for
+ * batch_end); otherwise other threads see them at batch_end or at lop_workqueue_batch_flush.
+ * An item's queue time (workqueue_queue_duration) starts when it is queued, not when it was held.
  * An add_after/rate-limited add goes in at once; its wake-up waits for batch_end. Pairs nest;
- * only the calling thread is affected; never block waiting for a worker inside a batch. A queue
- * shut down before batch_end drops the held items as it drops any later add; a queue freed
- * inside a batch (by any thread) is released at the batch's end.
+ * only the outermost end publishes; only the calling thread is affected; never block waiting for
+ * a worker inside a batch. A queue shut down before its items are queued drops them as it drops
+ * any later add; a queue freed inside a batch (by any thread) is released at the batch's end.
+ * The REST client runs every stream callback and request sink inside a batch (rest.h).
  */
 void lop_workqueue_batch_begin(void);
 void lop_workqueue_batch_end(void);
+/* Inside a batch (at any depth): queue this thread's held items now and wake idle workers for
+ * them; the batch stays open. A no-op outside a batch. For long bursts: a relist delivers in
+ * steps of a few hundred changes so that the workers start on the first. */
+void lop_workqueue_batch_flush(void);
 
 /* Delaying: queue item after delay_ns (<= 0 = Add now). No-op when shutting down. */
 void lop_workqueue_add_after(lop_workqueue_t *q, const char *item, int64_t delay_ns);

@@ -52,6 +52,8 @@ char *lop_buf_steal(lop_buf_t *b);
 void *lop_xmalloc(size_t n);
 void *lop_xcalloc(size_t n, size_t size);
 void *lop_xrealloc(void *p, size_t n);
+char *lop_xstrdup(const char *s);
+char *lop_xstrndup(const char *s, size_t n);
 
 /*
  * Tune glibc's malloc for an operator process; call once at the start of main, before any thread
@@ -63,7 +65,5 @@ void *lop_xrealloc(void *p, size_t n);
  * Measured in bench/README.md ("One arena").
  */
 void lop_malloc_tune(void);
-char *lop_xstrdup(const char *s);
-char *lop_xstrndup(const char *s, size_t n);
 
 #endif

@@ -289,6 +289,47 @@ static void test_batch_holds_adds_until_its_end(void)
     lop_workqueue_free(q);
 }
 
+/* lop_workqueue_batch_flush publishes the held items while the batch stays open (a relist's
+ * steps), at any nesting depth; a queue freed by another thread while this one holds items for
+ * it drops them and is released at the batch's end. */
+static void *free_queue(void *arg)
+{
+    lop_workqueue_free(arg);
+    return NULL;
+}
+
+static void test_batch_flush_publishes_and_frees_elsewhere(void)
+{
+    lop_workqueue_t *q = lop_workqueue_new("flush", NULL, NULL);
+    char *it = NULL;
+    lop_workqueue_batch_begin();
+    lop_workqueue_batch_begin(); /* nested, as a watch-list's replace inside a read */
+    lop_workqueue_add(q, "a");
+    T_EQ_INT(try_get_elsewhere(q, &it), LOP_EAGAIN);
+    lop_workqueue_batch_flush();
+    T_EQ_INT(try_get_elsewhere(q, &it), LOP_OK);
+    T_EQ_STR(it, "a");
+    lop_workqueue_done(q, it);
+    free(it);
+    lop_workqueue_add(q, "b"); /* held again: the batch is still open */
+    T_EQ_INT(try_get_elsewhere(q, &it), LOP_EAGAIN);
+    lop_workqueue_batch_end();
+    T_EQ_INT(try_get_elsewhere(q, &it), LOP_EAGAIN); /* the outer batch still holds it */
+    lop_workqueue_batch_end();
+    T_EQ_INT(try_get_elsewhere(q, &it), LOP_OK);
+    T_EQ_STR(it, "b");
+    lop_workqueue_done(q, it);
+    free(it);
+    lop_workqueue_batch_flush(); /* outside a batch: nothing to do */
+
+    lop_workqueue_batch_begin();
+    lop_workqueue_add(q, "c"); /* held for a queue freed below: dropped, not leaked (ASan) */
+    pthread_t t;
+    pthread_create(&t, NULL, free_queue, q); /* pinned: released by batch_end below */
+    pthread_join(t, NULL);
+    lop_workqueue_batch_end();
+}
+
 static void test_get_blocks_until_add_or_shutdown(void)
 {
     getter_ctx_t g = {.q = lop_workqueue_new("block", NULL, NULL)};
@@ -513,5 +554,6 @@ int main(void)
     T_RUN(test_rate_limited_queue);
     T_RUN(test_metrics);
     T_RUN(test_batch_holds_adds_until_its_end);
+    T_RUN(test_batch_flush_publishes_and_frees_elsewhere);
     return T_DONE();
 }
