@@ -33,16 +33,18 @@ BENCHMARKS = ["apiserver", "sync", "sync-crs", "cache-rss", "watch-ingest", "rec
 PENDING = []
 
 NOOP_SCRIPT = """-- written by bench/bench.py: the trivial reconcile of reconcile-noop / startup-idle.
--- Each worker VM logs its 1st reconcile and every 1000th (the log line's timestamp is the clock).
+-- Each worker VM logs its 1st reconcile and every 1000th (the log line's timestamp is the clock),
+-- with a token naming the VM (the address of a table of its own).
 local op = require("luaop")
 local done = 0
+local vm = tostring({}):match("0x%%x+") or tostring({})
 op.controller {
   name = "noop",
   for_ = { api_version = "v1", kind = "ConfigMap" },
   max_concurrent_reconciles = %d,
   reconcile = function(req)
     done = done + 1
-    if done == 1 or done %% 1000 == 0 then op.log.warn("bench-progress", { n = done }) end
+    if done == 1 or done %% 1000 == 0 then op.log.warn("bench-progress", { n = done, vm = vm }) end
     return op.result.done()
   end,
 }
@@ -219,9 +221,10 @@ class Operator:
             n = int(rec.get("n", 0))
             first = ts if first is None else min(first, ts)
             last = ts if last is None else max(last, ts)
-            if n == 1:  # a new worker VM (its own counter)
-                counted[len(counted)] = 0
-            counted[len(counted) - 1] = n
+            # each worker VM counts its own reconciles; with several workers their lines
+            # interleave, so they are told apart by the VM's token
+            vm = rec.get("vm", "")
+            counted[vm] = max(counted.get(vm, 0), n)
         if first is None or last is None or last <= first:
             return None, None
         return sum(counted.values()) - len(counted), last - first
