@@ -204,7 +204,9 @@ typedef struct attempt {
     void *fn_ud;
     bool fn_stopped;
     size_t delivered;           /* 2xx body bytes passed to fn (or held in pend for it) */
-    lop_buf_t pend;             /* 2xx body bytes of the current read, passed to fn whole */
+    bool join;                  /* a request's sink: pass whole reads (pend), not curl's pieces */
+    lop_buf_t pend;             /* join: 2xx body bytes of the current read, passed to fn whole */
+    size_t unpublished;         /* bytes passed to fn since its workqueue adds were published */
     const atomic_bool *cancel;
     bool cancelled;
     long idle_ms;
@@ -258,19 +260,30 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
     return len;
 }
 
-/* Pass the body bytes held since the last call to fn; false when fn asks to stop. */
+/* Pass body bytes to fn; false when fn asks to stop. Every read's worth of bytes, the workqueue
+ * adds fn made meanwhile are published (perform_stream batches them per curl_multi_perform,
+ * which reads on while the socket has data). */
+static bool pass(attempt_t *a, const char *p, size_t len)
+{
+    if (a->fn(a->fn_ud, p, len) != 0) {
+        a->fn_stopped = true;
+        return false;
+    }
+    a->unpublished += len;
+    if (a->unpublished >= STREAM_READ_BYTES) {
+        lop_workqueue_batch_flush();
+        a->unpublished = 0;
+    }
+    return true;
+}
+
+/* Pass the bytes held since the last call (join); false when fn asks to stop. */
 static bool flush_pend(attempt_t *a)
 {
     if (!a->pend.len || a->fn_stopped) return !a->fn_stopped;
-    /* the adds this thread makes to workqueues while fn decodes them are queued, and the idle
-     * workers woken, once at the end: one lock and one wake-up per read instead of one per event
-     * (see workqueue.h) */
-    lop_workqueue_batch_begin();
-    int r = a->fn(a->fn_ud, a->pend.data, a->pend.len);
-    lop_workqueue_batch_end();
+    bool ok = pass(a, a->pend.data, a->pend.len);
     lop_buf_reset(&a->pend);
-    if (r != 0) a->fn_stopped = true;
-    return r == 0;
+    return ok;
 }
 
 static size_t on_body(char *p, size_t size, size_t n, void *ud)
@@ -282,15 +295,15 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud)
         long code = 0;
         curl_easy_getinfo(a->h, CURLINFO_RESPONSE_CODE, &code);
         if (code >= 200 && code < 300) {
-            /* curl hands the body over in pieces of at most 16 KiB, and one per HTTP chunk (the
-             * API server frames every watch event as its own chunk): the pieces of a read are
-             * joined and passed on together (perform_stream), so the decoders see whole reads
-             * and cut fewer objects at a piece's end */
-            lop_buf_append(&a->pend, p, len);
             a->delivered += len;
-            /* one curl_multi_perform reads on while the socket has data: pass on at every read's
-             * worth, so the bytes held (and the workqueue adds batched) stay bounded */
-            if (a->pend.len >= STREAM_READ_BYTES && !flush_pend(a)) return 0; /* CURLE_WRITE_ERROR */
+            if (!a->join) /* a watch: the API server frames every event as its own HTTP chunk,
+                           * so curl's pieces already end at event boundaries */
+                return pass(a, p, len) ? len : 0; /* 0: CURLE_WRITE_ERROR ends the transfer */
+            /* a LIST sink: curl hands the body over in pieces of at most 16 KiB, which would cut
+             * most ~10 KB items; the pieces of a read are joined and passed on together, so the
+             * list decoder sees whole reads and tracks only the items cut by a read's end */
+            lop_buf_append(&a->pend, p, len);
+            if (a->pend.len >= STREAM_READ_BYTES && !flush_pend(a)) return 0;
             return len;
         }
     }
@@ -324,9 +337,13 @@ static CURLcode perform_stream(attempt_t *a, CURL *h)
     CURLcode cc = CURLE_OK;
     int running = 1;
     for (;;) {
+        /* the workqueue adds fn makes for the bytes of these reads are queued together, with
+         * one wake-up, when they have all been passed on (workqueue.h) */
+        lop_workqueue_batch_begin();
         CURLMcode mc = curl_multi_perform(mh, &running);
-        /* the bytes of the reads just made, also after the last read or an error */
-        if (!flush_pend(a)) {
+        bool go_on = flush_pend(a); /* the reads just made, also the last one or before an error */
+        lop_workqueue_batch_end();
+        if (!go_on) {
             cc = CURLE_WRITE_ERROR;
             break;
         }
@@ -477,7 +494,7 @@ static CURLcode perform(lop_rest_client_t *c, attempt_t *a, const char *method, 
     }
     /* a body passed to fn (watch, streamed LIST) is read 128 KiB at a time: a backed-up watch
      * yields ~80 events per read instead of ~10, whose workqueue adds are batched together
-     * (flush_pend); other requests keep curl's 16 KiB */
+     * (perform_stream); other requests keep curl's 16 KiB */
     curl_easy_setopt(h, CURLOPT_BUFFERSIZE, a->fn ? STREAM_READ_BYTES : CURL_MAX_WRITE_SIZE);
     a->last_byte = lop_clock_mono(c->clock);
     atomic_fetch_add(&c->requests, 1);
@@ -552,7 +569,7 @@ static lop_rc_t run(lop_rest_client_t *c, const lop_rest_req_t *req, lop_stream_
         lop_rc_t rc = lop_auth_get(c->cfg.auth, &cred, err);
         if (rc != LOP_OK) return rc;
         lop_buf_reset(&resp->body);
-        attempt_t a = {.c = c, .body = &resp->body, .fn = fn ? fn : req->sink,
+        attempt_t a = {.c = c, .body = &resp->body, .fn = fn ? fn : req->sink, .join = !fn && req->sink,
                        .fn_ud = fn ? fn_ud : req->sink_ud, .cancel = req->cancel,
                        .idle_ms = idle_ms, .retry_after = -1};
         int code = 0;

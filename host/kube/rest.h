@@ -99,9 +99,10 @@ typedef struct lop_rest_req {
      * resp->body (a non-2xx body is still collected and parsed as a Status). sink returning
      * non-zero ends the transfer (LOP_ECLOSED). Retries (Retry-After, 401) happen only before any
      * 2xx byte reached the sink; a connection reset after that fails with LOP_EAGAIN.
-     * The body reaches sink (and lop_rest_stream's fn) in whole reads, up to 128 KiB per call,
-     * each call inside a workqueue batch (workqueue.h): the lop_workqueue_add calls it makes
-     * are queued when it returns, so it must not wait for a worker. */
+     * The body reaches sink in whole reads, up to 128 KiB per call (lop_rest_stream's fn gets
+     * curl's pieces: at most 16 KiB, one per HTTP chunk). Both run inside a workqueue batch
+     * (workqueue.h): the lop_workqueue_add calls they make are queued after the read, or at
+     * every 128 KiB passed, so they must not wait for a worker. */
     lop_stream_fn sink;
     void *sink_ud;
 } lop_rest_req_t;
