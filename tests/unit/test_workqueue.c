@@ -169,18 +169,26 @@ static void test_shutdown_with_drain_waits_for_done(void)
     lop_workqueue_free(d.q);
 }
 
+/* "a" taken, added again while processing (dirty), then a drain started on thread *t; Done
+ * for the first take. */
+static void drain_after_requeue(drain_ctx_t *d, const char *name, pthread_t *t)
+{
+    d->q = lop_workqueue_new(name, NULL, NULL);
+    lop_workqueue_add(d->q, "a");
+    char *a = get_now(d->q);
+    lop_workqueue_add(d->q, "a"); /* dirty while processing */
+    pthread_create(t, NULL, drainer, d);
+    while (!lop_workqueue_shutting_down(d->q))
+        sched_yield();
+    lop_workqueue_done(d->q, a);
+    free(a);
+}
+
 static void test_shutdown_with_drain_dirty_item_is_handed_out(void)
 {
-    drain_ctx_t d = {.q = lop_workqueue_new("drain-dirty", NULL, NULL)};
-    lop_workqueue_add(d.q, "a");
-    char *a = get_now(d.q);
-    lop_workqueue_add(d.q, "a"); /* dirty while processing */
+    drain_ctx_t d = {0};
     pthread_t t;
-    pthread_create(&t, NULL, drainer, &d);
-    while (!lop_workqueue_shutting_down(d.q))
-        sched_yield();
-    lop_workqueue_done(d.q, a);
-    free(a);
+    drain_after_requeue(&d, "drain-dirty", &t);
     char *again = NULL;
     T_EQ_INT(lop_workqueue_get(d.q, &again), LOP_OK); /* requeued item still handed out */
     T_EQ_STR(again, "a");
@@ -195,16 +203,9 @@ static void test_shutdown_with_drain_dirty_item_is_handed_out(void)
  * added while it was processed (dirty): the drain must end at that Done, not at its deadline. */
 static void test_shutdown_with_drain_ends_when_requeued_item_is_left(void)
 {
-    drain_ctx_t d = {.q = lop_workqueue_new("drain-left", NULL, NULL)};
-    lop_workqueue_add(d.q, "a");
-    char *a = get_now(d.q);
-    lop_workqueue_add(d.q, "a"); /* dirty while processing */
+    drain_ctx_t d = {0};
     pthread_t t;
-    pthread_create(&t, NULL, drainer, &d);
-    while (!lop_workqueue_shutting_down(d.q))
-        sched_yield();
-    lop_workqueue_done(d.q, a); /* the worker stops here: nobody takes "a" again */
-    free(a);
+    drain_after_requeue(&d, "drain-left", &t); /* the worker stops here: nobody takes "a" again */
     /* a bound on a wait for an event, not a sleep: before the fix the drain never ended */
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
