@@ -675,12 +675,14 @@ class Runner:
                                    for _ in range(2)]
         runs.sort(key=lambda r: r["rss_delta_kb"])
         strip["luaop"] = runs[1]
+        meta = run([self.tool("luaop"), "sync", srv.kubeconfig, "v1", "Pod", "meta"])
         raw = run([self.tool("load"), "list", srv.url, "/api/v1/pods", "1"])
         full = raw["bytes"] / n
         rows = []
         node_kb = strip.get("client-node") and strip["client-node"]["rss_delta_kb"]
         for label, r in (("luaop, managedFields stripped (default)", strip.get("luaop")),
                          ("luaop, managedFields kept", keep.get("luaop")),
+                         ("luaop, metadata only (a watch with metadata_only)", meta),
                          ("client-node", strip.get("client-node")),
                          ("python3-kubernetes (raw dicts)", strip.get("python3-kubernetes")),
                          ("ceiling (C): raw bytes + index", strip.get("ceiling (C)"))):

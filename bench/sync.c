@@ -4,9 +4,10 @@
  * trivial handler that puts each object's key on a workqueue drained by one worker thread (the
  * same shape as the client-node peer: informer + small queue).
  *
- *   sync  KUBECONFIG API_VERSION KIND strip|keep
+ *   sync  KUBECONFIG API_VERSION KIND strip|keep|meta
  *         time from start until the reflector has synced (first LIST delivered); then RSS per
- *         cached object (malloc_trim first, so freed page buffers do not count)
+ *         cached object (malloc_trim first, so freed page buffers do not count). strip: the
+ *         default cache (managedFields cut); keep: managedFields kept; meta: metadata only
  *   watch KUBECONFIG API_VERSION KIND FROM_RV M
  *         the reflector lists, but its watch starts at FROM_RV (the list's resourceVersion is
  *         rewritten), so the server replays M MODIFIED events from its history as fast as it
@@ -319,7 +320,7 @@ int main(int argc, char **argv)
     bool relist_mode = argc == 6 && !strcmp(argv[1], "relist");
     bool burst_mode = argc == 8 && !strcmp(argv[1], "burst");
     if (!(argc == 6 && !strcmp(argv[1], "sync")) && !watch_mode && !relist_mode && !burst_mode) {
-        fprintf(stderr, "usage: lopbench-luaop sync KUBECONFIG API_VERSION KIND strip|keep\n"
+        fprintf(stderr, "usage: lopbench-luaop sync KUBECONFIG API_VERSION KIND strip|keep|meta\n"
                         "       lopbench-luaop watch KUBECONFIG API_VERSION KIND FROM_RV M\n"
                         "       lopbench-luaop burst KUBECONFIG API_VERSION KIND FROM_RV M DELAY_US\n"
                         "       lopbench-luaop relist KUBECONFIG API_VERSION KIND SERVER_URL\n");
@@ -370,7 +371,9 @@ int main(int argc, char **argv)
         .lw = &lw,
         .store = store,
         .handlers = {on_add, on_update, NULL, NULL},
-        .obj_flags = !watch_mode && !relist_mode && !burst_mode && !strcmp(argv[5], "keep") ? LOP_OBJ_KEEP_MANAGED_FIELDS : 0,
+        .obj_flags = watch_mode || relist_mode || burst_mode ? 0
+                     : !strcmp(argv[5], "keep") ? LOP_OBJ_KEEP_MANAGED_FIELDS
+                     : !strcmp(argv[5], "meta") ? LOP_OBJ_METADATA_ONLY : 0,
         .idle_timeout_ms = -1,
         .watch_list = !strcmp(mode, "watch-list"),
         /* LOPBENCH_PAGE_SIZE: the list limit (0/unset = the reflector's 500) */

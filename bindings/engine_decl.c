@@ -203,6 +203,12 @@ static void parse_watch(spec_ctx_t *c, int t, lop_watch_decl_t *w, const char *p
     if (!w->gvk.kind || !*w->gvk.kind) spec_fail(c, path, "kind must be a non-empty string (e.g. \"Deployment\")");
     w->namespace_ = opt_string(c, t, "namespace", path);
     w->label_selector = opt_string(c, t, "label_selector", path);
+    lua_getfield(L, t, "metadata_only");
+    if (!lua_isnil(L, -1)) {
+        if (!lua_isboolean(L, -1)) spec_fail(c, path, "metadata_only must be a boolean");
+        w->metadata_only = lua_toboolean(L, -1);
+    }
+    lua_pop(L, 1);
 
     lua_getfield(L, t, "predicates");
     int pt = lua_gettop(L);

@@ -55,6 +55,8 @@ describe("luaop.controller", function()
       { "bad selector", decl({ for_ = { api_version = "v1", kind = "ConfigMap", label_selector = "a in (" } }),
         "label_selector" },
       { "owns not a list", decl({ owns = 3 }), "owns must be a list" },
+      { "metadata_only not a boolean", decl({ owns = { { api_version = "v1", kind = "Pod", metadata_only = "yes" } } }),
+        "controller 'widgets': owns%[1%].metadata_only must be a boolean" },
       { "watch without map", decl({ watches = { { api_version = "v1", kind = "ConfigMap" } } }), "watches%[1%].map" },
       { "bad predicate", decl({ predicates = { { builtin = "sometimes" } } }),
         "controller 'widgets': predicates%[1%] unknown builtin 'sometimes'" },

@@ -39,6 +39,35 @@ describe("luaop.handler.requests_for", function()
     it(c[1], function() assert.same(c[3], handler.requests_for(spec, c[2])) end)
   end
 
+  it("a metadata_only watch's predicates and map see apiVersion, kind and metadata only", function()
+    local seen = {}
+    local s = controller.normalize({
+      name = "m",
+      for_ = { api_version = "example.com/v1", kind = "Widget" },
+      owns = { { api_version = "v1", kind = "Pod", metadata_only = true,
+                 predicates = { function(ev) seen.pred = ev.object; return true end } } },
+      watches = { { api_version = "v1", kind = "Secret", metadata_only = true,
+                    map = function(o, ev) seen.map, seen.old = o, ev.old; return { { namespace = "ns", name = "x" } } end } },
+      reconcile = function() end,
+    })
+    assert.is_true(s.owns[1].metadata_only)
+    local pod = obj("v1", "Pod", "p", { ctrl_ref })
+    pod.spec = { containers = {} }
+    pod.metadata.managedFields = { { manager = "m" } }
+    assert.same({ { namespace = "ns", name = "w" } },
+      handler.requests_for(s, { type = "add", api_version = "v1", kind = "Pod", object = pod }))
+    assert.same({ apiVersion = "v1", kind = "Pod",
+                  metadata = { name = "p", namespace = "ns", ownerReferences = { ctrl_ref } } }, seen.pred)
+    local sec = obj("v1", "Secret", "s")
+    sec.data = { k = "dg==" }
+    assert.same({ { namespace = "ns", name = "x" } },
+      handler.requests_for(s, { type = "update", api_version = "v1", kind = "Secret", object = sec, old = sec }))
+    assert.is_nil(seen.map.data)
+    assert.is_nil(seen.old.data)
+    assert.equal("s", seen.map.metadata.name)
+    assert.equal("dg==", sec.data.k) -- the event's own object is untouched
+  end)
+
   it("map_to_owner with controller_only", function()
     local m = handler.map_to_owner("example.com/v1", "Widget", { controller_only = true })
     assert.same({ { namespace = "ns", name = "w" } }, m(obj("v1", "Secret", "s", { ctrl_ref, plain_ref })))

@@ -287,6 +287,75 @@ static lop_rc_t fill_meta(lop_obj_t *o, arena_t *a, const char *p, size_t n, siz
     return LOP_OK;
 }
 
+/* Append "name":<value> for a member: its bytes json[vs..ve) when present, else the default
+ * string (when given), whose copy goes to the arena and *val. */
+static void put_member(lop_buf_t *b, const char *name, const char *json, size_t vs, size_t ve,
+                       const char *dflt, arena_t *a, const char **val)
+{
+    if (!vs && !dflt) return;
+    if (b->len > 1) lop_buf_putc(b, ',');
+    lop_buf_putc(b, '"');
+    lop_buf_puts(b, name);
+    lop_buf_puts(b, "\":");
+    if (vs) {
+        lop_buf_append(b, json + vs, ve - vs);
+        return;
+    }
+    size_t l = strlen(dflt);
+    lop_buf_json_str(b, dflt, l);
+    *val = memcpy(a->p + a->len, dflt, l + 1);
+    a->len += l + 1;
+}
+
+/* Finish o (allocated by build(), its apiVersion and kind decoded when present) as the entry of a
+ * metadata-only cache: {"apiVersion":..,"kind":..,"metadata":{..}} from the spans build()
+ * recorded in json[0..len); the managedFields cut [cut_s, cut_e) is left out when strip. */
+static lop_rc_t build_metadata_only(lop_obj_t *o, const char *json, size_t len, size_t as, size_t ae, size_t ks,
+                                    size_t ke, size_t ms, size_t me, size_t cut_s, size_t cut_e, bool strip,
+                                    const char *api_version, const char *kind, const char *dflt_api_version,
+                                    const char *dflt_kind, arena_t *a, size_t sp[M_COUNT][2], lop_obj_t **out,
+                                    lop_err_t *err)
+{
+    lop_buf_t b = LOP_BUF_INIT;
+    /* exact, as for full entries: the cached bytes live as long as the entry */
+    size_t need = sizeof "{\"apiVersion\":,\"kind\":,\"metadata\":}" + (ae - as) + (ke - ks) + (me - ms) -
+                  (strip && cut_e > cut_s ? cut_e - cut_s : 0);
+    if (!as && dflt_api_version) need += lop_json_str_len(dflt_api_version, strlen(dflt_api_version));
+    if (!ks && dflt_kind) need += lop_json_str_len(dflt_kind, strlen(dflt_kind));
+    lop_buf_reserve_exact(&b, need);
+    lop_buf_putc(&b, '{');
+    put_member(&b, "apiVersion", json, as, ae, dflt_api_version, a, &api_version);
+    put_member(&b, "kind", json, ks, ke, dflt_kind, a, &kind);
+    if (me) {
+        if (b.len > 1) lop_buf_putc(&b, ',');
+        lop_buf_puts(&b, "\"metadata\":");
+        o->meta_s_ = b.len;
+        if (cut_e > cut_s && strip) {
+            lop_buf_append(&b, json + ms, cut_s - ms);
+            lop_buf_append(&b, json + cut_e, me - cut_e);
+        } else {
+            if (cut_e > cut_s) { /* kept: lop_obj_metadata still leaves it out */
+                o->mf_s_ = b.len + (cut_s - ms);
+                o->mf_e_ = b.len + (cut_e - ms);
+            }
+            lop_buf_append(&b, json + ms, me - ms);
+        }
+        o->meta_e_ = b.len;
+    }
+    lop_buf_putc(&b, '}');
+    o->api_version = api_version ? api_version : "";
+    o->kind = kind ? kind : "";
+    o->json_len = b.len;
+    o->json = lop_buf_steal(&b);
+    lop_rc_t rc = fill_meta(o, a, json, len, sp, err);
+    if (rc != LOP_OK) {
+        lop_obj_unref(o);
+        return rc;
+    }
+    *out = o;
+    return LOP_OK;
+}
+
 /* endp NULL: json[0..len) is exactly one object (whitespace around it allowed); else the object
  * starts at json[0] (whitespace allowed), may be followed by anything, and *endp gets its end. */
 static lop_rc_t build(const char *json, size_t len, int flags, const char *dflt_api_version,
@@ -379,6 +448,9 @@ static lop_rc_t build(const char *json, size_t len, int flags, const char *dflt_
 
     size_t body = s + 1, cut = cut_e > cut_s ? cut_e - cut_s : 0;
     bool strip = cut && !(flags & LOP_OBJ_KEEP_MANAGED_FIELDS);
+    if (flags & LOP_OBJ_METADATA_ONLY)
+        return build_metadata_only(o, json, len, as, ae, ks, ke, ms, me, cut_s, cut_e, strip, api_version, kind,
+                                   dflt_api_version, dflt_kind, &a, sp, out, err);
     /* The entry's JSON is kept for its lifetime: allocate exactly what it needs (a rounded-up
      * buffer would leave up to half of every cached object as slack). */
     size_t need = 1 + (strip ? (cut_s - body) + (e - cut_e) : e - body);

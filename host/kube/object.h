@@ -66,6 +66,11 @@ enum {
     /* the caller has already validated json as one JSON value (e.g. a list item walked by
      * lop_jscan_array_next): skip it instead of validating it again */
     LOP_OBJ_TRUSTED = 2,
+    /* keep only apiVersion, kind and metadata in json (managedFields stripped unless
+     * KEEP_MANAGED_FIELDS): the cache of a metadata-only watch, as controller-runtime's
+     * OnlyMetadata / client-go's metadata informer keep PartialObjectMetadata. The bytes are still
+     * validated whole. */
+    LOP_OBJ_METADATA_ONLY = 4,
 };
 
 /*

@@ -84,6 +84,8 @@ typedef struct lop_watch_decl {
     size_t npreds;
     char *namespace_;      /* NULL: all namespaces (or the --namespace flag) */
     char *label_selector;  /* NULL: everything */
+    bool metadata_only;    /* cache apiVersion, kind and metadata only (controller-runtime's
+                            * OnlyMetadata); reads of the kind are not served from it */
 } lop_watch_decl_t;
 
 typedef struct lop_ctrl_decl {

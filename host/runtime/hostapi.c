@@ -89,7 +89,7 @@ const lop_reflector_handlers_t lop_ryw_handlers = {ryw_add, ryw_update, ryw_dele
 static inf_entry_t *cache_for(lop_manager_t *m, const lop_rest_mapping_t *mp, const char *ns)
 {
     for (inf_entry_t *e = m->infs; e; e = e->next) {
-        if (e->selector || !e->started) continue;
+        if (e->selector || e->meta_only || !e->started) continue; /* holds all of every object only */
         if (strcmp(e->mapping.group, mp->group) != 0 || strcmp(e->mapping.version, mp->version) != 0 ||
             strcmp(e->mapping.resource, mp->resource) != 0)
             continue;

@@ -117,13 +117,13 @@ static void inf_metrics_remove(lop_manager_t *m, const inf_entry_t *gone)
 }
 
 static inf_entry_t *inf_acquire(lop_manager_t *m, const lop_rest_mapping_t *mp, const char *ns,
-                                const char *selector, lop_err_t *err)
+                                const char *selector, bool meta_only, lop_err_t *err)
 {
     if (!mp->namespaced) ns = NULL;
     if (!ns && m->namespace_ && mp->namespaced) ns = m->namespace_;
     char key[640];
-    snprintf(key, sizeof key, "%s/%s/%s|%s|%s", mp->group, mp->version, mp->resource,
-             ns ? ns : "", selector ? selector : "");
+    snprintf(key, sizeof key, "%s/%s/%s|%s|%s%s", mp->group, mp->version, mp->resource,
+             ns ? ns : "", selector ? selector : "", meta_only ? "|metadata" : "");
     for (inf_entry_t *e = m->infs; e; e = e->next) {
         if (strcmp(e->key, key) == 0) {
             e->refs++;
@@ -137,7 +137,8 @@ static inf_entry_t *inf_acquire(lop_manager_t *m, const lop_rest_mapping_t *mp, 
     }
     char name[400];
     gvr_name(mp, name, sizeof name);
-    lop_informer_config_t ic = {.name = name, .lw = lw, .clock = m->clock, .watch_list = m->cfg.watch_list};
+    lop_informer_config_t ic = {.name = name, .lw = lw, .clock = m->clock, .watch_list = m->cfg.watch_list,
+                                .obj_flags = meta_only ? LOP_OBJ_METADATA_ONLY : 0};
     lop_informer_t *inf = lop_informer_new(&ic, err);
     free(lw); /* the informer copied the struct and owns its ud */
     if (!inf) return NULL;
@@ -146,6 +147,7 @@ static inf_entry_t *inf_acquire(lop_manager_t *m, const lop_rest_mapping_t *mp, 
     e->mapping = *mp;
     e->ns = ns ? lop_xstrdup(ns) : NULL;
     e->selector = selector ? lop_xstrdup(selector) : NULL;
+    e->meta_only = meta_only;
     e->inf = inf;
     e->refs = 1;
     lop_reflector_handlers_t h = lop_ryw_handlers;
@@ -319,7 +321,8 @@ static lop_rc_t rewire(lop_manager_t *m, lop_err_t *err)
         c->bindings = lop_xcalloc(nw, sizeof *c->bindings);
         for (size_t w = 0; w < nw; w++, k++) {
             const lop_watch_decl_t *wd = decl_watch(d, w);
-            inf_entry_t *e = inf_acquire(m, &m->plan.mappings[k], wd->namespace_, wd->label_selector, err);
+            inf_entry_t *e = inf_acquire(m, &m->plan.mappings[k], wd->namespace_, wd->label_selector,
+                                         wd->metadata_only, err);
             if (!e) {
                 rc = LOP_ERR;
                 break;

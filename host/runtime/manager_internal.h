@@ -18,6 +18,7 @@ typedef struct inf_entry {
     lop_rest_mapping_t mapping;
     char *ns;       /* NULL = all namespaces */
     char *selector; /* NULL = everything */
+    bool meta_only; /* entries hold apiVersion, kind and metadata only (LOP_OBJ_METADATA_ONLY) */
     lop_informer_t *inf;
     int refs;
     bool started;

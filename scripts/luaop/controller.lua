@@ -93,8 +93,13 @@ normalize = function(decl)
   local common = preds(level, where, decl.predicates)
 
   check_kind(level, where .. "for_", decl.for_,
-    { api_version = true, kind = true, predicates = true, namespace = true, label_selector = true })
+    { api_version = true, kind = true, predicates = true, namespace = true, label_selector = true,
+      metadata_only = true })
   local f = decl.for_
+  local function meta_only(w, v)
+    if v ~= nil and type(v) ~= "boolean" then fail(level, w .. ".metadata_only must be a boolean") end
+    return v or nil
+  end
   if f.namespace ~= nil and type(f.namespace) ~= "string" then fail(level, where .. "for_.namespace must be a string") end
   if f.label_selector ~= nil then
     if type(f.label_selector) ~= "string" then fail(level, where .. "for_.label_selector must be a string") end
@@ -104,7 +109,8 @@ normalize = function(decl)
   local spec = {
     name = decl.name,
     for_ = { api_version = f.api_version, kind = f.kind, namespace = f.namespace,
-             label_selector = f.label_selector, predicates = preds(level, where .. "for_", f.predicates, common) },
+             label_selector = f.label_selector, predicates = preds(level, where .. "for_", f.predicates, common),
+             metadata_only = meta_only(where .. "for_", f.metadata_only) },
     owns = {},
     watches = {},
     reconcile = decl.reconcile,
@@ -114,18 +120,20 @@ normalize = function(decl)
     if type(decl.owns) ~= "table" then fail(level, where .. "owns must be a list of tables") end
     for i, o in ipairs(decl.owns) do
       local w = where .. "owns[" .. i .. "]"
-      check_kind(level, w, o, { api_version = true, kind = true, predicates = true })
-      spec.owns[i] = { api_version = o.api_version, kind = o.kind, predicates = preds(level, w, o.predicates, common) }
+      check_kind(level, w, o, { api_version = true, kind = true, predicates = true, metadata_only = true })
+      spec.owns[i] = { api_version = o.api_version, kind = o.kind, predicates = preds(level, w, o.predicates, common),
+                       metadata_only = meta_only(w, o.metadata_only) }
     end
   end
   if decl.watches ~= nil then
     if type(decl.watches) ~= "table" then fail(level, where .. "watches must be a list of tables") end
     for i, o in ipairs(decl.watches) do
       local w = where .. "watches[" .. i .. "]"
-      check_kind(level, w, o, { api_version = true, kind = true, predicates = true, map = true })
+      check_kind(level, w, o, { api_version = true, kind = true, predicates = true, map = true, metadata_only = true })
       if type(o.map) ~= "function" then fail(level, w .. ".map must be a function(obj, ev) returning requests") end
       spec.watches[i] = { api_version = o.api_version, kind = o.kind, map = o.map,
-                          predicates = preds(level, w, o.predicates, common) }
+                          predicates = preds(level, w, o.predicates, common),
+                          metadata_only = meta_only(w, o.metadata_only) }
     end
   end
 

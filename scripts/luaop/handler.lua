@@ -6,7 +6,7 @@
 -- Context: any (map functions run in the map context in the host).
 -- @module luaop.handler
 
-local type, ipairs, error, require = type, ipairs, error, require
+local type, ipairs, pairs, error, require = type, ipairs, pairs, error, require
 
 local _M = {}
 
@@ -41,6 +41,27 @@ function _M.map_to_owner(api_version, kind, opts)
   end
 end
 
+-- What a metadata-only watch's cache holds of an object (host: LOP_OBJ_METADATA_ONLY): apiVersion,
+-- kind and metadata, managedFields left out.
+local function metadata_view(obj)
+  if type(obj) ~= "table" then return obj end
+  local md = {}
+  for k, v in pairs(type(obj.metadata) == "table" and obj.metadata or {}) do
+    if k ~= "managedFields" then md[k] = v end
+  end
+  return { apiVersion = obj.apiVersion, kind = obj.kind, metadata = md }
+end
+
+-- ev as the watch w sees it: with metadata_only, its objects are metadata views.
+local function as_seen(w, ev)
+  if not w.metadata_only then return ev end
+  local v = {}
+  for k, x in pairs(ev) do v[k] = x end
+  v.object = metadata_view(ev.object)
+  if ev.old then v.old = metadata_view(ev.old) end
+  return v
+end
+
 --- The requests a watch event yields for a controller spec, predicates applied.
 -- @tparam table spec normalized controller spec
 -- @tparam table ev `{type = "add"|"update"|"delete", api_version=, kind=, object=, old=}`
@@ -48,10 +69,12 @@ end
 function _M.requests_for(spec, ev)
   local preds = require("luaop.predicates")
   local out = {}
-  local obj = ev.object
-  local md = (type(obj) == "table" and obj.metadata) or {}
+  local all = ev
   local f = spec.for_
-  if ev.api_version == f.api_version and ev.kind == f.kind then
+  if all.api_version == f.api_version and all.kind == f.kind then
+    ev = as_seen(f, all)
+    local obj = ev.object
+    local md = (type(obj) == "table" and obj.metadata) or {}
     local in_scope = (f.namespace == nil or f.namespace == md.namespace)
     if in_scope and f.label_selector then
       in_scope = require("luaop.selector").match(f.label_selector, obj)
@@ -61,6 +84,9 @@ function _M.requests_for(spec, ev)
     end
   end
   for _, o in ipairs(spec.owns or {}) do
+    ev = as_seen(o, all)
+    local obj = ev.object
+    local md = (type(obj) == "table" and obj.metadata) or {}
     if ev.api_version == o.api_version and ev.kind == o.kind and preds.all(o.predicates, ev) then
       local seen = {}
       for _, src in ipairs({ obj, ev.old or false }) do
@@ -75,8 +101,9 @@ function _M.requests_for(spec, ev)
     end
   end
   for _, w in ipairs(spec.watches or {}) do
+    ev = as_seen(w, all)
     if ev.api_version == w.api_version and ev.kind == w.kind and preds.all(w.predicates, ev) then
-      for _, r in ipairs(w.map(obj, ev) or {}) do
+      for _, r in ipairs(w.map(ev.object, ev) or {}) do
         out[#out + 1] = { namespace = r.namespace, name = r.name }
       end
     end

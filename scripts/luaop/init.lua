@@ -24,9 +24,11 @@ local submodules = {
 -- the backend (`core.register_controller` in the host; `luaop.testing` collects it in busted).
 --
 -- @tparam table decl
---   `name` (string, unique), `for_ = {api_version=, kind=, predicates=?, namespace=?, label_selector=?}`,
---   `owns = {{api_version=, kind=, predicates=?}, ...}` (optional),
---   `watches = {{api_version=, kind=, map=function(obj, ev) -> {{namespace=, name=}...}, predicates=?}, ...}` (optional),
+--   `name` (string, unique), `for_ = {api_version=, kind=, predicates=?, namespace=?, label_selector=?,
+--   metadata_only=?}`, `owns = {{api_version=, kind=, predicates=?, metadata_only=?}, ...}` (optional),
+--   `watches = {{api_version=, kind=, map=function(obj, ev) -> {{namespace=, name=}...}, predicates=?,
+--   metadata_only=?}, ...}` (optional; metadata_only: that watch caches and shows apiVersion, kind and
+--   metadata only, see docs/lua-api.md),
 --   `predicates = {...}` (optional; applied to every watch, like controller-runtime's WithEventFilter),
 --   `max_concurrent_reconciles` (integer >= 1, default 1), `leader_election` (boolean, default true),
 --   `reconcile_timeout` (seconds > 0, optional), `reconcile = function(req)`.

@@ -68,7 +68,7 @@ static void on_add(void *ud, lop_obj_t *o)
     (void)o;
 }
 
-static void setup(fx_t *f)
+static void setup_flags(fx_t *f, bool meta_only)
 {
     memset(f, 0, sizeof *f);
     f->mapper = lop_restmapper_new(cli);
@@ -77,7 +77,8 @@ static void setup(fx_t *f)
     T_EQ_INT(lop_manager_new(&mc, &f->m, &err), LOP_OK);
     /* An informer entry as the manager makes one for a watched kind, driven by hand. */
     lop_listwatch_t *lw = lop_rest_listwatch_new(cli, &cm_mapping, NULL, NULL, NULL);
-    lop_informer_config_t ic = {.name = "v1/configmaps", .lw = lw};
+    lop_informer_config_t ic = {.name = "v1/configmaps", .lw = lw,
+                                .obj_flags = meta_only ? LOP_OBJ_METADATA_ONLY : 0};
     inf_entry_t *e = calloc(1, sizeof *e);
     e->inf = lop_informer_new(&ic, &err);
     free(lw);
@@ -85,6 +86,7 @@ static void setup(fx_t *f)
     e->mapping = cm_mapping;
     e->refs = 1;
     e->started = true;
+    e->meta_only = meta_only;
     f->e = e;
     lop_reflector_handlers_t h = {on_add, NULL, NULL, f};
     lop_informer_add_handler(e->inf, &h);
@@ -93,6 +95,8 @@ static void setup(fx_t *f)
     f->m->infs = e;
     pthread_mutex_unlock(&f->m->mu);
 }
+
+static void setup(fx_t *f) { setup_flags(f, false); }
 
 static void teardown(fx_t *f)
 {
@@ -141,6 +145,33 @@ static void test_first_list_events_read_the_cache_not_the_server(void)
     teardown(&f);
 }
 
+/* A metadata-only informer (a watch with metadata_only) caches apiVersion, kind and metadata only,
+ * so reads of the kind are never served from it: the caller reads live. */
+static void test_metadata_only_cache_serves_no_reads(void)
+{
+    fx_t f;
+    setup_flags(&f, true);
+    int64_t wait = 0;
+    T_EQ_INT(lop_informer_step(f.e->inf, &wait), LOP_OK);
+    T_CHECK(lop_informer_has_synced(f.e->inf));
+    T_EQ_INT(f.adds, NCM);
+    T_EQ_INT(f.served, 0);
+    T_EQ_INT(f.eagain, NCM);
+    lop_obj_t *o = lop_store_get(lop_informer_store(f.e->inf), "default/cm-03");
+    T_CHECK(o != NULL);
+    if (o) {
+        T_CHECK(strstr(o->json, "\"data\"") == NULL);
+        T_CHECK(strstr(o->json, "\"cm-03\"") != NULL);
+        T_EQ_STR(o->kind, "ConfigMap");
+        lop_obj_unref(o);
+    }
+    const lop_host_api_t *h = &f.m->host;
+    lop_blob_t b = {0};
+    lop_err_t err;
+    T_EQ_INT(h->cache_get(h->ud, "v1", "ConfigMap", "default", "cm-03", &b, &err), LOP_EAGAIN);
+    teardown(&f);
+}
+
 int main(void)
 {
     if (t_apiserver_client_start(&srv, &cli) != 0)
@@ -151,6 +182,7 @@ int main(void)
         create_cm(name);
     }
     T_RUN(test_first_list_events_read_the_cache_not_the_server);
+    T_RUN(test_metadata_only_cache_serves_no_reads);
     lop_rest_client_free(cli);
     lop_apiserver_stop(srv);
     return T_DONE();

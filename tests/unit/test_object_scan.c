@@ -123,6 +123,55 @@ static void test_metadata_tree_is_lazy_and_leaves_out_managed_fields(void)
     lop_obj_unref(o);
 }
 
+/* A metadata-only entry keeps apiVersion, kind and metadata (managedFields cut unless kept),
+ * takes a list's defaults when the item lacks them, and still refuses malformed bytes anywhere. */
+static void test_metadata_only_entry(void)
+{
+    const char *pod = "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\","
+                      "\"managedFields\":[{\"manager\":\"m\"}],\"labels\":{\"app\":\"web\"},"
+                      "\"resourceVersion\":\"7\"},\"spec\":{\"containers\":[{\"name\":\"c\"}]},\"status\":{}}";
+    lop_obj_t *o = mk(pod, LOP_OBJ_METADATA_ONLY);
+    T_EQ_STR(o->json, "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\","
+                      "\"labels\":{\"app\":\"web\"},\"resourceVersion\":\"7\"}}");
+    T_EQ_INT((long)o->json_len, (long)strlen(o->json));
+    T_CHECK(malloc_usable_size((void *)o->json) < o->json_len + 64); /* sized without managedFields */
+    T_EQ_STR(o->kind, "Pod");
+    T_EQ_STR(o->api_version, "v1");
+    T_EQ_STR(o->name, "p");
+    T_EQ_STR(o->rv, "7");
+    T_EQ_STR(lop_obj_label(o, "app"), "web");
+    const json_t *m = lop_obj_metadata(o);
+    T_EQ_INT(json_object_size(m), 4);
+    lop_obj_unref(o);
+
+    o = mk(pod, LOP_OBJ_METADATA_ONLY | LOP_OBJ_KEEP_MANAGED_FIELDS);
+    T_CHECK(strstr(o->json, "managedFields") != NULL && strstr(o->json, "spec") == NULL);
+    T_CHECK(json_object_get(lop_obj_metadata(o), "managedFields") == NULL); /* as for full entries */
+    T_EQ_INT(json_object_size(lop_obj_metadata(o)), 4);
+    lop_obj_unref(o);
+
+    const char *item = "{\"metadata\":{\"name\":\"i\"},\"data\":{\"k\":\"v\"}}";
+    lop_err_t err;
+    T_EQ_INT(lop_obj_new_item(item, strlen(item), LOP_OBJ_METADATA_ONLY, "v1", "ConfigMap", &o, &err), LOP_OK);
+    T_EQ_STR(o->json, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"i\"}}");
+    T_EQ_STR(o->kind, "ConfigMap");
+    lop_obj_unref(o);
+
+    /* no labels: the string arena holds exactly what is read (apiVersion and kind decoded once) */
+    const char *sec = "{\"kind\":\"Secret\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"s1\",\"namespace\":\"default\","
+                      "\"uid\":\"0b6f7a2e-1\",\"resourceVersion\":\"12\"},\"data\":{\"k\":\"dg==\"},\"type\":\"Opaque\"}";
+    o = mk(sec, LOP_OBJ_METADATA_ONLY);
+    T_EQ_STR(o->name, "s1");
+    T_EQ_STR(o->uid, "0b6f7a2e-1");
+    T_EQ_STR(o->rv, "12");
+    T_EQ_STR(o->kind, "Secret");
+    T_CHECK(strstr(o->json, "dg==") == NULL);
+    lop_obj_unref(o);
+
+    const char *bad = "{\"metadata\":{\"name\":\"i\"},\"spec\":{\"x\":tru}}";
+    T_EQ_INT(lop_obj_new(bad, strlen(bad), LOP_OBJ_METADATA_ONLY, &o, &err), LOP_EINVAL);
+}
+
 static void *get_meta(void *ud) { return (void *)lop_obj_metadata(ud); }
 
 static void test_metadata_first_call_races_agree(void)
@@ -351,6 +400,7 @@ int main(void)
     T_RUN(test_entry_json_is_allocated_at_its_size);
     T_RUN(test_string_arena_leaves_out_unread_members);
     T_RUN(test_metadata_tree_is_lazy_and_leaves_out_managed_fields);
+    T_RUN(test_metadata_only_entry);
     T_RUN(test_metadata_first_call_races_agree);
     T_RUN(test_counted_wakeups_lose_no_item);
     T_RUN(test_trusted_skip_agrees_with_validation);
