@@ -292,7 +292,7 @@ static lop_rc_t fill_meta(lop_obj_t *o, arena_t *a, const char *p, size_t n, siz
 static void put_member(lop_buf_t *b, const char *name, const char *json, size_t vs, size_t ve,
                        const char *dflt, arena_t *a, const char **val)
 {
-    if (!vs && !dflt) return;
+    if (!vs && !(dflt && *dflt)) return; /* as for full entries: an empty default adds nothing */
     if (b->len > 1) lop_buf_putc(b, ',');
     lop_buf_putc(b, '"');
     lop_buf_puts(b, name);
@@ -318,10 +318,11 @@ static lop_rc_t build_metadata_only(lop_obj_t *o, const char *json, size_t len, 
 {
     lop_buf_t b = LOP_BUF_INIT;
     /* exact, as for full entries: the cached bytes live as long as the entry */
-    size_t need = sizeof "{\"apiVersion\":,\"kind\":,\"metadata\":}" + (ae - as) + (ke - ks) + (me - ms) -
+    size_t need = sizeof "{\"apiVersion\":,\"kind\":,\"metadata\":}" - 1 + (ae - as) + (ke - ks) + (me - ms) -
                   (strip && cut_e > cut_s ? cut_e - cut_s : 0);
-    if (!as && dflt_api_version) need += lop_json_str_len(dflt_api_version, strlen(dflt_api_version));
-    if (!ks && dflt_kind) need += lop_json_str_len(dflt_kind, strlen(dflt_kind));
+    if (!as && dflt_api_version && *dflt_api_version)
+        need += lop_json_str_len(dflt_api_version, strlen(dflt_api_version));
+    if (!ks && dflt_kind && *dflt_kind) need += lop_json_str_len(dflt_kind, strlen(dflt_kind));
     lop_buf_reserve_exact(&b, need);
     lop_buf_putc(&b, '{');
     put_member(&b, "apiVersion", json, as, ae, dflt_api_version, a, &api_version);

@@ -87,10 +87,12 @@ static lop_rc_t validate_vm(void *ud, lop_vm_t *vm, lop_err_t *err)
 
 /* ------------------------------------------------------------------ informers */
 
-/* "group/version/resource" ("version/resource" for the core group): the informer's metric label. */
-static void gvr_name(const lop_rest_mapping_t *mp, char *buf, size_t len)
+/* "group/version/resource" ("version/resource" for the core group), "+metadata" appended for a
+ * metadata-only informer: the informer's name and metric label. */
+static void gvr_name(const lop_rest_mapping_t *mp, bool meta_only, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s%s%s/%s", mp->group, *mp->group ? "/" : "", mp->version, mp->resource);
+    snprintf(buf, len, "%s%s%s/%s%s", mp->group, *mp->group ? "/" : "", mp->version, mp->resource,
+             meta_only ? "+metadata" : "");
 }
 
 /* Hide the per-informer metric children of a stopped informer (unless another informer of the
@@ -99,11 +101,11 @@ static void inf_metrics_remove(lop_manager_t *m, const inf_entry_t *gone)
 {
     if (!m->cfg.metrics) return;
     char name[400], other[400];
-    gvr_name(&gone->mapping, name, sizeof name);
+    gvr_name(&gone->mapping, gone->meta_only, name, sizeof name);
     pthread_mutex_lock(&m->mu);
     bool shared = false;
     for (inf_entry_t *e = m->infs; e && !shared; e = e->next) {
-        gvr_name(&e->mapping, other, sizeof other);
+        gvr_name(&e->mapping, e->meta_only, other, sizeof other);
         shared = strcmp(name, other) == 0;
     }
     pthread_mutex_unlock(&m->mu);
@@ -125,7 +127,7 @@ static inf_entry_t *inf_acquire(lop_manager_t *m, const lop_rest_mapping_t *mp, 
     snprintf(key, sizeof key, "%s/%s/%s|%s|%s%s", mp->group, mp->version, mp->resource,
              ns ? ns : "", selector ? selector : "", meta_only ? "|metadata" : "");
     for (inf_entry_t *e = m->infs; e; e = e->next) {
-        if (strcmp(e->key, key) == 0) {
+        if (strcmp(e->key, key) == 0 && e->meta_only == meta_only) { /* the key may be cut short */
             e->refs++;
             return e;
         }
@@ -136,7 +138,7 @@ static inf_entry_t *inf_acquire(lop_manager_t *m, const lop_rest_mapping_t *mp, 
         return NULL;
     }
     char name[400];
-    gvr_name(mp, name, sizeof name);
+    gvr_name(mp, meta_only, name, sizeof name);
     lop_informer_config_t ic = {.name = name, .lw = lw, .clock = m->clock, .watch_list = m->cfg.watch_list,
                                 .obj_flags = meta_only ? LOP_OBJ_METADATA_ONLY : 0};
     lop_informer_t *inf = lop_informer_new(&ic, err);

@@ -157,6 +157,10 @@ static void test_metadata_only_entry(void)
     T_EQ_STR(o->kind, "ConfigMap");
     lop_obj_unref(o);
 
+    T_EQ_INT(lop_obj_new_item(item, strlen(item), LOP_OBJ_METADATA_ONLY, "", "", &o, &err), LOP_OK);
+    T_EQ_STR(o->json, "{\"metadata\":{\"name\":\"i\"}}"); /* empty defaults add nothing, as for full entries */
+    lop_obj_unref(o);
+
     /* no labels: the string arena holds exactly what is read (apiVersion and kind decoded once) */
     const char *sec = "{\"kind\":\"Secret\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"s1\",\"namespace\":\"default\","
                       "\"uid\":\"0b6f7a2e-1\",\"resourceVersion\":\"12\"},\"data\":{\"k\":\"dg==\"},\"type\":\"Opaque\"}";
