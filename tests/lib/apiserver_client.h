@@ -1,7 +1,7 @@
 /*
  * apiserver_client.h — for C tests: start the in-process local API server on a free loopback
  * port and a REST client for it (no client-side rate limit). Include after t.h.
- * Returns 0, or 1 after printing the cause (main() then returns it).
+ * Returns 0, or 1 after printing the cause (main() checks it with T_SETUP).
  */
 #ifndef LOP_TEST_APISERVER_CLIENT_H
 #define LOP_TEST_APISERVER_CLIENT_H

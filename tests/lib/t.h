@@ -55,6 +55,14 @@ static int t_failed_checks, t_tests_passed, t_tests_failed, t_cur_failed;
         }                                                                                \
     } while (0)
 
+/* A set-up step main() needs before its tests (a server that must start): true when cond holds;
+ * otherwise it prints the cause and counts as a failed test, and main() returns T_DONE(). */
+#define T_SETUP(what, cond)                                                              \
+    ((cond) ? 1                                                                          \
+            : (fprintf(stderr, "%s:%d: set-up failed: %s\nFAIL %s\n", __FILE__, __LINE__, \
+                       #cond, what),                                                     \
+               t_failed_checks++, t_tests_failed++, 0))
+
 #define T_DONE()                                                                         \
     (printf("%d passed, %d failed\n", t_tests_passed, t_tests_failed), t_tests_failed ? 1 : 0)
 

@@ -510,6 +510,8 @@ int main(void)
 {
     curl_global_init(CURL_GLOBAL_ALL);
     srv = t_start(0);
+    if (!T_SETUP("start the API server", srv != NULL))
+        return T_DONE();
     T_RUN(test_create_get_and_system_fields);
     T_RUN(test_exact_error_bodies);
     T_RUN(test_optimistic_concurrency);

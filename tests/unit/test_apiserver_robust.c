@@ -170,6 +170,8 @@ int main(void)
 {
     curl_global_init(CURL_GLOBAL_ALL);
     srv = t_start(0);
+    if (!T_SETUP("start the API server", srv != NULL))
+        return T_DONE();
     T_RUN(test_bad_requests_get_status_answers);
     T_RUN(test_deep_and_odd_json);
     T_RUN(test_crd_must_be_structural);

@@ -482,6 +482,8 @@ int main(void)
 {
     curl_global_init(CURL_GLOBAL_ALL);
     srv = t_start(0);
+    if (!T_SETUP("start the API server", srv != NULL))
+        return T_DONE();
     T_RUN(test_crd_install_and_discovery);
     T_RUN(test_cr_status_and_generation);
     T_RUN(test_watch_initial_events_and_bookmark);

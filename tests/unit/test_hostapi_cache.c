@@ -174,8 +174,8 @@ static void test_metadata_only_cache_serves_no_reads(void)
 
 int main(void)
 {
-    if (t_apiserver_client_start(&srv, &cli) != 0)
-        return 1;
+    if (!T_SETUP("start the API server and a client", t_apiserver_client_start(&srv, &cli) == 0))
+        return T_DONE();
     for (int i = 0; i < NCM; i++) {
         char name[32];
         snprintf(name, sizeof name, "cm-%02d", i);

@@ -278,8 +278,8 @@ static void test_ten_thousand_rapid_updates_end_in_the_right_state(void)
 
 int main(void)
 {
-    if (t_apiserver_client_start(&srv, &cli) != 0)
-        return 1;
+    if (!T_SETUP("start the API server and a client", t_apiserver_client_start(&srv, &cli) == 0))
+        return T_DONE();
     for (int pass = 0; pass < 2; pass++) {
         g_watch_list = pass == 1;
         T_RUN(test_list_watch_sync);

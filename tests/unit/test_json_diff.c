@@ -409,6 +409,22 @@ static void modes_agree(feed_fn feed, const lop_buf_t *in, size_t limit, int sto
 
 /* Mutate *in once or twice; then every split mode must give the byte-by-byte (all tracked)
  * outcome. */
+/* The size limit and the stop: with `limit` the input decodes to exp; with `too_small` (one less
+ * than the longest object) every split agrees and fails (rc < 0); stopping after stop_after
+ * objects agrees whichever way. a, o: scratch. */
+static void limit_and_stop_agree(feed_fn feed, const lop_buf_t *in, size_t limit, size_t too_small, int stop_after,
+                                 int ref, int iter, const char *what, const char *exp, lop_buf_t *a, lop_buf_t *o)
+{
+    char name[64];
+    feed(in->data, in->len, limit, 0, 2, a);
+    T_EQ_STR(a->data, exp);
+    snprintf(name, sizeof name, "%s, limit", what);
+    modes_agree(feed, in, too_small, 0, ref, iter, name, a, o);
+    T_CHECK(strstr(o->data, "|rc=-") != NULL);
+    snprintf(name, sizeof name, "%s, stop", what);
+    modes_agree(feed, in, 0, stop_after, ref, iter, name, a, o);
+}
+
 static void mutated_agree(feed_fn feed, lop_buf_t *in, int iter, const char *what, lop_buf_t *a, lop_buf_t *o)
 {
     for (size_t m = rn(2) + 1; m; m--)
@@ -481,13 +497,8 @@ static void test_watch_streams_split_anywhere(void)
                 T_CHECK(0);
             }
         }
-        /* the size limit: exactly the longest passes; one less fails at it whichever way */
-        feed_watch(st.data, st.len, maxlen, 0, 2, &a);
-        T_EQ_STR(a.data, exp);
-        modes_agree(feed_watch, &st, maxlen - 1, 0, 0, iter, "stream, limit", &a, &o);
-        T_CHECK(strstr(o.data, "|rc=-") != NULL);
-        /* stop after k: exactly k delivered, whichever way */
-        modes_agree(feed_watch, &st, 0, 1 + (int)rn(nd), 0, iter, "stream, stop", &a, &o);
+        /* exactly the longest event passes, one less fails at it; stop after k, whichever way */
+        limit_and_stop_agree(feed_watch, &st, maxlen, maxlen - 1, 1 + (int)rn(nd), 0, iter, "stream", exp, &a, &o);
         free(exp);
         /* mutated streams: every split agrees with the byte-by-byte (all tracked) outcome */
         mutated_agree(feed_watch, &st, iter, "stream", &a, &o);
@@ -628,11 +639,10 @@ static void test_list_bodies_split_anywhere(void)
             }
         }
         if (ni) {
-            /* the item limit: exactly the longest passes (the members are short) */
-            feed_list(body.data, body.len, maxlen > 64 ? maxlen : 64, 0, 2, &a);
-            T_EQ_STR(a.data, exp);
-            modes_agree(feed_list, &body, maxlen - 1, 0, 1, iter, "body, limit", &a, &o);
-            modes_agree(feed_list, &body, 0, 1 + (int)rn(ni), 1, iter, "body, stop", &a, &o);
+            /* the item limit: the longest item passes (with at least 64, for the list's own short
+             * members), one less than it fails at it; stop after k, whichever way */
+            limit_and_stop_agree(feed_list, &body, maxlen > 64 ? maxlen : 64, maxlen - 1, 1 + (int)rn(ni), 1,
+                                 iter, "body", exp, &a, &o);
         }
         free(exp);
         mutated_agree(feed_list, &body, iter, "body", &a, &o);
