@@ -306,7 +306,7 @@ static lop_rc_t leader_start(leader_t *l, const lop_run_opts_t *o, lop_rest_clie
         l->lease_watch = lw ? lop_informer_new(&ic, NULL) : NULL;
         free(lw);
         if (l->lease_watch) {
-            lop_reflector_handlers_t h = {lease_add, lease_update, lease_delete, l};
+            lop_reflector_handlers_t h = {lease_add, lease_update, lease_delete, l, NULL};
             lop_informer_add_handler(l->lease_watch, &h);
             lop_informer_start(l->lease_watch, NULL);
         }

@@ -143,7 +143,7 @@ static lop_rc_t cm_start(lop_script_source_t *s, const lop_script_source_config_
     s->inf = lop_informer_new(&ic, err);
     free(lw); /* the informer owns its ud */
     if (!s->inf) return LOP_ERR;
-    lop_reflector_handlers_t h = {cm_add, cm_update, cm_delete, s};
+    lop_reflector_handlers_t h = {cm_add, cm_update, cm_delete, s, NULL};
     lop_informer_add_handler(s->inf, &h);
     return lop_informer_start(s->inf, err);
 }

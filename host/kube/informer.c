@@ -44,6 +44,14 @@ static void fan_delete(void *ud, lop_obj_t *o, bool tomb)
             inf->regs[i].h.on_delete(inf->regs[i].h.ud, o, tomb);
 }
 
+static void fan_synced(void *ud)
+{
+    lop_informer_t *inf = ud;
+    for (size_t i = 0; i < inf->nregs; i++)
+        if (inf->regs[i].h.on_synced)
+            inf->regs[i].h.on_synced(inf->regs[i].h.ud);
+}
+
 lop_informer_t *lop_informer_new(const lop_informer_config_t *cfg, lop_err_t *err)
 {
     if (!cfg || !cfg->lw) {
@@ -56,7 +64,7 @@ lop_informer_t *lop_informer_new(const lop_informer_config_t *cfg, lop_err_t *er
     inf->next_id = 1;
     lop_reflector_config_t rc = {
         .name = cfg->name, .lw = cfg->lw, .store = inf->store, .clock = cfg->clock,
-        .handlers = {fan_add, fan_update, fan_delete, inf}, .page_size = cfg->page_size,
+        .handlers = {fan_add, fan_update, fan_delete, inf, fan_synced}, .page_size = cfg->page_size,
         .obj_flags = cfg->obj_flags, .idle_timeout_ms = cfg->idle_timeout_ms, .seed = cfg->seed,
         .delivery_lock = &inf->dlock, .watch_list = cfg->watch_list,
     };
@@ -98,6 +106,9 @@ int lop_informer_add_handler(lop_informer_t *inf, const lop_reflector_handlers_t
             h->on_add(h->ud, l.items[i]);
         lop_obj_list_free(&l);
     }
+    /* the store already holds the first list: this handler has synced once replayed */
+    if (h->on_synced && lop_reflector_has_synced(inf->refl))
+        h->on_synced(h->ud);
     pthread_mutex_unlock(&inf->dlock);
     return id;
 }

@@ -11,7 +11,9 @@
  * every later change exactly once. Handlers must not block for long (they hold up the watch)
  * and must not call add_handler/remove_handler/stop from inside a callback (deadlock).
  *
- * HasSynced: true once the first full list has been delivered to the store and handlers.
+ * HasSynced: true once the first full list has been delivered to the store and handlers. Each
+ * handler's on_synced runs once: when that happens, or, for a handler registered later, right
+ * after its replay (on the registering thread, under the delivery lock).
  *
  * Thread-safety: add/remove_handler, has_synced, store and stats are safe from any thread;
  * start/stop/free from one owner thread.

@@ -104,6 +104,15 @@ void lop_reflector_free(lop_reflector_t *r)
 
 bool lop_reflector_has_synced(lop_reflector_t *r) { return atomic_load(&r->synced); }
 
+void lop_reflector_mark_synced(lop_reflector_t *r)
+{
+    /* under the delivery lock: a handler an informer registers meanwhile either sees HasSynced
+     * already true (and is told after its replay) or is told here */
+    if (r->dlock) pthread_mutex_lock(r->dlock);
+    if (!atomic_exchange(&r->synced, true) && r->h.on_synced) r->h.on_synced(r->h.ud);
+    if (r->dlock) pthread_mutex_unlock(r->dlock);
+}
+
 void lop_reflector_last_rv(lop_reflector_t *r, char *buf, size_t len)
 {
     pthread_mutex_lock(&r->mu);
@@ -197,7 +206,7 @@ static void watch_list_synced(lop_reflector_t *r)
     lop_obj_list_free(&l);
     r->need_list = false;
     r->rv_unavailable = false;
-    atomic_store(&r->synced, true);
+    lop_reflector_mark_synced(r);
 }
 
 static int malformed(lop_reflector_t *r, const char *what, const char *detail)

@@ -60,6 +60,11 @@ typedef struct lop_reflector_handlers {
      * obj is the last state we knew. */
     void (*on_delete)(void *ud, lop_obj_t *obj, bool is_tombstone);
     void *ud;
+    /* Once, right after the first full list (or watch-list) has been delivered to the store and
+     * to the calls above, on the same thread, before any later event: from then on HasSynced is
+     * true. Through an informer, a handler registered after that is called right after its
+     * replay (client-go's ResourceEventHandlerRegistration.HasSynced). May be NULL. */
+    void (*on_synced)(void *ud);
 } lop_reflector_handlers_t;
 
 typedef struct lop_reflector_config {

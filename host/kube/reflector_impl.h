@@ -61,6 +61,8 @@ struct lop_reflector {
 
 /* Replace the store with objs and deliver the changes (under the delivery lock). */
 void lop_reflector_replace(lop_reflector_t *r, lop_obj_t *const *objs, size_t n);
+/* HasSynced becomes true; the first time, handlers.on_synced runs (under the delivery lock). */
+void lop_reflector_mark_synced(lop_reflector_t *r);
 /* The cached entry for a listed (or initially watched) object whose resourceVersion is the
  * cached one (a new reference), else NULL. item: the object's validated JSON bytes. */
 lop_obj_t *lop_reflector_cached_same_rv(lop_reflector_t *r, const char *item, size_t len);

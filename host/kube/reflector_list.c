@@ -328,7 +328,7 @@ lop_rc_t lop_reflector_do_list(lop_reflector_t *r, lop_err_t *err)
         lop_reflector_replace(r, ov.v, ov.n);
         lop_reflector_set_rv(r, rv);
         r->rv_unavailable = false;
-        atomic_store(&r->synced, true);
+        lop_reflector_mark_synced(r);
         pthread_mutex_lock(&r->mu);
         r->st.list_reused += lr.reused;
         pthread_mutex_unlock(&r->mu);

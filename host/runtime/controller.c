@@ -16,6 +16,8 @@ struct lop_controller {
     const lop_clock_t *clock;
     lop_scriptrt_t *rt;
     lop_gate_t *gate;
+    lop_gate_t sources; /* open once every source has synced (or at once without wait_for_sync) */
+    bool sources_told;  /* lop_controller_sources_synced was called (atomic) */
     lop_workqueue_t *queue;
     lop_reconcile_observer_fn observer;
     void *observer_ud;
@@ -38,6 +40,7 @@ lop_controller_t *lop_controller_new(const lop_controller_opts_t *opts)
     c->clock = opts->clock ? opts->clock : &lop_clock_system;
     c->rt = opts->rt;
     c->gate = opts->gate;
+    lop_gate_init(&c->sources, !opts->wait_for_sync);
     c->observer = opts->observer;
     c->observer_ud = opts->observer_ud;
     c->memory_observer = opts->memory_observer;
@@ -186,6 +189,16 @@ static void *worker_main(void *arg)
     worker_arg_t *wa = arg;
     lop_controller_t *c = wa->c;
     lop_vm_slot_t slot = {NULL, 0};
+    if (!lop_gate_is_open(&c->sources)) {
+        pthread_mutex_lock(&c->mu);
+        c->stats.waiting_for_sync++;
+        pthread_mutex_unlock(&c->mu);
+        bool go = lop_gate_wait_or(&c->sources, &c->stopping);
+        pthread_mutex_lock(&c->mu);
+        c->stats.waiting_for_sync--;
+        pthread_mutex_unlock(&c->mu);
+        if (!go) goto out;
+    }
     for (;;) {
         if (c->gate && !lop_gate_wait_or(c->gate, &c->stopping)) break;
         if (__atomic_load_n(&c->stopping, __ATOMIC_ACQUIRE)) break;
@@ -207,9 +220,20 @@ static void *worker_main(void *arg)
         lop_workqueue_done(c->queue, key);
         free(key);
     }
+out:
     lop_vm_slot_release(c->rt, &slot);
     return NULL;
 }
+
+void lop_controller_sources_synced(lop_controller_t *c)
+{
+    if (__atomic_exchange_n(&c->sources_told, true, __ATOMIC_ACQ_REL) || lop_gate_is_open(&c->sources))
+        return;
+    lop_gate_set(&c->sources, true);
+    lop_log(LOP_LOG_INFO, "sources synced; starting workers", "controller", c->name, NULL);
+}
+
+bool lop_controller_sources_ready(lop_controller_t *c) { return lop_gate_is_open(&c->sources); }
 
 lop_rc_t lop_controller_start(lop_controller_t *c, lop_err_t *err)
 {
@@ -255,6 +279,7 @@ size_t lop_controller_stop_until(lop_controller_t *c, int64_t deadline_ns)
     __atomic_store_n(&c->stopping, true, __ATOMIC_RELEASE);
     lop_workqueue_shutdown(c->queue);
     if (c->gate) lop_gate_kick(c->gate);
+    lop_gate_kick(&c->sources);
     bool drained = true;
     if (deadline_ns == INT64_MAX)
         lop_workqueue_shutdown_with_drain(c->queue);
@@ -322,6 +347,7 @@ void lop_controller_free(lop_controller_t *c)
     if (c->abandoned) return; /* workers still use it; the process is about to exit */
     lop_controller_stop(c, 0);
     lop_workqueue_free(c->queue);
+    lop_gate_cleanup(&c->sources);
     pthread_mutex_destroy(&c->mu);
     free(c->name);
     free(c);

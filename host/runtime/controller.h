@@ -9,7 +9,11 @@
  *   ERROR          -> AddRateLimited (error logged; a raised error with its traceback)
  *   TERMINAL       -> Forget, no retry (counted as a terminal error)
  *
- * Workers of a controller that needs a leader wait at the gate before each item.
+ * Workers first wait for the controller's sources (the informers it watches) to sync, when the
+ * controller was made with wait_for_sync: a reconcile never reads a cache that is still being
+ * filled, so it cannot, say, create a child that is merely not listed yet (controller-runtime's
+ * Controller.Start waits for every source's WaitForSync before starting its workers).
+ * Workers of a controller that needs a leader also wait at the gate before each item.
  * Thread-safety: enqueue from any thread; start/stop from the owner thread.
  */
 #ifndef LOP_RUNTIME_CONTROLLER_H
@@ -33,6 +37,7 @@ typedef struct lop_controller_stats {
     uint64_t terminal_errors; /* TERMINAL */
     uint64_t timeouts;        /* ERROR caused by the deadline */
     int active_workers;       /* reconciles running now */
+    int waiting_for_sync;     /* workers started but held until the sources have synced */
 } lop_controller_stats_t;
 
 /* Called after each reconcile (metrics); may be NULL. Runs on the worker thread. */
@@ -50,6 +55,7 @@ typedef struct lop_controller_opts {
     const lop_clock_t *clock;  /* borrowed; NULL = system */
     lop_scriptrt_t *rt;        /* borrowed */
     lop_gate_t *gate;          /* borrowed; NULL = never gated */
+    bool wait_for_sync;        /* workers wait for lop_controller_sources_synced */
     lop_reconcile_observer_fn observer;
     void *observer_ud;
     lop_vm_memory_observer_fn memory_observer; /* ud = observer_ud */
@@ -58,8 +64,14 @@ typedef struct lop_controller_opts {
 lop_controller_t *lop_controller_new(const lop_controller_opts_t *opts);
 /* Queue a reconcile request; ns may be NULL or "" for cluster-scoped objects. */
 void lop_controller_enqueue(lop_controller_t *c, const char *ns, const char *name);
-/* Start the worker threads. */
+/* Start the worker threads. With wait_for_sync they take no item before
+ * lop_controller_sources_synced (items queued meanwhile wait in the queue). */
 lop_rc_t lop_controller_start(lop_controller_t *c, lop_err_t *err);
+/* Every source of the controller has synced: its workers may start taking items. Idempotent;
+ * any thread (the manager calls it from the informer that syncs last). */
+void lop_controller_sources_synced(lop_controller_t *c);
+/* Whether the workers may take items (true without wait_for_sync). */
+bool lop_controller_sources_ready(lop_controller_t *c);
 /*
  * Stop taking work (the queue shuts down; queued items are still handed out, as client-go's
  * ShutDownWithDrain) and wait up to grace_ns (on the controller's clock; <= 0 = without bound)

@@ -83,7 +83,7 @@ static bool ryw_seen(const ryw_waiter_t *w, const char *rv, bool deleted)
         if (strcmp(w->seen[i], rv) == 0) return true;
     return false;
 }
-const lop_reflector_handlers_t lop_ryw_handlers = {ryw_add, ryw_update, ryw_delete, NULL};
+const lop_reflector_handlers_t lop_ryw_handlers = {ryw_add, ryw_update, ryw_delete, NULL, NULL};
 
 /* The informer that caches every object of this kind in ns (NULL if none). Caller holds m->mu. */
 static inf_entry_t *cache_for(lop_manager_t *m, const lop_rest_mapping_t *mp, const char *ns)

@@ -302,6 +302,7 @@ static lop_rc_t rewire(lop_manager_t *m, lop_err_t *err)
                 .clock = m->clock,
                 .rt = m->rt,
                 .gate = d->leader_election ? m->cfg.leader_gate : NULL,
+                .wait_for_sync = true,
                 .observer = on_reconciled,
                 .observer_ud = m,
                 .memory_observer = on_vm_memory,
@@ -377,7 +378,7 @@ static lop_rc_t rewire(lop_manager_t *m, lop_err_t *err)
         for (size_t i = 0; i < c->nbindings; i++) {
             binding_t *b = c->bindings[i];
             lop_reflector_handlers_t h = {lop_binding_on_add, lop_binding_on_update,
-                                          lop_binding_on_delete, b};
+                                          lop_binding_on_delete, b, lop_binding_on_synced};
             b->handler_id = lop_informer_add_handler(b->inf->inf, &h);
         }
     }

@@ -90,6 +90,7 @@ struct lop_manager {
 void lop_binding_on_add(void *ud, lop_obj_t *obj);
 void lop_binding_on_update(void *ud, lop_obj_t *old, lop_obj_t *obj);
 void lop_binding_on_delete(void *ud, lop_obj_t *obj, bool tombstone);
+void lop_binding_on_synced(void *ud); /* opens the controller's workers once all its sources synced */
 
 /* hostapi.c */
 extern const lop_reflector_handlers_t lop_ryw_handlers; /* ud = the manager */

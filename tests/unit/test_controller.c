@@ -216,6 +216,63 @@ static void test_threaded_workers_process_everything_once(void)
     teardown(&f);
 }
 
+static void test_workers_wait_for_the_sources_to_sync(void)
+{
+    fixture_t f;
+    setup(&f);
+    lop_controller_free(f.c);
+    lop_controller_opts_t co = {.name = "gated", .workers = 2, .clock = &f.fc.base, .rt = f.rt,
+                                .wait_for_sync = true};
+    f.c = lop_controller_new(&co);
+    reconciles = 0;
+    T_CHECK(!lop_controller_sources_ready(f.c));
+    lop_err_t err;
+    T_EQ_INT(lop_controller_start(f.c, &err), LOP_OK);
+    lop_controller_enqueue(f.c, "ns", "early");
+    lop_controller_stats_t st = {0};
+    /* both workers reach the sources gate (real threads: wait for them, not for time) */
+    for (int spins = 0; spins < 20000; spins++) {
+        lop_controller_stats(f.c, &st);
+        if (st.waiting_for_sync == 2) break;
+        usleep(1000);
+    }
+    T_EQ_INT(st.waiting_for_sync, 2);
+    /* held there, they took nothing: the request waits in the queue */
+    T_EQ_INT(__atomic_load_n(&reconciles, __ATOMIC_RELAXED), 0);
+    lop_workqueue_stats_t qs;
+    lop_workqueue_stats(lop_controller_queue(f.c), &qs);
+    T_EQ_INT(qs.depth, 1);
+    lop_controller_sources_synced(f.c);
+    lop_controller_sources_synced(f.c); /* idempotent */
+    T_CHECK(lop_controller_sources_ready(f.c));
+    for (int spins = 0; spins < 20000 && __atomic_load_n(&reconciles, __ATOMIC_RELAXED) < 1; spins++)
+        usleep(1000);
+    T_EQ_INT(__atomic_load_n(&reconciles, __ATOMIC_RELAXED), 1);
+    T_EQ_STR(last_code, "1:early");
+    lop_controller_stop(f.c, 0);
+    lop_controller_stats(f.c, &st);
+    T_EQ_INT(st.waiting_for_sync, 0);
+    teardown(&f);
+}
+
+static void test_stop_releases_workers_still_waiting_for_sync(void)
+{
+    fixture_t f;
+    setup(&f);
+    lop_controller_free(f.c);
+    lop_controller_opts_t co = {.name = "never-synced", .workers = 2, .clock = &f.fc.base,
+                                .rt = f.rt, .wait_for_sync = true};
+    f.c = lop_controller_new(&co);
+    reconciles = 0;
+    lop_err_t err;
+    T_EQ_INT(lop_controller_start(f.c, &err), LOP_OK);
+    lop_controller_enqueue(f.c, "ns", "queued");
+    /* the workers are joined although the sources never synced; the item is not reconciled */
+    T_EQ_INT(lop_controller_stop(f.c, 0), 0);
+    T_EQ_INT(__atomic_load_n(&reconciles, __ATOMIC_RELAXED), 0);
+    teardown(&f);
+}
+
 int main(void)
 {
     T_RUN(test_done_forgets_and_does_not_requeue);
@@ -224,5 +281,7 @@ int main(void)
     T_RUN(test_requeue_and_terminal);
     T_RUN(test_reload_switches_between_reconciles_and_failed_reload_keeps_old);
     T_RUN(test_threaded_workers_process_everything_once);
+    T_RUN(test_workers_wait_for_the_sources_to_sync);
+    T_RUN(test_stop_releases_workers_still_waiting_for_sync);
     return T_DONE();
 }

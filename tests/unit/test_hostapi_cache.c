@@ -88,7 +88,7 @@ static void setup_flags(fx_t *f, bool meta_only)
     e->started = true;
     e->meta_only = meta_only;
     f->e = e;
-    lop_reflector_handlers_t h = {on_add, NULL, NULL, f};
+    lop_reflector_handlers_t h = {on_add, NULL, NULL, f, NULL};
     lop_informer_add_handler(e->inf, &h);
     pthread_mutex_lock(&f->m->mu);
     e->next = f->m->infs;
@@ -172,6 +172,67 @@ static void test_metadata_only_cache_serves_no_reads(void)
     teardown(&f);
 }
 
+/* An informer entry of the manager over ConfigMaps in one namespace, stepped by hand. */
+static inf_entry_t *cm_entry(const char *ns)
+{
+    lop_listwatch_t *lw = lop_rest_listwatch_new(cli, &cm_mapping, ns, NULL, NULL);
+    lop_informer_config_t ic = {.name = "v1/configmaps", .lw = lw};
+    inf_entry_t *e = calloc(1, sizeof *e);
+    lop_err_t err;
+    e->inf = lop_informer_new(&ic, &err);
+    free(lw);
+    T_CHECK(e->inf != NULL);
+    e->mapping = cm_mapping;
+    return e;
+}
+
+static void test_controller_workers_wait_for_every_watched_informer(void)
+{
+    /* A controller watching two informers (as for_ and owns do): its workers are let go only
+     * once both have synced, by whichever syncs last; a binding added later (a reload) to a
+     * synced informer is told at once, and telling a started controller again changes nothing. */
+    inf_entry_t *a = cm_entry("default"), *b = cm_entry("other");
+    lop_controller_opts_t co = {.name = "two-sources", .workers = 1, .wait_for_sync = true};
+    ctrl_entry_t c = {.name = "two-sources", .ctrl = lop_controller_new(&co)};
+    binding_t ba = {.ctrl = &c, .inf = a}, bb = {.ctrl = &c, .inf = b};
+    binding_t *bs[] = {&ba, &bb};
+    c.bindings = bs;
+    c.nbindings = 2;
+    lop_reflector_handlers_t ha = {NULL, NULL, NULL, &ba, lop_binding_on_synced};
+    lop_reflector_handlers_t hb = {NULL, NULL, NULL, &bb, lop_binding_on_synced};
+    lop_informer_add_handler(a->inf, &ha);
+    lop_informer_add_handler(b->inf, &hb);
+    T_CHECK(!lop_controller_sources_ready(c.ctrl));
+    int64_t wait = 0;
+    T_EQ_INT(lop_informer_step(b->inf, &wait), LOP_OK); /* one source synced, the other not */
+    T_CHECK(lop_informer_has_synced(b->inf));
+    T_CHECK(!lop_controller_sources_ready(c.ctrl));
+    T_EQ_INT(lop_informer_step(a->inf, &wait), LOP_OK); /* the last one */
+    T_CHECK(lop_controller_sources_ready(c.ctrl));
+
+    /* a fresh controller wired to the two synced informers (a reload adding it) is ready as its
+     * last binding is registered */
+    lop_controller_opts_t co2 = {.name = "added", .workers = 1, .wait_for_sync = true};
+    ctrl_entry_t c2 = {.name = "added", .ctrl = lop_controller_new(&co2)};
+    binding_t b2a = {.ctrl = &c2, .inf = a}, b2b = {.ctrl = &c2, .inf = b};
+    binding_t *bs2[] = {&b2a, &b2b};
+    c2.bindings = bs2;
+    c2.nbindings = 2;
+    lop_reflector_handlers_t h2a = {NULL, NULL, NULL, &b2a, lop_binding_on_synced};
+    lop_reflector_handlers_t h2b = {NULL, NULL, NULL, &b2b, lop_binding_on_synced};
+    lop_informer_add_handler(a->inf, &h2a);
+    T_CHECK(lop_controller_sources_ready(c2.ctrl)); /* both synced already: told on registering */
+    lop_informer_add_handler(b->inf, &h2b);
+    T_CHECK(lop_controller_sources_ready(c2.ctrl));
+
+    lop_informer_free(a->inf);
+    lop_informer_free(b->inf);
+    free(a);
+    free(b);
+    lop_controller_free(c.ctrl);
+    lop_controller_free(c2.ctrl);
+}
+
 int main(void)
 {
     if (!T_SETUP("start the API server and a client", t_apiserver_client_start(&srv, &cli) == 0))
@@ -183,6 +244,7 @@ int main(void)
     }
     T_RUN(test_first_list_events_read_the_cache_not_the_server);
     T_RUN(test_metadata_only_cache_serves_no_reads);
+    T_RUN(test_controller_workers_wait_for_every_watched_informer);
     lop_rest_client_free(cli);
     lop_apiserver_stop(srv);
     return T_DONE();

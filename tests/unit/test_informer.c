@@ -84,6 +84,12 @@ static void app(rec_t *r, const char *what, const lop_obj_t *o)
 static void h_add(void *ud, lop_obj_t *o) { app(ud, "add", o); }
 static void h_upd(void *ud, lop_obj_t *old, lop_obj_t *o) { app(ud, "upd", o); }
 static void h_del(void *ud, lop_obj_t *o, bool tomb) { app(ud, tomb ? "tomb" : "del", o); }
+static void h_synced(void *ud)
+{
+    rec_t *r = ud;
+    size_t n = strlen(r->log);
+    snprintf(r->log + n, r->cap - n, "%csynced;", r->tag);
+}
 
 typedef struct env {
     lop_fake_clock_t fc;
@@ -129,7 +135,7 @@ static void test_handlers_fan_out_in_order(void)
     env_t e;
     setup(&e, lists, 1, watches, 1);
     rec_t r1 = {'1', e.log, sizeof e.log}, r2 = {'2', e.log, sizeof e.log};
-    lop_reflector_handlers_t h1 = {h_add, h_upd, h_del, &r1}, h2 = {h_add, h_upd, h_del, &r2};
+    lop_reflector_handlers_t h1 = {h_add, h_upd, h_del, &r1, h_synced}, h2 = {h_add, h_upd, h_del, &r2, h_synced};
     lop_informer_add_handler(e.inf, &h1);
     lop_informer_add_handler(e.inf, &h2);
     T_EQ_STR(e.log, ""); /* nothing to replay before the list */
@@ -137,7 +143,8 @@ static void test_handlers_fan_out_in_order(void)
     step(&e);
     T_CHECK(lop_informer_has_synced(e.inf));
     step(&e);
-    T_EQ_STR(e.log, "1add:a@5;2add:a@5;1add:b@11;2add:b@11;1upd:a@12;2upd:a@12;1del:b@13;2del:b@13;");
+    /* every handler is told of the sync once, after the list's adds and before live events */
+    T_EQ_STR(e.log, "1add:a@5;2add:a@5;1synced;2synced;1add:b@11;2add:b@11;1upd:a@12;2upd:a@12;1del:b@13;2del:b@13;");
     teardown(&e);
 }
 
@@ -148,14 +155,14 @@ static void test_late_handler_gets_replay_then_live_events(void)
     env_t e;
     setup(&e, lists, 2, watches, 1);
     rec_t r1 = {'1', e.log, sizeof e.log};
-    lop_reflector_handlers_t h1 = {h_add, h_upd, h_del, &r1};
+    lop_reflector_handlers_t h1 = {h_add, h_upd, h_del, &r1, h_synced};
     step(&e);
     int id = lop_informer_add_handler(e.inf, &h1);
-    T_EQ_STR(e.log, "1add:a@5;1add:b@6;");
+    T_EQ_STR(e.log, "1add:a@5;1add:b@6;1synced;"); /* registered after the sync: told after the replay */
     e.log[0] = '\0';
     step(&e); /* watch: update, then 410 */
     step(&e); /* relist: a vanished → tombstone; b back at its listed state */
-    T_EQ_STR(e.log, "1upd:b@20;1upd:b@6;1tomb:a@5;");
+    T_EQ_STR(e.log, "1upd:b@20;1upd:b@6;1tomb:a@5;"); /* a relist is not a second sync */
     lop_informer_remove_handler(e.inf, id);
     lop_informer_remove_handler(e.inf, 999);
     e.log[0] = '\0';
@@ -220,17 +227,17 @@ static void test_threaded_informer_syncs_and_stops_promptly(void)
     env_t e;
     setup(&e, lists, 1, watches, 1);
     rec_t r1 = {'1', e.log, sizeof e.log};
-    lop_reflector_handlers_t h1 = {h_add, h_upd, h_del, &r1};
+    lop_reflector_handlers_t h1 = {h_add, h_upd, h_del, &r1, h_synced};
     lop_informer_add_handler(e.inf, &h1);
     T_EQ_INT(lop_informer_start(e.inf, NULL), LOP_OK);
     while (!lop_informer_has_synced(e.inf))
         sched_yield();
     /* a handler added while the informer runs gets the replay */
     rec_t r2 = {'2', e.log, sizeof e.log};
-    lop_reflector_handlers_t h2 = {h_add, h_upd, h_del, &r2};
+    lop_reflector_handlers_t h2 = {h_add, h_upd, h_del, &r2, h_synced};
     lop_informer_add_handler(e.inf, &h2);
     lop_informer_stop(e.inf);
-    T_EQ_STR(e.log, "1add:a@5;2add:a@5;");
+    T_EQ_STR(e.log, "1add:a@5;1synced;2add:a@5;2synced;");
     T_CHECK(e.f.cancels >= 1);
     teardown(&e);
 }

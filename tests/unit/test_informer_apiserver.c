@@ -119,7 +119,7 @@ static void env_start(env_t *e)
     lop_informer_config_t cfg = {.name = "v1/configmaps", .lw = lw, .watch_list = g_watch_list};
     e->inf = lop_informer_new(&cfg, NULL);
     free(lw); /* the informer copied it and owns its ud now */
-    lop_reflector_handlers_t h = {h_add, h_upd, h_del, &e->rec};
+    lop_reflector_handlers_t h = {h_add, h_upd, h_del, &e->rec, NULL};
     lop_informer_add_handler(e->inf, &h);
     T_EQ_INT(lop_informer_start(e->inf, NULL), LOP_OK);
 }
