@@ -8,7 +8,8 @@
  * (lop_obj_ref to keep one). A handler registered after start first receives an add for every
  * object already in the store (client-go's replay), on the registering thread, under the
  * delivery lock: no live event is delivered to anyone meanwhile, and the handler then sees
- * every later change exactly once. Handlers must not block for long (they hold up the watch)
+ * every later change exactly once. The replay runs inside one workqueue batch (workqueue.h): the
+ * requests its adds queue reach the workers together when it ends. Handlers must not block for long (they hold up the watch)
  * and must not call add_handler/remove_handler/stop from inside a callback (deadlock).
  *
  * HasSynced: true once the first full list has been delivered to the store and handlers. Each
