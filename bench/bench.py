@@ -982,7 +982,7 @@ class Runner:
                   ["change → `luaop_script_active_version` shows the new version on /metrics (polled every ~1 ms); "
                    "the new set is installed for every worker between reconciles",
                    "directory: main.lua replaced by rename; ConfigMap: a merge patch of its main.lua key; the "
-                   "loader waits for the source to be quiet for its debounce (default 20 ms, "
+                   "loader waits for the source to be quiet for its debounce (default 10 ms, "
                    "LUAOP_SCRIPTS_DEBOUNCE_MS); the operator's main loop sleeps on the source's file "
                    "descriptors and wakes when the debounce is due",
                    "with %s ConfigMaps patched %s times over 2 connections meanwhile" % (fmt(nobj), fmt(self.n(20000, 200)))])

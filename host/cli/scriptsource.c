@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 /* Quiet time before a change is loaded: editors and `kubectl apply` write in bursts of a few ms. */
-#define DEFAULT_DEBOUNCE_NS (20 * LOP_NS_PER_MS)
+#define DEFAULT_DEBOUNCE_NS (10 * LOP_NS_PER_MS)
 #define MAX_DEPTH 16
 
 struct lop_script_source {

@@ -46,7 +46,7 @@ typedef struct lop_script_source_config {
     lop_rest_client_t *rest;  /* for configmap sources; borrowed */
     lop_restmapper_t *mapper; /* for configmap sources; borrowed */
     int64_t debounce_ns;      /* quiet time before a change is loaded; 0 = the environment's
-                               * LUAOP_SCRIPTS_DEBOUNCE_MS (milliseconds, 0..60000) or 20 ms */
+                               * LUAOP_SCRIPTS_DEBOUNCE_MS (milliseconds, 0..60000) or 10 ms */
     const lop_clock_t *clock; /* NULL = system */
 } lop_script_source_config_t;
 
