@@ -26,6 +26,8 @@ import time
 SRC = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(SRC)
 FIX = os.path.join(SRC, "fixtures")
+CALLGRIND_BASELINE = os.path.join(SRC, "callgrind-baseline.json")
+CALLGRIND_SLACK = 0.05  # json-micro's guard: a luaop figure this much above the baseline fails
 
 BENCHMARKS = ["apiserver", "sync", "sync-crs", "cache-rss", "watch-ingest", "reconcile-noop", "startup-idle",
               "hot-reload", "leader-failover", "write-path", "lazy-decode", "sync-paged", "relist-peak", "burst",
@@ -1375,19 +1377,23 @@ class Runner:
                          "luaop ÷ this (CPU)"], rows), notes)
 
     def json_callgrind(self, env, items):
-        """Instructions per byte under callgrind (BENCH_CALLGRIND=1): a run with N calls minus a
-        run with none, so luajit's start-up and the document set-up cancel out."""
+        """Instructions per byte under callgrind (BENCH_CALLGRIND=1, or =record to write the
+        baseline): a run with N calls minus a run with none, so the program's start-up and the
+        document set-up cancel out. The Lua codec (luajit -joff) and the host's object build
+        (lopbench-luaop build: validate, cut managedFields, index metadata) are compared with
+        bench/callgrind-baseline.json: a luaop figure more than CALLGRIND_SLACK above it is a
+        regression and fails the run. Counts are exact for one build of one compiler and library
+        set; when lua-cjson's figures moved too, the environment changed: record a new baseline."""
         if not shutil.which("valgrind"):
             print("json-micro: valgrind not installed; callgrind counts skipped")
             return
         tmp = tempfile.mkdtemp(prefix="luaop-bench-cg.")
-        rows = []
+        cur = {}
 
-        def ir(doc, op, n):
+        def ir(argv):
             out = os.path.join(tmp, "cg.out")
-            subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out,
-                            "luajit", "-joff", os.path.join(SRC, "json_micro.lua"), FIX, "count", doc, op,
-                            str(n), items], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out] + argv,
+                           env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                            timeout=600, check=True)
             with open(out) as f:
                 for line in f:
@@ -1395,25 +1401,76 @@ class Runner:
                         return int(line.split()[1])
             raise BenchError("no callgrind summary")
 
+        def lua(doc, op, n):
+            return ir(["luajit", "-joff", os.path.join(SRC, "json_micro.lua"), FIX, "count", doc, op,
+                       str(n), items])
+
+        def host(fixture, n):
+            return ir([self.tool("luaop"), "build", os.path.join(FIX, fixture), str(n)])
+
         try:
             for doc, n in (("pod", 200), ("configmap", 1000), ("list", 2)):
-                row = [doc]
+                size = {"pod": 6244, "configmap": 951}.get(doc)
+                if size is None:
+                    size = 6245 * int(items) + 80
+                name = doc if doc != "list" else "list of %s" % items  # the size changes the figure
                 for op in ("luaop_decode", "cjson_decode", "luaop_encode", "cjson_encode"):
-                    base, full = ir(doc, op, 0), ir(doc, op, n)
-                    size = {"pod": 6244, "configmap": 951}.get(doc)
-                    if size is None:
-                        size = 6245 * int(items) + 80
-                    row.append((full - base) / n / size)
-                rows.append(row)
+                    cur["%s/%s" % (name, op)] = (lua(doc, op, n) - lua(doc, op, 0)) / n / size
+            for doc in ("pod", "widget", "configmap"):
+                fixture = doc + ".json"
+                size = run([self.tool("luaop"), "build", os.path.join(FIX, fixture), "1"])["bytes"]
+                cur["%s/host_build" % doc] = (host(fixture, 500) - host(fixture, 0)) / 500 / size
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired, BenchError) as e:
             print("json-micro: callgrind failed: %s" % e)
             return
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-        self.emit("json-micro — callgrind instructions per byte (regression guard; luajit -joff)",
-                  table(["document", "luaop decode", "cjson decode", "luaop encode", "cjson encode"], rows),
-                  ["a run with N calls minus a run with none; document sizes as in the MB/s table "
-                   "(the list's size is approximate)"])
+
+        base, notes = {}, []
+        if os.environ.get("BENCH_CALLGRIND") == "record":
+            with open(CALLGRIND_BASELINE, "w") as f:
+                json.dump({"recorded": self.header().lstrip("# "), "instructions_per_byte":
+                           {k: round(v, 3) for k, v in sorted(cur.items())}}, f, indent=1)
+                f.write("\n")
+            notes.append("baseline recorded in bench/callgrind-baseline.json")
+        elif os.path.exists(CALLGRIND_BASELINE):
+            with open(CALLGRIND_BASELINE) as f:
+                b = json.load(f)
+            base = b["instructions_per_byte"]
+            notes.append("baseline: %s" % b.get("recorded", "?"))
+        else:
+            notes.append("no baseline (BENCH_CALLGRIND=record writes bench/callgrind-baseline.json)")
+
+        def cell(key):
+            v = cur.get(key)
+            if v is None:
+                return "—"
+            if key not in base or not base[key]:
+                return "%.2f" % v
+            d = v / base[key] - 1
+            flag = ""
+            if "cjson" not in key and d > CALLGRIND_SLACK:
+                flag = " **regression**"
+                self.failures.append("json-micro: callgrind %s %.2f instructions per byte, baseline %.2f (%+.1f%%)"
+                                     % (key, v, base[key], 100 * d))
+            return "%.2f (%+.1f%%)%s" % (v, 100 * d, flag)
+
+        rows = [[doc] + [cell("%s/%s" % (doc, op)) for op in
+                         ("luaop_decode", "cjson_decode", "luaop_encode", "cjson_encode", "host_build")]
+                for doc in ("pod", "configmap", "list of %s" % items, "widget")]
+        cjson_moved = [k for k in base if "cjson" in k and k in cur and abs(cur[k] / base[k] - 1) > CALLGRIND_SLACK]
+        if cjson_moved:
+            notes.append("lua-cjson's own figures moved by more than %d%% (%s): the compiler or libraries "
+                         "differ from the baseline's; compare with care, or record a new baseline"
+                         % (100 * CALLGRIND_SLACK, ", ".join(sorted(cjson_moved))))
+        self.emit("json-micro — callgrind instructions per byte (regression guard)",
+                  table(["document", "luaop decode", "cjson decode", "luaop encode", "cjson encode",
+                         "host object build (C)"], rows),
+                  ["a run with N calls minus a run with none; in brackets the change against the baseline; "
+                   "a luaop figure more than %d%% above it fails the run" % (100 * CALLGRIND_SLACK),
+                   "Lua codec under luajit -joff; host object build = lop_obj_new (validate, cut managedFields, "
+                   "index metadata) in lopbench-luaop build, on the fixture documents as written (no "
+                   "server-added fields)"] + notes)
 
     def bench_json_micro(self):
         core = os.path.join(self.build, "lua", "luaop", "core.so")
@@ -1437,7 +1494,7 @@ class Runner:
                          "%.2f×" % (r["luaop_decode"] / r["cjson_decode"]), ja[0],
                          r["luaop_encode"], r["cjson_encode"],
                          "%.2f×" % (r["luaop_encode"] / r["cjson_encode"]), ja[1]])
-        if os.environ.get("BENCH_CALLGRIND") == "1":
+        if os.environ.get("BENCH_CALLGRIND") in ("1", "record"):
             self.json_callgrind(env, items)
         self.emit("json-micro — MB/s of JSON text (luajit, single thread; the list holds %s Pods)" % items,
                   table(["document", "bytes", "luaop decode", "cjson decode", "luaop ÷ cjson",

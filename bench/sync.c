@@ -36,6 +36,7 @@
 #include "bench_util.h"
 
 #include "host/kube/jsonscan.h"
+#include "host/kube/object.h"
 #include "host/kube/kubeconfig.h"
 #include "host/kube/reflector.h"
 #include "host/kube/rest.h"
@@ -314,8 +315,41 @@ static int burst(lop_reflector_t *r, wrap_t *w, long want, double c0, double dea
     return 0; /* a lost update is reported (lost > 0) and judged by bench.py */
 }
 
+/* build mode: the host's object build (validate, cut managedFields, index metadata) on one
+ * document N times, for callgrind's instructions per byte (json-micro's regression guard). The
+ * fixture's @NS@/@NAME@/@I@ are filled in as json_micro.lua does. */
+static int build_only(const char *path, long n)
+{
+    size_t len;
+    char *t = bu_read_file(path, &len);
+    if (!t) return 1;
+    while (len && t[len - 1] == '\n') t[--len] = 0;
+    bu_buf_t b = {0};
+    for (const char *p = t; *p;) {
+        if (!strncmp(p, "@NS@", 4)) bu_buf_add(&b, "default", 7), p += 4;
+        else if (!strncmp(p, "@NAME@", 6)) bu_buf_add(&b, "obj-1", 5), p += 6;
+        else if (!strncmp(p, "@I@", 3)) bu_buf_add(&b, "1", 1), p += 3;
+        else bu_buf_add(&b, p++, 1);
+    }
+    free(t);
+    size_t size = strlen(b.p);
+    for (long i = 0; i < n; i++) {
+        lop_obj_t *o;
+        lop_err_t err;
+        if (lop_obj_new(b.p, size, 0, &o, &err) != LOP_OK) {
+            fprintf(stderr, "luaop: %s: %s\n", path, err.message);
+            return 1;
+        }
+        lop_obj_unref(o);
+    }
+    printf("bytes=%zu builds=%ld\n", size, n);
+    free(b.p);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 4 && !strcmp(argv[1], "build")) return build_only(argv[2], atol(argv[3]));
     bool watch_mode = argc == 7 && !strcmp(argv[1], "watch");
     bool relist_mode = argc == 6 && !strcmp(argv[1], "relist");
     bool burst_mode = argc == 8 && !strcmp(argv[1], "burst");
@@ -323,7 +357,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: lopbench-luaop sync KUBECONFIG API_VERSION KIND strip|keep|meta\n"
                         "       lopbench-luaop watch KUBECONFIG API_VERSION KIND FROM_RV M\n"
                         "       lopbench-luaop burst KUBECONFIG API_VERSION KIND FROM_RV M DELAY_US\n"
-                        "       lopbench-luaop relist KUBECONFIG API_VERSION KIND SERVER_URL\n");
+                        "       lopbench-luaop relist KUBECONFIG API_VERSION KIND SERVER_URL\n"
+                        "       lopbench-luaop build FIXTURE_JSON N\n");
         return 2;
     }
     lop_malloc_tune(); /* as luaop's main does */
