@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -161,6 +162,7 @@ static bool check_synced(void *ud, char *reason, size_t len)
 
 typedef struct leader {
     lop_gate_t *gate;
+    int wake_fd; /* the main loop's wake-up (an eventfd; -1 = none) */
     lop_elector_t *elector;
     lop_lease_client_t *client;
     lop_informer_t *lease_watch;
@@ -178,10 +180,22 @@ static void on_started_leading(void *ud)
     lop_leader_events_post(l->events, "became leader");
 }
 
+/* Wake the operator's main loop (it re-checks sync, leadership and the script source). */
+static void wake_main_loop(int fd)
+{
+    if (fd < 0) return;
+    uint64_t one = 1;
+    ssize_t w = write(fd, &one, sizeof one); /* a full counter already wakes the loop */
+    (void)w;
+}
+
+static void on_informer_synced(void *ud) { wake_main_loop(*(const int *)ud); }
+
 static void on_stopped_leading(void *ud)
 {
     leader_t *l = ud;
     lop_gate_set(l->gate, false);
+    wake_main_loop(l->wake_fd); /* a lost lease ends the process: do not wait for the next tick */
     lop_log(LOP_LOG_WARN, "stopped leading; workers take no new work", "lease", l->name, "identity",
             lop_elector_identity(l->elector), NULL);
     lop_leader_events_post(l->events, "stopped leading");
@@ -358,7 +372,8 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
     lop_health_heartbeat_t loop_hb;
     lop_gate_t gate;
     lop_gate_init(&gate, false);
-    leader_t leader = {.gate = &gate};
+    int wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); /* -1: the loop wakes on its tick */
+    leader_t leader = {.gate = &gate, .wake_fd = wake_fd};
     char *identity = lop_elector_identity_new();
 
     if (!o->scripts_dir && !o->scripts_configmap) {
@@ -409,6 +424,8 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
         .still_leading_ud = &leader,
         .identity = identity,
         .watch_list = o->watch_list,
+        .on_informer_synced = on_informer_synced,
+        .on_informer_synced_ud = &wake_fd,
     };
     if (lop_manager_new(&mc, &m, &err) != LOP_OK) {
         lop_log(LOP_LOG_ERROR, "cannot create the manager", "error", err.message, NULL);
@@ -457,9 +474,11 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
     int sig = 0;
     for (;;) {
         lop_health_heartbeat_beat(&loop_hb);
-        /* Sleep until a signal, a script change, or the next due time (100 ms at most). */
-        int fds[2];
+        /* Sleep until a signal, a script change, an informer's sync, a lost lease, or the next
+         * due time (100 ms at most). */
+        int fds[3];
         int nfds = lop_script_source_fds(source, fds);
+        if (wake_fd >= 0) fds[nfds++] = wake_fd;
         long ms = 100;
         int64_t due = lop_script_source_due_at(source);
         if (due != INT64_MAX) {
@@ -468,6 +487,11 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
         }
         sig = wait_event(ms, fds, nfds);
         if (sig) break;
+        if (wake_fd >= 0) {
+            uint64_t v;
+            ssize_t r = read(wake_fd, &v, sizeof v); /* reset (EAGAIN when it did not fire) */
+            (void)r;
+        }
         if (!synced && lop_manager_synced(m)) {
             synced = true;
             lop_log(LOP_LOG_INFO, "caches synced; ready", NULL);
@@ -526,6 +550,7 @@ out:
     lop_restmapper_free(mapper);
     lop_rest_client_free(rest);
     lop_gate_cleanup(&gate);
+    if (wake_fd >= 0) close(wake_fd); /* after everything that could write it is gone */
     free(identity);
     return status;
 }

@@ -118,6 +118,13 @@ static void inf_metrics_remove(lop_manager_t *m, const inf_entry_t *gone)
         if (fams[i]) lop_metric_remove(fams[i], v);
 }
 
+/* An informer of the manager synced: tell the owner (it waits for lop_manager_synced). */
+static void informer_synced(void *ud)
+{
+    lop_manager_t *m = ud;
+    if (m->cfg.on_informer_synced) m->cfg.on_informer_synced(m->cfg.on_informer_synced_ud);
+}
+
 static inf_entry_t *inf_acquire(lop_manager_t *m, const lop_rest_mapping_t *mp, const char *ns,
                                 const char *selector, bool meta_only, lop_err_t *err)
 {
@@ -154,6 +161,7 @@ static inf_entry_t *inf_acquire(lop_manager_t *m, const lop_rest_mapping_t *mp, 
     e->refs = 1;
     lop_reflector_handlers_t h = lop_ryw_handlers;
     h.ud = m;
+    h.on_synced = informer_synced;
     e->notify_id = lop_informer_add_handler(inf, &h);
     if (m->cfg.metrics) {
         lop_metrics_bind_store(m->cfg.metrics, name, lop_informer_store(inf), e->store_metrics, NULL);
