@@ -295,15 +295,6 @@ def proc_status_kb(pid, field):
     return -1
 
 
-def puts_ok(text):
-    """Successful PUTs counted by the operator (rest_client_requests_total, code 200, PUT)."""
-    total = 0.0
-    for line in text.splitlines():
-        if line.startswith("rest_client_requests_total{") and 'method="PUT"' in line and 'code="200"' in line:
-            total += float(line.rsplit(" ", 1)[1])
-    return total
-
-
 def hist_quantile(text, name, q):
     """Upper bound of the bucket holding quantile q of a Prometheus histogram."""
     buckets = []
@@ -995,8 +986,7 @@ class Runner:
         sdir = tempfile.mkdtemp(prefix="luaop-bench-writer.")
         # BENCH_WRITE_WORKERS=1,2,4: one limiter-off row per worker count (default: 2 workers)
         counts = [int(x) for x in os.environ.get("BENCH_WRITE_WORKERS", "2").split(",") if x.strip()]
-        runs = [("client limiter off" + ("" if counts == [2] else ", %d worker%s" % (k, "s" if k > 1 else "")),
-                 (-1, 0), self.n(2000, 20), k) for k in counts]
+        runs = [("client limiter off", (-1, 0), self.n(2000, 20), k) for k in counts]
         runs.append(("20 QPS, burst 30", (20, 30), self.n(300, 40), 2))
         try:
             self.namespaces(srv, 10)
@@ -1006,45 +996,125 @@ class Runner:
             for label, qps, n, workers in runs:
                 with open(os.path.join(sdir, "main.lua"), "w") as f:
                     f.write(WRITER_SCRIPT % workers)
-                # fresh objects for each run: obj-<created>..obj-<created+n-1>
+                # fresh objects for each run: w<created>-0..w<created>-<n-1>
                 self._create_range(srv, created, n)
+                watch = self._status_writes(srv, n)
                 op = Operator(self.luaop, srv, workers, script_dir=sdir, qps=qps)
                 try:
                     t0 = op.wait_ready()
-                    # completion: the operator's own count of successful PUTs (cheap to poll every
-                    # 5 ms; LISTing every Widget each time cost the server more as the runs added
-                    # objects, and penalized the later rows), then one LIST to check every status
-                    t1 = op.wait_metric(lambda txt: puts_ok(txt) >= n, timeout=600, interval=0.005)
-                    import urllib.request
-                    with urllib.request.urlopen(srv.url + "/apis/bench.luaop.dev/v1/widgets") as r:
-                        items = json.load(r)["items"]
-                    done = sum(1 for it in items if (it.get("status") or {}).get("written"))
-                    if t1 is None:
-                        t1 = time.perf_counter()
-                    txt = op.metrics()
-                    errors = metric(txt, "controller_runtime_reconcile_errors_total") or 0
+                    c0 = self._cpu_s(op.proc.pid)
+                    t1 = self._status_writes_done(watch)
+                    c1 = self._cpu_s(op.proc.pid)
+                    errors = metric(op.metrics(), "controller_runtime_reconcile_errors_total") or 0
                 finally:
                     op.stop()
-                if done < created + n:
-                    raise BenchError("write-path (%s): %d of %d statuses written" % (label, done - created, n))
-                rows.append([label, n, t1 - t0, n / (t1 - t0), "%d" % errors])
+                    watch.kill()
                 created += n
+                self._check_written(srv, created, "write-path (%s, luaop)" % label)
+                if t1 is None:
+                    raise BenchError("write-path (%s, luaop): the watch did not see %d status writes" % (label, n))
+                lu = {"seconds": t1 - t0, "rate": n / (t1 - t0),
+                      "cpu_s": c1 - c0 if c0 is not None and c1 is not None else None}
+                rows.append(self._write_row(label, "luaop run", workers, n, lu, "%d" % errors, None))
+                if self.node_ok:
+                    # the peer on its own fresh objects, the same count and workers (and limiter);
+                    # the same watch on the server meanwhile (the same load on it), not used for timing
+                    self._create_range(srv, created, n)
+                    watch = self._status_writes(srv, n)
+                    got = {}
+                    try:
+                        self.peer(got, "client-node", self.node, "write", srv.kubeconfig, "bench.luaop.dev/v1/widgets",
+                                  str(workers), str(n), *([str(qps[0]), str(qps[1])] if qps[0] > 0 else []))
+                        seen = "client-node" in got and self._status_writes_done(watch, 10) is not None
+                    finally:
+                        watch.kill()
+                    created += n
+                    if "client-node" in got:
+                        try:
+                            if not seen:
+                                raise BenchError("the watch did not see %d status writes" % n)
+                            self._check_written(srv, created, "write-path (%s, client-node)" % label)
+                        except BenchError as e:
+                            print("warning: client-node: %s" % e, file=sys.stderr)
+                        else:
+                            r = got["client-node"]
+                            rows.append(self._write_row(label, "client-node", workers, n, r,
+                                                        "%d" % r["errors"], lu))
             # the server alone: merge patches of the same objects over 2 connections (as 2 workers)
             m = self.n(2000, 20)
             alone = run([self.tool("load"), "patch", srv.url,
                          "/apis/bench.luaop.dev/v1/namespaces/@NS@/widgets/w0-@I@", str(m), "10", str(m), "2"])
-            rows.append(["server alone: merge patches, 2 connections", m, alone["seconds"], alone["rate"], ""])
+            rows.append(["server alone: merge patches, 2 connections", "", "", m, alone["seconds"], alone["rate"],
+                         "", "", "", "", ""])
         finally:
             srv.stop()
             shutil.rmtree(sdir, ignore_errors=True)
         self.emit("write-path — each reconcile writes /status once (Widget custom resources, %s workers)"
                   % "/".join(str(k) for k in counts),
-                  table(["client", "objects", "ready → all written s", "writes/s", "reconcile errors"], rows),
-                  ["the reconcile reads the Widget from the cache and calls `op.status.update` (a PUT of "
-                   "/status, conflict retries, skipped when unchanged); completion: the operator's count of PUTs answered 200 "
-                   "(/metrics polled every 5 ms), then one LIST checks every status",
-                   "at 20 QPS the figure should sit near 20/s after the burst: the limiter, not luaop, is the bound",
-                   "already-written objects from the previous row are reconciled again (no write: unchanged)"])
+                  table(["run", "client", "workers", "objects", "synced → all written s", "writes/s", "CPU s",
+                         "CPU ms per write", "reconcile errors", "luaop ÷ this (writes/s)", "luaop ÷ this (CPU)"],
+                        rows),
+                  ["luaop run: the reconcile reads the Widget from the cache and calls `op.status.update` (a PUT of "
+                   "/status, application/json, the cached object with status.written and observedGeneration, "
+                   "conflict retries, skipped when unchanged; the host then waits until its informer has seen the "
+                   "written resourceVersion: read-your-writes); time from /readyz answering 200 until a watch on "
+                   "the Widgets opened before the start (lopbench-load drain) has seen the row's count of "
+                   "MODIFIED events, i.e. the server committed every status write; CPU from /proc over the same "
+                   "interval (luaop is not polled meanwhile: its /metrics cost it ~0.4 ms of CPU per read)",
+                   "client-node (bench/peers/informer.mjs write): makeInformer on the same Widgets, a per-key "
+                   "deduplicating queue, as many async workers; each reconcile reads the cache and sends the same "
+                   "PUT /status (the cached object without managedFields, the same status, same content type; "
+                   "409 → live re-read and retry, 5 attempts); no read-your-writes wait (client-node has none); "
+                   "time and `process.cpuUsage` from the informer's last listed object handled to the N-th PUT "
+                   "answered 200 (the same watch runs on the server meanwhile, as a check)",
+                   "each client writes its own fresh objects (the row's count), created just before it runs; the "
+                   "objects written by earlier runs are listed and reconciled again (no write: unchanged); one "
+                   "LIST after each run checks every status",
+                   "at 20 QPS both clients take a token for every request (list, watch, GET, PUT) from a bucket of "
+                   "30 refilled at 20/s (luaop: --kube-api-qps 20 --kube-api-burst 30; client-node has no "
+                   "limiter: the peer script's token bucket); the figure should sit near 20/s after the burst for "
+                   "both: the limiter, not the client, is the bound",
+                   "luaop ÷ this: luaop's writes/s, and its writes per CPU-s, divided by client-node's in the same "
+                   "run (above 1: luaop faster / leaner)"] + self.peer_note())
+
+    def _write_row(self, label, client, workers, n, r, errors, base):
+        cpu = r.get("cpu_s")
+        per_write = cpu / n * 1e3 if cpu is not None else None
+        lr = ratio(base and base["rate"], r["rate"]) if base else None
+        lc = (ratio(n / base["cpu_s"], n / cpu) if base and base.get("cpu_s") and cpu else None)
+        return [label, client, workers, n, r["seconds"], r["rate"], cpu, per_write, errors,
+                "%.2f×" % lr if lr else "", "%.2f×" % lc if lc else ""]
+
+    def _status_writes(self, srv, n):
+        """A watch on the Widgets from now on that ends at the n-th event (lopbench-load drain):
+        each status write is one MODIFIED event, and nothing else changes a Widget meanwhile."""
+        rv = self.revision(srv, "/apis/bench.luaop.dev/v1/widgets")
+        return subprocess.Popen([self.tool("load"), "drain", srv.url,
+                                 "/apis/bench.luaop.dev/v1/widgets?watch=1&resourceVersion=%s" % rv, str(n)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def _status_writes_done(self, watch, timeout=600):
+        """perf_counter time at which the watch saw its n-th event (it prints and exits then);
+        None when it failed or timed out."""
+        import threading
+        timer = threading.Timer(timeout, watch.kill)
+        timer.start()
+        try:
+            line = watch.stdout.readline()
+            t = time.perf_counter()
+            watch.wait()
+        finally:
+            timer.cancel()
+        return t if watch.returncode == 0 and "events=" in line else None
+
+    def _check_written(self, srv, want, what):
+        """One LIST: every Widget created so far has status.written."""
+        import urllib.request
+        with urllib.request.urlopen(srv.url + "/apis/bench.luaop.dev/v1/widgets") as r:
+            items = json.load(r)["items"]
+        done = sum(1 for it in items if (it.get("status") or {}).get("written"))
+        if done < want:
+            raise BenchError("%s: %d of %d statuses written" % (what, done, want))
 
     def _create_range(self, srv, start, n):
         """POST Widgets obj-<start>..obj-<start+n-1> (the load tool numbers from 0, so pad a template)."""
@@ -1193,20 +1263,48 @@ class Runner:
 
     def bench_relist_peak(self):
         srv, n, _ = self.pods()
-        r = run([self.tool("luaop"), "relist", srv.kubeconfig, "v1", "Pod", srv.url])
-        ratio_peak = r["peak_kb"] / r["steady_kb"]
-        rows = [["luaop", r["objects"], r["recover_s"], r["backoff_ms"], r["list_pages"],
-                 r["steady_kb"] / 1024, r["peak_kb"] / 1024, r["after_kb"] / 1024,
-                 "%.2f×" % ratio_peak]]
+        res = {}
+        try:
+            res["luaop"] = run([self.tool("luaop"), "relist", srv.kubeconfig, "v1", "Pod", srv.url])
+        except BenchError as e:
+            self.failures.append(str(e))
+        if self.node_ok:
+            # the same Pods, the same fault (its own ConfigMap; the history compacted again)
+            self.peer(res, "client-node", self.node, "relist", srv.kubeconfig, "pods", srv.url)
+        lu = res.get("luaop")
+        rows, verdicts = [], []
+        for name, r in res.items():
+            peak = r["peak_kb"] / r["steady_kb"]
+            verdicts.append((name, peak <= 1.2))
+            ratios = ["", "", ""]
+            if lu and name != "luaop":
+                ratios = ["%.2f×" % (lu["recover_s"] / r["recover_s"]) if r["recover_s"] else "",
+                          "%.2f×" % (lu["peak_kb"] / r["peak_kb"]),
+                          "%.2f×" % ((lu["peak_kb"] / lu["steady_kb"]) / peak)]
+            rows.append([name, r["objects"], r["recover_s"], r["backoff_ms"],
+                         r["list_pages"] if "list_pages" in r else r["lists"],  # client-node: one page per LIST
+                         r["steady_kb"] / 1024, r["peak_kb"] / 1024, r["after_kb"] / 1024,
+                         "%.2f×" % peak] + ratios)
+        notes = ["the fault: watches stalled, one write the informer does not see, history compacted, watches "
+                 "ended, stall lifted (the server's fault API; each client's run writes its own ConfigMap). "
+                 "luaop's reflector: the clean-but-empty watch counts as a \"very short watch\" (backoff), its "
+                 "re-watch gets the 410 ERROR event (backoff again), then it relists with RV unset (asking for "
+                 "pages of 500) and replaces the store; the backoff column is the last one taken; fault → relisted "
+                 "runs until every relisted object reached the handler",
+                 "client-node (bench/peers/informer.mjs relist): makeInformer re-watches at once, gets the 410, "
+                 "relists at once (no backoff) with one LIST without a limit (one page: the list pages column "
+                 "counts its LISTs) and replaces its cache; it calls no handler for a relisted object whose "
+                 "resourceVersion it already holds (%s here), so fault → relisted runs until the relisted list "
+                 "has replaced the cache. Steady RSS after a forced gc; peak = VmHWM reset just before the fault" % (
+                     "%d calls" % res["client-node"]["delivered"] if "client-node" in res else "—"),
+                 "luaop ÷ this: luaop's figure divided by client-node's (time: below 1 = luaop recovers sooner; "
+                 "peak and peak ÷ steady: below 1 = luaop's peak is lower)",
+                 "goal: peak ≤ 1.2× steady (%s)" % "; ".join(
+                     "%s %s" % (name, "met" if ok else "missed") for name, ok in verdicts)] + self.peer_note()
         self.emit("relist-peak — 410 mid-stream (history compacted, watches ended), relist of %s Pods" % fmt(n),
                   table(["client", "objects", "fault → relisted s", "backoff before relist ms", "list pages (both lists)",
-                         "steady RSS MB", "peak RSS MB", "RSS after MB", "peak ÷ steady"], rows),
-                  ["the fault: watches stalled, one write the reflector does not see, history compacted, watches "
-                   "ended, stall lifted (the server's fault API). The reflector's clean-but-empty watch counts as "
-                   "a \"very short watch\" (backoff), its re-watch gets the 410 ERROR event (backoff again), then "
-                   "it relists with RV unset (asking for pages of 500) and replaces the store; the backoff column "
-                   "is the last one taken",
-                   "goal: peak ≤ 1.2× steady (%s)" % ("met" if ratio_peak <= 1.2 else "missed")])
+                         "steady RSS MB", "peak RSS MB", "RSS after MB", "peak ÷ steady", "luaop ÷ this (time)",
+                         "luaop ÷ this (peak)", "luaop ÷ this (peak ÷ steady)"], rows), notes)
 
     def _burst_live(self, srv, keys, m, delay_s):
         """`luaop run` with the slow reconcile while lopbench-load writes m merge patches live."""

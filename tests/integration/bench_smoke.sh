@@ -43,9 +43,12 @@ grep -qE "^\| floor \(C\)[^|]* \| 0 \| +\| $num \| $num \| $num \| $num \|" "$ou
   fail "expected 3 hot-reload rows"
 grep -qE "^\| crash \(SIGKILL\) \| $num \|" "$out" || fail "no crash failover figure"
 grep -qE "^\| graceful \(SIGTERM\) \| $num \|" "$out" || fail "no graceful failover figure"
-grep -qE "^\| client limiter off \| $num \| $num \| $num \| 0 \|" "$out" || fail "no write-path figure (or reconcile errors)"
+# write-path: run, client, workers, objects, seconds, writes/s, CPU s, CPU ms per write, errors
+grep -qE "^\| client limiter off \| luaop run \| 2 \| $num \| $num \| $num \| $num \| $num \| 0 \|" "$out" ||
+  fail "no write-path figure (or reconcile errors)"
 [ "$(grep -cE "^\| [12] \| obj-[0-9]+ \| $num \| $num \| $num \|" "$out")" -eq 3 ] || fail "expected 3 lazy-decode rows (1 + 2 workers)"
-grep -qE "^\| luaop \| $num \| $num \| $num \| $num \| $num \| $num \| $num \| $num× \|$" "$out" || fail "no relist-peak figure"
+grep -qE "^\| luaop \| $num \| $num \| $num \| $num \| $num \| $num \| $num \| $num× \| +\| +\| +\|$" "$out" ||
+  fail "no relist-peak figure"
 # burst: the real operator (live) and the bench tool (replay) ran, dedup held, no update was lost
 # (bench.py also fails the run when a luaop row breaks an invariant).
 for who in "luaop run, live patches" "luaop \(informer \+ workqueue\), replay"; do
@@ -57,6 +60,13 @@ if grep -q "FAILED" "$out"; then fail "a benchmark reported FAILED"; fi
 # The peer: present → its rows ran; absent → said so, and nothing else is missing.
 if [ -d "$LUAOP_SRC/bench/peers/node_modules/@kubernetes/client-node" ] && command -v node >/dev/null; then
   [ "$(grep -cE "^\| client-node \| $num \|" "$out")" -ge 3 ] || fail "client-node installed but its rows are missing"
+  # write-path (both rows, with the ratios to luaop) and relist-peak (with its ratios)
+  for run in "client limiter off" "20 QPS, burst 30"; do
+    grep -qE "^\| $run \| client-node \| 2 \| $num \| $num \| $num \| $num \| $num \| 0 \| $num× \|" "$out" ||
+      fail "client-node installed but its write-path row \"$run\" is missing (or had reconcile errors)"
+  done
+  grep -qE "^\| client-node \| $num \| $num \| 0 \| $num \| $num \| $num \| $num \| $num× \| $num× \| $num× \| $num× \|$" "$out" ||
+    fail "client-node installed but its relist-peak row is missing"
   echo "bench_smoke: client-node peer ran"
 else
   grep -q "client-node column skipped" "$out" || fail "peer missing but the output does not say it was skipped"
