@@ -1483,7 +1483,8 @@ class Runner:
         regression and fails the run. Counts are exact for one build of one compiler and library
         set; when lua-cjson's figures moved too, the environment changed: record a new baseline."""
         if not shutil.which("valgrind"):
-            print("json-micro: valgrind not installed; callgrind counts skipped")
+            # asked for the guard: a guard that cannot measure fails the run, it does not pass it
+            self.failures.append("json-micro: BENCH_CALLGRIND is set but valgrind is not installed")
             return
         tmp = tempfile.mkdtemp(prefix="luaop-bench-cg.")
         cur = {}
@@ -1518,24 +1519,37 @@ class Runner:
                 fixture = doc + ".json"
                 size = run([self.tool("luaop"), "build", os.path.join(FIX, fixture), "1"])["bytes"]
                 cur["%s/host_build" % doc] = (host(fixture, 500) - host(fixture, 0)) / 500 / size
-        except (subprocess.CalledProcessError, subprocess.TimeoutExpired, BenchError) as e:
-            print("json-micro: callgrind failed: %s" % e)
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired, BenchError, OSError) as e:
+            self.failures.append("json-micro: callgrind failed: %s" % e)
             return
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
-        base, notes = {}, []
+        base, notes, recorded = {}, [], {}
+        if os.path.exists(CALLGRIND_BASELINE):
+            with open(CALLGRIND_BASELINE) as f:
+                recorded = json.load(f)
         if os.environ.get("BENCH_CALLGRIND") == "record":
+            # merged into what is there: a run at another BENCH_SCALE adds its list size, it does
+            # not drop the others
+            merged = dict(recorded.get("instructions_per_byte", {}))
+            merged.update({k: round(v, 3) for k, v in cur.items()})
             with open(CALLGRIND_BASELINE, "w") as f:
-                json.dump({"recorded": self.header().lstrip("# "), "instructions_per_byte":
-                           {k: round(v, 3) for k, v in sorted(cur.items())}}, f, indent=1)
+                json.dump({"recorded": self.header().lstrip("# "),
+                           "instructions_per_byte": dict(sorted(merged.items()))},
+                          f, indent=1, ensure_ascii=False)
                 f.write("\n")
             notes.append("baseline recorded in bench/callgrind-baseline.json")
-        elif os.path.exists(CALLGRIND_BASELINE):
-            with open(CALLGRIND_BASELINE) as f:
-                b = json.load(f)
-            base = b["instructions_per_byte"]
-            notes.append("baseline: %s" % b.get("recorded", "?"))
+        elif recorded:
+            base = recorded["instructions_per_byte"]
+            notes.append("baseline: %s" % recorded.get("recorded", "?"))
+            unchecked = sorted(k for k in cur if k not in base)
+            if unchecked:
+                notes.append("not in the baseline, so not checked: %s (BENCH_CALLGRIND=record adds them)"
+                             % ", ".join(unchecked))
+            unmeasured = sorted(k for k in base if k not in cur)
+            if unmeasured:
+                notes.append("in the baseline but not measured in this run: %s" % ", ".join(unmeasured))
         else:
             notes.append("no baseline (BENCH_CALLGRIND=record writes bench/callgrind-baseline.json)")
 

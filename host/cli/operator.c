@@ -154,7 +154,10 @@ static bool check_synced(void *ud, char *reason, size_t len)
 {
     ready_ctx_t *r = ud;
     if (lop_manager_synced(r->m)) return true;
-    snprintf(reason, len, "informers have not synced yet");
+    char names[200];
+    size_t n = lop_manager_unsynced(r->m, names, sizeof names);
+    if (n) snprintf(reason, len, "informers have not synced yet: %s", names);
+    else snprintf(reason, len, "informers have not synced yet");
     return false;
 }
 
@@ -471,6 +474,7 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
         goto out;
     }
     bool synced = false, campaigning = false, fatal = false;
+    int64_t unsynced_warn_at = lop_clock_mono(&lop_clock_system) + 30 * LOP_NS_PER_S;
     int sig = 0;
     for (;;) {
         lop_health_heartbeat_beat(&loop_hb);
@@ -495,6 +499,15 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
         if (!synced && lop_manager_synced(m)) {
             synced = true;
             lop_log(LOP_LOG_INFO, "caches synced; ready", NULL);
+        } else if (!synced && lop_clock_mono(&lop_clock_system) >= unsynced_warn_at) {
+            /* A list that keeps failing (say, RBAC forbids a watched kind) holds the workers of
+             * every controller watching it: say which, every 30 s (controller-runtime gives up
+             * after its CacheSyncTimeout; we keep retrying, and say so). */
+            char names[512];
+            if (lop_manager_unsynced(m, names, sizeof names))
+                lop_log(LOP_LOG_WARN, "informers not synced yet; the workers of controllers watching "
+                        "them wait (see the reflector's errors above)", "informers", names, NULL);
+            unsynced_warn_at = lop_clock_mono(&lop_clock_system) + 30 * LOP_NS_PER_S;
         }
         /* Leader election starts once the caches are warm: a new leader reconciles at once. */
         if (synced && o->leader_elect && !campaigning) {

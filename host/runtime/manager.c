@@ -213,18 +213,27 @@ static lop_rc_t inf_start(lop_manager_t *m, inf_entry_t *e, lop_err_t *err)
 
 /* ------------------------------------------------------------------ bindings & controllers */
 
-static void binding_free(binding_t *b)
+/* Free a controller entry's bindings (and the array). Every handler goes first: a binding's
+ * on_synced reads its siblings, so none may be freed while another can still be called (removing
+ * a handler takes its informer's delivery lock, so no call of it is running afterwards). */
+void lop_ctrl_bindings_free(ctrl_entry_t *c)
 {
-    lop_informer_remove_handler(b->inf->inf, b->handler_id);
-    inf_release(b->m, b->inf);
-    preds_free(b->preds, b->npreds);
-    free(b);
+    for (size_t i = 0; i < c->nbindings; i++)
+        lop_informer_remove_handler(c->bindings[i]->inf->inf, c->bindings[i]->handler_id);
+    for (size_t i = 0; i < c->nbindings; i++) {
+        binding_t *b = c->bindings[i];
+        inf_release(b->m, b->inf);
+        preds_free(b->preds, b->npreds);
+        free(b);
+    }
+    free(c->bindings);
+    c->bindings = NULL;
+    c->nbindings = 0;
 }
 
 static void ctrl_free(lop_manager_t *m, ctrl_entry_t *c, int64_t grace_ns)
 {
-    for (size_t i = 0; i < c->nbindings; i++) binding_free(c->bindings[i]);
-    free(c->bindings);
+    lop_ctrl_bindings_free(c);
     size_t abandoned = lop_controller_stop(c->ctrl, grace_ns);
     if (abandoned) { /* its workers still run: leave the controller (and what it uses) alone */
         free(c->name);
@@ -302,7 +311,7 @@ static lop_rc_t rewire(lop_manager_t *m, lop_err_t *err)
             c->queue_metrics = old->queue_metrics;
             c->ctrl_metrics = old->ctrl_metrics;
             c->queue_obs = old->queue_obs;
-            old->moved = true;
+            __atomic_store_n(&old->moved, true, __ATOMIC_RELEASE); /* its on_synced stands down */
         } else {
             lop_controller_opts_t co = {
                 .name = d->name,
@@ -366,7 +375,7 @@ static lop_rc_t rewire(lop_manager_t *m, lop_err_t *err)
                 free(c->bindings[i]);
             }
             free(c->bindings);
-            if (old && old->moved && old->ctrl == c->ctrl) old->moved = false;
+            if (old && old->moved && old->ctrl == c->ctrl) __atomic_store_n(&old->moved, false, __ATOMIC_RELEASE);
             else {
                 lop_workqueue_set_observer(lop_controller_queue(c->ctrl), NULL, NULL);
                 lop_metrics_unbind_queue(&c->queue_metrics, lop_controller_queue(c->ctrl));
@@ -378,6 +387,8 @@ static lop_rc_t rewire(lop_manager_t *m, lop_err_t *err)
             free(c->name);
             free(c);
         }
+        /* an informer that synced while its old binding stood down (moved) told nobody */
+        for (ctrl_entry_t *c = m->ctrls; c; c = c->next) lop_ctrl_check_synced(c);
         return rc;
     }
     /* Register the new handlers first (a started informer replays its objects as adds: that
@@ -398,8 +409,7 @@ static lop_rc_t rewire(lop_manager_t *m, lop_err_t *err)
         ctrl_entry_t *c = old;
         old = c->next;
         if (c->moved) { /* its controller moved to the new wiring */
-            for (size_t i = 0; i < c->nbindings; i++) binding_free(c->bindings[i]);
-            free(c->bindings);
+            lop_ctrl_bindings_free(c);
             free(c->name);
             free(c);
         } else {
@@ -407,6 +417,10 @@ static lop_rc_t rewire(lop_manager_t *m, lop_err_t *err)
             ctrl_free(m, c, 0); /* without bound: the reconcile deadline bounds the wait */
         }
     }
+    /* Workers wait for their controller's sources: the new bindings told their controllers of
+     * informers that synced after registering; this covers those that synced before, and an
+     * old binding that stood down (moved) in between. */
+    for (ctrl_entry_t *c = m->ctrls; c; c = c->next) lop_ctrl_check_synced(c);
     /* No handler of the old wiring runs any more: its event VM can go. */
     lop_scriptrt_event_release_prev(m->rt);
     return LOP_OK;
@@ -492,6 +506,23 @@ bool lop_manager_synced(lop_manager_t *m)
     for (inf_entry_t *e = m->infs; e && ok; e = e->next) ok = lop_informer_has_synced(e->inf);
     pthread_mutex_unlock(&m->mu);
     return ok;
+}
+
+size_t lop_manager_unsynced(lop_manager_t *m, char *buf, size_t len)
+{
+    size_t n = 0, at = 0;
+    if (len) buf[0] = '\0';
+    pthread_mutex_lock(&m->mu);
+    for (inf_entry_t *e = m->infs; e; e = e->next) {
+        if (lop_informer_has_synced(e->inf)) continue;
+        if (at < len) {
+            int w = snprintf(buf + at, len - at, "%s%s", n ? ", " : "", e->key);
+            at = w < 0 ? len : at + (size_t)w;
+        }
+        n++;
+    }
+    pthread_mutex_unlock(&m->mu);
+    return n;
 }
 
 size_t lop_manager_pending(lop_manager_t *m)

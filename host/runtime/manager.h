@@ -8,8 +8,11 @@
  *                 requests (self / controller owner / Lua map function).
  *                 A reload keeps controllers (and their queues) whose name survives, starts and
  *                 stops informers as watches come and go, and requeues every primary object once.
- *   start         start informers and workers (workers of leader-elected controllers wait at the
- *                 leader gate).
+ *   start         start informers and workers. A controller's workers take no request before
+ *                 every informer it watches has synced (controller-runtime's WaitForSync); those
+ *                 of leader-elected controllers also wait at the leader gate. A watch that a
+ *                 reload adds to a running controller does not stop its workers (as a Watch
+ *                 added after Start): reads of that kind are live until its informer syncs.
  *   stop          stop intake, drain in-flight reconciles, stop informers.
  *
  * It also implements lop_host_api_t for the scripts (cache reads, REST requests, Events).
@@ -68,6 +71,9 @@ lop_rc_t lop_manager_install(lop_manager_t *m, lop_script_set_t *set, lop_err_t 
 lop_rc_t lop_manager_start(lop_manager_t *m, lop_err_t *err);
 /* True once every informer has synced. */
 bool lop_manager_synced(lop_manager_t *m);
+/* The informers that have not synced yet: their keys (as logged by "starting informer"),
+ * separated by ", ", into buf (truncated to len - 1 bytes, NUL-terminated). Returns how many. */
+size_t lop_manager_unsynced(lop_manager_t *m, char *buf, size_t len);
 /* Sum of queue depths + in-flight reconciles (for `luaop dev --once` and tests). */
 size_t lop_manager_pending(lop_manager_t *m);
 /*

@@ -104,15 +104,21 @@ void lop_binding_on_delete(void *ud, lop_obj_t *obj, bool tombstone)
     dispatch(ud, LOP_EV_DELETE, NULL, obj);
 }
 
+void lop_ctrl_check_synced(const ctrl_entry_t *c)
+{
+    for (size_t i = 0; i < c->nbindings; i++)
+        if (!lop_informer_has_synced(c->bindings[i]->inf->inf)) return;
+    lop_controller_sources_synced(c->ctrl);
+}
+
 void lop_binding_on_synced(void *ud)
 {
     /* This binding's informer has synced. The controller's workers start once every one of its
      * bindings' informers has: each informer sets HasSynced before telling its handlers, so the
-     * one that syncs last sees all of them set. A controller taken over by a reload is already
-     * running; telling it again does nothing. */
+     * one that syncs last sees all of them set. A binding of an entry whose controller a reload
+     * is moving to new bindings stands down: the new ones decide (the rewire checks them once
+     * registered). Telling a controller whose workers already run does nothing. */
     binding_t *b = ud;
-    const ctrl_entry_t *c = b->ctrl;
-    for (size_t i = 0; i < c->nbindings; i++)
-        if (!lop_informer_has_synced(c->bindings[i]->inf->inf)) return;
-    lop_controller_sources_synced(c->ctrl);
+    if (__atomic_load_n(&b->ctrl->moved, __ATOMIC_ACQUIRE)) return;
+    lop_ctrl_check_synced(b->ctrl);
 }

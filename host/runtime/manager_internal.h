@@ -91,6 +91,11 @@ void lop_binding_on_add(void *ud, lop_obj_t *obj);
 void lop_binding_on_update(void *ud, lop_obj_t *old, lop_obj_t *obj);
 void lop_binding_on_delete(void *ud, lop_obj_t *obj, bool tombstone);
 void lop_binding_on_synced(void *ud); /* opens the controller's workers once all its sources synced */
+/* manager.c: free a controller entry's bindings, every handler removed before any is freed (a
+ * binding's on_synced reads its siblings). */
+void lop_ctrl_bindings_free(ctrl_entry_t *c);
+/* Let the controller's workers go when every informer of its bindings has synced. */
+void lop_ctrl_check_synced(const ctrl_entry_t *c);
 
 /* hostapi.c */
 extern const lop_reflector_handlers_t lop_ryw_handlers; /* ud = the manager */

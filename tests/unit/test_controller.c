@@ -267,6 +267,15 @@ static void test_stop_releases_workers_still_waiting_for_sync(void)
     lop_err_t err;
     T_EQ_INT(lop_controller_start(f.c, &err), LOP_OK);
     lop_controller_enqueue(f.c, "ns", "queued");
+    /* both workers wait at the sources gate before the stop (else they would see the stop flag
+     * first, and this would not test that the stop releases them) */
+    lop_controller_stats_t st = {0};
+    for (int spins = 0; spins < 20000; spins++) {
+        lop_controller_stats(f.c, &st);
+        if (st.waiting_for_sync == 2) break;
+        usleep(1000);
+    }
+    T_EQ_INT(st.waiting_for_sync, 2);
     /* the workers are joined although the sources never synced; the item is not reconciled */
     T_EQ_INT(lop_controller_stop(f.c, 0), 0);
     T_EQ_INT(__atomic_load_n(&reconciles, __ATOMIC_RELAXED), 0);

@@ -186,11 +186,30 @@ static inf_entry_t *cm_entry(const char *ns)
     return e;
 }
 
+static void test_unsynced_informers_are_named(void)
+{
+    fx_t f;
+    setup(&f);
+    snprintf(f.e->key, sizeof f.e->key, "%s", "/v1/configmaps||");
+    char names[64];
+    T_EQ_INT(lop_manager_unsynced(f.m, names, sizeof names), 1);
+    T_EQ_STR(names, "/v1/configmaps||");
+    T_CHECK(!lop_manager_synced(f.m));
+    char tiny[5];
+    T_EQ_INT(lop_manager_unsynced(f.m, tiny, sizeof tiny), 1); /* truncated, still counted */
+    T_EQ_STR(tiny, "/v1/");
+    int64_t wait = 0;
+    T_EQ_INT(lop_informer_step(f.e->inf, &wait), LOP_OK);
+    T_EQ_INT(lop_manager_unsynced(f.m, names, sizeof names), 0);
+    T_EQ_STR(names, "");
+    T_CHECK(lop_manager_synced(f.m));
+    teardown(&f);
+}
+
 static void test_controller_workers_wait_for_every_watched_informer(void)
 {
     /* A controller watching two informers (as for_ and owns do): its workers are let go only
-     * once both have synced, by whichever syncs last; a binding added later (a reload) to a
-     * synced informer is told at once, and telling a started controller again changes nothing. */
+     * once both have synced, by whichever syncs last. */
     inf_entry_t *a = cm_entry("default"), *b = cm_entry("other");
     lop_controller_opts_t co = {.name = "two-sources", .workers = 1, .wait_for_sync = true};
     ctrl_entry_t c = {.name = "two-sources", .ctrl = lop_controller_new(&co)};
@@ -210,8 +229,9 @@ static void test_controller_workers_wait_for_every_watched_informer(void)
     T_EQ_INT(lop_informer_step(a->inf, &wait), LOP_OK); /* the last one */
     T_CHECK(lop_controller_sources_ready(c.ctrl));
 
-    /* a fresh controller wired to the two synced informers (a reload adding it) is ready as its
-     * last binding is registered */
+    /* A controller a reload adds over informers that have synced is told on registering a
+     * binding whose informers have all synced: here at its first, since both already have (the
+     * cache it reads is complete; the second binding's replay follows). */
     lop_controller_opts_t co2 = {.name = "added", .workers = 1, .wait_for_sync = true};
     ctrl_entry_t c2 = {.name = "added", .ctrl = lop_controller_new(&co2)};
     binding_t b2a = {.ctrl = &c2, .inf = a}, b2b = {.ctrl = &c2, .inf = b};
@@ -221,7 +241,7 @@ static void test_controller_workers_wait_for_every_watched_informer(void)
     lop_reflector_handlers_t h2a = {NULL, NULL, NULL, &b2a, lop_binding_on_synced};
     lop_reflector_handlers_t h2b = {NULL, NULL, NULL, &b2b, lop_binding_on_synced};
     lop_informer_add_handler(a->inf, &h2a);
-    T_CHECK(lop_controller_sources_ready(c2.ctrl)); /* both synced already: told on registering */
+    T_CHECK(lop_controller_sources_ready(c2.ctrl));
     lop_informer_add_handler(b->inf, &h2b);
     T_CHECK(lop_controller_sources_ready(c2.ctrl));
 
@@ -231,6 +251,58 @@ static void test_controller_workers_wait_for_every_watched_informer(void)
     free(b);
     lop_controller_free(c.ctrl);
     lop_controller_free(c2.ctrl);
+}
+
+static void test_reload_moving_a_gated_controller_waits_for_its_new_sources(void)
+{
+    /* A controller still waiting for its first sync is taken over by a reload that adds a watch:
+     * the old entry's binding stands down (moved), so its informer's sync does not let the
+     * workers go while the new watch's informer is still listing; the new entry's check does,
+     * once both have synced. Then the old entry's bindings are freed, handlers first. */
+    fx_t f;
+    setup(&f); /* a manager (for the bindings' teardown) */
+    inf_entry_t *a = cm_entry("default"), *b = cm_entry("other");
+    a->refs = b->refs = 2; /* kept by the new wiring: the teardown only releases its reference */
+    lop_controller_opts_t co = {.name = "moved", .workers = 1, .wait_for_sync = true};
+    lop_controller_t *ctrl = lop_controller_new(&co);
+    ctrl_entry_t old = {.name = "moved", .ctrl = ctrl};
+    old.bindings = calloc(1, sizeof *old.bindings);
+    old.bindings[0] = calloc(1, sizeof(binding_t));
+    *old.bindings[0] = (binding_t){.m = f.m, .ctrl = &old, .inf = a};
+    old.nbindings = 1;
+    lop_reflector_handlers_t ho = {NULL, NULL, NULL, old.bindings[0], lop_binding_on_synced};
+    old.bindings[0]->handler_id = lop_informer_add_handler(a->inf, &ho);
+
+    /* the reload: the old entry is moved, the new one watches a and b */
+    __atomic_store_n(&old.moved, true, __ATOMIC_RELEASE);
+    ctrl_entry_t fresh = {.name = "moved", .ctrl = ctrl};
+    binding_t na = {.ctrl = &fresh, .inf = a}, nb = {.ctrl = &fresh, .inf = b};
+    binding_t *nbs[] = {&na, &nb};
+    fresh.bindings = nbs;
+    fresh.nbindings = 2;
+    lop_reflector_handlers_t hna = {NULL, NULL, NULL, &na, lop_binding_on_synced};
+    lop_reflector_handlers_t hnb = {NULL, NULL, NULL, &nb, lop_binding_on_synced};
+    int ida = lop_informer_add_handler(a->inf, &hna);
+    int idb = lop_informer_add_handler(b->inf, &hnb);
+    int64_t wait = 0;
+    T_EQ_INT(lop_informer_step(a->inf, &wait), LOP_OK); /* old and new bindings of a are told */
+    T_CHECK(!lop_controller_sources_ready(ctrl));       /* b has not synced: still held */
+    lop_ctrl_check_synced(&fresh);                        /* what the rewire runs at its end */
+    T_CHECK(!lop_controller_sources_ready(ctrl));
+    lop_ctrl_bindings_free(&old); /* the old wiring goes: its handler is removed, a and b stay */
+    T_EQ_INT(old.nbindings, 0);
+    T_EQ_INT(a->refs, 1);
+    T_EQ_INT(lop_informer_step(b->inf, &wait), LOP_OK); /* the new watch's informer syncs */
+    T_CHECK(lop_controller_sources_ready(ctrl));
+
+    lop_informer_remove_handler(a->inf, ida);
+    lop_informer_remove_handler(b->inf, idb);
+    lop_informer_free(a->inf);
+    lop_informer_free(b->inf);
+    free(a);
+    free(b);
+    lop_controller_free(ctrl);
+    teardown(&f);
 }
 
 int main(void)
@@ -244,7 +316,9 @@ int main(void)
     }
     T_RUN(test_first_list_events_read_the_cache_not_the_server);
     T_RUN(test_metadata_only_cache_serves_no_reads);
+    T_RUN(test_unsynced_informers_are_named);
     T_RUN(test_controller_workers_wait_for_every_watched_informer);
+    T_RUN(test_reload_moving_a_gated_controller_waits_for_its_new_sources);
     lop_rest_client_free(cli);
     lop_apiserver_stop(srv);
     return T_DONE();
