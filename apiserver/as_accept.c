@@ -129,7 +129,8 @@ static bool acceptable(const clause_t *c, bool allow_conv, as_conv_t *out)
         out->kind = AS_CONV_PARTIAL_LIST;
     else
         return false;
-    snprintf(out->api_version, sizeof out->api_version, "meta.k8s.io/%s", c->v);
+    snprintf(out->api_version, sizeof out->api_version, "%s",
+             strcmp(c->v, "v1") ? "meta.k8s.io/v1beta1" : "meta.k8s.io/v1");
     return true;
 }
 
