@@ -115,6 +115,18 @@ static void method_not_allowed(as_req_t *q)
                     "the server does not allow this method on the requested resource");
 }
 
+/* Negotiate the request's Accept for this endpoint (resource: conversions may be asked for);
+ * false after answering 406 NotAcceptable. */
+static bool negotiate(as_req_t *q, bool resource)
+{
+    const char *accept = evhttp_find_header(evhttp_request_get_input_headers(q->r), "Accept");
+    if (as_accept_negotiate(accept, resource, &q->conv))
+        return true;
+    as_reply_status(q, 406, "NotAcceptable", NULL,
+                    "only the following media types are accepted: application/json, application/yaml");
+    return false;
+}
+
 static int split_path(char *path, char **seg, int max)
 {
     int n = 0;
@@ -140,7 +152,8 @@ static void route(as_req_t *q)
         return;
     }
     if (n == 1 && !strcmp(seg[0], "version")) {
-        reply_version(q);
+        if (negotiate(q, false))
+            reply_version(q);
         goto done;
     }
     if (n >= 1 && (!strcmp(seg[0], "healthz") || !strcmp(seg[0], "readyz") ||
@@ -152,6 +165,11 @@ static void route(as_req_t *q)
         as_serve_openapi(q);
         goto done;
     }
+    /* discovery: legacy documents only, so an aggregated-discovery range (as=APIGroupDiscoveryList)
+     * is skipped and the client falls back (reference B.7) */
+    bool discovery = (n >= 1 && n <= 2 && !strcmp(seg[0], "api")) || (n >= 1 && n <= 3 && !strcmp(seg[0], "apis"));
+    if (discovery && !negotiate(q, false))
+        goto done;
     if (n >= 1 && !strcmp(seg[0], "api")) {
         if (n == 1) {
             as_serve_discovery(q, NULL, NULL, 0);
@@ -241,7 +259,7 @@ static void route(as_req_t *q)
     case EVHTTP_REQ_DELETE: q->verb = name ? "delete" : "deletecollection"; break;
     default: q->verb = "other"; break;
     }
-    if (apply_fault(q))
+    if (apply_fault(q) || !negotiate(q, true))
         goto done;
     if (!name) {
         if (q->method == EVHTTP_REQ_GET) {
@@ -318,18 +336,10 @@ static void process(lop_apiserver_t *srv, struct evhttp_request *r)
     char audit[37];
     as_uuid(audit);
     evhttp_add_header(evhttp_request_get_output_headers(r), "Audit-Id", audit);
-    const char *accept = evhttp_find_header(evhttp_request_get_input_headers(r), "Accept");
-    /* /openapi/v2 is asked for in protobuf only (kubectl's fallback when the v3 document lacks
-     * a group): answer its 404 like any other path, so validation is skipped, not failed. */
-    bool acceptable = !accept || !strncmp(q.path, "/openapi/", 9) || strstr(accept, "json") ||
-                      strstr(accept, "*/*") ||
-                      strstr(accept, "yaml") || strstr(accept, "text/plain") ||
-                      !(strstr(accept, "protobuf") || strstr(accept, "cbor"));
-    if (!acceptable) {
-        as_reply_status(&q, 406, "NotAcceptable", NULL,
-                        "only the following media types are accepted: application/json, "
-                        "application/yaml");
-    } else if (!authenticated(&q)) {
+    /* Accept is negotiated per endpoint in route() (after authentication, as the API server's
+     * handlers do). /openapi/v2 is asked for in protobuf only (kubectl's fallback when the v3
+     * document lacks a group): it is not negotiated, so its 404 lets validation be skipped. */
+    if (!authenticated(&q)) {
         as_reply_status(&q, 401, "Unauthorized", NULL, "Unauthorized");
     } else {
         route(&q);

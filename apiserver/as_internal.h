@@ -90,6 +90,15 @@ typedef struct as_event {
     as_blob_t *pwire; /* prev serialized, NULL for ADDED */
 } as_event_t;
 
+/* What the negotiated Accept asks the response to be converted to (apiserver's `as=`, `g=`, `v=`
+ * media type parameters): nothing, or the metadata-only view of an object / of a list. */
+typedef enum as_conv_kind { AS_CONV_NONE = 0, AS_CONV_PARTIAL, AS_CONV_PARTIAL_LIST } as_conv_kind_t;
+
+typedef struct as_conv {
+    as_conv_kind_t kind;
+    char api_version[32]; /* "meta.k8s.io/v1" or "meta.k8s.io/v1beta1"; "" for AS_CONV_NONE */
+} as_conv_t;
+
 typedef struct as_watcher {
     struct as_watcher *next, *prev;
     lop_apiserver_t *srv;
@@ -106,6 +115,7 @@ typedef struct as_watcher {
     struct evbuffer *held;  /* events queued while stalled */
     struct evbuffer *batch; /* during replay: events gathered into one chunk */
     int64_t min_rv; /* deliver only events with rv > min_rv (a future start RV, F.15) */
+    as_conv_t conv; /* AS_CONV_PARTIAL: every object (not ERROR's Status) as PartialObjectMetadata */
 } as_watcher_t;
 
 typedef struct as_fault {
@@ -177,6 +187,7 @@ typedef struct as_req {
     char *body;
     size_t body_len;
     bool reply_scale; /* a /scale write answers with the Scale view */
+    as_conv_t conv;   /* negotiated from Accept (route); AS_CONV_NONE off resource endpoints */
 } as_req_t;
 
 /* ---- status.c ---- */
@@ -203,6 +214,30 @@ void as_reply_invalid(as_req_t *q, const char *kind_qual, const char *dkind, con
 const char *as_query(as_req_t *q, const char *key);
 bool as_query_bool(const char *s); /* true for Go's ParseBool true spellings */
 void as_log_reject(as_req_t *q, int code, const char *reason);
+
+/* ---- accept.c ---- */
+/* Negotiate an Accept header (NULL or blank = no preference) as the API server does: its media
+ * ranges are tried by quality (q=0 refuses), then specificity, then order; the first one this
+ * server can answer wins. JSON is served for every range but protobuf and CBOR; `stream` must be
+ * "watch" when given; `as`/`g`/`v` ask for a conversion, which only a resource endpoint
+ * (allow_conv) grants and only into PartialObjectMetadata or PartialObjectMetadataList of
+ * meta.k8s.io v1 or v1beta1 (Table is not implemented): a range asking for another one is
+ * skipped, so a later plain range is served. *out gets the winner's conversion. False when no
+ * range is acceptable (the caller answers 406 NotAcceptable). Pure function. */
+bool as_accept_negotiate(const char *accept, bool allow_conv, as_conv_t *out);
+/* The span [*ms, *me) of the "metadata" object member of the serialized object json[0..len).
+ * False when there is none (or it is not an object). */
+bool as_partial_meta_span(const char *json, size_t len, size_t *ms, size_t *me);
+/* Append {"kind":"PartialObjectMetadata","apiVersion":<conv's>,"metadata": (the caller appends
+ * the metadata bytes and the closing brace). */
+void as_partial_head(lop_buf_t *b, const as_conv_t *conv);
+/* Append the PartialObjectMetadata of the serialized object json[0..len): its metadata bytes
+ * as they are (an empty object when it has none). */
+void as_partial_from_json(lop_buf_t *b, const as_conv_t *conv, const char *json, size_t len);
+/* 406 for a conversion that does not fit the response: PartialObjectMetadata of a list
+ * (is_list), or PartialObjectMetadataList of one object (the API server decides this after
+ * negotiation, so no later Accept range is tried). */
+void as_reply_not_acceptable_conv(as_req_t *q, bool is_list);
 
 /* ---- registry.c ---- */
 void as_registry_init(lop_apiserver_t *srv);

@@ -222,6 +222,14 @@ void as_handle_list(as_req_t *q)
         free(start);
         return;
     }
+    if (q->conv.kind == AS_CONV_PARTIAL) { /* (after the request's own checks, as the API server) */
+        free(start);
+        lop_label_selector_free(ls);
+        lop_field_selector_free(fs);
+        as_reply_not_acceptable_conv(q, true);
+        return;
+    }
+    bool partial = q->conv.kind == AS_CONV_PARTIAL_LIST;
     bool filtered = !lop_label_selector_empty(ls) || !lop_field_selector_empty(fs);
     as_entry_t *items;
     size_t n;
@@ -255,6 +263,34 @@ void as_handle_list(as_req_t *q)
             continue;
         as_blob_t *wb = items[i].wire;
         const json_t *av = json_object_get(obj, "apiVersion");
+        if (partial) { /* PartialObjectMetadata: the metadata bytes as they are in the object */
+            char *dumped = NULL;
+            size_t dl = 0;
+            if (!wb || !json_is_string(av) || strcmp(json_string_value(av), res->api_version))
+                dumped = as_dump_obj(res, obj, &dl);
+            size_t ms = 0, me = 0;
+            bool has_meta = dumped ? as_partial_meta_span(dumped, dl, &ms, &me)
+                                   : as_partial_meta_span(wb->data, wb->len, &ms, &me);
+            lop_buf_t head = LOP_BUF_INIT;
+            if (count > 0)
+                lop_buf_putc(&head, ',');
+            as_partial_head(&head, &q->conv);
+            evbuffer_add(ib, head.data, head.len);
+            lop_buf_free(&head);
+            if (!has_meta) {
+                evbuffer_add(ib, "{}", 2);
+            } else if (dumped) {
+                evbuffer_add(ib, dumped + ms, me - ms);
+            } else {
+                wb->refs++; /* as below: the bytes may outlive the stored object */
+                evbuffer_add_reference(ib, wb->data + ms, me - ms, blob_release, wb);
+            }
+            evbuffer_add(ib, "}", 1);
+            free(dumped);
+            count++;
+            last_key = items[i].key;
+            continue;
+        }
         if (wb && json_is_string(av) && !strcmp(json_string_value(av), res->api_version) &&
             (res->is_cr || (wb->len > plen && !memcmp(wb->data, prefix, plen)))) {
             /* zero-copy: the bytes serialized at commit (built-ins minus kind/apiVersion) */
@@ -309,7 +345,12 @@ void as_handle_list(as_req_t *q)
     char *ms = json_dumps(meta, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(meta);
     struct evbuffer *out = evbuffer_new();
-    if (res->is_cr) {
+    if (partial) { /* metav1.PartialObjectMetadataList: kind, apiVersion, metadata, items */
+        evbuffer_add_printf(out, "{\"kind\":\"PartialObjectMetadataList\",\"apiVersion\":\"%s\",\"metadata\":%s,"
+                            "\"items\":[", q->conv.api_version, ms);
+        evbuffer_add_buffer(out, ib);
+        evbuffer_add(out, "]}\n", 3);
+    } else if (res->is_cr) {
         evbuffer_add_printf(out, "{\"apiVersion\":\"%s\",\"items\":[", res->api_version);
         evbuffer_add_buffer(out, ib);
         evbuffer_add_printf(out, "],\"kind\":\"%s\",\"metadata\":%s}\n", res->list_kind, ms);

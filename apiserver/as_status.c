@@ -90,9 +90,80 @@ static void blob_release(const void *data, size_t len, void *arg)
     as_blob_unref(arg);
 }
 
+/* Send b (its bytes, then a newline) as the JSON body of the reply; frees b. */
+static void reply_buf(as_req_t *q, int code, lop_buf_t *b)
+{
+    lop_buf_putc(b, '\n');
+    struct evkeyvalq *h = evhttp_request_get_output_headers(q->r);
+    evhttp_add_header(h, "Content-Type", "application/json");
+    evhttp_add_header(h, "Cache-Control", "no-cache, private");
+    struct evbuffer *eb = evbuffer_new();
+    size_t n = b->len;
+    evbuffer_add_reference(eb, lop_buf_steal(b), n, free_cb, NULL);
+    evhttp_send_reply(q->r, code, reason_phrase(code), eb);
+    evbuffer_free(eb);
+}
+
+/* Append o's metadata as PartialObjectMetadata (serialized with flags, as in the object). */
+static void partial_of(lop_buf_t *b, const as_conv_t *conv, const json_t *o, size_t flags)
+{
+    as_partial_head(b, conv);
+    const json_t *m = json_object_get(o, "metadata");
+    char *s = json_is_object(m) ? json_dumps(m, flags) : NULL;
+    lop_buf_puts(b, s ? s : "{}");
+    free(s);
+    lop_buf_putc(b, '}');
+}
+
+/* The reply of a request whose Accept asked for a metadata-only view (q->conv): body (stolen;
+ * an object or a list, not a Status) converted as the API server's transformResponseObject
+ * does, or 406 when the conversion does not fit it. Content-Type stays application/json. */
+static void reply_converted(as_req_t *q, int code, json_t *body, size_t flags)
+{
+    const json_t *items = json_object_get(body, "items");
+    bool is_list = json_is_array(items);
+    if (is_list != (q->conv.kind == AS_CONV_PARTIAL_LIST)) {
+        json_decref(body);
+        as_reply_not_acceptable_conv(q, is_list);
+        return;
+    }
+    lop_buf_t b = LOP_BUF_INIT;
+    if (!is_list) {
+        partial_of(&b, &q->conv, body, flags);
+    } else {
+        lop_buf_puts(&b, "{\"kind\":\"PartialObjectMetadataList\",\"apiVersion\":");
+        lop_buf_json_str(&b, q->conv.api_version, strlen(q->conv.api_version));
+        const json_t *m = json_object_get(body, "metadata");
+        char *ms = json_is_object(m) ? json_dumps(m, flags) : NULL;
+        lop_buf_puts(&b, ",\"metadata\":");
+        lop_buf_puts(&b, ms ? ms : "{}");
+        free(ms);
+        lop_buf_puts(&b, ",\"items\":[");
+        size_t i;
+        const json_t *it;
+        json_array_foreach(items, i, it) {
+            if (i) lop_buf_putc(&b, ',');
+            partial_of(&b, &q->conv, it, flags);
+        }
+        lop_buf_puts(&b, "]}");
+    }
+    json_decref(body);
+    reply_buf(q, code, &b);
+}
+
+static bool is_status(const json_t *body)
+{
+    const char *k = json_string_value(json_object_get(body, "kind"));
+    return k && !strcmp(k, "Status");
+}
+
 void as_reply_json(as_req_t *q, int code, json_t *body, bool sort_keys)
 {
     size_t flags = JSON_COMPACT | (sort_keys ? JSON_SORT_KEYS : 0);
+    if (q->conv.kind != AS_CONV_NONE && !is_status(body)) {
+        reply_converted(q, code, body, flags);
+        return;
+    }
     char *s = json_dumps(body, flags);
     json_decref(body);
     if (!s) {
@@ -209,6 +280,16 @@ void as_reply_stored(as_req_t *q, int code, as_res_t *res, const json_t *obj, as
     const json_t *av = json_object_get(obj, "apiVersion");
     if (!wire || !json_is_string(av) || strcmp(json_string_value(av), res->api_version)) {
         as_reply_json(q, code, as_served_obj(res, obj), res->is_cr);
+        return;
+    }
+    if (q->conv.kind == AS_CONV_PARTIAL_LIST) {
+        as_reply_not_acceptable_conv(q, false);
+        return;
+    }
+    if (q->conv.kind == AS_CONV_PARTIAL) { /* the metadata bytes serialized at commit */
+        lop_buf_t b = LOP_BUF_INIT;
+        as_partial_from_json(&b, &q->conv, wire->data, wire->len);
+        reply_buf(q, code, &b);
         return;
     }
     struct evkeyvalq *h = evhttp_request_get_output_headers(q->r);

@@ -277,21 +277,48 @@ static int send_blob(as_watcher_t *w, as_blob_t *b)
     return flush_buf(w, buf);
 }
 
-/* Queue {"type":T,"object":<b>}\n sharing the serialized object b. */
+/* Queue {"type":T,"object":<b>}\n sharing the serialized object b; for a metadata-only watcher
+ * the object is b's PartialObjectMetadata, sharing b's metadata bytes. */
 static int send_wire(as_watcher_t *w, const char *type, as_blob_t *b)
 {
-    char head[48];
-    int hl = snprintf(head, sizeof head, "{\"type\":\"%s\",\"object\":", type);
+    lop_buf_t head = LOP_BUF_INIT;
+    lop_buf_printf(&head, "{\"type\":\"%s\",\"object\":", type);
+    size_t off = 0, len = b->len;
+    const char *tail = "}\n";
+    if (w->conv.kind == AS_CONV_PARTIAL) {
+        size_t ms, me;
+        as_partial_head(&head, &w->conv);
+        if (as_partial_meta_span(b->data, b->len, &ms, &me)) {
+            off = ms;
+            len = me - ms;
+        } else {
+            len = 0;
+            lop_buf_puts(&head, "{}");
+        }
+        tail = "}}\n";
+    }
     struct evbuffer *buf = out_buf(w);
-    evbuffer_add(buf, head, (size_t)hl);
-    b->refs++;
-    evbuffer_add_reference(buf, b->data, b->len, blob_cleanup, b);
-    evbuffer_add(buf, "}\n", 2);
+    evbuffer_add(buf, head.data, head.len);
+    lop_buf_free(&head);
+    if (len) {
+        b->refs++;
+        evbuffer_add_reference(buf, b->data + off, len, blob_cleanup, b);
+    }
+    evbuffer_add(buf, tail, strlen(tail));
     return flush_buf(w, buf);
 }
 
 static int send_obj_event(as_watcher_t *w, const char *type, const json_t *obj)
 {
+    if (w->conv.kind == AS_CONV_PARTIAL) {
+        size_t n;
+        char *s = as_dump_obj(w->res, obj, &n);
+        as_blob_t *o = as_blob_new(s, n);
+        free(s);
+        int rc = send_wire(w, type, o);
+        as_blob_unref(o);
+        return rc;
+    }
     as_blob_t *b = event_blob(w->res, type, obj);
     int rc = send_blob(w, b);
     as_blob_unref(b);
@@ -507,6 +534,11 @@ void as_handle_watch(as_req_t *q)
     w->ls = ls;
     w->fs = fs;
     w->bookmarks = bookmarks;
+    /* each object (bookmarks too; never an ERROR's Status) as PartialObjectMetadata. A watch
+     * that asked for PartialObjectMetadataList gets full objects: the API server's watch encoder
+     * cannot convert one object into a list and sends it unconverted */
+    if (q->conv.kind == AS_CONV_PARTIAL)
+        w->conv = q->conv;
     struct evkeyvalq *h = evhttp_request_get_output_headers(q->r);
     evhttp_add_header(h, "Content-Type", "application/json");
     evhttp_add_header(h, "Cache-Control", "no-cache, private");

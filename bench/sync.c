@@ -4,10 +4,13 @@
  * trivial handler that puts each object's key on a workqueue drained by one worker thread (the
  * same shape as the client-node peer: informer + small queue).
  *
- *   sync  KUBECONFIG API_VERSION KIND strip|keep|meta
+ *   sync  KUBECONFIG API_VERSION KIND strip|keep|meta|meta-client
  *         time from start until the reflector has synced (first LIST delivered); then RSS per
  *         cached object (malloc_trim first, so freed page buffers do not count). strip: the
- *         default cache (managedFields cut); keep: managedFields kept; meta: metadata only
+ *         default cache (managedFields cut); keep: managedFields kept; meta: metadata only, as a
+ *         metadata_only watch does it (the server sends PartialObjectMetadata); meta-client: the
+ *         same cache from full objects stripped here (a server that ignores `as=`). recv_bytes:
+ *         the list/watch body bytes received until synced
  *   watch KUBECONFIG API_VERSION KIND FROM_RV M
  *         the reflector lists, but its watch starts at FROM_RV (the list's resourceVersion is
  *         rewritten), so the server replays M MODIFIED events from its history as fast as it
@@ -134,9 +137,19 @@ typedef struct wrap {
     bool consistent; /* LOPBENCH_SYNC_MODE=paged: the first list is a consistent read, so paged */
     const char *from_rv;
     double t_watch;
-    lop_stream_fn fn;
-    void *fn_ud;
+    lop_stream_fn fn, list_fn;
+    void *fn_ud, *list_fn_ud;
 } wrap_t;
+
+/* list and watch body bytes received (sync: until synced, the figure printed as recv_bytes) */
+static atomic_size_t recv_bytes;
+
+static int w_list_bytes(void *ud, const char *data, size_t len)
+{
+    wrap_t *w = ud;
+    atomic_fetch_add(&recv_bytes, len);
+    return w->list_fn(w->list_fn_ud, data, len);
+}
 
 /* sync/relist: the host's streamed LIST (LOPBENCH_NO_STREAM=1: the whole page collected first);
  * watch/burst rewrite the collected list's RV (from_rv), so they use list. */
@@ -147,13 +160,16 @@ static lop_rc_t w_list_stream(void *ud, const lop_list_opts_t *o, lop_stream_fn 
     /* RV "0" is served from the watch cache in one page whatever the limit: unset it to page */
     if (w->consistent && c.resource_version && !strcmp(c.resource_version, "0"))
         c.resource_version = NULL;
-    return w->inner->list_stream(w->inner->ud, &c, fn, fn_ud, err);
+    w->list_fn = fn;
+    w->list_fn_ud = fn_ud;
+    return w->inner->list_stream(w->inner->ud, &c, w_list_bytes, w, err);
 }
 
 static lop_rc_t w_list(void *ud, const lop_list_opts_t *o, lop_buf_t *body, lop_err_t *err)
 {
     wrap_t *w = ud;
     lop_rc_t rc = w->inner->list(w->inner->ud, o, body, err);
+    if (rc == LOP_OK) atomic_fetch_add(&recv_bytes, body->len);
     if (rc != LOP_OK || !w->from_rv) return rc;
     /* splice the new RV into metadata.resourceVersion (the harness's own cost stays small:
      * this runs inside the measured CPU time) */
@@ -174,6 +190,7 @@ static int w_bytes(void *ud, const char *data, size_t len)
 {
     wrap_t *w = ud;
     chunk_arrival = bu_now();
+    atomic_fetch_add(&recv_bytes, len);
     return w->fn(w->fn_ud, data, len);
 }
 
@@ -354,7 +371,7 @@ int main(int argc, char **argv)
     bool relist_mode = argc == 6 && !strcmp(argv[1], "relist");
     bool burst_mode = argc == 8 && !strcmp(argv[1], "burst");
     if (!(argc == 6 && !strcmp(argv[1], "sync")) && !watch_mode && !relist_mode && !burst_mode) {
-        fprintf(stderr, "usage: lopbench-luaop sync KUBECONFIG API_VERSION KIND strip|keep|meta\n"
+        fprintf(stderr, "usage: lopbench-luaop sync KUBECONFIG API_VERSION KIND strip|keep|meta|meta-client\n"
                         "       lopbench-luaop watch KUBECONFIG API_VERSION KIND FROM_RV M\n"
                         "       lopbench-luaop burst KUBECONFIG API_VERSION KIND FROM_RV M DELAY_US\n"
                         "       lopbench-luaop relist KUBECONFIG API_VERSION KIND SERVER_URL\n"
@@ -375,7 +392,13 @@ int main(int argc, char **argv)
     lop_rest_mapping_t mp;
     if (lop_restmapper_resolve(rm, argv[3], argv[4], &mp, &err) != LOP_OK) goto fail;
 
-    wrap_t w = {.inner = lop_rest_listwatch_new(client, &mp, NULL, NULL, NULL)};
+    const char *cache = argc == 6 && !strcmp(argv[1], "sync") ? argv[5] : "strip";
+    bool meta = !strcmp(cache, "meta"), meta_client = !strcmp(cache, "meta-client");
+    /* meta: what a metadata_only watch runs (the server sends metadata only) */
+    wrap_t w = {.inner = meta ? lop_rest_listwatch_new_metadata(client, &mp, NULL, NULL, NULL)
+                              : lop_rest_listwatch_new(client, &mp, NULL, NULL, NULL)};
+    char api_version[200];
+    snprintf(api_version, sizeof api_version, "%s%s%s", mp.group, *mp.group ? "/" : "", mp.version);
     long want = 0;
     if (watch_mode || burst_mode) {
         w.from_rv = argv[5];
@@ -406,9 +429,10 @@ int main(int argc, char **argv)
         .lw = &lw,
         .store = store,
         .handlers = {on_add, on_update, NULL, NULL},
-        .obj_flags = watch_mode || relist_mode || burst_mode ? 0
-                     : !strcmp(argv[5], "keep") ? LOP_OBJ_KEEP_MANAGED_FIELDS
-                     : !strcmp(argv[5], "meta") ? LOP_OBJ_METADATA_ONLY : 0,
+        .obj_flags = !strcmp(cache, "keep") ? LOP_OBJ_KEEP_MANAGED_FIELDS
+                     : meta || meta_client ? LOP_OBJ_METADATA_ONLY : 0,
+        .api_version = api_version,
+        .kind = mp.kind,
         .idle_timeout_ms = -1,
         .watch_list = !strcmp(mode, "watch-list"),
         /* LOPBENCH_PAGE_SIZE: the list limit (0/unset = the reflector's 500) */
@@ -478,6 +502,7 @@ int main(int argc, char **argv)
             return 1;
         }
         lop_store_stats_t st;
+        size_t recv = atomic_load(&recv_bytes);
         lop_store_stats(store, &st);
         long hwm = bu_status_kb("VmHWM");
         malloc_trim(0);
@@ -485,9 +510,9 @@ int main(int argc, char **argv)
         lop_reflector_stats_t rs;
         lop_reflector_stats(r, &rs);
         printf("objects=%zu seconds=%.4f cpu_s=%.4f rate=%.1f cache_bytes=%zu rss_delta_kb=%ld hwm_kb=%ld "
-               "rss_kb=%ld list_pages=%llu watch_lists=%llu\n",
+               "rss_kb=%ld list_pages=%llu watch_lists=%llu recv_bytes=%zu\n",
                st.count, dt, cpu, st.count / dt, st.bytes, rss1 - rss0, hwm, rss1,
-               (unsigned long long)rs.list_pages, (unsigned long long)rs.watch_lists);
+               (unsigned long long)rs.list_pages, (unsigned long long)rs.watch_lists, recv);
     } else {
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);

@@ -66,7 +66,8 @@ lop_informer_t *lop_informer_new(const lop_informer_config_t *cfg, lop_err_t *er
     lop_reflector_config_t rc = {
         .name = cfg->name, .lw = cfg->lw, .store = inf->store, .clock = cfg->clock,
         .handlers = {fan_add, fan_update, fan_delete, inf, fan_synced}, .page_size = cfg->page_size,
-        .obj_flags = cfg->obj_flags, .idle_timeout_ms = cfg->idle_timeout_ms, .seed = cfg->seed,
+        .obj_flags = cfg->obj_flags, .api_version = cfg->api_version, .kind = cfg->kind,
+        .idle_timeout_ms = cfg->idle_timeout_ms, .seed = cfg->seed,
         .delivery_lock = &inf->dlock, .watch_list = cfg->watch_list,
     };
     inf->refl = lop_reflector_new(&rc, err);

@@ -33,6 +33,8 @@ typedef struct lop_informer_config {
                                 * it, then free() the struct only (not lop_rest_listwatch_free). */
     const lop_clock_t *clock; /* borrowed; NULL = system clock */
     int obj_flags;            /* lop_obj_new flags */
+    const char *api_version, *kind; /* the watched kind, for LOP_OBJ_METADATA_ONLY; see
+                                     * lop_reflector_config_t (copied; may be NULL) */
     long page_size;           /* 0 = 500 */
     long idle_timeout_ms;     /* see lop_reflector_config_t */
     uint64_t seed;            /* 0 = random */

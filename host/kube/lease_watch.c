@@ -95,7 +95,7 @@ static void *watch_main(void *arg)
 {
     lop_lease_watch_t *w = arg;
     int64_t backoff = BACKOFF_MIN_NS;
-    lop_rest_stream_opts_t opts = {&w->cancel, 0};
+    lop_rest_stream_opts_t opts = {.cancel = &w->cancel};
     while (!atomic_load(&w->cancel)) {
         char path[640];
         long timeout_s = 300 + (long)(rnd() % 300); /* rotate streams like a reflector */

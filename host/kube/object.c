@@ -357,6 +357,18 @@ static lop_rc_t build_metadata_only(lop_obj_t *o, const char *json, size_t len, 
     return LOP_OK;
 }
 
+/* True when the apiVersion and kind tokens json[as..ae) and json[ks..ke) (quotes included) say
+ * PartialObjectMetadata of meta.k8s.io/v1 or v1beta1 (k8s.io/apimachinery/pkg/apis/meta/v1:
+ * what the API server sends for an `as=PartialObjectMetadata[List]` Accept). */
+static bool is_partial_metadata(const char *json, size_t as, size_t ae, size_t ks, size_t ke)
+{
+    static const char kind[] = "\"PartialObjectMetadata\"", v1[] = "\"meta.k8s.io/v1\"",
+                      v1beta1[] = "\"meta.k8s.io/v1beta1\"";
+    if (ke - ks != sizeof kind - 1 || memcmp(json + ks, kind, sizeof kind - 1)) return false;
+    return (ae - as == sizeof v1 - 1 && !memcmp(json + as, v1, sizeof v1 - 1)) ||
+           (ae - as == sizeof v1beta1 - 1 && !memcmp(json + as, v1beta1, sizeof v1beta1 - 1));
+}
+
 /* endp NULL: json[0..len) is exactly one object (whitespace around it allowed); else the object
  * starts at json[0] (whitespace allowed), may be followed by anything, and *endp gets its end. */
 static lop_rc_t build(const char *json, size_t len, int flags, const char *dflt_api_version,
@@ -431,6 +443,9 @@ static lop_rc_t build(const char *json, size_t len, int flags, const char *dflt_
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata is not an object");
 
     size_t dal = dflt_api_version ? strlen(dflt_api_version) : 0, dkl = dflt_kind ? strlen(dflt_kind) : 0;
+    /* the API server's metadata-only view of an object: cached as the watched kind's entry */
+    if ((flags & LOP_OBJ_METADATA_ONLY) && dal && dkl && is_partial_metadata(json, as, ae, ks, ke))
+        as = ae = ks = ke = 0;
     /* The arena holds the strings decoded from the members we read, each no longer than its
      * token: sized by those members' spans, not by all of metadata (managedFields alone is
      * ~3.6 KB of a served Pod and was held once more here for every cached object). */

@@ -69,7 +69,12 @@ enum {
     /* keep only apiVersion, kind and metadata in json (managedFields stripped unless
      * KEEP_MANAGED_FIELDS): the cache of a metadata-only watch, as controller-runtime's
      * OnlyMetadata / client-go's metadata informer keep PartialObjectMetadata. The bytes are still
-     * validated whole. */
+     * validated whole. The object may be a full one (stripped here) or the API server's
+     * metadata-only view of one (apiVersion meta.k8s.io/v1 or v1beta1, kind PartialObjectMetadata:
+     * what an `as=PartialObjectMetadata[List]` Accept gets, rest.h): given the api_version and
+     * kind arguments of lop_obj_new_item/_prefix, such an entry takes those instead — the
+     * watched kind, as client-go's metadata informer sets it on each object — and is then
+     * byte-identical to the entry stripped from the full object. */
     LOP_OBJ_METADATA_ONLY = 4,
 };
 
@@ -80,7 +85,8 @@ enum {
  */
 lop_rc_t lop_obj_new(const char *json, size_t len, int flags, lop_obj_t **out, lop_err_t *err);
 /* Same, for an item of a list response: when the item has no kind/apiVersion (built-in lists,
- * reference C.17), use these (may be NULL). */
+ * reference C.17), use these (may be NULL); with LOP_OBJ_METADATA_ONLY, also in place of a
+ * PartialObjectMetadata's (both must then be non-empty). */
 lop_rc_t lop_obj_new_item(const char *json, size_t len, int flags, const char *api_version,
                           const char *kind, lop_obj_t **out, lop_err_t *err);
 /* Same (api_version/kind as for lop_obj_new_item, may be NULL), for an object that starts

@@ -77,6 +77,10 @@ lop_reflector_t *lop_reflector_new(const lop_reflector_config_t *cfg, lop_err_t 
     r->max_event_bytes = cfg->max_event_bytes;
     r->watch_list = cfg->watch_list;
     r->obj_flags = cfg->obj_flags;
+    if (cfg->api_version && *cfg->api_version && cfg->kind && *cfg->kind) {
+        r->api_version = lop_xstrdup(cfg->api_version);
+        r->kind = lop_xstrdup(cfg->kind);
+    }
     r->rng = cfg->seed ? cfg->seed : ((uint64_t)lop_clock_mono(&lop_clock_system) ^ (uint64_t)(uintptr_t)r) | 1;
     pthread_mutex_init(&r->mu, NULL);
     lop_cond_init(&r->cond);
@@ -99,6 +103,8 @@ void lop_reflector_free(lop_reflector_t *r)
     pthread_mutex_destroy(&r->mu);
     free(r->last_rv);
     free(r->name);
+    free(r->api_version);
+    free(r->kind);
     free(r);
 }
 
@@ -238,7 +244,9 @@ static const char *parse_event(lop_reflector_t *r, const char *doc, size_t len, 
             lop_obj_unref(*o); /* a repeated member: the last one wins */
             *o = NULL;
             size_t end;
-            if (lop_obj_new_prefix(doc + vs, len - vs, r->obj_flags, NULL, NULL, &end, o, oerr) != LOP_OK) {
+            const char *api, *kind;
+            lop_reflector_item_gvk(r, NULL, NULL, &api, &kind);
+            if (lop_obj_new_prefix(doc + vs, len - vs, r->obj_flags, api, kind, &end, o, oerr) != LOP_OK) {
                 *detail = oerr->message;
                 return "watch event object: ";
             }
@@ -332,7 +340,9 @@ static int on_event(void *ud, const char *doc, size_t len, bool checked)
      * validated by now */
     if (!o && r->wl_store && added && r->wl_reuse)
         o = lop_reflector_cached_same_rv(r, doc + os, oe - os);
-    if (!o && lop_obj_new(doc + os, oe - os, r->obj_flags | LOP_OBJ_TRUSTED, &o, &oerr) != LOP_OK)
+    const char *api, *kind;
+    lop_reflector_item_gvk(r, NULL, NULL, &api, &kind);
+    if (!o && lop_obj_new_item(doc + os, oe - os, r->obj_flags | LOP_OBJ_TRUSTED, api, kind, &o, &oerr) != LOP_OK)
         return malformed(r, "watch event object: ", oerr.message);
     if (bookmark) {
         const char *end = lop_obj_annotation(o, "k8s.io/initial-events-end");

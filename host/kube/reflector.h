@@ -76,6 +76,12 @@ typedef struct lop_reflector_config {
     lop_reflector_handlers_t handlers; /* any callback may be NULL */
     long page_size;            /* 0 = 500 */
     int obj_flags;             /* lop_obj_new flags (e.g. LOP_OBJ_KEEP_MANAGED_FIELDS) */
+    /* The watched kind (e.g. "apps/v1" and "Deployment"; copied; NULL or "" = none). Used with
+     * LOP_OBJ_METADATA_ONLY only: every list item and watch object is built with it (object.h),
+     * so the PartialObjectMetadata objects a metadata-only LIST/WATCH returns
+     * (lop_rest_listwatch_new_metadata) are cached as this kind, and list items without a kind
+     * get it rather than the list's. Without it they keep meta.k8s.io's apiVersion and kind. */
+    const char *api_version, *kind;
     size_t max_event_bytes;    /* largest watch event or list item accepted; 0 = 64 MiB */
     long idle_timeout_ms;      /* watchdog; 0 = the watch's timeoutSeconds + 30 s; <0 = off */
     uint64_t seed;             /* jitter/timeout randomness; 0 = seeded from the clock */

@@ -29,6 +29,7 @@ struct lop_reflector {
     long page_size, idle_timeout_ms;
     size_t max_event_bytes;
     int obj_flags;
+    char *api_version, *kind; /* config: the watched kind (metadata-only); NULL when none */
     uint64_t rng;
 
     pthread_mutex_t mu; /* guards last_rv, stats; and the stop condition */
@@ -70,5 +71,20 @@ lop_obj_t *lop_reflector_cached_same_rv(lop_reflector_t *r, const char *item, si
 lop_rc_t lop_reflector_do_list(lop_reflector_t *r, lop_err_t *err);
 void lop_reflector_set_rv(lop_reflector_t *r, const char *rv);
 uint64_t lop_reflector_rand(lop_reflector_t *r);
+
+/* The apiVersion and kind objects are built with (lop_obj_new_item/_prefix; NULL = none): the
+ * configured watched kind for a metadata-only reflector that has one, else the list's
+ * (list_api/list_kind, "" when unknown or for a watch). */
+static inline void lop_reflector_item_gvk(const lop_reflector_t *r, const char *list_api, const char *list_kind,
+                                          const char **api, const char **kind)
+{
+    if (r->api_version && (r->obj_flags & LOP_OBJ_METADATA_ONLY)) {
+        *api = r->api_version;
+        *kind = r->kind;
+        return;
+    }
+    *api = list_api && *list_api ? list_api : NULL;
+    *kind = list_kind && *list_kind ? list_kind : NULL;
+}
 
 #endif

@@ -49,14 +49,15 @@ typedef struct list_run {
  * them; the API server's custom resource lists put items first but with their kind). */
 static lop_rc_t complete_kinds(list_run_t *lr, size_t first, lop_err_t *err)
 {
-    const char *kind = lop_listdecoder_item_kind(lr->dec), *api = lop_listdecoder_api_version(lr->dec);
+    const char *kind, *api;
+    lop_reflector_item_gvk(lr->r, lop_listdecoder_api_version(lr->dec), lop_listdecoder_item_kind(lr->dec), &api,
+                           &kind);
     for (size_t i = first; i < lr->ov->n; i++) {
         lop_obj_t *o = lr->ov->v[i];
-        if ((o->kind[0] || !kind[0]) && (o->api_version[0] || !api[0]))
+        if ((o->kind[0] || !kind) && (o->api_version[0] || !api))
             continue;
         lop_obj_t *full = NULL;
-        if (lop_obj_new_item(o->json, o->json_len, lr->r->obj_flags | LOP_OBJ_TRUSTED, *api ? api : NULL,
-                             *kind ? kind : NULL, &full, err) != LOP_OK)
+        if (lop_obj_new_item(o->json, o->json_len, lr->r->obj_flags | LOP_OBJ_TRUSTED, api, kind, &full, err) != LOP_OK)
             return LOP_EINVAL;
         lop_obj_unref(o);
         lr->ov->v[i] = full;
@@ -141,11 +142,11 @@ static int on_item(void *ud, const char *item, size_t len, size_t *end)
     if (o) {
         lr->reused++;
     } else {
-        const char *kind = lop_listdecoder_item_kind(lr->dec), *api = lop_listdecoder_api_version(lr->dec);
-        lop_rc_t rc = end ? lop_obj_new_prefix(item, len, r->obj_flags, *api ? api : NULL, *kind ? kind : NULL,
-                                               end, &o, &lr->item_err)
-                          : lop_obj_new_item(item, len, r->obj_flags | trusted, *api ? api : NULL,
-                                             *kind ? kind : NULL, &o, &lr->item_err);
+        const char *kind, *api;
+        lop_reflector_item_gvk(r, lop_listdecoder_api_version(lr->dec), lop_listdecoder_item_kind(lr->dec), &api,
+                               &kind);
+        lop_rc_t rc = end ? lop_obj_new_prefix(item, len, r->obj_flags, api, kind, end, &o, &lr->item_err)
+                          : lop_obj_new_item(item, len, r->obj_flags | trusted, api, kind, &o, &lr->item_err);
         if (rc != LOP_OK) {
             if (end)
                 return LOP_LIST_RETRY;

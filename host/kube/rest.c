@@ -395,12 +395,12 @@ static struct curl_slist *add_header(struct curl_slist *hl, lop_buf_t *b, const 
     return hl;
 }
 
-static struct curl_slist *build_headers(lop_rest_client_t *c, const lop_auth_cred_t *cred,
+static struct curl_slist *build_headers(lop_rest_client_t *c, const lop_auth_cred_t *cred, const char *accept,
                                         const char *content_type, bool has_body)
 {
     struct curl_slist *hl = NULL;
     lop_buf_t b = LOP_BUF_INIT;
-    hl = curl_slist_append(hl, "Accept: application/json");
+    hl = add_header(hl, &b, "Accept", accept ? accept : "application/json");
     if (has_body) {
         lop_buf_printf(&b, "Content-Type: %s", content_type ? content_type : "application/json");
         hl = curl_slist_append(hl, b.data);
@@ -432,14 +432,14 @@ static struct curl_slist *build_headers(lop_rest_client_t *c, const lop_auth_cre
 
 /* Perform one HTTP exchange. Returns the curl code; *code gets the HTTP status (0 if none). */
 static CURLcode perform(lop_rest_client_t *c, attempt_t *a, const char *method, const char *path,
-                        const char *content_type, const char *body, size_t len, long timeout_ms,
-                        const lop_auth_cred_t *cred, int *code)
+                        const char *accept, const char *content_type, const char *body, size_t len,
+                        long timeout_ms, const lop_auth_cred_t *cred, int *code)
 {
     CURL *h = pool_get(c);
     a->h = h;
     lop_buf_t url = LOP_BUF_INIT;
     lop_buf_printf(&url, "%s%s", c->base_url, path);
-    struct curl_slist *hl = build_headers(c, cred, content_type, body != NULL);
+    struct curl_slist *hl = build_headers(c, cred, accept, content_type, body != NULL);
     struct curl_slist *ct = NULL;
     curl_easy_setopt(h, CURLOPT_SHARE, c->share);
     curl_easy_setopt(h, CURLOPT_URL, url.data);
@@ -573,8 +573,8 @@ static lop_rc_t run(lop_rest_client_t *c, const lop_rest_req_t *req, lop_stream_
                        .fn_ud = fn ? fn_ud : req->sink_ud, .cancel = req->cancel,
                        .idle_ms = idle_ms, .retry_after = -1};
         int code = 0;
-        CURLcode cc = perform(c, &a, req->method, req->path, req->content_type, req->body, req->len,
-                              timeout, &cred, &code);
+        CURLcode cc = perform(c, &a, req->method, req->path, req->accept, req->content_type, req->body,
+                              req->len, timeout, &cred, &code);
         lop_auth_cred_cleanup(&cred);
         resp->code = code;
         snprintf(resp->content_type, sizeof resp->content_type, "%s", a.content_type);
@@ -649,7 +649,8 @@ lop_rc_t lop_rest_do(lop_rest_client_t *c, const char *method, const char *path_
 lop_rc_t lop_rest_stream(lop_rest_client_t *c, const char *path, lop_stream_fn fn, void *ud,
                          const lop_rest_stream_opts_t *opts, int *code, lop_err_t *err)
 {
-    lop_rest_req_t req = {.method = "GET", .path = path, .cancel = opts ? opts->cancel : NULL};
+    lop_rest_req_t req = {.method = "GET", .path = path, .cancel = opts ? opts->cancel : NULL,
+                          .accept = opts ? opts->accept : NULL};
     lop_rest_resp_t resp = LOP_REST_RESP_INIT;
     lop_rc_t rc = run(c, &req, fn, ud, opts ? opts->idle_timeout_ms : 0, &resp, err);
     if (code) *code = resp.code;

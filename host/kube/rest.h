@@ -36,6 +36,17 @@
 
 #define LOP_REST_MAX_RETRIES 10
 
+/*
+ * Accept headers of client-go's metadata client (k8s.io/client-go/metadata), JSON only: the API
+ * server answers a LIST with a meta.k8s.io/v1 PartialObjectMetadataList whose items, and a WATCH
+ * with events whose objects, are PartialObjectMetadata (apiVersion meta.k8s.io/v1, kind
+ * PartialObjectMetadata, metadata only). The trailing plain entry lets a server that cannot
+ * convert answer with full objects instead of 406 (the `as=` entry is then skipped).
+ */
+#define LOP_ACCEPT_PARTIAL_LIST \
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+#define LOP_ACCEPT_PARTIAL "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+
 typedef struct lop_rest_client lop_rest_client_t;
 
 /*
@@ -91,6 +102,10 @@ typedef struct lop_rest_req {
     const char *method;       /* "GET", "POST", "PUT", "PATCH", "DELETE" */
     const char *path;         /* path and query, starting with '/', already escaped */
     const char *content_type; /* for the body; NULL = application/json when a body is given */
+    /* Accept header value; NULL = "application/json". A list of media types with parameters,
+     * e.g. LOP_ACCEPT_PARTIAL_LIST (reference §A.9): the server answers 406 when it can serve
+     * none of them. Must not contain CR or LF (the header is then not sent). */
+    const char *accept;
     const char *body;         /* may be NULL */
     size_t len;
     const atomic_bool *cancel; /* optional: set from another thread to abort (LOP_ECLOSED) */
@@ -125,6 +140,7 @@ lop_rc_t lop_rest_do(lop_rest_client_t *c, const char *method, const char *path_
 typedef struct lop_rest_stream_opts {
     const atomic_bool *cancel; /* set from another thread to end the stream (LOP_ECLOSED) */
     long idle_timeout_ms;      /* abort when no byte arrives for this long (LOP_ETIMEDOUT); 0 = off */
+    const char *accept;        /* Accept header value; NULL = "application/json" */
 } lop_rest_stream_opts_t;
 
 /*
@@ -168,6 +184,25 @@ struct lop_rest_mapping;
 lop_listwatch_t *lop_rest_listwatch_new(lop_rest_client_t *c, const struct lop_rest_mapping *mapping,
                                         const char *namespace, const char *label_selector,
                                         const char *field_selector);
+/*
+ * The same for a metadata-only informer (controller-runtime's OnlyMetadata, client-go's metadata
+ * informer): the API server is asked for metadata only — LIST with LOP_ACCEPT_PARTIAL_LIST,
+ * WATCH (watch-list included) with LOP_ACCEPT_PARTIAL — so it neither serializes nor sends spec
+ * and status. The bytes are then PartialObjectMetadata objects (meta.k8s.io/v1); the informer
+ * must be built with LOP_OBJ_METADATA_ONLY and the watched kind (lop_informer_config_t
+ * api_version/kind) so that its entries carry the watched kind, as client-go's metadata
+ * informer sets it. A server that ignores `as=` sends full objects, which that informer strips
+ * to the same entries. A server that answers 406 NotAcceptable gets the same request again at
+ * once with plain JSON, and every later one from this listwatch too (logged once at warn).
+ */
+lop_listwatch_t *lop_rest_listwatch_new_metadata(lop_rest_client_t *c, const struct lop_rest_mapping *mapping,
+                                                 const char *namespace, const char *label_selector,
+                                                 const char *field_selector);
+/* True when lw (from lop_rest_listwatch_new_metadata) fell back to full objects after a 406;
+ * false for any other listwatch (REST or not). Safe from any thread; lw may be a copy of the
+ * struct (the informer keeps one and owns the ud: valid while that informer lives). */
+bool lop_rest_listwatch_partial_refused(const lop_listwatch_t *lw);
+
 /* Free a listwatch from lop_rest_listwatch_new (calls its free and releases the struct). */
 void lop_rest_listwatch_free(lop_listwatch_t *lw);
 

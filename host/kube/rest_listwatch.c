@@ -1,6 +1,8 @@
-/* rest_listwatch.c — listwatch.h implemented over the REST client for one resource. */
+/* rest_listwatch.c — listwatch.h implemented over the REST client for one resource; for a
+ * metadata-only informer, with client-go's metadata-client Accept headers and their fallback. */
 #include "host/kube/rest.h"
 #include "host/kube/restmapper.h"
+#include "host/util/log.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +15,33 @@ typedef struct rest_lw {
     char *label_selector;
     char *field_selector;
     atomic_bool cancel;
+    bool metadata_only;          /* ask for PartialObjectMetadata(List) */
+    atomic_bool partial_refused; /* the server answered 406 to that: plain JSON from now on */
 } rest_lw_t;
+
+/* The Accept header of a LIST (list true) or WATCH of lw: NULL (plain JSON) unless lw asks for
+ * metadata only and the server has not refused it. */
+static const char *accept_of(rest_lw_t *lw, bool list)
+{
+    if (!lw->metadata_only || atomic_load(&lw->partial_refused)) return NULL;
+    return list ? LOP_ACCEPT_PARTIAL_LIST : LOP_ACCEPT_PARTIAL;
+}
+
+/* After a request sent with accept failed with rc: true when it was the server refusing the
+ * metadata-only media type (406 NotAcceptable, reference §A.9) — an API server or aggregated API
+ * without PartialObjectMetadata conversion. Remembered for this listwatch (its informer): every
+ * later LIST and WATCH asks for full objects, which the informer strips to metadata itself
+ * (LOP_OBJ_METADATA_ONLY). The caller then repeats the request with plain JSON at once. */
+static bool partial_refused(rest_lw_t *lw, const char *accept, lop_rc_t rc, const lop_err_t *err, const char *path)
+{
+    if (!accept || rc == LOP_OK || rc == LOP_ECLOSED || err->code != 406) return false;
+    if (!atomic_exchange(&lw->partial_refused, true))
+        lop_log(LOP_LOG_WARN,
+                "the API server refused metadata-only responses (406 NotAcceptable); listing and "
+                "watching full objects and keeping their metadata only",
+                "path", path, "error", err->message, NULL);
+    return true;
+}
 
 static void add_param(lop_buf_t *q, const char *k, const char *v)
 {
@@ -56,13 +84,20 @@ static lop_rc_t list_path(rest_lw_t *lw, const lop_list_opts_t *o, lop_buf_t *pa
 static lop_rc_t list_page(rest_lw_t *lw, const lop_list_opts_t *o, lop_buf_t *body, lop_stream_fn sink,
                           void *sink_ud, lop_err_t *err)
 {
+    lop_err_t local;
+    if (!err) err = &local; /* its code tells a refused Accept */
     lop_buf_t path = LOP_BUF_INIT;
     lop_rc_t rc = list_path(lw, o, &path, err);
     if (rc == LOP_OK) {
         lop_rest_req_t req = {.method = "GET", .path = path.data, .cancel = &lw->cancel, .sink = sink,
-                              .sink_ud = sink_ud};
+                              .sink_ud = sink_ud, .accept = accept_of(lw, true)};
         lop_rest_resp_t resp = LOP_REST_RESP_INIT;
         rc = lop_rest_request(lw->c, &req, &resp, err);
+        /* a 406 body is never passed to the sink: the plain request starts the body afresh */
+        if (partial_refused(lw, req.accept, rc, err, path.data)) {
+            req.accept = NULL;
+            rc = lop_rest_request(lw->c, &req, &resp, err);
+        }
         if (rc == LOP_OK && body) {
             lop_buf_free(body);
             *body = resp.body;
@@ -87,6 +122,8 @@ static lop_rc_t lw_list_stream(void *ud, const lop_list_opts_t *o, lop_stream_fn
 static lop_rc_t lw_watch(void *ud, const lop_watch_opts_t *o, lop_stream_fn fn, void *fn_ud, lop_err_t *err)
 {
     rest_lw_t *lw = ud;
+    lop_err_t local;
+    if (!err) err = &local; /* its code tells a refused Accept */
     if (atomic_load(&lw->cancel)) return lop_err_set(err, LOP_ECLOSED, 0, NULL, "watch cancelled");
     lop_buf_t q = LOP_BUF_INIT, path = LOP_BUF_INIT;
     add_param(&q, "watch", "true");
@@ -104,8 +141,13 @@ static lop_rc_t lw_watch(void *ud, const lop_watch_opts_t *o, lop_stream_fn fn, 
     }
     lop_rc_t rc = lop_rest_path(&path, &lw->m, lw->ns, NULL, NULL, q.data, err);
     if (rc == LOP_OK) {
-        lop_rest_stream_opts_t so = {.cancel = &lw->cancel, .idle_timeout_ms = o ? o->idle_timeout_ms : 0};
+        lop_rest_stream_opts_t so = {.cancel = &lw->cancel, .idle_timeout_ms = o ? o->idle_timeout_ms : 0,
+                                     .accept = accept_of(lw, false)};
         rc = lop_rest_stream(lw->c, path.data, fn, fn_ud, &so, NULL, err);
+        if (partial_refused(lw, so.accept, rc, err, path.data)) { /* an error body never reaches fn */
+            so.accept = NULL;
+            rc = lop_rest_stream(lw->c, path.data, fn, fn_ud, &so, NULL, err);
+        }
     }
     lop_buf_free(&q);
     lop_buf_free(&path);
@@ -130,9 +172,8 @@ static void lw_free(void *ud)
 
 static char *dup_nonempty(const char *s) { return s && *s ? lop_xstrdup(s) : NULL; }
 
-lop_listwatch_t *lop_rest_listwatch_new(lop_rest_client_t *c, const struct lop_rest_mapping *mapping,
-                                        const char *namespace, const char *label_selector,
-                                        const char *field_selector)
+static lop_listwatch_t *new_lw(lop_rest_client_t *c, const struct lop_rest_mapping *mapping, const char *namespace,
+                               const char *label_selector, const char *field_selector, bool metadata_only)
 {
     rest_lw_t *lw = lop_xcalloc(1, sizeof *lw);
     lw->c = c;
@@ -140,7 +181,9 @@ lop_listwatch_t *lop_rest_listwatch_new(lop_rest_client_t *c, const struct lop_r
     lw->ns = mapping->namespaced ? dup_nonempty(namespace) : NULL;
     lw->label_selector = dup_nonempty(label_selector);
     lw->field_selector = dup_nonempty(field_selector);
+    lw->metadata_only = metadata_only;
     atomic_init(&lw->cancel, false);
+    atomic_init(&lw->partial_refused, false);
     lop_listwatch_t *out = lop_xcalloc(1, sizeof *out);
     out->ud = lw;
     out->list = lw_list;
@@ -149,6 +192,26 @@ lop_listwatch_t *lop_rest_listwatch_new(lop_rest_client_t *c, const struct lop_r
     out->cancel = lw_cancel;
     out->free = lw_free;
     return out;
+}
+
+lop_listwatch_t *lop_rest_listwatch_new(lop_rest_client_t *c, const struct lop_rest_mapping *mapping,
+                                        const char *namespace, const char *label_selector,
+                                        const char *field_selector)
+{
+    return new_lw(c, mapping, namespace, label_selector, field_selector, false);
+}
+
+lop_listwatch_t *lop_rest_listwatch_new_metadata(lop_rest_client_t *c, const struct lop_rest_mapping *mapping,
+                                                 const char *namespace, const char *label_selector,
+                                                 const char *field_selector)
+{
+    return new_lw(c, mapping, namespace, label_selector, field_selector, true);
+}
+
+bool lop_rest_listwatch_partial_refused(const lop_listwatch_t *lw)
+{
+    rest_lw_t *r = lw && lw->free == lw_free ? lw->ud : NULL; /* one of ours */
+    return r && r->metadata_only && atomic_load(&r->partial_refused);
 }
 
 void lop_rest_listwatch_free(lop_listwatch_t *lw)

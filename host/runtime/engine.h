@@ -85,7 +85,9 @@ typedef struct lop_watch_decl {
     char *namespace_;      /* NULL: all namespaces (or the --namespace flag) */
     char *label_selector;  /* NULL: everything */
     bool metadata_only;    /* cache apiVersion, kind and metadata only (controller-runtime's
-                            * OnlyMetadata); reads of the kind are not served from it */
+                            * OnlyMetadata); the API server is asked for metadata only
+                            * (PartialObjectMetadata, lop_rest_listwatch_new_metadata), cached
+                            * as this kind; reads of the kind are not served from it */
 } lop_watch_decl_t;
 
 typedef struct lop_ctrl_decl {

@@ -139,15 +139,20 @@ static inf_entry_t *inf_acquire(lop_manager_t *m, const lop_rest_mapping_t *mp, 
             return e;
         }
     }
-    lop_listwatch_t *lw = lop_rest_listwatch_new(m->cfg.rest, mp, ns, selector, NULL);
+    /* metadata-only: the API server sends metadata only (PartialObjectMetadata), cached as the
+     * watched kind; a server that cannot gets full objects, stripped to the same entries */
+    lop_listwatch_t *lw = meta_only ? lop_rest_listwatch_new_metadata(m->cfg.rest, mp, ns, selector, NULL)
+                                    : lop_rest_listwatch_new(m->cfg.rest, mp, ns, selector, NULL);
     if (!lw) {
         lop_err_set(err, LOP_ERR, 0, NULL, "cannot create a list/watch for %s", key);
         return NULL;
     }
-    char name[400];
+    char name[400], api_version[200];
     gvr_name(mp, meta_only, name, sizeof name);
+    snprintf(api_version, sizeof api_version, "%s%s%s", mp->group, *mp->group ? "/" : "", mp->version);
     lop_informer_config_t ic = {.name = name, .lw = lw, .clock = m->clock, .watch_list = m->cfg.watch_list,
-                                .obj_flags = meta_only ? LOP_OBJ_METADATA_ONLY : 0};
+                                .obj_flags = meta_only ? LOP_OBJ_METADATA_ONLY : 0,
+                                .api_version = api_version, .kind = mp->kind};
     lop_informer_t *inf = lop_informer_new(&ic, err);
     free(lw); /* the informer copied the struct and owns its ud */
     if (!inf) return NULL;

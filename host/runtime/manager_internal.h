@@ -18,7 +18,8 @@ typedef struct inf_entry {
     lop_rest_mapping_t mapping;
     char *ns;       /* NULL = all namespaces */
     char *selector; /* NULL = everything */
-    bool meta_only; /* entries hold apiVersion, kind and metadata only (LOP_OBJ_METADATA_ONLY) */
+    bool meta_only; /* entries hold apiVersion, kind and metadata only (LOP_OBJ_METADATA_ONLY),
+                     * listed and watched as PartialObjectMetadata (lop_rest_listwatch_new_metadata) */
     lop_informer_t *inf;
     int refs;
     bool started;

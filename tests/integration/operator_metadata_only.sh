@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # A watch declared metadata_only (controller-runtime's OnlyMetadata) on the real host (luaop dev):
-# its informer caches apiVersion, kind and metadata only, its map function sees that view (no
-# `data`), a change of a watched Secret still enqueues the primary, and the reconcile's read of
-# the Secret is not served from the metadata-only cache: it gets the whole object (live GET).
+# its informer asks the API server for metadata only (PartialObjectMetadata; the local server
+# serves it, so no fallback to full objects is logged) and caches apiVersion, kind and metadata;
+# its map function sees that view with the watched kind (v1 Secret, not meta.k8s.io's
+# PartialObjectMetadata) and no `data`, a change of a watched Secret still enqueues the primary,
+# and the reconcile's read of the Secret is not served from the metadata-only cache: it gets the
+# whole object (live GET).
 set -euo pipefail
 : "${LUAOP:?}" "${LUAOP_SRC:?}"
 source "$LUAOP_SRC/tests/lib/dev.sh"
@@ -23,6 +26,7 @@ op.controller {
   watches = { { api_version = "v1", kind = "Secret", metadata_only = true,
                 map = function(o)
                   op.log.info("MAPPED", { secret = o.metadata.name, has_data = tostring(o.data ~= nil),
+                                          gvk = o.apiVersion .. "/" .. o.kind,
                                           has_labels = tostring(o.metadata.labels ~= nil) })
                   return { { namespace = o.metadata.namespace, name = "primary" } }
                 end } },
@@ -47,4 +51,11 @@ if grep 'msg=MAPPED' "$log" | grep -q 'has_data=true'; then
   fail "a metadata-only watch showed the Secret's data to its map function"
 fi
 grep -q 'msg=MAPPED .*secret=s1' "$log" || fail "the Secret's events did not reach the map function"
+if grep 'msg=MAPPED' "$log" | grep -v -q 'gvk=v1/Secret'; then
+  grep 'msg=MAPPED' "$log" >&2
+  fail "a metadata-only watch showed its map function another apiVersion/kind than v1 Secret"
+fi
+if grep -q 'refused metadata-only responses' "$log"; then
+  fail "the local API server refused the metadata-only Accept; the informer fell back to full objects"
+fi
 echo "PASS operator metadata_only"

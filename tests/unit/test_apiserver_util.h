@@ -38,9 +38,10 @@ static inline void resp_free(resp_t *r)
     memset(r, 0, sizeof *r);
 }
 
-/* One request. path is appended to the server URL. ctype NULL = application/json. */
-static inline resp_t t_http(lop_apiserver_t *srv, const char *method, const char *path, const char *body,
-                     const char *ctype)
+/* One request with an Accept header (NULL: curl's default, Accept: *\/\*). path is appended to
+ * the server URL. ctype NULL = application/json. */
+static inline resp_t t_http_accept(lop_apiserver_t *srv, const char *method, const char *path, const char *body,
+                                   const char *ctype, const char *accept)
 {
     resp_t r;
     memset(&r, 0, sizeof r);
@@ -60,6 +61,11 @@ static inline resp_t t_http(lop_apiserver_t *srv, const char *method, const char
     h = curl_slist_append(h, ct);
     h = curl_slist_append(h, "Expect:");
     h = curl_slist_append(h, "User-Agent: luaop-test/1.0");
+    char ah[600];
+    if (accept) {
+        snprintf(ah, sizeof ah, "Accept: %s", accept);
+        h = curl_slist_append(h, ah);
+    }
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
     if (body) {
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
@@ -72,6 +78,13 @@ static inline resp_t t_http(lop_apiserver_t *srv, const char *method, const char
     if (r.body.len)
         r.json = json_loadb(r.body.data, r.body.len, 0, NULL);
     return r;
+}
+
+/* One request. path is appended to the server URL. ctype NULL = application/json. */
+static inline resp_t t_http(lop_apiserver_t *srv, const char *method, const char *path, const char *body,
+                            const char *ctype)
+{
+    return t_http_accept(srv, method, path, body, ctype, NULL);
 }
 
 static inline const char *jstr(const json_t *o, const char *dotted)
@@ -109,6 +122,7 @@ static inline lop_apiserver_t *t_start(long history)
 typedef struct watch {
     lop_apiserver_t *srv;
     char path[1024];
+    char accept[512]; /* Accept header; "" = curl's default */
     pthread_t th;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -144,7 +158,15 @@ static inline void *t_watch_main(void *arg)
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, t_write_cb);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, &w->headers);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, 15L);
+    struct curl_slist *h = NULL;
+    char ah[600];
+    if (w->accept[0]) {
+        snprintf(ah, sizeof ah, "Accept: %s", w->accept);
+        h = curl_slist_append(h, ah);
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    }
     curl_easy_perform(c);
+    curl_slist_free_all(h);
     long code = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
     curl_easy_cleanup(c);
@@ -156,14 +178,21 @@ static inline void *t_watch_main(void *arg)
     return NULL;
 }
 
-static inline void watch_start(watch_t *w, lop_apiserver_t *srv, const char *path)
+/* Start a watch of path with an Accept header (NULL: curl's default). */
+static inline void watch_start_accept(watch_t *w, lop_apiserver_t *srv, const char *path, const char *accept)
 {
     memset(w, 0, sizeof *w);
     w->srv = srv;
     snprintf(w->path, sizeof w->path, "%s", path);
+    snprintf(w->accept, sizeof w->accept, "%s", accept ? accept : "");
     pthread_mutex_init(&w->mu, NULL);
     lop_cond_init(&w->cv);
     pthread_create(&w->th, NULL, t_watch_main, w);
+}
+
+static inline void watch_start(watch_t *w, lop_apiserver_t *srv, const char *path)
+{
+    watch_start_accept(w, srv, path, NULL);
 }
 
 /* Wait (bounded by ms) until at least n lines arrived or the stream ended. Returns lines seen. */

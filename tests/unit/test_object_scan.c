@@ -176,6 +176,70 @@ static void test_metadata_only_entry(void)
     T_EQ_INT(lop_obj_new(bad, strlen(bad), LOP_OBJ_METADATA_ONLY, &o, &err), LOP_EINVAL);
 }
 
+/* The API server's metadata-only view of an object (PartialObjectMetadata, meta.k8s.io v1 or
+ * v1beta1), built with the watched kind as the metadata-only cache does: the same entry, byte for
+ * byte, as the one stripped from the full object (which a server that ignores `as=` sends);
+ * without the watched kind, or in a full cache, it stays what it is. */
+static void test_partial_object_metadata_takes_the_watched_kind(void)
+{
+    const char *meta = "{\"name\":\"p\",\"namespace\":\"ns\",\"uid\":\"u-1\",\"resourceVersion\":\"7\","
+                       "\"labels\":{\"app\":\"web\"},\"managedFields\":[{\"manager\":\"m\"}],"
+                       "\"ownerReferences\":[{\"apiVersion\":\"apps/v1\",\"kind\":\"ReplicaSet\",\"name\":\"rs\","
+                       "\"uid\":\"o-1\",\"controller\":true}]}";
+    char full[1024], pom[1024], pom_b1[1024], item[1024];
+    snprintf(full, sizeof full, "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":%s,\"spec\":{\"x\":1}}", meta);
+    snprintf(pom, sizeof pom, "{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":%s}",
+             meta);
+    snprintf(pom_b1, sizeof pom_b1,
+             "{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"meta.k8s.io/v1beta1\",\"metadata\":%s}", meta);
+    lop_obj_t *stripped = mk(full, LOP_OBJ_METADATA_ONLY);
+    const char *cases[] = {pom, pom_b1};
+    for (size_t i = 0; i < 2; i++) {
+        lop_obj_t *o = NULL;
+        lop_err_t err;
+        T_EQ_INT(lop_obj_new_item(cases[i], strlen(cases[i]), LOP_OBJ_METADATA_ONLY, "v1", "Pod", &o, &err), LOP_OK);
+        if (!o) continue;
+        T_EQ_STR(o->json, stripped->json);
+        T_EQ_INT((long)o->json_len, (long)stripped->json_len);
+        T_EQ_STR(o->api_version, "v1");
+        T_EQ_STR(o->kind, "Pod");
+        T_EQ_STR(o->name, "p");
+        T_EQ_STR(o->uid, "u-1");
+        T_EQ_STR(o->rv, "7");
+        T_CHECK(o->has_controller && !strcmp(o->controller.uid, "o-1"));
+        T_CHECK(json_equal((json_t *)lop_obj_metadata(o), (json_t *)lop_obj_metadata(stripped)));
+        lop_obj_unref(o);
+        /* a watch event's object: built in the walk that validates the event */
+        snprintf(item, sizeof item, "%s,\"type\":\"ADDED\"}", cases[i]);
+        size_t end = 0;
+        T_EQ_INT(lop_obj_new_prefix(item, strlen(item), LOP_OBJ_METADATA_ONLY, "v1", "Pod", &end, &o, &err), LOP_OK);
+        T_EQ_INT((long)end, (long)strlen(cases[i]));
+        if (o) T_EQ_STR(o->json, stripped->json);
+        lop_obj_unref(o);
+    }
+    lop_obj_unref(stripped);
+
+    lop_obj_t *o = NULL;
+    lop_err_t err;
+    /* without the watched kind: kept as sent */
+    T_EQ_INT(lop_obj_new_item(pom, strlen(pom), LOP_OBJ_METADATA_ONLY, NULL, NULL, &o, &err), LOP_OK);
+    T_EQ_STR(o->kind, "PartialObjectMetadata");
+    T_EQ_STR(o->api_version, "meta.k8s.io/v1");
+    lop_obj_unref(o);
+    /* a full cache never rewrites what the server sent */
+    T_EQ_INT(lop_obj_new_item(pom, strlen(pom), 0, "v1", "Pod", &o, &err), LOP_OK);
+    T_EQ_STR(o->kind, "PartialObjectMetadata");
+    lop_obj_unref(o);
+    /* only PartialObjectMetadata of meta.k8s.io: another kind keeps its own */
+    const char *other[] = {"{\"kind\":\"Table\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":{\"name\":\"t\"}}",
+                           "{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"example.com/v1\",\"metadata\":{}}"};
+    for (size_t i = 0; i < 2; i++) {
+        T_EQ_INT(lop_obj_new_item(other[i], strlen(other[i]), LOP_OBJ_METADATA_ONLY, "v1", "Pod", &o, &err), LOP_OK);
+        T_CHECK(strcmp(o->kind, "Pod") != 0);
+        lop_obj_unref(o);
+    }
+}
+
 static void *get_meta(void *ud) { return (void *)lop_obj_metadata(ud); }
 
 static void test_metadata_first_call_races_agree(void)
@@ -405,6 +469,7 @@ int main(void)
     T_RUN(test_string_arena_leaves_out_unread_members);
     T_RUN(test_metadata_tree_is_lazy_and_leaves_out_managed_fields);
     T_RUN(test_metadata_only_entry);
+    T_RUN(test_partial_object_metadata_takes_the_watched_kind);
     T_RUN(test_metadata_first_call_races_agree);
     T_RUN(test_counted_wakeups_lose_no_item);
     T_RUN(test_trusted_skip_agrees_with_validation);

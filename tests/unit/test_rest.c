@@ -308,6 +308,18 @@ static void test_header_values_cannot_inject_lines(void)
     T_CHECK(strstr(r, "X-Injected") == NULL);
     T_CHECK(strstr(r, "Impersonate-User") == NULL);
     free(r);
+    /* a request's own Accept replaces application/json, and is held to the same rule */
+    lop_rest_req_t req = {.method = "GET", .path = "/api/v1/pods", .accept = LOP_ACCEPT_PARTIAL_LIST};
+    T_EQ_INT(lop_rest_request(c, &req, NULL, &err), LOP_OK);
+    r = fs_req(s, 1);
+    T_CHECK(strstr(r, "\r\nAccept: " LOP_ACCEPT_PARTIAL_LIST "\r\n") != NULL);
+    T_CHECK(strstr(r, "Accept: application/json\r\n") == NULL);
+    free(r);
+    req.accept = "application/json\r\nX-Injected: 1";
+    T_EQ_INT(lop_rest_request(c, &req, NULL, &err), LOP_OK);
+    r = fs_req(s, 2);
+    T_CHECK(strstr(r, "X-Injected") == NULL);
+    free(r);
     lop_rest_client_free(c);
     fs_stop(s);
 }
