@@ -101,6 +101,26 @@ static inline int bu_buf_add(bu_buf_t *b, const char *d, size_t n)
     return 0;
 }
 
+/* A fixture template (bench/fixtures) as json_micro.lua fills it in: @NS@ -> default,
+ * @NAME@ -> obj-1, @I@ -> 1, trailing newlines dropped. malloc'd, NUL-terminated; NULL with a
+ * message when the file cannot be read. */
+static inline char *bu_fixture(const char *path)
+{
+    size_t n;
+    char *t = bu_read_file(path, &n);
+    if (!t) return NULL;
+    while (n && t[n - 1] == '\n') t[--n] = 0;
+    bu_buf_t b = {0};
+    for (const char *p = t; *p;) {
+        if (!strncmp(p, "@NS@", 4)) bu_buf_add(&b, "default", 7), p += 4;
+        else if (!strncmp(p, "@NAME@", 6)) bu_buf_add(&b, "obj-1", 5), p += 6;
+        else if (!strncmp(p, "@I@", 3)) bu_buf_add(&b, "1", 1), p += 3;
+        else bu_buf_add(&b, p++, 1);
+    }
+    free(t);
+    return b.p;
+}
+
 /* libcurl CURLOPT_WRITEFUNCTION appending to a bu_buf_t (CURLOPT_WRITEDATA). */
 static inline size_t bu_curl_append(char *d, size_t sz, size_t nm, void *ud)
 {

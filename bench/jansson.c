@@ -14,20 +14,9 @@ static char *fixture(const char *dir, const char *name)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    size_t n;
-    char *t = bu_read_file(path, &n);
+    char *t = bu_fixture(path);
     if (!t) exit(1);
-    while (n && (t[n - 1] == '\n')) t[--n] = 0;
-    /* the same substitutions as json_micro.lua */
-    bu_buf_t b = {0};
-    for (const char *p = t; *p;) {
-        if (!strncmp(p, "@NS@", 4)) bu_buf_add(&b, "default", 7), p += 4;
-        else if (!strncmp(p, "@NAME@", 6)) bu_buf_add(&b, "obj-1", 5), p += 6;
-        else if (!strncmp(p, "@I@", 3)) bu_buf_add(&b, "1", 1), p += 3;
-        else bu_buf_add(&b, p++, 1);
-    }
-    free(t);
-    return b.p;
+    return t;
 }
 
 static void measure(const char *name, const char *doc, double secs)

@@ -337,30 +337,20 @@ static int burst(lop_reflector_t *r, wrap_t *w, long want, double c0, double dea
  * fixture's @NS@/@NAME@/@I@ are filled in as json_micro.lua does. */
 static int build_only(const char *path, long n)
 {
-    size_t len;
-    char *t = bu_read_file(path, &len);
-    if (!t) return 1;
-    while (len && t[len - 1] == '\n') t[--len] = 0;
-    bu_buf_t b = {0};
-    for (const char *p = t; *p;) {
-        if (!strncmp(p, "@NS@", 4)) bu_buf_add(&b, "default", 7), p += 4;
-        else if (!strncmp(p, "@NAME@", 6)) bu_buf_add(&b, "obj-1", 5), p += 6;
-        else if (!strncmp(p, "@I@", 3)) bu_buf_add(&b, "1", 1), p += 3;
-        else bu_buf_add(&b, p++, 1);
-    }
-    free(t);
-    size_t size = strlen(b.p);
+    char *doc = bu_fixture(path);
+    if (!doc) return 1;
+    size_t size = strlen(doc);
     for (long i = 0; i < n; i++) {
         lop_obj_t *o;
         lop_err_t err;
-        if (lop_obj_new(b.p, size, 0, &o, &err) != LOP_OK) {
+        if (lop_obj_new(doc, size, 0, &o, &err) != LOP_OK) {
             fprintf(stderr, "luaop: %s: %s\n", path, err.message);
             return 1;
         }
         lop_obj_unref(o);
     }
     printf("bytes=%zu builds=%ld\n", size, n);
-    free(b.p);
+    free(doc);
     return 0;
 }
 

@@ -8,6 +8,7 @@
 
 #include "apiserver/apiserver.h"
 #include "host/kube/rest.h"
+#include "rest_client.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,15 +22,8 @@ static int t_apiserver_client_start(lop_apiserver_t **srv, lop_rest_client_t **c
         fprintf(stderr, "apiserver: %s\n", err.message);
         return 1;
     }
-    lop_rest_config_t cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.server = strdup(lop_apiserver_url(*srv));
-    cfg.qps = -1;
-    if (lop_rest_client_new(&cfg, cli, &err) != LOP_OK) {
-        fprintf(stderr, "client: %s\n", err.message);
-        return 1;
-    }
-    lop_rest_config_cleanup(&cfg);
+    *cli = t_rest_client(lop_apiserver_url(*srv));
+    if (!*cli) return 1;
     return 0;
 }
 

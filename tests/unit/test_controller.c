@@ -216,27 +216,39 @@ static void test_threaded_workers_process_everything_once(void)
     teardown(&f);
 }
 
+/* A controller with wait_for_sync, replacing the fixture's; started. */
+static void start_gated(fixture_t *f, const char *name, int workers)
+{
+    lop_controller_free(f->c);
+    lop_controller_opts_t co = {.name = name, .workers = workers, .clock = &f->fc.base, .rt = f->rt,
+                                .wait_for_sync = true};
+    f->c = lop_controller_new(&co);
+    T_CHECK(!lop_controller_sources_ready(f->c));
+    lop_err_t err;
+    T_EQ_INT(lop_controller_start(f->c, &err), LOP_OK);
+}
+
+/* Wait (on the real clock: the workers are real threads) until n workers hold at the sources
+ * gate; returns how many do. */
+static int wait_gated(lop_controller_t *c, int n)
+{
+    lop_controller_stats_t st = {0};
+    for (int spins = 0; spins < 20000; spins++) {
+        lop_controller_stats(c, &st);
+        if (st.waiting_for_sync == n) break;
+        usleep(1000);
+    }
+    return st.waiting_for_sync;
+}
+
 static void test_workers_wait_for_the_sources_to_sync(void)
 {
     fixture_t f;
     setup(&f);
-    lop_controller_free(f.c);
-    lop_controller_opts_t co = {.name = "gated", .workers = 2, .clock = &f.fc.base, .rt = f.rt,
-                                .wait_for_sync = true};
-    f.c = lop_controller_new(&co);
     reconciles = 0;
-    T_CHECK(!lop_controller_sources_ready(f.c));
-    lop_err_t err;
-    T_EQ_INT(lop_controller_start(f.c, &err), LOP_OK);
+    start_gated(&f, "gated", 2);
     lop_controller_enqueue(f.c, "ns", "early");
-    lop_controller_stats_t st = {0};
-    /* both workers reach the sources gate (real threads: wait for them, not for time) */
-    for (int spins = 0; spins < 20000; spins++) {
-        lop_controller_stats(f.c, &st);
-        if (st.waiting_for_sync == 2) break;
-        usleep(1000);
-    }
-    T_EQ_INT(st.waiting_for_sync, 2);
+    T_EQ_INT(wait_gated(f.c, 2), 2); /* both workers reach the sources gate */
     /* held there, they took nothing: the request waits in the queue */
     T_EQ_INT(__atomic_load_n(&reconciles, __ATOMIC_RELAXED), 0);
     lop_workqueue_stats_t qs;
@@ -250,6 +262,7 @@ static void test_workers_wait_for_the_sources_to_sync(void)
     T_EQ_INT(__atomic_load_n(&reconciles, __ATOMIC_RELAXED), 1);
     T_EQ_STR(last_code, "1:early");
     lop_controller_stop(f.c, 0);
+    lop_controller_stats_t st;
     lop_controller_stats(f.c, &st);
     T_EQ_INT(st.waiting_for_sync, 0);
     teardown(&f);
@@ -259,23 +272,12 @@ static void test_stop_releases_workers_still_waiting_for_sync(void)
 {
     fixture_t f;
     setup(&f);
-    lop_controller_free(f.c);
-    lop_controller_opts_t co = {.name = "never-synced", .workers = 2, .clock = &f.fc.base,
-                                .rt = f.rt, .wait_for_sync = true};
-    f.c = lop_controller_new(&co);
     reconciles = 0;
-    lop_err_t err;
-    T_EQ_INT(lop_controller_start(f.c, &err), LOP_OK);
+    start_gated(&f, "never-synced", 2);
     lop_controller_enqueue(f.c, "ns", "queued");
     /* both workers wait at the sources gate before the stop (else they would see the stop flag
      * first, and this would not test that the stop releases them) */
-    lop_controller_stats_t st = {0};
-    for (int spins = 0; spins < 20000; spins++) {
-        lop_controller_stats(f.c, &st);
-        if (st.waiting_for_sync == 2) break;
-        usleep(1000);
-    }
-    T_EQ_INT(st.waiting_for_sync, 2);
+    T_EQ_INT(wait_gated(f.c, 2), 2);
     /* the workers are joined although the sources never synced; the item is not reconciled */
     T_EQ_INT(lop_controller_stop(f.c, 0), 0);
     T_EQ_INT(__atomic_load_n(&reconciles, __ATOMIC_RELAXED), 0);

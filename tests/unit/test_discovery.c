@@ -6,6 +6,7 @@
 #include "host/kube/restmapper.h"
 #include "host/util/log.h"
 #include "t.h"
+#include "rest_client.h"
 #include "test_rest_fakesrv.h"
 
 static atomic_bool crd_installed;
@@ -41,20 +42,7 @@ static void h_discovery(fs_server_t *s, int n, const char *m, const char *p, con
     else out->owned = fs_resp(503, "Service Unavailable", "", "text/plain", "unavailable");
 }
 
-static lop_rest_client_t *mk_client(fs_server_t *s)
-{
-    lop_rest_config_t cfg;
-    memset(&cfg, 0, sizeof cfg);
-    char url[64];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d", s->port);
-    cfg.server = strdup(url);
-    cfg.qps = -1;
-    lop_rest_client_t *c = NULL;
-    lop_err_t err;
-    lop_rest_client_new(&cfg, &c, &err);
-    lop_rest_config_cleanup(&cfg);
-    return c;
-}
+static lop_rest_client_t *mk_client(fs_server_t *s) { return t_rest_client_port(s->port); }
 
 static void test_resolve_kinds_from_discovery(void)
 {

@@ -408,15 +408,8 @@ static bool accept_is(const char *reqline, const char *accept)
 static void run_against_fake(enum mode mode)
 {
     fs_server_t *s = fs_start(h_server, &mode);
-    lop_rest_config_t cfg;
-    memset(&cfg, 0, sizeof cfg);
-    char url[64];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d", s->port);
-    cfg.server = strdup(url);
-    cfg.qps = -1;
-    lop_rest_client_t *c = NULL;
-    T_EQ_INT(lop_rest_client_new(&cfg, &c, NULL), LOP_OK);
-    lop_rest_config_cleanup(&cfg);
+    lop_rest_client_t *c = t_rest_client_port(s->port);
+    T_CHECK(c != NULL);
     lop_listwatch_t *lw = lop_rest_listwatch_new_metadata(c, &cm_mapping, "ns", NULL, NULL);
     lop_listwatch_t held = *lw; /* the informer's copy shares its ud */
     lop_informer_config_t ic = {.name = "v1/configmaps+metadata",
