@@ -376,6 +376,7 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
     lop_gate_t gate;
     lop_gate_init(&gate, false);
     int wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); /* -1: the loop wakes on its tick */
+    bool shut_down = false; /* reached the end of a graceful shutdown */
     leader_t leader = {.gate = &gate, .wake_fd = wake_fd};
     char *identity = lop_elector_identity_new();
 
@@ -549,7 +550,7 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
         fflush(NULL);
         _exit(1); /* the abandoned workers still use everything: free nothing */
     }
-    lop_log(LOP_LOG_INFO, "shutdown complete", NULL);
+    shut_down = true; /* logged once the informers and servers below are stopped too */
 
 out:
     leader_stop(&leader);
@@ -565,5 +566,6 @@ out:
     lop_gate_cleanup(&gate);
     if (wake_fd >= 0) close(wake_fd); /* after everything that could write it is gone */
     free(identity);
+    if (shut_down) lop_log(LOP_LOG_INFO, "shutdown complete", NULL);
     return status;
 }
