@@ -375,13 +375,14 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
     lop_health_heartbeat_t loop_hb;
     lop_gate_t gate;
     lop_gate_init(&gate, false);
-    int wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); /* -1: the loop wakes on its tick */
+    int wake_fd = -1; /* the main loop's wake-up, opened after the flag checks; -1: its tick */
     bool shut_down = false; /* reached the end of a graceful shutdown */
-    leader_t leader = {.gate = &gate, .wake_fd = wake_fd};
+    leader_t leader = {.gate = &gate, .wake_fd = -1};
     char *identity = lop_elector_identity_new();
 
     if (!o->scripts_dir && !o->scripts_configmap) {
         fprintf(stderr, "luaop: --scripts DIR (or --scripts-configmap NS/NAME) is required\n");
+        free(identity);
         return 2;
     }
     if (leader_check_flags(o, identity, &err) != LOP_OK) {
@@ -393,9 +394,12 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
     cfg->burst = o->burst;
     if (lop_rest_client_new(cfg, &rest, &err) != LOP_OK) {
         lop_log(LOP_LOG_ERROR, "cannot create the API client", "error", err.message, NULL);
+        free(identity);
         return 1;
     }
     mapper = lop_restmapper_new(rest);
+    wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    leader.wake_fd = wake_fd;
 
     metrics = lop_metrics_new();
     lop_metrics_std_t std;
@@ -500,14 +504,17 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
         if (!synced && lop_manager_synced(m)) {
             synced = true;
             lop_log(LOP_LOG_INFO, "caches synced; ready", NULL);
-        } else if (!synced && lop_clock_mono(&lop_clock_system) >= unsynced_warn_at) {
+        }
+        if (lop_clock_mono(&lop_clock_system) >= unsynced_warn_at) {
             /* A list that keeps failing (say, RBAC forbids a watched kind) holds the workers of
-             * every controller watching it: say which, every 30 s (controller-runtime gives up
-             * after its CacheSyncTimeout; we keep retrying, and say so). */
+             * every controller watching it: say which, every 30 s — also for an informer a
+             * reload added later (controller-runtime gives up after its CacheSyncTimeout; we keep
+             * retrying, and say so). */
             char names[512];
             if (lop_manager_unsynced(m, names, sizeof names))
-                lop_log(LOP_LOG_WARN, "informers not synced yet; the workers of controllers watching "
-                        "them wait (see the reflector's errors above)", "informers", names, NULL);
+                lop_log(LOP_LOG_WARN, "informers not synced yet (see the reflectors' errors above); a "
+                        "controller's workers wait for its informers before their first reconcile",
+                        "informers", names, NULL);
             unsynced_warn_at = lop_clock_mono(&lop_clock_system) + 30 * LOP_NS_PER_S;
         }
         /* Leader election starts once the caches are warm: a new leader reconciles at once. */

@@ -316,7 +316,7 @@ static lop_rc_t rewire(lop_manager_t *m, lop_err_t *err)
             c->queue_metrics = old->queue_metrics;
             c->ctrl_metrics = old->ctrl_metrics;
             c->queue_obs = old->queue_obs;
-            __atomic_store_n(&old->moved, true, __ATOMIC_RELEASE); /* its on_synced stands down */
+            __atomic_store_n(&old->moved, true, __ATOMIC_SEQ_CST); /* its on_synced stands down */
         } else {
             lop_controller_opts_t co = {
                 .name = d->name,
@@ -380,7 +380,7 @@ static lop_rc_t rewire(lop_manager_t *m, lop_err_t *err)
                 free(c->bindings[i]);
             }
             free(c->bindings);
-            if (old && old->moved && old->ctrl == c->ctrl) __atomic_store_n(&old->moved, false, __ATOMIC_RELEASE);
+            if (old && old->moved && old->ctrl == c->ctrl) __atomic_store_n(&old->moved, false, __ATOMIC_SEQ_CST);
             else {
                 lop_workqueue_set_observer(lop_controller_queue(c->ctrl), NULL, NULL);
                 lop_metrics_unbind_queue(&c->queue_metrics, lop_controller_queue(c->ctrl));
@@ -392,7 +392,9 @@ static lop_rc_t rewire(lop_manager_t *m, lop_err_t *err)
             free(c->name);
             free(c);
         }
-        /* an informer that synced while its old binding stood down (moved) told nobody */
+        /* An informer that synced while its old binding stood down (moved) told nobody. Both
+         * sides are sequentially consistent (moved here and in lop_binding_on_synced, HasSynced
+         * in the reflector): either that callback saw moved cleared, or this sees it synced. */
         for (ctrl_entry_t *c = m->ctrls; c; c = c->next) lop_ctrl_check_synced(c);
         return rc;
     }

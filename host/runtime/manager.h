@@ -50,9 +50,8 @@ typedef struct lop_manager_config {
     const char *component;        /* Event source component (default "luaop"); copied */
     lop_metrics_std_t *metrics;   /* standard metric families to feed; NULL = none; borrowed */
     bool watch_list;              /* informers sync by watch-list (lop_reflector_config_t.watch_list) */
-    /* Called once per informer when it first syncs, on that informer's thread (or on the thread
-     * installing a set, for an informer already synced), so a caller waiting for
-     * lop_manager_synced can wake instead of polling; must not block. NULL = none. */
+    /* Called once per informer when it first syncs, on that informer's thread, so a caller
+     * waiting for lop_manager_synced can wake instead of polling; must not block. NULL = none. */
     void (*on_informer_synced)(void *ud);
     void *on_informer_synced_ud;
 } lop_manager_config_t;

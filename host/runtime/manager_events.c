@@ -119,6 +119,6 @@ void lop_binding_on_synced(void *ud)
      * is moving to new bindings stands down: the new ones decide (the rewire checks them once
      * registered). Telling a controller whose workers already run does nothing. */
     binding_t *b = ud;
-    if (__atomic_load_n(&b->ctrl->moved, __ATOMIC_ACQUIRE)) return;
+    if (__atomic_load_n(&b->ctrl->moved, __ATOMIC_SEQ_CST)) return;
     lop_ctrl_check_synced(b->ctrl);
 }
