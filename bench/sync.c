@@ -64,6 +64,12 @@ static atomic_long adds, updates;
 /* watch mode: posted by the handler at the M-th event, so that the main thread sleeps until
  * then instead of polling (a 1 ms poll is ~600 wake-ups on the 2 cores the measured threads use) */
 static sem_t all_events;
+static sem_t synced_sem; /* posted by the reflector's on_synced: the sync's end, without polling */
+static void on_synced(void *ud)
+{
+    (void)ud;
+    sem_post(&synced_sem);
+}
 static long want_events;
 static double chunk_arrival; /* set on the reflector's thread before its decoder runs */
 static float *lat_ms;
@@ -418,7 +424,7 @@ int main(int argc, char **argv)
         .name = "bench",
         .lw = &lw,
         .store = store,
-        .handlers = {on_add, on_update, NULL, NULL},
+        .handlers = {on_add, on_update, NULL, NULL, on_synced},
         .obj_flags = !strcmp(cache, "keep") ? LOP_OBJ_KEEP_MANAGED_FIELDS
                      : meta || meta_client ? LOP_OBJ_METADATA_ONLY : 0,
         .api_version = api_version,
@@ -430,6 +436,7 @@ int main(int argc, char **argv)
     };
     malloc_trim(0);
     long rss0 = bu_status_kb("VmRSS");
+    sem_init(&synced_sem, 0, 0);
     lop_reflector_t *r = lop_reflector_new(&rc, &err);
     if (!r) goto fail;
     double t0 = bu_now(), c0 = bu_cpu();
@@ -485,7 +492,11 @@ int main(int argc, char **argv)
                (unsigned long long)rs.lists, (unsigned long long)rs.list_pages,
                rs.last_backoff_ns / 1e6);
     } else if (!watch_mode) {
-        while (!lop_reflector_has_synced(r) && bu_now() < deadline) sleep_ms(1);
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 600;
+        while (sem_timedwait(&synced_sem, &until) != 0 && errno == EINTR) {
+        }
         double dt = bu_now() - t0, cpu = bu_cpu() - c0;
         if (!lop_reflector_has_synced(r)) {
             fprintf(stderr, "luaop: not synced after 600 s\n");
