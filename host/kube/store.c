@@ -287,8 +287,61 @@ static int change_cmp(const void *a, const void *b)
     return strcmp(((const change_t *)a)->key, ((const change_t *)b)->key);
 }
 
+/* Deliver the changes (fn may be NULL), then drop them. */
+static void deliver_changes(change_t *ch, size_t nc, lop_store_change_fn fn, void *ud)
+{
+    for (size_t i = 0; i < nc; i++) {
+        if (fn)
+            fn(ud, ch[i].what, ch[i].old, ch[i].new_);
+        lop_obj_unref(ch[i].old);
+        lop_obj_unref(ch[i].new_);
+        free(ch[i].key);
+    }
+    free(ch);
+}
+
+/* replace into an empty store (the first list, the case every sync pays for): every object is an
+ * add and nothing is deleted, so the map of the listed keys that the general case builds (to find
+ * deletes and duplicates) is not needed. A key listed twice still keeps its last occurrence,
+ * reported once at that position: put returns the earlier one, whose report is withdrawn. Called
+ * with the write lock held; releases it. */
+static void replace_empty_locked(lop_store_t *s, lop_obj_t *const *objs, size_t n, lop_store_change_fn fn,
+                                 void *ud)
+{
+    change_t *ch = lop_xmalloc((n ? n : 1) * sizeof *ch);
+    size_t nc = 0;
+    for (size_t i = 0; i < n; i++) {
+        char small[256];
+        char *key = key_of(objs[i], small, sizeof small);
+        if (key == small)
+            key = lop_xstrdup(small);
+        lop_obj_t *prev = put_locked(s, key, objs[i]);
+        if (prev) { /* listed twice (rare): withdraw the earlier report */
+            for (size_t j = nc; j-- > 0;) {
+                if (strcmp(ch[j].key, key) == 0) {
+                    lop_obj_unref(ch[j].new_);
+                    free(ch[j].key);
+                    memmove(&ch[j], &ch[j + 1], (nc - j - 1) * sizeof *ch);
+                    nc--;
+                    break;
+                }
+            }
+            lop_obj_unref(prev); /* the store's reference to the earlier occurrence */
+        }
+        ch[nc++] = (change_t){LOP_STORE_ADDED, NULL, lop_obj_ref(objs[i]), key};
+    }
+    pthread_rwlock_unlock(&s->lock);
+    deliver_changes(ch, nc, fn, ud);
+}
+
 void lop_store_replace(lop_store_t *s, lop_obj_t *const *objs, size_t n, lop_store_change_fn fn, void *ud)
 {
+    pthread_rwlock_wrlock(&s->lock);
+    if (s->items.count == 0) {
+        replace_empty_locked(s, objs, n, fn, ud);
+        return;
+    }
+    pthread_rwlock_unlock(&s->lock); /* the map of listed keys is built without the lock */
     /* key -> index of its last occurrence in objs (+1, so that no value is NULL) */
     lop_strmap_t fresh = LOP_STRMAP_INIT;
     char **keys = lop_xmalloc((n ? n : 1) * sizeof *keys);
@@ -328,13 +381,5 @@ void lop_store_replace(lop_store_t *s, lop_obj_t *const *objs, size_t n, lop_sto
     memcpy(sorted, ch + ndel, (nc - ndel) * sizeof *ch);
     memcpy(sorted + (nc - ndel), ch, ndel * sizeof *ch);
     free(ch);
-    ch = sorted;
-    for (size_t i = 0; i < nc; i++) {
-        if (fn)
-            fn(ud, ch[i].what, ch[i].old, ch[i].new_);
-        lop_obj_unref(ch[i].old);
-        lop_obj_unref(ch[i].new_);
-        free(ch[i].key);
-    }
-    free(ch);
+    deliver_changes(sorted, nc, fn, ud);
 }

@@ -279,6 +279,47 @@ static void test_store_replace_reports_tombstones(void)
     lop_store_free(s);
 }
 
+static void test_store_replace_into_an_empty_store(void)
+{
+    /* the first list: every object an add, in list order; a key listed twice keeps its last
+     * occurrence, reported once at that position (as into a filled store); indexes and byte
+     * count as if put one by one */
+    lop_store_t *s = lop_store_new();
+    lop_obj_t *a = pod("n", "a", "1", "o"), *c = pod("n", "c", "3", NULL), *a2 = pod("n", "a", "5", NULL),
+              *d = pod("m", "d", "8", "o");
+    lop_obj_t *list[] = {a, c, a2, d};
+    rec_t r = {{0}};
+    lop_store_replace(s, list, 4, on_change, &r);
+    T_EQ_STR(r.log, "add:c:-:3;add:a:-:5;add:d:-:8;");
+    lop_store_stats_t st;
+    lop_store_stats(s, &st);
+    T_EQ_INT(st.count, 3);
+    T_EQ_INT(st.bytes, c->json_len + a2->json_len + d->json_len);
+    lop_obj_t *got = lop_store_get(s, "n/a");
+    T_EQ_STR(got->rv, "5");
+    lop_obj_unref(got);
+    lop_obj_list_t l;
+    lop_store_list_by_owner_uid(s, "o", &l); /* a's owner went with its first occurrence */
+    T_EQ_INT(l.n, 1);
+    if (l.n == 1)
+        T_EQ_STR(l.items[0]->name, "d");
+    lop_obj_list_free(&l);
+    /* the same list into the filled store: the general path, updates only */
+    rec_t r2 = {{0}};
+    lop_store_replace(s, list, 4, on_change, &r2);
+    T_EQ_STR(r2.log, "upd:c:3:3;upd:a:5:5;upd:d:8:8;");
+    /* an empty list into an empty store: nothing */
+    lop_store_t *e = lop_store_new();
+    rec_t r3 = {{0}};
+    lop_store_replace(e, NULL, 0, on_change, &r3);
+    T_EQ_STR(r3.log, "");
+    lop_store_free(e);
+    lop_obj_t *all[] = {a, c, a2, d};
+    for (int i = 0; i < 4; i++)
+        lop_obj_unref(all[i]);
+    lop_store_free(s);
+}
+
 static void test_store_list_with_label_selector(void)
 {
     lop_store_t *s = lop_store_new();
@@ -325,6 +366,7 @@ int main(void)
     T_RUN(test_jscan_values);
     T_RUN(test_store_put_get_delete_and_indexes);
     T_RUN(test_store_replace_reports_tombstones);
+    T_RUN(test_store_replace_into_an_empty_store);
     T_RUN(test_store_list_with_label_selector);
     return T_DONE();
 }
