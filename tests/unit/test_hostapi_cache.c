@@ -206,51 +206,72 @@ static void test_unsynced_informers_are_named(void)
     teardown(&f);
 }
 
+/* A controller entry watching informers a and b, as the manager wires one (the bindings on the
+ * stack, not freed by the test): ctrl is the controller's (a new gated one when NULL). */
+typedef struct two_sources {
+    ctrl_entry_t c;
+    binding_t b[2];
+    binding_t *bs[2];
+    int ids[2]; /* handler ids once registered */
+} two_sources_t;
+
+static void two_sources_init(two_sources_t *t, const char *name, lop_controller_t *ctrl, inf_entry_t *a,
+                             inf_entry_t *b)
+{
+    memset(t, 0, sizeof *t);
+    if (!ctrl) {
+        lop_controller_opts_t co = {.name = name, .workers = 1, .wait_for_sync = true};
+        ctrl = lop_controller_new(&co);
+    }
+    t->c = (ctrl_entry_t){.name = (char *)name, .ctrl = ctrl};
+    t->b[0] = (binding_t){.ctrl = &t->c, .inf = a};
+    t->b[1] = (binding_t){.ctrl = &t->c, .inf = b};
+    t->bs[0] = &t->b[0];
+    t->bs[1] = &t->b[1];
+    t->c.bindings = t->bs;
+    t->c.nbindings = 2;
+}
+
+/* Register binding i's on_synced on its informer, as the rewire does. */
+static void two_sources_register(two_sources_t *t, int i)
+{
+    lop_reflector_handlers_t h = {NULL, NULL, NULL, &t->b[i], lop_binding_on_synced};
+    t->ids[i] = lop_informer_add_handler(t->b[i].inf->inf, &h);
+}
+
 static void test_controller_workers_wait_for_every_watched_informer(void)
 {
     /* A controller watching two informers (as for_ and owns do): its workers are let go only
      * once both have synced, by whichever syncs last. */
     inf_entry_t *a = cm_entry("default"), *b = cm_entry("other");
-    lop_controller_opts_t co = {.name = "two-sources", .workers = 1, .wait_for_sync = true};
-    ctrl_entry_t c = {.name = "two-sources", .ctrl = lop_controller_new(&co)};
-    binding_t ba = {.ctrl = &c, .inf = a}, bb = {.ctrl = &c, .inf = b};
-    binding_t *bs[] = {&ba, &bb};
-    c.bindings = bs;
-    c.nbindings = 2;
-    lop_reflector_handlers_t ha = {NULL, NULL, NULL, &ba, lop_binding_on_synced};
-    lop_reflector_handlers_t hb = {NULL, NULL, NULL, &bb, lop_binding_on_synced};
-    lop_informer_add_handler(a->inf, &ha);
-    lop_informer_add_handler(b->inf, &hb);
-    T_CHECK(!lop_controller_sources_ready(c.ctrl));
+    two_sources_t c;
+    two_sources_init(&c, "two-sources", NULL, a, b);
+    two_sources_register(&c, 0);
+    two_sources_register(&c, 1);
+    T_CHECK(!lop_controller_sources_ready(c.c.ctrl));
     int64_t wait = 0;
     T_EQ_INT(lop_informer_step(b->inf, &wait), LOP_OK); /* one source synced, the other not */
     T_CHECK(lop_informer_has_synced(b->inf));
-    T_CHECK(!lop_controller_sources_ready(c.ctrl));
+    T_CHECK(!lop_controller_sources_ready(c.c.ctrl));
     T_EQ_INT(lop_informer_step(a->inf, &wait), LOP_OK); /* the last one */
-    T_CHECK(lop_controller_sources_ready(c.ctrl));
+    T_CHECK(lop_controller_sources_ready(c.c.ctrl));
 
     /* A controller a reload adds over informers that have synced is told on registering a
      * binding whose informers have all synced: here at its first, since both already have (the
      * cache it reads is complete; the second binding's replay follows). */
-    lop_controller_opts_t co2 = {.name = "added", .workers = 1, .wait_for_sync = true};
-    ctrl_entry_t c2 = {.name = "added", .ctrl = lop_controller_new(&co2)};
-    binding_t b2a = {.ctrl = &c2, .inf = a}, b2b = {.ctrl = &c2, .inf = b};
-    binding_t *bs2[] = {&b2a, &b2b};
-    c2.bindings = bs2;
-    c2.nbindings = 2;
-    lop_reflector_handlers_t h2a = {NULL, NULL, NULL, &b2a, lop_binding_on_synced};
-    lop_reflector_handlers_t h2b = {NULL, NULL, NULL, &b2b, lop_binding_on_synced};
-    lop_informer_add_handler(a->inf, &h2a);
-    T_CHECK(lop_controller_sources_ready(c2.ctrl));
-    lop_informer_add_handler(b->inf, &h2b);
-    T_CHECK(lop_controller_sources_ready(c2.ctrl));
+    two_sources_t c2;
+    two_sources_init(&c2, "added", NULL, a, b);
+    two_sources_register(&c2, 0);
+    T_CHECK(lop_controller_sources_ready(c2.c.ctrl));
+    two_sources_register(&c2, 1);
+    T_CHECK(lop_controller_sources_ready(c2.c.ctrl));
 
     lop_informer_free(a->inf);
     lop_informer_free(b->inf);
     free(a);
     free(b);
-    lop_controller_free(c.ctrl);
-    lop_controller_free(c2.ctrl);
+    lop_controller_free(c.c.ctrl);
+    lop_controller_free(c2.c.ctrl);
 }
 
 static void test_reload_moving_a_gated_controller_waits_for_its_new_sources(void)
@@ -275,19 +296,14 @@ static void test_reload_moving_a_gated_controller_waits_for_its_new_sources(void
 
     /* the reload: the old entry is moved, the new one watches a and b */
     __atomic_store_n(&old.moved, true, __ATOMIC_RELEASE);
-    ctrl_entry_t fresh = {.name = "moved", .ctrl = ctrl};
-    binding_t na = {.ctrl = &fresh, .inf = a}, nb = {.ctrl = &fresh, .inf = b};
-    binding_t *nbs[] = {&na, &nb};
-    fresh.bindings = nbs;
-    fresh.nbindings = 2;
-    lop_reflector_handlers_t hna = {NULL, NULL, NULL, &na, lop_binding_on_synced};
-    lop_reflector_handlers_t hnb = {NULL, NULL, NULL, &nb, lop_binding_on_synced};
-    int ida = lop_informer_add_handler(a->inf, &hna);
-    int idb = lop_informer_add_handler(b->inf, &hnb);
+    two_sources_t fresh;
+    two_sources_init(&fresh, "moved", ctrl, a, b);
+    two_sources_register(&fresh, 0);
+    two_sources_register(&fresh, 1);
     int64_t wait = 0;
     T_EQ_INT(lop_informer_step(a->inf, &wait), LOP_OK); /* old and new bindings of a are told */
     T_CHECK(!lop_controller_sources_ready(ctrl));       /* b has not synced: still held */
-    lop_ctrl_check_synced(&fresh);                        /* what the rewire runs at its end */
+    lop_ctrl_check_synced(&fresh.c);                      /* what the rewire runs at its end */
     T_CHECK(!lop_controller_sources_ready(ctrl));
     lop_ctrl_bindings_free(&old); /* the old wiring goes: its handler is removed, a and b stay */
     T_EQ_INT(old.nbindings, 0);
@@ -295,8 +311,8 @@ static void test_reload_moving_a_gated_controller_waits_for_its_new_sources(void
     T_EQ_INT(lop_informer_step(b->inf, &wait), LOP_OK); /* the new watch's informer syncs */
     T_CHECK(lop_controller_sources_ready(ctrl));
 
-    lop_informer_remove_handler(a->inf, ida);
-    lop_informer_remove_handler(b->inf, idb);
+    lop_informer_remove_handler(a->inf, fresh.ids[0]);
+    lop_informer_remove_handler(b->inf, fresh.ids[1]);
     lop_informer_free(a->inf);
     lop_informer_free(b->inf);
     free(a);
