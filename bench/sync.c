@@ -47,6 +47,7 @@
 #include "host/kube/store.h"
 #include "host/kube/strmap.h"
 #include "host/kube/workqueue.h"
+#include "host/util/heap.h"
 #include "host/util/log.h"
 
 #include <curl/curl.h>

@@ -1,6 +1,6 @@
 /* luaop — a Kubernetes operator host with Lua reconcilers. Subcommand dispatch only. */
 #include "host/cli/cli.h"
-#include "host/util/buf.h"
+#include "host/util/heap.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -3,6 +3,7 @@
 
 #include "host/kube/jsonscan.h"
 #include "host/util/buf.h"
+#include "host/util/heap.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -374,6 +375,7 @@ static bool is_partial_metadata(const char *json, size_t as, size_t ae, size_t k
 static lop_rc_t build(const char *json, size_t len, int flags, const char *dflt_api_version,
                       const char *dflt_kind, size_t *endp, lop_obj_t **out, lop_err_t *err)
 {
+    lop_heap_advise(); /* the cache grows here: huge pages for a large heap (host/util/heap.h) */
     /* One pass validates the whole document (unless the caller already did) and, inside
      * metadata, records the spans we read and managedFields with one adjacent comma (the bytes
      * to splice out). Every later walk is over validated bytes and only skips. */

@@ -1,6 +1,5 @@
 #include "host/util/buf.h"
 
-#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,9 +220,4 @@ void lop_buf_utf8(lop_buf_t *b, const char *s, size_t n)
         run = i;
     }
     lop_buf_append(b, s + run, n - run);
-}
-
-void lop_malloc_tune(void)
-{
-    if (!getenv("MALLOC_ARENA_MAX")) mallopt(M_ARENA_MAX, 1);
 }

@@ -55,15 +55,4 @@ void *lop_xrealloc(void *p, size_t n);
 char *lop_xstrdup(const char *s);
 char *lop_xstrndup(const char *s, size_t n);
 
-/*
- * Tune glibc's malloc for an operator process; call once at the start of main, before any thread
- * is created. One arena for every thread (M_ARENA_MAX = 1): a thread's own arena grows by one
- * mprotect call per 4 KiB page (glibc pads only the main arena's growth, by M_TOP_PAD), which was
- * a system call per page for a reflector filling its cache (12k for a 10k-Pod sync), and each
- * extra arena keeps pages of its own resident; small allocations stay off the arena lock in the
- * per-thread caches (tcache). A MALLOC_ARENA_MAX set in the environment is left as the user set it.
- * Measured in bench/README.md ("One arena").
- */
-void lop_malloc_tune(void);
-
 #endif
