@@ -12,13 +12,15 @@
 
 /* the heap's growth step once it is large (M_TOP_PAD): an untouched tail to advise */
 #define HEAP_TOP_PAD (16 << 20)
+/* requests from this size up are mmapped; below, they come from the (advised) heap */
+#define HEAP_MMAP_THRESHOLD (1 << 20)
 
-/* Written by lop_malloc_tune before any thread exists, read-only afterwards. */
-static size_t huge_size;     /* the huge page size; 0: advice off */
-static uintptr_t heap_floor; /* the first block that may be advised (a multiple of huge_size) */
+static size_t huge_size; /* the huge page size; 0: advice off. Set before any thread exists */
 
-static _Atomic uintptr_t advised; /* end of the advised blocks [heap_floor, advised) */
-static atomic_bool padded;        /* M_TOP_PAD raised */
+static _Atomic uintptr_t heap_floor; /* first block that may be advised; 0 until the first call */
+static _Atomic uintptr_t seen_brk;   /* the heap's end at the last advice */
+static _Atomic uintptr_t advised;    /* end of the range last advised, [heap_floor, advised) */
+static atomic_bool padded;           /* M_TOP_PAD raised */
 
 /* The first line of a sysfs file into buf (NUL-terminated, newline kept); false if unreadable. */
 static bool read_line(const char *path, char *buf, size_t n)
@@ -62,16 +64,8 @@ void lop_malloc_tune(void)
 {
     if (!getenv("MALLOC_ARENA_MAX"))
         mallopt(M_ARENA_MAX, 1);
-    if (user_tuned_heap())
-        return;
-    size_t size = thp_size();
-    void *end = sbrk(0);
-    if (!size || end == (void *)-1)
-        return;
-    /* the first whole block at least one huge page above the heap's current end */
-    heap_floor = ((uintptr_t)end + 2 * size - 1) & ~(uintptr_t)(size - 1);
-    atomic_store_explicit(&advised, heap_floor, memory_order_relaxed);
-    huge_size = size;
+    if (!user_tuned_heap())
+        huge_size = thp_size();
 }
 
 void lop_heap_advise(void)
@@ -80,31 +74,46 @@ void lop_heap_advise(void)
     if (!size)
         return;
     /* sbrk(0) returns glibc's cached end of the heap (no system call); another thread's malloc
-     * may move it meanwhile, which at worst leaves a block for the next call. */
+     * may move it meanwhile, which at worst leaves the change for the next call. */
     uintptr_t brk = (uintptr_t)sbrk(0);
-    if (brk == (uintptr_t)-1)
+    uintptr_t last = atomic_load_explicit(&seen_brk, memory_order_relaxed);
+    /* A trim and a regrowth between two calls can end the heap where it ended before, with the
+     * regrown part not advised: every 4096th call of a thread advises again whatever it sees. */
+    static _Thread_local unsigned calls;
+    if ((brk == last && (++calls & 4095) != 0) || brk == (uintptr_t)-1)
         return;
-    /* within a block of the floor: the next growth is a large step, whose blocks above the floor
-     * are still untouched when they are advised */
-    if (brk + size > heap_floor && !atomic_load_explicit(&padded, memory_order_relaxed) &&
-        !atomic_exchange(&padded, true))
-        mallopt(M_TOP_PAD, HEAP_TOP_PAD); /* the arena's lock; once per process */
-    uintptr_t end = brk & ~(uintptr_t)(size - 1);
-    if (end < heap_floor)
-        end = heap_floor;
-    uintptr_t done = atomic_load_explicit(&advised, memory_order_relaxed);
-    if (end == done || !atomic_compare_exchange_strong(&advised, &done, end))
-        return; /* nothing new, or another thread is advising it */
-    if (end < done)
-        return; /* the heap was trimmed: what grows again above end is a new mapping, advised then */
-    if (madvise((void *)done, end - done, MADV_HUGEPAGE) != 0) {
-        /* trimmed between the read and the call: let a later call try the range again */
-        uintptr_t mine = end;
-        atomic_compare_exchange_strong(&advised, &mine, done);
+    uintptr_t floor = atomic_load_explicit(&heap_floor, memory_order_relaxed);
+    if (!floor) {
+        /* the first object built: the heap as the operator needs it without a cache, plus at
+         * least a huge page, is never advised */
+        uintptr_t want = (brk + 2 * size - 1) & ~(uintptr_t)(size - 1);
+        atomic_compare_exchange_strong(&heap_floor, &floor, want);
+        floor = atomic_load(&heap_floor);
     }
+    if (!atomic_compare_exchange_strong(&seen_brk, &last, brk))
+        return; /* another thread is on this change */
+    /* within a huge page of the floor: from now on the heap grows in large steps, whose blocks
+     * are still untouched when they are advised */
+    if (brk + size > floor && !atomic_exchange(&padded, true)) {
+        mallopt(M_MMAP_THRESHOLD, HEAP_MMAP_THRESHOLD); /* the arena's lock; once */
+        mallopt(M_TOP_PAD, HEAP_TOP_PAD);
+    }
+    uintptr_t end = brk & ~(uintptr_t)(size - 1);
+    if (end <= floor) {
+        atomic_store_explicit(&advised, floor, memory_order_relaxed);
+        return;
+    }
+    /* All of [floor, end), not just what is new: a trim and a regrowth between two calls leave
+     * a mapping without the advice below the end advised before. Idempotent; the kernel merges
+     * the advised mappings back into one. */
+    if (madvise((void *)floor, end - floor, MADV_HUGEPAGE) == 0)
+        atomic_store_explicit(&advised, end, memory_order_relaxed);
+    else /* trimmed between the read and the call: the next call tries again */
+        atomic_compare_exchange_strong(&seen_brk, &brk, 0);
 }
 
 size_t lop_heap_advised_bytes(void)
 {
-    return huge_size ? atomic_load_explicit(&advised, memory_order_relaxed) - heap_floor : 0;
+    uintptr_t floor = atomic_load(&heap_floor), end = atomic_load(&advised);
+    return floor && end > floor ? end - floor : 0;
 }

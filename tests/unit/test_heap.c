@@ -61,23 +61,60 @@ static bool mapping_advised(const void *p)
     return false;
 }
 
-/* Allocate GROW bytes in BLOCK pieces, advising after each as the object build does. */
-static char **grow(void)
+/* kB of huge pages in the heap's mappings (AnonHugePages in /proc/self/smaps) */
+static long heap_huge_kb(void)
 {
-    char **v = malloc(NBLOCKS * sizeof *v);
-    for (size_t i = 0; i < NBLOCKS; i++) {
+    static char text[1 << 20];
+    int fd = open("/proc/self/smaps", O_RDONLY);
+    if (fd < 0)
+        return -1;
+    size_t n = 0;
+    ssize_t r;
+    while (n < sizeof text - 1 && (r = read(fd, text + n, sizeof text - 1 - n)) > 0)
+        n += (size_t)r;
+    close(fd);
+    text[n] = 0;
+    long kb = 0;
+    bool heap = false;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        unsigned long lo, hi;
+        long v;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2)
+            heap = strstr(line, "[heap]") != NULL;
+        else if (heap && sscanf(line, "AnonHugePages: %ld kB", &v) == 1)
+            kb += v;
+    }
+    return kb;
+}
+
+/* Allocate n blocks of BLOCK bytes; advise after each, as the object build does, when advise. */
+static char **grow_n(size_t n, bool advise)
+{
+    char **v = malloc(n * sizeof *v);
+    for (size_t i = 0; i < n; i++) {
         v[i] = malloc(BLOCK);
         v[i][0] = 1;
-        lop_heap_advise();
+        if (advise)
+            lop_heap_advise();
     }
     return v;
 }
 
-static void release(char **v)
+static char **grow(void)
 {
-    for (size_t i = 0; i < NBLOCKS; i++)
+    return grow_n(NBLOCKS, true);
+}
+
+static void release_n(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
         free(v[i]);
     free(v);
+}
+
+static void release(char **v)
+{
+    release_n(v, NBLOCKS);
 }
 
 static int in_child(void (*scenario)(void), const char *env)
@@ -99,38 +136,67 @@ static int in_child(void (*scenario)(void), const char *env)
 }
 
 /* A growing heap is advised block by block; a small one never is; a trimmed one is advised again
- * when it grows back. */
+ * when it grows back, also when it regrew with no call in between. */
 static void scenario_default(void)
 {
     lop_malloc_tune();
     bool offered = thp_offered();
-    char *small = malloc(MiB / 2);
-    lop_heap_advise();
-    T_EQ_INT(lop_heap_advised_bytes(), 0); /* a small heap keeps 4 KiB pages */
-    free(small);
+    if (!offered)
+        fprintf(stderr, "note: this kernel offers no transparent huge pages: checking that nothing is advised\n");
+    /* the first call sets the floor; a cache of 1 MiB more stays below it */
+    size_t nsmall = MiB / BLOCK;
+    char **small = grow_n(nsmall, true);
+    T_CHECK(!mapping_advised(small[nsmall - 1]));
+    T_EQ_INT(heap_huge_kb(), 0); /* no huge page held */
 
     char **v = grow();
     size_t grown = lop_heap_advised_bytes();
     if (!offered) {
         T_EQ_INT(grown, 0);
+        T_CHECK(!mapping_advised(v[NBLOCKS / 2]));
         release(v);
+        release_n(small, nsmall);
         return;
     }
-    /* everything but the first few MiB of the heap and its last partial step */
+    /* everything but the first few MiB and the last partial step */
     T_CHECK(grown >= GROW - 24 * MiB);
     T_CHECK(grown <= GROW + 16 * MiB);
     T_CHECK(mapping_advised(v[NBLOCKS / 2]));
     T_CHECK(mapping_advised(v[NBLOCKS - 1 - (16 * MiB) / BLOCK]));
+    T_CHECK(!mapping_advised(small[0]));
 
     release(v);
     malloc_trim(0);
     lop_heap_advise();
-    T_CHECK(lop_heap_advised_bytes() < grown / 2); /* the trimmed blocks are no longer counted */
+    T_CHECK(lop_heap_advised_bytes() < grown / 2); /* the trimmed blocks are gone */
 
     v = grow(); /* the regrown heap is a new mapping: advised again */
     T_CHECK(lop_heap_advised_bytes() >= GROW - 24 * MiB);
     T_CHECK(mapping_advised(v[NBLOCKS / 2]));
     release(v);
+
+    /* trimmed and regrown with no call in between: the next call advises all of it */
+    malloc_trim(0);
+    v = grow_n(NBLOCKS + NBLOCKS / 8, false);
+    T_CHECK(!mapping_advised(v[NBLOCKS / 2]));
+    lop_heap_advise();
+    T_CHECK(mapping_advised(v[NBLOCKS / 2]));
+    T_CHECK(mapping_advised(v[(NBLOCKS * 3) / 4]));
+    release_n(v, NBLOCKS + NBLOCKS / 8);
+
+    /* ... also when it ends exactly where it ended before: within 4096 calls */
+    malloc_trim(0);
+    lop_heap_advise();
+    v = grow();
+    release(v);
+    malloc_trim(0);
+    v = grow_n(NBLOCKS, false);
+    T_CHECK(!mapping_advised(v[NBLOCKS / 2]));
+    for (int i = 0; i < 4096; i++)
+        lop_heap_advise();
+    T_CHECK(mapping_advised(v[NBLOCKS / 2]));
+    release(v);
+    release_n(small, nsmall);
 }
 
 static void scenario_off(void)
