@@ -149,8 +149,17 @@ static void scenario_default(void)
     T_CHECK(!mapping_advised(small[nsmall - 1]));
     T_EQ_INT(heap_huge_kb(), 0); /* no huge page held */
 
+    uintptr_t before = (uintptr_t)sbrk(0);
     char **v = grow();
     size_t grown = lop_heap_advised_bytes();
+    if ((uintptr_t)sbrk(0) < before + GROW / 2) {
+        /* a sanitizer's malloc (make asan) does not use the brk heap: nothing to advise */
+        fprintf(stderr, "note: malloc does not grow the brk heap here: checking that nothing is advised\n");
+        T_EQ_INT(grown, 0);
+        release(v);
+        release_n(small, nsmall);
+        return;
+    }
     if (!offered) {
         T_EQ_INT(grown, 0);
         T_CHECK(!mapping_advised(v[NBLOCKS / 2]));
