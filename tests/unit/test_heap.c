@@ -28,21 +28,29 @@ static bool thp_offered(void)
     return ok && (strstr(line, "[always]") || strstr(line, "[madvise]"));
 }
 
-/* The VmFlags of the mapping holding p (from /proc/self/smaps) contain "hg" (MADV_HUGEPAGE).
- * Read with read(2) into a static buffer: a FILE's malloc'd buffer would sit at the top of the
- * heap (kept in the thread's cache when freed) and stop the trim this test checks. */
-static bool mapping_advised(const void *p)
+/* /proc/self/smaps, read with read(2) into a static buffer: a FILE's malloc'd buffer would sit at
+ * the top of the heap (kept in the thread's cache when freed) and stop the trim this test checks. */
+static char *read_smaps(void)
 {
     static char text[1 << 20];
     int fd = open("/proc/self/smaps", O_RDONLY);
     if (fd < 0)
-        return false;
+        return NULL;
     size_t n = 0;
     ssize_t r;
     while (n < sizeof text - 1 && (r = read(fd, text + n, sizeof text - 1 - n)) > 0)
         n += (size_t)r;
     close(fd);
     text[n] = 0;
+    return text;
+}
+
+/* The VmFlags of the mapping holding p contain "hg" (MADV_HUGEPAGE). */
+static bool mapping_advised(const void *p)
+{
+    char *text = read_smaps();
+    if (!text)
+        return false;
     uintptr_t a = (uintptr_t)p;
     bool in = false;
     for (char *line = text; *line;) {
@@ -64,16 +72,9 @@ static bool mapping_advised(const void *p)
 /* kB of huge pages in the heap's mappings (AnonHugePages in /proc/self/smaps) */
 static long heap_huge_kb(void)
 {
-    static char text[1 << 20];
-    int fd = open("/proc/self/smaps", O_RDONLY);
-    if (fd < 0)
+    char *text = read_smaps();
+    if (!text)
         return -1;
-    size_t n = 0;
-    ssize_t r;
-    while (n < sizeof text - 1 && (r = read(fd, text + n, sizeof text - 1 - n)) > 0)
-        n += (size_t)r;
-    close(fd);
-    text[n] = 0;
     long kb = 0;
     bool heap = false;
     for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
