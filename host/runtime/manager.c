@@ -139,6 +139,7 @@ static inf_entry_t *inf_acquire(lop_manager_t *m, const lop_rest_mapping_t *mp, 
             return e;
         }
     }
+    if (m->inf_new_hook && m->inf_new_hook(m->inf_new_hook_ud, key, err) != LOP_OK) return NULL;
     /* metadata-only: the API server sends metadata only (PartialObjectMetadata), cached as the
      * watched kind; a server that cannot gets full objects, stripped to the same entries */
     lop_listwatch_t *lw = meta_only ? lop_rest_listwatch_new_metadata(m->cfg.rest, mp, ns, selector, NULL)
