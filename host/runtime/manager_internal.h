@@ -79,6 +79,7 @@ struct lop_manager {
     inf_entry_t *infs;
     ctrl_entry_t *ctrls;
     plan_t plan;        /* filled by the install validator */
+    ctrl_entry_t *staged; /* the wiring the install validator built, until committed */
     pthread_mutex_t ryw_mu; /* read-your-writes: informer events broadcast ryw_cond */
     pthread_cond_t ryw_cond;
     struct ryw_waiter *ryw_waiters; /* writes in flight (hostapi.c), guarded by ryw_mu */
