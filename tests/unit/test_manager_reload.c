@@ -107,6 +107,12 @@ typedef struct fx {
     lop_manager_t *m;
     const char *fail_key; /* the creation of the informer with this key fails */
     int refused;          /* creations the seam refused */
+    /* Test b: what the seam does and sees, on the installing thread, right before it refuses:
+     * the kept controller has been taken over (its old entry moved) and not yet given back. */
+    bool sync_first;  /* step the old wiring's informer to its first sync first */
+    bool moved_then;  /* the old entry was moved */
+    bool synced_then; /* that informer had synced after the step */
+    bool ready_then;  /* the controller's sources gate was open after the step */
 } fx_t;
 
 static inf_entry_t *inf_of(lop_manager_t *m, const char *key)
@@ -121,6 +127,15 @@ static lop_rc_t refuse_informer(void *ud, const char *key, lop_err_t *err)
     fx_t *f = ud;
     if (!f->fail_key || strcmp(key, f->fail_key) != 0) return LOP_OK;
     f->refused++;
+    if (f->sync_first) {
+        ctrl_entry_t *old = f->m->ctrls; /* the running wiring: one controller */
+        f->moved_then = __atomic_load_n(&old->moved, __ATOMIC_SEQ_CST);
+        inf_entry_t *e = old->bindings[0]->inf;
+        int64_t wait = 0;
+        T_EQ_INT(lop_informer_step(e->inf, &wait), LOP_OK); /* its first list, handed to handlers */
+        f->synced_then = lop_informer_has_synced(e->inf);
+        f->ready_then = lop_controller_sources_ready(old->ctrl);
+    }
     return lop_err_set(err, LOP_ERR, 0, NULL, "informer %s: refused by the test", key);
 }
 
@@ -222,6 +237,67 @@ static void test_failed_rewire_gives_a_gated_controller_back_to_the_old_wiring(v
     teardown(&f);
 }
 
+static void test_informer_synced_during_failed_rewire_opens_the_gate(void)
+{
+    /* The informer syncs while the reload holds the controller (old binding moved: it stands
+     * down, and the new binding is not registered yet), then the reload fails: nobody was told
+     * of that sync but the rollback's check, which opens the gate. */
+    fx_t f;
+    setup(&f);
+    char v1[32];
+    lop_controller_t *ctrl = install_gated(&f, v1, sizeof v1);
+    f.fail_key = KEY_OWNS;
+    f.sync_first = true;
+    lop_err_t err;
+    lop_err_clear(&err);
+    T_CHECK(install(&f, "keep+owns", &err) != LOP_OK);
+    T_EQ_INT(f.refused, 1);
+    T_CHECK(f.moved_then); /* the sync came while the old binding stood down ... */
+    T_CHECK(f.synced_then);
+    T_CHECK(!f.ready_then); /* ... so it told nobody */
+    check_old_wiring(&f, ctrl, v1);
+    T_CHECK(lop_controller_sources_ready(ctrl)); /* the rollback's check did */
+    teardown(&f);
+}
+
+static void test_reload_after_a_failed_one_takes_the_controller_over(void)
+{
+    /* The rollback leaves a wiring a later reload can take over as usual: the same reload,
+     * no longer refused, moves "gated" to the new wiring with both informers, and its workers
+     * wait for the new one. */
+    fx_t f;
+    setup(&f);
+    char v1[32];
+    lop_controller_t *ctrl = install_gated(&f, v1, sizeof v1);
+    f.fail_key = KEY_OWNS;
+    lop_err_t err;
+    T_CHECK(install(&f, "keep+owns", &err) != LOP_OK);
+    f.fail_key = NULL;
+    T_EQ_INT(install(&f, "keep+owns", &err), LOP_OK);
+    char v2[32];
+    lop_manager_version(f.m, v2, sizeof v2);
+    T_CHECK(strcmp(v2, v1) != 0);
+    lop_manager_stats_t st;
+    lop_manager_stats(f.m, &st);
+    T_EQ_INT(st.reloads_ok, 2);
+    T_EQ_INT(st.reloads_failed, 1);
+    T_EQ_INT(st.controllers, 1);
+    T_EQ_INT(st.informers, 2);
+    ctrl_entry_t *c = f.m->ctrls;
+    T_CHECK(c && !c->next && c->ctrl == ctrl && c->nbindings == 2);
+    inf_entry_t *a = inf_of(f.m, KEY_FOR), *b = inf_of(f.m, KEY_OWNS);
+    T_CHECK(a && b && a != b);
+    if (a && b) {
+        T_EQ_INT(a->refs, 1);
+        int64_t wait = 0;
+        T_EQ_INT(lop_informer_step(a->inf, &wait), LOP_OK);
+        T_CHECK(!lop_controller_sources_ready(ctrl)); /* the owns informer has not synced */
+        T_EQ_INT(lop_informer_step(b->inf, &wait), LOP_OK);
+        T_CHECK(lop_controller_sources_ready(ctrl));
+    }
+    teardown(&f);
+}
+
 int main(void)
 {
     if (!T_SETUP("start the API server and a client", t_apiserver_client_start(&srv, &cli) == 0))
@@ -236,6 +312,8 @@ int main(void)
                  LOP_OK);
     }
     T_RUN(test_failed_rewire_gives_a_gated_controller_back_to_the_old_wiring);
+    T_RUN(test_informer_synced_during_failed_rewire_opens_the_gate);
+    T_RUN(test_reload_after_a_failed_one_takes_the_controller_over);
     lop_rest_client_free(cli);
     lop_apiserver_stop(srv);
     return T_DONE();
