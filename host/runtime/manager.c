@@ -139,6 +139,7 @@ static inf_entry_t *inf_acquire(lop_manager_t *m, const lop_rest_mapping_t *mp, 
             return e;
         }
     }
+    if (m->inf_new_hook && m->inf_new_hook(m->inf_new_hook_ud, key, err) != LOP_OK) return NULL;
     /* metadata-only: the API server sends metadata only (PartialObjectMetadata), cached as the
      * watched kind; a server that cannot gets full objects, stripped to the same entries */
     lop_listwatch_t *lw = meta_only ? lop_rest_listwatch_new_metadata(m->cfg.rest, mp, ns, selector, NULL)
@@ -287,10 +288,13 @@ static void on_queue_item(void *ud, lop_wq_observe_kind_t kind, int64_t ns)
     else lop_metrics_observe_work_duration(qm, ns);
 }
 
-/* Wire the declarations of the freshly installed set. Reuses controllers by name. */
-static lop_rc_t rewire(lop_manager_t *m, lop_err_t *err)
+/* Build the wiring of a new set's declarations (vm: the set's VM, not installed yet) on the
+ * side, in m->staged: controllers kept by name move to it (their old entries stand down:
+ * moved), new ones are made, every watch takes its informer. Runs in the install's validation,
+ * before the set becomes current, so a failure fails the install and changes nothing: what was
+ * built is undone and the controllers taken over go back to the running wiring. */
+static lop_rc_t wire_stage(lop_manager_t *m, lop_vm_t *vm, lop_err_t *err)
 {
-    lop_vm_t *vm = lop_scriptrt_event_lock(m->rt);
     const lop_ctrl_decl_t *decls;
     size_t n;
     m->cfg.engine->declarations(vm, &decls, &n);
@@ -360,13 +364,11 @@ static lop_rc_t rewire(lop_manager_t *m, lop_err_t *err)
             b->map_lua_id = wd->map_lua_id;
             b->preds = preds_dup(wd->preds, wd->npreds);
             b->npreds = wd->npreds;
-            b->gen = lop_scriptrt_generation(m->rt);
             c->bindings[c->nbindings++] = b;
         }
         *tail = c;
         tail = &c->next;
     }
-    lop_scriptrt_event_unlock(m->rt);
     if (rc != LOP_OK) {
         /* Leave the running wiring alone; undo what we built. Controllers taken over from the
          * old wiring go back to it. */
@@ -398,11 +400,30 @@ static lop_rc_t rewire(lop_manager_t *m, lop_err_t *err)
         for (ctrl_entry_t *c = m->ctrls; c; c = c->next) lop_ctrl_check_synced(c);
         return rc;
     }
+    m->staged = fresh;
+    return LOP_OK;
+}
+
+/* The install's validation: resolve every kind, then stage the wiring. Once this accepts, the
+ * install cannot fail (lop_scriptrt_install): wire_commit follows. */
+static lop_rc_t validate_and_stage(void *ud, lop_vm_t *vm, lop_err_t *err)
+{
+    lop_rc_t rc = validate_vm(ud, vm, err);
+    return rc == LOP_OK ? wire_stage(ud, vm, err) : rc;
+}
+
+/* Put the staged wiring in place of the running one, once its set is current. */
+static void wire_commit(lop_manager_t *m)
+{
+    ctrl_entry_t *fresh = m->staged;
+    m->staged = NULL;
+    uint64_t gen = lop_scriptrt_generation(m->rt); /* the staged set's: its Lua ids */
     /* Register the new handlers first (a started informer replays its objects as adds: that
      * requeues every object once under the new logic), then drop the old wiring. */
     for (ctrl_entry_t *c = fresh; c; c = c->next) {
         for (size_t i = 0; i < c->nbindings; i++) {
             binding_t *b = c->bindings[i];
+            b->gen = gen;
             lop_reflector_handlers_t h = {lop_binding_on_add, lop_binding_on_update,
                                           lop_binding_on_delete, b, lop_binding_on_synced};
             b->handler_id = lop_informer_add_handler(b->inf->inf, &h);
@@ -430,7 +451,6 @@ static lop_rc_t rewire(lop_manager_t *m, lop_err_t *err)
     for (ctrl_entry_t *c = m->ctrls; c; c = c->next) lop_ctrl_check_synced(c);
     /* No handler of the old wiring runs any more: its event VM can go. */
     lop_scriptrt_event_release_prev(m->rt);
-    return LOP_OK;
 }
 
 /* ------------------------------------------------------------------ public */
@@ -465,14 +485,16 @@ lop_rc_t lop_manager_install(lop_manager_t *m, lop_script_set_t *set, lop_err_t 
     snprintf(version, sizeof version, "%s", set->version);
     char old_version[32];
     lop_scriptrt_version(m->rt, old_version, sizeof old_version);
-    lop_rc_t rc = lop_scriptrt_install(m->rt, set, validate_vm, m, err);
-    if (rc == LOP_OK) rc = rewire(m, err);
+    /* The wiring is staged by the validation: a failure there (an informer that cannot be
+     * made) leaves the running set and wiring alone, and set to the caller. */
+    lop_rc_t rc = lop_scriptrt_install(m->rt, set, validate_and_stage, m, err);
     if (rc != LOP_OK) {
         m->stats.reloads_failed++;
         if (m->cfg.metrics)
             lop_metric_counter_add(m->cfg.metrics->script_reload_total, (const char *[]){"failure"}, 1, NULL);
         return rc;
     }
+    wire_commit(m);
     m->stats.reloads_ok++;
     if (m->cfg.metrics) {
         lop_metric_counter_add(m->cfg.metrics->script_reload_total, (const char *[]){"success"}, 1, NULL);

@@ -116,8 +116,9 @@ void lop_binding_on_synced(void *ud)
     /* This binding's informer has synced. The controller's workers start once every one of its
      * bindings' informers has: each informer sets HasSynced before telling its handlers, so the
      * one that syncs last sees all of them set. A binding of an entry whose controller a reload
-     * is moving to new bindings stands down: the new ones decide (the rewire checks them once
-     * registered). Telling a controller whose workers already run does nothing. */
+     * is moving to new bindings stands down: the new ones decide (the reload checks them once
+     * registered; a reload that fails gives the controller back and checks the old ones).
+     * Telling a controller whose workers already run does nothing. */
     binding_t *b = ud;
     if (__atomic_load_n(&b->ctrl->moved, __ATOMIC_SEQ_CST)) return;
     lop_ctrl_check_synced(b->ctrl);

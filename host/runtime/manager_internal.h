@@ -79,12 +79,20 @@ struct lop_manager {
     inf_entry_t *infs;
     ctrl_entry_t *ctrls;
     plan_t plan;        /* filled by the install validator */
+    ctrl_entry_t *staged; /* the wiring the install validator built, until committed */
     pthread_mutex_t ryw_mu; /* read-your-writes: informer events broadcast ryw_cond */
     pthread_cond_t ryw_cond;
     struct ryw_waiter *ryw_waiters; /* writes in flight (hostapi.c), guarded by ryw_mu */
     bool started;
     size_t abandoned; /* reconciles a bounded stop left running (owner thread) */
     lop_manager_stats_t stats;
+    /* Tests only (NULL otherwise): called by the wiring on the installing thread before it
+     * creates an informer (key as inf_entry_t.key); a status other than LOP_OK (with err
+     * filled) makes that creation fail. No real input makes the creation fail today (the REST
+     * list/watch and the informer constructors refuse only a missing list/watch), yet a reload
+     * must survive it: this is how the tests reach that path. */
+    lop_rc_t (*inf_new_hook)(void *ud, const char *key, lop_err_t *err);
+    void *inf_new_hook_ud;
 };
 
 /* manager_events.c */

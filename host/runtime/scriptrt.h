@@ -35,7 +35,9 @@ lop_scriptrt_t *lop_scriptrt_new(const lop_engine_t *engine, const lop_engine_op
 void lop_scriptrt_free(lop_scriptrt_t *rt);
 
 /* Extra validation of a freshly built VM before it is installed (e.g. resolve every kind the
- * declarations name). Return LOP_OK to accept. Runs on the installing thread. */
+ * declarations name). Return LOP_OK to accept. Runs on the installing thread. Once it accepted,
+ * the install succeeds: it may prepare what the caller puts in place after the install (the
+ * manager stages its wiring there). */
 typedef lop_rc_t (*lop_vm_validate_fn)(void *ud, lop_vm_t *vm, lop_err_t *err);
 
 /* Validate and install set. On success takes ownership of set and returns LOP_OK; on failure
