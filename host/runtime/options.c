@@ -160,6 +160,11 @@ static void usage(FILE *f, const char *cmd, bool dev)
                 "  --kubeconfig-out PATH               write a kubeconfig for kubectl\n"
                 "  --listen ADDR                       embedded API server address (127.0.0.1:0)\n"
                 "  --once                              exit 0 once all work is reconciled (for scripts)\n");
+    fprintf(f,
+            "\nenvironment:\n"
+            "  LUAOP_SCRIPTS_DEBOUNCE_MS=N         quiet time before a changed --scripts directory reloads (10)\n"
+            "  LUAOP_HEAP_HUGEPAGES=0              no transparent huge pages for a large heap (docs/execution-model.md)\n"
+            "  MALLOC_ARENA_MAX=N                  glibc malloc arenas (luaop uses 1 unless this is set)\n");
 }
 
 static int parse_bool(const char *v, bool *out)
