@@ -5,8 +5,8 @@
  *     numbers as a sign or digit then number bytes, nesting up to 10000), on random valid JSON and
  *     on mutations of it; lop_jscan_skip_trusted and lop_jtrack_scan (split anywhere) find the
  *     same end on valid input;
- *   - watch streams split at random points: the documents delivered (unchecked or tracked) equal
- *     the ones generated, each by the piece that brings its closing brace, and on mutated streams every split gives the
+ *   - watch streams split at random points: the documents delivered (unchecked, held for their
+ *     newline, or tracked) equal the ones generated, and on mutated streams every split gives the
  *     outcome of an all-tracked reference (the same documents, error and offset);
  *   - list bodies with validation off (items offered unchecked, built with lop_obj_new_prefix, or
  *     refused and tracked): the same items and outcome for every split, equal to the generated;
@@ -506,6 +506,8 @@ static void feed_watch(const char *st, size_t n, size_t max_doc, int stop_after,
         free(c);
         at += piece;
     }
+    if (rc == LOP_OK) /* the stream's end: a document held for its newline is decoded now */
+        rc = lop_watchdecoder_finish(d, &err);
     watch_outcome(out, &s, rc, lop_watchdecoder_partial(d), err.message);
     g_unchecked += s.unchecked;
     g_retried += s.retried;
