@@ -1,6 +1,7 @@
 /* watchdecoder.c — incremental JSON document splitter (see watchdecoder.h). */
 #include "host/kube/watchdecoder.h"
 
+#include "host/kube/jsonsimd.h"
 #include "host/kube/jsontrack.h"
 #include "host/util/buf.h"
 
@@ -73,12 +74,13 @@ static bool blank(char c) { return c == ' ' || c == '\r' || c == '\t'; }
  */
 static bool may_end(const char *p, size_t n)
 {
-    const char *end = p + n;
-    for (const char *q = memchr(p, '}', n); q; q = memchr(q, '}', (size_t)(end - q))) {
-        for (q++; q < end && blank(*q); q++)
+    size_t i = lop_jsimd_close_end(p, n, 0);
+    while (i < n) {
+        for (i++; i < n && blank(p[i]); i++)
             ;
-        if (q == end || (*q != ',' && *q != '}' && *q != ']' && *q != '"' && *q != '\\'))
+        if (i == n || !lop_jsimd_after_close(p[i]))
             return true;
+        i = lop_jsimd_close_end(p, n, i);
     }
     return false;
 }

@@ -15,6 +15,7 @@
  * is caught under ASan (cmake -DLUAOP_SANITIZE=address).
  */
 #include "host/kube/jsonscan.h"
+#include "host/kube/jsonsimd.h"
 #include "host/kube/jsontrack.h"
 #include "host/kube/listdecoder.h"
 #include "host/kube/object.h"
@@ -342,6 +343,31 @@ static void test_jscan_escapes_at_every_16_byte_offset(void)
         memset(p + depth, ']', (size_t)depth);
         check_one(p, (size_t)depth * 2, depth);
         free(p);
+    }
+}
+
+/* lop_jsimd_close_end (16 bytes per step) against its definition, byte by byte, from every
+ * start in random strings of the bytes that matter. */
+static void test_jsimd_close_end_matches_its_definition(void)
+{
+    static const char alpha[] = "}}],\"\\ {x";
+    char p[80];
+    for (int iter = 0; iter < 3000; iter++) {
+        size_t n = rn(sizeof p + 1);
+        for (size_t k = 0; k < n; k++)
+            p[k] = alpha[rn(sizeof alpha - 1)];
+        char *c = exact(p, n);
+        for (size_t i = 0; i <= n; i++) {
+            size_t want = i;
+            while (want < n && !(p[want] == '}' && (want + 1 == n || !strchr(",}]\"\\", p[want + 1]))))
+                want++;
+            size_t got = lop_jsimd_close_end(c, n, i);
+            if (got != want) {
+                fprintf(stderr, "close_end(%.*s, %zu, %zu) = %zu, want %zu\n", (int)n, p, n, i, got, want);
+                T_CHECK(0);
+            }
+        }
+        free(c);
     }
 }
 
@@ -856,6 +882,7 @@ int main(void)
         g_rng = strtoull(seed, NULL, 0);
     T_RUN(test_jscan_value_matches_the_reference);
     T_RUN(test_jscan_escapes_at_every_16_byte_offset);
+    T_RUN(test_jsimd_close_end_matches_its_definition);
     T_RUN(test_watch_streams_split_anywhere);
     T_RUN(test_list_bodies_split_anywhere);
     T_RUN(test_prefix_build_equals_whole_build);
