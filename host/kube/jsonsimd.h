@@ -79,7 +79,11 @@ static inline size_t lop_jsimd_tok_stop(const char *p, size_t n, size_t i)
     return lop_jsimd_next(p, n, i, LOP_JSIMD_TOK_STOP);
 }
 
-static inline int lop_jsimd_after_close(char c) { return c == ',' || c == '}' || c == ']' || c == '"' || c == '\\'; }
+/* The bytes that may follow a '}' without ending a top-level object (see lop_jsimd_close_end). */
+static inline int lop_jsimd_after_close(char c)
+{
+    return c == ',' || c == '}' || c == ']' || c == '"' || c == '\\';
+}
 
 static inline size_t lop_jsimd_close_end(const char *p, size_t n, size_t i)
 {
@@ -88,9 +92,11 @@ static inline size_t lop_jsimd_close_end(const char *p, size_t n, size_t i)
         __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
         __m128i w = _mm_loadu_si128((const __m128i *)(const void *)(p + i + 1));
         __m128i lw = _mm_or_si128(w, _mm_set1_epi8(0x20)); /* ']' | 0x20 == '}' */
-        __m128i ok = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(lw, _mm_set1_epi8('}')), _mm_cmpeq_epi8(w, _mm_set1_epi8(','))),
-                                  _mm_or_si128(_mm_cmpeq_epi8(w, _mm_set1_epi8('"')), _mm_cmpeq_epi8(w, _mm_set1_epi8('\\'))));
-        unsigned m = (unsigned)_mm_movemask_epi8(_mm_andnot_si128(ok, _mm_cmpeq_epi8(v, _mm_set1_epi8('}'))));
+        __m128i ok = _mm_or_si128(_mm_cmpeq_epi8(lw, _mm_set1_epi8('}')), _mm_cmpeq_epi8(w, _mm_set1_epi8(',')));
+        ok = _mm_or_si128(ok, _mm_cmpeq_epi8(w, _mm_set1_epi8('"')));
+        ok = _mm_or_si128(ok, _mm_cmpeq_epi8(w, _mm_set1_epi8('\\')));
+        __m128i close = _mm_cmpeq_epi8(v, _mm_set1_epi8('}'));
+        unsigned m = (unsigned)_mm_movemask_epi8(_mm_andnot_si128(ok, close));
         if (m)
             return i + (size_t)__builtin_ctz(m);
         i += 16;

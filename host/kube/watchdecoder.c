@@ -11,9 +11,9 @@
 
 /* What the decoder is in the middle of between chunks. */
 typedef enum {
-    DOC_NONE,      /* between documents */
-    DOC_HELD,      /* a document's bytes so far are in buf, untracked, waiting for its newline */
-    DOC_TRACKED,   /* a document's bytes so far are in buf, tracked by track */
+    DOC_NONE,    /* between documents */
+    DOC_HELD,    /* a document's bytes so far are in buf, untracked, waiting for its newline */
+    DOC_TRACKED, /* a document's bytes so far are in buf, tracked by track */
 } doc_state_t;
 
 struct lop_watchdecoder {
@@ -22,7 +22,7 @@ struct lop_watchdecoder {
     size_t max_doc;
     doc_state_t state;
     bool failed;
-    lop_buf_t buf;      /* bytes of a document begun in an earlier chunk (never a newline if held) */
+    lop_buf_t buf;      /* bytes of a document begun in an earlier chunk (no newline when held) */
     lop_buf_t replay;   /* a held document's bytes while they are tracked after all */
     lop_jtrack_t track; /* strings and brackets of the document being tracked */
     uint64_t held_at;   /* stream offset of the held document's '{' */
