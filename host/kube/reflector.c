@@ -405,6 +405,22 @@ static int on_bytes(void *ud, const char *data, size_t len)
     return rc == LOP_ECLOSED ? 1 : 0;
 }
 
+/* The stream ended: an event held for a newline that never came (only a broken stream holds a
+ * complete one, see watchdecoder.h) is decoded now, as it was when every byte was tracked. */
+static void finish_stream(lop_reflector_t *r)
+{
+    if (r->outcome != WO_NONE || atomic_load(&r->stop))
+        return;
+    lop_err_t err;
+    lop_workqueue_batch_begin();
+    lop_rc_t rc = lop_watchdecoder_finish(r->dec, &err);
+    lop_workqueue_batch_end();
+    if (rc == LOP_EINVAL) {
+        r->outcome = WO_MALFORMED;
+        r->werr = err;
+    }
+}
+
 /* A watch-list that did not reach its bookmark: drop its state, LIST next (at once). */
 static lop_rc_t watch_list_failed(lop_reflector_t *r, lop_rc_t rc, const lop_err_t *err, int64_t *wait_ns)
 {
@@ -455,6 +471,7 @@ static lop_rc_t do_watch(lop_reflector_t *r, int64_t *wait_ns)
     lop_rc_t rc = r->lw.watch(r->lw.ud, &o, on_bytes, r, &err);
     int64_t took = lop_clock_mono(r->clock) - start;
     free(rv);
+    finish_stream(r);
     *wait_ns = 0;
     if (atomic_load(&r->stop))
         return LOP_ECLOSED;

@@ -3,14 +3,34 @@
  * (reference F.4/F.5: chunk boundaries mean nothing; one callback may carry several events and
  * one event may span any number of callbacks).
  *
- * Framing: the API server writes one event per line. A document that begins in a chunk with a
- * newline after it is cut there without looking at its bytes (memchr) and handed over unchecked:
- * the consumer validates it in the pass that decodes it, and returns LOP_DOC_RETRY when those
- * bytes are not exactly one JSON object. Such a document, and one that does not end in the chunk
- * it began in, is tracked byte by byte (strings, escapes, bracket nesting — brackets must match)
- * and handed over checked when its closing brace arrives. So events that share a line, carry
- * newlines inside, or lack the final newline are still read correctly, and none waits for a
- * newline; only the common case skips the tracking pass.
+ * Framing: the API server writes one event per line, so a document is cut at its newline without
+ * looking at its bytes (memchr) and handed over unchecked: the consumer validates it in the pass
+ * that decodes it, and returns LOP_DOC_RETRY when those bytes are not exactly one JSON object.
+ * A document whose newline is not in the chunk it began in is held, its bytes buffered as they
+ * come, until a chunk brings its newline; then the buffer and that chunk's bytes up to the
+ * newline are handed over unchecked in the same way (curl's pieces of at most 16 KiB cut most
+ * ~10 KB Pods). A refused document is tracked byte by byte from its '{' (strings, escapes,
+ * bracket nesting — brackets must match) and handed over checked when its closing brace arrives;
+ * so events that share a line or carry newlines inside are still read correctly, at the cost of
+ * that second pass.
+ *
+ * Waiting for a newline: a held document is delivered when its newline arrives, which for the
+ * API server is the moment its closing brace arrives (it writes and flushes each event with its
+ * newline). But a server may leave out the newline of the last event before a long pause, and
+ * an event must not be held back then. So a document is held at a chunk's end only when it
+ * cannot have ended in that chunk: no '}' among the chunk's bytes of it is followed, past blanks,
+ * by the chunk's end or by a byte other than ',', '}', ']', '"' or '\\' (those follow a '}'
+ * inside a value, or inside a string: "a{b}", "{...}\\n"). Otherwise it is tracked at once, as
+ * before: a document that may be complete is delivered when its closing brace arrives, and so is
+ * one followed on its line by the next (a '{' after a '}'). Only a stream that is broken anyway
+ * (one of those five bytes right after a top-level '}') finds its error, and the documents
+ * before it on its line, at the newline or at lop_watchdecoder_finish rather than at once.
+ *
+ * Every other outcome is the same as tracking every byte: the same documents and the same
+ * errors naming the same stream offsets (a held document that turns out not to be one object is
+ * tracked over its held bytes then, so an error in them is reported by that later call), and the
+ * same max_doc limit (a held document that would pass it is tracked, so a stream that never sends
+ * a newline fails there too).
  *
  * Only objects are accepted at the top level, with whitespace between them. A document growing
  * past max_doc bytes, a top-level byte that cannot start an object, mismatched brackets or
@@ -51,7 +71,14 @@ void lop_watchdecoder_free(lop_watchdecoder_t *d);
  * offset in the stream) on malformed input or an oversized document.
  */
 lop_rc_t lop_watchdecoder_feed(lop_watchdecoder_t *d, const char *data, size_t len, lop_err_t *err);
-/* True when a document has started but not finished (a stream ending now is truncated). */
+/*
+ * The stream ended: a held document is tracked now, so that one complete without its newline
+ * (only a broken stream holds one, see above) is delivered, and errors are reported as by
+ * lop_watchdecoder_feed. Returns as lop_watchdecoder_feed. Feeding may go on afterwards.
+ */
+lop_rc_t lop_watchdecoder_finish(lop_watchdecoder_t *d, lop_err_t *err);
+/* True when a document has started but not finished (a stream ending now is truncated; call
+ * lop_watchdecoder_finish first). */
 bool lop_watchdecoder_partial(const lop_watchdecoder_t *d);
 /* Forget any partial document and any failure, for a new stream. */
 void lop_watchdecoder_reset(lop_watchdecoder_t *d);

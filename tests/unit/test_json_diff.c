@@ -5,8 +5,9 @@
  *     numbers as a sign or digit then number bytes, nesting up to 10000), on random valid JSON and
  *     on mutations of it; lop_jscan_skip_trusted and lop_jtrack_scan (split anywhere) find the
  *     same end on valid input;
- *   - watch streams split at random points: the documents delivered (unchecked or tracked) equal
- *     the ones generated, and on mutated streams every split gives the same outcome;
+ *   - watch streams split at random points: the documents delivered (unchecked, held for their
+ *     newline, or tracked) equal the ones generated, and on mutated streams every split gives the
+ *     outcome of an all-tracked reference (the same documents, error and offset);
  *   - list bodies with validation off (items offered unchecked, built with lop_obj_new_prefix, or
  *     refused and tracked): the same items and outcome for every split, equal to the generated;
  *   - lop_obj_new_prefix against lop_obj_new, and lop_obj_key against snprintf.
@@ -14,6 +15,7 @@
  * is caught under ASan (cmake -DLUAOP_SANITIZE=address).
  */
 #include "host/kube/jsonscan.h"
+#include "host/kube/jsonsimd.h"
 #include "host/kube/jsontrack.h"
 #include "host/kube/listdecoder.h"
 #include "host/kube/object.h"
@@ -344,6 +346,31 @@ static void test_jscan_escapes_at_every_16_byte_offset(void)
     }
 }
 
+/* lop_jsimd_close_end (16 bytes per step) against its definition, byte by byte, from every
+ * start in random strings of the bytes that matter. */
+static void test_jsimd_close_end_matches_its_definition(void)
+{
+    static const char alpha[] = "}}],\"\\ {x";
+    char p[80];
+    for (int iter = 0; iter < 3000; iter++) {
+        size_t n = rn(sizeof p + 1);
+        for (size_t k = 0; k < n; k++)
+            p[k] = alpha[rn(sizeof alpha - 1)];
+        char *c = exact(p, n);
+        for (size_t i = 0; i <= n; i++) {
+            size_t want = i;
+            while (want < n && !(p[want] == '}' && (want + 1 == n || !strchr(",}]\"\\", p[want + 1]))))
+                want++;
+            size_t got = lop_jsimd_close_end(c, n, i);
+            if (got != want) {
+                fprintf(stderr, "close_end(%.*s, %zu, %zu) = %zu, want %zu\n", (int)n, p, n, i, got, want);
+                T_CHECK(0);
+            }
+        }
+        free(c);
+    }
+}
+
 /* ---- watch streams ---- */
 
 #define MAXD 64
@@ -407,8 +434,6 @@ static void modes_agree(feed_fn feed, const lop_buf_t *in, size_t limit, int sto
     }
 }
 
-/* Mutate *in once or twice; then every split mode must give the byte-by-byte (all tracked)
- * outcome. */
 /* The size limit and the stop: with `limit` the input decodes to exp; with `too_small` (one less
  * than the longest object) every split agrees and fails (rc < 0); stopping after stop_after
  * objects agrees whichever way. a, o: scratch. */
@@ -425,33 +450,124 @@ static void limit_and_stop_agree(feed_fn feed, const lop_buf_t *in, size_t limit
     modes_agree(feed, in, 0, stop_after, ref, iter, name, a, o);
 }
 
-static void mutated_agree(feed_fn feed, lop_buf_t *in, int iter, const char *what, lop_buf_t *a, lop_buf_t *o)
+/* Mutate *in once or twice; then every split mode must give the outcome of mode ref (an
+ * all-tracked reference). */
+static void mutated_agree(feed_fn feed, lop_buf_t *in, int ref, int iter, const char *what, lop_buf_t *a,
+                          lop_buf_t *o)
 {
     for (size_t m = rn(2) + 1; m; m--)
         mutate(in);
-    modes_agree(feed, in, 0, 0, 1, iter, what, a, o);
+    modes_agree(feed, in, 0, 0, ref, iter, what, a, o);
 }
 
+/* The outcome's end: rc, partial, and the cause of an error with its offset (only the cause when
+ * the limit was passed: where that is found depends on the pieces). */
+static void watch_outcome(lop_buf_t *out, const wsink_t *s, lop_rc_t rc, bool partial, const char *why)
+{
+    lop_buf_reset(out);
+    lop_buf_append(out, s->got.data ? s->got.data : "", s->got.len);
+    lop_buf_printf(out, "|rc=%d partial=%d", (int)rc, rc == LOP_OK && partial);
+    if (rc == LOP_EINVAL)
+        lop_buf_printf(out, " %s", strstr(why, "larger than the limit") ? "larger than the limit" : why);
+}
+
+/* The reference: every byte tracked from its document's '{' (the decoder before any document was
+ * held for its newline), the stream in one piece. */
+static void feed_watch_tracked(const char *st, size_t n, size_t max_doc, int stop_after, lop_buf_t *out)
+{
+    wsink_t s = {LOP_BUF_INIT, 0, stop_after, 0, 0, 0};
+    lop_jtrack_t *t = malloc(sizeof *t);
+    lop_rc_t rc = LOP_OK;
+    bool partial = false;
+    char why[128] = "";
+    for (size_t i = 0; i < n && rc == LOP_OK && !partial;) {
+        if (st[i] == ' ' || st[i] == '\n' || st[i] == '\r' || st[i] == '\t') {
+            i++;
+            continue;
+        }
+        const char *bad = NULL;
+        size_t start = i;
+        bool done = false;
+        if (st[i] != '{') {
+            bad = "expected '{' to start a document";
+        } else {
+            lop_jtrack_begin(t, '{');
+            i++;
+            bad = lop_jtrack_scan(t, st, n, &i, &done);
+            if (!bad && i - start > (max_doc ? max_doc : (size_t)64 << 20))
+                bad = "document larger than the limit";
+        }
+        if (bad) {
+            snprintf(why, sizeof why, "watch stream: %s at byte %zu", bad, i);
+            rc = LOP_EINVAL;
+        } else if (!done) {
+            partial = true;
+        } else if (wcollect(&s, st + start, i - start, true)) {
+            rc = LOP_ECLOSED;
+        }
+    }
+    watch_outcome(out, &s, rc, partial, why);
+    free(t);
+    lop_buf_free(&s.got);
+}
+
+/* mode 3: the all-tracked reference */
 static void feed_watch(const char *st, size_t n, size_t max_doc, int stop_after, int mode, lop_buf_t *out)
 {
+    if (mode == 3) {
+        feed_watch_tracked(st, n, max_doc, stop_after, out);
+        return;
+    }
     wsink_t s = {LOP_BUF_INIT, 0, stop_after, 0, 0, 0};
     lop_watchdecoder_t *d = lop_watchdecoder_new(max_doc, wcollect, &s);
     lop_rc_t rc = LOP_OK;
+    lop_err_t err;
+    lop_err_clear(&err);
     for (size_t at = 0; at < n && rc == LOP_OK;) {
         size_t piece = mode == 0 ? n : mode == 1 ? 1 : 1 + rn(rn(2) ? 8 : 300);
         if (piece > n - at)
             piece = n - at;
         char *c = exact(st + at, piece);
-        lop_err_t err;
         rc = lop_watchdecoder_feed(d, c, piece, &err);
         free(c);
         at += piece;
     }
-    lop_buf_reset(out);
-    lop_buf_append(out, s.got.data ? s.got.data : "", s.got.len);
-    lop_buf_printf(out, "|rc=%d partial=%d", (int)rc, rc == LOP_OK && lop_watchdecoder_partial(d));
+    if (rc == LOP_OK) /* the stream's end: a document held for its newline is decoded now */
+        rc = lop_watchdecoder_finish(d, &err);
+    watch_outcome(out, &s, rc, lop_watchdecoder_partial(d), err.message);
     g_unchecked += s.unchecked;
     g_retried += s.retried;
+    lop_buf_free(&s.got);
+    lop_watchdecoder_free(d);
+}
+
+/* A valid stream in random pieces (a third of them byte by byte): after each piece, every
+ * document whose closing brace has arrived (ends[k], one past it) has been delivered, as when
+ * every byte was tracked — none waits for its newline or for the next piece. */
+static void delivered_on_time(const char *st, size_t n, const size_t *ends, size_t nd, int iter)
+{
+    wsink_t s = {LOP_BUF_INIT, 0, 0, 0, 0, 0};
+    lop_watchdecoder_t *d = lop_watchdecoder_new(0, wcollect, &s);
+    bool bytes = rn(3) == 0;
+    for (size_t at = 0; at < n;) {
+        size_t piece = bytes ? 1 : 1 + rn(rn(2) ? 8 : 300);
+        if (piece > n - at)
+            piece = n - at;
+        char *c = exact(st + at, piece);
+        T_EQ_INT(lop_watchdecoder_feed(d, c, piece, NULL), LOP_OK);
+        free(c);
+        at += piece;
+        size_t due = 0;
+        while (due < nd && ends[due] <= at)
+            due++;
+        if ((size_t)s.ndocs != due) {
+            fprintf(stderr, "iteration %d: %zu of %zu bytes fed, %d documents delivered, %zu due: %.*s\n", iter, at, n,
+                    s.ndocs, due, (int)n, st);
+            T_CHECK(0);
+            break;
+        }
+    }
+    T_CHECK(!lop_watchdecoder_partial(d));
     lop_buf_free(&s.got);
     lop_watchdecoder_free(d);
 }
@@ -473,11 +589,12 @@ static void test_watch_streams_split_anywhere(void)
     for (int iter = 0; iter < 3000; iter++) {
         lop_buf_reset(&st);
         lop_buf_reset(&want);
-        size_t nd = 1 + rn(6), maxlen = 0;
+        size_t nd = 1 + rn(6), maxlen = 0, ends[6];
         for (size_t k = 0; k < nd; k++) {
             size_t s0 = st.len;
             gen_event(&st, true);
             size_t dl = st.len - s0;
+            ends[k] = st.len;
             maxlen = dl > maxlen ? dl : maxlen;
             lop_buf_append(&want, st.data + s0, dl);
             lop_buf_putc(&want, '\x1e');
@@ -489,6 +606,7 @@ static void test_watch_streams_split_anywhere(void)
         }
         lop_buf_puts(&want, "|rc=0 partial=0");
         char *exp = lop_xstrndup(want.data, want.len);
+        delivered_on_time(st.data, st.len, ends, nd, iter);
         for (int mode = 0; mode < 5; mode++) {
             feed_watch(st.data, st.len, 0, 0, mode > 2 ? 2 : mode, &a);
             if (strcmp(a.data, exp) != 0) {
@@ -498,10 +616,10 @@ static void test_watch_streams_split_anywhere(void)
             }
         }
         /* exactly the longest event passes, one less fails at it; stop after k, whichever way */
-        limit_and_stop_agree(feed_watch, &st, maxlen, maxlen - 1, 1 + (int)rn(nd), 0, iter, "stream", exp, &a, &o);
+        limit_and_stop_agree(feed_watch, &st, maxlen, maxlen - 1, 1 + (int)rn(nd), 3, iter, "stream", exp, &a, &o);
         free(exp);
-        /* mutated streams: every split agrees with the byte-by-byte (all tracked) outcome */
-        mutated_agree(feed_watch, &st, iter, "stream", &a, &o);
+        /* mutated streams: every split agrees with the all-tracked reference, offsets included */
+        mutated_agree(feed_watch, &st, 3, iter, "stream", &a, &o);
     }
     lop_buf_free(&st);
     lop_buf_free(&want);
@@ -645,7 +763,7 @@ static void test_list_bodies_split_anywhere(void)
                                  iter, "body", exp, &a, &o);
         }
         free(exp);
-        mutated_agree(feed_list, &body, iter, "body", &a, &o);
+        mutated_agree(feed_list, &body, 1, iter, "body", &a, &o); /* byte by byte: all tracked */
     }
     lop_buf_free(&body);
     lop_buf_free(&want);
@@ -764,6 +882,7 @@ int main(void)
         g_rng = strtoull(seed, NULL, 0);
     T_RUN(test_jscan_value_matches_the_reference);
     T_RUN(test_jscan_escapes_at_every_16_byte_offset);
+    T_RUN(test_jsimd_close_end_matches_its_definition);
     T_RUN(test_watch_streams_split_anywhere);
     T_RUN(test_list_bodies_split_anywhere);
     T_RUN(test_prefix_build_equals_whole_build);

@@ -2,8 +2,9 @@
  * The reflector's one-pass watch events (on_event validates and builds in one walk; an event
  * cut at its newline is handed over unchecked, refused and tracked when it is not one object):
  * every stream below gives the same store, handler calls, RV and watch outcome whether it
- * arrives in one chunk (unchecked path), byte by byte (tracked path) or in pieces of 7 bytes,
- * and the one expected. Covers "object" before "type", repeated
+ * arrives in one chunk (unchecked path), byte by byte (tracked from the first '}' on) or in
+ * pieces of 7 bytes (held for the newline unless a piece ends after a '}'), and the one
+ * expected. Covers "object" before "type", repeated
  * members, ERROR events (the object is a Status, never built as an entry), BOOKMARKs, events
  * sharing a line or carrying newlines, malformed bytes around a valid object, and a watch-list's
  * initial events on a relist (wl_reuse: unchanged entries shared).
@@ -160,6 +161,18 @@ static void test_malformed_events_stop_the_watch_alike(void)
     }
 }
 
+/* A stream that ends right after an event followed by garbage on its line, with no newline: the
+ * decoder holds that event for its newline in one chunk (a '"' may follow a '}' in a string) and
+ * decodes it at the stream's end; tracked byte by byte it is applied at its '}'. Either way the
+ * event is applied and the garbage fails the watch. */
+static void test_event_held_at_the_end_of_a_broken_stream(void)
+{
+    check(LIST("10", ""),
+          "{\"type\":\"ADDED\",\"object\":" CM("a", "11") "}\n{\"type\":\"ADDED\",\"object\":" CM("b", "12") "}\"x",
+          NULL, false,
+          "add:a@11;add:b@12;|rv=12 events=2 bookmarks=0 lists=1 watch_lists=0 relists_410=0 count=2 wait>0=1");
+}
+
 static void test_watch_list_initial_events_and_relist(void)
 {
     /* first sync by watch-list; then a 410 and a second watch-list over a full store (wl_reuse):
@@ -180,6 +193,7 @@ int main(void)
     T_RUN(test_member_order_and_repeats);
     T_RUN(test_error_events);
     T_RUN(test_malformed_events_stop_the_watch_alike);
+    T_RUN(test_event_held_at_the_end_of_a_broken_stream);
     T_RUN(test_watch_list_initial_events_and_relist);
     return T_DONE();
 }
