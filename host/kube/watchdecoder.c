@@ -174,6 +174,12 @@ static lop_rc_t track_held(lop_watchdecoder_t *d, size_t n, lop_err_t *err)
     d->state = DOC_NONE;
     lop_rc_t rc = split(d, d->replay.data, n, 0, false, err);
     d->offset = next;
+    /* the held bytes are split (a tracked remainder was copied to buf): keep a small buffer for
+     * the next fallback, not one as large as the largest event ever held */
+    if (d->replay.cap > (64u << 10))
+        lop_buf_free(&d->replay);
+    else
+        lop_buf_reset(&d->replay);
     return rc;
 }
 

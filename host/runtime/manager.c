@@ -169,17 +169,24 @@ static inf_entry_t *inf_acquire(lop_manager_t *m, const lop_rest_mapping_t *mp, 
     h.ud = m;
     h.on_synced = informer_synced;
     e->notify_id = lop_informer_add_handler(inf, &h);
-    if (m->cfg.metrics) {
-        lop_metrics_bind_store(m->cfg.metrics, name, lop_informer_store(inf), e->store_metrics, NULL);
-        lop_metrics_bind_reflector(m->cfg.metrics, name, lop_informer_reflector(inf),
-                                   e->reflector_metrics, NULL);
-    }
+    /* its metrics are bound when the wiring is committed (inf_bind_metrics): a staged informer
+     * of a reload that fails must not take over the series of a running one of the same kind */
     pthread_mutex_lock(&m->mu);
     e->next = m->infs;
     m->infs = e;
     pthread_mutex_unlock(&m->mu);
     m->stats.informers++;
     return e;
+}
+
+static void inf_bind_metrics(lop_manager_t *m, inf_entry_t *e)
+{
+    if (!m->cfg.metrics || e->metrics_bound) return;
+    char name[400];
+    gvr_name(&e->mapping, e->meta_only, name, sizeof name);
+    lop_metrics_bind_store(m->cfg.metrics, name, lop_informer_store(e->inf), e->store_metrics, NULL);
+    lop_metrics_bind_reflector(m->cfg.metrics, name, lop_informer_reflector(e->inf), e->reflector_metrics, NULL);
+    e->metrics_bound = true;
 }
 
 static void inf_release(lop_manager_t *m, inf_entry_t *e)
@@ -288,6 +295,36 @@ static void on_queue_item(void *ud, lop_wq_observe_kind_t kind, int64_t ns)
     else lop_metrics_observe_work_duration(qm, ns);
 }
 
+/* Undo a staged wiring (fresh, not committed): what it made is freed, its informers released,
+ * and the controllers it took over go back to the running wiring. */
+static void unstage(lop_manager_t *m, ctrl_entry_t *fresh)
+{
+    /* Leave the running wiring alone; undo what we built. Controllers taken over from the
+     * old wiring go back to it. */
+    while (fresh) {
+        ctrl_entry_t *c = fresh;
+        fresh = c->next;
+        ctrl_entry_t *old = ctrl_find(m->ctrls, c->name);
+        for (size_t i = 0; i < c->nbindings; i++) {
+            inf_release(m, c->bindings[i]->inf);
+            preds_free(c->bindings[i]->preds, c->bindings[i]->npreds);
+            free(c->bindings[i]);
+        }
+        free(c->bindings);
+        if (old && old->moved && old->ctrl == c->ctrl) __atomic_store_n(&old->moved, false, __ATOMIC_SEQ_CST);
+        else { /* made by this reload: nothing of it was bound or started */
+            lop_controller_free(c->ctrl);
+            m->stats.controllers--;
+        }
+        free(c->name);
+        free(c);
+    }
+    /* An informer that synced while its old binding stood down (moved) told nobody. Both
+     * sides are sequentially consistent (moved here and in lop_binding_on_synced, HasSynced
+     * in the reflector): either that callback saw moved cleared, or this sees it synced. */
+    for (ctrl_entry_t *c = m->ctrls; c; c = c->next) lop_ctrl_check_synced(c);
+}
+
 /* Build the wiring of a new set's declarations (vm: the set's VM, not installed yet) on the
  * side, in m->staged: controllers kept by name move to it (their old entries stand down:
  * moved), new ones are made, every watch takes its informer. Runs in the install's validation,
@@ -334,17 +371,8 @@ static lop_rc_t wire_stage(lop_manager_t *m, lop_vm_t *vm, lop_err_t *err)
                 .memory_observer = on_vm_memory,
             };
             c->ctrl = lop_controller_new(&co);
+            c->unbound = true; /* its metrics are bound by wire_commit (see inf_acquire) */
             m->stats.controllers++;
-            if (m->cfg.metrics) {
-                lop_metrics_bind_queue(m->cfg.metrics, d->name, lop_controller_queue(c->ctrl),
-                                       &c->queue_metrics, NULL);
-                lop_metrics_bind_controller(m->cfg.metrics, d->name, c->ctrl,
-                                            d->max_concurrent_reconciles > 0 ? d->max_concurrent_reconciles : 1,
-                                            &c->ctrl_metrics, NULL);
-                c->queue_obs = lop_xmalloc(sizeof *c->queue_obs);
-                *c->queue_obs = c->queue_metrics;
-                lop_workqueue_set_observer(lop_controller_queue(c->ctrl), on_queue_item, c->queue_obs);
-            }
         }
         size_t nw = decl_watch_count(d);
         c->bindings = lop_xcalloc(nw, sizeof *c->bindings);
@@ -370,34 +398,7 @@ static lop_rc_t wire_stage(lop_manager_t *m, lop_vm_t *vm, lop_err_t *err)
         tail = &c->next;
     }
     if (rc != LOP_OK) {
-        /* Leave the running wiring alone; undo what we built. Controllers taken over from the
-         * old wiring go back to it. */
-        while (fresh) {
-            ctrl_entry_t *c = fresh;
-            fresh = c->next;
-            ctrl_entry_t *old = ctrl_find(m->ctrls, c->name);
-            for (size_t i = 0; i < c->nbindings; i++) {
-                inf_release(m, c->bindings[i]->inf);
-                preds_free(c->bindings[i]->preds, c->bindings[i]->npreds);
-                free(c->bindings[i]);
-            }
-            free(c->bindings);
-            if (old && old->moved && old->ctrl == c->ctrl) __atomic_store_n(&old->moved, false, __ATOMIC_SEQ_CST);
-            else {
-                lop_workqueue_set_observer(lop_controller_queue(c->ctrl), NULL, NULL);
-                lop_metrics_unbind_queue(&c->queue_metrics, lop_controller_queue(c->ctrl));
-                lop_metrics_unbind_controller(&c->ctrl_metrics, c->ctrl);
-                lop_controller_free(c->ctrl);
-                free(c->queue_obs);
-                m->stats.controllers--;
-            }
-            free(c->name);
-            free(c);
-        }
-        /* An informer that synced while its old binding stood down (moved) told nobody. Both
-         * sides are sequentially consistent (moved here and in lop_binding_on_synced, HasSynced
-         * in the reflector): either that callback saw moved cleared, or this sees it synced. */
-        for (ctrl_entry_t *c = m->ctrls; c; c = c->next) lop_ctrl_check_synced(c);
+        unstage(m, fresh);
         return rc;
     }
     m->staged = fresh;
@@ -418,6 +419,17 @@ static void wire_commit(lop_manager_t *m)
     ctrl_entry_t *fresh = m->staged;
     m->staged = NULL;
     uint64_t gen = lop_scriptrt_generation(m->rt); /* the staged set's: its Lua ids */
+    /* Metrics of what the reload made take over their series only now that it stays. */
+    for (ctrl_entry_t *c = fresh; c; c = c->next) {
+        for (size_t i = 0; i < c->nbindings; i++) inf_bind_metrics(m, c->bindings[i]->inf);
+        if (!c->unbound || !m->cfg.metrics) continue;
+        c->unbound = false;
+        lop_metrics_bind_queue(m->cfg.metrics, c->name, lop_controller_queue(c->ctrl), &c->queue_metrics, NULL);
+        lop_metrics_bind_controller(m->cfg.metrics, c->name, c->ctrl, c->workers, &c->ctrl_metrics, NULL);
+        c->queue_obs = lop_xmalloc(sizeof *c->queue_obs);
+        *c->queue_obs = c->queue_metrics;
+        lop_workqueue_set_observer(lop_controller_queue(c->ctrl), on_queue_item, c->queue_obs);
+    }
     /* Register the new handlers first (a started informer replays its objects as adds: that
      * requeues every object once under the new logic), then drop the old wiring. */
     for (ctrl_entry_t *c = fresh; c; c = c->next) {
@@ -488,6 +500,10 @@ lop_rc_t lop_manager_install(lop_manager_t *m, lop_script_set_t *set, lop_err_t 
     /* The wiring is staged by the validation: a failure there (an informer that cannot be
      * made) leaves the running set and wiring alone, and set to the caller. */
     lop_rc_t rc = lop_scriptrt_install(m->rt, set, validate_and_stage, m, err);
+    if (rc != LOP_OK && m->staged) { /* accepted, then refused: not today, but never half-wired */
+        unstage(m, m->staged);
+        m->staged = NULL;
+    }
     if (rc != LOP_OK) {
         m->stats.reloads_failed++;
         if (m->cfg.metrics)

@@ -24,6 +24,7 @@ typedef struct inf_entry {
     int refs;
     bool started;
     int notify_id; /* handler that wakes read-your-writes waiters */
+    bool metrics_bound; /* store/reflector metrics bound: by the reload that committed it */
     lop_metric_t *store_metrics[2];
     lop_metric_t *reflector_metrics[2];
     struct inf_entry *next;
@@ -52,6 +53,7 @@ typedef struct ctrl_entry {
     size_t nbindings;
     bool started;
     bool moved; /* reload: its controller now belongs to the new wiring */
+    bool unbound; /* made by a reload not committed yet: its metrics are not bound */
     bool leader_election; /* needs leadership to run and write */
     int workers;          /* max_concurrent_reconciles it was built with */
     lop_metrics_queue_t queue_metrics;

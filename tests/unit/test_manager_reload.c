@@ -9,6 +9,7 @@
  * test seam (lop_manager_t.inf_new_hook): the reload keeps controller "gated" and adds a watch
  * whose informer cannot be created. */
 #include "host/runtime/manager_internal.h"
+#include "host/runtime/metrics_std.h"
 #include "host/runtime/scripts.h"
 #include "t.h"
 #include "apiserver_client.h"
@@ -18,6 +19,8 @@
 
 static lop_apiserver_t *srv;
 static lop_rest_client_t *cli;
+static lop_metrics_t *reg; /* the manager's metrics, rendered by metric() */
+static lop_metrics_std_t std;
 
 #define NCM 3 /* ConfigMaps in "default", the namespace the controller's for_ watches */
 
@@ -49,6 +52,30 @@ static lop_ctrl_decl_t keep_owns_decls[] = {
      .max_concurrent_reconciles = 1},
 };
 
+/* "workers2": the same controller with 2 workers (a new controller of the same name: its queue
+ * and metrics series are the running one's) that also owns ConfigMaps labelled tier=new. */
+static lop_ctrl_decl_t workers2_decls[] = {
+    {.name = s_gated,
+     .for_ = {.gvk = {s_v1, s_cm}, .map = LOP_MAP_SELF, .namespace_ = s_default},
+     .owns = owns_new,
+     .nowns = 1,
+     .max_concurrent_reconciles = 2},
+};
+
+/* "other": "gated" as in "keep", plus controller "other" over the ConfigMaps of kube-system (an
+ * informer of the same kind, so of the same informer metric series) that owns tier=new ones. */
+static char s_other[] = "other", s_ks[] = "kube-system";
+static lop_ctrl_decl_t other_decls[] = {
+    {.name = s_gated,
+     .for_ = {.gvk = {s_v1, s_cm}, .map = LOP_MAP_SELF, .namespace_ = s_default},
+     .max_concurrent_reconciles = 1},
+    {.name = s_other,
+     .for_ = {.gvk = {s_v1, s_cm}, .map = LOP_MAP_SELF, .namespace_ = s_ks},
+     .owns = owns_new,
+     .nowns = 1,
+     .max_concurrent_reconciles = 1},
+};
+
 typedef struct fake_vm {
     const lop_ctrl_decl_t *decls;
     size_t n;
@@ -67,6 +94,12 @@ static lop_vm_t *fake_vm_new(const lop_script_set_t *set, const lop_engine_opts_
     } else if (f && strcmp(f->data, "keep+owns") == 0) {
         vm->decls = keep_owns_decls;
         vm->n = 1;
+    } else if (f && strcmp(f->data, "workers2") == 0) {
+        vm->decls = workers2_decls;
+        vm->n = 1;
+    } else if (f && strcmp(f->data, "other") == 0) {
+        vm->decls = other_decls;
+        vm->n = 2;
     } else {
         free(vm);
         lop_err_set(err, LOP_EINVAL, 0, NULL, "main.lua:1: unknown test script");
@@ -143,7 +176,7 @@ static void setup(fx_t *f)
 {
     memset(f, 0, sizeof *f);
     f->mapper = lop_restmapper_new(cli);
-    lop_manager_config_t mc = {.rest = cli, .mapper = f->mapper, .engine = &fake_engine};
+    lop_manager_config_t mc = {.rest = cli, .mapper = f->mapper, .engine = &fake_engine, .metrics = &std};
     lop_err_t err;
     T_EQ_INT(lop_manager_new(&mc, &f->m, &err), LOP_OK);
     f->m->inf_new_hook = refuse_informer;
@@ -298,9 +331,79 @@ static void test_reload_after_a_failed_one_takes_the_controller_over(void)
     teardown(&f);
 }
 
+/* The value of one series as /metrics renders it ("name{labels}"), or -1 when it is absent. */
+static double metric(const char *series)
+{
+    lop_buf_t b = LOP_BUF_INIT;
+    lop_metrics_render(reg, &b);
+    double v = -1;
+    size_t n = strlen(series);
+    for (const char *l = b.data; l && *l;) {
+        if (!strncmp(l, series, n) && l[n] == ' ')
+            v = strtod(l + n + 1, NULL);
+        const char *nl = strchr(l, '\n');
+        l = nl ? nl + 1 : NULL;
+    }
+    lop_buf_free(&b);
+    return v;
+}
+
+#define Q_ADDS "workqueue_adds_total{name=\"gated\"}"
+#define Q_DEPTH "workqueue_depth{name=\"gated\"}"
+#define C_MAX "controller_runtime_max_concurrent_reconciles{controller=\"gated\"}"
+#define I_OBJS "luaop_informer_objects{gvr=\"v1/configmaps\"}"
+
+/* A reload that would replace "gated" by a controller of 2 workers fails: the series of the
+ * running controller still read its queue and its worker count (the staged controller had bound
+ * them, and the rollback's unbind left them reading nothing). */
+static void test_failed_reload_leaves_the_controller_metrics(void)
+{
+    fx_t f;
+    setup(&f);
+    char v1[32];
+    lop_controller_t *ctrl = install_gated(&f, v1, sizeof v1);
+    lop_controller_enqueue(ctrl, "default", "x");
+    T_EQ_INT(metric(C_MAX), 1);
+    T_EQ_INT(metric(Q_ADDS), 1);
+    T_EQ_INT(metric(Q_DEPTH), 1);
+    f.fail_key = KEY_OWNS;
+    lop_err_t err;
+    T_CHECK(install(&f, "workers2", &err) != LOP_OK);
+    check_old_wiring(&f, ctrl, v1);
+    T_EQ_INT(metric(C_MAX), 1);
+    T_EQ_INT(metric(Q_ADDS), 1);
+    T_EQ_INT(metric(Q_DEPTH), 1);
+    teardown(&f);
+}
+
+/* A reload adding an informer of the same kind (another namespace) fails: the informer series
+ * still reads the running informer's store. */
+static void test_failed_reload_leaves_the_informer_metrics(void)
+{
+    fx_t f;
+    setup(&f);
+    char v1[32];
+    lop_controller_t *ctrl = install_gated(&f, v1, sizeof v1);
+    inf_entry_t *e = inf_of(f.m, KEY_FOR);
+    int64_t wait = 0;
+    T_EQ_INT(lop_informer_step(e->inf, &wait), LOP_OK); /* its first list: NCM objects */
+    T_EQ_INT(metric(I_OBJS), NCM);
+    f.fail_key = KEY_OWNS;
+    lop_err_t err;
+    T_CHECK(install(&f, "other", &err) != LOP_OK);
+    T_EQ_INT(metric(I_OBJS), NCM);
+    T_EQ_INT(f.m->stats.controllers, 1);
+    (void)ctrl;
+    teardown(&f);
+}
+
 int main(void)
 {
     if (!T_SETUP("start the API server and a client", t_apiserver_client_start(&srv, &cli) == 0))
+        return T_DONE();
+    reg = lop_metrics_new();
+    lop_err_t merr;
+    if (!T_SETUP("the standard metrics", lop_metrics_std_init(&std, reg, &merr) == LOP_OK))
         return T_DONE();
     for (int i = 0; i < NCM; i++) {
         char body[256];
@@ -314,7 +417,10 @@ int main(void)
     T_RUN(test_failed_rewire_gives_a_gated_controller_back_to_the_old_wiring);
     T_RUN(test_informer_synced_during_failed_rewire_opens_the_gate);
     T_RUN(test_reload_after_a_failed_one_takes_the_controller_over);
+    T_RUN(test_failed_reload_leaves_the_controller_metrics);
+    T_RUN(test_failed_reload_leaves_the_informer_metrics);
     lop_rest_client_free(cli);
     lop_apiserver_stop(srv);
+    lop_metrics_free(reg);
     return T_DONE();
 }
