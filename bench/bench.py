@@ -1687,6 +1687,11 @@ class Runner:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) >= 2 and sys.argv[1] == "--check-names":  # bench/run.sh, before it builds
+        bad = [n for n in sys.argv[2:] if n not in BENCHMARKS]
+        if bad:
+            raise SystemExit("unknown benchmark %s; known: %s" % (" ".join(map(repr, bad)), " ".join(BENCHMARKS)))
+        sys.exit(0)
     if len(sys.argv) < 3:
         raise SystemExit(__doc__)
     r = Runner(sys.argv[1], sys.argv[2])

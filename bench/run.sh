@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # bench/run.sh [BUILD_DIR] [BENCHMARK ...] — luaop's benchmark suite (see bench/README.md).
 #   ./bench/run.sh build                 every benchmark
-#   ./bench/run.sh build sync            one benchmark (apiserver sync cache-rss watch-ingest json-micro)
+#   ./bench/run.sh build sync            one benchmark, or several (apiserver sync sync-crs cache-rss
+#                                        watch-ingest reconcile-noop startup-idle hot-reload
+#                                        leader-failover write-path lazy-decode sync-paged relist-peak
+#                                        burst json-micro)
 #   BENCH_SCALE=0.1 ./bench/run.sh build smaller sizes (the smoke test uses 0.01)
 # Builds the benchmark programs from bench/*.c against BUILD_DIR's libraries (cc + pkg-config),
 # installs the client-node peer into bench/peers/ with `npm ci` (lockfile pinned; skipped when
@@ -12,6 +15,7 @@ build=${1:-build}
 [ $# -gt 0 ] && shift
 build=$(cd "$build" && pwd) || { echo "bench: build dir missing; run make build" >&2; exit 1; }
 [ -x "$build/luaop" ] || { echo "bench: $build/luaop missing; run make build" >&2; exit 1; }
+/usr/bin/python3 "$here/bench.py" --check-names "$@" || exit 2 # before building and npm
 
 bin="$build/bench"
 mkdir -p "$bin"

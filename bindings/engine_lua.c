@@ -134,6 +134,16 @@ static int load_fn(lua_State *L)
     if (!main_file) return luaL_error(L, "script set %s has no main.lua", vm->origin);
 
     vm->phase = LOP_LUA_LOAD;
+    /* Compile every file of the set, so that a syntax error fails the load (luaop check, a
+     * reload) even in a file main.lua does not require (yet). Only compiled: a file runs when
+     * it is required. */
+    for (size_t i = 0; i < c->set->nfiles; i++) {
+        const lop_script_file_t *f = &c->set->files[i];
+        size_t nl = strlen(f->name);
+        if (f == main_file || nl < 4 || strcmp(f->name + nl - 4, ".lua") != 0) continue;
+        lop_lua_vm_load(L, f->data, f->len, f->name);
+        lua_pop(L, 1);
+    }
     lop_lua_vm_load(L, main_file->data, main_file->len, "main.lua");
     lop_lua_vm_call(L, 0, 0);
     return 0;

@@ -31,6 +31,10 @@ int lop_cmd_run(int argc, char **argv)
     int rc = lop_run_opts_parse(&o, argc, argv, false);
     if (rc) return rc == 1 ? 0 : rc;
     if ((rc = lop_cli_setup_logging(&o))) return rc;
+    if (!o.scripts_dir && !o.scripts_configmap) { /* before the kubeconfig: the first thing to fix */
+        fprintf(stderr, "luaop: --scripts DIR (or --scripts-configmap NS/NAME) is required\n");
+        return 2;
+    }
     lop_operator_block_signals();
     lop_kubeconfig_opts_t ko = {.path = o.kubeconfig, .context = o.context};
     lop_rest_config_t cfg = {0};

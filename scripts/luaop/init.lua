@@ -15,7 +15,7 @@ local _M = {}
 local submodules = {
   client = true, result = true, errors = true, log = true, predicates = true, object = true,
   conditions = true, finalizers = true, owner = true, status = true, ops = true, events = true,
-  selector = true, leader = true, handler = true,
+  selector = true, leader = true, handler = true, metrics = true,
 }
 
 --- Declare a controller (call it while main.lua loads).

@@ -5,8 +5,8 @@
 #    `kubectl create configmap --from-file --dry-run=client -o yaml` makes of it (flat keys), and
 #    both report the same content hash as `luaop run` would;
 #  - a binaryData (base64) key works;
-#  - rejected with exit 1 and file:line: a syntax error, an error raised at load, an invalid
-#    controller declaration; rejected with a clear message: no main.lua, duplicate controller
+#  - rejected with exit 1 and file:line: a syntax error (also in a file nothing requires), an
+#    error raised at load, an invalid controller declaration; rejected with a clear message: no main.lua, duplicate controller
 #    names, a YAML without a ConfigMap, two ConfigMaps, a missing file, malformed YAML.
 set -euo pipefail
 : "${LUAOP:?}"
@@ -80,6 +80,12 @@ cm_of() { # cm_of FILE.lua -> ConfigMap YAML with it as main.lua
 printf 'local op = require("luaop")\nlocal x = = 1\n' >"$T/syntax.lua"
 cm_of "$T/syntax.lua" >"$T/syntax.yaml"
 expect_reject "syntax error" "main\.lua:2:" --configmap "$T/syntax.yaml"
+
+# a syntax error in a file nothing requires yet: every file of the set is compiled
+mkdir -p "$T/unused"
+cp "$T/good/main.lua" "$T/good/util.lua" "$T/unused/"
+printf 'return {\n  broken = ,\n}\n' >"$T/unused/later.lua"
+expect_reject "syntax error in a file main.lua does not require" "later\.lua:2:" --scripts "$T/unused"
 
 printf 'local op = require("luaop")\n\nerror("no config")\n' >"$T/raise.lua"
 cm_of "$T/raise.lua" >"$T/raise.yaml"

@@ -156,7 +156,9 @@ static void test_load_errors_name_file_line(void)
          NULL, NULL, "main.lua:2: controller 'm': owns[1].predicates[1] unknown builtin 'nope'"},
         {"local core = require('luaop.core')\n\ncore.get('v1', 'ConfigMap', 'default', 'a')\n", NULL, NULL,
          "main.lua:3: core.get may not be called while main.lua loads"},
-        {"return 1\n", "other.lua", "x", NULL}, /* no error: a set without controllers loads */
+        /* every file is compiled, also one that nothing requires */
+        {"return 1\n", "other.lua", "local x = = 1\n", "other.lua:1:"},
+        {"return 1\n", "other.lua", "return 2\n", NULL}, /* no error: a set without controllers loads */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         set_builder_t b;
