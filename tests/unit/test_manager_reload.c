@@ -236,6 +236,26 @@ static void check_old_wiring(fx_t *f, lop_controller_t *ctrl, const char *versio
     T_EQ_INT(c->bindings[0]->inf->refs, 1); /* the reload's reference on it was released */
 }
 
+/* The informer of key lists once (its first sync, handed to its handlers). */
+static void sync_informer(fx_t *f, const char *key)
+{
+    inf_entry_t *e = inf_of(f->m, key);
+    T_CHECK(e != NULL);
+    if (!e)
+        return;
+    int64_t wait = 0;
+    T_EQ_INT(lop_informer_step(e->inf, &wait), LOP_OK);
+    T_CHECK(lop_informer_has_synced(e->inf));
+}
+
+/* A reload of main whose owns watch's informer cannot be made: it must be refused. */
+static void refused_reload(fx_t *f, const char *main, lop_err_t *err)
+{
+    f->fail_key = KEY_OWNS;
+    lop_err_clear(err);
+    T_CHECK(install(f, main, err) != LOP_OK);
+}
+
 /* ------------------------------------------------------------------ tests */
 
 static void test_failed_rewire_gives_a_gated_controller_back_to_the_old_wiring(void)
@@ -247,22 +267,14 @@ static void test_failed_rewire_gives_a_gated_controller_back_to_the_old_wiring(v
     setup(&f);
     char v1[32];
     lop_controller_t *ctrl = install_gated(&f, v1, sizeof v1);
-    f.fail_key = KEY_OWNS;
     lop_err_t err;
-    lop_err_clear(&err);
-    T_CHECK(install(&f, "keep+owns", &err) != LOP_OK);
+    refused_reload(&f, "keep+owns", &err);
     T_EQ_INT(f.refused, 1);
     T_CHECK(strstr(err.message, "refused by the test") != NULL);
     check_old_wiring(&f, ctrl, v1);
     T_CHECK(!lop_controller_sources_ready(ctrl)); /* nothing synced yet: still held */
 
-    inf_entry_t *e = inf_of(f.m, KEY_FOR);
-    T_CHECK(e != NULL);
-    if (e) {
-        int64_t wait = 0;
-        T_EQ_INT(lop_informer_step(e->inf, &wait), LOP_OK);
-        T_CHECK(lop_informer_has_synced(e->inf));
-    }
+    sync_informer(&f, KEY_FOR);
     T_CHECK(lop_controller_sources_ready(ctrl)); /* told by the old binding: the workers go */
     lop_workqueue_stats_t qs;
     lop_workqueue_stats(lop_controller_queue(ctrl), &qs);
@@ -279,11 +291,9 @@ static void test_informer_synced_during_failed_rewire_opens_the_gate(void)
     setup(&f);
     char v1[32];
     lop_controller_t *ctrl = install_gated(&f, v1, sizeof v1);
-    f.fail_key = KEY_OWNS;
     f.sync_first = true;
     lop_err_t err;
-    lop_err_clear(&err);
-    T_CHECK(install(&f, "keep+owns", &err) != LOP_OK);
+    refused_reload(&f, "keep+owns", &err);
     T_EQ_INT(f.refused, 1);
     T_CHECK(f.moved_then); /* the sync came while the old binding stood down ... */
     T_CHECK(f.synced_then);
@@ -302,9 +312,8 @@ static void test_reload_after_a_failed_one_takes_the_controller_over(void)
     setup(&f);
     char v1[32];
     lop_controller_t *ctrl = install_gated(&f, v1, sizeof v1);
-    f.fail_key = KEY_OWNS;
     lop_err_t err;
-    T_CHECK(install(&f, "keep+owns", &err) != LOP_OK);
+    refused_reload(&f, "keep+owns", &err);
     f.fail_key = NULL;
     T_EQ_INT(install(&f, "keep+owns", &err), LOP_OK);
     char v2[32];
@@ -366,9 +375,8 @@ static void test_failed_reload_leaves_the_controller_metrics(void)
     T_EQ_INT(metric(C_MAX), 1);
     T_EQ_INT(metric(Q_ADDS), 1);
     T_EQ_INT(metric(Q_DEPTH), 1);
-    f.fail_key = KEY_OWNS;
     lop_err_t err;
-    T_CHECK(install(&f, "workers2", &err) != LOP_OK);
+    refused_reload(&f, "workers2", &err);
     check_old_wiring(&f, ctrl, v1);
     T_EQ_INT(metric(C_MAX), 1);
     T_EQ_INT(metric(Q_ADDS), 1);
@@ -384,13 +392,10 @@ static void test_failed_reload_leaves_the_informer_metrics(void)
     setup(&f);
     char v1[32];
     lop_controller_t *ctrl = install_gated(&f, v1, sizeof v1);
-    inf_entry_t *e = inf_of(f.m, KEY_FOR);
-    int64_t wait = 0;
-    T_EQ_INT(lop_informer_step(e->inf, &wait), LOP_OK); /* its first list: NCM objects */
+    sync_informer(&f, KEY_FOR); /* its first list: NCM objects */
     T_EQ_INT(metric(I_OBJS), NCM);
-    f.fail_key = KEY_OWNS;
     lop_err_t err;
-    T_CHECK(install(&f, "other", &err) != LOP_OK);
+    refused_reload(&f, "other", &err);
     T_EQ_INT(metric(I_OBJS), NCM);
     T_EQ_INT(f.m->stats.controllers, 1);
     (void)ctrl;
