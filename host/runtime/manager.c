@@ -95,29 +95,6 @@ static void gvr_name(const lop_rest_mapping_t *mp, bool meta_only, char *buf, si
              meta_only ? "+metadata" : "");
 }
 
-/* Hide the per-informer metric children of a stopped informer (unless another informer of the
- * same GVR, e.g. another namespace, still reports under that label). */
-static void inf_metrics_remove(lop_manager_t *m, const inf_entry_t *gone)
-{
-    if (!m->cfg.metrics) return;
-    char name[400], other[400];
-    gvr_name(&gone->mapping, gone->meta_only, name, sizeof name);
-    pthread_mutex_lock(&m->mu);
-    bool shared = false;
-    for (inf_entry_t *e = m->infs; e && !shared; e = e->next) {
-        gvr_name(&e->mapping, e->meta_only, other, sizeof other);
-        shared = strcmp(name, other) == 0;
-    }
-    pthread_mutex_unlock(&m->mu);
-    if (shared) return;
-    const char *v[] = {name};
-    lop_metrics_std_t *std = m->cfg.metrics;
-    lop_metric_family_t *fams[] = {std->informer_objects, std->informer_bytes,
-                                   std->watch_restarts_total, std->relists_total};
-    for (size_t i = 0; i < sizeof fams / sizeof fams[0]; i++)
-        if (fams[i]) lop_metric_remove(fams[i], v);
-}
-
 /* An informer of the manager synced: tell the owner (it waits for lop_manager_synced). */
 static void informer_synced(void *ud)
 {
@@ -179,14 +156,46 @@ static inf_entry_t *inf_acquire(lop_manager_t *m, const lop_rest_mapping_t *mp, 
     return e;
 }
 
+/* Count a committed informer in the {gvr} series of its GVR name: the sum over every informer of
+ * that name (another namespace or label selector shares the series). Binding only at commit keeps
+ * a staged informer of a reload that fails out of the series. */
 static void inf_bind_metrics(lop_manager_t *m, inf_entry_t *e)
 {
-    if (!m->cfg.metrics || e->metrics_bound) return;
+    if (!m->cfg.metrics || e->gvr_metrics) return;
     char name[400];
     gvr_name(&e->mapping, e->meta_only, name, sizeof name);
-    lop_metrics_bind_store(m->cfg.metrics, name, lop_informer_store(e->inf), e->store_metrics, NULL);
-    lop_metrics_bind_reflector(m->cfg.metrics, name, lop_informer_reflector(e->inf), e->reflector_metrics, NULL);
-    e->metrics_bound = true;
+    lop_metrics_gvr_t *g = NULL;
+    for (size_t i = 0; i < m->ngvr_metrics && !g; i++)
+        if (strcmp(lop_metrics_gvr_name(m->gvr_metrics[i]), name) == 0) g = m->gvr_metrics[i];
+    if (!g) {
+        g = lop_metrics_gvr_new(m->cfg.metrics, name, NULL);
+        if (!g) return;
+        m->gvr_metrics = lop_xrealloc(m->gvr_metrics, (m->ngvr_metrics + 1) * sizeof *m->gvr_metrics);
+        m->gvr_metrics[m->ngvr_metrics++] = g;
+    }
+    lop_metrics_gvr_add(g, lop_informer_store(e->inf), lop_informer_reflector(e->inf));
+    e->gvr_metrics = g;
+}
+
+/* Stop counting an informer in its {gvr} series (before it is freed); the last one of its GVR
+ * name takes the series away. */
+static void inf_unbind_metrics(lop_manager_t *m, inf_entry_t *e)
+{
+    lop_metrics_gvr_t *g = e->gvr_metrics;
+    if (!g) return;
+    e->gvr_metrics = NULL;
+    if (lop_metrics_gvr_remove(g, lop_informer_store(e->inf)) > 0) return;
+    for (size_t i = 0; i < m->ngvr_metrics; i++) {
+        if (m->gvr_metrics[i] == g) {
+            m->gvr_metrics[i] = m->gvr_metrics[--m->ngvr_metrics];
+            break;
+        }
+    }
+    if (m->ngvr_metrics == 0) {
+        free(m->gvr_metrics);
+        m->gvr_metrics = NULL;
+    }
+    lop_metrics_gvr_free(g);
 }
 
 static void inf_release(lop_manager_t *m, inf_entry_t *e)
@@ -201,9 +210,7 @@ static void inf_release(lop_manager_t *m, inf_entry_t *e)
     }
     pthread_mutex_unlock(&m->mu);
     lop_log(LOP_LOG_INFO, "stopping informer", "informer", e->key, NULL);
-    lop_metrics_unbind(e->store_metrics, 2, lop_informer_store(e->inf));
-    lop_metrics_unbind(e->reflector_metrics, 2, lop_informer_reflector(e->inf));
-    inf_metrics_remove(m, e);
+    inf_unbind_metrics(m, e);
     lop_informer_free(e->inf); /* stops it */
     free(e->ns);
     free(e->selector);

@@ -24,9 +24,9 @@ typedef struct inf_entry {
     int refs;
     bool started;
     int notify_id; /* handler that wakes read-your-writes waiters */
-    bool metrics_bound; /* store/reflector metrics bound: by the reload that committed it */
-    lop_metric_t *store_metrics[2];
-    lop_metric_t *reflector_metrics[2];
+    /* The {gvr} informer series it is counted in (lop_metrics_gvr_t, shared by every informer of
+     * its GVR name; the manager's gvr_metrics owns it): set by the reload that committed it. */
+    lop_metrics_gvr_t *gvr_metrics;
     struct inf_entry *next;
 } inf_entry_t;
 
@@ -85,6 +85,11 @@ struct lop_manager {
     pthread_mutex_t ryw_mu; /* read-your-writes: informer events broadcast ryw_cond */
     pthread_cond_t ryw_cond;
     struct ryw_waiter *ryw_waiters; /* writes in flight (hostapi.c), guarded by ryw_mu */
+    /* One record per GVR name with a committed informer, bound to its informer series (the sum
+     * over those informers); touched by the installing/owner thread only (wire_commit,
+     * inf_release), scrapes read a record through its own lock. */
+    lop_metrics_gvr_t **gvr_metrics;
+    size_t ngvr_metrics;
     bool started;
     size_t abandoned; /* reconciles a bounded stop left running (owner thread) */
     lop_manager_stats_t stats;

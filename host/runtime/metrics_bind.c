@@ -2,7 +2,11 @@
  * metrics_bind.h). */
 #include "host/runtime/metrics_bind.h"
 
+#include "host/util/buf.h"
+
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---------------------------------------------------------------- workqueue */
@@ -211,6 +215,136 @@ lop_rc_t lop_metrics_bind_reflector(const lop_metrics_std_t *std, const char *gv
     lop_rc_t rc = bind_one(std->watch_restarts_total, gvr, r_watch_restarts, r, &out[0], err);
     if (rc == LOP_OK) rc = bind_one(std->relists_total, gvr, r_relists, r, &out[1], err);
     return rc;
+}
+
+/* ---------------------------------------------------------------- informers of one GVR, summed */
+
+enum { GVR_OBJECTS, GVR_BYTES, GVR_WATCH_RESTARTS, GVR_RELISTS, GVR_NSERIES };
+
+typedef struct gvr_member {
+    lop_store_t *s;
+    lop_reflector_t *r;
+} gvr_member_t;
+
+struct lop_metrics_gvr {
+    const lop_metrics_std_t *std;
+    char *gvr;
+    pthread_mutex_t mu; /* guards members/n/cap: a leaf lock (see metrics_bind.h) */
+    gvr_member_t *members;
+    size_t n, cap;
+    lop_metric_t *kids[GVR_NSERIES];
+};
+
+/* The figure one member adds to series i: what the per-component bindings report. */
+static double gvr_member_value(const gvr_member_t *mb, int i)
+{
+    switch (i) {
+    case GVR_OBJECTS: return s_objects(mb->s);
+    case GVR_BYTES: return s_bytes(mb->s);
+    case GVR_WATCH_RESTARTS: return mb->r ? r_watch_restarts(mb->r) : 0;
+    default: return mb->r ? r_relists(mb->r) : 0;
+    }
+}
+
+static double gvr_sum(lop_metrics_gvr_t *g, int i)
+{
+    double sum = 0;
+    pthread_mutex_lock(&g->mu);
+    for (size_t k = 0; k < g->n; k++) sum += gvr_member_value(&g->members[k], i);
+    pthread_mutex_unlock(&g->mu);
+    return sum;
+}
+
+static double g_objects(void *ud)
+{
+    return gvr_sum(ud, GVR_OBJECTS);
+}
+static double g_bytes(void *ud)
+{
+    return gvr_sum(ud, GVR_BYTES);
+}
+static double g_watch_restarts(void *ud)
+{
+    return gvr_sum(ud, GVR_WATCH_RESTARTS);
+}
+static double g_relists(void *ud)
+{
+    return gvr_sum(ud, GVR_RELISTS);
+}
+
+static lop_metric_family_t *gvr_family(const lop_metrics_std_t *std, int i)
+{
+    lop_metric_family_t *fams[GVR_NSERIES] = {std->informer_objects, std->informer_bytes,
+                                              std->watch_restarts_total, std->relists_total};
+    return fams[i];
+}
+
+lop_metrics_gvr_t *lop_metrics_gvr_new(const lop_metrics_std_t *std, const char *gvr, lop_err_t *err)
+{
+    if (!std || !gvr) {
+        lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: bind gvr: needs initialised std and a gvr");
+        return NULL;
+    }
+    static const lop_metric_fn fns[GVR_NSERIES] = {g_objects, g_bytes, g_watch_restarts, g_relists};
+    lop_metrics_gvr_t *g = lop_xcalloc(1, sizeof *g);
+    g->std = std;
+    g->gvr = lop_xstrdup(gvr);
+    pthread_mutex_init(&g->mu, NULL);
+    for (int i = 0; i < GVR_NSERIES; i++) {
+        if (bind_one(gvr_family(std, i), gvr, fns[i], g, &g->kids[i], err) != LOP_OK) {
+            lop_metrics_gvr_free(g);
+            return NULL;
+        }
+    }
+    return g;
+}
+
+const char *lop_metrics_gvr_name(const lop_metrics_gvr_t *g)
+{
+    return g->gvr;
+}
+
+void lop_metrics_gvr_add(lop_metrics_gvr_t *g, lop_store_t *s, lop_reflector_t *r)
+{
+    if (!g || !s) return;
+    pthread_mutex_lock(&g->mu);
+    if (g->n == g->cap) {
+        g->cap = g->cap ? 2 * g->cap : 4;
+        g->members = lop_xrealloc(g->members, g->cap * sizeof *g->members);
+    }
+    g->members[g->n++] = (gvr_member_t){s, r};
+    pthread_mutex_unlock(&g->mu);
+}
+
+size_t lop_metrics_gvr_remove(lop_metrics_gvr_t *g, const lop_store_t *s)
+{
+    if (!g) return 0;
+    pthread_mutex_lock(&g->mu);
+    for (size_t k = 0; k < g->n; k++) {
+        if (g->members[k].s == s) {
+            g->members[k] = g->members[--g->n];
+            break;
+        }
+    }
+    size_t left = g->n;
+    pthread_mutex_unlock(&g->mu);
+    return left;
+}
+
+void lop_metrics_gvr_free(lop_metrics_gvr_t *g)
+{
+    if (!g) return;
+    const char *v[] = {g->gvr};
+    for (int i = 0; i < GVR_NSERIES; i++) {
+        /* Once the clear returns no scrape runs g's function (it runs under the family lock the
+         * clear takes); a series taken over by someone else since is left alone. */
+        if (g->kids[i] && lop_metric_clear_fn_if(g->kids[i], g))
+            lop_metric_remove(gvr_family(g->std, i), v);
+    }
+    pthread_mutex_destroy(&g->mu);
+    free(g->members);
+    free(g->gvr);
+    free(g);
 }
 
 static double e_leading(void *ud)

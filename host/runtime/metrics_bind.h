@@ -68,6 +68,36 @@ lop_rc_t lop_metrics_bind_store(const lop_metrics_std_t *std, const char *gvr, l
 lop_rc_t lop_metrics_bind_reflector(const lop_metrics_std_t *std, const char *gvr,
                                     lop_reflector_t *r, lop_metric_t *out[2], lop_err_t *err);
 
+/*
+ * The informer series of one GVR name (the {gvr} label) as the sum over several informers of it
+ * (e.g. one per namespace or label selector): luaop_informer_objects, luaop_informer_bytes,
+ * luaop_watch_restarts_total and luaop_relists_total are bound once, to this record, and read at
+ * scrape time the sum over the (store, reflector) pairs added to it (each counted as
+ * lop_metrics_bind_store / _reflector count one).
+ *
+ *   lop_metrics_gvr_t *g = lop_metrics_gvr_new(&std, "v1/configmaps", &err);
+ *   lop_metrics_gvr_add(g, store_a, reflector_a);
+ *   lop_metrics_gvr_add(g, store_b, reflector_b);
+ *   ...
+ *   if (lop_metrics_gvr_remove(g, store_a) == 0) lop_metrics_gvr_free(g); // before freeing a
+ *
+ * Lifetime: a store/reflector must stay alive until removed; once lop_metrics_gvr_remove returns,
+ * no scrape reads them. lop_metrics_gvr_free unbinds the four series (if still bound to g),
+ * removes them from the output and frees g; once it returns, no scrape calls into g. Keep at most
+ * one record per GVR name at a time (a second would take the series over from the first).
+ * Thread-safety: add/remove/free from one owning thread at a time; scrapes from any thread. The
+ * record's lock is a leaf: held by the scrape (under the family lock) while it reads the members'
+ * stats, and by add/remove only while they edit the member list.
+ */
+typedef struct lop_metrics_gvr lop_metrics_gvr_t;
+lop_metrics_gvr_t *lop_metrics_gvr_new(const lop_metrics_std_t *std, const char *gvr, lop_err_t *err);
+const char *lop_metrics_gvr_name(const lop_metrics_gvr_t *g);
+/* Count store s (required) and reflector r (NULL: counts no watch restart nor relist). */
+void lop_metrics_gvr_add(lop_metrics_gvr_t *g, lop_store_t *s, lop_reflector_t *r);
+/* Remove the member whose store is s; returns how many members are left. */
+size_t lop_metrics_gvr_remove(lop_metrics_gvr_t *g, const lop_store_t *s);
+void lop_metrics_gvr_free(lop_metrics_gvr_t *g);
+
 /* Elector for lease name: leader_election_master_status 1 while lop_elector_is_leader. */
 lop_rc_t lop_metrics_bind_elector(const lop_metrics_std_t *std, const char *name, lop_elector_t *e,
                                   lop_metric_t **out, lop_err_t *err);

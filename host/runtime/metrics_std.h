@@ -35,6 +35,10 @@
  *   luaop_watch_restarts_total                         {gvr}                 counter
  *   luaop_relists_total                                {gvr}                 counter
  *
+ * The four {gvr} series are each the sum over every running informer of that GVR (one per
+ * namespace, label selector: see lop_metrics_gvr_t in metrics_bind.h); they lose an informer's
+ * share when it stops (the counters can go down: a reset) and disappear with the last one.
+ *
  * Thread-safety: lop_metrics_std_init once before other threads use the struct; afterwards the
  * struct is read-only and every update goes through the thread-safe metrics.h calls.
  */

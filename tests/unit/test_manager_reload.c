@@ -23,6 +23,7 @@ static lop_metrics_t *reg; /* the manager's metrics, rendered by metric() */
 static lop_metrics_std_t std;
 
 #define NCM 3 /* ConfigMaps in "default", the namespace the controller's for_ watches */
+#define NKS 2 /* ConfigMaps in "kube-system" */
 
 /* ------------------------------------------------------------------ the fake engine */
 
@@ -76,6 +77,27 @@ static lop_ctrl_decl_t other_decls[] = {
      .max_concurrent_reconciles = 1},
 };
 
+/* "two": "gated" as in "keep", plus controller "ks" over the ConfigMaps of kube-system: two
+ * informers of v1/configmaps, summed in one series. */
+static char s_ks_ctrl[] = "ks";
+static lop_ctrl_decl_t two_decls[] = {
+    {.name = s_gated,
+     .for_ = {.gvk = {s_v1, s_cm}, .map = LOP_MAP_SELF, .namespace_ = s_default},
+     .max_concurrent_reconciles = 1},
+    {.name = s_ks_ctrl,
+     .for_ = {.gvk = {s_v1, s_cm}, .map = LOP_MAP_SELF, .namespace_ = s_ks},
+     .max_concurrent_reconciles = 1},
+};
+#define KEY_KS "/v1/configmaps|kube-system|"
+
+/* "meta": "gated" watching the metadata of the ConfigMaps of "default" only: its informer is of
+ * another series (v1/configmaps+metadata), so no informer of v1/configmaps is left. */
+static lop_ctrl_decl_t meta_decls[] = {
+    {.name = s_gated,
+     .for_ = {.gvk = {s_v1, s_cm}, .map = LOP_MAP_SELF, .namespace_ = s_default, .metadata_only = true},
+     .max_concurrent_reconciles = 1},
+};
+
 typedef struct fake_vm {
     const lop_ctrl_decl_t *decls;
     size_t n;
@@ -100,6 +122,12 @@ static lop_vm_t *fake_vm_new(const lop_script_set_t *set, const lop_engine_opts_
     } else if (f && strcmp(f->data, "other") == 0) {
         vm->decls = other_decls;
         vm->n = 2;
+    } else if (f && strcmp(f->data, "two") == 0) {
+        vm->decls = two_decls;
+        vm->n = 2;
+    } else if (f && strcmp(f->data, "meta") == 0) {
+        vm->decls = meta_decls;
+        vm->n = 1;
     } else {
         free(vm);
         lop_err_set(err, LOP_EINVAL, 0, NULL, "main.lua:1: unknown test script");
@@ -402,6 +430,63 @@ static void test_failed_reload_leaves_the_informer_metrics(void)
     teardown(&f);
 }
 
+#define I_BYTES "luaop_informer_bytes{gvr=\"v1/configmaps\"}"
+#define I_RESTARTS "luaop_watch_restarts_total{gvr=\"v1/configmaps\"}"
+#define I_RELISTS "luaop_relists_total{gvr=\"v1/configmaps\"}"
+#define I_META_OBJS "luaop_informer_objects{gvr=\"v1/configmaps+metadata\"}"
+
+static double store_bytes(fx_t *f, const char *key)
+{
+    inf_entry_t *e = inf_of(f->m, key);
+    T_CHECK(e != NULL);
+    if (!e) return -1;
+    lop_store_stats_t st;
+    memset(&st, 0, sizeof st);
+    lop_store_stats(lop_informer_store(e->inf), &st);
+    return (double)st.bytes;
+}
+
+/* Two informers of v1/configmaps (namespaces "default" and "kube-system") run: each {gvr} series
+ * is the sum over both, whichever was bound last; a reload that drops one leaves the other's
+ * figures; once no informer of the GVR is left the series are gone. */
+static void test_informer_metrics_sum_over_the_informers_of_a_gvr(void)
+{
+    fx_t f;
+    setup(&f);
+    char v1[32];
+    install_gated(&f, v1, sizeof v1);
+    sync_informer(&f, KEY_FOR);
+    T_EQ_INT(metric(I_OBJS), NCM);
+
+    lop_err_t err;
+    T_EQ_INT(install(&f, "two", &err), LOP_OK);
+    T_EQ_INT(f.m->stats.informers, 2);
+    T_EQ_INT(metric(I_OBJS), NCM); /* the kube-system informer, bound last, has listed nothing yet */
+    sync_informer(&f, KEY_KS);
+    T_EQ_INT(metric(I_OBJS), NCM + NKS);
+    double bytes_default = store_bytes(&f, KEY_FOR), bytes_ks = store_bytes(&f, KEY_KS);
+    T_CHECK(bytes_default > 0 && bytes_ks > 0);
+    T_EQ_INT(metric(I_BYTES), bytes_default + bytes_ks);
+    T_EQ_INT(metric(I_RESTARTS), 0); /* one watch-less list each: no restart, no relist */
+    T_EQ_INT(metric(I_RELISTS), 0);
+
+    T_EQ_INT(install(&f, "keep", &err), LOP_OK); /* drops "ks" and its informer */
+    T_EQ_INT(f.m->stats.informers, 1);
+    T_CHECK(inf_of(f.m, KEY_KS) == NULL);
+    T_EQ_INT(metric(I_OBJS), NCM);
+    T_EQ_INT(metric(I_BYTES), bytes_default);
+
+    T_EQ_INT(install(&f, "meta", &err), LOP_OK); /* the last informer of v1/configmaps goes */
+    T_EQ_INT(f.m->stats.informers, 1);
+    T_EQ_INT(metric(I_OBJS), -1);
+    T_EQ_INT(metric(I_BYTES), -1);
+    T_EQ_INT(metric(I_RESTARTS), -1);
+    T_EQ_INT(metric(I_RELISTS), -1);
+    T_EQ_INT(metric(I_META_OBJS), 0); /* its own series, not listed yet */
+    teardown(&f);
+    T_EQ_INT(metric(I_META_OBJS), -1); /* the manager freed: no informer left at all */
+}
+
 int main(void)
 {
     if (!T_SETUP("start the API server and a client", t_apiserver_client_start(&srv, &cli) == 0))
@@ -419,11 +504,21 @@ int main(void)
                              strlen(body), NULL, &err),
                  LOP_OK);
     }
+    for (int i = 0; i < NKS; i++) {
+        char body[256];
+        snprintf(body, sizeof body,
+                 "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"ks-%d\"}}", i);
+        lop_err_t err;
+        T_EQ_INT(lop_rest_do(cli, "POST", "/api/v1/namespaces/kube-system/configmaps", NULL, body,
+                             strlen(body), NULL, &err),
+                 LOP_OK);
+    }
     T_RUN(test_failed_rewire_gives_a_gated_controller_back_to_the_old_wiring);
     T_RUN(test_informer_synced_during_failed_rewire_opens_the_gate);
     T_RUN(test_reload_after_a_failed_one_takes_the_controller_over);
     T_RUN(test_failed_reload_leaves_the_controller_metrics);
     T_RUN(test_failed_reload_leaves_the_informer_metrics);
+    T_RUN(test_informer_metrics_sum_over_the_informers_of_a_gvr);
     lop_rest_client_free(cli);
     lop_apiserver_stop(srv);
     lop_metrics_free(reg);

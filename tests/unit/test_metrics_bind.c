@@ -161,6 +161,64 @@ static void test_store_objects_and_bytes(void)
     lop_metrics_free(r);
 }
 
+static void put_obj(lop_store_t *s, const char *json)
+{
+    lop_obj_t *o = NULL;
+    T_EQ_INT(lop_obj_new(json, strlen(json), 0, &o, NULL), LOP_OK);
+    lop_store_put(s, o, NULL);
+    lop_obj_unref(o);
+}
+
+static bool rendered(lop_metrics_t *r, const char *needle)
+{
+    lop_buf_t b = LOP_BUF_INIT;
+    lop_metrics_render(r, &b);
+    bool found = b.data && strstr(b.data, needle) != NULL;
+    lop_buf_free(&b);
+    return found;
+}
+
+/* The {gvr} series of a lop_metrics_gvr_t sum over its members, follow removals, and are gone
+ * (not rendered) once the record is freed. */
+static void test_gvr_series_sum_their_stores(void)
+{
+    lop_metrics_t *r = lop_metrics_new();
+    lop_metrics_std_t std;
+    lop_metrics_std_init(&std, r, NULL);
+    lop_store_t *a = lop_store_new(), *b = lop_store_new();
+    put_obj(a, "{\"metadata\":{\"name\":\"a\",\"namespace\":\"x\",\"resourceVersion\":\"1\"}}");
+    put_obj(b, "{\"metadata\":{\"name\":\"b\",\"namespace\":\"y\",\"resourceVersion\":\"2\"}}");
+    put_obj(b, "{\"metadata\":{\"name\":\"c\",\"namespace\":\"y\",\"resourceVersion\":\"3\"}}");
+    lop_store_stats_t sa, sb;
+    lop_store_stats(a, &sa);
+    lop_store_stats(b, &sb);
+    lop_metrics_gvr_t *g = lop_metrics_gvr_new(&std, "v1/configmaps", NULL);
+    T_CHECK(g != NULL);
+    if (!g) {
+        lop_metrics_free(r);
+        return;
+    }
+    T_EQ_STR(lop_metrics_gvr_name(g), "v1/configmaps");
+    T_CHECK(val(r, "luaop_informer_objects", Q("v1/configmaps")) == 0); /* no member yet */
+    lop_metrics_gvr_add(g, a, NULL);
+    lop_metrics_gvr_add(g, b, NULL);
+    T_CHECK(val(r, "luaop_informer_objects", Q("v1/configmaps")) == 3);
+    T_CHECK(val(r, "luaop_informer_bytes", Q("v1/configmaps")) == (double)(sa.bytes + sb.bytes));
+    T_CHECK(val(r, "luaop_watch_restarts_total", Q("v1/configmaps")) == 0);
+    T_CHECK(val(r, "luaop_relists_total", Q("v1/configmaps")) == 0);
+    T_EQ_INT(lop_metrics_gvr_remove(g, a), 1);
+    lop_store_free(a);
+    T_CHECK(val(r, "luaop_informer_objects", Q("v1/configmaps")) == 2);
+    T_CHECK(val(r, "luaop_informer_bytes", Q("v1/configmaps")) == (double)sb.bytes);
+    T_CHECK(rendered(r, "luaop_informer_objects{gvr=\"v1/configmaps\"} 2\n"));
+    T_EQ_INT(lop_metrics_gvr_remove(g, b), 0);
+    lop_metrics_gvr_free(g);
+    lop_store_free(b);
+    T_CHECK(!rendered(r, "gvr=\"v1/configmaps\""));
+    T_CHECK(lop_metrics_gvr_new(&std, NULL, NULL) == NULL);
+    lop_metrics_free(r);
+}
+
 static void test_elector_master_status(void)
 {
     lop_fake_clock_t fc;
@@ -225,6 +283,7 @@ int main(void)
     T_RUN(test_rebind_then_unbind_old_keeps_new);
     T_RUN(test_reconcile_observer_counts_like_controller_runtime);
     T_RUN(test_store_objects_and_bytes);
+    T_RUN(test_gvr_series_sum_their_stores);
     T_RUN(test_elector_master_status);
     T_RUN(test_rest_observations);
     return T_DONE();
