@@ -109,31 +109,24 @@ static lop_vm_t *fake_vm_new(const lop_script_set_t *set, const lop_engine_opts_
     (void)opts;
     (void)host;
     const lop_script_file_t *f = lop_scripts_find(set, "main.lua");
-    fake_vm_t *vm = calloc(1, sizeof *vm);
-    if (f && strcmp(f->data, "keep") == 0) {
-        vm->decls = keep_decls;
-        vm->n = 1;
-    } else if (f && strcmp(f->data, "keep+owns") == 0) {
-        vm->decls = keep_owns_decls;
-        vm->n = 1;
-    } else if (f && strcmp(f->data, "workers2") == 0) {
-        vm->decls = workers2_decls;
-        vm->n = 1;
-    } else if (f && strcmp(f->data, "other") == 0) {
-        vm->decls = other_decls;
-        vm->n = 2;
-    } else if (f && strcmp(f->data, "two") == 0) {
-        vm->decls = two_decls;
-        vm->n = 2;
-    } else if (f && strcmp(f->data, "meta") == 0) {
-        vm->decls = meta_decls;
-        vm->n = 1;
-    } else {
-        free(vm);
-        lop_err_set(err, LOP_EINVAL, 0, NULL, "main.lua:1: unknown test script");
-        return NULL;
+    /* each test "script" names a table of declarations */
+    static const struct {
+        const char *script;
+        const lop_ctrl_decl_t *decls;
+        size_t n;
+    } scripts[] = {
+        {"keep", keep_decls, 1},   {"keep+owns", keep_owns_decls, 1}, {"workers2", workers2_decls, 1},
+        {"other", other_decls, 2}, {"two", two_decls, 2},             {"meta", meta_decls, 1},
+    };
+    for (size_t i = 0; f && i < sizeof scripts / sizeof scripts[0]; i++) {
+        if (strcmp(f->data, scripts[i].script) != 0) continue;
+        fake_vm_t *vm = calloc(1, sizeof *vm);
+        vm->decls = scripts[i].decls;
+        vm->n = scripts[i].n;
+        return (lop_vm_t *)vm;
     }
-    return (lop_vm_t *)vm;
+    lop_err_set(err, LOP_EINVAL, 0, NULL, "main.lua:1: unknown test script");
+    return NULL;
 }
 
 static void fake_declarations(lop_vm_t *v, const lop_ctrl_decl_t **decls, size_t *n)
@@ -487,6 +480,19 @@ static void test_informer_metrics_sum_over_the_informers_of_a_gvr(void)
     T_EQ_INT(metric(I_META_OBJS), -1); /* the manager freed: no informer left at all */
 }
 
+/* n ConfigMaps named prefix-0.. in namespace ns. */
+static void create_configmaps(const char *ns, const char *prefix, int n)
+{
+    for (int i = 0; i < n; i++) {
+        char body[256], path[128];
+        snprintf(body, sizeof body,
+                 "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s-%d\"}}", prefix, i);
+        snprintf(path, sizeof path, "/api/v1/namespaces/%s/configmaps", ns);
+        lop_err_t err;
+        T_EQ_INT(lop_rest_do(cli, "POST", path, NULL, body, strlen(body), NULL, &err), LOP_OK);
+    }
+}
+
 int main(void)
 {
     if (!T_SETUP("start the API server and a client", t_apiserver_client_start(&srv, &cli) == 0))
@@ -495,24 +501,8 @@ int main(void)
     lop_err_t merr;
     if (!T_SETUP("the standard metrics", lop_metrics_std_init(&std, reg, &merr) == LOP_OK))
         return T_DONE();
-    for (int i = 0; i < NCM; i++) {
-        char body[256];
-        snprintf(body, sizeof body,
-                 "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cm-%d\"}}", i);
-        lop_err_t err;
-        T_EQ_INT(lop_rest_do(cli, "POST", "/api/v1/namespaces/default/configmaps", NULL, body,
-                             strlen(body), NULL, &err),
-                 LOP_OK);
-    }
-    for (int i = 0; i < NKS; i++) {
-        char body[256];
-        snprintf(body, sizeof body,
-                 "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"ks-%d\"}}", i);
-        lop_err_t err;
-        T_EQ_INT(lop_rest_do(cli, "POST", "/api/v1/namespaces/kube-system/configmaps", NULL, body,
-                             strlen(body), NULL, &err),
-                 LOP_OK);
-    }
+    create_configmaps("default", "cm", NCM);
+    create_configmaps("kube-system", "ks", NKS);
     T_RUN(test_failed_rewire_gives_a_gated_controller_back_to_the_old_wiring);
     T_RUN(test_informer_synced_during_failed_rewire_opens_the_gate);
     T_RUN(test_reload_after_a_failed_one_takes_the_controller_over);
