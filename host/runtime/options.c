@@ -164,7 +164,8 @@ static void usage(FILE *f, const char *cmd, bool dev)
             "\nenvironment:\n"
             "  LUAOP_SCRIPTS_DEBOUNCE_MS=N         quiet time before a changed --scripts directory reloads (10)\n"
             "  LUAOP_HEAP_HUGEPAGES=0              no transparent huge pages for a large heap (docs/execution-model.md)\n"
-            "  MALLOC_ARENA_MAX=N                  glibc malloc arenas (luaop uses 1 unless this is set)\n");
+            "  MALLOC_ARENA_MAX=N                  glibc malloc arenas (luaop uses 1 unless this, or\n"
+            "                                      glibc.malloc.arena_max in GLIBC_TUNABLES, is set)\n");
 }
 
 static int parse_bool(const char *v, bool *out)

@@ -62,7 +62,8 @@ static bool user_tuned_heap(void)
 
 void lop_malloc_tune(void)
 {
-    if (!getenv("MALLOC_ARENA_MAX"))
+    const char *t = getenv("GLIBC_TUNABLES");
+    if (!getenv("MALLOC_ARENA_MAX") && !(t && strstr(t, "glibc.malloc.arena_max")))
         mallopt(M_ARENA_MAX, 1);
     if (!user_tuned_heap())
         huge_size = thp_size();

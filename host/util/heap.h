@@ -12,7 +12,8 @@
  * per 4 KiB page (glibc pads only the main arena's growth, by M_TOP_PAD), which was a system call
  * per page for a reflector filling its cache (12k for a 10k-Pod sync), and each extra arena keeps
  * pages of its own resident; small allocations stay off the arena lock in the per-thread caches
- * (tcache). A MALLOC_ARENA_MAX set in the environment is left as the user set it. Measured in
+ * (tcache). A MALLOC_ARENA_MAX, or a GLIBC_TUNABLES naming glibc.malloc.arena_max, set in the
+ * environment is left as the user set it. Measured in
  * bench/README.md ("One arena").
  *
  * Transparent huge pages for a large heap. Filling a cache is mostly page faults: a 10k-Pod sync
