@@ -1,5 +1,7 @@
 /* Unit tests for host/util/heap.c: huge-page advice for the brk heap. lop_malloc_tune is once per
- * process, so each scenario runs in a child process of its own (fork before any thread). */
+ * process, and its opt-outs are read from the environment, so each scenario runs in a fresh run
+ * of this program (`test_heap SCENARIO`, spawned with its environment), which asserts and reports
+ * like any test run; the parent asserts that run's exit status. */
 #include "host/util/heap.h"
 #include "t.h"
 
@@ -8,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -118,20 +121,25 @@ static void release(char **v)
     release_n(v, NBLOCKS);
 }
 
-static int in_child(void (*scenario)(void), const char *env)
+extern char **environ;
+
+/* Run `test_heap scenario` with env (NAME=VALUE or NULL) added to the environment; its exit
+ * status (0: every check of that run passed), or -1 when it could not run. */
+static int run_scenario(const char *scenario, const char *env)
 {
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **envp = calloc(n + 2, sizeof *envp);
+    memcpy(envp, environ, n * sizeof *envp);
+    envp[n] = (char *)env;
+    char *argv[] = {"test_heap", (char *)scenario, NULL};
     fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        t_failed_checks = 0; /* this child's checks only */
-        if (env)
-            putenv((char *)env);
-        scenario();
-        fflush(NULL);
-        _exit(t_failed_checks ? 1 : 0);
-    }
+    pid_t pid;
+    int rc = posix_spawn(&pid, "/proc/self/exe", NULL, NULL, argv, envp);
+    free(envp);
     int st = 0;
-    if (pid < 0 || waitpid(pid, &st, 0) != pid)
+    if (rc != 0 || waitpid(pid, &st, 0) != pid)
         return -1;
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
@@ -220,19 +228,27 @@ static void scenario_off(void)
 
 static void test_large_heap_advised(void)
 {
-    T_EQ_INT(in_child(scenario_default, NULL), 0);
+    T_EQ_INT(run_scenario("default", NULL), 0);
 }
 
 static void test_opt_out(void)
 {
-    T_EQ_INT(in_child(scenario_off, "LUAOP_HEAP_HUGEPAGES=0"), 0);
+    T_EQ_INT(run_scenario("off", "LUAOP_HEAP_HUGEPAGES=0"), 0);
     /* the user's own glibc setting wins */
-    T_EQ_INT(in_child(scenario_off, "GLIBC_TUNABLES=glibc.malloc.hugetlb=0"), 0);
-    T_EQ_INT(in_child(scenario_off, "MALLOC_TOP_PAD_=131072"), 0);
+    T_EQ_INT(run_scenario("off", "GLIBC_TUNABLES=glibc.malloc.hugetlb=0"), 0);
+    T_EQ_INT(run_scenario("off", "MALLOC_TOP_PAD_=131072"), 0);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc == 2 && !strcmp(argv[1], "default")) { /* a scenario's own run */
+        T_RUN(scenario_default);
+        return T_DONE();
+    }
+    if (argc == 2 && !strcmp(argv[1], "off")) {
+        T_RUN(scenario_off);
+        return T_DONE();
+    }
     unsetenv("LUAOP_HEAP_HUGEPAGES");
     T_RUN(test_large_heap_advised);
     T_RUN(test_opt_out);

@@ -68,23 +68,27 @@ static lop_rc_t c_list(void *ud, const lop_list_opts_t *o, lop_buf_t *body, lop_
     return rc;
 }
 
-static lop_rc_t c_list_stream(void *ud, const lop_list_opts_t *o, lop_stream_fn fn, void *fn_ud,
-                              lop_err_t *err)
+/* The stream's bytes go through c_bytes (counted as a list's or a watch's) on to fn. */
+static counter_t *intercept(void *ud, lop_stream_fn fn, void *fn_ud, bool in_list)
 {
     counter_t *c = ud;
     c->fn = fn;
     c->fn_ud = fn_ud;
-    c->in_list = true;
+    c->in_list = in_list;
+    return c;
+}
+
+static lop_rc_t c_list_stream(void *ud, const lop_list_opts_t *o, lop_stream_fn fn, void *fn_ud,
+                              lop_err_t *err)
+{
+    counter_t *c = intercept(ud, fn, fn_ud, true);
     return c->inner.list_stream(c->inner.ud, o, c_bytes, c, err);
 }
 
 static lop_rc_t c_watch(void *ud, const lop_watch_opts_t *o, lop_stream_fn fn, void *fn_ud,
                         lop_err_t *err)
 {
-    counter_t *c = ud;
-    c->fn = fn;
-    c->fn_ud = fn_ud;
-    c->in_list = false;
+    counter_t *c = intercept(ud, fn, fn_ud, false);
     return c->inner.watch(c->inner.ud, o, c_bytes, c, err);
 }
 

@@ -33,61 +33,37 @@ static char s_gated[] = "gated", s_v1[] = "v1", s_cm[] = "ConfigMap", s_default[
 #define KEY_FOR "/v1/configmaps|default|"
 #define KEY_OWNS "/v1/configmaps|default|tier=new"
 
-/* "keep": controller "gated" over the ConfigMaps of "default". */
-static lop_ctrl_decl_t keep_decls[] = {
-    {.name = s_gated,
-     .for_ = {.gvk = {s_v1, s_cm}, .map = LOP_MAP_SELF, .namespace_ = s_default},
-     .max_concurrent_reconciles = 1},
-};
-
-/* "keep+owns": the same controller (same name, workers, leader election, primary kind: kept by
- * the reload) that also owns ConfigMaps labelled tier=new, a second informer. */
+/* tier=new ConfigMaps of "default", owned (a second informer of v1/configmaps) */
 static lop_watch_decl_t owns_new[] = {
     {.gvk = {s_v1, s_cm}, .map = LOP_MAP_OWNER, .namespace_ = s_default, .label_selector = s_sel},
 };
-static lop_ctrl_decl_t keep_owns_decls[] = {
-    {.name = s_gated,
-     .for_ = {.gvk = {s_v1, s_cm}, .map = LOP_MAP_SELF, .namespace_ = s_default},
-     .owns = owns_new,
-     .nowns = 1,
-     .max_concurrent_reconciles = 1},
-};
+static char s_other[] = "other", s_ks[] = "kube-system", s_ks_ctrl[] = "ks";
+
+/* Controller cname_ over the ConfigMaps of namespace ns_, with workers_ workers, owning owns_
+ * (n_ watches; NULL, 0: none). */
+#define CTRL(cname_, ns_, owns_, n_, workers_)                                                   \
+    {.name = (cname_), .for_ = {.gvk = {s_v1, s_cm}, .map = LOP_MAP_SELF, .namespace_ = (ns_)}, \
+     .owns = (owns_), .nowns = (n_), .max_concurrent_reconciles = (workers_)}
+
+/* "keep": controller "gated" over the ConfigMaps of "default". */
+static lop_ctrl_decl_t keep_decls[] = {CTRL(s_gated, s_default, NULL, 0, 1)};
+
+/* "keep+owns": the same controller (same name, workers, leader election, primary kind: kept by
+ * the reload) that also owns ConfigMaps labelled tier=new, a second informer. */
+static lop_ctrl_decl_t keep_owns_decls[] = {CTRL(s_gated, s_default, owns_new, 1, 1)};
 
 /* "workers2": the same controller with 2 workers (a new controller of the same name: its queue
  * and metrics series are the running one's) that also owns ConfigMaps labelled tier=new. */
-static lop_ctrl_decl_t workers2_decls[] = {
-    {.name = s_gated,
-     .for_ = {.gvk = {s_v1, s_cm}, .map = LOP_MAP_SELF, .namespace_ = s_default},
-     .owns = owns_new,
-     .nowns = 1,
-     .max_concurrent_reconciles = 2},
-};
+static lop_ctrl_decl_t workers2_decls[] = {CTRL(s_gated, s_default, owns_new, 1, 2)};
 
 /* "other": "gated" as in "keep", plus controller "other" over the ConfigMaps of kube-system (an
  * informer of the same kind, so of the same informer metric series) that owns tier=new ones. */
-static char s_other[] = "other", s_ks[] = "kube-system";
-static lop_ctrl_decl_t other_decls[] = {
-    {.name = s_gated,
-     .for_ = {.gvk = {s_v1, s_cm}, .map = LOP_MAP_SELF, .namespace_ = s_default},
-     .max_concurrent_reconciles = 1},
-    {.name = s_other,
-     .for_ = {.gvk = {s_v1, s_cm}, .map = LOP_MAP_SELF, .namespace_ = s_ks},
-     .owns = owns_new,
-     .nowns = 1,
-     .max_concurrent_reconciles = 1},
-};
+static lop_ctrl_decl_t other_decls[] = {CTRL(s_gated, s_default, NULL, 0, 1),
+                                        CTRL(s_other, s_ks, owns_new, 1, 1)};
 
 /* "two": "gated" as in "keep", plus controller "ks" over the ConfigMaps of kube-system: two
  * informers of v1/configmaps, summed in one series. */
-static char s_ks_ctrl[] = "ks";
-static lop_ctrl_decl_t two_decls[] = {
-    {.name = s_gated,
-     .for_ = {.gvk = {s_v1, s_cm}, .map = LOP_MAP_SELF, .namespace_ = s_default},
-     .max_concurrent_reconciles = 1},
-    {.name = s_ks_ctrl,
-     .for_ = {.gvk = {s_v1, s_cm}, .map = LOP_MAP_SELF, .namespace_ = s_ks},
-     .max_concurrent_reconciles = 1},
-};
+static lop_ctrl_decl_t two_decls[] = {CTRL(s_gated, s_default, NULL, 0, 1), CTRL(s_ks_ctrl, s_ks, NULL, 0, 1)};
 #define KEY_KS "/v1/configmaps|kube-system|"
 
 /* "meta": "gated" watching the metadata of the ConfigMaps of "default" only: its informer is of
@@ -277,6 +253,19 @@ static void refused_reload(fx_t *f, const char *main, lop_err_t *err)
     T_CHECK(install(f, main, err) != LOP_OK);
 }
 
+/* Set up f, install "keep" (v1 gets its version), then the refused reload of "keep+owns"; with
+ * sync_first, the informer syncs while that reload holds the controller. Returns "gated"'s
+ * controller. */
+static lop_controller_t *gated_then_refused(fx_t *f, char *v1, size_t len, bool sync_first, lop_err_t *err)
+{
+    setup(f);
+    lop_controller_t *ctrl = install_gated(f, v1, len);
+    f->sync_first = sync_first;
+    refused_reload(f, "keep+owns", err);
+    T_EQ_INT(f->refused, 1);
+    return ctrl;
+}
+
 /* ------------------------------------------------------------------ tests */
 
 static void test_failed_rewire_gives_a_gated_controller_back_to_the_old_wiring(void)
@@ -285,12 +274,9 @@ static void test_failed_rewire_gives_a_gated_controller_back_to_the_old_wiring(v
      * reported failed, the old wiring still runs, and the old binding's on_synced is live again
      * (moved cleared): the informer's first sync opens the gate, its objects are queued. */
     fx_t f;
-    setup(&f);
     char v1[32];
-    lop_controller_t *ctrl = install_gated(&f, v1, sizeof v1);
     lop_err_t err;
-    refused_reload(&f, "keep+owns", &err);
-    T_EQ_INT(f.refused, 1);
+    lop_controller_t *ctrl = gated_then_refused(&f, v1, sizeof v1, false, &err);
     T_CHECK(strstr(err.message, "refused by the test") != NULL);
     check_old_wiring(&f, ctrl, v1);
     T_CHECK(!lop_controller_sources_ready(ctrl)); /* nothing synced yet: still held */
@@ -309,13 +295,9 @@ static void test_informer_synced_during_failed_rewire_opens_the_gate(void)
      * down, and the new binding is not registered yet), then the reload fails: nobody was told
      * of that sync but the rollback's check, which opens the gate. */
     fx_t f;
-    setup(&f);
     char v1[32];
-    lop_controller_t *ctrl = install_gated(&f, v1, sizeof v1);
-    f.sync_first = true;
     lop_err_t err;
-    refused_reload(&f, "keep+owns", &err);
-    T_EQ_INT(f.refused, 1);
+    lop_controller_t *ctrl = gated_then_refused(&f, v1, sizeof v1, true, &err);
     T_CHECK(f.moved_then); /* the sync came while the old binding stood down ... */
     T_CHECK(f.synced_then);
     T_CHECK(!f.ready_then); /* ... so it told nobody */
@@ -330,11 +312,9 @@ static void test_reload_after_a_failed_one_takes_the_controller_over(void)
      * no longer refused, moves "gated" to the new wiring with both informers, and its workers
      * wait for the new one. */
     fx_t f;
-    setup(&f);
     char v1[32];
-    lop_controller_t *ctrl = install_gated(&f, v1, sizeof v1);
     lop_err_t err;
-    refused_reload(&f, "keep+owns", &err);
+    lop_controller_t *ctrl = gated_then_refused(&f, v1, sizeof v1, false, &err);
     f.fail_key = NULL;
     T_EQ_INT(install(&f, "keep+owns", &err), LOP_OK);
     char v2[32];
