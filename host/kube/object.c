@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+static uint32_t key_hash_of(const lop_obj_t *o);
+
 /* Decoded strings live in one arena per object, sized up front so it never moves: a decoded
  * string plus its NUL is never longer than its quoted JSON token. */
 typedef struct arena {
@@ -283,6 +285,7 @@ static lop_rc_t fill_meta(lop_obj_t *o, arena_t *a, const char *p, size_t n, siz
     if (rc != LOP_OK)
         return rc;
     o->owner_uids = o->uids_;
+    o->khash_ = key_hash_of(o);
     if (!o->has_controller)
         o->controller = (lop_owner_ref_t){"", "", "", ""};
     return LOP_OK;
@@ -612,6 +615,74 @@ int lop_obj_key(const lop_obj_t *o, char *buf, size_t len)
         buf[w + c] = '\0';
     }
     return (int)full;
+}
+
+#define FNV_OFFSET UINT32_C(2166136261)
+#define FNV_PRIME UINT32_C(16777619)
+
+static uint32_t fnv(uint32_t h, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= FNV_PRIME;
+    }
+    return h;
+}
+
+uint32_t lop_key_hash(const char *key, size_t len) { return fnv(FNV_OFFSET, key, len); }
+
+static uint32_t key_hash_of(const lop_obj_t *o)
+{
+    uint32_t h = FNV_OFFSET;
+    if (*o->namespace_)
+        h = fnv(fnv(h, o->namespace_, strlen(o->namespace_)), "/", 1);
+    return fnv(h, o->name, strlen(o->name));
+}
+
+uint32_t lop_obj_key_hash(const lop_obj_t *o) { return o->khash_; }
+
+bool lop_obj_key_eq(const lop_obj_t *o, const char *key, size_t len)
+{
+    size_t nsl = strlen(o->namespace_);
+    if (nsl) {
+        if (len <= nsl || memcmp(key, o->namespace_, nsl) != 0 || key[nsl] != '/')
+            return false;
+        key += nsl + 1;
+        len -= nsl + 1;
+    }
+    return strlen(o->name) == len && memcmp(key, o->name, len) == 0;
+}
+
+/* The i-th byte of o's key as an unsigned char, or -1 past its end. */
+static int key_byte(const lop_obj_t *o, size_t nsl, size_t i)
+{
+    if (nsl) {
+        if (i < nsl)
+            return (unsigned char)o->namespace_[i];
+        if (i == nsl)
+            return '/';
+        i -= nsl + 1;
+    }
+    unsigned char c = (unsigned char)o->name[i];
+    return c ? c : -1; /* reading name[i] is safe: i never passes its NUL (we stop there) */
+}
+
+int lop_obj_key_cmp(const lop_obj_t *a, const lop_obj_t *b)
+{
+    size_t an = strlen(a->namespace_), bn = strlen(b->namespace_);
+    if (an && an == bn) { /* the common case: same namespace, compare names */
+        int c = memcmp(a->namespace_, b->namespace_, an);
+        if (c)
+            return c;
+        return strcmp(a->name, b->name);
+    }
+    for (size_t i = 0;; i++) {
+        int x = key_byte(a, an, i), y = key_byte(b, bn, i);
+        if (x != y)
+            return x < y ? -1 : 1;
+        if (x < 0)
+            return 0;
+    }
 }
 
 static const char *kv_find(const lop_kv_t *kv, size_t n, const char *key)

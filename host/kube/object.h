@@ -54,6 +54,7 @@ typedef struct lop_obj {
     const json_t *_Atomic metadata;
     /* private */
     int refs_;
+    uint32_t khash_; /* lop_obj_key_hash */
     size_t meta_s_, meta_e_, mf_s_, mf_e_; /* metadata span in json; managedFields cut in it */
     lop_kv_t *kv_;
     const char **uids_;
@@ -107,6 +108,15 @@ void lop_obj_unref(lop_obj_t *o);
 /* The cache key: "namespace/name", or "name" for cluster-scoped objects. Writes at most len bytes
  * (NUL included); returns the full length as snprintf does. */
 int lop_obj_key(const lop_obj_t *o, char *buf, size_t len);
+/* The cache key's 32-bit hash (FNV-1a over lop_obj_key's bytes), computed once when the object
+ * is built: equal to lop_key_hash(k, strlen(k)) for the key k that lop_obj_key writes. For hash
+ * tables that hold objects and are searched by key (store.c), so that neither side formats a key. */
+uint32_t lop_obj_key_hash(const lop_obj_t *o);
+uint32_t lop_key_hash(const char *key, size_t len);
+/* True when key[0..len) is o's cache key ("namespace/name", or "name"). */
+bool lop_obj_key_eq(const lop_obj_t *o, const char *key, size_t len);
+/* The strcmp order of two objects' cache keys (<0, 0, >0), without formatting them. */
+int lop_obj_key_cmp(const lop_obj_t *a, const lop_obj_t *b);
 /* Label / annotation value, or NULL when absent. */
 const char *lop_obj_label(const lop_obj_t *o, const char *key);
 const char *lop_obj_annotation(const lop_obj_t *o, const char *key);

@@ -459,8 +459,40 @@ static void test_many_labels(void)
     lop_buf_free(&j);
 }
 
+/* lop_obj_key_hash / _eq / _cmp agree with the formatted key, including where the key order is
+ * not the (namespace, name) order: '-' and '.' sort before '/'. */
+static void test_key_hash_eq_and_order_agree_with_the_formatted_key(void)
+{
+    static const char *const keys[][2] = {
+        {"a", "x"}, {"a-b", "y"}, {"a.b", "a"}, {"", "a"}, {"", "a/x"}, {"", "a0"}, {"a", "x-1"}, {"a", ""},
+        {"ab", "c"}, {"a", "b/c"}, {"", "\xc3\xa9"}, {"z", "x"},
+    };
+    size_t n = sizeof keys / sizeof keys[0];
+    lop_obj_t *o[sizeof keys / sizeof keys[0]];
+    char k[sizeof keys / sizeof keys[0]][64];
+    for (size_t i = 0; i < n; i++) {
+        lop_buf_t j = LOP_BUF_INIT;
+        lop_buf_printf(&j, "{\"metadata\":{\"namespace\":\"%s\",\"name\":\"%s\"}}", keys[i][0], keys[i][1]);
+        o[i] = mk(j.data, 0);
+        lop_buf_free(&j);
+        lop_obj_key(o[i], k[i], sizeof k[i]);
+        T_CHECK(lop_obj_key_hash(o[i]) == lop_key_hash(k[i], strlen(k[i])));
+        T_CHECK(lop_obj_key_eq(o[i], k[i], strlen(k[i])));
+    }
+    for (size_t i = 0; i < n; i++)
+        for (size_t m = 0; m < n; m++) {
+            int want = strcmp(k[i], k[m]), got = lop_obj_key_cmp(o[i], o[m]);
+            T_CHECK((want < 0) == (got < 0) && (want > 0) == (got > 0));
+            T_CHECK(lop_obj_key_eq(o[i], k[m], strlen(k[m])) == (want == 0));
+        }
+    T_CHECK(!lop_obj_key_eq(o[0], "a/", 2) && !lop_obj_key_eq(o[0], "a/xy", 4) && !lop_obj_key_eq(o[0], "x", 1));
+    for (size_t i = 0; i < n; i++)
+        lop_obj_unref(o[i]);
+}
+
 int main(void)
 {
+    T_RUN(test_key_hash_eq_and_order_agree_with_the_formatted_key);
     T_RUN(test_many_labels);
     T_RUN(test_prefix_build_reports_the_end);
     T_RUN(test_string_scan_at_every_offset);
