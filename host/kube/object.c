@@ -12,8 +12,9 @@
 
 static uint32_t key_hash_of(const lop_obj_t *o);
 
-/* Decoded strings live in one arena per object, sized up front so it never moves: a decoded
- * string plus its NUL is never longer than its quoted JSON token. */
+/* Decoded strings go to an arena sized up front so it never moves (a decoded string plus its NUL
+ * is never longer than its quoted JSON token): on the stack while an object is built, then copied
+ * into the object's one allocation at its exact length. */
 typedef struct arena {
     char *p;
     size_t len, cap;
@@ -35,68 +36,84 @@ static bool hex4(const char *r, const char *end, uint32_t *out)
     return true;
 }
 
-/* Decode the JSON string token p[s..e) (quotes included) into the arena. NULL when it is not a
- * string or has a bad escape (or \u0000, which jansson refuses too). */
-static const char *arena_str(arena_t *a, const char *p, size_t s, size_t e)
+/* Decode the body r[0..end) of a JSON string token (between its quotes) to w, or only check it
+ * when w is NULL. Returns the decoded length (no NUL written), or -1 for a bad escape, a lone
+ * surrogate or \u0000 (which jansson refuses too). */
+static ptrdiff_t decode_str(const char *r, const char *end, char *w)
 {
-    if (e - s < 2 || p[s] != '"' || p[e - 1] != '"' || a->len + (e - s) > a->cap)
-        return NULL;
-    char *out = a->p + a->len, *w = out;
-    const char *r = p + s + 1, *end = p + e - 1;
+    size_t n = 0;
+#define PUT(c) (w ? (void)(w[n] = (char)(c)) : (void)0, n++)
     while (r < end) {
         const char *bs = memchr(r, '\\', (size_t)(end - r));
         size_t chunk = (size_t)((bs ? bs : end) - r);
-        memcpy(w, r, chunk);
-        w += chunk;
+        if (w)
+            memcpy(w + n, r, chunk);
+        n += chunk;
         r += chunk;
         if (!bs)
             break;
         if (++r >= end)
-            return NULL;
+            return -1;
         char c = *r++;
         switch (c) {
-        case '"': case '\\': case '/': *w++ = c; break;
-        case 'b': *w++ = '\b'; break;
-        case 'f': *w++ = '\f'; break;
-        case 'n': *w++ = '\n'; break;
-        case 'r': *w++ = '\r'; break;
-        case 't': *w++ = '\t'; break;
+        case '"': case '\\': case '/': PUT(c); break;
+        case 'b': PUT('\b'); break;
+        case 'f': PUT('\f'); break;
+        case 'n': PUT('\n'); break;
+        case 'r': PUT('\r'); break;
+        case 't': PUT('\t'); break;
         case 'u': {
             uint32_t cp, lo;
             if (!hex4(r, end, &cp))
-                return NULL;
+                return -1;
             r += 4;
             if (cp >= 0xD800 && cp <= 0xDBFF) {
                 if (end - r < 6 || r[0] != '\\' || r[1] != 'u' || !hex4(r + 2, end, &lo) || lo < 0xDC00 || lo > 0xDFFF)
-                    return NULL;
+                    return -1;
                 cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
                 r += 6;
             } else if ((cp >= 0xDC00 && cp <= 0xDFFF) || cp == 0) {
-                return NULL;
+                return -1;
             }
             if (cp < 0x80) {
-                *w++ = (char)cp;
+                PUT(cp);
             } else if (cp < 0x800) {
-                *w++ = (char)(0xC0 | cp >> 6);
-                *w++ = (char)(0x80 | (cp & 0x3F));
+                PUT(0xC0 | cp >> 6);
+                PUT(0x80 | (cp & 0x3F));
             } else if (cp < 0x10000) {
-                *w++ = (char)(0xE0 | cp >> 12);
-                *w++ = (char)(0x80 | (cp >> 6 & 0x3F));
-                *w++ = (char)(0x80 | (cp & 0x3F));
+                PUT(0xE0 | cp >> 12);
+                PUT(0x80 | (cp >> 6 & 0x3F));
+                PUT(0x80 | (cp & 0x3F));
             } else {
-                *w++ = (char)(0xF0 | cp >> 18);
-                *w++ = (char)(0x80 | (cp >> 12 & 0x3F));
-                *w++ = (char)(0x80 | (cp >> 6 & 0x3F));
-                *w++ = (char)(0x80 | (cp & 0x3F));
+                PUT(0xF0 | cp >> 18);
+                PUT(0x80 | (cp >> 12 & 0x3F));
+                PUT(0x80 | (cp >> 6 & 0x3F));
+                PUT(0x80 | (cp & 0x3F));
             }
             break;
         }
         default:
-            return NULL;
+            return -1;
         }
     }
-    *w++ = '\0';
-    a->len = (size_t)(w - a->p);
+#undef PUT
+    return (ptrdiff_t)n;
+}
+
+static bool is_str_token(const char *p, size_t s, size_t e) { return e - s >= 2 && p[s] == '"' && p[e - 1] == '"'; }
+
+/* Decode the JSON string token p[s..e) (quotes included) into the arena. NULL when it is not a
+ * string or does not decode. */
+static const char *arena_str(arena_t *a, const char *p, size_t s, size_t e)
+{
+    if (!is_str_token(p, s, e) || a->len + (e - s) > a->cap)
+        return NULL;
+    char *out = a->p + a->len;
+    ptrdiff_t n = decode_str(p + s + 1, p + e - 1, out);
+    if (n < 0)
+        return NULL;
+    out[n] = '\0';
+    a->len += (size_t)n + 1;
     return out;
 }
 
@@ -111,7 +128,7 @@ static const char *str_or_empty(arena_t *a, const char *p, size_t s, size_t e, b
     return r ? r : "";
 }
 
-/* Labels or annotations while they are scanned: on the stack up to 16, on the heap beyond. */
+/* Labels or annotations while they are decoded: on the stack up to 16, on the heap beyond. */
 typedef struct kvvec {
     lop_kv_t *v;
     size_t n, cap;
@@ -139,9 +156,9 @@ static void kv_set(kvvec_t *kv, const char *k, const char *v)
     kv->v[kv->n++] = (lop_kv_t){k, v};
 }
 
-/* labels / annotations: null or an object of strings. */
-static lop_rc_t scan_strmap(arena_t *a, const char *p, size_t n, size_t s, size_t e, kvvec_t *out,
-                            const char *what, lop_err_t *err)
+/* Check labels / annotations at build: null or an object whose keys and values are strings that
+ * decode. Nothing is kept: lop_obj_labels decodes them when asked. */
+static lop_rc_t check_strmap(const char *p, size_t n, size_t s, size_t e, const char *what, lop_err_t *err)
 {
     if (!e || p[s] == 'n')
         return LOP_OK;
@@ -150,18 +167,30 @@ static lop_rc_t scan_strmap(arena_t *a, const char *p, size_t n, size_t s, size_
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.labels/annotations is not an object");
     int r;
     while ((r = lop_jscan_object_next(&it)) == 1) {
-        size_t ks = (size_t)(it.key - p) - 1;
-        const char *k = arena_str(a, p, ks, ks + it.key_len + 2);
-        if (!k)
+        if (decode_str(it.key, it.key + it.key_len, NULL) < 0)
             return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.%s has a malformed key", what);
-        const char *v = p[it.val_start] == '"' ? arena_str(a, p, it.val_start, it.val_end) : NULL;
-        if (!v)
-            return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.%s[%s] is not a string", what, k);
-        kv_set(out, k, v);
+        if (!is_str_token(p, it.val_start, it.val_end) ||
+            decode_str(p + it.val_start + 1, p + it.val_end - 1, NULL) < 0)
+            return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.%s[%.*s] is not a string", what,
+                               (int)(it.key_len < 200 ? it.key_len : 200), it.key);
     }
     if (r < 0)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.%s: malformed JSON", what);
     return LOP_OK;
+}
+
+/* Decode a checked labels / annotations value p[s..e) into kv (strings in a). */
+static void decode_strmap(arena_t *a, const char *p, size_t n, size_t s, size_t e, kvvec_t *kv)
+{
+    lop_jscan_iter_t it;
+    if (!e || p[s] != '{' || lop_jscan_object_begin_trusted(&it, p, n, s) != 0)
+        return;
+    while (lop_jscan_object_next(&it) == 1) {
+        size_t ks = (size_t)(it.key - p) - 1;
+        const char *k = arena_str(a, p, ks, ks + it.key_len + 2), *v = arena_str(a, p, it.val_start, it.val_end);
+        if (k && v)
+            kv_set(kv, k, v);
+    }
 }
 
 /* generation: null or an integer that fits int64 (a fraction or exponent makes it a real). */
@@ -186,14 +215,22 @@ static bool parse_int64(const char *p, size_t s, size_t e, int64_t *out)
     return true;
 }
 
-static lop_rc_t scan_owners(lop_obj_t *o, arena_t *a, const char *p, size_t n, size_t s, size_t e, lop_err_t *err)
+/* Owner uids while an object is built: on the stack up to 8, on the heap beyond. */
+typedef struct uidvec {
+    const char **v;
+    size_t n, cap;
+    const char *small[8];
+} uidvec_t;
+
+static lop_rc_t scan_owners(lop_obj_t *o, uidvec_t *uids, arena_t *a, const char *p, size_t n, size_t s, size_t e,
+                            lop_err_t *err)
 {
     if (!e || p[s] == 'n')
         return LOP_OK;
     lop_jscan_iter_t it, rt;
     if (p[s] != '[' || lop_jscan_array_begin_trusted(&it, p, n, s) != 0)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.ownerReferences is not an array");
-    size_t cap = 0, i = 0;
+    size_t i = 0;
     int r;
     for (; (r = lop_jscan_array_next(&it)) == 1; i++) {
         if (p[it.val_start] != '{' || lop_jscan_object_begin_trusted(&rt, p, n, it.val_start) != 0)
@@ -216,11 +253,15 @@ static lop_rc_t scan_owners(lop_obj_t *o, arena_t *a, const char *p, size_t n, s
                                str_or_empty(a, p, sp[2][0], sp[2][1], &bad), str_or_empty(a, p, sp[3][0], sp[3][1], &bad)};
         if (bad)
             return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.ownerReferences[%zu] has a non-string field", i);
-        if (i == cap) {
-            cap = cap ? cap * 2 : 4;
-            o->uids_ = lop_xrealloc(o->uids_, cap * sizeof *o->uids_);
+        if (uids->n == uids->cap) {
+            const char **grown = lop_xmalloc(uids->cap * 2 * sizeof *grown);
+            memcpy(grown, uids->v, uids->n * sizeof *grown);
+            if (uids->v != uids->small)
+                free(uids->v);
+            uids->v = grown;
+            uids->cap *= 2;
         }
-        o->uids_[i] = ref.uid;
+        uids->v[uids->n++] = ref.uid;
         if (!o->has_controller && controller) {
             o->has_controller = true;
             o->controller = ref;
@@ -228,7 +269,6 @@ static lop_rc_t scan_owners(lop_obj_t *o, arena_t *a, const char *p, size_t n, s
     }
     if (r < 0)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.ownerReferences: malformed JSON");
-    o->nowners = i;
     return LOP_OK;
 }
 
@@ -242,8 +282,10 @@ static const struct {
                         KEY("deletionTimestamp"), KEY("labels"), KEY("annotations"), KEY("ownerReferences")};
 #undef KEY
 
-/* Fill o's metadata fields from the member spans of the metadata object in p. */
-static lop_rc_t fill_meta(lop_obj_t *o, arena_t *a, const char *p, size_t n, size_t sp[M_COUNT][2], lop_err_t *err)
+/* Fill o's metadata fields from the member spans of the metadata object in p (strings into a,
+ * owner uids into uids), and check labels and annotations. */
+static lop_rc_t fill_meta(lop_obj_t *o, arena_t *a, uidvec_t *uids, const char *p, size_t n,
+                          size_t sp[M_COUNT][2], lop_err_t *err)
 {
     bool bad = false;
     o->namespace_ = str_or_empty(a, p, sp[M_NAMESPACE][0], sp[M_NAMESPACE][1], &bad);
@@ -256,109 +298,93 @@ static lop_rc_t fill_meta(lop_obj_t *o, arena_t *a, const char *p, size_t n, siz
     if (ge && p[gs] != 'n' && !parse_int64(p, gs, ge, &o->generation))
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.generation is not an integer");
     o->deleting = sp[M_DELETION][1] && p[sp[M_DELETION][0]] != 'n';
-
-    kvvec_t labels, ann;
-    KVVEC_INIT(labels);
-    KVVEC_INIT(ann);
-    lop_rc_t rc = scan_strmap(a, p, n, sp[M_LABELS][0], sp[M_LABELS][1], &labels, "labels", err);
+    lop_rc_t rc = check_strmap(p, n, sp[M_LABELS][0], sp[M_LABELS][1], "labels", err);
     if (rc == LOP_OK)
-        rc = scan_strmap(a, p, n, sp[M_ANNOTATIONS][0], sp[M_ANNOTATIONS][1], &ann, "annotations", err);
-    if (rc == LOP_OK && labels.n + ann.n) {
-        o->kv_ = lop_xmalloc((labels.n + ann.n) * sizeof *o->kv_);
-        if (labels.n)
-            memcpy(o->kv_, labels.v, labels.n * sizeof *o->kv_);
-        if (ann.n)
-            memcpy(o->kv_ + labels.n, ann.v, ann.n * sizeof *o->kv_);
-    }
-    if (labels.v != labels.small)
-        free(labels.v);
-    if (ann.v != ann.small)
-        free(ann.v);
+        rc = check_strmap(p, n, sp[M_ANNOTATIONS][0], sp[M_ANNOTATIONS][1], "annotations", err);
+    if (rc == LOP_OK)
+        rc = scan_owners(o, uids, a, p, n, sp[M_OWNERS][0], sp[M_OWNERS][1], err);
     if (rc != LOP_OK)
         return rc;
-    o->labels = o->kv_;
-    o->nlabels = labels.n;
-    o->annotations = o->kv_ ? o->kv_ + labels.n : NULL;
-    o->nannotations = ann.n;
-
-    rc = scan_owners(o, a, p, n, sp[M_OWNERS][0], sp[M_OWNERS][1], err);
-    if (rc != LOP_OK)
-        return rc;
-    o->owner_uids = o->uids_;
-    o->khash_ = key_hash_of(o);
     if (!o->has_controller)
         o->controller = (lop_owner_ref_t){"", "", "", ""};
     return LOP_OK;
 }
 
-/* Append "name":<value> for a member: its bytes json[vs..ve) when present, else the default
- * string (when given), whose copy goes to the arena and *val. */
-static void put_member(lop_buf_t *b, const char *name, const char *json, size_t vs, size_t ve,
-                       const char *dflt, arena_t *a, const char **val)
+/* The pieces of an entry's json, in order: literal bytes, spans of the source, or a string
+ * written as a JSON literal. Laid out first so that the one allocation can be sized exactly. */
+typedef struct piece {
+    enum { P_SRC, P_LIT, P_STR } kind;
+    const char *p;
+    size_t n;
+} piece_t;
+
+typedef struct layout {
+    piece_t pc[16];
+    size_t n, len;
+} layout_t;
+
+static void lay(layout_t *l, int kind, const char *p, size_t n)
 {
-    if (!vs && !(dflt && *dflt)) return; /* as for full entries: an empty default adds nothing */
-    if (b->len > 1) lop_buf_putc(b, ',');
-    lop_buf_putc(b, '"');
-    lop_buf_puts(b, name);
-    lop_buf_puts(b, "\":");
-    if (vs) {
-        lop_buf_append(b, json + vs, ve - vs);
+    if (!n)
         return;
-    }
-    size_t l = strlen(dflt);
-    lop_buf_json_str(b, dflt, l);
-    *val = memcpy(a->p + a->len, dflt, l + 1);
-    a->len += l + 1;
+    l->pc[l->n++] = (piece_t){kind, p, n};
+    l->len += kind == P_STR ? lop_json_str_len(p, n) : n;
 }
 
-/* Finish o (allocated by build(), its apiVersion and kind decoded when present) as the entry of a
- * metadata-only cache: {"apiVersion":..,"kind":..,"metadata":{..}} from the spans build()
- * recorded in json[0..len); the managedFields cut [cut_s, cut_e) is left out when strip. */
-static lop_rc_t build_metadata_only(lop_obj_t *o, const char *json, size_t len, size_t as, size_t ae, size_t ks,
-                                    size_t ke, size_t ms, size_t me, size_t cut_s, size_t cut_e, bool strip,
-                                    const char *api_version, const char *kind, const char *dflt_api_version,
-                                    const char *dflt_kind, arena_t *a, size_t sp[M_COUNT][2], lop_obj_t **out,
-                                    lop_err_t *err)
+static void lay_lit(layout_t *l, const char *s) { lay(l, P_LIT, s, strlen(s)); }
+
+static size_t lay_write(const layout_t *l, char *dst)
 {
-    lop_buf_t b = LOP_BUF_INIT;
-    /* exact, as for full entries: the cached bytes live as long as the entry */
-    size_t need = sizeof "{\"apiVersion\":,\"kind\":,\"metadata\":}" - 1 + (ae - as) + (ke - ks) + (me - ms) -
-                  (strip && cut_e > cut_s ? cut_e - cut_s : 0);
-    if (!as && dflt_api_version && *dflt_api_version)
-        need += lop_json_str_len(dflt_api_version, strlen(dflt_api_version));
-    if (!ks && dflt_kind && *dflt_kind) need += lop_json_str_len(dflt_kind, strlen(dflt_kind));
-    lop_buf_reserve_exact(&b, need);
-    lop_buf_putc(&b, '{');
-    put_member(&b, "apiVersion", json, as, ae, dflt_api_version, a, &api_version);
-    put_member(&b, "kind", json, ks, ke, dflt_kind, a, &kind);
-    if (me) {
-        if (b.len > 1) lop_buf_putc(&b, ',');
-        lop_buf_puts(&b, "\"metadata\":");
-        o->meta_s_ = b.len;
-        if (cut_e > cut_s && strip) {
-            lop_buf_append(&b, json + ms, cut_s - ms);
-            lop_buf_append(&b, json + cut_e, me - cut_e);
+    char *w = dst;
+    for (size_t i = 0; i < l->n; i++) {
+        if (l->pc[i].kind == P_STR) {
+            w = lop_json_str_write(w, l->pc[i].p, l->pc[i].n);
         } else {
-            if (cut_e > cut_s) { /* kept: lop_obj_metadata still leaves it out */
-                o->mf_s_ = b.len + (cut_s - ms);
-                o->mf_e_ = b.len + (cut_e - ms);
-            }
-            lop_buf_append(&b, json + ms, me - ms);
+            memcpy(w, l->pc[i].p, l->pc[i].n);
+            w += l->pc[i].n;
         }
-        o->meta_e_ = b.len;
     }
-    lop_buf_putc(&b, '}');
-    o->api_version = api_version ? api_version : "";
-    o->kind = kind ? kind : "";
-    o->json_len = b.len;
-    o->json = lop_buf_steal(&b);
-    lop_rc_t rc = fill_meta(o, a, json, len, sp, err);
-    if (rc != LOP_OK) {
-        lop_obj_unref(o);
-        return rc;
-    }
-    *out = o;
-    return LOP_OK;
+    *w = '\0';
+    return (size_t)(w - dst);
+}
+
+/* A pointer into the build arena, moved to the same offset in the object's copy of it. */
+static const char *moved(const char *s, const arena_t *a, char *to)
+{
+    return s >= a->p && s < a->p + a->len ? to + (s - a->p) : s;
+}
+
+/* Allocate the object: the struct t (filled from the build arena a and owner uids), json laid
+ * out by l, the uid array and the arena's strings, in one block of exactly that size. */
+static lop_obj_t *assemble(const lop_obj_t *t, const layout_t *l, const arena_t *a, const uidvec_t *uids)
+{
+    size_t json_off = sizeof(lop_obj_t);
+    size_t uids_off = (json_off + l->len + 1 + (sizeof(char *) - 1)) & ~(sizeof(char *) - 1);
+    size_t strs_off = uids_off + uids->n * sizeof(char *);
+    char *base = lop_xmalloc(strs_off + a->len);
+    lop_obj_t *o = (lop_obj_t *)base;
+    *o = *t;
+    char *strs = base + strs_off;
+    memcpy(strs, a->p, a->len);
+    o->json = base + json_off;
+    o->json_len = lay_write(l, base + json_off);
+    o->api_version = moved(t->api_version, a, strs);
+    o->kind = moved(t->kind, a, strs);
+    o->namespace_ = moved(t->namespace_, a, strs);
+    o->name = moved(t->name, a, strs);
+    o->uid = moved(t->uid, a, strs);
+    o->rv = moved(t->rv, a, strs);
+    o->controller.api_version = moved(t->controller.api_version, a, strs);
+    o->controller.kind = moved(t->controller.kind, a, strs);
+    o->controller.name = moved(t->controller.name, a, strs);
+    o->controller.uid = moved(t->controller.uid, a, strs);
+    const char **ou = (const char **)(void *)(base + uids_off);
+    for (size_t i = 0; i < uids->n; i++)
+        ou[i] = moved(uids->v[i], a, strs);
+    o->owner_uids = uids->n ? ou : NULL;
+    o->nowners = uids->n;
+    o->khash_ = key_hash_of(o);
+    return o;
 }
 
 /* True when the apiVersion and kind tokens json[as..ae) and json[ks..ke) (quotes included) say
@@ -372,6 +398,17 @@ static bool is_partial_metadata(const char *json, size_t as, size_t ae, size_t k
     return (ae - as == sizeof v1 - 1 && !memcmp(json + as, v1, sizeof v1 - 1)) ||
            (ae - as == sizeof v1beta1 - 1 && !memcmp(json + as, v1beta1, sizeof v1beta1 - 1));
 }
+
+/* A labels / annotations value span that is an object with members (null and {} are recorded as
+ * absent: nothing to decode). */
+static bool has_members(const char *json, size_t len, const size_t span[2])
+{
+    return span[1] && json[span[0]] == '{' && json[lop_jscan_ws(json, len, span[0] + 1)] != '}';
+}
+
+/* An offset into an entry's json as the struct keeps it (entries are far below 4 GiB: the
+ * decoders' max_doc caps them; build() refuses a larger one). */
+static uint32_t off32(size_t v) { return (uint32_t)v; }
 
 /* endp NULL: json[0..len) is exactly one object (whitespace around it allowed); else the object
  * starts at json[0] (whitespace allowed), may be followed by anything, and *endp gets its end. */
@@ -446,87 +483,118 @@ static lop_rc_t build(const char *json, size_t len, int flags, const char *dflt_
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "object: trailing bytes after the JSON object");
     if (me && json[ms] != '{')
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata is not an object");
+    if (e - s > UINT32_MAX / 2)
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "object: %zu bytes is too large for a cache entry", e - s);
 
     size_t dal = dflt_api_version ? strlen(dflt_api_version) : 0, dkl = dflt_kind ? strlen(dflt_kind) : 0;
+    bool meta_only = flags & LOP_OBJ_METADATA_ONLY;
     /* the API server's metadata-only view of an object: cached as the watched kind's entry */
-    if ((flags & LOP_OBJ_METADATA_ONLY) && dal && dkl && is_partial_metadata(json, as, ae, ks, ke))
+    if (meta_only && dal && dkl && is_partial_metadata(json, as, ae, ks, ke))
         as = ae = ks = ke = 0;
     /* The arena holds the strings decoded from the members we read, each no longer than its
      * token: sized by those members' spans, not by all of metadata (managedFields alone is
-     * ~3.6 KB of a served Pod and was held once more here for every cached object). */
+     * ~3.6 KB of a served Pod). Labels and annotations are not decoded here. */
     size_t strs = (ae - as) + (ke - ks) + dal + dkl + 2;
     for (int k = 0; k < M_COUNT; k++)
-        if (k != M_GENERATION && k != M_DELETION)
+        if (k != M_GENERATION && k != M_DELETION && k != M_LABELS && k != M_ANNOTATIONS)
             strs += sp[k][1] - sp[k][0];
-    arena_t a = {NULL, 0, strs};
-    a.p = lop_xmalloc(a.cap);
-    lop_obj_t *o = lop_xcalloc(1, sizeof *o);
-    o->refs_ = 1;
-    o->strs_ = a.p;
+    char stack_strs[1024];
+    arena_t a = {strs <= sizeof stack_strs ? stack_strs : lop_xmalloc(strs), 0, strs};
+    uidvec_t uids = {NULL, 0, 8, {NULL}};
+    uids.v = uids.small;
+    lop_obj_t t = {0};
+    t.refs_ = 1;
     /* a non-string apiVersion or kind reads as "" (the server rejects such objects anyway) */
     const char *api_version = as ? arena_str(&a, json, as, ae) : NULL;
     const char *kind = ks ? arena_str(&a, json, ks, ke) : NULL;
-
-    size_t body = s + 1, cut = cut_e > cut_s ? cut_e - cut_s : 0;
-    bool strip = cut && !(flags & LOP_OBJ_KEEP_MANAGED_FIELDS);
-    if (flags & LOP_OBJ_METADATA_ONLY)
-        return build_metadata_only(o, json, len, as, ae, ks, ke, ms, me, cut_s, cut_e, strip, api_version, kind,
-                                   dflt_api_version, dflt_kind, &a, sp, out, err);
-    /* The entry's JSON is kept for its lifetime: allocate exactly what it needs (a rounded-up
-     * buffer would leave up to half of every cached object as slack). */
-    size_t need = 1 + (strip ? (cut_s - body) + (e - cut_e) : e - body);
-    if (!as && dal)
-        need += sizeof "\"apiVersion\":," - 1 + lop_json_str_len(dflt_api_version, dal);
-    if (!ks && dkl)
-        need += sizeof "\"kind\":," - 1 + lop_json_str_len(dflt_kind, dkl);
-    lop_buf_t b = LOP_BUF_INIT;
-    lop_buf_reserve_exact(&b, need);
-    lop_buf_append(&b, json + s, 1); /* '{' */
-    /* list items of built-in kinds carry no kind/apiVersion: add the list's */
-    if (!as && dal) {
-        lop_buf_puts(&b, "\"apiVersion\":");
-        lop_buf_json_str(&b, dflt_api_version, dal);
-        lop_buf_putc(&b, ',');
+    bool add_av = !as && dal, add_kind = !ks && dkl;
+    if (add_av) {
         api_version = memcpy(a.p + a.len, dflt_api_version, dal + 1);
         a.len += dal + 1;
     }
-    if (!ks && dkl) {
-        lop_buf_puts(&b, "\"kind\":");
-        lop_buf_json_str(&b, dflt_kind, dkl);
-        lop_buf_putc(&b, ',');
+    if (add_kind) {
         kind = memcpy(a.p + a.len, dflt_kind, dkl + 1);
         a.len += dkl + 1;
     }
-    o->api_version = api_version ? api_version : "";
-    o->kind = kind ? kind : "";
-    if (b.len > 1 && json[lop_jscan_ws(json, len, body)] == '}')
-        b.len--; /* empty object: drop our trailing comma */
-    size_t prefix = b.len;
-    if (strip) {
-        lop_buf_append(&b, json + body, cut_s - body);
-        lop_buf_append(&b, json + cut_e, e - cut_e);
-    } else {
-        lop_buf_append(&b, json + body, e - body);
-    }
-    /* where metadata (and a kept managedFields cut) now sit in b */
-    if (me) {
-        o->meta_s_ = prefix + (ms - body);
-        o->meta_e_ = prefix + (me - body) - (strip ? cut : 0);
-        if (cut && !strip) {
-            o->mf_s_ = prefix + (cut_s - body);
-            o->mf_e_ = prefix + (cut_e - body);
+    t.api_version = api_version ? api_version : "";
+    t.kind = kind ? kind : "";
+    lop_rc_t rc = fill_meta(&t, &a, &uids, json, len, sp, err);
+    if (rc == LOP_OK) {
+        size_t cut = cut_e > cut_s ? cut_e - cut_s : 0, meta_at = 0;
+        bool strip = cut && !(flags & LOP_OBJ_KEEP_MANAGED_FIELDS);
+        layout_t l = {.n = 0, .len = 0};
+        if (meta_only) {
+            /* {"apiVersion":..,"kind":..,"metadata":{..}} from the recorded spans */
+            lay_lit(&l, "{");
+            if (as || add_av) {
+                lay_lit(&l, "\"apiVersion\":");
+                as ? lay(&l, P_SRC, json + as, ae - as) : lay(&l, P_STR, dflt_api_version, dal);
+            }
+            if (ks || add_kind) {
+                lay_lit(&l, l.len > 1 ? ",\"kind\":" : "\"kind\":");
+                ks ? lay(&l, P_SRC, json + ks, ke - ks) : lay(&l, P_STR, dflt_kind, dkl);
+            }
+            if (me) {
+                lay_lit(&l, l.len > 1 ? ",\"metadata\":" : "\"metadata\":");
+                meta_at = l.len;
+            }
+        } else {
+            lay(&l, P_SRC, json + s, 1); /* '{' */
+            /* list items of built-in kinds carry no kind/apiVersion: add the list's */
+            if (add_av) {
+                lay_lit(&l, "\"apiVersion\":");
+                lay(&l, P_STR, dflt_api_version, dal);
+                lay_lit(&l, ",");
+            }
+            if (add_kind) {
+                lay_lit(&l, "\"kind\":");
+                lay(&l, P_STR, dflt_kind, dkl);
+                lay_lit(&l, ",");
+            }
+            if (l.len > 1 && json[lop_jscan_ws(json, len, s + 1)] == '}') {
+                l.n--, l.len--; /* empty object: drop our trailing comma */
+            }
+            meta_at = l.len;
         }
+        /* where the source's bytes from `from` start in the entry, and what lies before a cut */
+        size_t from = meta_only ? ms : s + 1, until = meta_only ? me : e;
+        if (meta_only && !me)
+            from = until = 0;
+        if (strip) {
+            lay(&l, P_SRC, json + from, cut_s - from);
+            lay(&l, P_SRC, json + cut_e, until - cut_e);
+        } else {
+            lay(&l, P_SRC, json + from, until - from);
+        }
+        if (meta_only)
+            lay_lit(&l, "}");
+        /* spans in the entry: a source offset x >= from maps to meta_at + (x - from), less the cut
+         * when x is past it */
+#define AT(x) (meta_at + ((x) - from) - (strip && (x) >= cut_e ? cut : 0))
+        if (me) {
+            t.meta_s_ = off32(AT(ms));
+            t.meta_e_ = off32(AT(me));
+            if (cut && !strip) {
+                t.mf_s_ = off32(AT(cut_s));
+                t.mf_e_ = off32(AT(cut_e));
+            }
+            if (has_members(json, len, sp[M_LABELS])) {
+                t.lab_s_ = off32(AT(sp[M_LABELS][0]));
+                t.lab_e_ = off32(AT(sp[M_LABELS][1]));
+            }
+            if (has_members(json, len, sp[M_ANNOTATIONS])) {
+                t.ann_s_ = off32(AT(sp[M_ANNOTATIONS][0]));
+                t.ann_e_ = off32(AT(sp[M_ANNOTATIONS][1]));
+            }
+        }
+#undef AT
+        *out = assemble(&t, &l, &a, &uids);
     }
-    o->json_len = b.len;
-    o->json = lop_buf_steal(&b);
-
-    lop_rc_t rc = fill_meta(o, &a, json, len, sp, err);
-    if (rc != LOP_OK) {
-        lop_obj_unref(o);
-        return rc;
-    }
-    *out = o;
-    return LOP_OK;
+    if (a.p != stack_strs)
+        free(a.p);
+    if (uids.v != uids.small)
+        free(uids.v);
+    return rc;
 }
 
 const json_t *lop_obj_metadata(const lop_obj_t *co)
@@ -590,11 +658,8 @@ void lop_obj_unref(lop_obj_t *o)
     if (atomic_fetch_sub_explicit((_Atomic int *)&o->refs_, 1, memory_order_acq_rel) != 1)
         return;
     json_decref((json_t *)atomic_load_explicit(&o->metadata, memory_order_acquire));
-    free(o->kv_);
-    free(o->uids_);
-    free(o->strs_);
-    free((char *)o->json);
-    free(o);
+    free(atomic_load_explicit(&o->kvs_, memory_order_acquire));
+    free(o); /* json, owner uids and strings are in the same block */
 }
 
 int lop_obj_key(const lop_obj_t *o, char *buf, size_t len)
@@ -685,6 +750,110 @@ int lop_obj_key_cmp(const lop_obj_t *a, const lop_obj_t *b)
     }
 }
 
+/* The decoded labels and annotations of an object: one block, the strings after the arrays. */
+struct lop_obj_kvs {
+    size_t nlabels, nannotations;
+    lop_kv_t kv[]; /* nlabels labels, then nannotations annotations */
+};
+
+static const struct lop_obj_kvs *kvs_of(const lop_obj_t *co)
+{
+    lop_obj_t *o = (lop_obj_t *)co;
+    struct lop_obj_kvs *k = atomic_load_explicit(&o->kvs_, memory_order_acquire);
+    if (k)
+        return k;
+    /* decode into a scratch arena sized by the spans, then copy into one exact block */
+    size_t span = (o->lab_e_ - o->lab_s_) + (o->ann_e_ - o->ann_s_);
+    arena_t a = {lop_xmalloc(span ? span : 1), 0, span};
+    kvvec_t lab, ann;
+    KVVEC_INIT(lab);
+    KVVEC_INIT(ann);
+    decode_strmap(&a, o->json, o->json_len, o->lab_s_, o->lab_e_, &lab);
+    decode_strmap(&a, o->json, o->json_len, o->ann_s_, o->ann_e_, &ann);
+    size_t nkv = lab.n + ann.n, arr = sizeof *k + nkv * sizeof(lop_kv_t);
+    k = lop_xmalloc(arr + a.len);
+    k->nlabels = lab.n;
+    k->nannotations = ann.n;
+    char *strs = (char *)k + arr;
+    memcpy(strs, a.p, a.len);
+    for (size_t i = 0; i < nkv; i++) {
+        const lop_kv_t *kv = i < lab.n ? &lab.v[i] : &ann.v[i - lab.n];
+        k->kv[i] = (lop_kv_t){moved(kv->key, &a, strs), moved(kv->value, &a, strs)};
+    }
+    free(a.p);
+    if (lab.v != lab.small)
+        free(lab.v);
+    if (ann.v != ann.small)
+        free(ann.v);
+    struct lop_obj_kvs *expected = NULL;
+    if (!atomic_compare_exchange_strong_explicit(&o->kvs_, &expected, k, memory_order_acq_rel,
+                                                 memory_order_acquire)) {
+        free(k); /* another thread decoded them first */
+        return expected;
+    }
+    return k;
+}
+
+const lop_kv_t *lop_obj_labels(const lop_obj_t *o, size_t *n)
+{
+    if (!o->lab_e_) {
+        *n = 0;
+        return NULL;
+    }
+    const struct lop_obj_kvs *k = kvs_of(o);
+    *n = k->nlabels;
+    return k->nlabels ? k->kv : NULL;
+}
+
+const lop_kv_t *lop_obj_annotations(const lop_obj_t *o, size_t *n)
+{
+    if (!o->ann_e_) {
+        *n = 0;
+        return NULL;
+    }
+    const struct lop_obj_kvs *k = kvs_of(o);
+    *n = k->nannotations;
+    return k->nannotations ? k->kv + k->nlabels : NULL;
+}
+
+/* Two maps are equal when they have the same keys with the same values (keys are unique). */
+static bool kv_equal(const lop_kv_t *a, size_t na, const lop_kv_t *b, size_t nb)
+{
+    if (na != nb)
+        return false;
+    for (size_t i = 0; i < na; i++) {
+        bool found = false;
+        for (size_t j = 0; j < nb && !found; j++)
+            found = strcmp(a[i].key, b[j].key) == 0 && strcmp(a[i].value, b[j].value) == 0;
+        if (!found)
+            return false;
+    }
+    return true;
+}
+
+static bool same_bytes(const lop_obj_t *a, uint32_t as, uint32_t ae, const lop_obj_t *b, uint32_t bs, uint32_t be)
+{
+    return ae - as == be - bs && memcmp(a->json + as, b->json + bs, ae - as) == 0;
+}
+
+bool lop_obj_labels_equal(const lop_obj_t *a, const lop_obj_t *b)
+{
+    if (same_bytes(a, a->lab_s_, a->lab_e_, b, b->lab_s_, b->lab_e_))
+        return true;
+    size_t na, nb;
+    const lop_kv_t *x = lop_obj_labels(a, &na), *y = lop_obj_labels(b, &nb);
+    return kv_equal(x, na, y, nb);
+}
+
+bool lop_obj_annotations_equal(const lop_obj_t *a, const lop_obj_t *b)
+{
+    if (same_bytes(a, a->ann_s_, a->ann_e_, b, b->ann_s_, b->ann_e_))
+        return true;
+    size_t na, nb;
+    const lop_kv_t *x = lop_obj_annotations(a, &na), *y = lop_obj_annotations(b, &nb);
+    return kv_equal(x, na, y, nb);
+}
+
 static const char *kv_find(const lop_kv_t *kv, size_t n, const char *key)
 {
     for (size_t i = 0; i < n; i++)
@@ -693,10 +862,18 @@ static const char *kv_find(const lop_kv_t *kv, size_t n, const char *key)
     return NULL;
 }
 
-const char *lop_obj_label(const lop_obj_t *o, const char *key) { return kv_find(o->labels, o->nlabels, key); }
+const char *lop_obj_label(const lop_obj_t *o, const char *key)
+{
+    size_t n;
+    const lop_kv_t *kv = lop_obj_labels(o, &n);
+    return kv_find(kv, n, key);
+}
+
 const char *lop_obj_annotation(const lop_obj_t *o, const char *key)
 {
-    return kv_find(o->annotations, o->nannotations, key);
+    size_t n;
+    const lop_kv_t *kv = lop_obj_annotations(o, &n);
+    return kv_find(kv, n, key);
 }
 
 bool lop_obj_owned_by(const lop_obj_t *o, const char *uid)

@@ -8,7 +8,14 @@
  * commonly do to save memory), and fills the fields below straight from the scanner: no JSON
  * tree is built. The jansson tree of metadata is built only when lop_obj_metadata asks for it
  * (once per object, thread-safe), and never includes managedFields, even when they are kept in
- * json.
+ * json. Labels and annotations are validated at build but decoded only when lop_obj_labels /
+ * lop_obj_annotations (or lop_obj_label / _annotation) first asks, since most cached objects are
+ * never asked (Lua reads objects from json); then they are kept with the object.
+ *
+ * Memory: an object is one allocation — this struct, json, the owner uid array and the decoded
+ * strings — of exactly the size it needs (the cache holds it for the object's lifetime; see
+ * bench/README.md, cache-rss). The decoded labels/annotations and the metadata tree, when asked
+ * for, are one more allocation each.
  *
  * Ownership: lop_obj_new returns a reference the caller owns (refcount 1). lop_obj_ref adds one,
  * lop_obj_unref drops one and frees at zero. Every pointer inside the object (strings, arrays)
@@ -41,24 +48,19 @@ typedef struct lop_obj {
     const char *namespace_, *name, *uid, *rv; /* "" when absent; rv = metadata.resourceVersion */
     int64_t generation;                      /* 0 when absent */
     bool deleting;                           /* metadata.deletionTimestamp is set */
-    const lop_kv_t *labels;                  /* nlabels entries, in document order */
-    size_t nlabels;
-    const lop_kv_t *annotations;
-    size_t nannotations;
-    bool has_controller;        /* an ownerReference with controller: true exists */
-    lop_owner_ref_t controller; /* the first such reference */
-    const char *const *owner_uids; /* uids of every ownerReference */
+    bool has_controller;                     /* an ownerReference with controller: true exists */
+    lop_owner_ref_t controller;              /* the first such reference */
+    const char *const *owner_uids;           /* uids of every ownerReference */
     size_t nowners;
     /* The parsed metadata object without managedFields (borrowed; never modify). Built on
      * demand: NULL until lop_obj_metadata(o) has been called once — call that instead. */
     const json_t *_Atomic metadata;
     /* private */
     int refs_;
-    uint32_t khash_; /* lop_obj_key_hash */
-    size_t meta_s_, meta_e_, mf_s_, mf_e_; /* metadata span in json; managedFields cut in it */
-    lop_kv_t *kv_;
-    const char **uids_;
-    char *strs_;
+    uint32_t khash_;                          /* lop_obj_key_hash */
+    uint32_t meta_s_, meta_e_, mf_s_, mf_e_;  /* metadata span in json; a kept managedFields cut in it */
+    uint32_t lab_s_, lab_e_, ann_s_, ann_e_;  /* labels / annotations values in json (0, 0: absent) */
+    struct lop_obj_kvs *_Atomic kvs_;         /* lop_obj_labels / _annotations, decoded on demand */
 } lop_obj_t;
 
 /* Build flags. */
@@ -117,7 +119,17 @@ uint32_t lop_key_hash(const char *key, size_t len);
 bool lop_obj_key_eq(const lop_obj_t *o, const char *key, size_t len);
 /* The strcmp order of two objects' cache keys (<0, 0, >0), without formatting them. */
 int lop_obj_key_cmp(const lop_obj_t *a, const lop_obj_t *b);
-/* Label / annotation value, or NULL when absent. */
+/* Labels / annotations: *n entries (NULL when none) in document order; a key repeated in the JSON
+ * keeps its last value, at its first position (as a parsed object has it). Decoded from json on
+ * the first call and kept with the object: borrowed, valid while the object lives. Thread-safe
+ * (concurrent first calls agree on one array). Never fails: the strings were validated at build. */
+const lop_kv_t *lop_obj_labels(const lop_obj_t *o, size_t *n);
+const lop_kv_t *lop_obj_annotations(const lop_obj_t *o, size_t *n);
+/* True when a's and b's labels (annotations) are equal as maps. Compares the JSON bytes first,
+ * so an unchanged map is never decoded. */
+bool lop_obj_labels_equal(const lop_obj_t *a, const lop_obj_t *b);
+bool lop_obj_annotations_equal(const lop_obj_t *a, const lop_obj_t *b);
+/* Label / annotation value, or NULL when absent (decodes as lop_obj_labels does). */
 const char *lop_obj_label(const lop_obj_t *o, const char *key);
 const char *lop_obj_annotation(const lop_obj_t *o, const char *key);
 /* True when some ownerReference has this uid. */

@@ -2,19 +2,6 @@
 
 #include <string.h>
 
-/* Two label/annotation maps are equal when they have the same keys with the same values. */
-static bool kv_equal(const lop_kv_t *a, size_t na, const lop_kv_t *b, size_t nb)
-{
-    if (na != nb) return false;
-    for (size_t i = 0; i < na; i++) {
-        bool found = false;
-        for (size_t j = 0; j < nb && !found; j++)
-            found = strcmp(a[i].key, b[j].key) == 0 && strcmp(a[i].value, b[j].value) == 0;
-        if (!found) return false;
-    }
-    return true;
-}
-
 bool lop_predicate_eval(const lop_pred_t *p, lop_event_type_t type, const lop_obj_t *old,
                         const lop_obj_t *obj, lop_lua_pred_fn lua, void *ud)
 {
@@ -25,10 +12,9 @@ bool lop_predicate_eval(const lop_pred_t *p, lop_event_type_t type, const lop_ob
     case LOP_PRED_RV_CHANGED:
         return !update || strcmp(old->rv, obj->rv) != 0;
     case LOP_PRED_LABELS_CHANGED:
-        return !update || !kv_equal(old->labels, old->nlabels, obj->labels, obj->nlabels);
+        return !update || !lop_obj_labels_equal(old, obj);
     case LOP_PRED_ANNOTATIONS_CHANGED:
-        return !update ||
-               !kv_equal(old->annotations, old->nannotations, obj->annotations, obj->nannotations);
+        return !update || !lop_obj_annotations_equal(old, obj);
     case LOP_PRED_AND:
         for (size_t i = 0; i < p->nargs; i++)
             if (!lop_predicate_eval(&p->args[i], type, old, obj, lua, ud)) return false;

@@ -142,31 +142,41 @@ size_t lop_json_str_len(const char *s, size_t n)
     return len;
 }
 
-void lop_buf_json_str(lop_buf_t *b, const char *s, size_t n)
+char *lop_json_str_write(char *dst, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
-    lop_buf_reserve(b, n + 2);
-    lop_buf_putc(b, '"');
+    *dst++ = '"';
     size_t run = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c >= 0x20 && c != '"' && c != '\\') continue;
-        lop_buf_append(b, s + run, i - run);
+        memcpy(dst, s + run, i - run);
+        dst += i - run;
         run = i + 1;
+        *dst++ = '\\';
         switch (c) {
-        case '"': lop_buf_append(b, "\\\"", 2); break;
-        case '\\': lop_buf_append(b, "\\\\", 2); break;
-        case '\n': lop_buf_append(b, "\\n", 2); break;
-        case '\r': lop_buf_append(b, "\\r", 2); break;
-        case '\t': lop_buf_append(b, "\\t", 2); break;
-        default: {
-            char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-            lop_buf_append(b, e, 6);
-        }
+        case '"': *dst++ = '"'; break;
+        case '\\': *dst++ = '\\'; break;
+        case '\n': *dst++ = 'n'; break;
+        case '\r': *dst++ = 'r'; break;
+        case '\t': *dst++ = 't'; break;
+        default:
+            memcpy(dst, (char[5]){'u', '0', '0', hex[c >> 4], hex[c & 15]}, 5);
+            dst += 5;
         }
     }
-    lop_buf_append(b, s + run, n - run);
-    lop_buf_putc(b, '"');
+    memcpy(dst, s + run, n - run);
+    dst += n - run;
+    *dst++ = '"';
+    return dst;
+}
+
+void lop_buf_json_str(lop_buf_t *b, const char *s, size_t n)
+{
+    size_t need = lop_json_str_len(s, n);
+    lop_buf_reserve(b, need);
+    b->len = (size_t)(lop_json_str_write(b->data + b->len, s, n) - b->data);
+    b->data[b->len] = '\0';
 }
 
 void lop_buf_consume(lop_buf_t *b, size_t n)

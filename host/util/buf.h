@@ -37,6 +37,9 @@ void lop_buf_vprintf(lop_buf_t *b, const char *fmt, va_list ap);
 void lop_buf_json_str(lop_buf_t *b, const char *s, size_t n);
 /* The number of bytes lop_buf_json_str(b, s, n) appends. */
 size_t lop_json_str_len(const char *s, size_t n);
+/* Write the same literal to dst, which has room for lop_json_str_len(s, n) bytes (no NUL is
+ * written); returns dst advanced past it. For fixed-size storage computed up front. */
+char *lop_json_str_write(char *dst, const char *s, size_t n);
 /* Append s with every invalid UTF-8 sequence replaced by U+FFFD (so JSON encoders accept it). */
 void lop_buf_utf8(lop_buf_t *b, const char *s, size_t n);
 /* A value's bytes when its tail p[0..n) arrived after b collected its head: p itself when b is

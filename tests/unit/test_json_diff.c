@@ -779,12 +779,16 @@ static void same_obj(const lop_obj_t *x, const lop_obj_t *y)
     T_EQ_STR(x->name, y->name);
     T_EQ_STR(x->namespace_, y->namespace_);
     T_EQ_STR(x->rv, y->rv);
-    T_EQ_INT(x->nlabels, y->nlabels);
-    for (size_t i = 0; i < x->nlabels && i < y->nlabels; i++) {
-        T_EQ_STR(x->labels[i].key, y->labels[i].key);
-        T_EQ_STR(x->labels[i].value, y->labels[i].value);
+    size_t xl, yl, xa, ya;
+    const lop_kv_t *xk = lop_obj_labels(x, &xl), *yk = lop_obj_labels(y, &yl);
+    T_EQ_INT(xl, yl);
+    for (size_t i = 0; i < xl && i < yl; i++) {
+        T_EQ_STR(xk[i].key, yk[i].key);
+        T_EQ_STR(xk[i].value, yk[i].value);
     }
-    T_EQ_INT(x->nannotations, y->nannotations);
+    lop_obj_annotations(x, &xa);
+    lop_obj_annotations(y, &ya);
+    T_EQ_INT(xa, ya);
 }
 
 static void test_prefix_build_equals_whole_build(void)

@@ -32,7 +32,9 @@ static void test_escapes_and_repeated_keys(void)
                       "\"labels\":{\"kA\":\"v\\n\",\"x\":\"1\",\"x\":\"2\"},\"deletionTimestamp\":null}}",
                       0);
     T_EQ_STR(o->name, "n/2"); /* the last occurrence wins, as in a parsed object */
-    T_EQ_INT(o->nlabels, 2);
+    size_t nl;
+    lop_obj_labels(o, &nl);
+    T_EQ_INT(nl, 2);
     T_EQ_STR(lop_obj_label(o, "kA"), "v\n");
     T_EQ_STR(lop_obj_label(o, "x"), "2");
     T_CHECK(o->generation == INT64_MIN);
@@ -63,7 +65,8 @@ static void test_escapes_and_repeated_keys(void)
 }
 
 /* A cache entry keeps its JSON for its lifetime, so it is allocated at its size: no rounded-up
- * buffer (which held ~2 KB for every 1 KB ConfigMap). */
+ * buffer (which held ~2 KB for every 1 KB ConfigMap). The struct, the JSON and the decoded
+ * strings are one block: here 2 + 4 + 2 + 2 bytes of strings ("v1", "K\"\n", "a", "u"). */
 static void test_entry_json_is_allocated_at_its_size(void)
 {
     static const char item[] = "{\"metadata\":{\"name\":\"a\",\"managedFields\":[{\"manager\":\"m\","
@@ -75,7 +78,8 @@ static void test_entry_json_is_allocated_at_its_size(void)
         T_EQ_INT(lop_obj_new_item(item, strlen(item), flags[i], "v1", "K\"\n", &o, &err), LOP_OK);
         T_CHECK(strncmp(o->json, "{\"apiVersion\":\"v1\",\"kind\":\"K\\\"\\n\",", 32) == 0);
         T_EQ_INT(strlen(o->json), o->json_len);
-        T_CHECK(malloc_usable_size((void *)o->json) < o->json_len + 1 + 2 * sizeof(void *));
+        T_CHECK((const char *)o->json == (const char *)(o + 1));
+        T_CHECK(malloc_usable_size(o) < sizeof *o + o->json_len + 1 + 10 + 8 + 2 * sizeof(void *));
         lop_obj_unref(o);
     }
 }
@@ -92,7 +96,7 @@ static void test_string_arena_leaves_out_unread_members(void)
     T_EQ_STR(o->name, "n");
     T_EQ_STR(o->uid, "u");
     T_EQ_STR(lop_obj_label(o, "a"), "b");
-    T_CHECK(malloc_usable_size(o->strs_) < 64);
+    T_CHECK(malloc_usable_size(o) < sizeof *o + o->json_len + 1 + 64);
     lop_obj_unref(o);
     lop_buf_free(&j);
 }
@@ -134,7 +138,7 @@ static void test_metadata_only_entry(void)
     T_EQ_STR(o->json, "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\","
                       "\"labels\":{\"app\":\"web\"},\"resourceVersion\":\"7\"}}");
     T_EQ_INT((long)o->json_len, (long)strlen(o->json));
-    T_CHECK(malloc_usable_size((void *)o->json) < o->json_len + 64); /* sized without managedFields */
+    T_CHECK(malloc_usable_size(o) < sizeof *o + o->json_len + 64); /* sized without managedFields */
     T_EQ_STR(o->kind, "Pod");
     T_EQ_STR(o->api_version, "v1");
     T_EQ_STR(o->name, "p");
@@ -449,8 +453,10 @@ static void test_many_labels(void)
     for (int i = 0; i < 40; i++) lop_buf_printf(&j, "%s\"k%d\":\"v%d\"", i ? "," : "", i, i);
     lop_buf_puts(&j, ",\"k3\":\"again\"},\"annotations\":{\"a\":\"b\"}}}");
     lop_obj_t *o = mk(j.data, 0);
-    T_EQ_INT((long)o->nlabels, 40);
-    T_EQ_STR(o->labels[3].key, "k3");
+    size_t nl;
+    const lop_kv_t *kv = lop_obj_labels(o, &nl);
+    T_EQ_INT((long)nl, 40);
+    T_EQ_STR(kv[3].key, "k3");
     T_EQ_STR(lop_obj_label(o, "k3"), "again");
     T_EQ_STR(lop_obj_label(o, "k39"), "v39");
     T_EQ_STR(lop_obj_annotation(o, "a"), "b");
@@ -490,8 +496,74 @@ static void test_key_hash_eq_and_order_agree_with_the_formatted_key(void)
         lop_obj_unref(o[i]);
 }
 
+/* Labels and annotations are checked at build but decoded on the first ask, once: concurrent
+ * first callers agree on one array, and equality compares the bytes before decoding. */
+static void *labels_of(void *o)
+{
+    size_t n;
+    return (void *)lop_obj_labels(o, &n);
+}
+
+static void test_labels_are_decoded_on_demand(void)
+{
+    lop_obj_t *o = mk("{\"metadata\":{\"name\":\"n\",\"labels\":{\"a\":\"1\",\"b\":\"x\\u00e9\"},"
+                      "\"annotations\":{\"c\":\"3\"}}}", 0);
+    T_CHECK(o->kvs_ == NULL);
+    pthread_t th[4];
+    void *got[4];
+    for (int i = 0; i < 4; i++)
+        pthread_create(&th[i], NULL, labels_of, o);
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], &got[i]);
+    for (int i = 1; i < 4; i++)
+        T_CHECK(got[i] == got[0]);
+    size_t nl, na;
+    const lop_kv_t *l = lop_obj_labels(o, &nl), *a = lop_obj_annotations(o, &na);
+    T_CHECK((void *)l == got[0] && nl == 2 && na == 1);
+    T_EQ_STR(l[1].key, "b");
+    T_EQ_STR(l[1].value, "x\xc3\xa9");
+    T_EQ_STR(a[0].value, "3");
+    lop_obj_t *none = mk("{\"metadata\":{\"name\":\"n\",\"labels\":null}}", 0);
+    T_CHECK(lop_obj_labels(none, &nl) == NULL && nl == 0);
+    T_CHECK(lop_obj_annotations(none, &na) == NULL && na == 0);
+    T_CHECK(none->kvs_ == NULL);
+
+    /* equality: the same bytes are equal undecoded; otherwise as maps */
+    lop_obj_t *same = mk("{\"metadata\":{\"name\":\"m\",\"labels\":{\"a\":\"1\",\"b\":\"x\\u00e9\"}}}", 0);
+    lop_obj_t *reord = mk("{\"metadata\":{\"labels\":{\"b\":\"x\xc3\xa9\",\"a\":\"1\"},\"annotations\":{\"c\":\"3\"}}}", 0);
+    lop_obj_t *fewer = mk("{\"metadata\":{\"labels\":{\"a\":\"1\"},\"annotations\":{}}}", 0);
+    lop_obj_t *empty = mk("{\"metadata\":{\"labels\":{}}}", 0);
+    T_CHECK(lop_obj_labels_equal(same, o) && same->kvs_ == NULL);
+    T_CHECK(lop_obj_labels_equal(reord, o) && lop_obj_annotations_equal(reord, o));
+    T_CHECK(!lop_obj_labels_equal(fewer, o) && !lop_obj_annotations_equal(fewer, o));
+    T_CHECK(lop_obj_labels_equal(none, empty) && lop_obj_annotations_equal(fewer, empty));
+    lop_obj_t *objs[] = {o, none, same, reord, fewer, empty};
+    for (size_t i = 0; i < sizeof objs / sizeof objs[0]; i++)
+        lop_obj_unref(objs[i]);
+}
+
+/* A bad label or annotation is refused at build, though it is not decoded then. */
+static void test_bad_labels_are_refused_at_build(void)
+{
+    static const char *const bad[] = {
+        "{\"metadata\":{\"labels\":{\"a\":1}}}",
+        "{\"metadata\":{\"labels\":[]}}",
+        "{\"metadata\":{\"annotations\":{\"a\":\"\\u0000\"}}}",
+        "{\"metadata\":{\"annotations\":{\"\\ud800\":\"v\"}}}",
+        "{\"metadata\":{\"labels\":{\"a\":\"\\udc00x\"}}}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        lop_obj_t *o = NULL;
+        lop_err_t err;
+        T_EQ_INT(lop_obj_new(bad[i], strlen(bad[i]), 0, &o, &err), LOP_EINVAL);
+        T_CHECK(o == NULL && strstr(err.message, "metadata.") != NULL);
+    }
+}
+
 int main(void)
 {
+    T_RUN(test_labels_are_decoded_on_demand);
+    T_RUN(test_bad_labels_are_refused_at_build);
     T_RUN(test_key_hash_eq_and_order_agree_with_the_formatted_key);
     T_RUN(test_many_labels);
     T_RUN(test_prefix_build_reports_the_end);

@@ -48,7 +48,9 @@ static void test_obj_parses_metadata(void)
     T_EQ_STR(o->rv, "42");
     T_EQ_INT(o->generation, 7);
     T_CHECK(o->deleting);
-    T_EQ_INT(o->nlabels, 2);
+    size_t nl;
+    lop_obj_labels(o, &nl);
+    T_EQ_INT(nl, 2);
     T_EQ_STR(lop_obj_label(o, "a"), "1");
     T_EQ_STR(lop_obj_label(o, "b"), "");
     T_CHECK(lop_obj_label(o, "c") == NULL);
