@@ -2,6 +2,7 @@
 #include "host/kube/object.h"
 
 #include "host/kube/jsonscan.h"
+#include "host/kube/object_impl.h"
 #include "host/util/buf.h"
 #include "host/util/heap.h"
 
@@ -9,8 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static uint32_t key_hash_of(const lop_obj_t *o);
 
 /* Decoded strings go to an arena sized up front so it never moves (a decoded string plus its NUL
  * is never longer than its quoted JSON token): on the stack while an object is built, then copied
@@ -351,7 +350,10 @@ static size_t lay_write(const layout_t *l, char *dst)
 /* A pointer into the build arena, moved to the same offset in the object's copy of it. */
 static const char *moved(const char *s, const arena_t *a, char *to)
 {
-    return s >= a->p && s < a->p + a->len ? to + (s - a->p) : s;
+    /* compared as integers: s may point outside the arena (a literal ""), where < on pointers
+     * into different objects is undefined */
+    uintptr_t x = (uintptr_t)s, lo = (uintptr_t)a->p;
+    return x >= lo && x - lo < a->len ? to + (x - lo) : s;
 }
 
 /* Allocate the object: the struct t (filled from the build arena a and owner uids), json laid
@@ -383,7 +385,7 @@ static lop_obj_t *assemble(const lop_obj_t *t, const layout_t *l, const arena_t 
         ou[i] = moved(uids->v[i], a, strs);
     o->owner_uids = uids->n ? ou : NULL;
     o->nowners = uids->n;
-    o->khash_ = key_hash_of(o);
+    o->khash_ = lop_obj_key_hash_of(o);
     return o;
 }
 
@@ -658,162 +660,72 @@ void lop_obj_unref(lop_obj_t *o)
     if (atomic_fetch_sub_explicit((_Atomic int *)&o->refs_, 1, memory_order_acq_rel) != 1)
         return;
     json_decref((json_t *)atomic_load_explicit(&o->metadata, memory_order_acquire));
-    free(atomic_load_explicit(&o->kvs_, memory_order_acquire));
+    free(atomic_load_explicit(&o->lab_kv_, memory_order_acquire));
+    free(atomic_load_explicit(&o->ann_kv_, memory_order_acquire));
     free(o); /* json, owner uids and strings are in the same block */
 }
 
-int lop_obj_key(const lop_obj_t *o, char *buf, size_t len)
-{
-    /* on every event's path (store, reflector, handlers): no printf */
-    size_t nsl = strlen(o->namespace_), nl = strlen(o->name), full = nsl ? nsl + 1 + nl : nl;
-    if (len) {
-        size_t w = 0;
-        if (nsl) {
-            size_t c = nsl < len - 1 ? nsl : len - 1;
-            memcpy(buf, o->namespace_, c);
-            w = c;
-            if (w < len - 1)
-                buf[w++] = '/';
-        }
-        size_t c = nl < len - 1 - w ? nl : len - 1 - w;
-        memcpy(buf + w, o->name, c);
-        buf[w + c] = '\0';
-    }
-    return (int)full;
-}
-
-#define FNV_OFFSET UINT32_C(2166136261)
-#define FNV_PRIME UINT32_C(16777619)
-
-static uint32_t fnv(uint32_t h, const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= FNV_PRIME;
-    }
-    return h;
-}
-
-uint32_t lop_key_hash(const char *key, size_t len) { return fnv(FNV_OFFSET, key, len); }
-
-static uint32_t key_hash_of(const lop_obj_t *o)
-{
-    uint32_t h = FNV_OFFSET;
-    if (*o->namespace_)
-        h = fnv(fnv(h, o->namespace_, strlen(o->namespace_)), "/", 1);
-    return fnv(h, o->name, strlen(o->name));
-}
-
-uint32_t lop_obj_key_hash(const lop_obj_t *o) { return o->khash_; }
-
-bool lop_obj_key_eq(const lop_obj_t *o, const char *key, size_t len)
-{
-    size_t nsl = strlen(o->namespace_);
-    if (nsl) {
-        if (len <= nsl || memcmp(key, o->namespace_, nsl) != 0 || key[nsl] != '/')
-            return false;
-        key += nsl + 1;
-        len -= nsl + 1;
-    }
-    return strlen(o->name) == len && memcmp(key, o->name, len) == 0;
-}
-
-/* The i-th byte of o's key as an unsigned char, or -1 past its end. */
-static int key_byte(const lop_obj_t *o, size_t nsl, size_t i)
-{
-    if (nsl) {
-        if (i < nsl)
-            return (unsigned char)o->namespace_[i];
-        if (i == nsl)
-            return '/';
-        i -= nsl + 1;
-    }
-    unsigned char c = (unsigned char)o->name[i];
-    return c ? c : -1; /* reading name[i] is safe: i never passes its NUL (we stop there) */
-}
-
-int lop_obj_key_cmp(const lop_obj_t *a, const lop_obj_t *b)
-{
-    size_t an = strlen(a->namespace_), bn = strlen(b->namespace_);
-    if (an && an == bn) { /* the common case: same namespace, compare names */
-        int c = memcmp(a->namespace_, b->namespace_, an);
-        if (c)
-            return c;
-        return strcmp(a->name, b->name);
-    }
-    for (size_t i = 0;; i++) {
-        int x = key_byte(a, an, i), y = key_byte(b, bn, i);
-        if (x != y)
-            return x < y ? -1 : 1;
-        if (x < 0)
-            return 0;
-    }
-}
-
-/* The decoded labels and annotations of an object: one block, the strings after the arrays. */
+/* One decoded map (labels or annotations): the strings follow the array in the same block. */
 struct lop_obj_kvs {
-    size_t nlabels, nannotations;
-    lop_kv_t kv[]; /* nlabels labels, then nannotations annotations */
+    size_t n;
+    lop_kv_t kv[];
 };
 
-static const struct lop_obj_kvs *kvs_of(const lop_obj_t *co)
+/* Decode the checked map at json[s..e) of o into a new block (the caller frees it). */
+static struct lop_obj_kvs *decode_kvs(const lop_obj_t *o, uint32_t s, uint32_t e)
 {
-    lop_obj_t *o = (lop_obj_t *)co;
-    struct lop_obj_kvs *k = atomic_load_explicit(&o->kvs_, memory_order_acquire);
-    if (k)
-        return k;
-    /* decode into a scratch arena sized by the spans, then copy into one exact block */
-    size_t span = (o->lab_e_ - o->lab_s_) + (o->ann_e_ - o->ann_s_);
+    /* decode into a scratch arena sized by the span, then copy into one exact block */
+    size_t span = e - s;
     arena_t a = {lop_xmalloc(span ? span : 1), 0, span};
-    kvvec_t lab, ann;
-    KVVEC_INIT(lab);
-    KVVEC_INIT(ann);
-    decode_strmap(&a, o->json, o->json_len, o->lab_s_, o->lab_e_, &lab);
-    decode_strmap(&a, o->json, o->json_len, o->ann_s_, o->ann_e_, &ann);
-    size_t nkv = lab.n + ann.n, arr = sizeof *k + nkv * sizeof(lop_kv_t);
-    k = lop_xmalloc(arr + a.len);
-    k->nlabels = lab.n;
-    k->nannotations = ann.n;
+    kvvec_t kv;
+    KVVEC_INIT(kv);
+    decode_strmap(&a, o->json, o->json_len, s, e, &kv);
+    size_t arr = sizeof(struct lop_obj_kvs) + kv.n * sizeof(lop_kv_t);
+    struct lop_obj_kvs *k = lop_xmalloc(arr + a.len);
+    k->n = kv.n;
     char *strs = (char *)k + arr;
     memcpy(strs, a.p, a.len);
-    for (size_t i = 0; i < nkv; i++) {
-        const lop_kv_t *kv = i < lab.n ? &lab.v[i] : &ann.v[i - lab.n];
-        k->kv[i] = (lop_kv_t){moved(kv->key, &a, strs), moved(kv->value, &a, strs)};
-    }
+    for (size_t i = 0; i < kv.n; i++)
+        k->kv[i] = (lop_kv_t){moved(kv.v[i].key, &a, strs), moved(kv.v[i].value, &a, strs)};
     free(a.p);
-    if (lab.v != lab.small)
-        free(lab.v);
-    if (ann.v != ann.small)
-        free(ann.v);
+    if (kv.v != kv.small)
+        free(kv.v);
+    return k;
+}
+
+/* The map kept in *slot, decoded and installed on the first call (NULL when the span is empty). */
+static const struct lop_obj_kvs *kvs_of(const lop_obj_t *o, struct lop_obj_kvs *_Atomic *slot, uint32_t s, uint32_t e)
+{
+    if (!e)
+        return NULL;
+    struct lop_obj_kvs *k = atomic_load_explicit(slot, memory_order_acquire);
+    if (k)
+        return k;
+    k = decode_kvs(o, s, e);
     struct lop_obj_kvs *expected = NULL;
-    if (!atomic_compare_exchange_strong_explicit(&o->kvs_, &expected, k, memory_order_acq_rel,
-                                                 memory_order_acquire)) {
-        free(k); /* another thread decoded them first */
+    if (!atomic_compare_exchange_strong_explicit(slot, &expected, k, memory_order_acq_rel, memory_order_acquire)) {
+        free(k); /* another thread decoded it first */
         return expected;
     }
     return k;
 }
 
-const lop_kv_t *lop_obj_labels(const lop_obj_t *o, size_t *n)
+static const lop_kv_t *kvs_array(const struct lop_obj_kvs *k, size_t *n)
 {
-    if (!o->lab_e_) {
-        *n = 0;
-        return NULL;
-    }
-    const struct lop_obj_kvs *k = kvs_of(o);
-    *n = k->nlabels;
-    return k->nlabels ? k->kv : NULL;
+    *n = k ? k->n : 0;
+    return *n ? k->kv : NULL;
 }
 
-const lop_kv_t *lop_obj_annotations(const lop_obj_t *o, size_t *n)
+const lop_kv_t *lop_obj_labels(const lop_obj_t *co, size_t *n)
 {
-    if (!o->ann_e_) {
-        *n = 0;
-        return NULL;
-    }
-    const struct lop_obj_kvs *k = kvs_of(o);
-    *n = k->nannotations;
-    return k->nannotations ? k->kv + k->nlabels : NULL;
+    lop_obj_t *o = (lop_obj_t *)co;
+    return kvs_array(kvs_of(o, &o->lab_kv_, o->lab_s_, o->lab_e_), n);
+}
+
+const lop_kv_t *lop_obj_annotations(const lop_obj_t *co, size_t *n)
+{
+    lop_obj_t *o = (lop_obj_t *)co;
+    return kvs_array(kvs_of(o, &o->ann_kv_, o->ann_s_, o->ann_e_), n);
 }
 
 /* Two maps are equal when they have the same keys with the same values (keys are unique). */
@@ -831,27 +743,41 @@ static bool kv_equal(const lop_kv_t *a, size_t na, const lop_kv_t *b, size_t nb)
     return true;
 }
 
-static bool same_bytes(const lop_obj_t *a, uint32_t as, uint32_t ae, const lop_obj_t *b, uint32_t bs, uint32_t be)
+/* The map kept in *slot, or a scratch decode of it put in *tmp (freed by the caller). */
+static const struct lop_obj_kvs *kvs_peek(const lop_obj_t *o, struct lop_obj_kvs *_Atomic *slot, uint32_t s,
+                                          uint32_t e, struct lop_obj_kvs **tmp)
 {
-    return ae - as == be - bs && memcmp(a->json + as, b->json + bs, ae - as) == 0;
+    *tmp = NULL;
+    if (!e)
+        return NULL;
+    struct lop_obj_kvs *k = atomic_load_explicit(slot, memory_order_acquire);
+    return k ? k : (*tmp = decode_kvs(o, s, e));
 }
 
-bool lop_obj_labels_equal(const lop_obj_t *a, const lop_obj_t *b)
+static bool maps_equal(const lop_obj_t *a, struct lop_obj_kvs *_Atomic *as, uint32_t a0, uint32_t a1,
+                       const lop_obj_t *b, struct lop_obj_kvs *_Atomic *bs, uint32_t b0, uint32_t b1)
 {
-    if (same_bytes(a, a->lab_s_, a->lab_e_, b, b->lab_s_, b->lab_e_))
+    if (a1 - a0 == b1 - b0 && memcmp(a->json + a0, b->json + b0, a1 - a0) == 0)
         return true;
+    struct lop_obj_kvs *ta, *tb;
     size_t na, nb;
-    const lop_kv_t *x = lop_obj_labels(a, &na), *y = lop_obj_labels(b, &nb);
-    return kv_equal(x, na, y, nb);
+    const lop_kv_t *x = kvs_array(kvs_peek(a, as, a0, a1, &ta), &na), *y = kvs_array(kvs_peek(b, bs, b0, b1, &tb), &nb);
+    bool eq = kv_equal(x, na, y, nb);
+    free(ta);
+    free(tb);
+    return eq;
 }
 
-bool lop_obj_annotations_equal(const lop_obj_t *a, const lop_obj_t *b)
+bool lop_obj_labels_equal(const lop_obj_t *ca, const lop_obj_t *cb)
 {
-    if (same_bytes(a, a->ann_s_, a->ann_e_, b, b->ann_s_, b->ann_e_))
-        return true;
-    size_t na, nb;
-    const lop_kv_t *x = lop_obj_annotations(a, &na), *y = lop_obj_annotations(b, &nb);
-    return kv_equal(x, na, y, nb);
+    lop_obj_t *a = (lop_obj_t *)ca, *b = (lop_obj_t *)cb;
+    return maps_equal(a, &a->lab_kv_, a->lab_s_, a->lab_e_, b, &b->lab_kv_, b->lab_s_, b->lab_e_);
+}
+
+bool lop_obj_annotations_equal(const lop_obj_t *ca, const lop_obj_t *cb)
+{
+    lop_obj_t *a = (lop_obj_t *)ca, *b = (lop_obj_t *)cb;
+    return maps_equal(a, &a->ann_kv_, a->ann_s_, a->ann_e_, b, &b->ann_kv_, b->ann_s_, b->ann_e_);
 }
 
 static const char *kv_find(const lop_kv_t *kv, size_t n, const char *key)

@@ -8,14 +8,15 @@
  * commonly do to save memory), and fills the fields below straight from the scanner: no JSON
  * tree is built. The jansson tree of metadata is built only when lop_obj_metadata asks for it
  * (once per object, thread-safe), and never includes managedFields, even when they are kept in
- * json. Labels and annotations are validated at build but decoded only when lop_obj_labels /
- * lop_obj_annotations (or lop_obj_label / _annotation) first asks, since most cached objects are
- * never asked (Lua reads objects from json); then they are kept with the object.
+ * json. Labels and annotations are validated at build but each map is decoded only when
+ * lop_obj_labels / lop_obj_annotations (or lop_obj_label / _annotation) first asks for it, since
+ * most cached objects are never asked (Lua reads objects from json); then it is kept with the
+ * object.
  *
  * Memory: an object is one allocation — this struct, json, the owner uid array and the decoded
  * strings — of exactly the size it needs (the cache holds it for the object's lifetime; see
- * bench/README.md, cache-rss). The decoded labels/annotations and the metadata tree, when asked
- * for, are one more allocation each.
+ * bench/README.md, cache-rss). The decoded labels, the decoded annotations and the metadata tree,
+ * when asked for, are one more allocation each.
  *
  * Ownership: lop_obj_new returns a reference the caller owns (refcount 1). lop_obj_ref adds one,
  * lop_obj_unref drops one and frees at zero. Every pointer inside the object (strings, arrays)
@@ -60,7 +61,8 @@ typedef struct lop_obj {
     uint32_t khash_;                          /* lop_obj_key_hash */
     uint32_t meta_s_, meta_e_, mf_s_, mf_e_;  /* metadata span in json; a kept managedFields cut in it */
     uint32_t lab_s_, lab_e_, ann_s_, ann_e_;  /* labels / annotations values in json (0, 0: absent) */
-    struct lop_obj_kvs *_Atomic kvs_;         /* lop_obj_labels / _annotations, decoded on demand */
+    struct lop_obj_kvs *_Atomic lab_kv_;      /* lop_obj_labels, decoded on demand */
+    struct lop_obj_kvs *_Atomic ann_kv_;      /* lop_obj_annotations, decoded on demand */
 } lop_obj_t;
 
 /* Build flags. */
@@ -126,7 +128,8 @@ int lop_obj_key_cmp(const lop_obj_t *a, const lop_obj_t *b);
 const lop_kv_t *lop_obj_labels(const lop_obj_t *o, size_t *n);
 const lop_kv_t *lop_obj_annotations(const lop_obj_t *o, size_t *n);
 /* True when a's and b's labels (annotations) are equal as maps. Compares the JSON bytes first,
- * so an unchanged map is never decoded. */
+ * so an unchanged map is never decoded; a map not decoded yet is decoded for the comparison only
+ * (not kept: the old object of an update is about to go, and annotations can be large). */
 bool lop_obj_labels_equal(const lop_obj_t *a, const lop_obj_t *b);
 bool lop_obj_annotations_equal(const lop_obj_t *a, const lop_obj_t *b);
 /* Label / annotation value, or NULL when absent (decodes as lop_obj_labels does). */
