@@ -1,7 +1,14 @@
-/* store.c — the thread-safe indexed object cache (see store.h). */
+/* store.c — the thread-safe indexed object cache (see store.h).
+ *
+ * Memory per cached object is what the cache-rss benchmark measures, so no table here holds a key
+ * string or a per-entry allocation: `items` is a lop_objset_t (one 8-byte slot per object, found
+ * through the object's own key hash and key), and the two indexes are lop_objindex_t's (a 16-byte
+ * slot per distinct namespace / owner uid; the values with two or more objects get a compact set
+ * of their own). The indexes borrow the objects whose reference `items` holds. */
 #include "host/kube/store.h"
 
-#include "host/kube/strmap.h"
+#include "host/kube/objindex.h"
+#include "host/kube/objset.h"
 #include "host/util/buf.h"
 
 #include <pthread.h>
@@ -12,9 +19,9 @@
 
 struct lop_store {
     pthread_rwlock_t lock;
-    lop_strmap_t items;    /* key -> lop_obj_t* (one reference) */
-    lop_strmap_t by_ns;    /* namespace -> lop_strmap_t* of key -> obj (borrowed) */
-    lop_strmap_t by_owner; /* owner uid -> lop_strmap_t* of key -> obj (borrowed) */
+    lop_objset_t items;      /* every entry, by key (one reference each) */
+    lop_objindex_t by_ns;    /* namespace ("" when cluster-scoped) -> entries (borrowed) */
+    lop_objindex_t by_owner; /* owner uid -> entries having an ownerReference with it (borrowed) */
     size_t bytes;
 };
 
@@ -27,6 +34,12 @@ void lop_obj_list_free(lop_obj_list_t *l)
     l->n = 0;
 }
 
+static const char *ns_of(const lop_obj_t *o, uint32_t ix) { return ix == 0 ? o->namespace_ : NULL; }
+static const char *owner_of(const lop_obj_t *o, uint32_t ix)
+{
+    return ix < o->nowners ? o->owner_uids[ix] : NULL;
+}
+
 static char *key_of(const lop_obj_t *o, char *small, size_t cap)
 {
     int n = lop_obj_key(o, small, cap);
@@ -37,83 +50,45 @@ static char *key_of(const lop_obj_t *o, char *small, size_t cap)
     return k;
 }
 
-static void index_add(lop_strmap_t *idx, const char *val, const char *key, lop_obj_t *o)
+static void unindex(lop_store_t *s, const lop_obj_t *o)
 {
-    lop_strmap_t *set = lop_strmap_get(idx, val);
-    if (!set) {
-        set = lop_xcalloc(1, sizeof *set);
-        lop_strmap_put(idx, val, set);
-    }
-    lop_strmap_put(set, key, o);
-}
-
-static void index_del(lop_strmap_t *idx, const char *val, const char *key)
-{
-    lop_strmap_t *set = lop_strmap_get(idx, val);
-    if (!set)
-        return;
-    lop_strmap_del(set, key, NULL);
-    if (set->count == 0) {
-        lop_strmap_del(idx, val, NULL);
-        lop_strmap_clear(set);
-        free(set);
-    }
-}
-
-static void unindex(lop_store_t *s, const char *key, lop_obj_t *o)
-{
-    index_del(&s->by_ns, o->namespace_, key);
-    for (size_t i = 0; i < o->nowners; i++)
-        index_del(&s->by_owner, o->owner_uids[i], key);
+    lop_objindex_del(&s->by_ns, o, 0);
+    for (uint32_t i = 0; i < o->nowners; i++)
+        lop_objindex_del(&s->by_owner, o, i);
     s->bytes -= o->json_len;
 }
 
-static void reindex(lop_store_t *s, const char *key, lop_obj_t *o)
+static void reindex(lop_store_t *s, lop_obj_t *o)
 {
-    index_add(&s->by_ns, o->namespace_, key, o);
-    for (size_t i = 0; i < o->nowners; i++)
-        index_add(&s->by_owner, o->owner_uids[i], key, o);
+    lop_objindex_add(&s->by_ns, o, 0);
+    for (uint32_t i = 0; i < o->nowners; i++)
+        lop_objindex_add(&s->by_owner, o, i);
     s->bytes += o->json_len;
-}
-
-static void free_index(lop_strmap_t *idx)
-{
-    lop_strmap_iter_t it;
-    for (lop_strmap_ent_t *e = lop_strmap_first(idx, &it); e; e = lop_strmap_next(idx, &it, e)) {
-        lop_strmap_clear(e->val);
-        free(e->val);
-    }
-    lop_strmap_clear(idx);
 }
 
 lop_store_t *lop_store_new(void)
 {
     lop_store_t *s = lop_xcalloc(1, sizeof *s);
     pthread_rwlock_init(&s->lock, NULL);
+    lop_objindex_init(&s->by_ns, ns_of);
+    lop_objindex_init(&s->by_owner, owner_of);
     return s;
-}
-
-static void clear_all(lop_store_t *s)
-{
-    lop_strmap_iter_t it;
-    for (lop_strmap_ent_t *e = lop_strmap_first(&s->items, &it); e; e = lop_strmap_next(&s->items, &it, e))
-        lop_obj_unref(e->val);
-    lop_strmap_clear(&s->items);
-    free_index(&s->by_ns);
-    free_index(&s->by_owner);
-    s->bytes = 0;
 }
 
 void lop_store_free(lop_store_t *s)
 {
     if (!s)
         return;
-    clear_all(s);
+    size_t it = 0;
+    for (lop_obj_t *o; (o = lop_objset_next(&s->items, &it));)
+        lop_obj_unref(o);
+    lop_objset_cleanup(&s->items);
+    lop_objindex_cleanup(&s->by_ns);
+    lop_objindex_cleanup(&s->by_owner);
     pthread_rwlock_destroy(&s->lock);
     free(s);
 }
 
-/* Write lock held. Takes a new reference on obj; returns the previous entry's reference. */
 static bool has_owner(const lop_obj_t *o, const char *uid)
 {
     for (size_t i = 0; i < o->nowners; i++)
@@ -125,31 +100,27 @@ static bool has_owner(const lop_obj_t *o, const char *uid)
 /* Write lock held. Takes a new reference on obj; returns the previous entry's reference. An
  * update leaves the index entries that stay (same namespace, same owners) in place and only
  * repoints them (no allocation per update in the common case). */
-static lop_obj_t *put_locked(lop_store_t *s, const char *key, lop_obj_t *obj)
+static lop_obj_t *put_locked(lop_store_t *s, lop_obj_t *obj)
 {
     lop_obj_ref(obj);
-    lop_obj_t *prev = lop_strmap_put(&s->items, key, obj);
+    lop_obj_t *prev = lop_objset_put(&s->items, obj);
     if (prev) {
         if (strcmp(prev->namespace_, obj->namespace_) != 0)
-            index_del(&s->by_ns, prev->namespace_, key);
-        for (size_t i = 0; i < prev->nowners; i++)
+            lop_objindex_del(&s->by_ns, prev, 0);
+        for (uint32_t i = 0; i < prev->nowners; i++)
             if (!has_owner(obj, prev->owner_uids[i]))
-                index_del(&s->by_owner, prev->owner_uids[i], key);
+                lop_objindex_del(&s->by_owner, prev, i);
         s->bytes -= prev->json_len;
     }
-    reindex(s, key, obj); /* index_add replaces the value of an entry that stayed */
+    reindex(s, obj); /* lop_objindex_add repoints an entry that stayed */
     return prev;
 }
 
 void lop_store_put(lop_store_t *s, lop_obj_t *obj, lop_obj_t **old)
 {
-    char small[256];
-    char *key = key_of(obj, small, sizeof small);
     pthread_rwlock_wrlock(&s->lock);
-    lop_obj_t *prev = put_locked(s, key, obj);
+    lop_obj_t *prev = put_locked(s, obj);
     pthread_rwlock_unlock(&s->lock);
-    if (key != small)
-        free(key);
     if (old)
         *old = prev;
     else
@@ -158,18 +129,22 @@ void lop_store_put(lop_store_t *s, lop_obj_t *obj, lop_obj_t **old)
 
 lop_obj_t *lop_store_delete(lop_store_t *s, const char *key)
 {
+    size_t len = strlen(key);
+    uint32_t h = lop_key_hash(key, len);
     pthread_rwlock_wrlock(&s->lock);
-    lop_obj_t *prev = lop_strmap_del(&s->items, key, NULL);
+    lop_obj_t *prev = lop_objset_del(&s->items, key, len, h);
     if (prev)
-        unindex(s, key, prev);
+        unindex(s, prev);
     pthread_rwlock_unlock(&s->lock);
     return prev;
 }
 
 lop_obj_t *lop_store_get(lop_store_t *s, const char *key)
 {
+    size_t len = strlen(key);
+    uint32_t h = lop_key_hash(key, len);
     pthread_rwlock_rdlock(&s->lock);
-    lop_obj_t *o = lop_strmap_get(&s->items, key);
+    lop_obj_t *o = lop_objset_find(&s->items, key, len, h);
     if (o)
         lop_obj_ref(o);
     pthread_rwlock_unlock(&s->lock);
@@ -188,57 +163,64 @@ lop_obj_t *lop_store_get_by_name(lop_store_t *s, const char *ns, const char *nam
     return o;
 }
 
-typedef struct keyed {
-    const char *key;
-    lop_obj_t *obj;
-} keyed_t;
-
-static int keyed_cmp(const void *a, const void *b)
-{
-    return strcmp(((const keyed_t *)a)->key, ((const keyed_t *)b)->key);
-}
-
-/* Collect a set (key -> obj) filtered by pred into out, sorted by key. Read lock held. */
-static void collect(const lop_strmap_t *set, bool (*pred)(const lop_obj_t *, const void *), const void *arg,
-                    lop_obj_list_t *out)
+/* Copy the objects of set, or the one object, that pass pred (NULL = all) into out, each with a
+ * new reference. Read lock held. The list is sorted afterwards by sort_list, outside the lock:
+ * the references keep the objects alive, and a writer need not wait for the sort. */
+static void collect(const lop_objset_t *set, lop_obj_t *one, bool (*pred)(const lop_obj_t *, const void *),
+                    const void *arg, lop_obj_list_t *out)
 {
     out->items = NULL;
     out->n = 0;
-    if (!set || set->count == 0)
+    size_t cap = set ? set->count : one ? 1 : 0;
+    if (!cap)
         return;
-    keyed_t *tmp = lop_xmalloc(set->count * sizeof *tmp);
-    size_t n = 0;
-    lop_strmap_iter_t it;
-    for (lop_strmap_ent_t *e = lop_strmap_first(set, &it); e; e = lop_strmap_next(set, &it, e))
-        if (!pred || pred(e->val, arg))
-            tmp[n++] = (keyed_t){e->key, e->val};
-    qsort(tmp, n, sizeof *tmp, keyed_cmp);
-    out->items = lop_xmalloc((n ? n : 1) * sizeof *out->items);
-    for (size_t i = 0; i < n; i++)
-        out->items[i] = lop_obj_ref(tmp[i].obj);
-    out->n = n;
-    free(tmp);
+    out->items = lop_xmalloc(cap * sizeof *out->items);
+    size_t it = 0;
+    for (lop_obj_t *o = set ? lop_objset_next(set, &it) : one; o; o = set ? lop_objset_next(set, &it) : NULL)
+        if (!pred || pred(o, arg))
+            out->items[out->n++] = lop_obj_ref(o);
+}
+
+static int obj_cmp(const void *a, const void *b)
+{
+    return lop_obj_key_cmp(*(lop_obj_t *const *)a, *(lop_obj_t *const *)b);
+}
+
+static void sort_list(lop_obj_list_t *l)
+{
+    if (l->n > 1)
+        qsort(l->items, l->n, sizeof *l->items, obj_cmp);
+}
+
+static void collect_index(const lop_objindex_t *x, const char *key,
+                          bool (*pred)(const lop_obj_t *, const void *), const void *arg, lop_obj_list_t *out)
+{
+    lop_objindex_hit_t hit = lop_objindex_find(x, key);
+    collect(hit.many, hit.one, pred, arg, out);
 }
 
 void lop_store_list(lop_store_t *s, lop_obj_list_t *out)
 {
     pthread_rwlock_rdlock(&s->lock);
-    collect(&s->items, NULL, NULL, out);
+    collect(&s->items, NULL, NULL, NULL, out);
     pthread_rwlock_unlock(&s->lock);
+    sort_list(out);
 }
 
 void lop_store_list_by_namespace(lop_store_t *s, const char *ns, lop_obj_list_t *out)
 {
     pthread_rwlock_rdlock(&s->lock);
-    collect(lop_strmap_get(&s->by_ns, ns ? ns : ""), NULL, NULL, out);
+    collect_index(&s->by_ns, ns ? ns : "", NULL, NULL, out);
     pthread_rwlock_unlock(&s->lock);
+    sort_list(out);
 }
 
 void lop_store_list_by_owner_uid(lop_store_t *s, const char *uid, lop_obj_list_t *out)
 {
     pthread_rwlock_rdlock(&s->lock);
-    collect(lop_strmap_get(&s->by_owner, uid), NULL, NULL, out);
+    collect_index(&s->by_owner, uid, NULL, NULL, out);
     pthread_rwlock_unlock(&s->lock);
+    sort_list(out);
 }
 
 /* Used by store_select.c. */
@@ -248,8 +230,12 @@ void lop_store_collect_filtered(lop_store_t *s, const char *ns, bool (*pred)(con
                                 const void *arg, lop_obj_list_t *out)
 {
     pthread_rwlock_rdlock(&s->lock);
-    collect(ns ? lop_strmap_get(&s->by_ns, ns) : &s->items, pred, arg, out);
+    if (ns)
+        collect_index(&s->by_ns, ns, pred, arg, out);
+    else
+        collect(&s->items, NULL, pred, arg, out);
     pthread_rwlock_unlock(&s->lock);
+    sort_list(out);
 }
 
 char **lop_store_keys(lop_store_t *s, size_t *n)
@@ -279,15 +265,15 @@ void lop_store_stats(lop_store_t *s, lop_store_stats_t *out)
 typedef struct change {
     lop_store_change_t what;
     lop_obj_t *old, *new_; /* references */
-    char *key;
 } change_t;
 
+/* Deletes are reported in key order: their old objects' keys. */
 static int change_cmp(const void *a, const void *b)
 {
-    return strcmp(((const change_t *)a)->key, ((const change_t *)b)->key);
+    return lop_obj_key_cmp(((const change_t *)a)->old, ((const change_t *)b)->old);
 }
 
-/* Deliver the changes (fn may be NULL), then drop them. */
+/* Deliver the changes (fn may be NULL), dropping their references. */
 static void deliver_changes(change_t *ch, size_t nc, lop_store_change_fn fn, void *ud)
 {
     for (size_t i = 0; i < nc; i++) {
@@ -295,32 +281,26 @@ static void deliver_changes(change_t *ch, size_t nc, lop_store_change_fn fn, voi
             fn(ud, ch[i].what, ch[i].old, ch[i].new_);
         lop_obj_unref(ch[i].old);
         lop_obj_unref(ch[i].new_);
-        free(ch[i].key);
     }
-    free(ch);
 }
 
 /* replace into an empty store (the first list, the case every sync pays for): every object is an
- * add and nothing is deleted, so the map of the listed keys that the general case builds (to find
+ * add and nothing is deleted, so the set of the listed keys that the general case builds (to find
  * deletes and duplicates) is not needed. A key listed twice still keeps its last occurrence,
  * reported once at that position: put returns the earlier one, whose report is withdrawn. Called
  * with the write lock held; releases it. */
 static void replace_empty_locked(lop_store_t *s, lop_obj_t *const *objs, size_t n, lop_store_change_fn fn,
                                  void *ud)
 {
+    lop_objset_reserve(&s->items, n);
     change_t *ch = lop_xmalloc((n ? n : 1) * sizeof *ch);
     size_t nc = 0;
     for (size_t i = 0; i < n; i++) {
-        char small[256];
-        char *key = key_of(objs[i], small, sizeof small);
-        if (key == small)
-            key = lop_xstrdup(small);
-        lop_obj_t *prev = put_locked(s, key, objs[i]);
-        if (prev) { /* listed twice (rare): withdraw the earlier report */
+        lop_obj_t *prev = put_locked(s, objs[i]);
+        if (prev) { /* listed twice (rare): withdraw the earlier report, the one holding prev */
             for (size_t j = nc; j-- > 0;) {
-                if (strcmp(ch[j].key, key) == 0) {
+                if (ch[j].new_ == prev) {
                     lop_obj_unref(ch[j].new_);
-                    free(ch[j].key);
                     memmove(&ch[j], &ch[j + 1], (nc - j - 1) * sizeof *ch);
                     nc--;
                     break;
@@ -328,10 +308,11 @@ static void replace_empty_locked(lop_store_t *s, lop_obj_t *const *objs, size_t 
             }
             lop_obj_unref(prev); /* the store's reference to the earlier occurrence */
         }
-        ch[nc++] = (change_t){LOP_STORE_ADDED, NULL, lop_obj_ref(objs[i]), key};
+        ch[nc++] = (change_t){LOP_STORE_ADDED, NULL, lop_obj_ref(objs[i])};
     }
     pthread_rwlock_unlock(&s->lock);
     deliver_changes(ch, nc, fn, ud);
+    free(ch);
 }
 
 void lop_store_replace(lop_store_t *s, lop_obj_t *const *objs, size_t n, lop_store_change_fn fn, void *ud)
@@ -341,45 +322,39 @@ void lop_store_replace(lop_store_t *s, lop_obj_t *const *objs, size_t n, lop_sto
         replace_empty_locked(s, objs, n, fn, ud);
         return;
     }
-    pthread_rwlock_unlock(&s->lock); /* the map of listed keys is built without the lock */
-    /* key -> index of its last occurrence in objs (+1, so that no value is NULL) */
-    lop_strmap_t fresh = LOP_STRMAP_INIT;
-    char **keys = lop_xmalloc((n ? n : 1) * sizeof *keys);
-    for (size_t i = 0; i < n; i++) {
-        char small[256];
-        char *key = key_of(objs[i], small, sizeof small);
-        keys[i] = key == small ? lop_xstrdup(small) : key;
-        lop_strmap_put(&fresh, keys[i], (void *)(uintptr_t)(i + 1));
-    }
+    pthread_rwlock_unlock(&s->lock); /* the set of listed keys is built without the lock */
+    /* The listed objects by key, each key's last occurrence: walking the list backwards, the
+     * first object met for a key is its last occurrence, and add keeps it against earlier ones. */
+    lop_objset_t fresh = LOP_OBJSET_INIT;
+    lop_objset_reserve(&fresh, n);
+    bool *last = lop_xmalloc(n ? n : 1);
+    for (size_t i = n; i-- > 0;)
+        last[i] = lop_objset_add(&fresh, objs[i]) == NULL;
     pthread_rwlock_wrlock(&s->lock);
     size_t cap = fresh.count + s->items.count, nc = 0, ndel;
     change_t *ch = lop_xmalloc((cap ? cap : 1) * sizeof *ch);
     /* deletes: present now, absent from the list */
-    lop_strmap_iter_t it;
-    for (lop_strmap_ent_t *e = lop_strmap_first(&s->items, &it); e; e = lop_strmap_next(&s->items, &it, e))
-        if (!lop_strmap_has(&fresh, e->key))
-            ch[nc++] = (change_t){LOP_STORE_DELETED, e->val, NULL, lop_xstrdup(e->key)};
+    size_t it = 0;
+    for (lop_obj_t *o; (o = lop_objset_next(&s->items, &it));)
+        if (!lop_objset_find_like(&fresh, o))
+            ch[nc++] = (change_t){LOP_STORE_DELETED, o, NULL};
     ndel = nc;
     for (size_t i = 0; i < ndel; i++) {
-        lop_strmap_del(&s->items, ch[i].key, NULL);
-        unindex(s, ch[i].key, ch[i].old); /* the change keeps the store's reference */
+        lop_objset_remove(&s->items, ch[i].old);
+        unindex(s, ch[i].old); /* the change keeps the store's reference */
     }
     for (size_t i = 0; i < n; i++) {
-        if ((uintptr_t)lop_strmap_get(&fresh, keys[i]) != i + 1) { /* a later duplicate wins */
-            free(keys[i]);
+        if (!last[i]) /* a later duplicate wins */
             continue;
-        }
-        lop_obj_t *prev = put_locked(s, keys[i], objs[i]);
-        ch[nc++] = (change_t){prev ? LOP_STORE_UPDATED : LOP_STORE_ADDED, prev, lop_obj_ref(objs[i]), keys[i]};
+        lop_obj_t *prev = put_locked(s, objs[i]);
+        ch[nc++] = (change_t){prev ? LOP_STORE_UPDATED : LOP_STORE_ADDED, prev, lop_obj_ref(objs[i])};
     }
     pthread_rwlock_unlock(&s->lock);
-    lop_strmap_clear(&fresh);
-    free(keys);
-    /* deletes in key order, after the adds and updates */
+    lop_objset_cleanup(&fresh);
+    free(last);
+    /* adds and updates in list order, then the deletes in key order */
     qsort(ch, ndel, sizeof *ch, change_cmp);
-    change_t *sorted = lop_xmalloc((nc ? nc : 1) * sizeof *ch);
-    memcpy(sorted, ch + ndel, (nc - ndel) * sizeof *ch);
-    memcpy(sorted + (nc - ndel), ch, ndel * sizeof *ch);
+    deliver_changes(ch + ndel, nc - ndel, fn, ud);
+    deliver_changes(ch, ndel, fn, ud);
     free(ch);
-    deliver_changes(sorted, nc, fn, ud);
 }

@@ -1,5 +1,5 @@
 /* Unit tests for host/kube/object (cache entries, managedFields stripping, metadata parsing),
- * host/kube/jsonscan and host/kube/store (indexes, replace with tombstones). */
+ * host/kube/jsonscan and host/kube/store (indexes, replace with tombstones, key order). */
 #include "host/kube/jsonscan.h"
 #include "host/kube/object.h"
 #include "host/kube/store.h"
@@ -359,6 +359,227 @@ static void test_store_list_with_label_selector(void)
     lop_store_free(s);
 }
 
+/* The names of a list, "ns/name;" each, in list order. */
+static const char *names(const lop_obj_list_t *l, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    for (size_t i = 0, n = 0; i < l->n && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s/%s;", l->items[i]->namespace_, l->items[i]->name);
+    return buf;
+}
+
+/* An owner uid with one object (kept inline by the index), then two (a group), then one again
+ * under an update that moves an object to another owner, then none; and an object with two
+ * owners listed under both. */
+static void test_store_owner_one_two_none(void)
+{
+    lop_store_t *s = lop_store_new();
+    lop_obj_list_t l;
+    char buf[256];
+    lop_obj_t *a = pod("n", "a", "1", "O"), *b = pod("n", "b", "1", "O"), *a2 = pod("n", "a", "2", "P");
+    lop_store_put(s, a, NULL);
+    lop_store_list_by_owner_uid(s, "O", &l);
+    T_EQ_STR(names(&l, buf, sizeof buf), "n/a;");
+    lop_obj_list_free(&l);
+    lop_store_put(s, b, NULL);
+    lop_store_list_by_owner_uid(s, "O", &l);
+    T_EQ_STR(names(&l, buf, sizeof buf), "n/a;n/b;");
+    lop_obj_list_free(&l);
+    lop_store_put(s, a2, NULL); /* a moves from O to P */
+    lop_store_list_by_owner_uid(s, "O", &l);
+    T_EQ_STR(names(&l, buf, sizeof buf), "n/b;");
+    lop_obj_list_free(&l);
+    lop_store_list_by_owner_uid(s, "P", &l);
+    T_EQ_INT(l.n, 1);
+    T_CHECK(l.n == 1 && l.items[0] == a2);
+    lop_obj_list_free(&l);
+    lop_obj_unref(lop_store_delete(s, "n/b"));
+    lop_store_list_by_owner_uid(s, "O", &l);
+    T_EQ_INT(l.n, 0);
+    lop_obj_list_free(&l);
+    /* two owners on one object */
+    lop_obj_t *c = mk("{\"metadata\":{\"namespace\":\"n\",\"name\":\"c\",\"ownerReferences\":"
+                      "[{\"uid\":\"O\"},{\"uid\":\"P\"}]}}");
+    lop_store_put(s, c, NULL);
+    lop_store_list_by_owner_uid(s, "O", &l);
+    T_EQ_STR(names(&l, buf, sizeof buf), "n/c;");
+    lop_obj_list_free(&l);
+    lop_store_list_by_owner_uid(s, "P", &l);
+    T_EQ_STR(names(&l, buf, sizeof buf), "n/a;n/c;");
+    lop_obj_list_free(&l);
+    lop_obj_unref(lop_store_delete(s, "n/a")); /* P keeps c alone: found under P, not only O */
+    lop_store_list_by_owner_uid(s, "P", &l);
+    T_EQ_STR(names(&l, buf, sizeof buf), "n/c;");
+    lop_obj_list_free(&l);
+    lop_obj_unref(lop_store_delete(s, "n/c"));
+    lop_store_list_by_owner_uid(s, "P", &l);
+    T_EQ_INT(l.n, 0);
+    lop_obj_list_free(&l);
+    lop_store_list_by_owner_uid(s, "O", &l);
+    T_EQ_INT(l.n, 0);
+    lop_obj_list_free(&l);
+    lop_obj_t *all[] = {a, b, a2, c};
+    for (int i = 0; i < 4; i++)
+        lop_obj_unref(all[i]);
+    lop_store_free(s);
+}
+
+/* A namespace emptied is gone from the stats and its list; filled again, it is back. */
+static void test_store_namespace_emptied_and_refilled(void)
+{
+    lop_store_t *s = lop_store_new();
+    lop_obj_t *o[40];
+    char name[16];
+    for (int i = 0; i < 40; i++) {
+        snprintf(name, sizeof name, "p%02d", i);
+        o[i] = pod(i < 30 ? "big" : "small", name, "1", NULL);
+        lop_store_put(s, o[i], NULL);
+    }
+    lop_store_stats_t st;
+    lop_store_stats(s, &st);
+    T_EQ_INT(st.namespaces, 2);
+    lop_obj_list_t l;
+    for (int i = 0; i < 30; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "big/%s", o[i]->name);
+        lop_obj_t *d = lop_store_delete(s, key);
+        T_CHECK(d == o[i]);
+        lop_obj_unref(d);
+    }
+    lop_store_stats(s, &st);
+    T_EQ_INT(st.namespaces, 1);
+    T_EQ_INT(st.count, 10);
+    lop_store_list_by_namespace(s, "big", &l);
+    T_EQ_INT(l.n, 0);
+    lop_obj_list_free(&l);
+    for (int i = 29; i >= 0; i--) /* refilled, in another order */
+        lop_store_put(s, o[i], NULL);
+    lop_store_stats(s, &st);
+    T_EQ_INT(st.namespaces, 2);
+    lop_store_list_by_namespace(s, "big", &l);
+    T_EQ_INT(l.n, 30);
+    bool ordered = l.n == 30;
+    for (size_t i = 0; ordered && i < l.n; i++)
+        ordered = l.items[i] == o[i];
+    T_CHECK(ordered);
+    lop_obj_list_free(&l);
+    lop_store_list_by_namespace(s, "small", &l);
+    T_EQ_INT(l.n, 10);
+    lop_obj_list_free(&l);
+    for (int i = 0; i < 40; i++)
+        lop_obj_unref(o[i]);
+    lop_store_free(s);
+}
+
+/* Lists and replace's deletes follow the keys' string order, where "a-b/x" comes before "a/b"
+ * ('-' sorts before '/') although namespace "a" sorts before "a-b". */
+static void test_store_key_order_and_replace_deletes(void)
+{
+    lop_store_t *s = lop_store_new();
+    lop_obj_t *ay = pod("a", "y", "1", NULL), *abx = pod("a-b", "x", "1", NULL), *ab = pod("a", "b", "1", NULL),
+              *zq = pod("z", "q", "1", NULL), *cl = pod("", "a.c", "1", NULL);
+    lop_obj_t *objs[] = {ay, abx, ab, zq, cl};
+    for (int i = 0; i < 5; i++)
+        lop_store_put(s, objs[i], NULL);
+    size_t nk;
+    char **keys = lop_store_keys(s, &nk);
+    T_EQ_INT(nk, 5);
+    static const char *want[] = {"a-b/x", "a.c", "a/b", "a/y", "z/q"};
+    for (size_t i = 0; i < nk && i < 5; i++)
+        T_EQ_STR(keys[i], want[i]);
+    for (size_t i = 0; i < nk; i++)
+        free(keys[i]);
+    free(keys);
+    /* a relist holding only z/q, listed twice (the same object): deletes in key order after it */
+    lop_obj_t *list[] = {zq, zq};
+    rec_t r = {{0}};
+    lop_store_replace(s, list, 2, on_change, &r);
+    T_EQ_STR(r.log, "upd:q:1:1;del:x:1:-;del:a.c:1:-;del:b:1:-;del:y:1:-;");
+    lop_store_stats_t st;
+    lop_store_stats(s, &st);
+    T_EQ_INT(st.count, 1);
+    T_EQ_INT(st.namespaces, 1);
+    T_EQ_INT(st.bytes, zq->json_len);
+    /* the same object listed twice into an empty store: one add, at its last position */
+    lop_store_t *e = lop_store_new();
+    lop_obj_t *twice[] = {ab, ay, ab};
+    rec_t r2 = {{0}};
+    lop_store_replace(e, twice, 3, on_change, &r2);
+    T_EQ_STR(r2.log, "add:y:-:1;add:b:-:1;");
+    lop_store_stats(e, &st);
+    T_EQ_INT(st.count, 2);
+    T_EQ_INT(st.bytes, ab->json_len + ay->json_len);
+    lop_store_free(e);
+    for (int i = 0; i < 5; i++)
+        lop_obj_unref(objs[i]);
+    lop_store_free(s);
+}
+
+/* Many objects: every object under its namespace, under a shared owner, and (every third one)
+ * under an owner of its own; after deleting half, the indexes and lists still agree with what
+ * is left, in key order. */
+static void test_store_many_objects_indexes_agree(void)
+{
+    enum { N = 3000 };
+    lop_store_t *s = lop_store_new();
+    lop_obj_t **o = malloc(N * sizeof *o);
+    char buf[512];
+    size_t bytes = 0;
+    for (int i = 0; i < N; i++) {
+        char own[32] = "";
+        if (i % 3 == 0)
+            snprintf(own, sizeof own, ",{\"uid\":\"own-%d\"}", i);
+        snprintf(buf, sizeof buf,
+                 "{\"metadata\":{\"namespace\":\"ns-%d\",\"name\":\"o-%d\",\"ownerReferences\":["
+                 "{\"uid\":\"rs-%d\"}%s]}}",
+                 i % 7, i, i % 10, own);
+        o[i] = mk(buf);
+        lop_store_put(s, o[i], NULL);
+    }
+    for (int i = 0; i < N; i += 2) {
+        snprintf(buf, sizeof buf, "ns-%d/o-%d", i % 7, i);
+        lop_obj_unref(lop_store_delete(s, buf));
+    }
+    for (int i = 1; i < N; i += 2)
+        bytes += o[i]->json_len;
+    lop_store_stats_t st;
+    lop_store_stats(s, &st);
+    T_EQ_INT(st.count, N / 2);
+    T_EQ_INT(st.bytes, bytes);
+    T_EQ_INT(st.namespaces, 7);
+    int bad = 0;
+    lop_obj_list_t l;
+    for (int r = 0; r < 10; r++) {
+        snprintf(buf, sizeof buf, "rs-%d", r);
+        lop_store_list_by_owner_uid(s, buf, &l);
+        bad += r % 2 == 0 ? l.n != 0 : l.n != N / 10; /* odd i only: even r owns only even i */
+        for (size_t i = 1; i < l.n; i++)
+            bad += lop_obj_key_cmp(l.items[i - 1], l.items[i]) >= 0;
+        lop_obj_list_free(&l);
+    }
+    for (int i = 0; i < N; i += 3) {
+        snprintf(buf, sizeof buf, "own-%d", i);
+        lop_store_list_by_owner_uid(s, buf, &l);
+        bad += l.n != (i % 2 ? 1u : 0u) || (l.n == 1 && l.items[0] != o[i]);
+        lop_obj_list_free(&l);
+    }
+    size_t total = 0;
+    for (int n = 0; n < 7; n++) {
+        snprintf(buf, sizeof buf, "ns-%d", n);
+        lop_store_list_by_namespace(s, buf, &l);
+        total += l.n;
+        for (size_t i = 0; i < l.n; i++)
+            bad += strcmp(l.items[i]->namespace_, buf) != 0 || (i && lop_obj_key_cmp(l.items[i - 1], l.items[i]) >= 0);
+        lop_obj_list_free(&l);
+    }
+    T_EQ_INT(total, N / 2);
+    T_EQ_INT(bad, 0);
+    for (int i = 0; i < N; i++)
+        lop_obj_unref(o[i]);
+    free(o);
+    lop_store_free(s);
+}
+
 int main(void)
 {
     T_RUN(test_obj_parses_metadata);
@@ -370,5 +591,9 @@ int main(void)
     T_RUN(test_store_replace_reports_tombstones);
     T_RUN(test_store_replace_into_an_empty_store);
     T_RUN(test_store_list_with_label_selector);
+    T_RUN(test_store_owner_one_two_none);
+    T_RUN(test_store_namespace_emptied_and_refilled);
+    T_RUN(test_store_key_order_and_replace_deletes);
+    T_RUN(test_store_many_objects_indexes_agree);
     return T_DONE();
 }
