@@ -512,9 +512,9 @@ int main(int argc, char **argv)
         lop_reflector_stats_t rs;
         lop_reflector_stats(r, &rs);
         printf("objects=%zu seconds=%.4f cpu_s=%.4f rate=%.1f cache_bytes=%zu rss_delta_kb=%ld hwm_kb=%ld "
-               "rss_kb=%ld list_pages=%llu watch_lists=%llu recv_bytes=%zu\n",
+               "rss_kb=%ld list_pages=%llu watch_lists=%llu recv_bytes=%zu heap_inuse_kb=%zu\n",
                st.count, dt, cpu, st.count / dt, st.bytes, rss1 - rss0, hwm, rss1,
-               (unsigned long long)rs.list_pages, (unsigned long long)rs.watch_lists, recv);
+               (unsigned long long)rs.list_pages, (unsigned long long)rs.watch_lists, recv, mallinfo2().uordblks / 1024);
     } else {
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
