@@ -322,6 +322,7 @@ static int cmd_watch(char **a)
     curl_easy_perform(h);
     double dt = bu_now() - t0, cpu = bu_cpu() - c0;
     curl_easy_cleanup(h);
+    free(w.pend.p);
     if (w.events < w.want) {
         fprintf(stderr, "ceiling: watch ended after %ld of %ld events\n", w.events, w.want);
         return 1;

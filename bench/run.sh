@@ -23,7 +23,10 @@ warn="-Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2
 cflags="-O2 -g -std=c11 -D_GNU_SOURCE $warn -I$(dirname "$here")"
 # A sanitizer build's libraries need the same runtime in the programs that link them.
 case $(sed -n 's/^LUAOP_SANITIZE:STRING=//p' "$build/CMakeCache.txt" 2>/dev/null) in
-  address) cflags="$cflags -fsanitize=address,undefined -fno-omit-frame-pointer" ;;
+  address) cflags="$cflags -fsanitize=address,undefined -fno-omit-frame-pointer"
+    # luajit itself is not instrumented: the runtime must come first to load core.so
+    LOPBENCH_LUA_PRELOAD=$(cc -print-file-name=libasan.so)
+    export LOPBENCH_LUA_PRELOAD ;;
   thread) cflags="$cflags -fsanitize=thread" ;;
 esac
 # cc_prog NAME SRC LIBS... — rebuild when the source, bench_util.h or a library is newer.

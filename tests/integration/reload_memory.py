@@ -8,7 +8,9 @@ string table in every VM built from it), each installed (success counter) before
 written, while the worker keeps reconciling 5 Widgets (every reload requeues them; the worker
 rebuilds its VM whenever it finds a newer set). VmRSS (/proc/PID/status) after cycle 20 is the
 baseline; after cycle 200 it must be within 5% of it. Debounce 0 ms so a cycle is one
-main-loop tick.
+main-loop tick. In a sanitizer build (make asan / tsan) resident memory says nothing (ASan holds
+freed memory in its quarantine): there the leak check is the sanitizer's own at exit, which makes
+the SIGTERM exit status non-zero when anything leaked.
 """
 import os
 import sys
@@ -18,6 +20,21 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from reload_common import Check, Dev, WIDGET_CRD, configmap_json, widget_main  # noqa: E402
 
 CYCLES, BASELINE_AT = 200, 20
+
+
+def sanitizer_build():
+    """The build's LUAOP_SANITIZE setting ('' for a plain build), from its CMake cache."""
+    try:
+        with open(os.path.join(os.environ.get("LUAOP_BUILD", ""), "CMakeCache.txt")) as f:
+            for line in f:
+                if line.startswith("LUAOP_SANITIZE:STRING="):
+                    return line.split("=", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
+
+
+SANITIZER = sanitizer_build()
 BALLAST = 'local ballast = {} for i = 1, 16 do ballast[i] = string.rep(string.char(64 + i), 4096) end'
 ok = Check()
 dev = Dev("--scripts-configmap", "default/scripts", crds=[WIDGET_CRD], separate=True,
@@ -44,8 +61,12 @@ try:
           "after %d %d kB (%+.1f%%)" % (CYCLES, t1 - t0, samples[0], BASELINE_AT, base,
                                          max(samples), CYCLES, end, 100.0 * (end - base) / base),
           file=sys.stderr)
-    ok(end <= base * 1.05, "resident memory after %d reloads within 5%% of its level after %d"
-       % (CYCLES, BASELINE_AT))
+    if SANITIZER:
+        print("%s sanitizer build: resident memory not judged; leaks are checked at exit" % SANITIZER,
+              file=sys.stderr)
+    else:
+        ok(end <= base * 1.05, "resident memory after %d reloads within 5%% of its level after %d"
+           % (CYCLES, BASELINE_AT))
 finally:
     rc = dev.stop()
 ok(rc == 0, "exit 0 on SIGTERM")
