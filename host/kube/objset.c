@@ -59,8 +59,26 @@ void lop_objset_reserve(lop_objset_t *s, size_t n)
         resize(s, lop_objset_cap_for(n));
 }
 
-/* The slot holding like's key (hash h), or the empty slot that ends its probe run. cap > 0. */
-static size_t slot_like(const lop_objset_t *s, const lop_obj_t *like, uint32_t h)
+typedef struct key_ref {
+    const char *key;
+    size_t len;
+} key_ref_t;
+
+static bool same_as_like(const lop_obj_t *o, uint32_t h, const void *like)
+{
+    return o == like || (lop_obj_key_hash(o) == h && lop_obj_key_cmp(o, like) == 0);
+}
+
+static bool same_as_key(const lop_obj_t *o, uint32_t h, const void *arg)
+{
+    const key_ref_t *k = arg;
+    return lop_obj_key_hash(o) == h && lop_obj_key_eq(o, k->key, k->len);
+}
+
+/* The slot whose object matches (hash h, by same(o, h, arg)), or the empty slot that ends its
+ * probe run. cap > 0. Inlined with a constant same: one probe loop for both kinds of search. */
+static inline size_t probe(const lop_objset_t *s, uint32_t h, bool (*same)(const lop_obj_t *, uint32_t, const void *),
+                           const void *arg)
 {
     size_t mask = s->cap - 1;
     uintptr_t t = tag(h);
@@ -68,25 +86,22 @@ static size_t slot_like(const lop_objset_t *s, const lop_obj_t *like, uint32_t h
         uintptr_t v = s->slots[i];
         if (!v)
             return i;
-        const lop_obj_t *o = obj_of(v);
-        if ((v & TAG_MASK) == t && (o == like || (lop_obj_key_hash(o) == h && lop_obj_key_cmp(o, like) == 0)))
+        if ((v & TAG_MASK) == t && same(obj_of(v), h, arg))
             return i;
     }
+}
+
+/* The slot holding like's key (hash h), or the empty slot that ends its probe run. cap > 0. */
+static size_t slot_like(const lop_objset_t *s, const lop_obj_t *like, uint32_t h)
+{
+    return probe(s, h, same_as_like, like);
 }
 
 /* The slot holding key[0..len) (hash h), or the empty slot that ends its probe run. cap > 0. */
 static size_t slot_key(const lop_objset_t *s, const char *key, size_t len, uint32_t h)
 {
-    size_t mask = s->cap - 1;
-    uintptr_t t = tag(h);
-    for (size_t i = lop_objset_home(h, s->cap);; i = (i + 1) & mask) {
-        uintptr_t v = s->slots[i];
-        if (!v)
-            return i;
-        const lop_obj_t *o = obj_of(v);
-        if ((v & TAG_MASK) == t && lop_obj_key_hash(o) == h && lop_obj_key_eq(o, key, len))
-            return i;
-    }
+    key_ref_t k = {key, len};
+    return probe(s, h, same_as_key, &k);
 }
 
 lop_obj_t *lop_objset_find(const lop_objset_t *s, const char *key, size_t len, uint32_t hash)

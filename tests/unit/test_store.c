@@ -30,6 +30,14 @@ static lop_obj_t *pod(const char *ns, const char *name, const char *rv, const ch
     return mk(buf);
 }
 
+/* Drop the test's references (a NULL-terminated array) and the store. */
+static void free_all(lop_store_t *s, lop_obj_t *const *objs)
+{
+    for (; *objs; objs++)
+        lop_obj_unref(*objs);
+    lop_store_free(s);
+}
+
 static void test_obj_parses_metadata(void)
 {
     const char *j =
@@ -275,10 +283,7 @@ static void test_store_replace_reports_tombstones(void)
     lop_store_stats(s, &st);
     T_EQ_INT(st.count, 0);
     T_EQ_INT(st.bytes, 0);
-    lop_obj_t *all[] = {a, b, c, c2, d};
-    for (int i = 0; i < 5; i++)
-        lop_obj_unref(all[i]);
-    lop_store_free(s);
+    free_all(s, (lop_obj_t *[]){a, b, c, c2, d, NULL});
 }
 
 static void test_store_replace_into_an_empty_store(void)
@@ -316,10 +321,7 @@ static void test_store_replace_into_an_empty_store(void)
     lop_store_replace(e, NULL, 0, on_change, &r3);
     T_EQ_STR(r3.log, "");
     lop_store_free(e);
-    lop_obj_t *all[] = {a, c, a2, d};
-    for (int i = 0; i < 4; i++)
-        lop_obj_unref(all[i]);
-    lop_store_free(s);
+    free_all(s, (lop_obj_t *[]){a, c, a2, d, NULL});
 }
 
 static void test_store_list_with_label_selector(void)
@@ -418,10 +420,7 @@ static void test_store_owner_one_two_none(void)
     lop_store_list_by_owner_uid(s, "O", &l);
     T_EQ_INT(l.n, 0);
     lop_obj_list_free(&l);
-    lop_obj_t *all[] = {a, b, a2, c};
-    for (int i = 0; i < 4; i++)
-        lop_obj_unref(all[i]);
-    lop_store_free(s);
+    free_all(s, (lop_obj_t *[]){a, b, a2, c, NULL});
 }
 
 /* A namespace emptied is gone from the stats and its list; filled again, it is back. */
