@@ -150,7 +150,8 @@ class Dev:
             cmd = [LUAOP, "dev", "--kubeconfig-out", self.kc] + common + applies + list(args)
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                      text=True, env=proc_env)
-        threading.Thread(target=self._read, daemon=True).start()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
         self.metrics_port = int(self.wait_log(r'http server listening.*port=(\d+) metrics=true', 20).group(1))
         self.probe_port = int(self.wait_log(r'http server listening.*port=(\d+) metrics=false probes=true', 20).group(1))
         if not separate:
@@ -309,6 +310,11 @@ class Dev:
                 self.proc.kill()
                 self.proc.wait()
         rc = self.proc.returncode
+        if rc != 0:  # say why: the log's last lines (a sanitizer's report ends up there too)
+            if getattr(self, "reader", None):
+                self.reader.join(5)
+            print("luaop exited with status %s" % rc, file=sys.stderr)
+            self.dump(200)
         if self.apiserver:
             self.apiserver.send_signal(signal.SIGTERM)
             try:

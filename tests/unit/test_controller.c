@@ -6,7 +6,9 @@
 #include "t.h"
 
 #include <pthread.h>
-#include <unistd.h>
+#include <sched.h>
+#include <string.h>
+#include <time.h>
 #include <stdlib.h>
 
 typedef struct fake_vm {
@@ -17,6 +19,7 @@ typedef struct fake_vm {
 static int vms_built, vms_freed, reconciles;
 static char last_code[64];
 static pthread_mutex_t last_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t reconciled = PTHREAD_COND_INITIALIZER; /* broadcast after every reconcile */
 
 static lop_vm_t *fake_vm_new(const lop_script_set_t *set, const lop_engine_opts_t *opts,
                              const lop_host_api_t *host, lop_err_t *err)
@@ -39,9 +42,10 @@ static void fake_reconcile(lop_vm_t *v, const char *controller, const lop_reconc
 {
     fake_vm_t *vm = (fake_vm_t *)v;
     (void)controller;
-    __atomic_add_fetch(&reconciles, 1, __ATOMIC_RELAXED);
     pthread_mutex_lock(&last_mu);
+    __atomic_add_fetch(&reconciles, 1, __ATOMIC_RELAXED);
     snprintf(last_code, sizeof last_code, "%d:%s", vm->built_from, req->name);
+    pthread_cond_broadcast(&reconciled);
     pthread_mutex_unlock(&last_mu);
     memset(res, 0, sizeof *res);
     if (strcmp(req->name, "requeue") == 0) res->kind = LOP_RESULT_REQUEUE;
@@ -53,6 +57,32 @@ static void fake_reconcile(lop_vm_t *v, const char *controller, const lop_reconc
         snprintf(res->message, sizeof res->message, "boom");
     } else if (strcmp(req->name, "terminal") == 0) res->kind = LOP_RESULT_TERMINAL;
     else res->kind = LOP_RESULT_DONE;
+}
+
+/* Wait until n reconciles have run on the workers' threads (bounded: 20 s of the real clock,
+ * which only limits a hang; nothing is timed). Returns how many ran. */
+static int wait_reconciles(int n)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 20;
+    pthread_mutex_lock(&last_mu);
+    while (__atomic_load_n(&reconciles, __ATOMIC_RELAXED) < n &&
+           pthread_cond_timedwait(&reconciled, &last_mu, &until) == 0) {
+    }
+    int got = __atomic_load_n(&reconciles, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&last_mu);
+    return got;
+}
+
+/* The last reconcile's "vm:name", read under its lock. */
+static const char *last(void)
+{
+    static char copy[64];
+    pthread_mutex_lock(&last_mu);
+    memcpy(copy, last_code, sizeof copy);
+    pthread_mutex_unlock(&last_mu);
+    return copy;
 }
 
 static void fake_vm_free(lop_vm_t *vm)
@@ -105,7 +135,7 @@ static void test_done_forgets_and_does_not_requeue(void)
     setup(&f);
     lop_controller_enqueue(f.c, "ns", "ok");
     T_EQ_INT(lop_controller_process_one(f.c, &f.slot), LOP_OK);
-    T_EQ_STR(last_code, "1:ok");
+    T_EQ_STR(last(), "1:ok");
     T_EQ_INT(lop_workqueue_num_requeues(lop_controller_queue(f.c), "ns/ok"), 0);
     lop_fake_clock_step(&f.fc, 3600 * LOP_NS_PER_S);
     T_EQ_INT(lop_controller_process_one(f.c, &f.slot), LOP_EAGAIN);
@@ -173,7 +203,7 @@ static void test_reload_switches_between_reconciles_and_failed_reload_keeps_old(
     setup(&f);
     lop_controller_enqueue(f.c, "ns", "a");
     T_EQ_INT(lop_controller_process_one(f.c, &f.slot), LOP_OK);
-    T_EQ_STR(last_code, "1:a");
+    T_EQ_STR(last(), "1:a");
     lop_err_t err;
     lop_script_set_t *bad = set_with("syntax error");
     T_EQ_INT(lop_scriptrt_install(f.rt, bad, NULL, NULL, &err), LOP_EINVAL);
@@ -181,11 +211,11 @@ static void test_reload_switches_between_reconciles_and_failed_reload_keeps_old(
     T_CHECK(strstr(err.message, "main.lua:1") != NULL);
     lop_controller_enqueue(f.c, "ns", "b");
     T_EQ_INT(lop_controller_process_one(f.c, &f.slot), LOP_OK);
-    T_EQ_STR(last_code, "1:b");
+    T_EQ_STR(last(), "1:b");
     T_EQ_INT(lop_scriptrt_install(f.rt, set_with("2"), NULL, NULL, &err), LOP_OK);
     lop_controller_enqueue(f.c, "ns", "c");
     T_EQ_INT(lop_controller_process_one(f.c, &f.slot), LOP_OK);
-    T_EQ_STR(last_code, "2:c");
+    T_EQ_STR(last(), "2:c");
     teardown(&f);
     T_EQ_INT(vms_built, vms_freed);
 }
@@ -205,9 +235,7 @@ static void test_threaded_workers_process_everything_once(void)
         snprintf(name, sizeof name, "obj%d", i);
         lop_controller_enqueue(f.c, "ns", name);
     }
-    /* wait (on the real clock: the workers are real threads) until all 200 are reconciled */
-    for (int spins = 0; spins < 20000 && __atomic_load_n(&reconciles, __ATOMIC_RELAXED) < 200; spins++)
-        usleep(1000);
+    T_EQ_INT(wait_reconciles(200), 200); /* the workers are real threads */
     lop_controller_stop(f.c, 0);
     lop_controller_stats_t st;
     lop_controller_stats(f.c, &st);
@@ -228,17 +256,21 @@ static void start_gated(fixture_t *f, const char *name, int workers)
     T_EQ_INT(lop_controller_start(f->c, &err), LOP_OK);
 }
 
-/* Wait (on the real clock: the workers are real threads) until n workers hold at the sources
- * gate; returns how many do. */
+/* Wait until n workers hold at the sources gate (the workers are real threads; there is no event
+ * to wait on, so this yields between reads, bounded by 20 s of the real clock); returns how many
+ * do. */
 static int wait_gated(lop_controller_t *c, int n)
 {
     lop_controller_stats_t st = {0};
-    for (int spins = 0; spins < 20000; spins++) {
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
         lop_controller_stats(c, &st);
-        if (st.waiting_for_sync == n) break;
-        usleep(1000);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((int)st.waiting_for_sync == n || now.tv_sec - t0.tv_sec > 20)
+            return (int)st.waiting_for_sync;
+        sched_yield();
     }
-    return st.waiting_for_sync;
 }
 
 static void test_workers_wait_for_the_sources_to_sync(void)
@@ -257,10 +289,8 @@ static void test_workers_wait_for_the_sources_to_sync(void)
     lop_controller_sources_synced(f.c);
     lop_controller_sources_synced(f.c); /* idempotent */
     T_CHECK(lop_controller_sources_ready(f.c));
-    for (int spins = 0; spins < 20000 && __atomic_load_n(&reconciles, __ATOMIC_RELAXED) < 1; spins++)
-        usleep(1000);
-    T_EQ_INT(__atomic_load_n(&reconciles, __ATOMIC_RELAXED), 1);
-    T_EQ_STR(last_code, "1:early");
+    T_EQ_INT(wait_reconciles(1), 1);
+    T_EQ_STR(last(), "1:early");
     lop_controller_stop(f.c, 0);
     lop_controller_stats_t st;
     lop_controller_stats(f.c, &st);
