@@ -1620,7 +1620,7 @@ class Runner:
         if not os.path.exists(core):
             raise BenchError("%s missing (build first)" % core)
         env = dict(os.environ, LUA_CPATH="%s/lua/?.so;/usr/lib/x86_64-linux-gnu/lua/5.1/?.so;;" % self.build)
-        if os.environ.get("LOPBENCH_LUA_PRELOAD"):  # an ASan build's core.so (bench/run.sh)
+        if os.environ.get("LOPBENCH_LUA_PRELOAD"):  # a sanitizer build's core.so (bench/run.sh)
             env["LD_PRELOAD"] = os.environ["LOPBENCH_LUA_PRELOAD"]
         secs = "%.3f" % max(0.05, min(0.5, 0.5 * self.scale))
         items = str(self.n(1000, 20))  # the large list: 1,000 Pods (20 in a smoke run)

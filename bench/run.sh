@@ -24,10 +24,12 @@ cflags="-O2 -g -std=c11 -D_GNU_SOURCE $warn -I$(dirname "$here")"
 # A sanitizer build's libraries need the same runtime in the programs that link them.
 case $(sed -n 's/^LUAOP_SANITIZE:STRING=//p' "$build/CMakeCache.txt" 2>/dev/null) in
   address) cflags="$cflags -fsanitize=address,undefined -fno-omit-frame-pointer"
-    # luajit itself is not instrumented: the runtime must come first to load core.so
+    # luajit itself is not instrumented: the runtime must come first to load core.so (bench.py)
     LOPBENCH_LUA_PRELOAD=$(cc -print-file-name=libasan.so)
     export LOPBENCH_LUA_PRELOAD ;;
-  thread) cflags="$cflags -fsanitize=thread" ;;
+  thread) cflags="$cflags -fsanitize=thread"
+    LOPBENCH_LUA_PRELOAD=$(cc -print-file-name=libtsan.so)
+    export LOPBENCH_LUA_PRELOAD ;;
 esac
 # cc_prog NAME SRC LIBS... — rebuild when the source, bench_util.h or a library is newer.
 cc_prog() {
