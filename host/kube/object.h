@@ -119,6 +119,8 @@ uint32_t lop_obj_key_hash(const lop_obj_t *o);
 uint32_t lop_key_hash(const char *key, size_t len);
 /* True when key[0..len) is o's cache key ("namespace/name", or "name"). */
 bool lop_obj_key_eq(const lop_obj_t *o, const char *key, size_t len);
+/* True when a and b have the same cache key (a == b, or equal hashes and keys). */
+bool lop_obj_same_key(const lop_obj_t *a, const lop_obj_t *b);
 /* The strcmp order of two objects' cache keys (<0, 0, >0), without formatting them. */
 int lop_obj_key_cmp(const lop_obj_t *a, const lop_obj_t *b);
 /* Labels / annotations: *n entries (NULL when none) in document order; a key repeated in the JSON

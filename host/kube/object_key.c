@@ -92,3 +92,8 @@ int lop_obj_key_cmp(const lop_obj_t *a, const lop_obj_t *b)
     }
 }
 
+
+bool lop_obj_same_key(const lop_obj_t *a, const lop_obj_t *b)
+{
+    return a == b || (a->khash_ == b->khash_ && lop_obj_key_cmp(a, b) == 0);
+}

@@ -75,11 +75,6 @@ static void resize(lop_objindex_t *x, size_t newcap)
     x->cap = newcap;
 }
 
-static bool same_key(const lop_obj_t *a, const lop_obj_t *b)
-{
-    return a == b || (lop_obj_key_hash(a) == lop_obj_key_hash(b) && lop_obj_key_cmp(a, b) == 0);
-}
-
 void lop_objindex_add(lop_objindex_t *x, lop_obj_t *o, uint32_t ix)
 {
     const char *key = x->key_of(o, ix);
@@ -93,7 +88,7 @@ void lop_objindex_add(lop_objindex_t *x, lop_obj_t *o, uint32_t ix)
             lop_objset_put(&((group_t *)sl->p)->set, o);
             return;
         }
-        if (sl->p && same_key(sl->p, o)) { /* the object's update: repoint */
+        if (sl->p && lop_obj_same_key(sl->p, o)) { /* the object's update: repoint */
             sl->p = o;
             sl->ix = ix;
             return;
@@ -151,7 +146,7 @@ void lop_objindex_del(lop_objindex_t *x, const lop_obj_t *o, uint32_t ix)
     if (!sl->p)
         return;
     if (sl->ix != GROUP) {
-        if (same_key(sl->p, o))
+        if (lop_obj_same_key(sl->p, o))
             remove_at(x, i);
         return;
     }

@@ -66,7 +66,8 @@ typedef struct key_ref {
 
 static bool same_as_like(const lop_obj_t *o, uint32_t h, const void *like)
 {
-    return o == like || (lop_obj_key_hash(o) == h && lop_obj_key_cmp(o, like) == 0);
+    (void)h; /* like's hash: lop_obj_same_key compares the stored ones */
+    return lop_obj_same_key(o, like);
 }
 
 static bool same_as_key(const lop_obj_t *o, uint32_t h, const void *arg)

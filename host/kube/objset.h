@@ -9,7 +9,8 @@
  * when the last member leaves. Deletion shifts the following entries of the probe run back (no
  * tombstones), so a lookup never walks past deleted slots. No key string is stored: a slot is
  * compared through the object (lop_obj_key_hash, then lop_obj_key_eq / lop_obj_key_cmp), so a
- * set costs 8/load bytes per member (11 to 21) plus the struct. Capacity is limited to 2^32
+ * set costs 8/load bytes per member (11 to 21 while it grows; up to 64 after many deletes, before
+ * it halves) plus the struct. Capacity is limited to 2^32
  * slots (the key hash has 32 bits).
  *
  * Ownership: the set borrows its members — it never refs or unrefs them; the caller keeps every

@@ -13,7 +13,6 @@
 
 #include <pthread.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,14 +88,6 @@ void lop_store_free(lop_store_t *s)
     free(s);
 }
 
-static bool has_owner(const lop_obj_t *o, const char *uid)
-{
-    for (size_t i = 0; i < o->nowners; i++)
-        if (strcmp(o->owner_uids[i], uid) == 0)
-            return true;
-    return false;
-}
-
 /* Write lock held. Takes a new reference on obj; returns the previous entry's reference. An
  * update leaves the index entries that stay (same namespace, same owners) in place and only
  * repoints them (no allocation per update in the common case). */
@@ -108,7 +99,7 @@ static lop_obj_t *put_locked(lop_store_t *s, lop_obj_t *obj)
         if (strcmp(prev->namespace_, obj->namespace_) != 0)
             lop_objindex_del(&s->by_ns, prev, 0);
         for (uint32_t i = 0; i < prev->nowners; i++)
-            if (!has_owner(obj, prev->owner_uids[i]))
+            if (!lop_obj_owned_by(obj, prev->owner_uids[i]))
                 lop_objindex_del(&s->by_owner, prev, i);
         s->bytes -= prev->json_len;
     }
@@ -287,30 +278,43 @@ static void deliver_changes(change_t *ch, size_t nc, lop_store_change_fn fn, voi
 /* replace into an empty store (the first list, the case every sync pays for): every object is an
  * add and nothing is deleted, so the set of the listed keys that the general case builds (to find
  * deletes and duplicates) is not needed. A key listed twice still keeps its last occurrence,
- * reported once at that position: put returns the earlier one, whose report is withdrawn. Called
- * with the write lock held; releases it. */
+ * reported once at that position: put returns the earlier one, and the reports of earlier
+ * occurrences are withdrawn in one pass after the lock is released (a search per duplicate under
+ * the lock made a list of duplicates quadratic). Called with the write lock held; releases it. */
 static void replace_empty_locked(lop_store_t *s, lop_obj_t *const *objs, size_t n, lop_store_change_fn fn,
                                  void *ud)
 {
     lop_objset_reserve(&s->items, n);
     change_t *ch = lop_xmalloc((n ? n : 1) * sizeof *ch);
     size_t nc = 0;
+    bool listed_twice = false;
     for (size_t i = 0; i < n; i++) {
         lop_obj_t *prev = put_locked(s, objs[i]);
-        if (prev) { /* listed twice (rare): withdraw the earlier report, the one holding prev */
-            for (size_t j = nc; j-- > 0;) {
-                if (ch[j].new_ == prev) {
-                    lop_obj_unref(ch[j].new_);
-                    memmove(&ch[j], &ch[j + 1], (nc - j - 1) * sizeof *ch);
-                    nc--;
-                    break;
-                }
-            }
+        if (prev) { /* listed twice (rare) */
+            listed_twice = true;
             lop_obj_unref(prev); /* the store's reference to the earlier occurrence */
         }
         ch[nc++] = (change_t){LOP_STORE_ADDED, NULL, lop_obj_ref(objs[i])};
     }
     pthread_rwlock_unlock(&s->lock);
+    if (listed_twice) { /* keep each key's last report: walk back, drop a key already seen */
+        lop_objset_t seen = LOP_OBJSET_INIT;
+        lop_objset_reserve(&seen, nc);
+        size_t keep = nc;
+        for (size_t j = nc; j-- > 0;) {
+            if (lop_objset_add(&seen, ch[j].new_)) {
+                lop_obj_unref(ch[j].new_);
+                ch[j].new_ = NULL;
+                keep--;
+            }
+        }
+        lop_objset_cleanup(&seen);
+        size_t w = 0;
+        for (size_t j = 0; j < nc; j++)
+            if (ch[j].new_)
+                ch[w++] = ch[j];
+        nc = keep;
+    }
     deliver_changes(ch, nc, fn, ud);
     free(ch);
 }

@@ -30,7 +30,7 @@ void lop_obj_list_free(lop_obj_list_t *l);
 typedef struct lop_store_stats {
     size_t count;       /* objects */
     size_t bytes;       /* sum of json_len over objects */
-    size_t namespaces;  /* distinct namespaces with objects */
+    size_t namespaces;  /* distinct namespaces with objects ("" counted once for cluster-scoped objects) */
 } lop_store_stats_t;
 
 lop_store_t *lop_store_new(void);

@@ -509,6 +509,18 @@ static void test_store_key_order_and_replace_deletes(void)
     T_EQ_INT(st.count, 2);
     T_EQ_INT(st.bytes, ab->json_len + ay->json_len);
     lop_store_free(e);
+    /* distinct objects of one key, interleaved: each key's last occurrence, in list order */
+    lop_obj_t *a1 = pod("n", "a", "1", NULL), *b1 = pod("n", "b", "1", NULL), *a2 = pod("n", "a", "2", NULL),
+              *c1 = pod("n", "c", "1", NULL), *b2 = pod("n", "b", "2", NULL), *a3 = pod("n", "a", "3", NULL);
+    lop_obj_t *mixed[] = {a1, b1, a2, c1, b2, a3, a3};
+    e = lop_store_new();
+    rec_t r3 = {{0}};
+    lop_store_replace(e, mixed, 7, on_change, &r3);
+    T_EQ_STR(r3.log, "add:c:-:1;add:b:-:2;add:a:-:3;");
+    lop_obj_t *got = lop_store_get(e, "n/a");
+    T_CHECK(got == a3);
+    lop_obj_unref(got);
+    free_all(e, (lop_obj_t *[]){a1, b1, a2, c1, b2, a3, NULL});
     for (int i = 0; i < 5; i++)
         lop_obj_unref(objs[i]);
     lop_store_free(s);
