@@ -621,6 +621,9 @@ const json_t *lop_obj_metadata(const lop_obj_t *co)
         json_decref(t);
         t = json_object();
     }
+    /* Only the last of a repeated managedFields member is cut out of json (no API server sends
+     * two); the tree never has one either way. */
+    json_object_del(t, "managedFields");
     const json_t *expected = NULL;
     if (!atomic_compare_exchange_strong_explicit(&o->metadata, &expected, t, memory_order_acq_rel,
                                                  memory_order_acquire)) {

@@ -569,8 +569,21 @@ static void test_bad_labels_are_refused_at_build(void)
     }
 }
 
+/* A repeated managedFields (no API server sends one): the tree has none. */
+static void test_repeated_managed_fields_never_reach_the_tree(void)
+{
+    lop_obj_t *o = mk("{\"metadata\":{\"managedFields\":[{\"manager\":\"a\"}],\"name\":\"x\","
+                      "\"managedFields\":[{\"manager\":\"b\"}]}}", 0);
+    const json_t *m = lop_obj_metadata(o);
+    T_CHECK(json_object_get(m, "managedFields") == NULL);
+    T_EQ_STR(json_string_value(json_object_get(m, "name")), "x");
+    T_CHECK(strstr(o->json, "\"b\"") == NULL); /* the last one is cut from the bytes */
+    lop_obj_unref(o);
+}
+
 int main(void)
 {
+    T_RUN(test_repeated_managed_fields_never_reach_the_tree);
     T_RUN(test_labels_are_decoded_on_demand);
     T_RUN(test_bad_labels_are_refused_at_build);
     T_RUN(test_key_hash_eq_and_order_agree_with_the_formatted_key);
