@@ -5,6 +5,7 @@
  */
 #include "bindings/json_codec.h"
 #include "bindings/json_internal.h"
+#include "host/util/buf.h"
 
 #include <lauxlib.h>
 
@@ -69,7 +70,6 @@ __attribute__((noreturn)) static void enc_fail(enc_t *e, const char *what)
 
 static void put_str(enc_t *e, const char *s, size_t n)
 {
-    static const char hex[] = "0123456789abcdef";
     lop_lua_sbuf_t *b = e->b;
     /* Worst case every byte becomes \u00XX. */
     if (b->cap - b->len < n * 6 + 2) lop_lua_sbuf_grow(e->L, b, n * 6 + 2);
@@ -93,19 +93,7 @@ static void put_str(enc_t *e, const char *s, size_t n)
             o += k, p += k;
             continue;
         }
-        *o++ = '\\';
-        switch (c) {
-        case '"': *o++ = '"'; break;
-        case '\\': *o++ = '\\'; break;
-        case '\n': *o++ = 'n'; break;
-        case '\r': *o++ = 'r'; break;
-        case '\t': *o++ = 't'; break;
-        case '\b': *o++ = 'b'; break;
-        case '\f': *o++ = 'f'; break;
-        default:
-            *o++ = 'u', *o++ = '0', *o++ = '0';
-            *o++ = hex[c >> 4], *o++ = hex[c & 15];
-        }
+        o = lop_json_escape_byte(o, c);
         p++;
     }
     *o++ = '"';

@@ -137,33 +137,21 @@ size_t lop_json_str_len(const char *s, size_t n)
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c >= 0x20 && c != '"' && c != '\\') continue;
-        len += c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' ? 1 : 5;
+        len += lop_json_escape_len(c) - 1;
     }
     return len;
 }
 
 char *lop_json_str_write(char *dst, const char *s, size_t n)
 {
-    static const char hex[] = "0123456789abcdef";
     *dst++ = '"';
     size_t run = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c >= 0x20 && c != '"' && c != '\\') continue;
         memcpy(dst, s + run, i - run);
-        dst += i - run;
+        dst = lop_json_escape_byte(dst + (i - run), c);
         run = i + 1;
-        *dst++ = '\\';
-        switch (c) {
-        case '"': *dst++ = '"'; break;
-        case '\\': *dst++ = '\\'; break;
-        case '\n': *dst++ = 'n'; break;
-        case '\r': *dst++ = 'r'; break;
-        case '\t': *dst++ = 't'; break;
-        default:
-            memcpy(dst, (char[5]){'u', '0', '0', hex[c >> 4], hex[c & 15]}, 5);
-            dst += 5;
-        }
     }
     memcpy(dst, s + run, n - run);
     dst += n - run;

@@ -37,6 +37,28 @@ void lop_buf_vprintf(lop_buf_t *b, const char *fmt, va_list ap);
 void lop_buf_json_str(lop_buf_t *b, const char *s, size_t n);
 /* The number of bytes lop_buf_json_str(b, s, n) appends. */
 size_t lop_json_str_len(const char *s, size_t n);
+/* One byte a JSON string must escape (c < 0x20, '"' or '\\'): its escape's length (2 for the
+ * short forms \" \\ \n \r \t \b \f of RFC 8259, else 6 for \u00XX), and the escape written
+ * to dst (returns dst advanced past it). Shared by lop_json_str_write and the Lua codec. */
+static inline size_t lop_json_escape_len(unsigned char c)
+{
+    return c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f' ? 2 : 6;
+}
+
+static inline char *lop_json_escape_byte(char *dst, unsigned char c)
+{
+    static const char hex[] = "0123456789abcdef";
+    char e = c == '"' ? '"' : c == '\\' ? '\\' : c == '\n' ? 'n' : c == '\r' ? 'r' : c == '\t' ? 't'
+           : c == '\b' ? 'b' : c == '\f' ? 'f' : 0;
+    *dst++ = '\\';
+    if (e) {
+        *dst++ = e;
+        return dst;
+    }
+    dst[0] = 'u', dst[1] = '0', dst[2] = '0', dst[3] = hex[c >> 4], dst[4] = hex[c & 15];
+    return dst + 5;
+}
+
 /* Write the same literal to dst, which has room for lop_json_str_len(s, n) bytes (no NUL is
  * written); returns dst advanced past it. For fixed-size storage computed up front. */
 char *lop_json_str_write(char *dst, const char *s, size_t n);

@@ -247,6 +247,15 @@ static void on_change(void *ud, lop_store_change_t what, lop_obj_t *old, lop_obj
     snprintf(r->log + l, sizeof r->log - l, "%s:%s:%s:%s;", tag, o->name, old ? old->rv : "-", new_ ? new_->rv : "-");
 }
 
+/* Replace s's content with objs[0..n) and check the changes reported, in order
+ * ("what:name:old rv:new rv;" each). A macro, so that a failure names the caller's line. */
+#define REPLACE_LOGS(s, objs, n, want)                                                                          \
+    do {                                                                                                        \
+        rec_t r_ = {{0}};                                                                                       \
+        lop_store_replace((s), (objs), (n), on_change, &r_);                                                    \
+        T_EQ_STR(r_.log, (want));                                                                               \
+    } while (0)
+
 static void test_store_replace_reports_tombstones(void)
 {
     lop_store_t *s = lop_store_new();
@@ -257,10 +266,8 @@ static void test_store_replace_reports_tombstones(void)
     /* relist: b deleted while disconnected, c updated, d new */
     lop_obj_t *c2 = pod("n", "c", "9", NULL), *d = pod("n", "d", "8", NULL);
     lop_obj_t *list[] = {d, a, c2};
-    rec_t r = {{0}};
-    lop_store_replace(s, list, 3, on_change, &r);
     /* adds/updates in list order (as client-go's Replace), then deletes in key order */
-    T_EQ_STR(r.log, "add:d:-:8;upd:a:1:1;upd:c:3:9;del:b:2:-;");
+    REPLACE_LOGS(s, list, 3, "add:d:-:8;upd:a:1:1;upd:c:3:9;del:b:2:-;");
     lop_obj_list_t l;
     lop_store_list(s, &l);
     T_EQ_INT(l.n, 3);
@@ -271,9 +278,7 @@ static void test_store_replace_reports_tombstones(void)
     /* a key listed twice: the last occurrence wins, reported once at its position */
     lop_obj_t *a2 = pod("n", "a", "5", NULL);
     lop_obj_t *dup[] = {a, c2, a2, d};
-    rec_t r2 = {{0}};
-    lop_store_replace(s, dup, 4, on_change, &r2);
-    T_EQ_STR(r2.log, "upd:c:9:9;upd:a:1:5;upd:d:8:8;");
+    REPLACE_LOGS(s, dup, 4, "upd:c:9:9;upd:a:1:5;upd:d:8:8;");
     lop_obj_t *got = lop_store_get(s, "n/a");
     T_EQ_STR(got->rv, "5");
     lop_obj_unref(got);
@@ -295,9 +300,7 @@ static void test_store_replace_into_an_empty_store(void)
     lop_obj_t *a = pod("n", "a", "1", "o"), *c = pod("n", "c", "3", NULL), *a2 = pod("n", "a", "5", NULL),
               *d = pod("m", "d", "8", "o");
     lop_obj_t *list[] = {a, c, a2, d};
-    rec_t r = {{0}};
-    lop_store_replace(s, list, 4, on_change, &r);
-    T_EQ_STR(r.log, "add:c:-:3;add:a:-:5;add:d:-:8;");
+    REPLACE_LOGS(s, list, 4, "add:c:-:3;add:a:-:5;add:d:-:8;");
     lop_store_stats_t st;
     lop_store_stats(s, &st);
     T_EQ_INT(st.count, 3);
@@ -312,14 +315,10 @@ static void test_store_replace_into_an_empty_store(void)
         T_EQ_STR(l.items[0]->name, "d");
     lop_obj_list_free(&l);
     /* the same list into the filled store: the general path, updates only */
-    rec_t r2 = {{0}};
-    lop_store_replace(s, list, 4, on_change, &r2);
-    T_EQ_STR(r2.log, "upd:c:3:3;upd:a:5:5;upd:d:8:8;");
+    REPLACE_LOGS(s, list, 4, "upd:c:3:3;upd:a:5:5;upd:d:8:8;");
     /* an empty list into an empty store: nothing */
     lop_store_t *e = lop_store_new();
-    rec_t r3 = {{0}};
-    lop_store_replace(e, NULL, 0, on_change, &r3);
-    T_EQ_STR(r3.log, "");
+    REPLACE_LOGS(e, NULL, 0, "");
     lop_store_free(e);
     free_all(s, (lop_obj_t *[]){a, c, a2, d, NULL});
 }
@@ -491,9 +490,7 @@ static void test_store_key_order_and_replace_deletes(void)
     free(keys);
     /* a relist holding only z/q, listed twice (the same object): deletes in key order after it */
     lop_obj_t *list[] = {zq, zq};
-    rec_t r = {{0}};
-    lop_store_replace(s, list, 2, on_change, &r);
-    T_EQ_STR(r.log, "upd:q:1:1;del:x:1:-;del:a.c:1:-;del:b:1:-;del:y:1:-;");
+    REPLACE_LOGS(s, list, 2, "upd:q:1:1;del:x:1:-;del:a.c:1:-;del:b:1:-;del:y:1:-;");
     lop_store_stats_t st;
     lop_store_stats(s, &st);
     T_EQ_INT(st.count, 1);
@@ -502,9 +499,7 @@ static void test_store_key_order_and_replace_deletes(void)
     /* the same object listed twice into an empty store: one add, at its last position */
     lop_store_t *e = lop_store_new();
     lop_obj_t *twice[] = {ab, ay, ab};
-    rec_t r2 = {{0}};
-    lop_store_replace(e, twice, 3, on_change, &r2);
-    T_EQ_STR(r2.log, "add:y:-:1;add:b:-:1;");
+    REPLACE_LOGS(e, twice, 3, "add:y:-:1;add:b:-:1;");
     lop_store_stats(e, &st);
     T_EQ_INT(st.count, 2);
     T_EQ_INT(st.bytes, ab->json_len + ay->json_len);
@@ -514,9 +509,7 @@ static void test_store_key_order_and_replace_deletes(void)
               *c1 = pod("n", "c", "1", NULL), *b2 = pod("n", "b", "2", NULL), *a3 = pod("n", "a", "3", NULL);
     lop_obj_t *mixed[] = {a1, b1, a2, c1, b2, a3, a3};
     e = lop_store_new();
-    rec_t r3 = {{0}};
-    lop_store_replace(e, mixed, 7, on_change, &r3);
-    T_EQ_STR(r3.log, "add:c:-:1;add:b:-:2;add:a:-:3;");
+    REPLACE_LOGS(e, mixed, 7, "add:c:-:1;add:b:-:2;add:a:-:3;");
     lop_obj_t *got = lop_store_get(e, "n/a");
     T_CHECK(got == a3);
     lop_obj_unref(got);

@@ -51,6 +51,11 @@ static void test_buf_json_escape(void)
     T_EQ_INT(lop_json_str_len("v1", 2), 4);
     lop_buf_consume(&b, 1);
     T_EQ_INT(b.len, 16);
+    /* the short forms of \b \f \r \t, and \u00XX for the other control bytes */
+    lop_buf_reset(&b);
+    lop_buf_json_str(&b, "\b\f\r\t\x1f/", 6);
+    T_EQ_STR(b.data, "\"\\b\\f\\r\\t\\u001f/\"");
+    T_EQ_INT(lop_json_str_len("\b\f\r\t\x1f/", 6), b.len);
     lop_buf_free(&b);
 }
 
