@@ -349,13 +349,13 @@ def run(cmd, timeout=900, env=None):
 class Server:
     """`luaop apiserver` on a free loopback port, stopped on exit."""
 
-    def __init__(self, luaop, history):
+    def __init__(self, luaop, history, tls=False):
         self.tmp = tempfile.mkdtemp(prefix="luaop-bench.")
         self.kubeconfig = os.path.join(self.tmp, "kubeconfig")
         # fault control (POST /luaop-fault/...) is for relist-peak; loopback only
         self.proc = subprocess.Popen([luaop, "apiserver", "--listen", "127.0.0.1:0",
                                       "--kubeconfig-out", self.kubeconfig, "--history", str(history),
-                                      "--enable-fault-control"],
+                                      "--enable-fault-control"] + (["--tls"] if tls else []),
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         deadline = time.time() + 30
         self.url = None
@@ -363,7 +363,7 @@ class Server:
             line = self.proc.stdout.readline()
             if not line:
                 break
-            m = re.search(r"listening on (http://127\.0\.0\.1:\d+)", line)
+            m = re.search(r"listening on (https?://127\.0\.0\.1:\d+)", line)
             if m:
                 self.url = m.group(1)
                 break
@@ -869,10 +869,13 @@ class Runner:
 
         rows = []
         floor = idle0 = None
-        for nobj in (0, self.n(1000, 10)):
-            srv = Server(self.luaop, 1000)
+        # plain HTTP (the loopback server the other benchmarks use), then HTTPS as a cluster serves
+        for nobj, tls in ((0, False), (self.n(1000, 10), False), (0, True)):
+            srv = Server(self.luaop, 1000, tls=tls)
+            scheme = "HTTPS" if tls else "HTTP"
             try:
-                self.namespaces(srv, 10)
+                if not tls:  # (the loader speaks plain HTTP; the HTTPS row has no objects)
+                    self.namespaces(srv, 10)
                 if nobj:
                     self.create(srv, "/api/v1/namespaces/@NS@/configmaps", "configmap.json", nobj, 10)
                 op = Operator(self.luaop, srv, 1)
@@ -883,27 +886,33 @@ class Runner:
                     lr = rollup(op.proc.pid) or {}
                 finally:
                     op.stop()
-                if not nobj and lr:
+                if not nobj and not tls and lr:
                     idle0 = lr
                 lu_ms = (t_ready - op.t0) * 1e3
-                rows.append(["luaop run", nobj, lu_ms, lrss / 1024, mb(lr.get("file")), mb(lr.get("pss")),
-                             mb(lr.get("private")), "", ""])
+                rows.append(["luaop run, %s" % scheme, nobj, lu_ms, lrss / 1024, mb(lr.get("file")),
+                             mb(lr.get("pss")), mb(lr.get("private")), "", ""])
                 if not nobj:
-                    # the same libraries doing the least luaop does (load, init libcurl, one GET)
-                    fp = subprocess.Popen([self.tool("floor"), srv.url], stdin=subprocess.PIPE,
+                    # the same libraries doing the least luaop does (load, one GET through its transport)
+                    fp = subprocess.Popen([self.tool("floor"), srv.kubeconfig], stdin=subprocess.PIPE,
                                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                    fl = None
                     try:
-                        if fp.stdout.readline().strip() == "ready":
+                        line = fp.stdout.readline().strip()
+                        if line == "ready":
                             time.sleep(0.5)
-                            floor = rollup(fp.pid)
+                            fl = rollup(fp.pid)
+                        else:
+                            print("bench: floor: %s" % line, file=sys.stderr)
                     finally:
                         fp.stdin.close()
                         fp.wait(10)
-                    if floor:
-                        rows.append(["floor (C): luaop's libraries, libcurl initialised, one GET", 0, "",
-                                     floor["rss"] / 1024, mb(floor["file"]), mb(floor["pss"]),
-                                     mb(floor["private"]), "", ""])
-                if self.node_ok:
+                    if fl:
+                        if not tls:
+                            floor = fl
+                        rows.append(["floor (C), %s: luaop's libraries, one GET" % scheme, 0, "",
+                                     fl["rss"] / 1024, mb(fl["file"]), mb(fl["pss"]),
+                                     mb(fl["private"]), "", ""])
+                if self.node_ok and not tls:
                     t0 = time.perf_counter()
                     p = subprocess.Popen(["node", "--expose-gc", os.path.join(SRC, "peers", "informer.mjs"),
                                           "startup", srv.kubeconfig, "configmaps"],
@@ -927,8 +936,10 @@ class Runner:
                  "memory only this process can own (heap, stacks, the libraries' relocated data; Private_Clean "
                  "is left out: it moves with what other processes on the machine happen to map)",
                  "floor: bench/floor.c, a C program linking the luaop executable's shared libraries that "
-                 "initialises libcurl (and with it OpenSSL) and makes one GET; nothing luaop does can go "
-                 "below it with these libraries",
+                 "makes one GET through luaop's HTTP transport (over HTTPS: OpenSSL initialised, the "
+                 "server's certificate verified); nothing luaop does can go below it with these libraries",
+                 "HTTP / HTTPS: the local API server without and with --tls (a bearer token and a CA in "
+                 "the kubeconfig either way); a cluster serves HTTPS, which loads OpenSSL's state",
                  "client-node: spawn → the informer's last listed object handled (node startup and module "
                  "load included); RSS after gc",
                  "goals: < 100 ms; < 10 MB"] + self.peer_note()

@@ -46,10 +46,11 @@ cc_prog load load.c $curl_libs
 cc_prog ceiling ceiling.c $curl_libs
 cc_prog jansson jansson.c $(pkg-config --cflags --libs jansson)
 cc_prog luaop sync.c "$build/liblop_kube.a" "$build/liblop_util.a" \
-  $(pkg-config --cflags --libs libcurl jansson yaml-0.1 openssl) -lpthread -lm
-# startup-idle's floor: the luaop executable's shared libraries, every one loaded (--no-as-needed)
-cc_prog floor floor.c -Wl,--export-dynamic-symbol=_gnutls_global_init_skip -Wl,--no-as-needed -lm \
-  $(pkg-config --cflags --libs libcurl libevent_openssl libevent_pthreads libevent jansson yaml-0.1 openssl luajit)
+  $(pkg-config --cflags --libs libcurl zlib jansson yaml-0.1 openssl) -lpthread -lm
+# startup-idle's floor: the luaop executable's shared libraries, every one loaded (--no-as-needed),
+# and luaop's own transport for its one GET
+cc_prog floor floor.c "$build/liblop_kube.a" "$build/liblop_util.a" -Wl,--no-as-needed -lm -lpthread \
+  $(pkg-config --cflags --libs zlib libevent_openssl libevent_pthreads libevent jansson yaml-0.1 openssl luajit)
 
 # The peer: @kubernetes/client-node pinned by bench/peers/package-lock.json.
 if [ "${BENCH_PEER_INSTALL:-1}" = 1 ] && [ "${BENCH_NO_PEER:-0}" != 1 ] &&

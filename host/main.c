@@ -16,22 +16,6 @@ static const struct {
     {"apiserver", lop_cmd_apiserver, "the local Kubernetes API server alone (not for production)"},
 };
 
-/*
- * GnuTLS is in the process only as a dependency of libcurl's RTMP and LDAP back ends (librtmp,
- * libldap), which luaop never uses: its TLS is OpenSSL's. GnuTLS initialises itself from a library
- * constructor anyway (priority strings, ASN.1 trees, PKCS#11 modules): ~1 MB of resident memory
- * and a few hundred µs before main. GnuTLS asks the program whether to skip that implicit
- * initialisation through this weak symbol, which the executable overrides (it exports its symbols,
- * see ENABLE_EXPORTS in CMakeLists.txt). Skipping it changes nothing that works: librtmp and
- * libldap call gnutls_global_init() themselves before they use GnuTLS. Measured in
- * bench/README.md ("startup-idle: before and after").
- */
-int _gnutls_global_init_skip(void);
-int _gnutls_global_init_skip(void)
-{
-    return 1;
-}
-
 static void usage(FILE *f)
 {
     fprintf(f, "usage: luaop <command> [flags]   (luaop <command> --help for its flags)\n\ncommands:\n");

@@ -35,9 +35,13 @@ done
 grep -qE "LIST $num ConfigMaps .* \| $num ms \|" "$out" || fail "no apiserver LIST figure"
 # The operator benchmarks ran `luaop run` (1 and 2 workers, JIT on) and timed its start.
 [ "$(grep -cE "^\| luaop run( --lua-jit)? \| [12] \| $num \|" "$out")" -eq 3 ] || fail "expected 3 luaop run rows in reconcile-noop"
-# startup-idle: ConfigMaps, start → ready, RSS, file-backed, PSS, private dirty; and the floor's memory.
-[ "$(grep -cE "^\| luaop run \| $num \| $num \| $num \| $num \| $num \| $num \| +\| +\|$" "$out")" -eq 2 ] || fail "expected 2 luaop run rows in startup-idle"
-grep -qE "^\| floor \(C\)[^|]* \| 0 \| +\| $num \| $num \| $num \| $num \|" "$out" || fail "no startup-idle floor row"
+# startup-idle: ConfigMaps, start → ready, RSS, file-backed, PSS, private dirty (HTTP at 0 and 1,000
+# objects, HTTPS at 0); and the floor's memory over HTTP and HTTPS.
+[ "$(grep -cE "^\| luaop run, HTTP \| $num \| $num \| $num \| $num \| $num \| $num \| +\| +\|$" "$out")" -eq 2 ] || fail "expected 2 luaop run, HTTP rows in startup-idle"
+grep -qE "^\| luaop run, HTTPS \| 0 \| $num \| $num \| $num \| $num \| $num \| +\| +\|$" "$out" || fail "no luaop run, HTTPS row in startup-idle"
+for s in HTTP HTTPS; do
+  grep -qE "^\| floor \(C\), $s:[^|]* \| 0 \| +\| $num \| $num \| $num \| $num \|" "$out" || fail "no startup-idle $s floor row"
+done
 # Reloads were installed (directory and ConfigMap) and the follower took over in both ways.
 [ "$(grep -cE "^\| (directory|directory, debounce 1 ms|ConfigMap) \| 3 \| $num \| $num \|" "$out")" -eq 3 ] ||
   fail "expected 3 hot-reload rows"

@@ -1,0 +1,935 @@
+/* transport.c — HTTP/1.1 over TCP or TLS with a shared keep-alive pool (see transport.h). */
+#include "host/kube/transport.h"
+
+#include "host/util/buf.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#define TICK_MS 50
+#define POOL_MAX 16
+#define IDLE_MAX_NS (90LL * 1000000000LL)   /* Go's IdleConnTimeout, used by client-go */
+#define CONNECT_TIMEOUT_MS 30000L
+#define HEADER_MAX (64 * 1024)              /* bytes of one response's header block */
+#define READ_DEFAULT (16 * 1024)
+#define KEEPALIVE_S 30                      /* TCP keep-alive, as client-go's dialer */
+#define ONE_WRITE_MAX (64 * 1024)           /* a body up to this size goes out with the headers */
+
+typedef struct conn {
+    int fd;
+    SSL *ssl;
+    uint64_t cert_id;  /* which client certificate the TLS session presented (0 = none) */
+    int64_t idle_since;
+    struct conn *next;
+} conn_t;
+
+struct lop_transport {
+    bool tls;
+    char *host;        /* without brackets: for getaddrinfo and verification */
+    char *port;
+    char *host_hdr;    /* the Host header: host (bracketed for IPv6), ":port" unless the default */
+    char *host_port;   /* host:port (bracketed for IPv6) */
+    char *prefix;      /* the URL's path without a trailing '/', "" for none */
+    char *verify_name; /* tls_server_name or host */
+    bool insecure;
+    SSL_CTX *ctx;
+    pthread_mutex_t mu; /* pool, session */
+    conn_t *idle;
+    int nidle;
+    SSL_SESSION *session; /* the last resumable session, for connections with session_cert */
+    uint64_t session_cert;
+    atomic_long connects;
+};
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static uint64_t fnv64(uint64_t h, const char *s)
+{
+    for (; s && *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+    return h;
+}
+
+/* Identity of a client certificate + key pair for pooling and session reuse; 0 = none. */
+static uint64_t cert_identity(const char *cert, const char *key)
+{
+    if (!cert || !key) return 0;
+    uint64_t h = fnv64(fnv64(0xcbf29ce484222325ULL, cert), key);
+    return h ? h : 1;
+}
+
+/* ---- URL ---- */
+
+static lop_rc_t parse_url(lop_transport_t *t, const char *url, lop_err_t *err)
+{
+    const char *p = url;
+    if (strncasecmp(p, "https://", 8) == 0) t->tls = true, p += 8;
+    else if (strncasecmp(p, "http://", 7) == 0) p += 7;
+    else return lop_err_set(err, LOP_EINVAL, 0, NULL, "invalid server URL %s: the scheme must be http or https", url);
+    size_t alen = strcspn(p, "/?#");
+    const char *rest = p + alen;
+    if (memchr(p, '@', alen))
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "invalid server URL %s: user information is not supported", url);
+    const char *hs = p, *he, *ps = NULL;
+    if (*p == '[') {
+        const char *rb = memchr(p, ']', alen);
+        if (!rb) return lop_err_set(err, LOP_EINVAL, 0, NULL, "invalid server URL %s: unclosed '['", url);
+        hs = p + 1;
+        he = rb;
+        if (rb + 1 < p + alen) {
+            if (rb[1] != ':') return lop_err_set(err, LOP_EINVAL, 0, NULL, "invalid server URL %s", url);
+            ps = rb + 2;
+        }
+    } else {
+        const char *colon = memchr(p, ':', alen);
+        he = colon ? colon : p + alen;
+        if (colon) ps = colon + 1;
+    }
+    if (he == hs) return lop_err_set(err, LOP_EINVAL, 0, NULL, "invalid server URL %s: no host", url);
+    for (const char *q = hs; q < he; q++)
+        if ((unsigned char)*q <= ' ' || *q == '\\')
+            return lop_err_set(err, LOP_EINVAL, 0, NULL, "invalid server URL %s: bad host", url);
+    long port = t->tls ? 443 : 80;
+    if (ps) {
+        const char *pe = p + alen;
+        char *end;
+        if (ps == pe) goto port_default;
+        port = strtol(ps, &end, 10);
+        if (end != pe || port < 1 || port > 65535 || *ps < '0' || *ps > '9')
+            return lop_err_set(err, LOP_EINVAL, 0, NULL, "invalid server URL %s: bad port", url);
+    }
+port_default:
+    if (*rest == '?' || *rest == '#')
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "invalid server URL %s: a query or fragment is not allowed", url);
+    size_t rl = strlen(rest);
+    while (rl && rest[rl - 1] == '/') rl--;
+    for (size_t i = 0; i < rl; i++)
+        if ((unsigned char)rest[i] <= ' ')
+            return lop_err_set(err, LOP_EINVAL, 0, NULL, "invalid server URL %s: bad path", url);
+    bool v6 = *p == '[';
+    lop_buf_t b = LOP_BUF_INIT;
+    t->host = lop_xstrndup(hs, (size_t)(he - hs));
+    lop_buf_printf(&b, "%ld", port);
+    t->port = lop_buf_steal(&b);
+    lop_buf_printf(&b, "%s%s%s:%ld", v6 ? "[" : "", t->host, v6 ? "]" : "", port);
+    t->host_port = lop_buf_steal(&b);
+    if (port == (t->tls ? 443 : 80)) lop_buf_printf(&b, "%s%s%s", v6 ? "[" : "", t->host, v6 ? "]" : "");
+    else lop_buf_printf(&b, "%s", t->host_port);
+    t->host_hdr = lop_buf_steal(&b);
+    t->prefix = lop_xstrndup(rest, rl);
+    return LOP_OK;
+}
+
+/* ---- TLS ---- */
+
+/* OpenSSL's socket BIO writes with write(2), which raises SIGPIPE on a closed connection; this one
+ * sends with MSG_NOSIGNAL, so a server hanging up cannot kill the process. */
+static BIO_METHOD *sock_method;
+static pthread_once_t sock_once = PTHREAD_ONCE_INIT;
+
+static int sock_write(BIO *b, const char *p, int n)
+{
+    ssize_t w = send(BIO_get_fd(b, NULL), p, (size_t)n, MSG_NOSIGNAL);
+    BIO_clear_retry_flags(b);
+    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) BIO_set_retry_write(b);
+    return (int)w;
+}
+
+static int sock_read(BIO *b, char *p, int n)
+{
+    ssize_t r = recv(BIO_get_fd(b, NULL), p, (size_t)n, 0);
+    BIO_clear_retry_flags(b);
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) BIO_set_retry_read(b);
+    return (int)r;
+}
+
+static void sock_method_init(void)
+{
+    const BIO_METHOD *base = BIO_s_socket();
+    BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK | BIO_TYPE_DESCRIPTOR,
+                                 "luaop socket");
+    if (!m) return;
+    BIO_meth_set_write(m, sock_write);
+    BIO_meth_set_read(m, sock_read);
+    BIO_meth_set_ctrl(m, BIO_meth_get_ctrl(base)); /* fd get/set, flush, eof, ... */
+    BIO_meth_set_create(m, BIO_meth_get_create(base));
+    BIO_meth_set_destroy(m, BIO_meth_get_destroy(base));
+    BIO_meth_set_puts(m, BIO_meth_get_puts(base));
+    sock_method = m;
+}
+
+/* OpenSSL's error queue (and the verification result) as one line. */
+static void ssl_error_text(SSL *ssl, char *out, size_t cap)
+{
+    unsigned long e = ERR_peek_last_error();
+    long v = ssl ? SSL_get_verify_result(ssl) : X509_V_OK;
+    char reason[200] = "";
+    if (e) ERR_error_string_n(e, reason, sizeof reason);
+    if (v != X509_V_OK) snprintf(out, cap, "certificate verify failed: %s", X509_verify_cert_error_string(v));
+    else if (e) snprintf(out, cap, "%s", reason);
+    else snprintf(out, cap, "%s", errno ? strerror(errno) : "connection closed");
+    ERR_clear_error();
+}
+
+/* Keep the newest session offered by the server, for the client certificate it was made with
+ * (a session resumed by another identity would authenticate as the first). */
+static int on_new_session(SSL *ssl, SSL_SESSION *sess)
+{
+    lop_transport_t *t = SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl));
+    conn_t *cn = SSL_get_app_data(ssl);
+    if (!t || !cn || !SSL_SESSION_is_resumable(sess)) return 0;
+    pthread_mutex_lock(&t->mu);
+    SSL_SESSION *old = t->session;
+    t->session = sess;
+    t->session_cert = cn->cert_id;
+    pthread_mutex_unlock(&t->mu);
+    if (old) SSL_SESSION_free(old);
+    return 1; /* the reference is ours */
+}
+
+static lop_rc_t tls_setup(lop_transport_t *t, const lop_transport_config_t *cfg, lop_err_t *err)
+{
+    pthread_once(&sock_once, sock_method_init);
+    if (!sock_method) return lop_err_set(err, LOP_ERR, 0, NULL, "OpenSSL: cannot make a BIO method");
+    t->ctx = SSL_CTX_new(TLS_client_method());
+    if (!t->ctx) return lop_err_set(err, LOP_ERR, 0, NULL, "OpenSSL: cannot make a TLS context");
+    SSL_CTX_set_min_proto_version(t->ctx, TLS1_2_VERSION);
+    /* a server closing without close_notify ends the stream like a TCP close; the framing
+     * (Content-Length, chunked) still tells a truncated body from a whole one */
+    SSL_CTX_set_options(t->ctx, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_RENEGOTIATION);
+    static const unsigned char alpn[] = "\x08http/1.1";
+    SSL_CTX_set_alpn_protos(t->ctx, alpn, sizeof alpn - 1);
+    SSL_CTX_set_app_data(t->ctx, t);
+    SSL_CTX_set_session_cache_mode(t->ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+    SSL_CTX_sess_set_new_cb(t->ctx, on_new_session);
+    if (cfg->insecure) {
+        SSL_CTX_set_verify(t->ctx, SSL_VERIFY_NONE, NULL);
+        return LOP_OK;
+    }
+    SSL_CTX_set_verify(t->ctx, SSL_VERIFY_PEER, NULL);
+    if (!cfg->ca_pem) {
+        if (SSL_CTX_set_default_verify_paths(t->ctx) != 1)
+            return lop_err_set(err, LOP_ERR, 0, NULL, "OpenSSL: cannot load the system's CA store");
+        return LOP_OK;
+    }
+    BIO *bio = BIO_new_mem_buf(cfg->ca_pem, -1);
+    STACK_OF(X509_INFO) *infos = bio ? PEM_X509_INFO_read_bio(bio, NULL, NULL, NULL) : NULL;
+    X509_STORE *store = SSL_CTX_get_cert_store(t->ctx);
+    int added = 0;
+    for (int i = 0; infos && i < sk_X509_INFO_num(infos); i++) {
+        X509_INFO *in = sk_X509_INFO_value(infos, i);
+        if (in->x509 && X509_STORE_add_cert(store, in->x509) == 1) added++;
+    }
+    sk_X509_INFO_pop_free(infos, X509_INFO_free);
+    BIO_free(bio);
+    ERR_clear_error();
+    if (!added)
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "the certificate authority data holds no PEM certificate");
+    return LOP_OK;
+}
+
+/* ---- lifecycle ---- */
+
+lop_rc_t lop_transport_new(const lop_transport_config_t *cfg, lop_transport_t **out, lop_err_t *err)
+{
+    *out = NULL;
+    if (!cfg->server || !*cfg->server) return lop_err_set(err, LOP_EINVAL, 0, NULL, "no server URL");
+    lop_transport_t *t = lop_xcalloc(1, sizeof *t);
+    pthread_mutex_init(&t->mu, NULL);
+    lop_rc_t rc = parse_url(t, cfg->server, err);
+    if (rc == LOP_OK) {
+        t->insecure = cfg->insecure;
+        t->verify_name = lop_xstrdup(cfg->tls_server_name && *cfg->tls_server_name ? cfg->tls_server_name : t->host);
+        if (t->tls) rc = tls_setup(t, cfg, err);
+    }
+    if (rc != LOP_OK) {
+        lop_transport_free(t);
+        return rc;
+    }
+    *out = t;
+    return LOP_OK;
+}
+
+static void conn_close(conn_t *cn)
+{
+    if (!cn) return;
+    if (cn->ssl) SSL_free(cn->ssl); /* no close_notify: the peer sees the TCP close */
+    if (cn->fd >= 0) close(cn->fd);
+    free(cn);
+}
+
+void lop_transport_free(lop_transport_t *t)
+{
+    if (!t) return;
+    while (t->idle) {
+        conn_t *cn = t->idle;
+        t->idle = cn->next;
+        conn_close(cn);
+    }
+    if (t->session) SSL_SESSION_free(t->session);
+    SSL_CTX_free(t->ctx);
+    pthread_mutex_destroy(&t->mu);
+    free(t->host);
+    free(t->port);
+    free(t->host_hdr);
+    free(t->host_port);
+    free(t->prefix);
+    free(t->verify_name);
+    free(t);
+}
+
+const char *lop_transport_host_port(const lop_transport_t *t) { return t->host_port; }
+bool lop_transport_is_tls(const lop_transport_t *t) { return t->tls; }
+long lop_transport_connects(lop_transport_t *t) { return atomic_load(&t->connects); }
+
+/* ---- the pool ---- */
+
+/* An idle connection presenting cert_id, or NULL. Connections idle too long, or readable (the
+ * server closed them or sent something unasked), are closed. */
+static conn_t *pool_take(lop_transport_t *t, uint64_t cert_id)
+{
+    for (;;) {
+        conn_t *found = NULL, *stale = NULL;
+        int64_t now = now_ns();
+        pthread_mutex_lock(&t->mu);
+        for (conn_t **pp = &t->idle; *pp;) {
+            conn_t *cn = *pp;
+            if (now - cn->idle_since > IDLE_MAX_NS) {
+                *pp = cn->next;
+                cn->next = stale;
+                stale = cn;
+                t->nidle--;
+            } else if (!found && cn->cert_id == cert_id) {
+                *pp = cn->next;
+                found = cn;
+                t->nidle--;
+            } else {
+                pp = &cn->next;
+            }
+        }
+        pthread_mutex_unlock(&t->mu);
+        while (stale) {
+            conn_t *n = stale->next;
+            conn_close(stale);
+            stale = n;
+        }
+        if (!found) return NULL;
+        struct pollfd pf = {found->fd, POLLIN, 0};
+        if (poll(&pf, 1, 0) == 0) return found;
+        conn_close(found);
+    }
+}
+
+static void pool_put(lop_transport_t *t, conn_t *cn)
+{
+    cn->idle_since = now_ns();
+    pthread_mutex_lock(&t->mu);
+    if (t->nidle < POOL_MAX) {
+        cn->next = t->idle;
+        t->idle = cn;
+        t->nidle++;
+        cn = NULL;
+    }
+    pthread_mutex_unlock(&t->mu);
+    conn_close(cn);
+}
+
+/* ---- waiting and raw I/O ---- */
+
+typedef struct io {
+    lop_transport_t *t;
+    lop_http_exchange_t *x;
+    int64_t deadline;  /* whole exchange, 0 = none */
+    long timeout_ms;
+    lop_http_result_t res;
+} io_t;
+
+static int failf(io_t *io, lop_http_result_t res, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(io->x->error, sizeof io->x->error, fmt, ap);
+    va_end(ap);
+    io->res = res;
+    return -1;
+}
+
+/* Wait for events on fd until deadline (0 = none), ticking every TICK_MS. 0 ready, -1 failed. */
+static int io_wait(io_t *io, int fd, short events, int64_t deadline, const char *doing)
+{
+    for (;;) {
+        if (io->x->on_tick && io->x->on_tick(io->x->ud)) return failf(io, LOP_HTTP_EABORTED, "%s: aborted", doing);
+        int ms = TICK_MS;
+        if (deadline) {
+            int64_t left = deadline - now_ns();
+            if (left <= 0) {
+                if (deadline == io->deadline)
+                    return failf(io, LOP_HTTP_ETIMEDOUT, "%s: timed out after %ld ms", doing, io->timeout_ms);
+                return failf(io, LOP_HTTP_ETIMEDOUT, "%s: timed out", doing);
+            }
+            if (left < (int64_t)TICK_MS * 1000000) ms = (int)((left + 999999) / 1000000);
+        }
+        struct pollfd pf = {fd, events, 0};
+        int r = poll(&pf, 1, ms);
+        if (r > 0) return 0; /* also POLLERR / POLLHUP: the next read or write says what */
+        if (r < 0 && errno != EINTR) return failf(io, LOP_HTTP_ERESET, "%s: poll: %s", doing, strerror(errno));
+    }
+}
+
+/* Read up to cap bytes: > 0 read, 0 end of stream, -1 failed (io->res set). */
+static ssize_t conn_read(io_t *io, conn_t *cn, char *p, size_t cap)
+{
+    for (;;) {
+        if (cn->ssl) {
+            ERR_clear_error();
+            errno = 0;
+            int n = SSL_read(cn->ssl, p, cap > INT32_MAX ? INT32_MAX : (int)cap);
+            if (n > 0) return n;
+            int e = SSL_get_error(cn->ssl, n);
+            short ev = e == SSL_ERROR_WANT_READ ? POLLIN : e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
+            if (e == SSL_ERROR_ZERO_RETURN) return 0;
+            if (!ev) {
+                char why[240];
+                ssl_error_text(NULL, why, sizeof why);
+                return failf(io, LOP_HTTP_ERESET, "reading from %s: %s", io->t->host_port, why);
+            }
+            if (io_wait(io, cn->fd, ev, io->deadline, "reading the response") < 0) return -1;
+        } else {
+            ssize_t n = recv(cn->fd, p, cap, 0);
+            if (n >= 0) return n;
+            if (errno == EINTR) continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
+                return failf(io, LOP_HTTP_ERESET, "reading from %s: %s", io->t->host_port, strerror(errno));
+            if (io_wait(io, cn->fd, POLLIN, io->deadline, "reading the response") < 0) return -1;
+        }
+    }
+}
+
+static int conn_write(io_t *io, conn_t *cn, const char *p, size_t len)
+{
+    while (len) {
+        ssize_t w;
+        short ev = POLLOUT;
+        if (cn->ssl) {
+            ERR_clear_error();
+            errno = 0;
+            size_t n = len > INT32_MAX ? INT32_MAX : len;
+            int r = SSL_write(cn->ssl, p, (int)n);
+            w = r;
+            if (r <= 0) {
+                int e = SSL_get_error(cn->ssl, r);
+                if (e == SSL_ERROR_WANT_READ) ev = POLLIN;
+                else if (e != SSL_ERROR_WANT_WRITE) {
+                    char why[240];
+                    ssl_error_text(NULL, why, sizeof why);
+                    return failf(io, LOP_HTTP_ERESET, "writing to %s: %s", io->t->host_port, why);
+                }
+            }
+        } else {
+            w = send(cn->fd, p, len, MSG_NOSIGNAL);
+            if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+                return failf(io, LOP_HTTP_ERESET, "writing to %s: %s", io->t->host_port, strerror(errno));
+        }
+        if (w > 0) {
+            p += w;
+            len -= (size_t)w;
+            continue;
+        }
+        if (io_wait(io, cn->fd, ev, io->deadline, "sending the request") < 0) return -1;
+    }
+    return 0;
+}
+
+/* ---- connecting ---- */
+
+static bool is_ip(const char *s)
+{
+    unsigned char b[sizeof(struct in6_addr)];
+    return inet_pton(AF_INET, s, b) == 1 || inet_pton(AF_INET6, s, b) == 1;
+}
+
+static int set_client_cert(SSL *ssl, const char *cert_pem, const char *key_pem, char *why, size_t cap)
+{
+    BIO *cb = BIO_new_mem_buf(cert_pem, -1), *kb = BIO_new_mem_buf(key_pem, -1);
+    X509 *cert = cb ? PEM_read_bio_X509(cb, NULL, NULL, NULL) : NULL;
+    EVP_PKEY *key = kb ? PEM_read_bio_PrivateKey(kb, NULL, NULL, NULL) : NULL;
+    int ok = cert && key && SSL_use_certificate(ssl, cert) == 1 && SSL_use_PrivateKey(ssl, key) == 1 &&
+             SSL_check_private_key(ssl) == 1;
+    /* the certificates after the first are the chain to send along */
+    for (X509 *extra; ok && cb && (extra = PEM_read_bio_X509(cb, NULL, NULL, NULL));)
+        if (SSL_add0_chain_cert(ssl, extra) != 1) X509_free(extra);
+    if (!ok)
+        snprintf(why, cap, "the client certificate or key is not usable PEM%s",
+                 cert && key ? " (the key does not match the certificate)" : "");
+    X509_free(cert);
+    EVP_PKEY_free(key);
+    BIO_free(cb);
+    BIO_free(kb);
+    ERR_clear_error();
+    return ok ? 0 : -1;
+}
+
+static int tls_handshake(io_t *io, conn_t *cn, int64_t deadline)
+{
+    lop_transport_t *t = io->t;
+    char why[240];
+    cn->ssl = SSL_new(t->ctx);
+    BIO *bio = cn->ssl ? BIO_new(sock_method) : NULL;
+    if (!bio) return failf(io, LOP_HTTP_ECONNECT, "TLS with %s: out of memory", t->host_port);
+    BIO_set_fd(bio, cn->fd, BIO_NOCLOSE);
+    SSL_set_bio(cn->ssl, bio, bio);
+    SSL_set_app_data(cn->ssl, cn);
+    bool ip = is_ip(t->verify_name);
+    if (!ip) SSL_set_tlsext_host_name(cn->ssl, t->verify_name);
+    if (!t->insecure) {
+        X509_VERIFY_PARAM *vp = SSL_get0_param(cn->ssl);
+        X509_VERIFY_PARAM_set_hostflags(vp, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+        int ok = ip ? X509_VERIFY_PARAM_set1_ip_asc(vp, t->verify_name) : X509_VERIFY_PARAM_set1_host(vp, t->verify_name, 0);
+        if (ok != 1) return failf(io, LOP_HTTP_ECONNECT, "TLS with %s: bad name to verify: %s", t->host_port, t->verify_name);
+    }
+    if (io->x->cert_pem && io->x->key_pem &&
+        set_client_cert(cn->ssl, io->x->cert_pem, io->x->key_pem, why, sizeof why) < 0)
+        return failf(io, LOP_HTTP_ECONNECT, "TLS with %s: %s", t->host_port, why);
+    pthread_mutex_lock(&t->mu);
+    if (t->session && t->session_cert == cn->cert_id) SSL_set_session(cn->ssl, t->session);
+    pthread_mutex_unlock(&t->mu);
+    for (;;) {
+        ERR_clear_error();
+        errno = 0;
+        int r = SSL_connect(cn->ssl);
+        if (r == 1) return 0;
+        int e = SSL_get_error(cn->ssl, r);
+        short ev = e == SSL_ERROR_WANT_READ ? POLLIN : e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
+        if (!ev) {
+            ssl_error_text(cn->ssl, why, sizeof why);
+            return failf(io, LOP_HTTP_ECONNECT, "TLS handshake with %s (verifying %s): %s", t->host_port,
+                         t->verify_name, why);
+        }
+        if (io_wait(io, cn->fd, ev, deadline, "TLS handshake") < 0) {
+            if (io->res == LOP_HTTP_ERESET) io->res = LOP_HTTP_ECONNECT;
+            return -1;
+        }
+    }
+}
+
+static conn_t *dial(io_t *io, uint64_t cert_id)
+{
+    lop_transport_t *t = io->t;
+    lop_http_exchange_t *x = io->x;
+    long cto = x->connect_timeout_ms > 0 ? x->connect_timeout_ms : CONNECT_TIMEOUT_MS;
+    int64_t deadline = now_ns() + (int64_t)cto * 1000000;
+    if (io->deadline && io->deadline < deadline) deadline = io->deadline;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
+    struct addrinfo *res = NULL;
+    int gr = getaddrinfo(t->host, t->port, &hints, &res);
+    if (gr != 0) {
+        failf(io, LOP_HTTP_ECONNECT, "cannot resolve %s: %s", t->host, gai_strerror(gr));
+        return NULL;
+    }
+    conn_t *cn = lop_xcalloc(1, sizeof *cn);
+    cn->fd = -1;
+    cn->cert_id = cert_id;
+    int last = 0;
+    for (struct addrinfo *ai = res; ai && cn->fd < 0; ai = ai->ai_next) {
+        int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
+        if (fd < 0) {
+            last = errno;
+            continue;
+        }
+        if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0 && errno != EINPROGRESS) {
+            last = errno;
+            close(fd);
+            continue;
+        }
+        if (io_wait(io, fd, POLLOUT, deadline, "connecting") < 0) {
+            close(fd);
+            freeaddrinfo(res);
+            free(cn);
+            if (io->res == LOP_HTTP_ERESET) io->res = LOP_HTTP_ECONNECT;
+            if (io->res == LOP_HTTP_ETIMEDOUT)
+                snprintf(x->error, sizeof x->error, "connecting to %s: timed out", t->host_port);
+            return NULL;
+        }
+        int soerr = 0;
+        socklen_t sl = sizeof soerr;
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+        if (soerr) {
+            last = soerr;
+            close(fd);
+            continue;
+        }
+        cn->fd = fd;
+    }
+    freeaddrinfo(res);
+    if (cn->fd < 0) {
+        free(cn);
+        failf(io, LOP_HTTP_ECONNECT, "connecting to %s: %s", t->host_port, strerror(last ? last : ECONNREFUSED));
+        return NULL;
+    }
+    int one = 1, idle = KEEPALIVE_S;
+    setsockopt(cn->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    setsockopt(cn->fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+    setsockopt(cn->fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+    setsockopt(cn->fd, IPPROTO_TCP, TCP_KEEPINTVL, &idle, sizeof idle);
+    atomic_fetch_add(&t->connects, 1);
+    if (t->tls && tls_handshake(io, cn, deadline) < 0) {
+        conn_close(cn);
+        return NULL;
+    }
+    return cn;
+}
+
+/* ---- the response ---- */
+
+typedef enum { BODY_NONE, BODY_LENGTH, BODY_CHUNKED, BODY_EOF } body_mode_t;
+typedef enum { CK_SIZE, CK_DATA, CK_DATA_END, CK_TRAILER, CK_DONE } chunk_state_t;
+
+typedef struct resp {
+    char *buf;
+    size_t cap, start, end;  /* unparsed bytes are buf[start, end) */
+    size_t read_bytes;
+    int code;
+    bool http10, keep_alive, close;
+    body_mode_t mode;
+    uint64_t left;           /* BODY_LENGTH: bytes to come; CK_DATA: bytes of the chunk */
+    chunk_state_t ck;
+    bool chunked, have_length;
+    int coding;              /* 0 identity, 16 + MAX_WBITS gzip, 32 + MAX_WBITS deflate (zlib or gzip) */
+    z_stream z;
+    bool z_on, z_end;
+    char *zout;
+} resp_t;
+
+static bool token_has(const char *v, size_t vl, const char *tok)
+{
+    size_t tl = strlen(tok);
+    for (size_t i = 0; i + tl <= vl; i++)
+        if (strncasecmp(v + i, tok, tl) == 0 && (i == 0 || v[i - 1] == ' ' || v[i - 1] == ',') &&
+            (i + tl == vl || v[i + tl] == ' ' || v[i + tl] == ',' || v[i + tl] == ';'))
+            return true;
+    return false;
+}
+
+/* One header line of the final response (not NUL-terminated, no CR/LF). */
+static int header_line(io_t *io, resp_t *r, const char *p, size_t n)
+{
+    const char *colon = memchr(p, ':', n);
+    if (!colon || colon == p) return 0; /* not a field: ignored, as most clients do */
+    size_t kl = (size_t)(colon - p);
+    const char *v = colon + 1;
+    size_t vl = n - kl - 1;
+    while (vl && (*v == ' ' || *v == '\t')) v++, vl--;
+    while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t')) vl--;
+    if (kl == 14 && strncasecmp(p, "Content-Length", 14) == 0) {
+        uint64_t len = 0;
+        size_t i = 0;
+        for (; i < vl && v[i] >= '0' && v[i] <= '9' && len < (UINT64_MAX - 9) / 10; i++) len = len * 10 + (uint64_t)(v[i] - '0');
+        if (i == 0 || i != vl || (r->have_length && r->left != len))
+            return failf(io, LOP_HTTP_EPROTO, "response from %s: bad Content-Length", io->t->host_port);
+        r->have_length = true;
+        r->left = len;
+    } else if (kl == 17 && strncasecmp(p, "Transfer-Encoding", 17) == 0) {
+        r->chunked = token_has(v, vl, "chunked");
+        if (!r->chunked)
+            return failf(io, LOP_HTTP_EPROTO, "response from %s: unsupported Transfer-Encoding %.*s",
+                         io->t->host_port, (int)(vl > 40 ? 40 : vl), v);
+    } else if (kl == 16 && strncasecmp(p, "Content-Encoding", 16) == 0 && io->x->gzip) {
+        if (token_has(v, vl, "gzip") || token_has(v, vl, "x-gzip")) r->coding = 16 + MAX_WBITS;
+        else if (token_has(v, vl, "deflate")) r->coding = 32 + MAX_WBITS;
+    } else if (kl == 10 && strncasecmp(p, "Connection", 10) == 0) {
+        if (token_has(v, vl, "close")) r->close = true;
+        if (token_has(v, vl, "keep-alive")) r->keep_alive = true;
+    }
+    if (io->x->on_header) io->x->on_header(io->x->ud, p, kl, v, vl);
+    return 0;
+}
+
+/* Read the status line and headers, skipping 1xx responses. */
+static int read_head(io_t *io, conn_t *cn, resp_t *r)
+{
+    size_t pos = r->start;   /* next byte not yet searched for '\n' */
+    bool status = true;
+    for (;;) {
+        char *nl = memchr(r->buf + pos, '\n', r->end - pos);
+        if (!nl) {
+            if (r->end - r->start >= HEADER_MAX)
+                return failf(io, LOP_HTTP_EPROTO, "response from %s: header block over %d bytes", io->t->host_port, HEADER_MAX);
+            if (r->end == r->cap) {
+                size_t keep = r->end - r->start;
+                memmove(r->buf, r->buf + r->start, keep);
+                pos -= r->start;
+                r->start = 0;
+                r->end = keep;
+                if (r->end == r->cap) { /* a header block larger than the buffer */
+                    r->cap *= 2;
+                    r->buf = lop_xrealloc(r->buf, r->cap);
+                }
+            }
+            ssize_t n = conn_read(io, cn, r->buf + r->end, r->cap - r->end);
+            if (n < 0) return -1;
+            if (n == 0)
+                return failf(io, LOP_HTTP_ERESET, "%s closed the connection %s", io->t->host_port,
+                             io->x->response_started ? "in the middle of the response headers" : "before responding");
+            io->x->response_started = true;
+            r->end += (size_t)n;
+            continue;
+        }
+        char *line = r->buf + r->start;
+        size_t len = (size_t)(nl - line);
+        if (len && line[len - 1] == '\r') len--;
+        pos = r->start = (size_t)(nl - r->buf) + 1;
+        if (status) {
+            if (len < 12 || memcmp(line, "HTTP/1.", 7) != 0 || line[8] != ' ' || line[9] < '1' || line[9] > '5' ||
+                line[10] < '0' || line[10] > '9' || line[11] < '0' || line[11] > '9' || (len > 12 && line[12] != ' '))
+                return failf(io, LOP_HTTP_EPROTO, "response from %s is not HTTP/1.x: %.40s", io->t->host_port, line);
+            r->code = (line[9] - '0') * 100 + (line[10] - '0') * 10 + (line[11] - '0');
+            r->http10 = line[7] == '0';
+            status = false;
+            if (r->code >= 200) {
+                io->x->code = r->code;
+                if (io->x->on_status) io->x->on_status(io->x->ud, r->code);
+            }
+            continue;
+        }
+        if (len == 0) {
+            if (r->code < 200) { /* an interim response (100, 103): the real one follows */
+                status = true;
+                continue;
+            }
+            return 0;
+        }
+        if (r->code >= 200 && header_line(io, r, line, len) < 0) return -1;
+    }
+}
+
+/* Pass decoded body bytes on (through zlib when the body is encoded). */
+static int deliver(io_t *io, resp_t *r, const char *p, size_t n)
+{
+    lop_http_exchange_t *x = io->x;
+    if (!n) return 0;
+    if (!r->coding) {
+        if (x->on_body && x->on_body(x->ud, p, n)) return failf(io, LOP_HTTP_ESTOPPED, "stopped by the consumer");
+        return 0;
+    }
+    if (!r->z_on) {
+        if (inflateInit2(&r->z, r->coding) != Z_OK) return failf(io, LOP_HTTP_EPROTO, "zlib: cannot start");
+        r->z_on = true;
+        r->zout = lop_xmalloc(r->read_bytes);
+    }
+    r->z.next_in = (Bytef *)p;
+    r->z.avail_in = (uInt)n;
+    while (r->z.avail_in) {
+        if (r->z_end) { /* another gzip member follows */
+            inflateReset(&r->z);
+            r->z_end = false;
+        }
+        r->z.next_out = (Bytef *)r->zout;
+        r->z.avail_out = (uInt)r->read_bytes;
+        int zr = inflate(&r->z, Z_NO_FLUSH);
+        if (zr != Z_OK && zr != Z_STREAM_END && zr != Z_BUF_ERROR)
+            return failf(io, LOP_HTTP_EPROTO, "response from %s: bad compressed body: %s", io->t->host_port,
+                         r->z.msg ? r->z.msg : "zlib error");
+        if (zr == Z_STREAM_END) r->z_end = true;
+        size_t got = r->read_bytes - r->z.avail_out;
+        if (got && x->on_body && x->on_body(x->ud, r->zout, got))
+            return failf(io, LOP_HTTP_ESTOPPED, "stopped by the consumer");
+        if (zr == Z_BUF_ERROR && !got) break;
+    }
+    return 0;
+}
+
+/* Decode the framing of the bytes in buf[start, end), moving the body bytes down to buf[start, *w).
+ * Leaves start at the first unparsed byte. Returns 1 when the body is complete, 0 for more, -1. */
+static int unframe(io_t *io, resp_t *r, size_t *w)
+{
+    char *b = r->buf;
+    size_t i = r->start, o = r->start;
+    while (i < r->end) {
+        if (r->mode == BODY_EOF) {
+            memmove(b + o, b + i, r->end - i);
+            o += r->end - i;
+            i = r->end;
+        } else if (r->mode == BODY_LENGTH || r->ck == CK_DATA) {
+            size_t n = r->end - i;
+            if (n > r->left) n = (size_t)r->left;
+            if (o != i) memmove(b + o, b + i, n);
+            o += n;
+            i += n;
+            r->left -= n;
+            if (r->left) continue;
+            if (r->mode == BODY_LENGTH) {
+                r->start = i;
+                *w = o;
+                return 1;
+            }
+            r->ck = CK_DATA_END;
+        } else {
+            char *nl = memchr(b + i, '\n', r->end - i);
+            if (!nl) {
+                if (r->end - i > 4096)
+                    return failf(io, LOP_HTTP_EPROTO, "response from %s: bad chunked framing", io->t->host_port);
+                break; /* the line's end is in the next read */
+            }
+            const char *line = b + i;
+            size_t len = (size_t)(nl - line);
+            if (len && line[len - 1] == '\r') len--;
+            i = (size_t)(nl - b) + 1;
+            if (r->ck == CK_DATA_END) {
+                if (len) return failf(io, LOP_HTTP_EPROTO, "response from %s: chunk longer than its size", io->t->host_port);
+                r->ck = CK_SIZE;
+            } else if (r->ck == CK_SIZE) {
+                uint64_t size = 0;
+                size_t k = 0;
+                for (; k < len; k++) {
+                    int d = line[k] >= '0' && line[k] <= '9' ? line[k] - '0'
+                            : (line[k] | 0x20) >= 'a' && (line[k] | 0x20) <= 'f' ? (line[k] | 0x20) - 'a' + 10 : -1;
+                    if (d < 0) break;
+                    if (size >> 58) return failf(io, LOP_HTTP_EPROTO, "response from %s: chunk size too large", io->t->host_port);
+                    size = size * 16 + (uint64_t)d;
+                }
+                if (k == 0 || (k < len && line[k] != ';' && line[k] != ' ' && line[k] != '\t'))
+                    return failf(io, LOP_HTTP_EPROTO, "response from %s: bad chunk size line", io->t->host_port);
+                if (size == 0) r->ck = CK_TRAILER;
+                else r->ck = CK_DATA, r->left = size;
+            } else { /* CK_TRAILER: fields until an empty line */
+                if (len == 0) {
+                    r->ck = CK_DONE;
+                    r->start = i;
+                    *w = o;
+                    return 1;
+                }
+            }
+        }
+    }
+    r->start = i;
+    *w = o;
+    return 0;
+}
+
+static int read_body(io_t *io, conn_t *cn, resp_t *r)
+{
+    for (;;) {
+        size_t from = r->start, w = from;
+        int done = r->start < r->end ? unframe(io, r, &w) : 0;
+        if (done < 0) return -1;
+        if (deliver(io, r, r->buf + from, w - from) < 0) return -1;
+        if (done) break;
+        /* keep what is left (a partial chunk-size line) at the front, read more after it */
+        size_t keep = r->end - r->start;
+        memmove(r->buf, r->buf + r->start, keep);
+        r->start = 0;
+        r->end = keep;
+        size_t room = r->cap - r->end;
+        if (room > r->read_bytes) room = r->read_bytes;
+        if (!room) return failf(io, LOP_HTTP_EPROTO, "response from %s: bad chunked framing", io->t->host_port);
+        if (io->x->on_tick && io->x->on_tick(io->x->ud)) return failf(io, LOP_HTTP_EABORTED, "reading the response: aborted");
+        ssize_t n = conn_read(io, cn, r->buf + r->end, room);
+        if (n < 0) return -1;
+        if (n == 0) {
+            if (r->mode == BODY_EOF) break;
+            return failf(io, LOP_HTTP_ERESET, "%s closed the connection before the end of the body", io->t->host_port);
+        }
+        r->end += (size_t)n;
+    }
+    if (r->z_on && !r->z_end)
+        return failf(io, LOP_HTTP_EPROTO, "response from %s: the compressed body is truncated", io->t->host_port);
+    return 0;
+}
+
+/* ---- one exchange ---- */
+
+static void build_request(lop_transport_t *t, const lop_http_exchange_t *x, lop_buf_t *b)
+{
+    lop_buf_printf(b, "%s %s%s HTTP/1.1\r\nHost: %s\r\n", x->method, t->prefix, x->target, t->host_hdr);
+    if (x->headers) lop_buf_append(b, x->headers, strlen(x->headers));
+    if (x->gzip) lop_buf_append(b, "Accept-Encoding: gzip\r\n", 23);
+    if (x->body || x->send_length) lop_buf_printf(b, "Content-Length: %zu\r\n", x->body ? x->body_len : 0);
+    lop_buf_append(b, "\r\n", 2);
+    if (x->body && x->body_len <= ONE_WRITE_MAX) lop_buf_append(b, x->body, x->body_len);
+}
+
+/* Send the request and read the response on cn. *sent: the whole request was written. */
+static int exchange_on(io_t *io, conn_t *cn, const lop_buf_t *head, resp_t *r, bool *sent)
+{
+    lop_http_exchange_t *x = io->x;
+    *sent = false;
+    if (conn_write(io, cn, head->data, head->len) < 0) return -1;
+    if (x->body && x->body_len > ONE_WRITE_MAX && conn_write(io, cn, x->body, x->body_len) < 0) return -1;
+    *sent = true;
+    if (read_head(io, cn, r) < 0) return -1;
+    bool no_body = strcmp(x->method, "HEAD") == 0 || r->code == 204 || r->code == 304;
+    r->mode = no_body ? BODY_NONE : r->chunked ? BODY_CHUNKED : r->have_length ? BODY_LENGTH : BODY_EOF;
+    if (r->mode == BODY_LENGTH && r->left == 0) r->mode = BODY_NONE;
+    if (r->mode != BODY_NONE && read_body(io, cn, r) < 0) return -1;
+    return 0;
+}
+
+lop_http_result_t lop_transport_exchange(lop_transport_t *t, lop_http_exchange_t *x)
+{
+    io_t io = {.t = t, .x = x, .timeout_ms = x->timeout_ms, .res = LOP_HTTP_OK};
+    if (x->timeout_ms > 0) io.deadline = now_ns() + (int64_t)x->timeout_ms * 1000000;
+    x->code = 0;
+    x->response_started = false;
+    x->error[0] = '\0';
+    uint64_t cert_id = t->tls ? cert_identity(x->cert_pem, x->key_pem) : 0;
+    lop_buf_t head = LOP_BUF_INIT;
+    build_request(t, x, &head);
+    size_t rb = x->read_bytes ? x->read_bytes : READ_DEFAULT;
+    resp_t r;
+    for (int attempt = 0;; attempt++) {
+        memset(&r, 0, sizeof r);
+        r.read_bytes = rb;
+        r.cap = rb < READ_DEFAULT ? READ_DEFAULT : rb;
+        r.buf = lop_xmalloc(r.cap);
+        conn_t *cn = pool_take(t, cert_id);
+        bool reused = cn != NULL;
+        if (!cn) cn = dial(&io, cert_id);
+        if (!cn) {
+            free(r.buf);
+            break;
+        }
+        bool sent = false;
+        int rc = exchange_on(&io, cn, &head, &r, &sent);
+        bool reusable = rc == 0 && r.mode != BODY_EOF && !r.close && (!r.http10 || r.keep_alive) &&
+                        r.start == r.end;
+        if (reusable) pool_put(t, cn);
+        else conn_close(cn);
+        if (r.z_on) inflateEnd(&r.z);
+        free(r.zout);
+        free(r.buf);
+        /* a kept-alive connection the server had closed meanwhile: send once more on a new one */
+        if (rc < 0 && io.res == LOP_HTTP_ERESET && reused && attempt == 0 && !x->response_started &&
+            (!sent || strcmp(x->method, "GET") == 0)) {
+            io.res = LOP_HTTP_OK;
+            x->error[0] = '\0';
+            continue;
+        }
+        break;
+    }
+    explicit_bzero(head.data, head.len); /* it held the credentials */
+    lop_buf_free(&head);
+    return io.res;
+}
