@@ -1,7 +1,8 @@
 /*
  * rest.h — the Kubernetes REST client: one lop_rest_client_t per API server, shared by every
- * thread. Built on libcurl with one shared connection cache, DNS cache and TLS session cache
- * (CURLSH, locked), a pool of easy handles, HTTP/2 when the server offers it, transparent gzip.
+ * thread. Built on luaop's HTTP/1.1 transport (transport.h): a pool of keep-alive connections
+ * shared by all threads, OpenSSL TLS with session resumption, transparent gzip; every request
+ * runs on the calling thread.
  *
  * Behaviour (reference §A, §D, §M, §N):
  *  - client-side token bucket (QPS 5 / burst 10 by default, see qps.h); a watch takes one token
@@ -114,10 +115,10 @@ typedef struct lop_rest_req {
      * resp->body (a non-2xx body is still collected and parsed as a Status). sink returning
      * non-zero ends the transfer (LOP_ECLOSED). Retries (Retry-After, 401) happen only before any
      * 2xx byte reached the sink; a connection reset after that fails with LOP_EAGAIN.
-     * The body reaches sink in whole reads, up to 128 KiB per call (lop_rest_stream's fn gets
-     * curl's pieces: at most 16 KiB, one per HTTP chunk). Both run inside a workqueue batch
-     * (workqueue.h): the lop_workqueue_add calls they make are queued after the read, or at
-     * every 128 KiB passed, so they must not wait for a worker. */
+     * The body reaches sink (and lop_rest_stream's fn) in whole reads, de-chunked and
+     * decompressed, up to 128 KiB per call, cut anywhere. Each call runs inside a workqueue batch
+     * (workqueue.h): the lop_workqueue_add calls it makes are queued when it returns, so it must
+     * not wait for a worker. */
     lop_stream_fn sink;
     void *sink_ud;
 } lop_rest_req_t;

@@ -8,8 +8,8 @@
  * that decodes it, and returns LOP_DOC_RETRY when those bytes are not exactly one JSON object.
  * A document whose newline is not in the chunk it began in is held, its bytes buffered as they
  * come, until a chunk brings its newline; then the buffer and that chunk's bytes up to the
- * newline are handed over unchecked in the same way (curl's pieces of at most 16 KiB cut most
- * ~10 KB Pods). A refused document is tracked byte by byte from its '{' (strings, escapes,
+ * newline are handed over unchecked in the same way (the transport's reads of up to 128 KiB cut
+ * about one ~10 KB Pod in thirteen). A refused document is tracked byte by byte from its '{' (strings, escapes,
  * bracket nesting — brackets must match) and handed over checked when its closing brace arrives;
  * so events that share a line or carry newlines inside are still read correctly, at the cost of
  * that second pass.

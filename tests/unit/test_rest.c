@@ -496,7 +496,7 @@ static void test_watch_stream_passes_bytes_regardless_of_chunking(void)
 }
 
 /* A 2xx body passed to a request's sink (a streamed LIST): 300 KB sent at once arrive intact,
- * in order, whatever the reads and curl's 16 KiB pieces; a sink that stops ends the request. */
+ * in order, whatever the reads (up to 128 KiB each); a sink that stops ends the request. */
 static char *big_body(void)
 {
     size_t n = 300 * 1000;

@@ -263,8 +263,8 @@ static void test_cut_event_goes_untracked(void)
             held += !after_brace && c1 > 0 && c2 < n;
         }
     T_CHECK(held > 0);
-    /* Pod-sized events (~9.7 KB, managedFields-like "{}"s) in 16 KiB pieces, as curl hands them
-     * over: tracked only where a piece ends right after a '}' */
+    /* Pod-sized events (~9.7 KB, managedFields-like "{}"s) in 16 KiB pieces (any read size cuts them
+     * somewhere): tracked only where a piece ends right after a '}' */
     size_t big = 60000;
     char *pods = malloc(big + 64);
     size_t at = 0;
