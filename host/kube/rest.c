@@ -233,9 +233,19 @@ static void build_headers(lop_rest_client_t *c, lop_buf_t *h, const lop_auth_cre
         const char *kv = c->cfg.impersonate_extra[i];
         const char *eq = strchr(kv, '=');
         if (!eq) continue;
-        char name[192];
-        snprintf(name, sizeof name, "Impersonate-Extra-%.*s", (int)(eq - kv), kv);
-        add_header(h, name, eq + 1);
+        /* the key percent-encoded where it is not a header token character (client-go) */
+        lop_buf_t name = LOP_BUF_INIT;
+        lop_buf_append(&name, "Impersonate-Extra-", 18);
+        for (const char *k = kv; k < eq; k++) {
+            unsigned char ch = (unsigned char)*k;
+            if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+                (ch && strchr("!#$&'*+-.^_`|~", ch)))
+                lop_buf_append(&name, k, 1);
+            else
+                lop_buf_printf(&name, "%%%02X", ch);
+        }
+        add_header(h, name.data, eq + 1);
+        lop_buf_free(&name);
     }
 }
 
@@ -353,7 +363,7 @@ static lop_rc_t run(lop_rest_client_t *c, const lop_rest_req_t *req, lop_stream_
                     return lop_err_set(err, LOP_ECLOSED, 0, NULL, "%s %s: cancelled", req->method, req->path);
                 continue;
             }
-            lop_rc_t trc = hr == LOP_HTTP_ETIMEDOUT ? LOP_ETIMEDOUT : LOP_EAGAIN;
+            lop_rc_t trc = hr == LOP_HTTP_ETIMEDOUT ? LOP_ETIMEDOUT : hr == LOP_HTTP_EREQUEST ? LOP_EINVAL : LOP_EAGAIN;
             return lop_err_set(err, trc, code, NULL, "%s %s%s: %s", req->method, c->cfg.server, req->path, why);
         }
         if (code >= 200 && code < 300) {

@@ -81,6 +81,16 @@ static uint64_t cert_identity(const char *cert, const char *key)
     return h ? h : 1;
 }
 
+/* Up to 40 bytes of p for an error message, bytes outside printable ASCII as '.'. */
+static const char *excerpt(char *dst, size_t cap, const char *p, size_t n)
+{
+    if (n > 40) n = 40;
+    if (n >= cap) n = cap - 1;
+    for (size_t i = 0; i < n; i++) dst[i] = p[i] >= 0x20 && p[i] < 0x7f ? p[i] : '.';
+    dst[n] = '\0';
+    return dst;
+}
+
 /* ---- URL ---- */
 
 static lop_rc_t parse_url(lop_transport_t *t, const char *url, lop_err_t *err)
@@ -122,7 +132,7 @@ static lop_rc_t parse_url(lop_transport_t *t, const char *url, lop_err_t *err)
             return lop_err_set(err, LOP_EINVAL, 0, NULL, "invalid server URL %s: bad port", url);
     }
 port_default:
-    if (*rest == '?' || *rest == '#')
+    if (strpbrk(rest, "?#"))
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "invalid server URL %s: a query or fragment is not allowed", url);
     size_t rl = strlen(rest);
     while (rl && rest[rl - 1] == '/') rl--;
@@ -163,6 +173,9 @@ static int sock_read(BIO *b, char *p, int n)
     ssize_t r = recv(BIO_get_fd(b, NULL), p, (size_t)n, 0);
     BIO_clear_retry_flags(b);
     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) BIO_set_retry_read(b);
+    /* the end of the stream as BIO_eof reports it: OpenSSL applies SSL_OP_IGNORE_UNEXPECTED_EOF
+     * only then */
+    if (r == 0 && n > 0) BIO_set_flags(b, BIO_FLAGS_IN_EOF);
     return (int)r;
 }
 
@@ -235,16 +248,21 @@ static lop_rc_t tls_setup(lop_transport_t *t, const lop_transport_config_t *cfg,
             return lop_err_set(err, LOP_ERR, 0, NULL, "OpenSSL: cannot load the system's CA store");
         return LOP_OK;
     }
-    BIO *bio = BIO_new_mem_buf(cfg->ca_pem, -1);
-    STACK_OF(X509_INFO) *infos = bio ? PEM_X509_INFO_read_bio(bio, NULL, NULL, NULL) : NULL;
+    /* each certificate block on its own: one that does not parse is skipped (as Go's
+     * AppendCertsFromPEM does), the others are trusted */
     X509_STORE *store = SSL_CTX_get_cert_store(t->ctx);
+    static const char begin[] = "-----BEGIN CERTIFICATE-----";
     int added = 0;
-    for (int i = 0; infos && i < sk_X509_INFO_num(infos); i++) {
-        X509_INFO *in = sk_X509_INFO_value(infos, i);
-        if (in->x509 && X509_STORE_add_cert(store, in->x509) == 1) added++;
+    for (const char *b = strstr(cfg->ca_pem, begin); b; b = strstr(b + 1, begin)) {
+        const char *e = strstr(b, "-----END CERTIFICATE-----");
+        if (!e) break;
+        e += 25;
+        BIO *bio = BIO_new_mem_buf(b, (int)(e - b));
+        X509 *x = bio ? PEM_read_bio_X509(bio, NULL, NULL, NULL) : NULL;
+        if (x && X509_STORE_add_cert(store, x) == 1) added++;
+        X509_free(x);
+        BIO_free(bio);
     }
-    sk_X509_INFO_pop_free(infos, X509_INFO_free);
-    BIO_free(bio);
     ERR_clear_error();
     if (!added)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "the certificate authority data holds no PEM certificate");
@@ -273,10 +291,16 @@ lop_rc_t lop_transport_new(const lop_transport_config_t *cfg, lop_transport_t **
     return LOP_OK;
 }
 
-static void conn_close(conn_t *cn)
+/* Close. clean: the connection ended between responses, so its TLS session stays resumable (an
+ * SSL freed without a shutdown marks its session bad). No close_notify is sent: the peer sees the
+ * TCP close. */
+static void conn_close(conn_t *cn, bool clean)
 {
     if (!cn) return;
-    if (cn->ssl) SSL_free(cn->ssl); /* no close_notify: the peer sees the TCP close */
+    if (cn->ssl) {
+        if (clean) SSL_set_shutdown(cn->ssl, SSL_SENT_SHUTDOWN);
+        SSL_free(cn->ssl);
+    }
     if (cn->fd >= 0) close(cn->fd);
     free(cn);
 }
@@ -287,7 +311,7 @@ void lop_transport_free(lop_transport_t *t)
     while (t->idle) {
         conn_t *cn = t->idle;
         t->idle = cn->next;
-        conn_close(cn);
+        conn_close(cn, true);
     }
     if (t->session) SSL_SESSION_free(t->session);
     SSL_CTX_free(t->ctx);
@@ -333,13 +357,13 @@ static conn_t *pool_take(lop_transport_t *t, uint64_t cert_id)
         pthread_mutex_unlock(&t->mu);
         while (stale) {
             conn_t *n = stale->next;
-            conn_close(stale);
+            conn_close(stale, true);
             stale = n;
         }
         if (!found) return NULL;
         struct pollfd pf = {found->fd, POLLIN, 0};
-        if (poll(&pf, 1, 0) == 0) return found;
-        conn_close(found);
+        if (poll(&pf, 1, 0) == 0 && !(found->ssl && SSL_has_pending(found->ssl))) return found;
+        conn_close(found, false);
     }
 }
 
@@ -354,7 +378,7 @@ static void pool_put(lop_transport_t *t, conn_t *cn)
         cn = NULL;
     }
     pthread_mutex_unlock(&t->mu);
-    conn_close(cn);
+    conn_close(cn, true);
 }
 
 /* ---- waiting and raw I/O ---- */
@@ -365,6 +389,7 @@ typedef struct io {
     int64_t deadline;  /* whole exchange, 0 = none */
     long timeout_ms;
     lop_http_result_t res;
+    short revents;     /* what the last successful io_wait saw */
 } io_t;
 
 static int failf(io_t *io, lop_http_result_t res, const char *fmt, ...)
@@ -381,21 +406,27 @@ static int failf(io_t *io, lop_http_result_t res, const char *fmt, ...)
 static int io_wait(io_t *io, int fd, short events, int64_t deadline, const char *doing)
 {
     for (;;) {
-        if (io->x->on_tick && io->x->on_tick(io->x->ud)) return failf(io, LOP_HTTP_EABORTED, "%s: aborted", doing);
+        if (io->x->on_tick && io->x->on_tick(io->x->ud))
+            return failf(io, LOP_HTTP_EABORTED, "%s %s: aborted", doing, io->t->host_port);
         int ms = TICK_MS;
         if (deadline) {
             int64_t left = deadline - now_ns();
             if (left <= 0) {
                 if (deadline == io->deadline)
-                    return failf(io, LOP_HTTP_ETIMEDOUT, "%s: timed out after %ld ms", doing, io->timeout_ms);
-                return failf(io, LOP_HTTP_ETIMEDOUT, "%s: timed out", doing);
+                    return failf(io, LOP_HTTP_ETIMEDOUT, "%s %s: timed out after %ld ms", doing, io->t->host_port,
+                                 io->timeout_ms);
+                return failf(io, LOP_HTTP_ETIMEDOUT, "%s %s: timed out", doing, io->t->host_port);
             }
             if (left < (int64_t)TICK_MS * 1000000) ms = (int)((left + 999999) / 1000000);
         }
         struct pollfd pf = {fd, events, 0};
         int r = poll(&pf, 1, ms);
-        if (r > 0) return 0; /* also POLLERR / POLLHUP: the next read or write says what */
-        if (r < 0 && errno != EINTR) return failf(io, LOP_HTTP_ERESET, "%s: poll: %s", doing, strerror(errno));
+        if (r > 0) { /* also POLLERR / POLLHUP: the next read or write says what */
+            io->revents = pf.revents;
+            return 0;
+        }
+        if (r < 0 && errno != EINTR)
+            return failf(io, LOP_HTTP_ERESET, "%s %s: poll: %s", doing, io->t->host_port, strerror(errno));
     }
 }
 
@@ -416,20 +447,25 @@ static ssize_t conn_read(io_t *io, conn_t *cn, char *p, size_t cap)
                 ssl_error_text(NULL, why, sizeof why);
                 return failf(io, LOP_HTTP_ERESET, "reading from %s: %s", io->t->host_port, why);
             }
-            if (io_wait(io, cn->fd, ev, io->deadline, "reading the response") < 0) return -1;
+            if (io_wait(io, cn->fd, ev, io->deadline, "reading the response from") < 0) return -1;
         } else {
             ssize_t n = recv(cn->fd, p, cap, 0);
             if (n >= 0) return n;
             if (errno == EINTR) continue;
             if (errno != EAGAIN && errno != EWOULDBLOCK)
                 return failf(io, LOP_HTTP_ERESET, "reading from %s: %s", io->t->host_port, strerror(errno));
-            if (io_wait(io, cn->fd, POLLIN, io->deadline, "reading the response") < 0) return -1;
+            if (io_wait(io, cn->fd, POLLIN, io->deadline, "reading the response from") < 0) return -1;
         }
     }
 }
 
-static int conn_write(io_t *io, conn_t *cn, const char *p, size_t len)
+/* Write p. A server may answer before it has read the whole request (a 413 for a large body, a
+ * 401) and close: while waiting to write, input is watched for, read into rbuf (room bytes) and
+ * the write abandoned. Returns 0 when all was written, 1 when the server answered or hung up
+ * first (*got bytes of its answer in rbuf, maybe 0), -1 on failure. */
+static int conn_write(io_t *io, conn_t *cn, const char *p, size_t len, char *rbuf, size_t room, size_t *got)
 {
+    *got = 0;
     while (len) {
         ssize_t w;
         short ev = POLLOUT;
@@ -443,6 +479,7 @@ static int conn_write(io_t *io, conn_t *cn, const char *p, size_t len)
                 int e = SSL_get_error(cn->ssl, r);
                 if (e == SSL_ERROR_WANT_READ) ev = POLLIN;
                 else if (e != SSL_ERROR_WANT_WRITE) {
+                    if (errno == EPIPE || errno == ECONNRESET) return 1; /* maybe it answered: read */
                     char why[240];
                     ssl_error_text(NULL, why, sizeof why);
                     return failf(io, LOP_HTTP_ERESET, "writing to %s: %s", io->t->host_port, why);
@@ -450,6 +487,7 @@ static int conn_write(io_t *io, conn_t *cn, const char *p, size_t len)
             }
         } else {
             w = send(cn->fd, p, len, MSG_NOSIGNAL);
+            if (w < 0 && (errno == EPIPE || errno == ECONNRESET)) return 1;
             if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
                 return failf(io, LOP_HTTP_ERESET, "writing to %s: %s", io->t->host_port, strerror(errno));
         }
@@ -458,7 +496,24 @@ static int conn_write(io_t *io, conn_t *cn, const char *p, size_t len)
             len -= (size_t)w;
             continue;
         }
-        if (io_wait(io, cn->fd, ev, io->deadline, "sending the request") < 0) return -1;
+        if (io_wait(io, cn->fd, ev | POLLIN, io->deadline, "sending the request to") < 0) return -1;
+        if (ev == POLLIN || !(io->revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        /* input while the request is not all written: the answer, a close, or (TLS) a session
+         * ticket, which SSL_read takes in without returning data */
+        if (cn->ssl) {
+            ERR_clear_error();
+            int r = SSL_read(cn->ssl, rbuf, room > INT32_MAX ? INT32_MAX : (int)room);
+            if (r > 0) {
+                *got = (size_t)r;
+                return 1;
+            }
+            int e = SSL_get_error(cn->ssl, r);
+            if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) return 1;
+        } else {
+            ssize_t r = recv(cn->fd, rbuf, room, 0);
+            if (r > 0) *got = (size_t)r;
+            if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return 1;
+        }
     }
     return 0;
 }
@@ -471,11 +526,18 @@ static bool is_ip(const char *s)
     return inet_pton(AF_INET, s, b) == 1 || inet_pton(AF_INET6, s, b) == 1;
 }
 
+/* An encrypted key is refused, not prompted for on the terminal. */
+static int no_passphrase(char *buf, int size, int rwflag, void *ud)
+{
+    (void)buf, (void)size, (void)rwflag, (void)ud;
+    return -1;
+}
+
 static int set_client_cert(SSL *ssl, const char *cert_pem, const char *key_pem, char *why, size_t cap)
 {
     BIO *cb = BIO_new_mem_buf(cert_pem, -1), *kb = BIO_new_mem_buf(key_pem, -1);
     X509 *cert = cb ? PEM_read_bio_X509(cb, NULL, NULL, NULL) : NULL;
-    EVP_PKEY *key = kb ? PEM_read_bio_PrivateKey(kb, NULL, NULL, NULL) : NULL;
+    EVP_PKEY *key = kb ? PEM_read_bio_PrivateKey(kb, NULL, no_passphrase, NULL) : NULL;
     int ok = cert && key && SSL_use_certificate(ssl, cert) == 1 && SSL_use_PrivateKey(ssl, key) == 1 &&
              SSL_check_private_key(ssl) == 1;
     /* the certificates after the first are the chain to send along */
@@ -506,7 +568,8 @@ static int tls_handshake(io_t *io, conn_t *cn, int64_t deadline)
     if (!ip) SSL_set_tlsext_host_name(cn->ssl, t->verify_name);
     if (!t->insecure) {
         X509_VERIFY_PARAM *vp = SSL_get0_param(cn->ssl);
-        X509_VERIFY_PARAM_set_hostflags(vp, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+        /* names from the subject alternative names only, never the subject's CN (Go ≥ 1.15) */
+        X509_VERIFY_PARAM_set_hostflags(vp, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS | X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
         int ok = ip ? X509_VERIFY_PARAM_set1_ip_asc(vp, t->verify_name) : X509_VERIFY_PARAM_set1_host(vp, t->verify_name, 0);
         if (ok != 1) return failf(io, LOP_HTTP_ECONNECT, "TLS with %s: bad name to verify: %s", t->host_port, t->verify_name);
     }
@@ -528,7 +591,7 @@ static int tls_handshake(io_t *io, conn_t *cn, int64_t deadline)
             return failf(io, LOP_HTTP_ECONNECT, "TLS handshake with %s (verifying %s): %s", t->host_port,
                          t->verify_name, why);
         }
-        if (io_wait(io, cn->fd, ev, deadline, "TLS handshake") < 0) {
+        if (io_wait(io, cn->fd, ev, deadline, "TLS handshake with") < 0) {
             if (io->res == LOP_HTTP_ERESET) io->res = LOP_HTTP_ECONNECT;
             return -1;
         }
@@ -539,7 +602,7 @@ static conn_t *dial(io_t *io, uint64_t cert_id)
 {
     lop_transport_t *t = io->t;
     lop_http_exchange_t *x = io->x;
-    long cto = x->connect_timeout_ms > 0 ? x->connect_timeout_ms : CONNECT_TIMEOUT_MS;
+    long cto = x->connect_timeout_ms > 0 && x->connect_timeout_ms < 3600000L ? x->connect_timeout_ms : CONNECT_TIMEOUT_MS;
     int64_t deadline = now_ns() + (int64_t)cto * 1000000;
     if (io->deadline && io->deadline < deadline) deadline = io->deadline;
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
@@ -552,8 +615,18 @@ static conn_t *dial(io_t *io, uint64_t cert_id)
     conn_t *cn = lop_xcalloc(1, sizeof *cn);
     cn->fd = -1;
     cn->cert_id = cert_id;
-    int last = 0;
-    for (struct addrinfo *ai = res; ai && cn->fd < 0; ai = ai->ai_next) {
+    int last = 0, naddr = 0;
+    bool timed_out = false;
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) naddr++;
+    for (struct addrinfo *ai = res; ai && cn->fd < 0; ai = ai->ai_next, naddr--) {
+        /* each address gets its share of the time left (at least 2 s), so a blackholed first
+         * address does not use it all (as Go's dialSerial) */
+        int64_t now = now_ns(), until = deadline;
+        if (naddr > 1) {
+            int64_t share = (deadline - now) / naddr;
+            if (share < 2000000000LL) share = 2000000000LL;
+            if (now + share < deadline) until = now + share;
+        }
         int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
         if (fd < 0) {
             last = errno;
@@ -564,8 +637,14 @@ static conn_t *dial(io_t *io, uint64_t cert_id)
             close(fd);
             continue;
         }
-        if (io_wait(io, fd, POLLOUT, deadline, "connecting") < 0) {
+        if (io_wait(io, fd, POLLOUT, until, "connecting to") < 0) {
             close(fd);
+            if (io->res == LOP_HTTP_ETIMEDOUT && until < deadline) { /* the next address */
+                io->res = LOP_HTTP_OK;
+                x->error[0] = '\0';
+                timed_out = true;
+                continue;
+            }
             freeaddrinfo(res);
             free(cn);
             if (io->res == LOP_HTTP_ERESET) io->res = LOP_HTTP_ECONNECT;
@@ -586,7 +665,8 @@ static conn_t *dial(io_t *io, uint64_t cert_id)
     freeaddrinfo(res);
     if (cn->fd < 0) {
         free(cn);
-        failf(io, LOP_HTTP_ECONNECT, "connecting to %s: %s", t->host_port, strerror(last ? last : ECONNREFUSED));
+        failf(io, LOP_HTTP_ECONNECT, "connecting to %s: %s", t->host_port,
+              last ? strerror(last) : timed_out ? "timed out" : strerror(ECONNREFUSED));
         return NULL;
     }
     int one = 1, idle = KEEPALIVE_S;
@@ -596,7 +676,7 @@ static conn_t *dial(io_t *io, uint64_t cert_id)
     setsockopt(cn->fd, IPPROTO_TCP, TCP_KEEPINTVL, &idle, sizeof idle);
     atomic_fetch_add(&t->connects, 1);
     if (t->tls && tls_handshake(io, cn, deadline) < 0) {
-        conn_close(cn);
+        conn_close(cn, false);
         return NULL;
     }
     return cn;
@@ -633,12 +713,22 @@ static bool token_has(const char *v, size_t vl, const char *tok)
     return false;
 }
 
+static bool value_is(const char *v, size_t vl, const char *word)
+{
+    return vl == strlen(word) && strncasecmp(v, word, vl) == 0;
+}
+
 /* One header line of the final response (not NUL-terminated, no CR/LF). */
 static int header_line(io_t *io, resp_t *r, const char *p, size_t n)
 {
+    char ex[48];
     const char *colon = memchr(p, ':', n);
-    if (!colon || colon == p) return 0; /* not a field: ignored, as most clients do */
-    size_t kl = (size_t)(colon - p);
+    size_t kl = colon ? (size_t)(colon - p) : 0;
+    /* no name, whitespace in or before the name (also an obsolete folded line): refused, as Go's
+     * reader does, since two parsers reading such a block differently is how responses split */
+    if (!kl || memchr(p, ' ', kl) || memchr(p, '\t', kl))
+        return failf(io, LOP_HTTP_EPROTO, "response from %s: bad header line \"%s\"", io->t->host_port,
+                     excerpt(ex, sizeof ex, p, n));
     const char *v = colon + 1;
     size_t vl = n - kl - 1;
     while (vl && (*v == ' ' || *v == '\t')) v++, vl--;
@@ -652,13 +742,18 @@ static int header_line(io_t *io, resp_t *r, const char *p, size_t n)
         r->have_length = true;
         r->left = len;
     } else if (kl == 17 && strncasecmp(p, "Transfer-Encoding", 17) == 0) {
-        r->chunked = token_has(v, vl, "chunked");
-        if (!r->chunked)
-            return failf(io, LOP_HTTP_EPROTO, "response from %s: unsupported Transfer-Encoding %.*s",
-                         io->t->host_port, (int)(vl > 40 ? 40 : vl), v);
+        /* only "chunked" alone: with another coding the body would not be what it claims */
+        if (r->chunked || !value_is(v, vl, "chunked"))
+            return failf(io, LOP_HTTP_EPROTO, "response from %s: unsupported Transfer-Encoding \"%s\"",
+                         io->t->host_port, excerpt(ex, sizeof ex, v, vl));
+        r->chunked = true;
     } else if (kl == 16 && strncasecmp(p, "Content-Encoding", 16) == 0 && io->x->gzip) {
-        if (token_has(v, vl, "gzip") || token_has(v, vl, "x-gzip")) r->coding = 16 + MAX_WBITS;
-        else if (token_has(v, vl, "deflate")) r->coding = 32 + MAX_WBITS;
+        if (value_is(v, vl, "gzip") || value_is(v, vl, "x-gzip")) r->coding = 16 + MAX_WBITS;
+        else if (value_is(v, vl, "deflate")) r->coding = 32 + MAX_WBITS;
+        else if (vl == 0 || value_is(v, vl, "identity")) r->coding = 0;
+        else
+            return failf(io, LOP_HTTP_EPROTO, "response from %s: unsupported Content-Encoding \"%s\"",
+                         io->t->host_port, excerpt(ex, sizeof ex, v, vl));
     } else if (kl == 10 && strncasecmp(p, "Connection", 10) == 0) {
         if (token_has(v, vl, "close")) r->close = true;
         if (token_has(v, vl, "keep-alive")) r->keep_alive = true;
@@ -667,23 +762,30 @@ static int header_line(io_t *io, resp_t *r, const char *p, size_t n)
     return 0;
 }
 
-/* Read the status line and headers, skipping 1xx responses. */
+#define INTERIM_MAX 5 /* 1xx responses before the final one (Go allows 5) */
+
+/* Read the status line and headers, skipping 1xx responses. The whole header block, interim
+ * responses included, is bounded by HEADER_MAX bytes. */
 static int read_head(io_t *io, conn_t *cn, resp_t *r)
 {
     size_t pos = r->start;   /* next byte not yet searched for '\n' */
+    size_t total = 0;        /* header bytes taken so far */
+    int interim = 0;
     bool status = true;
+    char ex[48];
     for (;;) {
         char *nl = memchr(r->buf + pos, '\n', r->end - pos);
         if (!nl) {
-            if (r->end - r->start >= HEADER_MAX)
+            if (total + (r->end - r->start) >= HEADER_MAX)
                 return failf(io, LOP_HTTP_EPROTO, "response from %s: header block over %d bytes", io->t->host_port, HEADER_MAX);
+            pos = r->end;
             if (r->end == r->cap) {
                 size_t keep = r->end - r->start;
                 memmove(r->buf, r->buf + r->start, keep);
                 pos -= r->start;
                 r->start = 0;
                 r->end = keep;
-                if (r->end == r->cap) { /* a header block larger than the buffer */
+                if (r->end == r->cap) { /* a header line larger than the buffer */
                     r->cap *= 2;
                     r->buf = lop_xrealloc(r->buf, r->cap);
                 }
@@ -699,29 +801,39 @@ static int read_head(io_t *io, conn_t *cn, resp_t *r)
         }
         char *line = r->buf + r->start;
         size_t len = (size_t)(nl - line);
+        total += len + 1;
+        if (total > HEADER_MAX)
+            return failf(io, LOP_HTTP_EPROTO, "response from %s: header block over %d bytes", io->t->host_port, HEADER_MAX);
         if (len && line[len - 1] == '\r') len--;
         pos = r->start = (size_t)(nl - r->buf) + 1;
         if (status) {
-            if (len < 12 || memcmp(line, "HTTP/1.", 7) != 0 || line[8] != ' ' || line[9] < '1' || line[9] > '5' ||
-                line[10] < '0' || line[10] > '9' || line[11] < '0' || line[11] > '9' || (len > 12 && line[12] != ' '))
-                return failf(io, LOP_HTTP_EPROTO, "response from %s is not HTTP/1.x: %.40s", io->t->host_port, line);
+            if (len < 12 || memcmp(line, "HTTP/1.", 7) != 0 || (line[7] != '0' && line[7] != '1') || line[8] != ' ' ||
+                line[9] < '1' || line[9] > '9' || line[10] < '0' || line[10] > '9' || line[11] < '0' ||
+                line[11] > '9' || (len > 12 && line[12] != ' '))
+                return failf(io, LOP_HTTP_EPROTO, "response from %s is not HTTP/1.x: \"%s\"", io->t->host_port,
+                             excerpt(ex, sizeof ex, line, len));
             r->code = (line[9] - '0') * 100 + (line[10] - '0') * 10 + (line[11] - '0');
             r->http10 = line[7] == '0';
             status = false;
-            if (r->code >= 200) {
+            if (r->code < 200 && r->code != 101) {
+                if (++interim > INTERIM_MAX)
+                    return failf(io, LOP_HTTP_EPROTO, "response from %s: more than %d interim (1xx) responses",
+                                 io->t->host_port, INTERIM_MAX);
+            } else {
                 io->x->code = r->code;
                 if (io->x->on_status) io->x->on_status(io->x->ud, r->code);
             }
             continue;
         }
+        bool final = r->code >= 200 || r->code == 101;
         if (len == 0) {
-            if (r->code < 200) { /* an interim response (100, 103): the real one follows */
+            if (!final) { /* an interim response (100, 103): the real one follows */
                 status = true;
                 continue;
             }
             return 0;
         }
-        if (r->code >= 200 && header_line(io, r, line, len) < 0) return -1;
+        if (final && header_line(io, r, line, len) < 0) return -1;
     }
 }
 
@@ -731,11 +843,11 @@ static int deliver(io_t *io, resp_t *r, const char *p, size_t n)
     lop_http_exchange_t *x = io->x;
     if (!n) return 0;
     if (!r->coding) {
-        if (x->on_body && x->on_body(x->ud, p, n)) return failf(io, LOP_HTTP_ESTOPPED, "stopped by the consumer");
+        if (x->on_body && x->on_body(x->ud, p, n)) return failf(io, LOP_HTTP_ESTOPPED, "response from %s: stopped by the consumer", io->t->host_port);
         return 0;
     }
     if (!r->z_on) {
-        if (inflateInit2(&r->z, r->coding) != Z_OK) return failf(io, LOP_HTTP_EPROTO, "zlib: cannot start");
+        if (inflateInit2(&r->z, r->coding) != Z_OK) return failf(io, LOP_HTTP_EPROTO, "response from %s: zlib cannot start", io->t->host_port);
         r->z_on = true;
         r->zout = lop_xmalloc(r->read_bytes);
     }
@@ -755,7 +867,7 @@ static int deliver(io_t *io, resp_t *r, const char *p, size_t n)
         if (zr == Z_STREAM_END) r->z_end = true;
         size_t got = r->read_bytes - r->z.avail_out;
         if (got && x->on_body && x->on_body(x->ud, r->zout, got))
-            return failf(io, LOP_HTTP_ESTOPPED, "stopped by the consumer");
+            return failf(io, LOP_HTTP_ESTOPPED, "response from %s: stopped by the consumer", io->t->host_port);
         if (zr == Z_BUF_ERROR && !got) break;
     }
     return 0;
@@ -810,7 +922,9 @@ static int unframe(io_t *io, resp_t *r, size_t *w)
                     if (size >> 58) return failf(io, LOP_HTTP_EPROTO, "response from %s: chunk size too large", io->t->host_port);
                     size = size * 16 + (uint64_t)d;
                 }
-                if (k == 0 || (k < len && line[k] != ';' && line[k] != ' ' && line[k] != '\t'))
+                size_t d0 = k;
+                while (k < len && (line[k] == ' ' || line[k] == '\t')) k++; /* then only an extension */
+                if (d0 == 0 || (k < len && line[k] != ';'))
                     return failf(io, LOP_HTTP_EPROTO, "response from %s: bad chunk size line", io->t->host_port);
                 if (size == 0) r->ck = CK_TRAILER;
                 else r->ck = CK_DATA, r->left = size;
@@ -845,7 +959,10 @@ static int read_body(io_t *io, conn_t *cn, resp_t *r)
         size_t room = r->cap - r->end;
         if (room > r->read_bytes) room = r->read_bytes;
         if (!room) return failf(io, LOP_HTTP_EPROTO, "response from %s: bad chunked framing", io->t->host_port);
-        if (io->x->on_tick && io->x->on_tick(io->x->ud)) return failf(io, LOP_HTTP_EABORTED, "reading the response: aborted");
+        if (io->x->on_tick && io->x->on_tick(io->x->ud)) return failf(io, LOP_HTTP_EABORTED, "reading the response from %s: aborted", io->t->host_port);
+        if (io->deadline && now_ns() >= io->deadline) /* also while the data never stops */
+            return failf(io, LOP_HTTP_ETIMEDOUT, "reading the response from %s: timed out after %ld ms",
+                         io->t->host_port, io->timeout_ms);
         ssize_t n = conn_read(io, cn, r->buf + r->end, room);
         if (n < 0) return -1;
         if (n == 0) {
@@ -861,6 +978,22 @@ static int read_body(io_t *io, conn_t *cn, resp_t *r)
 
 /* ---- one exchange ---- */
 
+#define TIMEOUT_MAX_MS (100LL * 365 * 24 * 3600 * 1000) /* a century: no overflow in ns */
+
+/* The method is a token and the target starts with '/' and holds no space or control byte, so
+ * neither can end the request line early or add lines (request splitting). */
+static bool request_line_ok(const char *method, const char *target)
+{
+    if (!method || !*method || !target || *target != '/') return false;
+    for (const char *m = method; *m; m++)
+        if (!((*m >= 'A' && *m <= 'Z') || (*m >= 'a' && *m <= 'z') || (*m >= '0' && *m <= '9') ||
+              strchr("!#$%&'*+-.^_`|~", *m)))
+            return false;
+    for (const unsigned char *q = (const unsigned char *)target; *q; q++)
+        if (*q <= 0x20 || *q == 0x7f) return false;
+    return true;
+}
+
 static void build_request(lop_transport_t *t, const lop_http_exchange_t *x, lop_buf_t *b)
 {
     lop_buf_printf(b, "%s %s%s HTTP/1.1\r\nHost: %s\r\n", x->method, t->prefix, x->target, t->host_hdr);
@@ -875,12 +1008,23 @@ static void build_request(lop_transport_t *t, const lop_http_exchange_t *x, lop_
 static int exchange_on(io_t *io, conn_t *cn, const lop_buf_t *head, resp_t *r, bool *sent)
 {
     lop_http_exchange_t *x = io->x;
-    *sent = false;
-    if (conn_write(io, cn, head->data, head->len) < 0) return -1;
-    if (x->body && x->body_len > ONE_WRITE_MAX && conn_write(io, cn, x->body, x->body_len) < 0) return -1;
-    *sent = true;
+    size_t got = 0;
+    int w = conn_write(io, cn, head->data, head->len, r->buf, r->cap, &got);
+    if (w == 0 && x->body && x->body_len > ONE_WRITE_MAX)
+        w = conn_write(io, cn, x->body, x->body_len, r->buf, r->cap, &got);
+    if (w < 0) return -1;
+    *sent = w == 0;
+    if (w == 1) { /* answered (or closed) before the request was all written: read what came */
+        r->end = got;
+        if (got) x->response_started = true;
+        r->close = true;
+    }
     if (read_head(io, cn, r) < 0) return -1;
-    bool no_body = strcmp(x->method, "HEAD") == 0 || r->code == 204 || r->code == 304;
+    /* both framings, or chunked from an HTTP/1.0 server: read as chunked, never reused (RFC 9112
+     * §6.1, §6.3) */
+    if (r->chunked && (r->have_length || r->http10)) r->close = true;
+    if (r->code == 101) r->close = true; /* switched protocols: not HTTP any more */
+    bool no_body = strcmp(x->method, "HEAD") == 0 || r->code == 204 || r->code == 304 || r->code == 101;
     r->mode = no_body ? BODY_NONE : r->chunked ? BODY_CHUNKED : r->have_length ? BODY_LENGTH : BODY_EOF;
     if (r->mode == BODY_LENGTH && r->left == 0) r->mode = BODY_NONE;
     if (r->mode != BODY_NONE && read_body(io, cn, r) < 0) return -1;
@@ -890,10 +1034,16 @@ static int exchange_on(io_t *io, conn_t *cn, const lop_buf_t *head, resp_t *r, b
 lop_http_result_t lop_transport_exchange(lop_transport_t *t, lop_http_exchange_t *x)
 {
     io_t io = {.t = t, .x = x, .timeout_ms = x->timeout_ms, .res = LOP_HTTP_OK};
-    if (x->timeout_ms > 0) io.deadline = now_ns() + (int64_t)x->timeout_ms * 1000000;
+    if (x->timeout_ms > 0) io.deadline = now_ns() + (int64_t)(x->timeout_ms < TIMEOUT_MAX_MS ? x->timeout_ms : TIMEOUT_MAX_MS) * 1000000;
     x->code = 0;
     x->response_started = false;
     x->error[0] = '\0';
+    if (!request_line_ok(x->method, x->target)) {
+        char ex[48];
+        failf(&io, LOP_HTTP_EREQUEST, "request to %s: the method or target is not valid on the wire: \"%s\"",
+              t->host_port, excerpt(ex, sizeof ex, x->target ? x->target : "", x->target ? strlen(x->target) : 0));
+        return io.res;
+    }
     uint64_t cert_id = t->tls ? cert_identity(x->cert_pem, x->key_pem) : 0;
     lop_buf_t head = LOP_BUF_INIT;
     build_request(t, x, &head);
@@ -904,7 +1054,7 @@ lop_http_result_t lop_transport_exchange(lop_transport_t *t, lop_http_exchange_t
         r.read_bytes = rb;
         r.cap = rb < READ_DEFAULT ? READ_DEFAULT : rb;
         r.buf = lop_xmalloc(r.cap);
-        conn_t *cn = pool_take(t, cert_id);
+        conn_t *cn = attempt == 0 ? pool_take(t, cert_id) : NULL; /* a resend: a new connection */
         bool reused = cn != NULL;
         if (!cn) cn = dial(&io, cert_id);
         if (!cn) {
@@ -914,9 +1064,9 @@ lop_http_result_t lop_transport_exchange(lop_transport_t *t, lop_http_exchange_t
         bool sent = false;
         int rc = exchange_on(&io, cn, &head, &r, &sent);
         bool reusable = rc == 0 && r.mode != BODY_EOF && !r.close && (!r.http10 || r.keep_alive) &&
-                        r.start == r.end;
+                        r.start == r.end && !(cn->ssl && SSL_has_pending(cn->ssl));
         if (reusable) pool_put(t, cn);
-        else conn_close(cn);
+        else conn_close(cn, rc == 0);
         if (r.z_on) inflateEnd(&r.z);
         free(r.zout);
         free(r.buf);

@@ -65,6 +65,8 @@ typedef enum lop_http_result {
     LOP_HTTP_ETIMEDOUT,  /* timeout_ms or connect_timeout_ms passed */
     LOP_HTTP_EABORTED,   /* on_tick returned non-zero */
     LOP_HTTP_ESTOPPED,   /* on_body returned non-zero */
+    LOP_HTTP_EREQUEST,   /* the method is not a token, or the target does not start with '/' or
+                          * holds a space or control byte (it could split the request): nothing sent */
 } lop_http_result_t;
 
 typedef struct lop_http_exchange {
