@@ -842,8 +842,12 @@ static int deliver(io_t *io, resp_t *r, const char *p, size_t n)
 {
     lop_http_exchange_t *x = io->x;
     if (!n) return 0;
-    if (!r->coding) {
-        if (x->on_body && x->on_body(x->ud, p, n)) return failf(io, LOP_HTTP_ESTOPPED, "response from %s: stopped by the consumer", io->t->host_port);
+    if (!r->coding) { /* in pieces of read_bytes: the first read (with the headers) may hold more */
+        for (size_t k; n; p += k, n -= k) {
+            k = n < r->read_bytes ? n : r->read_bytes;
+            if (x->on_body && x->on_body(x->ud, p, k))
+                return failf(io, LOP_HTTP_ESTOPPED, "response from %s: stopped by the consumer", io->t->host_port);
+        }
         return 0;
     }
     if (!r->z_on) {

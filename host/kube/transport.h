@@ -86,9 +86,11 @@ typedef struct lop_http_exchange {
     size_t read_bytes;       /* read size: each on_body call passes at most this much; 0 = 16 KiB */
     /* callbacks (ud is passed to each). on_header: once per response header of the final
      * response, the status code first known through on_status; value trimmed; not NUL-terminated.
-     * on_body: the decoded body (de-chunked, decompressed) as it arrives, one call per read;
-     * non-zero ends the exchange (LOP_HTTP_ESTOPPED). on_tick (may be NULL): called after each
-     * read and at least every 50 ms while waiting; non-zero ends it (LOP_HTTP_EABORTED). */
+     * on_body: the decoded body (de-chunked, decompressed) as it arrives, one call per read
+     * (more when a read holds more than read_bytes of it, e.g. the one with the headers);
+     * non-zero ends the exchange (LOP_HTTP_ESTOPPED). on_tick (may be NULL): called before every
+     * wait, at least every 50 ms while waiting, and after each read of the body; non-zero ends
+     * it (LOP_HTTP_EABORTED). */
     void *ud;
     void (*on_status)(void *ud, int code);
     void (*on_header)(void *ud, const char *name, size_t name_len, const char *value, size_t value_len);
