@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <yaml.h>
 
@@ -24,6 +25,7 @@ void lop_rest_config_cleanup(lop_rest_config_t *c)
     if (c->client_key_pem) explicit_bzero(c->client_key_pem, strlen(c->client_key_pem));
     free(c->client_key_pem);
     free(c->tls_server_name);
+    free(c->proxy_url);
     free(c->namespace);
     lop_auth_free(c->auth);
     free(c->impersonate_user);
@@ -417,9 +419,13 @@ static lop_rc_t build_cluster(json_t *cluster, const char *cname, lop_rest_confi
     if (rc != LOP_OK) return rc;
     const char *sni = str_field(cluster, "tls-server-name");
     if (sni && *sni) cfg->tls_server_name = lop_xstrdup(sni);
-    if (str_field(cluster, "proxy-url"))
-        lop_log(LOP_LOG_WARN, "kubeconfig proxy-url is not supported; connecting directly", "file", file,
-                "cluster", cname, NULL);
+    const char *proxy = str_field(cluster, "proxy-url");
+    if (proxy && *proxy) {
+        if (strncasecmp(proxy, "http://", 7) != 0)
+            return lop_err_set(err, LOP_EINVAL, 0, NULL,
+                               "kubeconfig %s: %s.proxy-url: only http:// proxies are supported", file, where);
+        cfg->proxy_url = lop_xstrdup(proxy);
+    }
     return LOP_OK;
 }
 

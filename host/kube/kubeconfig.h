@@ -32,6 +32,7 @@ typedef struct lop_rest_config {
     char *client_key_pem;
     bool insecure;         /* skip server certificate verification (logged loudly) */
     char *tls_server_name; /* name to verify the certificate against (SNI), or NULL */
+    char *proxy_url;       /* kubeconfig proxy-url (http:// only), or NULL = HTTPS_PROXY & co. */
     char *namespace;       /* default namespace: the context's, else "default" */
     lop_auth_t *auth;      /* bearer token / token file / exec plugin; may be NULL */
     char *impersonate_user; /* Impersonate-User, or NULL */

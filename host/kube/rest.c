@@ -55,7 +55,8 @@ lop_rc_t lop_rest_client_new(lop_rest_config_t *cfg, lop_rest_client_t **out, lo
     if (!c->cfg.namespace) c->cfg.namespace = lop_xstrdup("default");
     if (!c->cfg.auth) c->cfg.auth = lop_auth_new(NULL, NULL, NULL, c->clock);
     lop_transport_config_t tc = {.server = c->cfg.server, .tls_server_name = c->cfg.tls_server_name,
-                                 .ca_pem = c->cfg.ca_pem, .insecure = c->cfg.insecure};
+                                 .ca_pem = c->cfg.ca_pem, .insecure = c->cfg.insecure,
+                                 .proxy = c->cfg.proxy_url};
     lop_rc_t rc = lop_transport_new(&tc, &c->tr, err);
     if (rc != LOP_OK) {
         lop_rest_config_cleanup(&c->cfg);
@@ -65,6 +66,9 @@ lop_rc_t lop_rest_client_new(lop_rest_config_t *cfg, lop_rest_client_t **out, lo
     double qps = c->cfg.qps == 0 ? LOP_QPS_DEFAULT : c->cfg.qps;
     int burst = c->cfg.burst == 0 ? LOP_BURST_DEFAULT : c->cfg.burst;
     c->qps = lop_qps_new(qps, burst, c->clock);
+    if (lop_transport_proxy(c->tr))
+        lop_log(LOP_LOG_INFO, "connecting to the API server through a proxy", "server", c->cfg.server, "proxy",
+                lop_transport_proxy(c->tr), NULL);
     if (c->cfg.insecure && lop_transport_is_tls(c->tr))
         lop_log(LOP_LOG_WARN, "INSECURE: TLS certificate verification is disabled for this API server",
                 "server", c->cfg.server, NULL);

@@ -51,6 +51,7 @@ struct lop_transport {
     char *prefix;      /* the URL's path without a trailing '/', "" for none */
     char *verify_name; /* tls_server_name or host */
     bool insecure;
+    lop_proxy_t proxy;  /* proxy.host NULL = direct */
     SSL_CTX *ctx;
     pthread_mutex_t mu; /* pool, session */
     conn_t *idle;
@@ -281,7 +282,8 @@ lop_rc_t lop_transport_new(const lop_transport_config_t *cfg, lop_transport_t **
     if (rc == LOP_OK) {
         t->insecure = cfg->insecure;
         t->verify_name = lop_xstrdup(cfg->tls_server_name && *cfg->tls_server_name ? cfg->tls_server_name : t->host);
-        if (t->tls) rc = tls_setup(t, cfg, err);
+        rc = lop_proxy_select(cfg->proxy, t->tls, t->host, t->port, &t->proxy, err);
+        if (rc == LOP_OK && t->tls) rc = tls_setup(t, cfg, err);
     }
     if (rc != LOP_OK) {
         lop_transport_free(t);
@@ -314,6 +316,7 @@ void lop_transport_free(lop_transport_t *t)
         conn_close(cn, true);
     }
     if (t->session) SSL_SESSION_free(t->session);
+    lop_proxy_cleanup(&t->proxy);
     SSL_CTX_free(t->ctx);
     pthread_mutex_destroy(&t->mu);
     free(t->host);
@@ -327,6 +330,7 @@ void lop_transport_free(lop_transport_t *t)
 
 const char *lop_transport_host_port(const lop_transport_t *t) { return t->host_port; }
 bool lop_transport_is_tls(const lop_transport_t *t) { return t->tls; }
+const char *lop_transport_proxy(const lop_transport_t *t) { return t->proxy.host_port; }
 long lop_transport_connects(lop_transport_t *t) { return atomic_load(&t->connects); }
 
 /* ---- the pool ---- */
@@ -598,6 +602,47 @@ static int tls_handshake(io_t *io, conn_t *cn, int64_t deadline)
     }
 }
 
+/* Open a tunnel to the server through the proxy (CONNECT, RFC 9110 §9.3.6) on cn, before TLS. */
+static int proxy_connect(io_t *io, conn_t *cn, int64_t deadline)
+{
+    lop_transport_t *t = io->t;
+    lop_buf_t req = LOP_BUF_INIT;
+    lop_buf_printf(&req, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n%s\r\n", t->host_port, t->host_port,
+                   t->proxy.auth_header ? t->proxy.auth_header : "");
+    char buf[8192], ex[48];
+    size_t len = 0, got = 0;
+    int64_t saved = io->deadline;
+    io->deadline = deadline; /* the connect timeout covers the tunnel */
+    int w = conn_write(io, cn, req.data, req.len, buf, sizeof buf, &got);
+    explicit_bzero(req.data, req.len);
+    lop_buf_free(&req);
+    len = w == 1 ? got : 0;
+    char *end = NULL;
+    while (w >= 0 && !(end = memmem(buf, len, "\r\n\r\n", 4))) {
+        if (len == sizeof buf) break;
+        ssize_t n = conn_read(io, cn, buf + len, sizeof buf - len);
+        if (n <= 0) {
+            if (n == 0) failf(io, LOP_HTTP_ECONNECT, "proxy %s closed the connection before answering CONNECT",
+                              t->proxy.host_port);
+            w = -1;
+            break;
+        }
+        len += (size_t)n;
+    }
+    io->deadline = saved;
+    if (w < 0) {
+        if (io->res == LOP_HTTP_ERESET) io->res = LOP_HTTP_ECONNECT;
+        return -1;
+    }
+    size_t sl = end ? strcspn(buf, "\r\n") : len;
+    if (!end || sl < 12 || memcmp(buf, "HTTP/1.", 7) != 0 || buf[9] != '2')
+        return failf(io, LOP_HTTP_ECONNECT, "proxy %s refused CONNECT to %s: \"%s\"", t->proxy.host_port,
+                     t->host_port, excerpt(ex, sizeof ex, buf, sl));
+    if ((size_t)(end + 4 - buf) != len) /* the server speaks first only in TLS after our hello */
+        return failf(io, LOP_HTTP_ECONNECT, "proxy %s sent data after its CONNECT answer", t->proxy.host_port);
+    return 0;
+}
+
 static conn_t *dial(io_t *io, uint64_t cert_id)
 {
     lop_transport_t *t = io->t;
@@ -607,9 +652,13 @@ static conn_t *dial(io_t *io, uint64_t cert_id)
     if (io->deadline && io->deadline < deadline) deadline = io->deadline;
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
     struct addrinfo *res = NULL;
-    int gr = getaddrinfo(t->host, t->port, &hints, &res);
+    const char *dhost = t->proxy.host ? t->proxy.host : t->host;
+    const char *dport = t->proxy.host ? t->proxy.port : t->port;
+    const char *dhp = t->proxy.host ? t->proxy.host_port : t->host_port; /* for messages */
+    const char *via = t->proxy.host ? "proxy " : "";
+    int gr = getaddrinfo(dhost, dport, &hints, &res);
     if (gr != 0) {
-        failf(io, LOP_HTTP_ECONNECT, "cannot resolve %s: %s", t->host, gai_strerror(gr));
+        failf(io, LOP_HTTP_ECONNECT, "cannot resolve %s%s: %s", via, dhost, gai_strerror(gr));
         return NULL;
     }
     conn_t *cn = lop_xcalloc(1, sizeof *cn);
@@ -649,7 +698,7 @@ static conn_t *dial(io_t *io, uint64_t cert_id)
             free(cn);
             if (io->res == LOP_HTTP_ERESET) io->res = LOP_HTTP_ECONNECT;
             if (io->res == LOP_HTTP_ETIMEDOUT)
-                snprintf(x->error, sizeof x->error, "connecting to %s: timed out", t->host_port);
+                snprintf(x->error, sizeof x->error, "connecting to %s%s: timed out", via, dhp);
             return NULL;
         }
         int soerr = 0;
@@ -665,7 +714,7 @@ static conn_t *dial(io_t *io, uint64_t cert_id)
     freeaddrinfo(res);
     if (cn->fd < 0) {
         free(cn);
-        failf(io, LOP_HTTP_ECONNECT, "connecting to %s: %s", t->host_port,
+        failf(io, LOP_HTTP_ECONNECT, "connecting to %s%s: %s", via, dhp,
               last ? strerror(last) : timed_out ? "timed out" : strerror(ECONNREFUSED));
         return NULL;
     }
@@ -675,6 +724,10 @@ static conn_t *dial(io_t *io, uint64_t cert_id)
     setsockopt(cn->fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
     setsockopt(cn->fd, IPPROTO_TCP, TCP_KEEPINTVL, &idle, sizeof idle);
     atomic_fetch_add(&t->connects, 1);
+    if (t->proxy.host && t->tls && proxy_connect(io, cn, deadline) < 0) {
+        conn_close(cn, false);
+        return NULL;
+    }
     if (t->tls && tls_handshake(io, cn, deadline) < 0) {
         conn_close(cn, false);
         return NULL;
@@ -1000,7 +1053,13 @@ static bool request_line_ok(const char *method, const char *target)
 
 static void build_request(lop_transport_t *t, const lop_http_exchange_t *x, lop_buf_t *b)
 {
-    lop_buf_printf(b, "%s %s%s HTTP/1.1\r\nHost: %s\r\n", x->method, t->prefix, x->target, t->host_hdr);
+    if (t->proxy.host && !t->tls) { /* absolute-form through a proxy (RFC 9112 §3.2.2) */
+        lop_buf_printf(b, "%s http://%s%s%s HTTP/1.1\r\nHost: %s\r\n", x->method, t->host_hdr, t->prefix,
+                       x->target, t->host_hdr);
+        if (t->proxy.auth_header) lop_buf_append(b, t->proxy.auth_header, strlen(t->proxy.auth_header));
+    } else {
+        lop_buf_printf(b, "%s %s%s HTTP/1.1\r\nHost: %s\r\n", x->method, t->prefix, x->target, t->host_hdr);
+    }
     if (x->headers) lop_buf_append(b, x->headers, strlen(x->headers));
     if (x->gzip) lop_buf_append(b, "Accept-Encoding: gzip\r\n", 23);
     if (x->body || x->send_length) lop_buf_printf(b, "Content-Length: %zu\r\n", x->body ? x->body_len : 0);

@@ -9,8 +9,9 @@
  * Content-Length, chunked transfer coding, or the end of the connection; 1xx interim responses
  * skipped; `Content-Encoding: gzip` (and `deflate`) decoded with zlib when the exchange asked for
  * it. TLS is OpenSSL's (TLS 1.2 or later, ALPN "http/1.1", SNI, certificate and host name or IP
- * verification, client certificates, session resumption across connections). No HTTP/2 and no
- * proxy: a watch holds one connection, as client-go's does over HTTP/1.1.
+ * verification, client certificates, session resumption across connections), through an HTTP
+ * proxy when one is configured (below). No HTTP/2: a watch holds one connection, as client-go's
+ * does over HTTP/1.1.
  *
  * Why not libcurl (used before): Debian's libcurl links ~30 libraries (Kerberos, LDAP, GnuTLS,
  * libssh2, ...) whose loading alone holds ~6 MB of resident memory in every luaop process, and
@@ -40,6 +41,13 @@ typedef struct lop_transport_config {
     const char *tls_server_name; /* https: name for SNI and verification instead of the host; or NULL */
     const char *ca_pem;          /* https: trusted CAs (PEM, one or more); NULL = the system's store */
     bool insecure;               /* https: do not verify the server's certificate or name */
+    /* HTTP proxy "http://[user:password@]host[:port]" (kubeconfig proxy-url), used for every
+     * connection; "" = none; NULL = from the environment as Go's net/http reads it:
+     * HTTPS_PROXY (for an https server) or HTTP_PROXY, upper case first, then lower; never for
+     * localhost or a loopback address, nor for a host NO_PROXY matches (lop_no_proxy_match).
+     * Only http:// proxies: an https server is reached through a CONNECT tunnel, an http one
+     * with absolute-form requests; user:password becomes Proxy-Authorization: Basic. */
+    const char *proxy;
 } lop_transport_config_t;
 
 /*
@@ -53,6 +61,8 @@ void lop_transport_free(lop_transport_t *t);
 /* "host:port" of the server URL (the default port filled in); borrowed, the transport's lifetime. */
 const char *lop_transport_host_port(const lop_transport_t *t);
 bool lop_transport_is_tls(const lop_transport_t *t);
+/* "host:port" of the proxy in use, or NULL (borrowed; for logs). */
+const char *lop_transport_proxy(const lop_transport_t *t);
 /* Connections opened so far (for tests of reuse). */
 long lop_transport_connects(lop_transport_t *t);
 
@@ -104,5 +114,32 @@ typedef struct lop_http_exchange {
 
 /* Run one exchange (see the header comment for reuse and the one safe resend). */
 lop_http_result_t lop_transport_exchange(lop_transport_t *t, lop_http_exchange_t *x);
+
+/* ---- proxy selection (transport_proxy.c; public for tests) ---- */
+
+typedef struct lop_proxy {
+    char *host;        /* NULL = no proxy */
+    char *port;
+    char *host_port;
+    char *auth_header; /* "Proxy-Authorization: Basic ...\r\n" or NULL */
+} lop_proxy_t;
+
+/*
+ * The proxy for a server at host (no brackets) and port: explicit_url as lop_transport_config_t's
+ * proxy, else the environment. out is zeroed first; out->host stays NULL for none. Errors:
+ * LOP_EINVAL naming the source (proxy-url, HTTPS_PROXY, ...) for a URL that does not parse or
+ * a scheme other than http. Free with lop_proxy_cleanup.
+ */
+lop_rc_t lop_proxy_select(const char *explicit_url, bool tls, const char *host, const char *port,
+                          lop_proxy_t *out, lop_err_t *err);
+void lop_proxy_cleanup(lop_proxy_t *p);
+
+/*
+ * Whether a NO_PROXY list exempts host (no brackets) at port, as Go's httpproxy: comma-separated
+ * entries; "*" matches all; an IP address or CIDR matches the addresses it names; "x.com"
+ * matches x.com and its subdomains, ".x.com" and "*.x.com" subdomains only; any entry may carry
+ * ":port" (an IPv6 address then in brackets), which must then match too. Case-insensitive.
+ */
+bool lop_no_proxy_match(const char *no_proxy, const char *host, const char *port);
 
 #endif

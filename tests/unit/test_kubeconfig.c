@@ -58,7 +58,7 @@ static void test_basic_fields(void)
                "clusters:\n"
                "- name: c1\n  cluster:\n    server: https://127.0.0.1:6443/\n"
                "    certificate-authority-data: " CA_B64 "\n    certificate-authority: ca.pem\n"
-               "    tls-server-name: kubernetes.default\n"
+               "    tls-server-name: kubernetes.default\n    proxy-url: http://proxy.example:3128\n"
                "users:\n- name: u1\n  user:\n    token: abc\n    as: alice\n    as-uid: \"42\"\n"
                "    as-groups: [g1, g2]\n    as-user-extra:\n      scopes: [view, edit]\n"
                "contexts:\n- name: dev\n  context: {cluster: c1, user: u1, namespace: team}\n"
@@ -70,6 +70,7 @@ static void test_basic_fields(void)
     T_EQ_STR(cfg.server, "https://127.0.0.1:6443");
     T_EQ_STR(cfg.ca_pem, CA_PEM); /* data wins over the file */
     T_EQ_STR(cfg.tls_server_name, "kubernetes.default");
+    T_EQ_STR(cfg.proxy_url, "http://proxy.example:3128");
     T_EQ_STR(cfg.namespace, "team");
     T_EQ_STR(cfg.context, "dev");
     T_CHECK(!cfg.insecure);
@@ -177,6 +178,10 @@ static void test_errors_name_file_and_field(void)
                  "    insecure-skip-tls-verify: true\n    certificate-authority-data: " CA_B64 "\n"
                  "contexts:\n- name: x\n  context: {cluster: c}\n",
                  NULL, "specifying a root certificates file with the insecure flag is not allowed", NULL);
+    expect_error("socks.yaml",
+                 "current-context: x\nclusters:\n- name: c\n  cluster: {server: 'https://h', "
+                 "proxy-url: 'socks5://p:1080'}\ncontexts:\n- name: x\n  context: {cluster: c}\n",
+                 NULL, "clusters[c].cluster.proxy-url", "only http:// proxies");
     expect_error("badyaml.yaml", "clusters: [\n  - {name: x\n", NULL, "invalid YAML", "line");
     expect_error("noserver.yaml",
                  "current-context: x\nclusters:\n- name: c\n  cluster: {}\n"
