@@ -237,6 +237,9 @@ void lop_apiserver_stop(lop_apiserver_t *srv)
     srv->thread_started = false;
     evhttp_free(srv->http);
     srv->http = NULL;
+    /* bufferevents freed above (TLS ones above all) release their memory from finalizer
+     * callbacks that need one more turn of the loop */
+    event_base_loop(srv->base, EVLOOP_NONBLOCK);
     as_store_free(srv);
     as_registry_free(srv);
     free_server(srv);
