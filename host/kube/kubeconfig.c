@@ -25,6 +25,7 @@ void lop_rest_config_cleanup(lop_rest_config_t *c)
     if (c->client_key_pem) explicit_bzero(c->client_key_pem, strlen(c->client_key_pem));
     free(c->client_key_pem);
     free(c->tls_server_name);
+    if (c->proxy_url) explicit_bzero(c->proxy_url, strlen(c->proxy_url)); /* may hold a password */
     free(c->proxy_url);
     free(c->namespace);
     lop_auth_free(c->auth);
@@ -310,6 +311,7 @@ static lop_rc_t build_exec(json_t *ex, const char *file, const char *where, lop_
         if (cad) json_object_set_new(ci, "certificate-authority-data", json_string(cad));
         if (cfg->insecure) json_object_set_new(ci, "insecure-skip-tls-verify", json_true());
         if (cfg->tls_server_name) json_object_set_new(ci, "tls-server-name", json_string(cfg->tls_server_name));
+        if (cfg->proxy_url) json_object_set_new(ci, "proxy-url", json_string(cfg->proxy_url));
         e->cluster_json = json_dumps(ci, JSON_COMPACT);
         json_decref(ci);
     }

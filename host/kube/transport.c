@@ -463,13 +463,33 @@ static ssize_t conn_read(io_t *io, conn_t *cn, char *p, size_t cap)
     }
 }
 
+static size_t head_end(const char *p, size_t n);
+
+/* Whether p[0, n) holds the start of a final answer (a status line >= 200 or 101, or one that is
+ * not a status line at all) after any complete interim (1xx) responses. */
+static bool final_answer(const char *p, size_t n)
+{
+    for (size_t pos = 0; pos < n;) {
+        const char *nl = memchr(p + pos, '\n', n - pos);
+        if (!nl) return false;
+        const char *l = p + pos;
+        if ((size_t)(nl - l) < 12 || memcmp(l, "HTTP/1.", 7) != 0 || l[9] != '1' || (l[10] == '0' && l[11] == '1'))
+            return true;
+        size_t e = head_end(l, n - pos); /* an interim response: skip it once complete */
+        if (!e) return false;
+        pos += e;
+    }
+    return false;
+}
+
 /* Write p. A server may answer before it has read the whole request (a 413 for a large body, a
- * 401) and close: while waiting to write, input is watched for, read into rbuf (room bytes) and
- * the write abandoned. Returns 0 when all was written, 1 when the server answered or hung up
- * first (*got bytes of its answer in rbuf, maybe 0), -1 on failure. */
+ * 401) and close: while waiting to write, input is watched for and read into rbuf (room bytes,
+ * *got of them used); the write is abandoned once it holds a final answer (not only 1xx, which
+ * a server may send unasked), at its end, or when rbuf is full. Returns 0 when all was written,
+ * 1 when the server answered or hung up first (*got bytes of its answer in rbuf, maybe 0), -1 on
+ * failure. */
 static int conn_write(io_t *io, conn_t *cn, const char *p, size_t len, char *rbuf, size_t room, size_t *got)
 {
-    *got = 0;
     while (len) {
         ssize_t w;
         short ev = POLLOUT;
@@ -504,19 +524,26 @@ static int conn_write(io_t *io, conn_t *cn, const char *p, size_t len, char *rbu
         if (ev == POLLIN || !(io->revents & (POLLIN | POLLHUP | POLLERR))) continue;
         /* input while the request is not all written: the answer, a close, or (TLS) a session
          * ticket, which SSL_read takes in without returning data */
+        size_t left = room - *got;
+        if (!left) return 1;
         if (cn->ssl) {
             ERR_clear_error();
-            int r = SSL_read(cn->ssl, rbuf, room > INT32_MAX ? INT32_MAX : (int)room);
+            int r = SSL_read(cn->ssl, rbuf + *got, left > INT32_MAX ? INT32_MAX : (int)left);
             if (r > 0) {
-                *got = (size_t)r;
-                return 1;
+                *got += (size_t)r;
+                if (final_answer(rbuf, *got)) return 1;
+                continue;
             }
             int e = SSL_get_error(cn->ssl, r);
             if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) return 1;
         } else {
-            ssize_t r = recv(cn->fd, rbuf, room, 0);
-            if (r > 0) *got = (size_t)r;
-            if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return 1;
+            ssize_t r = recv(cn->fd, rbuf + *got, left, 0);
+            if (r > 0) {
+                *got += (size_t)r;
+                if (final_answer(rbuf, *got)) return 1;
+                continue;
+            }
+            if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return 1;
         }
     }
     return 0;
@@ -603,6 +630,15 @@ static int tls_handshake(io_t *io, conn_t *cn, int64_t deadline)
 }
 
 /* Open a tunnel to the server through the proxy (CONNECT, RFC 9110 §9.3.6) on cn, before TLS. */
+/* The end of a header block in p[0, n) (after "\r\n\r\n" or a bare "\n\n"), or 0. */
+static size_t head_end(const char *p, size_t n)
+{
+    for (size_t i = 0; i + 1 < n; i++)
+        if (p[i] == '\n' && (p[i + 1] == '\n' || (p[i + 1] == '\r' && i + 2 < n && p[i + 2] == '\n')))
+            return i + (p[i + 1] == '\n' ? 2 : 3);
+    return 0;
+}
+
 static int proxy_connect(io_t *io, conn_t *cn, int64_t deadline)
 {
     lop_transport_t *t = io->t;
@@ -610,35 +646,41 @@ static int proxy_connect(io_t *io, conn_t *cn, int64_t deadline)
     lop_buf_printf(&req, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n%s\r\n", t->host_port, t->host_port,
                    t->proxy.auth_header ? t->proxy.auth_header : "");
     char buf[8192], ex[48];
-    size_t len = 0, got = 0;
+    size_t len = 0, got = 0, end = 0;
     int64_t saved = io->deadline;
     io->deadline = deadline; /* the connect timeout covers the tunnel */
     int w = conn_write(io, cn, req.data, req.len, buf, sizeof buf, &got);
     explicit_bzero(req.data, req.len);
     lop_buf_free(&req);
-    len = w == 1 ? got : 0;
-    char *end = NULL;
-    while (w >= 0 && !(end = memmem(buf, len, "\r\n\r\n", 4))) {
-        if (len == sizeof buf) break;
+    len = got;
+    while (w >= 0 && !(end = head_end(buf, len))) {
+        if (len == sizeof buf) {
+            failf(io, LOP_HTTP_ECONNECT, "an answer over %zu bytes", sizeof buf);
+            w = -1;
+            break;
+        }
         ssize_t n = conn_read(io, cn, buf + len, sizeof buf - len);
         if (n <= 0) {
-            if (n == 0) failf(io, LOP_HTTP_ECONNECT, "proxy %s closed the connection before answering CONNECT",
-                              t->proxy.host_port);
+            if (n == 0) failf(io, LOP_HTTP_ECONNECT, "the proxy closed the connection without answering");
             w = -1;
             break;
         }
         len += (size_t)n;
     }
     io->deadline = saved;
-    if (w < 0) {
-        if (io->res == LOP_HTTP_ERESET) io->res = LOP_HTTP_ECONNECT;
-        return -1;
+    if (w < 0) { /* name the proxy, not the server the I/O messages name */
+        char why[sizeof io->x->error];
+        snprintf(why, sizeof why, "%s", io->res == LOP_HTTP_ETIMEDOUT ? "timed out" : io->x->error);
+        if (io->res != LOP_HTTP_ETIMEDOUT && io->res != LOP_HTTP_EABORTED) io->res = LOP_HTTP_ECONNECT;
+        return failf(io, io->res, "CONNECT to %s through proxy %s: %s", t->host_port, t->proxy.host_port, why);
     }
-    size_t sl = end ? strcspn(buf, "\r\n") : len;
-    if (!end || sl < 12 || memcmp(buf, "HTTP/1.", 7) != 0 || buf[9] != '2')
+    size_t sl = strcspn(buf, "\r\n");
+    bool ok = sl >= 12 && memcmp(buf, "HTTP/1.", 7) == 0 && buf[8] == ' ' && buf[9] == '2' && buf[10] >= '0' &&
+              buf[10] <= '9' && buf[11] >= '0' && buf[11] <= '9' && (sl == 12 || buf[12] == ' ');
+    if (!ok)
         return failf(io, LOP_HTTP_ECONNECT, "proxy %s refused CONNECT to %s: \"%s\"", t->proxy.host_port,
                      t->host_port, excerpt(ex, sizeof ex, buf, sl));
-    if ((size_t)(end + 4 - buf) != len) /* the server speaks first only in TLS after our hello */
+    if (end != len) /* the server speaks first only in TLS after our hello */
         return failf(io, LOP_HTTP_ECONNECT, "proxy %s sent data after its CONNECT answer", t->proxy.host_port);
     return 0;
 }
@@ -1077,11 +1119,9 @@ static int exchange_on(io_t *io, conn_t *cn, const lop_buf_t *head, resp_t *r, b
         w = conn_write(io, cn, x->body, x->body_len, r->buf, r->cap, &got);
     if (w < 0) return -1;
     *sent = w == 0;
-    if (w == 1) { /* answered (or closed) before the request was all written: read what came */
-        r->end = got;
-        if (got) x->response_started = true;
-        r->close = true;
-    }
+    r->end = got; /* what came while writing: interim responses, or the answer itself */
+    if (got) x->response_started = true;
+    if (w == 1) r->close = true; /* answered (or closed) before the request was all written */
     if (read_head(io, cn, r) < 0) return -1;
     /* both framings, or chunked from an HTTP/1.0 server: read as chunked, never reused (RFC 9112
      * §6.1, §6.3) */

@@ -46,7 +46,9 @@ typedef struct lop_transport_config {
      * HTTPS_PROXY (for an https server) or HTTP_PROXY, upper case first, then lower; never for
      * localhost or a loopback address, nor for a host NO_PROXY matches (lop_no_proxy_match).
      * Only http:// proxies: an https server is reached through a CONNECT tunnel, an http one
-     * with absolute-form requests; user:password becomes Proxy-Authorization: Basic. */
+     * with absolute-form requests; user:password (percent-decoded) becomes
+     * Proxy-Authorization: Basic. Unlike Go, a proxy URL that cannot be used (another scheme, a
+     * bad URL) is an error at lop_transport_new, not ignored or tried. */
     const char *proxy;
 } lop_transport_config_t;
 

@@ -1221,6 +1221,59 @@ static void test_answer_before_the_body_is_sent(void)
     srv_stop(s);
 }
 
+/* The server answers the head with 100 Continue, reads the whole body, then answers 201. */
+static void serve_interim_first(srv_t *s, int fd, int conn)
+{
+    (void)conn;
+    char c;
+    lop_buf_t head = LOP_BUF_INIT; /* ...but first the head alone, answered with a 100 */
+    while (head.len < 4 || memcmp(head.data + head.len - 4, "\r\n\r\n", 4) != 0) {
+        if (recv(fd, &c, 1, 0) != 1) {
+            lop_buf_free(&head);
+            return;
+        }
+        lop_buf_putc(&head, c);
+    }
+    const char *cont = "HTTP/1.1 100 Continue\r\n\r\n";
+    srv_send(fd, cont, strlen(cont));
+    const char *cl = strcasestr(head.data, "\r\nContent-Length: ");
+    size_t want = cl ? strtoul(cl + 18, NULL, 10) : 0, have = 0;
+    lop_buf_free(&head);
+    char buf[65536];
+    while (have < want) {
+        ssize_t r = recv(fd, buf, sizeof buf, 0);
+        if (r <= 0) return;
+        have += (size_t)r;
+    }
+    srv_bump(s, &s->events); /* the whole body arrived */
+    const char *a = "HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok";
+    srv_send(fd, a, strlen(a));
+}
+
+/* An interim 100 that arrives while a large body is being written does not stop the writing
+ * (RFC 9110 §15.2 lets a server send one unasked): the whole body goes out, the final answer is
+ * read. */
+static void test_interim_answer_while_writing(void)
+{
+    srv_t *s = srv_start(serve_interim_first, NULL, 0, false);
+    if (!s) return;
+    lop_transport_t *t = tr_new(s->url);
+    size_t n = (size_t)32 << 20;
+    char *body = malloc(n);
+    memset(body, '{', n);
+    got_t g = {0};
+    lop_http_exchange_t x = {.method = "PUT", .target = "/big", .body = body, .body_len = n, .timeout_ms = 20000};
+    T_EQ_INT(run(t, &x, &g), LOP_HTTP_OK);
+    T_EQ_INT(x.code, 201);
+    T_EQ_INT(g.nstatus, 1);
+    T_EQ_INT(srv_count(s, &s->events), 1); /* the server read all 32 MiB */
+    T_CHECK(g.body.len == 2 && memcmp(g.body.data, "ok", 2) == 0);
+    free(body);
+    got_free(&g);
+    lop_transport_free(t);
+    srv_stop(s);
+}
+
 /* 101 is a final response (the connection is no longer HTTP): no body is read, the connection is
  * not reused. */
 static void test_101_is_final(void)
@@ -1251,6 +1304,7 @@ int main(void)
     T_RUN(test_content_length_body);
     T_RUN(test_request_line_injection_refused);
     T_RUN(test_answer_before_the_body_is_sent);
+    T_RUN(test_interim_answer_while_writing);
     T_RUN(test_101_is_final);
     T_RUN(test_request_bodies_and_headers);
     T_RUN(test_chunked_body);

@@ -36,6 +36,11 @@ static void test_no_proxy_match(void)
         {" a.com , b.com ,, c.com ", "x.b.com", "443", true},
         {"a.com,b.com", "c.com", "443", false},
         {"10.0.0.0/40", "10.0.0.1", "443", false},
+        {"10.0.0.0/ 8", "10.0.0.1", "443", false},
+        {"10.0.0.0/8", "::ffff:10.1.2.3", "443", true}, /* IPv4-mapped is IPv4 */
+        {"10.1.2.3", "::ffff:10.1.2.3", "443", true},
+        {"x.com:", "api.x.com", "6443", true}, /* an empty port: any */
+        {":443", "x.com", "443", false},       /* no host: ignored */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         bool got = lop_no_proxy_match(cases[i].list, cases[i].host, cases[i].port);
@@ -82,7 +87,8 @@ static void test_proxy_select(void)
     T_EQ_STR(p.host_port, "[fd00::5]:8080");
     lop_proxy_cleanup(&p);
 
-    static const char *direct[] = {"127.0.0.1", "127.9.9.9", "::1", "localhost", "LocalHost", "x.corp", "10.1.2.3"};
+    static const char *direct[] = {"127.0.0.1", "127.9.9.9", "::1", "::ffff:127.0.0.1", "localhost", "LocalHost",
+                                   "x.corp", "10.1.2.3"};
     setenv("NO_PROXY", ".corp,10.0.0.0/8", 1);
     for (size_t i = 0; i < sizeof direct / sizeof direct[0]; i++) {
         T_EQ_INT(lop_proxy_select(NULL, true, direct[i], "443", &p, &err), LOP_OK);
@@ -115,6 +121,24 @@ static void test_proxy_select(void)
     }
     T_EQ_INT(lop_proxy_select("http://u:secret@", true, "api.example.com", "443", &p, &err), LOP_EINVAL);
     T_CHECK(strstr(err.message, "secret") == NULL); /* credentials never in a message */
+    T_EQ_INT(lop_proxy_select("u:se://cret@h:3128", true, "api.example.com", "443", &p, &err), LOP_EINVAL);
+    T_CHECK(strstr(err.message, "cret") == NULL && strstr(err.message, "u:se") == NULL);
+
+    /* user info is percent-decoded; the colon is there even without a password (RFC 7617) */
+    static const struct { const char *url, *header; } auth[] = {
+        {"http://user:p%40ss@h:1", "Proxy-Authorization: Basic dXNlcjpwQHNz\r\n"}, /* user:p@ss */
+        {"http://user@h:1", "Proxy-Authorization: Basic dXNlcjo=\r\n"},          /* user: */
+        {"http://@h:1", "Proxy-Authorization: Basic Og==\r\n"},                  /* : */
+        {"http://a%3Ab:c@h:1", "Proxy-Authorization: Basic YTpiOmM=\r\n"},       /* a:b:c */
+    };
+    for (size_t i = 0; i < sizeof auth / sizeof auth[0]; i++) {
+        T_EQ_INT(lop_proxy_select(auth[i].url, true, "api.example.com", "443", &p, &err), LOP_OK);
+        T_EQ_STR(p.auth_header, auth[i].header);
+        lop_proxy_cleanup(&p);
+    }
+    T_EQ_INT(lop_proxy_select("http://u:p%zz@h:1", true, "api.example.com", "443", &p, &err), LOP_EINVAL);
+    T_EQ_INT(lop_proxy_select("http://h: 80", true, "api.example.com", "443", &p, &err), LOP_EINVAL);
+    T_EQ_INT(lop_proxy_select("http://h:+80", true, "api.example.com", "443", &p, &err), LOP_EINVAL);
     clear_proxy_env();
 }
 
@@ -253,6 +277,22 @@ static void test_connect_refused(void)
         lop_transport_free(t);
     }
     srv_stop(s);
+
+    /* bare line feeds, the connection held open: still read as the whole answer (no timeout) */
+    reply_t lf[] = {{.data = "HTTP/1.1 403 Forbidden\n\n", .stall = true}};
+    srv_t *s2 = srv_start(serve_replies, lf, 1, false);
+    char proxy2[128];
+    snprintf(proxy2, sizeof proxy2, "http://127.0.0.1:%d", s2 ? s2->port : 0);
+    lop_transport_t *t2 = s2 ? proxied("https://api.example.com:6443", proxy2, NULL) : NULL;
+    if (t2) {
+        got_t g = {0};
+        lop_http_exchange_t x;
+        T_EQ_INT(get(t2, "/version", &x, &g), LOP_HTTP_ECONNECT); /* get's timeout is 10 s: not reached */
+        T_CHECK(strstr(x.error, "refused CONNECT") && strstr(x.error, "403 Forbidden"));
+        got_free(&g);
+        lop_transport_free(t2);
+    }
+    if (s2) srv_stop(s2);
     /* nothing listens there any more */
     t = proxied("https://api.example.com:6443", proxy, NULL);
     if (t) {
