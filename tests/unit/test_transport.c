@@ -38,9 +38,7 @@ static void test_content_length_body(void)
     snprintf(want, sizeof want, "GET /some/path?q=1 HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nX-Extra: 1\r\nAccept: */*\r\n\r\n",
              s->port);
     T_EQ_STR(srv_req(s, 0).head, want);
-    got_free(&g);
-    lop_transport_free(t);
-    srv_stop(s);
+    teardown(s, t, &g);
 }
 
 /* Request bodies: Content-Length with a body, with send_length and none, a body larger than one
@@ -76,9 +74,7 @@ static void test_request_bodies_and_headers(void)
     T_CHECK(q.body_len == big && memcmp(q.body, body, big) == 0);
     T_EQ_INT(lop_transport_connects(t), 1);
     free(body);
-    got_free(&g);
-    lop_transport_free(t);
-    srv_stop(s);
+    teardown(s, t, &g);
 }
 
 #define CHUNKED_HEAD "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -106,9 +102,7 @@ static void test_chunked_body(void)
     }
     T_EQ_INT(lop_transport_connects(t), 1);
     T_EQ_INT(srv_nconns(s), 1);
-    got_free(&g);
-    lop_transport_free(t);
-    srv_stop(s);
+    teardown(s, t, &g);
 }
 
 /* The chunked body sent after the client has the head, read with read_bytes 1, 2, 3, 5, 7: every
@@ -131,9 +125,7 @@ static void test_chunked_split_at_every_byte(void)
         if (sizes[i] == 1) T_EQ_INT(g.pieces, sizeof CHUNKED_DECODED - 1);
     }
     T_EQ_INT(lop_transport_connects(t), 1);
-    got_free(&g);
-    lop_transport_free(t);
-    srv_stop(s);
+    teardown(s, t, &g);
 }
 
 /* The client's end of the server's connection fd (the transport runs in this process), or -1. */
@@ -225,9 +217,7 @@ static void test_response_split_at_every_offset(void)
     T_EQ_INT(srv_nreqs(s), sizeof resp - 2);
     T_EQ_INT(srv_count(s, &s->client_ends), 1);
     T_EQ_INT(lop_transport_connects(t), 1);
-    got_free(&g);
-    lop_transport_free(t);
-    srv_stop(s);
+    teardown(s, t, &g);
 }
 
 /* No Content-Length and not chunked: the body ends with the connection, which is not reused. */
@@ -246,9 +236,7 @@ static void test_body_until_close(void)
     T_EQ_INT(get(t, "/", &x, &g), LOP_HTTP_OK);
     T_EQ_STR(g.body.data, "an HTTP/1.0 one too");
     T_EQ_INT(lop_transport_connects(t), 2);
-    got_free(&g);
-    lop_transport_free(t);
-    srv_stop(s);
+    teardown(s, t, &g);
 }
 
 /* 204, 304 (with a Content-Length) and HEAD responses have no body: nothing is waited for or
@@ -281,9 +269,7 @@ static void test_responses_without_body(void)
     T_EQ_STR(g.body.data, "ok");
     T_EQ_INT(lop_transport_connects(t), 1);
     T_EQ_INT(srv_nreqs(s), 5);
-    got_free(&g);
-    lop_transport_free(t);
-    srv_stop(s);
+    teardown(s, t, &g);
 }
 
 /* 100 and 103 before the final response: one on_status (the final code), and on_header only for
@@ -304,9 +290,7 @@ static void test_interim_responses_skipped(void)
     T_EQ_INT(g.status, 200);
     T_EQ_STR(g.headers.data, "Content-Length: 2\nX-Final: yes\n");
     T_EQ_STR(g.body.data, "ok");
-    got_free(&g);
-    lop_transport_free(t);
-    srv_stop(s);
+    teardown(s, t, &g);
 }
 
 /* "HTTP/1.1 200 OK\r\n" + headers (lines of ~100 bytes, or one long line) until the block holds
@@ -396,9 +380,7 @@ static void run_bad_cases(const bad_case_t *cases, int n)
     }
     T_EQ_INT(bad, 0);
     T_EQ_INT(srv_nreqs(s), n); /* none was sent twice */
-    got_free(&g);
-    lop_transport_free(t);
-    srv_stop(s);
+    teardown(s, t, &g);
 }
 
 /* Responses that are not HTTP/1.x or whose framing is broken: LOP_HTTP_EPROTO, naming the server. */
@@ -449,9 +431,7 @@ static void test_malformed_responses(void)
     snprintf(want, sizeof want, "response from 127.0.0.1:%d is not HTTP/1.x: \"garbage\"", s->port);
     T_EQ_INT(get(t, "/", &x, &g), LOP_HTTP_EPROTO);
     T_EQ_STR(x.error, want);
-    got_free(&g);
-    lop_transport_free(t);
-    srv_stop(s);
+    teardown(s, t, &g);
 }
 
 /* The connection closing before the response is complete: LOP_HTTP_ERESET (nothing resent: each
@@ -479,9 +459,7 @@ static void test_truncated_responses(void)
     T_EQ_INT(x.code, 200);
     T_CHECK(x.response_started);
     T_EQ_STR(g.body.data, "hello");
-    got_free(&g);
-    lop_transport_free(t);
-    srv_stop(s);
+    teardown(s, t, &g);
 }
 
 /* ---- gzip ---- */
@@ -700,9 +678,7 @@ static void test_keepalive_reuses_connection(void)
     T_EQ_INT(lop_transport_connects(t), 1);
     T_EQ_INT(srv_nconns(s), 1);
     T_EQ_INT(srv_req(s, 2).conn, 0);
-    got_free(&g);
-    lop_transport_free(t);
-    srv_stop(s);
+    teardown(s, t, &g);
 }
 
 /* Not reused (though the server keeps each open): after `Connection: close`, after an HTTP/1.0
@@ -727,9 +703,7 @@ static void test_connection_not_reused_when_it_must_not_be(void)
     T_EQ_INT(lop_transport_connects(t), 4);
     T_EQ_INT(srv_req(s, 3).conn, 3);
     T_EQ_INT(srv_req(s, 4).conn, 3);
-    got_free(&g);
-    lop_transport_free(t);
-    srv_stop(s);
+    teardown(s, t, &g);
 }
 
 /* The server closes an idle pooled connection: the next GET succeeds on a new connection. */
@@ -748,9 +722,7 @@ static void test_pooled_connection_closed_by_server(void)
     T_EQ_INT(lop_transport_connects(t), 2);
     T_EQ_INT(srv_nreqs(s), 2);
     T_EQ_INT(srv_req(s, 1).conn, 1);
-    got_free(&g);
-    lop_transport_free(t);
-    srv_stop(s);
+    teardown(s, t, &g);
 }
 
 /* A pooled connection closed after the request was sent, before any response byte: a GET is sent
@@ -811,9 +783,7 @@ static void test_resend_only_when_safe(void)
     T_EQ_INT(x.code, 200);
     T_EQ_INT(lop_transport_connects(t), 1);
     T_EQ_INT(srv_nreqs(s), 2);
-    got_free(&g);
-    lop_transport_free(t);
-    srv_stop(s);
+    teardown(s, t, &g);
 }
 
 /* Threads share the pool: never more connections than exchanges at once. */
@@ -915,9 +885,7 @@ static void test_on_tick_abort(void)
     T_EQ_INT(x.code, 0);
     srv_wait_closed(s, 2);
     T_EQ_INT(lop_transport_connects(t), 2);
-    got_free(&g);
-    lop_transport_free(t);
-    srv_stop(s);
+    teardown(s, t, &g);
 }
 
 /* timeout_ms against a silent server: ETIMEDOUT after that long (not much later), before the
@@ -945,9 +913,7 @@ static void test_timeout(void)
     T_EQ_INT(x.code, 200);
     T_EQ_STR(g.body.data, "abc");
     srv_wait_closed(s, 2);
-    got_free(&g);
-    lop_transport_free(t);
-    srv_stop(s);
+    teardown(s, t, &g);
 }
 
 /* ---- connecting ---- */
@@ -1173,9 +1139,7 @@ static void test_request_line_injection_refused(void)
     lop_http_exchange_t x;
     T_EQ_INT(get(t, "/api/v1/pods?labelSelector=a%3Db", &x, &g), LOP_HTTP_OK); /* escaped is fine */
     T_EQ_INT(srv_nreqs(s), 1);
-    got_free(&g);
-    lop_transport_free(t);
-    srv_stop(s);
+    teardown(s, t, &g);
 }
 
 /* The server answers after the request head, without reading the body, and holds the connection
@@ -1216,9 +1180,7 @@ static void test_answer_before_the_body_is_sent(void)
     T_CHECK(g.body.len == 5 && memcmp(g.body.data, "large", 5) == 0);
     T_EQ_INT(lop_transport_connects(t), 1);
     free(body);
-    got_free(&g);
-    lop_transport_free(t);
-    srv_stop(s);
+    teardown(s, t, &g);
 }
 
 /* The server answers the head with 100 Continue, reads the whole body, then answers 201. */
@@ -1269,9 +1231,7 @@ static void test_interim_answer_while_writing(void)
     T_EQ_INT(srv_count(s, &s->events), 1); /* the server read all 32 MiB */
     T_CHECK(g.body.len == 2 && memcmp(g.body.data, "ok", 2) == 0);
     free(body);
-    got_free(&g);
-    lop_transport_free(t);
-    srv_stop(s);
+    teardown(s, t, &g);
 }
 
 /* 101 is a final response (the connection is no longer HTTP): no body is read, the connection is
@@ -1292,9 +1252,7 @@ static void test_101_is_final(void)
     T_EQ_INT(get(t, "/", &x, &g), LOP_HTTP_OK);
     T_EQ_INT(x.code, 200);
     T_EQ_INT(lop_transport_connects(t), 2);
-    got_free(&g);
-    lop_transport_free(t);
-    srv_stop(s);
+    teardown(s, t, &g);
 }
 
 int main(void)

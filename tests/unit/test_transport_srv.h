@@ -448,6 +448,14 @@ static inline bool setup(srv_t **s, lop_transport_t **t, const reply_t *replies,
     return false;
 }
 
+/* The end of a test made with setup(): the recorder, the transport, the server. */
+static inline void teardown(srv_t *s, lop_transport_t *t, got_t *g)
+{
+    got_free(g);
+    lop_transport_free(t);
+    srv_stop(s);
+}
+
 static inline bool has(const char *s, const char *sub) { return s && strstr(s, sub) != NULL; }
 
 /* ---- the embedded API server over TLS ---- */
