@@ -448,6 +448,28 @@ static inline bool setup(srv_t **s, lop_transport_t **t, const reply_t *replies,
     return false;
 }
 
+#define CHUNKED_HEAD "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+/* "HTTP/1.1 200 OK" with the given headers and body, framed by Content-Length or as chunks of
+ * chunk bytes (0 = Content-Length). */
+static inline void response_into(lop_buf_t *out, const char *headers, const char *body, size_t n, size_t chunk)
+{
+    lop_buf_printf(out, "HTTP/1.1 200 OK\r\n%s", headers);
+    if (!chunk) {
+        lop_buf_printf(out, "Content-Length: %zu\r\n\r\n", n);
+        lop_buf_append(out, body, n);
+        return;
+    }
+    lop_buf_puts(out, "Transfer-Encoding: chunked\r\n\r\n");
+    for (size_t i = 0; i < n; i += chunk) {
+        size_t k = n - i < chunk ? n - i : chunk;
+        lop_buf_printf(out, "%zx\r\n", k);
+        lop_buf_append(out, body + i, k);
+        lop_buf_puts(out, "\r\n");
+    }
+    lop_buf_puts(out, "0\r\n\r\n");
+}
+
 /* The end of a test made with setup(): the recorder, the transport, the server. */
 static inline void teardown(srv_t *s, lop_transport_t *t, got_t *g)
 {
