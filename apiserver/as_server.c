@@ -399,6 +399,9 @@ lop_rc_t lop_apiserver_write_kubeconfig(const lop_apiserver_t *srv, const char *
     lop_buf_puts(&b, "users:\n- name: luaop\n  user:");
     if (srv->ntokens)
         lop_buf_printf(&b, "\n    token: %s\n", srv->tokens[0]);
+    else if (srv->ca_pem) /* HTTPS without --token-file: any token is accepted; without one kubectl
+                           * would prompt for a user name and password */
+        lop_buf_puts(&b, "\n    token: any # the server was started without --token-file\n");
     else
         lop_buf_puts(&b, " {}\n");
     lop_buf_puts(&b, "contexts:\n- name: luaop\n  context:\n    cluster: luaop\n    user: luaop\n"

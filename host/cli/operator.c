@@ -101,8 +101,10 @@ static int wait_for_apiserver(lop_rest_client_t *rest, lop_health_heartbeat_t *h
         if (rc != LOP_EAGAIN && rc != LOP_ETIMEDOUT) return 0;
         char wait[32];
         snprintf(wait, sizeof wait, "%.1fs", (double)delay_ms / 1000.0);
-        lop_log(LOP_LOG_WARN, "API server not reachable, retrying", "error", err.message, "retry_in",
-                wait, NULL);
+        bool tls = strstr(err.message, "certificate verify failed") != NULL;
+        lop_log(LOP_LOG_WARN, tls ? "API server's certificate not trusted, retrying" : "API server not reachable, retrying",
+                "error", err.message, "retry_in", wait, tls ? "hint" : NULL,
+                "check the kubeconfig's certificate-authority(-data) and tls-server-name", NULL);
         for (long left = delay_ms; left > 0; left -= 1000) {
             lop_health_heartbeat_beat(hb);
             int sig = wait_signal(left < 1000 ? left : 1000);
