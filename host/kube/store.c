@@ -144,13 +144,17 @@ lop_obj_t *lop_store_get(lop_store_t *s, const char *key)
 
 lop_obj_t *lop_store_get_by_name(lop_store_t *s, const char *ns, const char *name)
 {
-    lop_buf_t k = LOP_BUF_INIT;
-    if (ns && *ns)
-        lop_buf_printf(&k, "%s/%s", ns, name);
-    else
-        lop_buf_puts(&k, name);
-    lop_obj_t *o = lop_store_get(s, k.data);
-    lop_buf_free(&k);
+    /* "ns/name" on the stack: Kubernetes' limits (63 + 1 + 253) fit; longer keys go to the heap */
+    char stack[320];
+    size_t nl = ns && *ns ? strlen(ns) : 0, ml = strlen(name), len = nl ? nl + 1 + ml : ml;
+    char *k = len < sizeof stack ? stack : lop_xmalloc(len + 1);
+    if (nl) {
+        memcpy(k, ns, nl);
+        k[nl] = '/';
+    }
+    memcpy(k + (nl ? nl + 1 : 0), name, ml + 1);
+    lop_obj_t *o = lop_store_get(s, k);
+    if (k != stack) free(k);
     return o;
 }
 

@@ -181,6 +181,31 @@ static void test_store_put_get_delete_and_indexes(void)
     T_CHECK(g == c);
     lop_obj_unref(g);
     T_CHECK(lop_store_get(s, "ns2/zz") == NULL);
+    T_CHECK(lop_store_get_by_name(s, "ns2", "zz") == NULL);
+    /* cluster-scoped (no namespace, NULL or ""), and a key past the stack buffer (heap path) */
+    char longname[400], lj[600];
+    memset(longname, 'n', sizeof longname - 1);
+    longname[sizeof longname - 1] = '\0';
+    snprintf(lj, sizeof lj, "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"namespace\":\"ns3\","
+             "\"name\":\"%s\",\"uid\":\"u-long\",\"resourceVersion\":\"5\"}}", longname);
+    lop_obj_t *cl = pod("", "node-1", "4", NULL), *lg = mk(lj);
+    lop_store_put(s, cl, NULL);
+    lop_store_put(s, lg, NULL);
+    g = lop_store_get_by_name(s, NULL, "node-1");
+    T_CHECK(g == cl);
+    lop_obj_unref(g);
+    g = lop_store_get_by_name(s, "", "node-1");
+    T_CHECK(g == cl);
+    lop_obj_unref(g);
+    g = lop_store_get_by_name(s, "ns3", longname);
+    T_CHECK(g == lg);
+    lop_obj_unref(g);
+    lop_obj_unref(lop_store_delete(s, "node-1"));
+    char lk[420];
+    snprintf(lk, sizeof lk, "ns3/%s", longname);
+    lop_obj_unref(lop_store_delete(s, lk));
+    lop_obj_unref(cl);
+    lop_obj_unref(lg);
 
     lop_obj_list_t l;
     lop_store_list_by_namespace(s, "ns1", &l);
