@@ -21,10 +21,7 @@ static const char OK2[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
 static void test_content_length_body(void)
 {
     reply_t r[] = {{.data = "HTTP/1.1 200 OK\r\nContent-Length: 11\r\nX-Spaced: \t a b \t\r\n\r\nhello world"}};
-    srv_t *s;
-    lop_transport_t *t;
-    if (!setup(&s, &t, r, 1)) return;
-    got_t g = {.s = s};
+    SETUP(r, 1);
     lop_http_exchange_t x = {.target = "/some/path?q=1", .headers = "X-Extra: 1\r\nAccept: */*\r\n"};
     T_EQ_INT(run(t, &x, &g), LOP_HTTP_OK);
     T_EQ_INT(x.code, 200);
@@ -46,10 +43,7 @@ static void test_content_length_body(void)
 static void test_request_bodies_and_headers(void)
 {
     reply_t r[] = {{.data = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"}};
-    srv_t *s;
-    lop_transport_t *t;
-    if (!setup(&s, &t, r, 1)) return;
-    got_t g = {.s = s};
+    SETUP(r, 1);
     lop_http_exchange_t x = {.method = "POST", .target = "/p", .body = "abc", .body_len = 3};
     T_EQ_INT(run(t, &x, &g), LOP_HTTP_OK);
     T_CHECK(has(srv_req(s, 0).head, "POST /p HTTP/1.1\r\n"));
@@ -88,10 +82,7 @@ static void test_request_bodies_and_headers(void)
 static void test_chunked_body(void)
 {
     reply_t r[] = {{.data = CHUNKED_HEAD CHUNKED_BODY}};
-    srv_t *s;
-    lop_transport_t *t;
-    if (!setup(&s, &t, r, 1)) return;
-    got_t g = {.s = s};
+    SETUP(r, 1);
     lop_http_exchange_t x;
     for (int i = 0; i < 2; i++) {
         T_EQ_INT(get(t, "/", &x, &g), LOP_HTTP_OK);
@@ -111,10 +102,7 @@ static void test_chunked_split_at_every_byte(void)
 {
     static const char resp[] = CHUNKED_HEAD CHUNKED_BODY;
     reply_t r[] = {{.data = resp, .split = sizeof CHUNKED_HEAD - 1}};
-    srv_t *s;
-    lop_transport_t *t;
-    if (!setup(&s, &t, r, 1)) return;
-    got_t g = {.s = s};
+    SETUP(r, 1);
     static const size_t sizes[] = {1, 2, 3, 5, 7};
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
         lop_http_exchange_t x = {.read_bytes = sizes[i]};
@@ -225,10 +213,7 @@ static void test_body_until_close(void)
     reply_t r[] = {{.data = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nthe body ends when the connection does",
                     .close = true},
                    {.data = "HTTP/1.0 200 OK\r\n\r\nan HTTP/1.0 one too", .close = true}};
-    srv_t *s;
-    lop_transport_t *t;
-    if (!setup(&s, &t, r, 2)) return;
-    got_t g = {.s = s};
+    SETUP(r, 2);
     lop_http_exchange_t x;
     T_EQ_INT(get(t, "/", &x, &g), LOP_HTTP_OK);
     T_EQ_STR(g.body.data, "the body ends when the connection does");
@@ -247,10 +232,7 @@ static void test_responses_without_body(void)
                    {.data = "HTTP/1.1 200 OK\r\nContent-Length: 1234\r\n\r\n"},
                    {.data = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"},
                    {.data = OK2}};
-    srv_t *s;
-    lop_transport_t *t;
-    if (!setup(&s, &t, r, 5)) return;
-    got_t g = {.s = s};
+    SETUP(r, 5);
     lop_http_exchange_t x;
     T_EQ_INT(get(t, "/", &x, &g), LOP_HTTP_OK);
     T_EQ_INT(x.code, 204);
@@ -278,10 +260,7 @@ static void test_interim_responses_skipped(void)
     reply_t r[] = {{.data = "HTTP/1.1 100 Continue\r\n\r\n"
                     "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n"
                     "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Final: yes\r\n\r\nok"}};
-    srv_t *s;
-    lop_transport_t *t;
-    if (!setup(&s, &t, r, 1)) return;
-    got_t g = {.s = s};
+    SETUP(r, 1);
     lop_http_exchange_t x;
     T_EQ_INT(get(t, "/", &x, &g), LOP_HTTP_OK);
     T_EQ_INT(x.code, 200);
@@ -361,10 +340,7 @@ static void run_bad_cases(const bad_case_t *cases, int n)
 {
     reply_t r[SRV_MAX_REPLIES];
     for (int i = 0; i < n; i++) r[i] = (reply_t){.data = cases[i].resp, .close = true};
-    srv_t *s;
-    lop_transport_t *t;
-    if (!setup(&s, &t, r, n)) return;
-    got_t g = {.s = s};
+    SETUP(r, n);
     char hp[64];
     snprintf(hp, sizeof hp, "127.0.0.1:%d", s->port);
     int bad = 0;
@@ -421,10 +397,7 @@ static void test_malformed_responses(void)
     lop_buf_free(&b);
     /* the error quotes the status line alone (no CR/LF, nothing after it) */
     reply_t r[] = {{.data = "garbage\r\nX: y\r\n\r\n", .close = true}};
-    srv_t *s;
-    lop_transport_t *t;
-    if (!setup(&s, &t, r, 1)) return;
-    got_t g = {.s = s};
+    SETUP(r, 1);
     lop_http_exchange_t x;
     char want[128];
     snprintf(want, sizeof want, "response from 127.0.0.1:%d is not HTTP/1.x: \"garbage\"", s->port);
@@ -449,10 +422,7 @@ static void test_truncated_responses(void)
     run_bad_cases(cases, (int)(sizeof cases / sizeof *cases));
     /* what arrived before the end is still passed on, with the status */
     reply_t r[] = {{.data = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello", .close = true}};
-    srv_t *s;
-    lop_transport_t *t;
-    if (!setup(&s, &t, r, 1)) return;
-    got_t g = {.s = s};
+    SETUP(r, 1);
     lop_http_exchange_t x;
     T_EQ_INT(get(t, "/", &x, &g), LOP_HTTP_ERESET);
     T_EQ_INT(x.code, 200);
@@ -646,10 +616,7 @@ static void test_101_is_final(void)
 {
     reply_t r[2] = {{.data = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: Upgrade\r\n\r\n", .stall = true},
                     {.data = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"}};
-    srv_t *s;
-    lop_transport_t *t;
-    if (!setup(&s, &t, r, 2)) return;
-    got_t g = {.s = s};
+    SETUP(r, 2);
     lop_http_exchange_t x;
     T_EQ_INT(get(t, "/", &x, &g), LOP_HTTP_OK);
     T_EQ_INT(x.code, 101);

@@ -18,10 +18,7 @@ static const char OK2[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
 static void test_keepalive_reuses_connection(void)
 {
     reply_t r[] = {{.data = OK2}};
-    srv_t *s;
-    lop_transport_t *t;
-    if (!setup(&s, &t, r, 1)) return;
-    got_t g = {.s = s};
+    SETUP(r, 1);
     lop_http_exchange_t x;
     for (int i = 0; i < 3; i++) {
         T_EQ_INT(get(t, "/", &x, &g), LOP_HTTP_OK);
@@ -43,10 +40,7 @@ static void test_connection_not_reused_when_it_must_not_be(void)
                    {.data = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokEXTRA"},
                    {.data = "HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 2\r\n\r\nok"},
                    {.data = OK2}};
-    srv_t *s;
-    lop_transport_t *t;
-    if (!setup(&s, &t, r, 5)) return;
-    got_t g = {.s = s};
+    SETUP(r, 5);
     lop_http_exchange_t x;
     for (int i = 0; i < 5; i++) {
         T_EQ_INT(get(t, "/", &x, &g), LOP_HTTP_OK);
@@ -62,10 +56,7 @@ static void test_connection_not_reused_when_it_must_not_be(void)
 static void test_pooled_connection_closed_by_server(void)
 {
     reply_t r[] = {{.data = OK2, .close = true}, {.data = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nnew"}};
-    srv_t *s;
-    lop_transport_t *t;
-    if (!setup(&s, &t, r, 2)) return;
-    got_t g = {.s = s};
+    SETUP(r, 2);
     lop_http_exchange_t x;
     T_EQ_INT(get(t, "/", &x, &g), LOP_HTTP_OK);
     srv_wait_closed(s, 1);
@@ -83,10 +74,7 @@ static void test_pooled_connection_closed_by_server(void)
 static void test_resend_only_when_safe(void)
 {
     reply_t r[] = {{.data = OK2}, {.data = NULL}, {.data = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nagain"}};
-    srv_t *s;
-    lop_transport_t *t;
-    if (!setup(&s, &t, r, 3)) return;
-    got_t g = {.s = s};
+    SETUP(r, 3);
     lop_http_exchange_t x;
     T_EQ_INT(get(t, "/", &x, &g), LOP_HTTP_OK);
     T_EQ_INT(get(t, "/again", &x, &g), LOP_HTTP_OK);
@@ -245,10 +233,7 @@ static void test_on_tick_abort(void)
 static void test_timeout(void)
 {
     reply_t r[] = {{.data = "", .stall = true}, {.data = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", .stall = true}};
-    srv_t *s;
-    lop_transport_t *t;
-    if (!setup(&s, &t, r, 2)) return;
-    got_t g = {.s = s};
+    SETUP(r, 2);
     lop_http_exchange_t x = {.timeout_ms = 200};
     int64_t t0 = now_ns();
     T_EQ_INT(run(t, &x, &g), LOP_HTTP_ETIMEDOUT);
@@ -465,10 +450,7 @@ static void test_tls_verification(void)
 static void test_request_line_injection_refused(void)
 {
     reply_t r[1] = {{.data = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"}};
-    srv_t *s;
-    lop_transport_t *t;
-    if (!setup(&s, &t, r, 1)) return;
-    got_t g = {.s = s};
+    SETUP(r, 1);
     static const struct { const char *method, *target; } cases[] = {
         {"GET", "/api/v1/pods?x HTTP/1.1\r\nHost: x\r\n\r\nDELETE /api/v1/namespaces/d/pods/p"},
         {"GET", "/a b"},

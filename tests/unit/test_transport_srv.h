@@ -470,6 +470,15 @@ static inline void response_into(lop_buf_t *out, const char *headers, const char
     lop_buf_puts(out, "0\r\n\r\n");
 }
 
+/* A test's server s, transport t and recorder g for replies[0, n), as the test's own locals
+ * (hence a macro); returns from the test, after a failed check, when either cannot start. The
+ * test ends with teardown(s, t, &g). */
+#define SETUP(replies, n)                   \
+    srv_t *s;                               \
+    lop_transport_t *t;                     \
+    if (!setup(&s, &t, replies, n)) return; \
+    got_t g = {.s = s}
+
 /* The end of a test made with setup(): the recorder, the transport, the server. */
 static inline void teardown(srv_t *s, lop_transport_t *t, got_t *g)
 {
