@@ -3,7 +3,7 @@
  * an `as=` media type parameter asks for. See as_internal.h. */
 #include "apiserver/as_internal.h"
 
-#include "host/kube/jsonscan.h"
+#include "host/codec/jsonscan.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -10,7 +10,7 @@
 #define LOP_APISERVER_AS_INTERNAL_H
 
 #include "apiserver/apiserver.h"
-#include "host/kube/selector.h"
+#include "host/meta/selector.h"
 #include "host/util/buf.h"
 #include "host/util/err.h"
 

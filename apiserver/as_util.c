@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "host/kube/yaml.h"
+#include "host/codec/yaml.h"
 #include "host/util/base64.h"
 
 as_blob_t *as_blob_new(const char *data, size_t len)
@@ -199,7 +199,7 @@ bool as_valid_dns_subdomain(const char *s)
     }
 }
 
-/* ---- YAML (one document) → JSON: host/kube/yaml.c, the manifest reader luaop uses everywhere ---- */
+/* ---- YAML (one document) → JSON: host/codec/yaml.c, the manifest reader luaop uses everywhere ---- */
 
 json_t *as_yaml_parse(const char *data, size_t len, char *errbuf, size_t errlen)
 {

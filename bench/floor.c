@@ -3,14 +3,14 @@
  * this machine's Debian libraries (startup-idle's "floor" rows). It links the same shared libraries
  * as the luaop executable (bench/run.sh links them with --no-as-needed, so all are loaded even if
  * unused), reads the kubeconfig and makes one GET of /version through luaop's own HTTP transport
- * (host/kube/transport.h: plain TCP, or TLS with OpenSSL initialised, as the server's URL says),
+ * (host/kube/client/transport.h: plain TCP, or TLS with OpenSSL initialised, as the server's URL says),
  * as luaop does first. Then it prints "ready" and blocks until its standard input closes, so the
  * benchmark reads its /proc/PID/smaps_rollup from outside exactly as it reads luaop's.
  *
  * No Lua VM, no threads, no cache, no HTTP server: everything luaop adds is above this figure.
  */
-#include "host/kube/kubeconfig.h"
-#include "host/kube/transport.h"
+#include "host/kube/client/kubeconfig.h"
+#include "host/kube/client/transport.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -31,12 +31,14 @@ case $(sed -n 's/^LUAOP_SANITIZE:STRING=//p' "$build/CMakeCache.txt" 2>/dev/null
     LOPBENCH_LUA_PRELOAD=$(cc -print-file-name=libtsan.so)
     export LOPBENCH_LUA_PRELOAD ;;
 esac
+# kube_libs: the cache and client layers with what they stand on (the order the linker needs)
 # cc_prog NAME SRC LIBS... — rebuild when the source, bench_util.h or a library is newer.
 cc_prog() {
   local name=$1 src=$2 out="$bin/lopbench-$1"
   shift 2
   if [ ! -x "$out" ] || [ "$here/$src" -nt "$out" ] || [ "$here/bench_util.h" -nt "$out" ] ||
-     { [ -f "$build/liblop_kube.a" ] && [ "$build/liblop_kube.a" -nt "$out" ]; }; then
+     { [ -f "$build/liblop_cache.a" ] && [ "$build/liblop_cache.a" -nt "$out" ]; } ||
+     { [ -f "$build/liblop_client.a" ] && [ "$build/liblop_client.a" -nt "$out" ]; }; then
     # shellcheck disable=SC2086
     cc $cflags -o "$out" "$here/$src" "$@"
   fi
@@ -45,11 +47,11 @@ curl_libs=$(pkg-config --cflags --libs libcurl)
 cc_prog load load.c $curl_libs
 cc_prog ceiling ceiling.c $curl_libs
 cc_prog jansson jansson.c $(pkg-config --cflags --libs jansson)
-cc_prog luaop sync.c "$build/liblop_kube.a" "$build/liblop_util.a" \
+cc_prog luaop sync.c "$build/liblop_workqueue.a" "$build/liblop_cache.a" "$build/liblop_meta.a" "$build/liblop_client.a" "$build/liblop_codec.a" "$build/liblop_util.a" \
   $(pkg-config --cflags --libs libcurl zlib jansson yaml-0.1 openssl) -lpthread -lm
 # startup-idle's floor: the luaop executable's shared libraries, every one loaded (--no-as-needed),
 # and luaop's own transport for its one GET
-cc_prog floor floor.c "$build/liblop_kube.a" "$build/liblop_util.a" -Wl,--no-as-needed -lm -lpthread \
+cc_prog floor floor.c "$build/liblop_cache.a" "$build/liblop_meta.a" "$build/liblop_client.a" "$build/liblop_codec.a" "$build/liblop_util.a" -Wl,--no-as-needed -lm -lpthread \
   $(pkg-config --cflags --libs zlib libevent_openssl libevent_pthreads libevent jansson yaml-0.1 openssl luajit)
 
 # The peer: @kubernetes/client-node pinned by bench/peers/package-lock.json.

@@ -38,16 +38,17 @@
  */
 #include "bench_util.h"
 
-#include "host/kube/jsonscan.h"
-#include "host/kube/object.h"
-#include "host/kube/kubeconfig.h"
-#include "host/kube/reflector.h"
-#include "host/kube/rest.h"
-#include "host/kube/restmapper.h"
-#include "host/kube/store.h"
-#include "host/kube/strmap.h"
-#include "host/kube/workqueue.h"
-#include "host/util/heap.h"
+#include "host/codec/jsonscan.h"
+#include "host/kube/cache/object.h"
+#include "host/kube/client/kubeconfig.h"
+#include "host/kube/cache/reflector.h"
+#include "host/kube/cache/rest_listwatch.h"
+#include "host/kube/client/rest.h"
+#include "host/kube/client/restmapper.h"
+#include "host/kube/cache/store.h"
+#include "host/codec/strmap.h"
+#include "host/kube/workqueue/workqueue.h"
+#include "host/util/malloc_tune.h"
 #include "host/util/log.h"
 
 #include <curl/curl.h>
@@ -361,6 +362,10 @@ static int build_only(const char *path, long n)
     return 0;
 }
 
+/* Handler bursts are workqueue batches, as the runtime binds them. */
+static const lop_handler_batch_t queue_batch = {
+    lop_workqueue_batch_begin, lop_workqueue_batch_flush, lop_workqueue_batch_end};
+
 int main(int argc, char **argv)
 {
     if (argc == 4 && !strcmp(argv[1], "build")) return build_only(argv[2], atol(argv[3]));
@@ -426,6 +431,7 @@ int main(int argc, char **argv)
         .lw = &lw,
         .store = store,
         .handlers = {on_add, on_update, NULL, NULL, on_synced},
+        .batch = &queue_batch, /* as the runtime binds it (host/runtime/manager.c) */
         .obj_flags = !strcmp(cache, "keep") ? LOP_OBJ_KEEP_MANAGED_FIELDS
                      : meta || meta_client ? LOP_OBJ_METADATA_ONLY : 0,
         .api_version = api_version,

@@ -1,6 +1,6 @@
 /*
  * core_selector.c — core.selector: label selectors parsed and matched by the same code as the API
- * server and the informers (host/kube/selector.h).
+ * server and the informers (host/meta/selector.h).
  *
  *   core.selector.parse_labels(s) -> sel | nil, err     (err = "unable to parse requirement: ...")
  *   sel:matches(labels) -> boolean                      (labels: table of string values, or nil)
@@ -13,7 +13,7 @@
  */
 #include "bindings/core_selector.h"
 
-#include "host/kube/selector.h"
+#include "host/meta/selector.h"
 
 #include <lauxlib.h>
 

@@ -1,5 +1,5 @@
 /*
- * core_selector.h — core.selector (label selectors, host/kube/selector.h) for Lua.
+ * core_selector.h — core.selector (label selectors, host/meta/selector.h) for Lua.
  * Thread-safety: per lua_State.
  */
 #ifndef LOP_LUA_CORE_SELECTOR_H

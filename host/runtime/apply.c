@@ -1,6 +1,6 @@
 #include "host/runtime/apply.h"
 
-#include "host/kube/yaml.h"
+#include "host/codec/yaml.h"
 #include "host/util/buf.h"
 #include "host/util/log.h"
 

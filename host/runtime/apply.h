@@ -10,8 +10,8 @@
 #ifndef LOP_RUNTIME_APPLY_H
 #define LOP_RUNTIME_APPLY_H
 
-#include "host/kube/rest.h"
-#include "host/kube/restmapper.h"
+#include "host/kube/client/rest.h"
+#include "host/kube/client/restmapper.h"
 
 #include <jansson.h>
 

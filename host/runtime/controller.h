@@ -19,7 +19,7 @@
 #ifndef LOP_RUNTIME_CONTROLLER_H
 #define LOP_RUNTIME_CONTROLLER_H
 
-#include "host/kube/workqueue.h"
+#include "host/kube/workqueue/workqueue.h"
 #include "host/runtime/gate.h"
 #include "host/runtime/scriptrt.h"
 #include "host/util/clock.h"

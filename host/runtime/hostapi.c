@@ -10,8 +10,8 @@
  * so it cannot go backwards. */
 #include "host/runtime/manager_internal.h"
 
-#include "host/kube/jsonscan.h"
-#include "host/kube/rest_object.h"
+#include "host/codec/jsonscan.h"
+#include "host/kube/client/rest_object.h"
 
 #include "host/util/buf.h"
 #include "host/util/log.h"

@@ -3,8 +3,8 @@
  * update them by label values. Any thread (the registry is thread-safe). */
 #include "host/runtime/manager_internal.h"
 
-#include "host/runtime/metrics.h"
-#include "host/runtime/metrics_std.h"
+#include "host/runtime/metrics/metrics.h"
+#include "host/runtime/metrics/metrics_std.h"
 
 #include <math.h>
 

@@ -19,7 +19,7 @@
 #define LOP_RUNTIME_HTTPSERVER_H
 
 #include "host/runtime/health.h"
-#include "host/runtime/metrics.h"
+#include "host/runtime/metrics/metrics.h"
 #include "host/util/err.h"
 
 typedef struct lop_httpserver lop_httpserver_t;

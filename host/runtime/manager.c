@@ -5,6 +5,7 @@
 #include "host/runtime/scripts.h"
 #include "host/util/buf.h"
 #include "host/util/log.h"
+#include "host/kube/workqueue/workqueue.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -12,6 +13,11 @@
 #include <string.h>
 
 /* ------------------------------------------------------------------ predicates copy */
+
+/* Informers' handler bursts (a watch read, a relist, a replay) are workqueue batches: the adds
+ * the controllers' handlers make for one burst are queued under one lock with one wake-up. */
+static const lop_handler_batch_t queue_batch = {
+    lop_workqueue_batch_begin, lop_workqueue_batch_flush, lop_workqueue_batch_end};
 
 static void preds_free(lop_pred_t *p, size_t n)
 {
@@ -129,6 +135,7 @@ static inf_entry_t *inf_acquire(lop_manager_t *m, const lop_rest_mapping_t *mp, 
     gvr_name(mp, meta_only, name, sizeof name);
     snprintf(api_version, sizeof api_version, "%s%s%s", mp->group, *mp->group ? "/" : "", mp->version);
     lop_informer_config_t ic = {.name = name, .lw = lw, .clock = m->clock, .watch_list = m->cfg.watch_list,
+                                .batch = &queue_batch,
                                 .obj_flags = meta_only ? LOP_OBJ_METADATA_ONLY : 0,
                                 .api_version = api_version, .kind = mp->kind};
     lop_informer_t *inf = lop_informer_new(&ic, err);

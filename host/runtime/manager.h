@@ -22,11 +22,11 @@
 #ifndef LOP_RUNTIME_MANAGER_H
 #define LOP_RUNTIME_MANAGER_H
 
-#include "host/kube/rest.h"
-#include "host/kube/restmapper.h"
+#include "host/kube/client/rest.h"
+#include "host/kube/client/restmapper.h"
 #include "host/runtime/engine.h"
 #include "host/runtime/gate.h"
-#include "host/runtime/metrics_std.h"
+#include "host/runtime/metrics/metrics_std.h"
 #include "host/runtime/recorder.h"
 
 #include <stdbool.h>

@@ -3,10 +3,11 @@
 #ifndef LOP_RUNTIME_MANAGER_INTERNAL_H
 #define LOP_RUNTIME_MANAGER_INTERNAL_H
 
-#include "host/kube/informer.h"
+#include "host/kube/cache/rest_listwatch.h"
+#include "host/kube/cache/informer.h"
 #include "host/runtime/controller.h"
 #include "host/runtime/manager.h"
-#include "host/runtime/metrics_bind.h"
+#include "host/runtime/metrics/metrics_bind.h"
 #include "host/runtime/recorder.h"
 #include "host/runtime/scriptrt.h"
 

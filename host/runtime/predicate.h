@@ -15,7 +15,7 @@
 #ifndef LOP_RUNTIME_PREDICATE_H
 #define LOP_RUNTIME_PREDICATE_H
 
-#include "host/kube/object.h"
+#include "host/kube/cache/object.h"
 #include "host/runtime/engine.h"
 
 #include <stdbool.h>

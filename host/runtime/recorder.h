@@ -15,7 +15,7 @@
 #ifndef LOP_RUNTIME_RECORDER_H
 #define LOP_RUNTIME_RECORDER_H
 
-#include "host/kube/rest.h"
+#include "host/kube/client/rest.h"
 #include "host/util/clock.h"
 
 typedef struct lop_recorder lop_recorder_t;

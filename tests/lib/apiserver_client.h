@@ -7,7 +7,7 @@
 #define LOP_TEST_APISERVER_CLIENT_H
 
 #include "apiserver/apiserver.h"
-#include "host/kube/rest.h"
+#include "host/kube/client/rest.h"
 #include "rest_client.h"
 
 #include <stdio.h>

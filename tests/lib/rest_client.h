@@ -5,7 +5,7 @@
 #ifndef LOP_TEST_REST_CLIENT_H
 #define LOP_TEST_REST_CLIENT_H
 
-#include "host/kube/rest.h"
+#include "host/kube/client/rest.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
 #ifndef LOP_TEST_HANDLER_LOG_H
 #define LOP_TEST_HANDLER_LOG_H
 
-#include "host/kube/object.h"
+#include "host/kube/cache/object.h"
 
 #include <stdbool.h>
 #include <stdio.h>

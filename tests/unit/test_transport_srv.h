@@ -9,8 +9,8 @@
 #define TEST_TRANSPORT_SRV_H
 
 #include "apiserver/apiserver.h"
-#include "host/kube/kubeconfig.h"
-#include "host/kube/transport.h"
+#include "host/kube/client/kubeconfig.h"
+#include "host/kube/client/transport.h"
 #include "host/util/buf.h"
 #include "t.h"
 

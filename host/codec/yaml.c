@@ -1,0 +1,241 @@
+#include "host/codec/yaml.h"
+
+#include "host/util/buf.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+/* Anchors seen in the current document: name -> value (borrowed from the document tree). */
+typedef struct anchors {
+    json_t *map; /* object: anchor name -> value */
+} anchors_t;
+
+static bool is_plain(const yaml_event_t *ev)
+{
+    return ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+}
+
+static json_t *resolve_plain(const char *s, size_t n)
+{
+    if (n == 0 || (n == 1 && s[0] == '~') || strcmp(s, "null") == 0 || strcmp(s, "Null") == 0 ||
+        strcmp(s, "NULL") == 0)
+        return json_null();
+    if (strcmp(s, "true") == 0 || strcmp(s, "True") == 0 || strcmp(s, "TRUE") == 0)
+        return json_true();
+    if (strcmp(s, "false") == 0 || strcmp(s, "False") == 0 || strcmp(s, "FALSE") == 0)
+        return json_false();
+    char *end = NULL;
+    errno = 0;
+    if ((s[0] == '0' && (s[1] == 'x' || s[1] == 'o')) && n > 2) {
+        long long v = strtoll(s + 2, &end, s[1] == 'x' ? 16 : 8);
+        if (*end == '\0' && errno == 0) return json_integer(v);
+        return json_stringn(s, n);
+    }
+    /* integer: [-+]?[0-9]+ */
+    size_t i = (s[0] == '-' || s[0] == '+') ? 1 : 0;
+    bool digits = i < n;
+    for (size_t j = i; j < n; j++) digits = digits && s[j] >= '0' && s[j] <= '9';
+    if (digits) {
+        long long v = strtoll(s, &end, 10);
+        if (errno == 0) return json_integer(v);
+        return json_real(strtod(s, NULL));
+    }
+    /* float: [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)? */
+    const char *p = s + i;
+    if (strcmp(p, ".inf") == 0 || strcmp(p, ".Inf") == 0 || strcmp(p, ".INF") == 0 ||
+        strcmp(s, ".nan") == 0 || strcmp(s, ".NaN") == 0 || strcmp(s, ".NAN") == 0)
+        return json_stringn(s, n); /* JSON has no infinities/NaN: keep the text */
+    bool seen_digit = false, ok = true;
+    while (*p >= '0' && *p <= '9') { p++; seen_digit = true; }
+    if (*p == '.') {
+        p++;
+        while (*p >= '0' && *p <= '9') { p++; seen_digit = true; }
+    }
+    if (seen_digit && (*p == 'e' || *p == 'E')) {
+        p++;
+        if (*p == '-' || *p == '+') p++;
+        if (!(*p >= '0' && *p <= '9')) ok = false;
+        while (*p >= '0' && *p <= '9') p++;
+    }
+    if (ok && seen_digit && *p == '\0') {
+        double d = strtod(s, NULL);
+        if (isfinite(d)) return json_real(d);
+    }
+    return json_stringn(s, n);
+}
+
+static lop_rc_t parse_error(yaml_parser_t *p, const char *origin, lop_err_t *err)
+{
+    return lop_err_set(err, LOP_EINVAL, 0, NULL, "%s:%zu:%zu: %s%s%s", origin,
+                       p->problem_mark.line + 1, p->problem_mark.column + 1,
+                       p->problem ? p->problem : "YAML syntax error",
+                       p->context ? " " : "", p->context ? p->context : "");
+}
+
+/* Parses one node whose first event is *first (consumed by the caller). */
+static lop_rc_t parse_node(yaml_parser_t *p, yaml_event_t *first, anchors_t *an, const char *origin,
+                           int depth, json_t **out, lop_err_t *err);
+
+static lop_rc_t next_event(yaml_parser_t *p, yaml_event_t *ev, const char *origin, lop_err_t *err)
+{
+    if (!yaml_parser_parse(p, ev)) return parse_error(p, origin, err);
+    return LOP_OK;
+}
+
+static void remember_anchor(anchors_t *an, const yaml_char_t *anchor, json_t *v)
+{
+    if (anchor) json_object_set(an->map, (const char *)anchor, v);
+}
+
+static lop_rc_t parse_node(yaml_parser_t *p, yaml_event_t *first, anchors_t *an, const char *origin,
+                           int depth, json_t **out, lop_err_t *err)
+{
+    *out = NULL;
+    if (depth > 256)
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "%s:%zu: nested too deeply", origin,
+                           first->start_mark.line + 1);
+    switch (first->type) {
+    case YAML_ALIAS_EVENT: {
+        json_t *v = json_object_get(an->map, (const char *)first->data.alias.anchor);
+        if (!v)
+            return lop_err_set(err, LOP_EINVAL, 0, NULL, "%s:%zu: unknown alias *%s", origin,
+                               first->start_mark.line + 1, first->data.alias.anchor);
+        *out = json_deep_copy(v);
+        return LOP_OK;
+    }
+    case YAML_SCALAR_EVENT: {
+        const char *s = (const char *)first->data.scalar.value;
+        size_t n = first->data.scalar.length;
+        const char *tag = (const char *)first->data.scalar.tag;
+        if (tag && strcmp(tag, "tag:yaml.org,2002:str") == 0) *out = json_stringn(s, n);
+        else if (is_plain(first)) *out = resolve_plain(s, n);
+        else *out = json_stringn(s, n);
+        if (!*out) *out = json_string(""); /* invalid UTF-8: jansson refuses; keep a string */
+        remember_anchor(an, first->data.scalar.anchor, *out);
+        return LOP_OK;
+    }
+    case YAML_SEQUENCE_START_EVENT: {
+        json_t *arr = json_array();
+        for (;;) {
+            yaml_event_t ev;
+            lop_rc_t rc = next_event(p, &ev, origin, err);
+            if (rc != LOP_OK) { json_decref(arr); return rc; }
+            if (ev.type == YAML_SEQUENCE_END_EVENT) { yaml_event_delete(&ev); break; }
+            json_t *item;
+            rc = parse_node(p, &ev, an, origin, depth + 1, &item, err);
+            yaml_event_delete(&ev);
+            if (rc != LOP_OK) { json_decref(arr); return rc; }
+            json_array_append_new(arr, item);
+        }
+        remember_anchor(an, first->data.sequence_start.anchor, arr);
+        *out = arr;
+        return LOP_OK;
+    }
+    case YAML_MAPPING_START_EVENT: {
+        json_t *obj = json_object();
+        for (;;) {
+            yaml_event_t kev;
+            lop_rc_t rc = next_event(p, &kev, origin, err);
+            if (rc != LOP_OK) { json_decref(obj); return rc; }
+            if (kev.type == YAML_MAPPING_END_EVENT) { yaml_event_delete(&kev); break; }
+            json_t *key;
+            rc = parse_node(p, &kev, an, origin, depth + 1, &key, err);
+            size_t kline = kev.start_mark.line + 1;
+            yaml_event_delete(&kev);
+            if (rc != LOP_OK) { json_decref(obj); return rc; }
+            yaml_event_t vev;
+            rc = next_event(p, &vev, origin, err);
+            if (rc != LOP_OK) { json_decref(key); json_decref(obj); return rc; }
+            json_t *val;
+            rc = parse_node(p, &vev, an, origin, depth + 1, &val, err);
+            yaml_event_delete(&vev);
+            if (rc != LOP_OK) { json_decref(key); json_decref(obj); return rc; }
+            char numkey[64];
+            const char *k = NULL;
+            if (json_is_string(key)) k = json_string_value(key);
+            else if (json_is_integer(key)) {
+                snprintf(numkey, sizeof numkey, "%lld", (long long)json_integer_value(key));
+                k = numkey;
+            } else if (json_is_true(key)) k = "true";
+            else if (json_is_false(key)) k = "false";
+            if (!k) {
+                json_decref(key); json_decref(val); json_decref(obj);
+                return lop_err_set(err, LOP_EINVAL, 0, NULL,
+                                   "%s:%zu: mapping keys must be scalars", origin, kline);
+            }
+            json_object_set_new(obj, k, val);
+            json_decref(key);
+        }
+        remember_anchor(an, first->data.mapping_start.anchor, obj);
+        *out = obj;
+        return LOP_OK;
+    }
+    default:
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "%s:%zu: unexpected YAML event", origin,
+                           first->start_mark.line + 1);
+    }
+}
+
+lop_rc_t lop_yaml_load_all(const char *text, size_t len, const char *origin, json_t **docs,
+                           lop_err_t *err)
+{
+    *docs = NULL;
+    yaml_parser_t p;
+    if (!yaml_parser_initialize(&p)) return lop_err_set(err, LOP_ENOMEM, 0, NULL, "yaml parser");
+    yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+    json_t *arr = json_array();
+    lop_rc_t rc = LOP_OK;
+    bool done = false;
+    while (rc == LOP_OK && !done) {
+        yaml_event_t ev;
+        rc = next_event(&p, &ev, origin, err);
+        if (rc != LOP_OK) break;
+        if (ev.type == YAML_STREAM_END_EVENT) done = true;
+        else if (ev.type == YAML_DOCUMENT_START_EVENT) {
+            anchors_t an = {json_object()};
+            yaml_event_t root;
+            rc = next_event(&p, &root, origin, err);
+            if (rc == LOP_OK) {
+                json_t *doc = NULL;
+                if (root.type != YAML_DOCUMENT_END_EVENT) {
+                    rc = parse_node(&p, &root, &an, origin, 0, &doc, err);
+                    yaml_event_t end;
+                    if (rc == LOP_OK && (rc = next_event(&p, &end, origin, err)) == LOP_OK)
+                        yaml_event_delete(&end);
+                }
+                yaml_event_delete(&root);
+                if (doc && !json_is_null(doc)) json_array_append_new(arr, doc);
+                else json_decref(doc);
+            }
+            json_decref(an.map);
+        }
+        yaml_event_delete(&ev);
+    }
+    yaml_parser_delete(&p);
+    if (rc != LOP_OK) {
+        json_decref(arr);
+        return rc;
+    }
+    *docs = arr;
+    return LOP_OK;
+}
+
+lop_rc_t lop_yaml_load_file(const char *path, json_t **docs, lop_err_t *err)
+{
+    *docs = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return lop_err_set(err, LOP_EINVAL, 0, NULL, "%s: %s", path, strerror(errno));
+    lop_buf_t b = LOP_BUF_INIT;
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) lop_buf_append(&b, chunk, n);
+    fclose(f);
+    lop_rc_t rc = lop_yaml_load_all(b.data ? b.data : "", b.len, path, docs, err);
+    lop_buf_free(&b);
+    return rc;
+}

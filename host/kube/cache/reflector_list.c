@@ -1,0 +1,344 @@
+/* reflector_list.c — the reflector's paginated, streamed LIST and store replacement (see reflector.h). */
+#include "host/kube/cache/reflector_impl.h"
+
+#include "host/codec/jsonscan.h"
+#include "host/kube/cache/listdecoder.h"
+#include "host/util/buf.h"
+#include "host/util/log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct objvec {
+    lop_obj_t **v;
+    size_t n, cap;
+} objvec_t;
+
+static void objvec_clear(objvec_t *ov)
+{
+    for (size_t i = 0; i < ov->n; i++)
+        lop_obj_unref(ov->v[i]);
+    ov->n = 0;
+}
+
+static void objvec_push(objvec_t *ov, lop_obj_t *o)
+{
+    if (ov->n == ov->cap) {
+        ov->cap = ov->cap ? ov->cap * 2 : 64;
+        ov->v = lop_xrealloc(ov->v, ov->cap * sizeof *ov->v);
+    }
+    ov->v[ov->n++] = o;
+}
+
+/* The state of one list (all its pages). */
+typedef struct list_run {
+    lop_reflector_t *r;
+    lop_listdecoder_t *dec;
+    objvec_t *ov;
+    bool reuse;       /* the store had entries when the list began: unchanged items reuse them */
+    bool item_failed; /* an item could not be built: item_err says why */
+    lop_err_t item_err;
+    bool dec_failed;  /* the decoder failed: dec_err says why */
+    lop_err_t dec_err;
+    uint64_t reused;
+} list_run_t;
+
+/* Items of this page (ov[first..]) built before the list's kind/apiVersion arrived, when they
+ * carry none themselves: completed now (a body that puts items first and leaves kind out of
+ * them; the API server's custom resource lists put items first but with their kind). */
+static lop_rc_t complete_kinds(list_run_t *lr, size_t first, lop_err_t *err)
+{
+    const char *kind, *api;
+    lop_reflector_item_gvk(lr->r, lop_listdecoder_api_version(lr->dec), lop_listdecoder_item_kind(lr->dec), &api,
+                           &kind);
+    for (size_t i = first; i < lr->ov->n; i++) {
+        lop_obj_t *o = lr->ov->v[i];
+        if ((o->kind[0] || !kind) && (o->api_version[0] || !api))
+            continue;
+        lop_obj_t *full = NULL;
+        if (lop_obj_new_item(o->json, o->json_len, lr->r->obj_flags | LOP_OBJ_TRUSTED, api, kind, &full, err) != LOP_OK)
+            return LOP_EINVAL;
+        lop_obj_unref(o);
+        lr->ov->v[i] = full;
+    }
+    return LOP_OK;
+}
+
+/* The cached entry for this list item when it has the same resourceVersion (so the same
+ * content): a relist then shares it instead of building a second copy — the old and the new
+ * cache are never both resident for unchanged objects. NULL when not cached, changed, or the
+ * item's name fields carry escapes (then it is simply built). item is validated JSON. */
+lop_obj_t *lop_reflector_cached_same_rv(lop_reflector_t *r, const char *item, size_t len)
+{
+    lop_jscan_iter_t it, mt;
+    if (lop_jscan_object_begin_trusted(&it, item, len, 0) != 0)
+        return NULL;
+    int rr;
+    while ((rr = lop_jscan_object_next(&it)) == 1 && !lop_jscan_key_is(&it, "metadata"))
+        ;
+    if (rr != 1 || item[it.val_start] != '{' || lop_jscan_object_begin_trusted(&mt, item, len, it.val_start) != 0)
+        return NULL;
+    const char *ns = "", *name = NULL, *rv = NULL;
+    size_t nsl = 0, namel = 0, rvl = 0;
+    while ((name == NULL || rv == NULL || !nsl) && lop_jscan_object_next(&mt) == 1) {
+        const char *v = item + mt.val_start;
+        size_t vl = mt.val_end - mt.val_start;
+        if (vl < 2 || v[0] != '"' || memchr(v, '\\', vl))
+            continue;
+        if (lop_jscan_key_is(&mt, "name"))
+            name = v + 1, namel = vl - 2;
+        else if (lop_jscan_key_is(&mt, "namespace"))
+            ns = v + 1, nsl = vl - 2;
+        else if (lop_jscan_key_is(&mt, "resourceVersion"))
+            rv = v + 1, rvl = vl - 2;
+    }
+    if (!name || !rv || !namel || !rvl)
+        return NULL;
+    char small[256];
+    size_t kl = nsl ? nsl + 1 + namel : namel;
+    char *key = kl < sizeof small ? small : lop_xmalloc(kl + 1);
+    if (nsl)
+        snprintf(key, kl + 1, "%.*s/%.*s", (int)nsl, ns, (int)namel, name);
+    else
+        snprintf(key, kl + 1, "%.*s", (int)namel, name);
+    lop_obj_t *o = lop_store_get(r->store, key);
+    if (key != small)
+        free(key);
+    if (o && (strlen(o->rv) != rvl || memcmp(o->rv, rv, rvl) != 0)) {
+        lop_obj_unref(o);
+        o = NULL;
+    }
+    return o;
+}
+
+static int on_item(void *ud, const char *item, size_t len, size_t *end)
+{
+    list_run_t *lr = ud;
+    lop_reflector_t *r = lr->r;
+    if (atomic_load(&r->stop))
+        return 1;
+    /* The decoder leaves items unvalidated: building one validates it in the same pass. A relist
+     * validates first, then may share the cached entry instead of building. An unchecked item
+     * (end set: the bytes at hand from its '{') that fails either way is refused, not an error:
+     * the decoder then tracks it and hands it over whole. */
+    int trusted = 0;
+    lop_obj_t *o = NULL;
+    if (lr->reuse) {
+        size_t s, e;
+        if (lop_jscan_value(item, len, 0, &s, &e) != 0 || (!end && e != len)) {
+            if (end)
+                return LOP_LIST_RETRY;
+            lop_err_set(&lr->item_err, LOP_EINVAL, 0, NULL, "malformed or truncated JSON");
+            lr->item_failed = true;
+            return 1;
+        }
+        if (end)
+            *end = len = e;
+        end = NULL; /* validated: built from exactly its bytes */
+        trusted = LOP_OBJ_TRUSTED;
+        o = lop_reflector_cached_same_rv(r, item, len);
+    }
+    if (o) {
+        lr->reused++;
+    } else {
+        const char *kind, *api;
+        lop_reflector_item_gvk(r, lop_listdecoder_api_version(lr->dec), lop_listdecoder_item_kind(lr->dec), &api,
+                               &kind);
+        lop_rc_t rc = end ? lop_obj_new_prefix(item, len, r->obj_flags, api, kind, end, &o, &lr->item_err)
+                          : lop_obj_new_item(item, len, r->obj_flags | trusted, api, kind, &o, &lr->item_err);
+        if (rc != LOP_OK) {
+            if (end)
+                return LOP_LIST_RETRY;
+            lr->item_failed = true;
+            return 1;
+        }
+    }
+    objvec_push(lr->ov, o);
+    return 0;
+}
+
+static int on_list_bytes(void *ud, const char *data, size_t len)
+{
+    list_run_t *lr = ud;
+    if (atomic_load(&lr->r->stop))
+        return 1;
+    lop_rc_t rc = lop_listdecoder_feed(lr->dec, data, len, &lr->dec_err);
+    if (rc == LOP_EINVAL)
+        lr->dec_failed = true;
+    return rc != LOP_OK;
+}
+
+/* The rc of a page whose decoding or item building failed (or LOP_OK). */
+static lop_rc_t page_failure(list_run_t *lr, lop_err_t *err)
+{
+    if (lr->item_failed) {
+        lop_err_set(err, LOP_EINVAL, 0, NULL, "list item %zu of the page: %s", lop_listdecoder_items(lr->dec),
+                    lr->item_err.message);
+        return LOP_EINVAL;
+    }
+    if (lr->dec_failed) {
+        if (err)
+            *err = lr->dec_err;
+        return LOP_EINVAL;
+    }
+    return LOP_OK;
+}
+
+/* Fetch and decode one page: its items are appended to lr->ov as they arrive (streamed when the
+ * listwatch can, else from the collected body). On LOP_OK the decoder holds rv and continue. */
+static lop_rc_t fetch_page(list_run_t *lr, const lop_list_opts_t *o, lop_buf_t *body, lop_err_t *err)
+{
+    lop_reflector_t *r = lr->r;
+    lop_listdecoder_reset(lr->dec);
+    lr->item_failed = lr->dec_failed = false;
+    size_t first = lr->ov->n;
+    lop_rc_t rc;
+    if (r->lw.list_stream) {
+        rc = r->lw.list_stream(r->lw.ud, o, on_list_bytes, lr, err);
+    } else {
+        lop_buf_reset(body);
+        rc = r->lw.list(r->lw.ud, o, body, err);
+        if (rc == LOP_OK && !atomic_load(&r->stop)) {
+            rc = lop_listdecoder_feed(lr->dec, body->data ? body->data : "", body->len, &lr->dec_err);
+            if (rc == LOP_EINVAL)
+                lr->dec_failed = true; /* (an error of the request itself keeps its own err) */
+        }
+    }
+    lop_rc_t fr = page_failure(lr, err);
+    if (fr != LOP_OK)
+        return fr;
+    if (rc != LOP_OK)
+        return rc;
+    rc = lop_listdecoder_finish(lr->dec, err);
+    return rc == LOP_OK ? complete_kinds(lr, first, err) : rc;
+}
+
+#define REPLACE_BATCH 512
+
+static void deliver(void *ud, lop_store_change_t what, lop_obj_t *old, lop_obj_t *new_)
+{
+    lop_reflector_t *r = ud;
+    if (what == LOP_STORE_ADDED) {
+        if (r->h.on_add)
+            r->h.on_add(r->h.ud, new_);
+    } else if (what == LOP_STORE_UPDATED) {
+        if (r->h.on_update)
+            r->h.on_update(r->h.ud, old, new_);
+    } else if (r->h.on_delete) {
+        r->h.on_delete(r->h.ud, old, true);
+    }
+    if (++r->replace_delivered % REPLACE_BATCH == 0) /* let the workers have this batch */
+        lop_refl_batch_flush(r);
+}
+
+void lop_reflector_replace(lop_reflector_t *r, lop_obj_t *const *objs, size_t n)
+{
+    if (r->dlock)
+        pthread_mutex_lock(r->dlock);
+    /* the handlers' calls go in bursts (reflector.h; the runtime's workqueue adds: one lock and
+     * one wake-up per REPLACE_BATCH changes instead of per object, the workers starting on the
+     * first burst).
+     * Flushed, not only ended, at the end: a watch-list's replace runs nested in the batch of
+     * the stream's read, and the reflector counts as synced once this returns. */
+    r->replace_delivered = 0;
+    lop_refl_batch_begin(r);
+    lop_store_replace(r->store, objs, n, deliver, r);
+    lop_refl_batch_flush(r);
+    lop_refl_batch_end(r);
+    if (r->dlock)
+        pthread_mutex_unlock(r->dlock);
+}
+
+/* E.9: "too large resource version" is a 504 Timeout (we branch on code and reason, never on
+ * the message; a plain 504 on a list at a specific RV is retried the same way). */
+static bool too_large_rv(const lop_err_t *e) { return e->code == 504 && strcmp(e->reason, "Timeout") == 0; }
+
+lop_rc_t lop_reflector_do_list(lop_reflector_t *r, lop_err_t *err)
+{
+    char *orig_rv;
+    pthread_mutex_lock(&r->mu);
+    orig_rv = lop_xstrdup(r->rv_unavailable ? "" : (r->last_rv[0] ? r->last_rv : "0"));
+    r->st.lists++;
+    pthread_mutex_unlock(&r->mu);
+
+    objvec_t ov = {0};
+    lop_buf_t body = LOP_BUF_INIT;
+    char *rv = NULL, *token = NULL;
+    lop_rc_t rc;
+    list_run_t lr = {.r = r, .ov = &ov};
+    if (!r->ldec) {
+        r->ldec = lop_listdecoder_new(r->max_event_bytes, on_item, &lr);
+        lop_listdecoder_set_validate(r->ldec, false);
+    } else
+        lop_listdecoder_set_callback(r->ldec, on_item, &lr);
+    lr.dec = r->ldec;
+    lop_store_stats_t ss;
+    lop_store_stats(r->store, &ss);
+    lr.reuse = ss.count > 0;
+    /* client-go: page unless a specific RV is asked for (served from the watch cache) */
+    bool paged = !orig_rv[0] || strcmp(orig_rv, "0") == 0 || r->paginated_result;
+    lop_list_opts_t o = {orig_rv[0] ? orig_rv : NULL, NULL, paged ? r->page_size : 0, NULL};
+    bool retried_unset = false;
+    for (int page = 0;; page++) {
+        if (err)
+            lop_err_clear(err);
+        rc = fetch_page(&lr, &o, &body, err);
+        pthread_mutex_lock(&r->mu);
+        r->st.list_pages++;
+        pthread_mutex_unlock(&r->mu);
+        if (atomic_load(&r->stop)) {
+            rc = LOP_ECLOSED;
+            break;
+        }
+        if (rc == LOP_EGONE && page > 0) {
+            /* pager: the snapshot of a continue token expired → one full list at the original RV */
+            lop_logf(LOP_LOG_INFO, "reflector %s: continue token expired, falling back to a full list", r->name);
+            pthread_mutex_lock(&r->mu);
+            r->st.list_fallbacks++;
+            pthread_mutex_unlock(&r->mu);
+            objvec_clear(&ov);
+            o = (lop_list_opts_t){orig_rv[0] ? orig_rv : NULL, NULL, 0, NULL};
+            page = -1;
+            continue;
+        }
+        if (rc != LOP_OK) {
+            if ((rc == LOP_EGONE || (err && too_large_rv(err))) && page == 0 && orig_rv[0] && !retried_unset) {
+                /* our RV is unavailable: relist at once with a consistent read */
+                r->rv_unavailable = true;
+                retried_unset = true;
+                orig_rv[0] = '\0';
+                objvec_clear(&ov);
+                o = (lop_list_opts_t){NULL, NULL, r->page_size, NULL};
+                page = -1;
+                continue;
+            }
+            break;
+        }
+        free(rv);
+        rv = lop_xstrdup(lop_listdecoder_resource_version(lr.dec));
+        const char *cont = lop_listdecoder_continue(lr.dec);
+        if (!cont[0])
+            break;
+        if (page == 0)
+            r->paginated_result = true;
+        free(token);
+        token = lop_xstrdup(cont);
+        o = (lop_list_opts_t){NULL, NULL, o.limit ? o.limit : r->page_size, token}; /* E.15: no RV */
+    }
+    if (rc == LOP_OK) {
+        lop_reflector_replace(r, ov.v, ov.n);
+        lop_reflector_set_rv(r, rv);
+        r->rv_unavailable = false;
+        lop_reflector_mark_synced(r);
+        pthread_mutex_lock(&r->mu);
+        r->st.list_reused += lr.reused;
+        pthread_mutex_unlock(&r->mu);
+    }
+    objvec_clear(&ov);
+    free(ov.v);
+    free(rv);
+    free(token);
+    free(orig_rv);
+    lop_buf_free(&body);
+    return rc;
+}
