@@ -4,7 +4,8 @@
  * NOT a production API server: single process, in-memory, no authorization, no admission, no
  * controllers beyond a synchronous garbage collector and CRD establishment. It speaks the
  * Kubernetes REST protocol closely enough for kubectl, client-go style clients and luaop's own
- * client (see apiserver/README.md and ../shared/reference/kube-api-semantics.md).
+ * client (see apiserver/README.md; the behaviour follows the Kubernetes API Concepts page,
+ * kubernetes.io/docs/reference/using-api/api-concepts/).
  *
  * The server runs a libevent event loop on its own thread; all store state lives on that thread.
  * Thread-safety: every function below may be called from any thread. Fault-injection calls are

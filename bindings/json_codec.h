@@ -1,6 +1,6 @@
 /*
- * json_codec.h — the lossless JSON <-> Lua codec behind luaop.core.json (DESIGN.md §3
- * "Lossless JSON in Lua", docs/lua-core.md "JSON").
+ * json_codec.h — the lossless JSON <-> Lua codec behind luaop.core.json
+ * (docs/lua-core.md "JSON"; docs/architecture.md "Layers").
  *
  * Decoding goes straight from JSON text into Lua values (no intermediate document):
  *   object -> plain table (a null member leaves the key absent);

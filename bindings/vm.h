@@ -1,6 +1,6 @@
 /*
- * vm.h — one sandboxed LuaJIT state with a memory cap and per-call deadlines (DESIGN.md §3
- * "Lua execution"). The engine (engine_lua.c) builds one per worker.
+ * vm.h — one sandboxed LuaJIT state with a memory cap and per-call deadlines
+ * (docs/execution-model.md "VMs" and "Deadlines"). The engine (engine_lua.c) builds one per worker.
  *
  *  - Memory: a counting allocator; an allocation that would exceed memory_limit_bytes fails
  *    (Lua raises "not enough memory"), the VM records it and is from then on flagged broken

@@ -1,7 +1,8 @@
 /*
  * gate.h — an open/closed flag threads can wait on. The leader elector opens the gate when this
  * replica starts leading and closes it when it stops; workers of controllers that need a leader
- * wait at the gate before taking work (DESIGN.md §1: workers only while leading).
+ * wait at the gate before taking work (docs/execution-model.md "Leadership"; controller-runtime
+ * starts leader-election runnables only once elected, pkg/manager/runnable_group.go).
  *
  * Thread-safety: all functions from any thread.
  */

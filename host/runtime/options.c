@@ -1,5 +1,7 @@
 #include "host/runtime/options.h"
 
+#include "host/kube/leaderelection/leaderelection.h"
+
 #include "host/util/clock.h"
 
 #include <getopt.h>
@@ -63,9 +65,11 @@ int lop_parse_bytes(const char *s, size_t *out)
 void lop_run_opts_defaults(lop_run_opts_t *o)
 {
     memset(o, 0, sizeof *o);
-    o->lease_duration_ns = 15 * LOP_NS_PER_S;
-    o->renew_deadline_ns = 10 * LOP_NS_PER_S;
-    o->retry_period_ns = 2 * LOP_NS_PER_S;
+    lop_elector_config_t le; /* the elector's defaults (client-go's 15 s / 10 s / 2 s) */
+    lop_elector_config_defaults(&le);
+    o->lease_duration_ns = le.lease_duration_ns;
+    o->renew_deadline_ns = le.renew_deadline_ns;
+    o->retry_period_ns = le.retry_period_ns;
     o->release_on_cancel = true;
     o->on_leader_loss = "exit";
     o->metrics_addr = ":8080";

@@ -3,7 +3,7 @@
  *
  * Install = build a VM from the new set on the side (which loads every file and runs main.lua,
  * validating the declarations), and only if that succeeds make the set current and bump the
- * generation (DESIGN.md §3 "Reload"). A failed install changes nothing.
+ * generation (docs/reload.md). A failed install changes nothing.
  *
  * Workers each own a lop_vm_slot_t: lop_scriptrt_vm() returns the slot's VM, rebuilding it
  * from the current set when the generation moved on (between reconciles, so an in-flight
