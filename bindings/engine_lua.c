@@ -9,6 +9,7 @@
 #include "bindings/core_selector.h"
 #include "bindings/engine_internal.h"
 #include "bindings/json_codec.h"
+#include "bindings/result_map.h"
 
 #include "host/util/buf.h"
 
@@ -119,6 +120,8 @@ static int load_fn(lua_State *L)
     lua_setfield(L, core, "json");
     lop_lua_selector_open(L);
     lua_setfield(L, core, "selector");
+    lua_pushcfunction(L, lop_lua_reconcile_result);
+    lua_setfield(L, core, "reconcile_result");
     lop_lua_clock_register(L, core, vm->lvm.clock);
     lop_lua_core_host_register(L, core);
     lua_pushboolean(L, 1);
@@ -208,30 +211,6 @@ typedef struct rec_ctx {
     lop_reconcile_result_t *res;
 } rec_ctx_t;
 
-/* The text of an error value at idx (string, {message=, reason=} table, or tostring). */
-static void err_text(lua_State *L, int idx, char *out, size_t len)
-{
-    idx = idx < 0 ? lua_gettop(L) + idx + 1 : idx;
-    if (lua_type(L, idx) == LUA_TSTRING || lua_type(L, idx) == LUA_TNUMBER) {
-        snprintf(out, len, "%s", lua_tostring(L, idx));
-    } else if (lua_istable(L, idx)) {
-        lua_getfield(L, idx, "message");
-        lua_getfield(L, idx, "reason");
-        const char *m = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
-        const char *r = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-        if (m && r) snprintf(out, len, "%s: %s", r, m);
-        else if (m) snprintf(out, len, "%s", m);
-        else if (r) snprintf(out, len, "%s", r);
-        else snprintf(out, len, "error (a table without message)");
-        lua_pop(L, 2);
-    } else if (luaL_callmeta(L, idx, "__tostring") && lua_isstring(L, -1)) {
-        snprintf(out, len, "%s", lua_tostring(L, -1));
-        lua_pop(L, 1);
-    } else {
-        snprintf(out, len, "error (a %s value)", luaL_typename(L, idx));
-    }
-}
-
 static int reconcile_fn(lua_State *L)
 {
     rec_ctx_t *c = (rec_ctx_t *)lua_touserdata(L, 1);
@@ -249,42 +228,7 @@ static int reconcile_fn(lua_State *L)
     lop_lua_vm_call(L, 1, 2);
 
     int r1 = lua_gettop(L) - 1, r2 = lua_gettop(L);
-    if (!lua_isnil(L, r2)) {
-        res->kind = LOP_RESULT_ERROR;
-        if (lua_istable(L, r2)) {
-            lua_getfield(L, r2, "terminal");
-            if (lua_toboolean(L, -1)) res->kind = LOP_RESULT_TERMINAL;
-            lua_pop(L, 1);
-        }
-        err_text(L, r2, res->message, sizeof res->message);
-        return 0;
-    }
-    if (lua_isnil(L, r1)) {
-        res->kind = LOP_RESULT_DONE;
-        return 0;
-    }
-    if (!lua_istable(L, r1)) {
-        return luaL_error(L, "controller '%s': reconcile returned a %s; expected nothing, a result "
-                             "table ({requeue = true} / {requeue_after = secs}) or nil, err",
-                          c->controller, luaL_typename(L, r1));
-    }
-    lua_getfield(L, r1, "requeue_after");
-    if (!lua_isnil(L, -1)) {
-        lua_Number s = lua_tonumber(L, -1);
-        if (lua_type(L, -1) != LUA_TNUMBER || isnan(s) || s < 0 || s > 1e9)
-            return luaL_error(L, "controller '%s': reconcile result requeue_after must be a number "
-                                 "of seconds >= 0", c->controller);
-        if (s > 0) {
-            res->kind = LOP_RESULT_REQUEUE_AFTER;
-            res->requeue_after_ns = (int64_t)llround(s * 1e9);
-            if (res->requeue_after_ns <= 0) res->requeue_after_ns = 1;
-            return 0;
-        }
-    }
-    lua_pop(L, 1);
-    lua_getfield(L, r1, "requeue");
-    res->kind = lua_toboolean(L, -1) ? LOP_RESULT_REQUEUE : LOP_RESULT_DONE;
-    return 0;
+    return lop_lua_map_result(L, r1, r2, c->controller, res);
 }
 
 static const lop_ctrl_decl_t *find_decl(lop_vm_t *vm, const char *name)

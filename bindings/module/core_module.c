@@ -6,6 +6,7 @@
 #include "bindings/core_clock.h"
 #include "bindings/core_selector.h"
 #include "bindings/json_codec.h"
+#include "bindings/result_map.h"
 
 #include <lauxlib.h>
 
@@ -18,6 +19,8 @@ int luaopen_luaop_core(lua_State *L)
     lua_setfield(L, -2, "json");
     lop_lua_selector_open(L);
     lua_setfield(L, -2, "selector");
+    lua_pushcfunction(L, lop_lua_reconcile_result);
+    lua_setfield(L, -2, "reconcile_result");
     lop_lua_clock_register(L, -1, &lop_clock_system);
     lua_pushboolean(L, 0);
     lua_setfield(L, -2, "in_host");

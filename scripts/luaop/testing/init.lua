@@ -163,27 +163,18 @@ local function resolve(ctrl)
   error("luaop.testing: controller must be a name or a spec table", 3)
 end
 
--- Classify what reconcile returned, as the host maps it to lop_result_kind_t.
+-- Classify what reconcile returned: the host's own mapping (luaop.core.reconcile_result, the C
+-- function every worker uses: bindings/result_map.h), so a test sees what the host would do.
+local reconcile_result = require("luaop.core").reconcile_result
 local function classify(ok, a, b)
   if not ok then return { kind = "error", err = { reason = "LuaError", message = tostring(a) }, raised = true } end
-  if b ~= nil then
-    if type(b) == "table" and b.terminal == true then return { kind = "terminal", err = b } end
-    return { kind = "error", err = b }
+  local mok, m = pcall(reconcile_result, a, b)
+  if not mok then
+    return { kind = "error", raised = true, err = { reason = "BadResult", message = tostring(m) } }
   end
-  if a == nil then return { kind = "done" } end
-  if type(a) ~= "table" then
-    return { kind = "error", err = { reason = "BadResult", message = "reconcile returned a " .. type(a) }, raised = true }
-  end
-  local ra = a.requeue_after
-  if ra ~= nil then
-    if type(ra) ~= "number" or ra ~= ra or ra < 0 or ra > 1e9 then
-      return { kind = "error", raised = true,
-               err = { reason = "BadResult", message = "reconcile result requeue_after must be a number of seconds >= 0" } }
-    end
-    if ra > 0 then return { kind = "requeue_after", requeue_after = ra } end
-  end
-  if a.requeue == true then return { kind = "requeue" } end
-  return { kind = "done" }
+  if m.kind == "error" or m.kind == "terminal" then return { kind = m.kind, err = b } end
+  if m.kind == "requeue_after" then return { kind = "requeue_after", requeue_after = m.requeue_after } end
+  return { kind = m.kind }
 end
 
 local function run_one(spec, req)

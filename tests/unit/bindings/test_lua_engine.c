@@ -5,6 +5,10 @@
 #include "host/util/buf.h"
 #include "t.h"
 
+#include <lauxlib.h>
+#include <lualib.h>
+#include <math.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -316,38 +320,65 @@ static void test_predicate_and_map_errors(void)
 
 /* ------------------------------------------------------------------ reconcile results */
 
+/* The cases of spec/support/result_cases.lua (shared with spec/result_agreement_spec.lua, which
+ * runs them through luaop.testing), run through the real engine. */
+typedef struct result_case {
+    char body[256], msg[128];
+    lop_result_kind_t kind;
+    int64_t after_ns;
+} result_case_t;
+
+static lop_result_kind_t kind_named(const char *k)
+{
+    if (!strcmp(k, "requeue")) return LOP_RESULT_REQUEUE;
+    if (!strcmp(k, "requeue_after")) return LOP_RESULT_REQUEUE_AFTER;
+    if (!strcmp(k, "error")) return LOP_RESULT_ERROR;
+    if (!strcmp(k, "terminal")) return LOP_RESULT_TERMINAL;
+    return LOP_RESULT_DONE;
+}
+
+static size_t load_result_cases(result_case_t *out, size_t max)
+{
+    char path[1024];
+    const char *src = getenv("LUAOP_SRC");
+    snprintf(path, sizeof path, "%s/spec/support/result_cases.lua", src ? src : ".");
+    lua_State *L = luaL_newstate();
+    size_t n = 0;
+    if (luaL_dofile(L, path) != 0) {
+        fprintf(stderr, "%s: %s\n", path, lua_tostring(L, -1));
+    } else {
+        for (int i = 1; n < max; i++) {
+            lua_rawgeti(L, -1, i);
+            if (lua_isnil(L, -1)) { lua_pop(L, 1); break; }
+            result_case_t *c = &out[n++];
+            lua_getfield(L, -1, "body");
+            snprintf(c->body, sizeof c->body, "%s", lua_tostring(L, -1));
+            lua_getfield(L, -2, "kind");
+            c->kind = kind_named(lua_tostring(L, -1));
+            lua_getfield(L, -3, "after");
+            c->after_ns = (int64_t)llround(lua_tonumber(L, -1) * 1e9);
+            lua_getfield(L, -4, "msg");
+            snprintf(c->msg, sizeof c->msg, "%s", lua_isstring(L, -1) ? lua_tostring(L, -1) : "");
+            lua_pop(L, 5);
+        }
+    }
+    lua_close(L);
+    return n;
+}
+
 static void test_reconcile_result_mapping(void)
 {
     const lop_engine_t *e = lop_lua_engine();
-    const struct {
-        const char *body;
-        lop_result_kind_t kind;
-        int64_t after_ns;
-        const char *msg;
-    } cases[] = {
-        {"return", LOP_RESULT_DONE, 0, ""},
-        {"return nil", LOP_RESULT_DONE, 0, ""},
-        {"return {}", LOP_RESULT_DONE, 0, ""},
-        {"return { requeue = true }", LOP_RESULT_REQUEUE, 0, ""},
-        {"return { requeue_after = 2.5 }", LOP_RESULT_REQUEUE_AFTER, 2500 * LOP_NS_PER_MS, ""},
-        {"return { requeue = true, requeue_after = 1 }", LOP_RESULT_REQUEUE_AFTER, LOP_NS_PER_S, ""},
-        {"return { requeue_after = 0 }", LOP_RESULT_DONE, 0, ""},
-        {"return nil, 'plain failure'", LOP_RESULT_ERROR, 0, "plain failure"},
-        {"return { requeue = true }, { reason = 'Conflict', message = 'modified' }", LOP_RESULT_ERROR, 0,
-         "Conflict: modified"},
-        {"return nil, { terminal = true, message = 'bad spec' }", LOP_RESULT_TERMINAL, 0, "bad spec"},
-        {"error('kaboom')", LOP_RESULT_ERROR, 0, "main.lua:4: kaboom\nstack traceback:"},
-        {"error({ reason = 'NotFound', message = 'gone' })", LOP_RESULT_ERROR, 0, "main.lua:4: NotFound: gone"},
-        {"return 42", LOP_RESULT_ERROR, 0, "controller 'c': reconcile returned a number"},
-        {"return { requeue_after = 'soon' }", LOP_RESULT_ERROR, 0, "controller 'c': reconcile result requeue_after"},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    static result_case_t cases[64];
+    size_t ncases = load_result_cases(cases, 64);
+    T_CHECK(ncases >= 20);
+    for (size_t i = 0; i < ncases; i++) {
         char src[1024];
         snprintf(src, sizeof src,
                  "local core = require('luaop.core')\n"
                  "core.register_controller{ name = 'c', for_ = { api_version = 'v1', kind = 'A' },\n"
                  "  reconcile = function(req)\n"
-                 "    %s\n"
+                 "    %.255s\n"
                  "  end }\n",
                  cases[i].body);
         set_builder_t b;
