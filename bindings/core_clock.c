@@ -79,9 +79,8 @@ void lop_lua_clock_register(lua_State *L, int tidx, const lop_clock_t *clock)
         {NULL, NULL},
     };
     if (tidx < 0 && tidx > LUA_REGISTRYINDEX) tidx = lua_gettop(L) + tidx + 1;
-    for (const luaL_Reg *r = fns; r->name; r++) {
-        lua_pushlightuserdata(L, (void *)clock);
-        lua_pushcclosure(L, r->func, 1);
-        lua_setfield(L, tidx, r->name);
-    }
+    lua_pushvalue(L, tidx);
+    lua_pushlightuserdata(L, (void *)clock); /* each function's one upvalue */
+    luaL_setfuncs(L, fns, 1);
+    lua_pop(L, 1);
 }

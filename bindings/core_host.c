@@ -558,9 +558,8 @@ void lop_lua_core_host_register(lua_State *L, int tidx)
         {"register_controller", lop_lua_core_register_controller}, {NULL, NULL},
     };
     if (tidx < 0 && tidx > LUA_REGISTRYINDEX) tidx = lua_gettop(L) + tidx + 1;
-    for (const luaL_Reg *r = fns; r->name; r++) {
-        lua_pushcfunction(L, r->func);
-        lua_setfield(L, tidx, r->name);
-    }
+    lua_pushvalue(L, tidx);
+    luaL_setfuncs(L, fns, 0);
+    lua_pop(L, 1);
     lop_lua_core_metrics_register(L, tidx);
 }

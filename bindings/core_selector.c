@@ -126,10 +126,7 @@ void lop_lua_selector_open(lua_State *L)
     if (luaL_newmetatable(L, SELECTOR_MT)) {
         static const luaL_Reg methods[] = {{"matches", sel_matches}, {"empty", sel_empty}, {NULL, NULL}};
         lua_createtable(L, 0, 2);
-        for (const luaL_Reg *r = methods; r->name; r++) {
-            lua_pushcfunction(L, r->func);
-            lua_setfield(L, -2, r->name);
-        }
+        luaL_setfuncs(L, methods, 0);
         lua_setfield(L, -2, "__index");
         lua_pushcfunction(L, sel_gc);
         lua_setfield(L, -2, "__gc");

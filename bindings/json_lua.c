@@ -199,10 +199,7 @@ void lop_lua_json_init(lua_State *L)
     };
     lua_pushlightuserdata(L, (void *)&lop_lua_json_key_bigint_mt);
     lua_createtable(L, 0, 8);
-    for (const luaL_Reg *r = bigint_meta; r->name; r++) {
-        lua_pushcfunction(L, r->func);
-        lua_setfield(L, -2, r->name);
-    }
+    luaL_setfuncs(L, bigint_meta, 0);
     lua_pushliteral(L, "luaop.json.bigint");
     lua_setfield(L, -2, "__name");
     lua_pushliteral(L, "bigint");
@@ -363,10 +360,7 @@ void lop_lua_json_open(lua_State *L)
     };
     lop_lua_json_init(L);
     lua_createtable(L, 0, 12);
-    for (const luaL_Reg *r = fns; r->name; r++) {
-        lua_pushcfunction(L, r->func);
-        lua_setfield(L, -2, r->name);
-    }
+    luaL_setfuncs(L, fns, 0);
     lop_lua_json_push_null(L);
     lua_setfield(L, -2, "null");
     lop_lua_json_push_array_mt(L);
