@@ -51,23 +51,31 @@ static const lop_reconcile_req_t req = {"default", "x", "r-1"};
     "core.register_controller{ name = 'c', for_ = { api_version = 'v1', kind = 'ConfigMap' },\n" \
     "  reconcile = function(req)\n"
 
-static void test_infinite_loop_is_interrupted(void)
+/* Build a VM from s with o, run the controller "c" once for req into *res, free the VM. False
+ * (with a failed check) when the VM could not be built. */
+static bool reconcile_once(const lop_script_set_t *s, const lop_engine_opts_t *o, lop_reconcile_result_t *res)
 {
     const lop_engine_t *e = lop_lua_engine();
+    lop_err_t err;
+    lop_vm_t *vm = e->vm_new(s, o, NULL, &err);
+    T_CHECK(vm != NULL);
+    if (!vm) return false;
+    e->reconcile(vm, "c", &req, res);
+    e->vm_free(vm);
+    return true;
+}
+
+static void test_infinite_loop_is_interrupted(void)
+{
     lop_script_set_t s = one_file(CTRL_HEAD "    while true do end\n  end }\n");
     lop_engine_opts_t o = opts_default();
-    lop_err_t err;
-    lop_vm_t *vm = e->vm_new(&s, &o, NULL, &err);
-    T_CHECK(vm != NULL);
-    if (!vm) return;
     lop_reconcile_result_t res;
-    e->reconcile(vm, "c", &req, &res);
+    if (!reconcile_once(&s, &o, &res)) return;
     T_EQ_INT(res.kind, LOP_RESULT_ERROR);
     T_CHECK(res.timed_out);
     T_CHECK(!res.vm_broken);
     T_CHECK(strstr(res.message, "main.lua:4: reconcile deadline exceeded") != NULL);
     T_CHECK(strstr(res.message, "stack traceback") != NULL);
-    e->vm_free(vm);
 }
 
 static void test_pcall_cannot_swallow_the_deadline(void)
@@ -98,23 +106,17 @@ static void test_pcall_cannot_swallow_the_deadline(void)
 
 static void run_expect_timeout(const char *body, bool jit)
 {
-    const lop_engine_t *e = lop_lua_engine();
     char src[1024];
     snprintf(src, sizeof src, CTRL_HEAD "%s\n  end }\n", body);
     lop_script_set_t s = one_file(src);
     lop_engine_opts_t o = opts_default();
     o.jit = jit;
-    lop_err_t err;
-    lop_vm_t *vm = e->vm_new(&s, &o, NULL, &err);
-    T_CHECK(vm != NULL);
-    if (!vm) return;
     lop_reconcile_result_t res;
-    e->reconcile(vm, "c", &req, &res);
+    if (!reconcile_once(&s, &o, &res)) return;
     T_EQ_INT(res.kind, LOP_RESULT_ERROR);
     T_CHECK(res.timed_out);
     if (!res.timed_out) fprintf(stderr, "%s: %s\n", body, res.message);
     T_CHECK(strstr(res.message, "reconcile deadline exceeded") != NULL);
-    e->vm_free(vm);
 }
 
 static void test_deadline_in_coroutines_and_sleep(void)
@@ -163,7 +165,6 @@ static void test_load_deadline(void)
 
 static void test_jit_deadline_is_cooperative(void)
 {
-    const lop_engine_t *e = lop_lua_engine();
     /* With the JIT on there is no hook: the deadline is noticed by core.* calls. */
     lop_script_set_t s = one_file(CTRL_HEAD
                                   "    while true do\n"
@@ -172,16 +173,11 @@ static void test_jit_deadline_is_cooperative(void)
                                   "  end }\n");
     lop_engine_opts_t o = opts_default();
     o.jit = true;
-    lop_err_t err;
-    lop_vm_t *vm = e->vm_new(&s, &o, NULL, &err);
-    T_CHECK(vm != NULL);
-    if (!vm) return;
     lop_reconcile_result_t res;
-    e->reconcile(vm, "c", &req, &res);
+    if (!reconcile_once(&s, &o, &res)) return;
     T_EQ_INT(res.kind, LOP_RESULT_ERROR);
     T_CHECK(res.timed_out);
     T_CHECK(strstr(res.message, "reconcile deadline exceeded") != NULL);
-    e->vm_free(vm);
 }
 
 static void test_memory_cap_breaks_the_vm(void)
@@ -213,7 +209,6 @@ static void test_memory_cap_breaks_the_vm(void)
 
 static void test_memory_cap_even_when_caught(void)
 {
-    const lop_engine_t *e = lop_lua_engine();
     lop_script_set_t s = one_file(CTRL_HEAD
                                   "    local ok = pcall(function() local t = {} for i = 1, 1e8 do t[i] = {} end end)\n"
                                   "    return nil\n"
@@ -221,16 +216,11 @@ static void test_memory_cap_even_when_caught(void)
     lop_engine_opts_t o = opts_default();
     o.memory_limit_bytes = 4u << 20;
     o.reconcile_timeout_ns = 0;
-    lop_err_t err;
-    lop_vm_t *vm = e->vm_new(&s, &o, NULL, &err);
-    T_CHECK(vm != NULL);
-    if (!vm) return;
     lop_reconcile_result_t res;
-    e->reconcile(vm, "c", &req, &res);
+    if (!reconcile_once(&s, &o, &res)) return;
     T_EQ_INT(res.kind, LOP_RESULT_ERROR);
     T_CHECK(res.vm_broken);
     T_CHECK(strstr(res.message, "memory limit exceeded") != NULL);
-    e->vm_free(vm);
 }
 
 static void test_memory_cap_at_load(void)
@@ -248,7 +238,6 @@ static void test_memory_cap_at_load(void)
 
 static void test_sandbox_has_no_io_os(void)
 {
-    const lop_engine_t *e = lop_lua_engine();
     lop_script_set_t s = one_file(CTRL_HEAD
                                   "    local bad = {}\n"
                                   "    for _, g in ipairs{'io','os','debug','jit','ffi','dofile','loadfile','module'} do\n"
@@ -267,53 +256,36 @@ static void test_sandbox_has_no_io_os(void)
                                   "    if #bad > 0 then return nil, table.concat(bad, ',') end\n"
                                   "  end }\n");
     lop_engine_opts_t o = opts_default();
-    lop_err_t err;
-    lop_vm_t *vm = e->vm_new(&s, &o, NULL, &err);
-    T_CHECK(vm != NULL);
-    if (!vm) return;
     lop_reconcile_result_t res;
-    e->reconcile(vm, "c", &req, &res);
+    if (!reconcile_once(&s, &o, &res)) return;
     T_EQ_INT(res.kind, LOP_RESULT_DONE);
     if (res.kind != LOP_RESULT_DONE) fprintf(stderr, "sandbox: %s\n", res.message);
-    e->vm_free(vm);
 }
 
 static void test_unsafe_libs_opens_io_os(void)
 {
-    const lop_engine_t *e = lop_lua_engine();
     lop_script_set_t s = one_file(CTRL_HEAD
                                   "    if io and os and debug and jit and require('ffi') then return nil end\n"
                                   "    return nil, 'missing'\n"
                                   "  end }\n");
     lop_engine_opts_t o = opts_default();
     o.unsafe_libs = true;
-    lop_err_t err;
-    lop_vm_t *vm = e->vm_new(&s, &o, NULL, &err);
-    T_CHECK(vm != NULL);
-    if (!vm) return;
     lop_reconcile_result_t res;
-    e->reconcile(vm, "c", &req, &res);
+    if (!reconcile_once(&s, &o, &res)) return;
     T_EQ_INT(res.kind, LOP_RESULT_DONE);
-    e->vm_free(vm);
 }
 
 static void test_cjson_is_available(void)
 {
-    const lop_engine_t *e = lop_lua_engine();
     lop_script_set_t s = one_file(CTRL_HEAD
                                   "    local cjson = require('cjson')\n"
                                   "    if cjson.encode({1}) ~= '[1]' then return nil, 'cjson' end\n"
                                   "  end }\n");
     lop_engine_opts_t o = opts_default();
-    lop_err_t err;
-    lop_vm_t *vm = e->vm_new(&s, &o, NULL, &err);
-    T_CHECK(vm != NULL);
-    if (!vm) return;
     lop_reconcile_result_t res;
-    e->reconcile(vm, "c", &req, &res);
+    if (!reconcile_once(&s, &o, &res)) return;
     T_EQ_INT(res.kind, LOP_RESULT_DONE);
     if (res.kind != LOP_RESULT_DONE) fprintf(stderr, "cjson: %s\n", res.message);
-    e->vm_free(vm);
 }
 
 static void test_many_vms_free_cleanly(void)
