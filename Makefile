@@ -7,7 +7,7 @@ CMAKEFLAGS ?=
 PKGS      := $(shell sed -e 's/\#.*//' -e '/^[[:space:]]*$$/d' deps/debian-packages.txt)
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build test demo bench bench-smoke asan tsan format clean
+.PHONY: all deps build test demo bench bench-smoke asan tsan format format-check clean
 
 all: build
 
@@ -27,7 +27,7 @@ build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS) -- --no-print-directory
 
 # The whole suite: C unit tests, busted specs, integration tests (all through CTest).
-test: build
+test: build format-check
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 300
 
 # The main job: the memcached example end to end on the embedded API server.
@@ -48,6 +48,10 @@ tsan:
 
 format:
 	git ls-files '*.c' '*.h' | xargs clang-format -i
+
+# Fails, listing each deviation, when a tracked C file differs from .clang-format's style (`make format` fixes).
+format-check: deps
+	@git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan

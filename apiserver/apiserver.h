@@ -37,8 +37,7 @@ typedef struct lop_apiserver_opts {
  * SIGPIPE is ignored (writes to vanished clients must not kill the host).
  * Errors: LOP_EINVAL (bad listen address, unreadable token/CA file, kubeconfig not writable),
  * LOP_ERR (bind, TLS setup). */
-lop_rc_t lop_apiserver_start(const lop_apiserver_opts_t *opts, lop_apiserver_t **out,
-                             lop_err_t *err);
+lop_rc_t lop_apiserver_start(const lop_apiserver_opts_t *opts, lop_apiserver_t **out, lop_err_t *err);
 
 /* Base URL, e.g. "http://127.0.0.1:43121" (borrowed; valid until stop). */
 const char *lop_apiserver_url(const lop_apiserver_t *srv);
@@ -46,8 +45,7 @@ int lop_apiserver_port(const lop_apiserver_t *srv);
 
 /* Write a kubeconfig (cluster "luaop", user "luaop", context "luaop") pointing at the server,
  * with the CA data when TLS is on and the first token when token auth is on. */
-lop_rc_t lop_apiserver_write_kubeconfig(const lop_apiserver_t *srv, const char *path,
-                                        lop_err_t *err);
+lop_rc_t lop_apiserver_write_kubeconfig(const lop_apiserver_t *srv, const char *path, lop_err_t *err);
 
 /* Stop the loop, close every connection, free everything. NULL is a no-op. */
 void lop_apiserver_stop(lop_apiserver_t *srv);
@@ -65,12 +63,12 @@ void lop_apiserver_compact(lop_apiserver_t *srv);
 /* Fail the next `count` requests whose verb matches (NULL/"" = any; "get", "list", "watch",
  * "create", "update", "patch", "delete", or an HTTP method) and whose path starts with
  * path_prefix (NULL = any) with HTTP `code`; retry_after_s > 0 adds `Retry-After`. */
-void lop_apiserver_fail_next(lop_apiserver_t *srv, const char *verb, const char *path_prefix,
-                             int count, int code, int retry_after_s);
+void lop_apiserver_fail_next(lop_apiserver_t *srv, const char *verb, const char *path_prefix, int count, int code,
+                             int retry_after_s);
 /* Same, but answer like API Priority & Fairness does (D.14): text/plain body "Too many requests,
  * please try again later." and Retry-After (retry_after_s, at least 1), no Status JSON. */
-void lop_apiserver_fail_next_text(lop_apiserver_t *srv, const char *verb, const char *path_prefix,
-                                  int count, int code, int retry_after_s);
+void lop_apiserver_fail_next_text(lop_apiserver_t *srv, const char *verb, const char *path_prefix, int count, int code,
+                                  int retry_after_s);
 /* Stall (true) or resume (false) every watch stream: connections stay open, nothing is sent;
  * events queue and flow again on resume. */
 void lop_apiserver_stall_watches(lop_apiserver_t *srv, bool stall);

@@ -23,10 +23,8 @@ typedef struct clause {
 
 static void trim(const char **s, const char **e)
 {
-    while (*s < *e && (**s == ' ' || **s == '\t'))
-        (*s)++;
-    while (*e > *s && ((*e)[-1] == ' ' || (*e)[-1] == '\t'))
-        (*e)--;
+    while (*s < *e && (**s == ' ' || **s == '\t')) (*s)++;
+    while (*e > *s && ((*e)[-1] == ' ' || (*e)[-1] == '\t')) (*e)--;
 }
 
 /* Copy [s, e) to dst (cap bytes), without surrounding quotes. */
@@ -87,10 +85,7 @@ static bool parse_clause(clause_t *c, const char *s, const char *e, int order)
 }
 
 /* 2 for type/subtype, 1 for type/\*, 0 for \*\/\*. */
-static int specificity(const clause_t *c)
-{
-    return strcmp(c->type, "*") ? (strcmp(c->subtype, "*") ? 2 : 1) : 0;
-}
+static int specificity(const clause_t *c) { return strcmp(c->type, "*") ? (strcmp(c->subtype, "*") ? 2 : 1) : 0; }
 
 /* The order the API server tries clauses in: quality first, then the more specific range, then
  * the header's order. */
@@ -120,9 +115,7 @@ static bool acceptable(const clause_t *c, bool allow_conv, as_conv_t *out)
     /* apiserver's RequestScope.AllowsMediaTypeTransform: a conversion into meta.k8s.io v1 or
      * v1beta1 PartialObjectMetadata[List] (Table is not implemented here); discovery and other
      * endpoints allow none */
-    if (!allow_conv || strcmp(c->g, "meta.k8s.io") ||
-        (strcmp(c->v, "v1") && strcmp(c->v, "v1beta1")))
-        return false;
+    if (!allow_conv || strcmp(c->g, "meta.k8s.io") || (strcmp(c->v, "v1") && strcmp(c->v, "v1beta1"))) return false;
     if (!strcmp(c->as, "PartialObjectMetadata"))
         out->kind = AS_CONV_PARTIAL;
     else if (!strcmp(c->as, "PartialObjectMetadataList"))
@@ -139,8 +132,7 @@ bool as_accept_negotiate(const char *accept, bool allow_conv, as_conv_t *out)
     memset(out, 0, sizeof *out);
     if (!accept) return true;
     const char *p = accept;
-    while (*p == ' ' || *p == '\t')
-        p++;
+    while (*p == ' ' || *p == '\t') p++;
     if (!*p) return true; /* no preference */
     clause_t cl[MAX_CLAUSES];
     int n = 0, order = 0;
@@ -152,8 +144,7 @@ bool as_accept_negotiate(const char *accept, bool allow_conv, as_conv_t *out)
         if (parse_clause(&cl[n], p, e, order++)) {
             int i = n++; /* insertion sort: stable */
             clause_t c = cl[i];
-            for (; i > 0 && before(&c, &cl[i - 1]); i--)
-                cl[i] = cl[i - 1];
+            for (; i > 0 && before(&c, &cl[i - 1]); i--) cl[i] = cl[i - 1];
             cl[i] = c;
         }
         p = *e ? e + 1 : e;
@@ -196,15 +187,13 @@ void as_partial_from_json(lop_buf_t *b, const as_conv_t *conv, const char *json,
 void as_reply_not_acceptable_conv(as_req_t *q, bool is_list)
 {
     if (is_list)
-        as_reply_status(
-            q, 406, "NotAcceptable", NULL,
-            "PartialObjectMetadata was asked for, but the requested object is a list (%s); "
-            "ask for PartialObjectMetadataList",
-            q->res->list_kind);
+        as_reply_status(q, 406, "NotAcceptable", NULL,
+                        "PartialObjectMetadata was asked for, but the requested object is a list (%s); "
+                        "ask for PartialObjectMetadataList",
+                        q->res->list_kind);
     else
-        as_reply_status(
-            q, 406, "NotAcceptable", NULL,
-            "PartialObjectMetadataList was asked for, but the requested object is not a list "
-            "(%s); ask for PartialObjectMetadata",
-            q->res->kind);
+        as_reply_status(q, 406, "NotAcceptable", NULL,
+                        "PartialObjectMetadataList was asked for, but the requested object is not a list "
+                        "(%s); ask for PartialObjectMetadata",
+                        q->res->kind);
 }

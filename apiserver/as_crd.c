@@ -10,8 +10,8 @@
 static lop_rc_t crd_invalid(lop_err_t *err, const char *name, const char *field, const char *detail)
 {
     return lop_err_set(err, LOP_EINVAL, 422, "Invalid",
-                       "CustomResourceDefinition.apiextensions.k8s.io \"%s\" is invalid: %s: %s",
-                       name ? name : "", field, detail);
+                       "CustomResourceDefinition.apiextensions.k8s.io \"%s\" is invalid: %s: %s", name ? name : "",
+                       field, detail);
 }
 
 static json_t *condition(const char *type, const char *reason, const char *msg, const char *now)
@@ -26,11 +26,9 @@ static json_t *condition(const char *type, const char *reason, const char *msg, 
 }
 
 /* J.4: every node states its type unless it is int-or-string or preserves unknown fields. */
-static int structural_check(const json_t *s, const char *path, lop_err_t *err, const char *name,
-                            int depth)
+static int structural_check(const json_t *s, const char *path, lop_err_t *err, const char *name, int depth)
 {
-    if (depth > 64)
-        return 0;
+    if (depth > 64) return 0;
     bool typed = json_is_string(json_object_get(s, "type"));
     bool exempt = json_is_true(json_object_get(s, "x-kubernetes-int-or-string")) ||
                   json_is_true(json_object_get(s, "x-kubernetes-preserve-unknown-fields"));
@@ -44,25 +42,23 @@ static int structural_check(const json_t *s, const char *path, lop_err_t *err, c
     }
     const char *k;
     json_t *sub;
-    json_object_foreach(json_object_get(s, "properties"), k, sub) {
+    json_object_foreach(json_object_get(s, "properties"), k, sub)
+    {
         char p[600];
         snprintf(p, sizeof p, "%s.properties[%s]", path, k);
-        if (structural_check(sub, p, err, name, depth + 1) < 0)
-            return -1;
+        if (structural_check(sub, p, err, name, depth + 1) < 0) return -1;
     }
     json_t *items = json_object_get(s, "items");
     if (json_is_object(items)) {
         char p[600];
         snprintf(p, sizeof p, "%s.items", path);
-        if (structural_check(items, p, err, name, depth + 1) < 0)
-            return -1;
+        if (structural_check(items, p, err, name, depth + 1) < 0) return -1;
     }
     json_t *addl = json_object_get(s, "additionalProperties");
     if (json_is_object(addl)) {
         char p[600];
         snprintf(p, sizeof p, "%s.additionalProperties", path);
-        if (structural_check(addl, p, err, name, depth + 1) < 0)
-            return -1;
+        if (structural_check(addl, p, err, name, depth + 1) < 0) return -1;
     }
     return 0;
 }
@@ -94,8 +90,7 @@ json_t *as_crd_finish_create(lop_apiserver_t *srv, json_t *crd, lop_err_t *err)
     snprintf(want, sizeof want, "%s.%s", plural, group);
     if (!name || strcmp(name, want)) {
         char d[700];
-        snprintf(d, sizeof d, "Invalid value: \"%s\": must be spec.names.plural+\".\"+spec.group",
-                 name ? name : "");
+        snprintf(d, sizeof d, "Invalid value: \"%s\": must be spec.names.plural+\".\"+spec.group", name ? name : "");
         crd_invalid(err, name, "metadata.name", d);
         goto fail;
     }
@@ -104,14 +99,16 @@ json_t *as_crd_finish_create(lop_apiserver_t *srv, json_t *crd, lop_err_t *err)
         goto fail;
     }
     if (!json_is_array(versions) || json_array_size(versions) == 0) {
-        crd_invalid(err, name, "spec.versions", "Invalid value: null: must have exactly one version marked as storage version");
+        crd_invalid(err, name, "spec.versions",
+                    "Invalid value: null: must have exactly one version marked as storage version");
         goto fail;
     }
     int storage = 0;
     const char *storage_name = NULL;
     size_t i;
     json_t *v;
-    json_array_foreach(versions, i, v) {
+    json_array_foreach(versions, i, v)
+    {
         if (json_is_true(json_object_get(v, "storage"))) {
             storage++;
             storage_name = json_string_value(json_object_get(v, "name"));
@@ -121,7 +118,8 @@ json_t *as_crd_finish_create(lop_apiserver_t *srv, json_t *crd, lop_err_t *err)
             goto fail;
         }
     }
-    json_array_foreach(versions, i, v) {
+    json_array_foreach(versions, i, v)
+    {
         json_t *schema = json_object_get(json_object_get(v, "schema"), "openAPIV3Schema");
         char field[400];
         snprintf(field, sizeof field, "spec.versions[%zu].schema.openAPIV3Schema", i);
@@ -129,18 +127,18 @@ json_t *as_crd_finish_create(lop_apiserver_t *srv, json_t *crd, lop_err_t *err)
             crd_invalid(err, name, field, "Required value: schemas are required");
             goto fail;
         }
-        if (structural_check(schema, field, err, name, 0) < 0)
-            goto fail;
+        if (structural_check(schema, field, err, name, 0) < 0) goto fail;
     }
     if (storage != 1) {
-        crd_invalid(err, name, "spec.versions", "Invalid value: []apiextensions.CustomResourceDefinitionVersion{...}: must have exactly one version marked as storage version");
+        crd_invalid(err, name, "spec.versions",
+                    "Invalid value: []apiextensions.CustomResourceDefinitionVersion{...}: must have exactly one "
+                    "version marked as storage version");
         goto fail;
     }
     if (!json_object_get(names, "singular")) {
         char low[256];
         size_t k;
-        for (k = 0; kind[k] && k < sizeof low - 1; k++)
-            low[k] = (char)tolower((unsigned char)kind[k]);
+        for (k = 0; kind[k] && k < sizeof low - 1; k++) low[k] = (char)tolower((unsigned char)kind[k]);
         low[k] = '\0';
         json_object_set_new(names, "singular", json_string(low));
     }
@@ -159,8 +157,8 @@ json_t *as_crd_finish_create(lop_apiserver_t *srv, json_t *crd, lop_err_t *err)
     json_t *st = json_object();
     json_t *conds = json_array();
     json_array_append_new(conds, condition("NamesAccepted", "NoConflicts", "no conflicts found", now));
-    json_array_append_new(conds, condition("Established", "InitialNamesAccepted",
-                                           "the initial names have been accepted", now));
+    json_array_append_new(
+        conds, condition("Established", "InitialNamesAccepted", "the initial names have been accepted", now));
     json_object_set_new(st, "conditions", conds);
     json_object_set(st, "acceptedNames", names);
     json_t *sv = json_array();
@@ -176,8 +174,7 @@ fail:
 void as_crd_changed(lop_apiserver_t *srv, const json_t *crd, bool deleted)
 {
     const char *name = as_meta_str(crd, "name");
-    if (!name)
-        return;
+    if (!name) return;
     json_t *spec = json_object_get(crd, "spec");
     const char *group = json_string_value(json_object_get(spec, "group"));
     json_t *names = json_object_get(spec, "names");
@@ -197,9 +194,9 @@ void as_crd_changed(lop_apiserver_t *srv, const json_t *crd, bool deleted)
     size_t nold = srv->nres;
     size_t i;
     json_t *v;
-    json_array_foreach(json_object_get(spec, "versions"), i, v) {
-        if (!json_is_true(json_object_get(v, "served")))
-            continue;
+    json_array_foreach(json_object_get(spec, "versions"), i, v)
+    {
+        if (!json_is_true(json_object_get(v, "served"))) continue;
         as_res_t t = {0};
         t.group = (char *)group;
         t.version = (char *)json_string_value(json_object_get(v, "name"));
@@ -229,16 +226,15 @@ void as_crd_changed(lop_apiserver_t *srv, const json_t *crd, bool deleted)
             paths = json_array();
             size_t j;
             json_t *f;
-            json_array_foreach(sf, j, f) {
+            json_array_foreach(sf, j, f)
+            {
                 json_t *p = json_object_get(f, "jsonPath");
-                if (json_is_string(p))
-                    json_array_append(paths, p);
+                if (json_is_string(p)) json_array_append(paths, p);
             }
         }
         t.selectable = paths;
         t.crd_name = (char *)name;
-        if (t.group && t.version && t.plural && t.kind)
-            as_res_add(srv, &t);
+        if (t.group && t.version && t.plural && t.kind) as_res_add(srv, &t);
         json_decref(paths);
     }
     as_res_merge_crd(srv, name, nold);

@@ -16,9 +16,9 @@ static bool str_in(const json_t *arr, const char *s)
 {
     size_t i;
     json_t *v;
-    json_array_foreach(arr, i, v) {
-        if (json_is_string(v) && !strcmp(json_string_value(v), s))
-            return true;
+    json_array_foreach(arr, i, v)
+    {
+        if (json_is_string(v) && !strcmp(json_string_value(v), s)) return true;
     }
     return false;
 }
@@ -27,28 +27,24 @@ static void remove_str(json_t *arr, const char *s)
 {
     for (size_t i = json_array_size(arr); i-- > 0;) {
         json_t *v = json_array_get(arr, i);
-        if (json_is_string(v) && !strcmp(json_string_value(v), s))
-            json_array_remove(arr, i);
+        if (json_is_string(v) && !strcmp(json_string_value(v), s)) json_array_remove(arr, i);
     }
 }
 
 static as_res_t *res_for_coll(lop_apiserver_t *srv, as_coll_t *c)
 {
     for (size_t i = 0; i < srv->nres; i++)
-        if (srv->res[i]->coll == c)
-            return srv->res[i];
+        if (srv->res[i]->coll == c) return srv->res[i];
     return NULL;
 }
 
 /* Delete (or mark deleting) the object at key. policy NULL = Background. Returns the resulting
  * object (borrowed: store object, or the deleted state) and sets *removed. NULL if missing. */
-json_t *as_delete_object(lop_apiserver_t *srv, as_res_t *res, const char *key, const char *policy,
-                         bool *removed)
+json_t *as_delete_object(lop_apiserver_t *srv, as_res_t *res, const char *key, const char *policy, bool *removed)
 {
     as_entry_t *e = as_store_find(res->coll, key);
     *removed = false;
-    if (!e)
-        return NULL;
+    if (!e) return NULL;
     json_t *old = e->obj;
     json_t *n = json_deep_copy(old);
     json_t *m = as_meta(n);
@@ -60,12 +56,10 @@ json_t *as_delete_object(lop_apiserver_t *srv, as_res_t *res, const char *key, c
     bool is_ns = !strcmp(res->plural, "namespaces") && !res->group[0];
     if (policy && !strcmp(policy, "Foreground")) {
         remove_str(fin, "orphan");
-        if (!str_in(fin, "foregroundDeletion"))
-            json_array_append_new(fin, json_string("foregroundDeletion"));
+        if (!str_in(fin, "foregroundDeletion")) json_array_append_new(fin, json_string("foregroundDeletion"));
     } else if (policy && !strcmp(policy, "Orphan")) {
         remove_str(fin, "foregroundDeletion");
-        if (!str_in(fin, "orphan"))
-            json_array_append_new(fin, json_string("orphan"));
+        if (!str_in(fin, "orphan")) json_array_append_new(fin, json_string("orphan"));
     } else if (policy) {
         remove_str(fin, "orphan");
         remove_str(fin, "foregroundDeletion");
@@ -74,13 +68,11 @@ json_t *as_delete_object(lop_apiserver_t *srv, as_res_t *res, const char *key, c
         json_decref(n);
         json_t *gone = as_store_commit(srv, res->coll, key, NULL);
         *removed = true;
-        if (!strcmp(res->plural, "customresourcedefinitions"))
-            as_crd_changed(srv, gone, true);
+        if (!strcmp(res->plural, "customresourcedefinitions")) as_crd_changed(srv, gone, true);
         as_gc_schedule(srv);
         return gone;
     }
-    if (json_array_size(fin) == 0)
-        json_object_del(m, "finalizers");
+    if (json_array_size(fin) == 0) json_object_del(m, "finalizers");
     if (!json_object_get(m, "deletionTimestamp")) {
         char t[32];
         json_object_set_new(m, "deletionTimestamp", json_string(as_now_time(t, sizeof t)));
@@ -115,16 +107,14 @@ json_t *as_delete_object(lop_apiserver_t *srv, as_res_t *res, const char *key, c
 static const char *body_or_query(as_req_t *q, json_t *opts, const char *key)
 {
     json_t *v = opts ? json_object_get(opts, key) : NULL;
-    if (json_is_string(v))
-        return json_string_value(v);
+    if (json_is_string(v)) return json_string_value(v);
     return as_query(q, key);
 }
 
 static bool dry_all(as_req_t *q, json_t *opts)
 {
     json_t *d = opts ? json_object_get(opts, "dryRun") : NULL;
-    if (json_is_array(d) && json_array_size(d) > 0)
-        return true;
+    if (json_is_array(d) && json_array_size(d) > 0) return true;
     const char *s = as_query(q, "dryRun");
     return s && !strcmp(s, "All");
 }
@@ -145,15 +135,14 @@ void as_handle_delete(as_req_t *q)
         }
     }
     const char *policy = body_or_query(q, opts, "propagationPolicy");
-    if (policy && strcmp(policy, "Orphan") && strcmp(policy, "Background") &&
-        strcmp(policy, "Foreground")) {
+    if (policy && strcmp(policy, "Orphan") && strcmp(policy, "Background") && strcmp(policy, "Foreground")) {
         char d[300];
         snprintf(d, sizeof d,
                  "Unsupported value: \"%s\": supported values: \"Foreground\", \"Background\", "
                  "\"Orphan\"",
                  policy);
-        as_reply_invalid(q, "DeleteOptions.meta.k8s.io", "DeleteOptions", "meta.k8s.io", "",
-                         "FieldValueNotSupported", "propagationPolicy", d);
+        as_reply_invalid(q, "DeleteOptions.meta.k8s.io", "DeleteOptions", "meta.k8s.io", "", "FieldValueNotSupported",
+                         "propagationPolicy", d);
         json_decref(opts);
         return;
     }
@@ -166,12 +155,10 @@ void as_handle_delete(as_req_t *q)
         return;
     }
     if (!strcmp(res->plural, "namespaces") && !res->group[0] &&
-        (!strcmp(q->name, "default") || !strcmp(q->name, "kube-system") ||
-         !strcmp(q->name, "kube-public"))) {
+        (!strcmp(q->name, "default") || !strcmp(q->name, "kube-system") || !strcmp(q->name, "kube-public"))) {
         json_decref(opts);
         as_reply_status(q, 403, "Forbidden", as_details(q->name, NULL, "namespaces"),
-                        "namespaces \"%s\" is forbidden: this namespace may not be deleted",
-                        q->name);
+                        "namespaces \"%s\" is forbidden: this namespace may not be deleted", q->name);
         return;
     }
     json_t *pre = opts ? json_object_get(opts, "preconditions") : NULL;
@@ -225,8 +212,7 @@ void as_handle_deletecollection(as_req_t *q)
     as_res_t *res = q->res;
     lop_label_selector_t *ls;
     lop_field_selector_t *fs;
-    if (as_parse_selectors(q, &ls, &fs) < 0)
-        return;
+    if (as_parse_selectors(q, &ls, &fs) < 0) return;
     const char *policy = as_query(q, "propagationPolicy");
     bool dry = as_query(q, "dryRun") != NULL;
     as_coll_t *c = res->coll;
@@ -234,8 +220,7 @@ void as_handle_deletecollection(as_req_t *q)
     char **keys = lop_xcalloc(c->n + 1, sizeof *keys);
     const char *ns = q->ns[0] ? q->ns : NULL;
     for (size_t i = 0; i < c->n; i++)
-        if (as_obj_matches(res, ns, ls, fs, c->items[i].obj))
-            keys[nkeys++] = lop_xstrdup(c->items[i].key);
+        if (as_obj_matches(res, ns, ls, fs, c->items[i].obj)) keys[nkeys++] = lop_xstrdup(c->items[i].key);
     json_t *items = json_array();
     for (size_t i = 0; i < nkeys; i++) {
         as_entry_t *e = as_store_find(c, keys[i]);
@@ -244,8 +229,7 @@ void as_handle_deletecollection(as_req_t *q)
         } else if (e) {
             bool removed;
             json_t *o = as_delete_object(srv, res, keys[i], policy, &removed);
-            if (o)
-                json_array_append(items, o);
+            if (o) json_array_append(items, o);
         }
         free(keys[i]);
     }
@@ -271,15 +255,9 @@ typedef struct uidset {
     size_t n, cap;
 } uidset_t;
 
-static int cmpstr(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
+static int cmpstr(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-static bool uid_exists(uidset_t *s, const char *uid)
-{
-    return bsearch(&uid, s->v, s->n, sizeof *s->v, cmpstr) != NULL;
-}
+static bool uid_exists(uidset_t *s, const char *uid) { return bsearch(&uid, s->v, s->n, sizeof *s->v, cmpstr) != NULL; }
 
 static void collect_uids(lop_apiserver_t *srv, uidset_t *s)
 {
@@ -288,8 +266,7 @@ static void collect_uids(lop_apiserver_t *srv, uidset_t *s)
         as_coll_t *c = srv->colls[i];
         for (size_t j = 0; j < c->n; j++) {
             const char *u = as_meta_str(c->items[j].obj, "uid");
-            if (!u)
-                continue;
+            if (!u) continue;
             if (s->n == s->cap) {
                 s->cap = s->cap ? s->cap * 2 : 256;
                 s->v = lop_xrealloc(s->v, s->cap * sizeof *s->v);
@@ -327,8 +304,7 @@ static bool has_finalizer(const json_t *obj, const char *f)
 static bool drop_finalizer(lop_apiserver_t *srv, as_coll_t *c, const char *key, const char *f)
 {
     as_entry_t *e = as_store_find(c, key);
-    if (!e || !has_finalizer(e->obj, f))
-        return false;
+    if (!e || !has_finalizer(e->obj, f)) return false;
     json_t *n = json_deep_copy(e->obj);
     json_t *fin = json_object_get(json_object_get(n, "metadata"), "finalizers");
     remove_str(fin, f);
@@ -337,8 +313,7 @@ static bool drop_finalizer(lop_apiserver_t *srv, as_coll_t *c, const char *key, 
         char *k = lop_xstrdup(key);
         json_t *gone = as_store_commit(srv, c, k, NULL);
         as_res_t *res = res_for_coll(srv, c);
-        if (gone && res && !strcmp(res->plural, "customresourcedefinitions"))
-            as_crd_changed(srv, gone, true);
+        if (gone && res && !strcmp(res->plural, "customresourcedefinitions")) as_crd_changed(srv, gone, true);
         free(k);
         return true;
     }
@@ -355,24 +330,21 @@ static bool gc_pass(lop_apiserver_t *srv)
     for (size_t ci = 0; ci < srv->ncolls && !changed; ci++) {
         as_coll_t *c = srv->colls[ci];
         as_res_t *res = res_for_coll(srv, c);
-        if (!res)
-            continue;
+        if (!res) continue;
         for (size_t j = 0; j < c->n && !changed; j++) {
             json_t *obj = c->items[j].obj;
             json_t *refs = json_object_get(json_object_get(obj, "metadata"), "ownerReferences");
-            if (!json_is_array(refs) || json_array_size(refs) == 0 || as_meta_str(obj, "deletionTimestamp"))
-                continue;
+            if (!json_is_array(refs) || json_array_size(refs) == 0 || as_meta_str(obj, "deletionTimestamp")) continue;
             bool any_live = false, owner_fg = false;
             size_t k;
             json_t *r;
-            json_array_foreach(refs, k, r) {
+            json_array_foreach(refs, k, r)
+            {
                 const char *u = json_string_value(json_object_get(r, "uid"));
-                if (!u || !uid_exists(&live, u))
-                    continue;
+                if (!u || !uid_exists(&live, u)) continue;
                 as_coll_t *oc;
                 as_entry_t *oe = find_uid(srv, u, &oc);
-                if (oe && as_meta_str(oe->obj, "deletionTimestamp") &&
-                    has_finalizer(oe->obj, "foregroundDeletion"))
+                if (oe && as_meta_str(oe->obj, "deletionTimestamp") && has_finalizer(oe->obj, "foregroundDeletion"))
                     owner_fg = true;
                 else
                     any_live = true;
@@ -391,12 +363,10 @@ static bool gc_pass(lop_apiserver_t *srv)
         as_coll_t *c = srv->colls[ci];
         for (size_t j = 0; j < c->n && !changed; j++) {
             json_t *obj = c->items[j].obj;
-            if (!as_meta_str(obj, "deletionTimestamp"))
-                continue;
+            if (!as_meta_str(obj, "deletionTimestamp")) continue;
             bool fg = has_finalizer(obj, "foregroundDeletion");
             bool orphan = has_finalizer(obj, "orphan");
-            if (!fg && !orphan)
-                continue;
+            if (!fg && !orphan) continue;
             const char *uid = as_meta_str(obj, "uid");
             bool blocking = false;
             for (size_t di = 0; di < srv->ncolls; di++) {
@@ -406,10 +376,10 @@ static bool gc_pass(lop_apiserver_t *srv)
                     json_t *refs = json_object_get(json_object_get(dobj, "metadata"), "ownerReferences");
                     size_t k;
                     json_t *r;
-                    json_array_foreach(refs, k, r) {
+                    json_array_foreach(refs, k, r)
+                    {
                         const char *u = json_string_value(json_object_get(r, "uid"));
-                        if (!u || strcmp(u, uid))
-                            continue;
+                        if (!u || strcmp(u, uid)) continue;
                         if (orphan) {
                             json_t *n = json_deep_copy(dobj);
                             json_array_remove(json_object_get(json_object_get(n, "metadata"), "ownerReferences"), k);
@@ -422,11 +392,9 @@ static bool gc_pass(lop_apiserver_t *srv)
                         }
                         break;
                     }
-                    if (changed)
-                        break;
+                    if (changed) break;
                 }
-                if (changed)
-                    break;
+                if (changed) break;
             }
             if (!changed) {
                 char *key = lop_xstrdup(c->items[j].key);
@@ -446,24 +414,20 @@ static bool gc_pass(lop_apiserver_t *srv)
 static bool ns_pass(lop_apiserver_t *srv)
 {
     as_coll_t *nsc = as_coll_get(srv, "", "namespaces", false);
-    if (!nsc)
-        return false;
+    if (!nsc) return false;
     for (size_t i = 0; i < nsc->n; i++) {
         json_t *ns = nsc->items[i].obj;
-        if (!as_meta_str(ns, "deletionTimestamp"))
-            continue;
+        if (!as_meta_str(ns, "deletionTimestamp")) continue;
         const char *name = as_meta_str(ns, "name");
         size_t nl = strlen(name);
         bool remaining = false, changed = false;
         for (size_t ci = 0; ci < srv->ncolls; ci++) {
             as_coll_t *c = srv->colls[ci];
             as_res_t *res = res_for_coll(srv, c);
-            if (!res || !res->namespaced)
-                continue;
+            if (!res || !res->namespaced) continue;
             for (size_t j = 0; j < c->n; j++) {
                 const char *k = c->items[j].key;
-                if (strncmp(k, name, nl) || k[nl] != '/')
-                    continue;
+                if (strncmp(k, name, nl) || k[nl] != '/') continue;
                 remaining = true;
                 if (!as_meta_str(c->items[j].obj, "deletionTimestamp")) {
                     char *key = lop_xstrdup(k);
@@ -474,8 +438,7 @@ static bool ns_pass(lop_apiserver_t *srv)
                     break;
                 }
             }
-            if (changed)
-                return true;
+            if (changed) return true;
         }
         if (!remaining) {
             char *key = lop_xstrdup(nsc->items[i].key);
@@ -491,10 +454,8 @@ void as_gc_run(lop_apiserver_t *srv)
 {
     srv->gc_pending = false;
     for (int guard = 0; guard < 100000; guard++) {
-        if (gc_pass(srv))
-            continue;
-        if (ns_pass(srv))
-            continue;
+        if (gc_pass(srv)) continue;
+        if (ns_pass(srv)) continue;
         break;
     }
 }
@@ -508,8 +469,7 @@ static void gc_cb(evutil_socket_t fd, short what, void *arg)
 
 void as_gc_schedule(lop_apiserver_t *srv)
 {
-    if (srv->gc_pending)
-        return;
+    if (srv->gc_pending) return;
     srv->gc_pending = true;
     /* run after the current request has been answered, so the Terminating / deleting state is
      * visible in the response and to watchers before the collector acts */

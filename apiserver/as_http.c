@@ -21,13 +21,11 @@ void as_fault_http(as_req_t *q);
 static bool authenticated(as_req_t *q)
 {
     lop_apiserver_t *srv = q->srv;
-    if (srv->ntokens == 0 && !srv->client_ca)
-        return true;
+    if (srv->ntokens == 0 && !srv->client_ca) return true;
     const char *auth = evhttp_find_header(evhttp_request_get_input_headers(q->r), "Authorization");
     if (auth && !strncmp(auth, "Bearer ", 7)) {
         for (size_t i = 0; i < srv->ntokens; i++)
-            if (!strcmp(auth + 7, srv->tokens[i]))
-                return true;
+            if (!strcmp(auth + 7, srv->tokens[i])) return true;
     }
     if (srv->client_ca && srv->ssl) {
         struct evhttp_connection *conn = evhttp_request_get_connection(q->r);
@@ -37,8 +35,7 @@ static bool authenticated(as_req_t *q)
             X509 *cert = SSL_get1_peer_certificate(ssl);
             bool ok = cert && SSL_get_verify_result(ssl) == X509_V_OK;
             X509_free(cert);
-            if (ok)
-                return true;
+            if (ok) return true;
         }
     }
     return false;
@@ -63,13 +60,10 @@ static bool apply_fault(as_req_t *q)
     lop_apiserver_t *srv = q->srv;
     for (int i = 0; i < srv->nfaults; i++) {
         as_fault_t *f = &srv->faults[i];
-        if (f->count <= 0)
+        if (f->count <= 0) continue;
+        if (f->verb[0] && strcasecmp(f->verb, q->verb ? q->verb : "") && strcasecmp(f->verb, method_name(q->method)))
             continue;
-        if (f->verb[0] && strcasecmp(f->verb, q->verb ? q->verb : "") &&
-            strcasecmp(f->verb, method_name(q->method)))
-            continue;
-        if (f->prefix[0] && strncmp(q->path, f->prefix, strlen(f->prefix)))
-            continue;
+        if (f->prefix[0] && strncmp(q->path, f->prefix, strlen(f->prefix))) continue;
         f->count--;
         if (f->text) {
             char ra[16];
@@ -85,10 +79,11 @@ static bool apply_fault(as_req_t *q)
             d = json_object();
             json_object_set_new(d, "retryAfterSeconds", json_integer(f->retry_after));
         }
-        const char *reason = f->code == 429 ? "TooManyRequests" :
-                             f->code == 503 ? "ServiceUnavailable" :
-                             f->code == 504 ? "Timeout" :
-                             f->code == 500 ? "InternalError" : "";
+        const char *reason = f->code == 429   ? "TooManyRequests"
+                             : f->code == 503 ? "ServiceUnavailable"
+                             : f->code == 504 ? "Timeout"
+                             : f->code == 500 ? "InternalError"
+                                              : "";
         as_reply_status(q, f->code, reason, d, "injected fault (%d)", f->code);
         return true;
     }
@@ -97,10 +92,9 @@ static bool apply_fault(as_req_t *q)
 
 static void reply_version(as_req_t *q)
 {
-    json_t *v = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "major", "1", "minor", "32",
-                          "gitVersion", "v1.32.0-luaop", "gitCommit", "luaop", "gitTreeState",
-                          "clean", "buildDate", "2026-01-01T00:00:00Z", "goVersion", "n/a",
-                          "compiler", "luaop", "platform", "linux/amd64");
+    json_t *v = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "major", "1", "minor", "32", "gitVersion",
+                          "v1.32.0-luaop", "gitCommit", "luaop", "gitTreeState", "clean", "buildDate",
+                          "2026-01-01T00:00:00Z", "goVersion", "n/a", "compiler", "luaop", "platform", "linux/amd64");
     as_reply_json(q, 200, v, false);
 }
 
@@ -120,8 +114,7 @@ static void method_not_allowed(as_req_t *q)
 static bool negotiate(as_req_t *q, bool resource)
 {
     const char *accept = evhttp_find_header(evhttp_request_get_input_headers(q->r), "Accept");
-    if (as_accept_negotiate(accept, resource, &q->conv))
-        return true;
+    if (as_accept_negotiate(accept, resource, &q->conv)) return true;
     as_reply_status(q, 406, "NotAcceptable", NULL,
                     "only the following media types are accepted: application/json, application/yaml");
     return false;
@@ -131,11 +124,9 @@ static int split_path(char *path, char **seg, int max)
 {
     int n = 0;
     char *save = NULL;
-    for (char *t = strtok_r(path, "/", &save); t && n < max; t = strtok_r(NULL, "/", &save))
-        seg[n++] = t;
+    for (char *t = strtok_r(path, "/", &save); t && n < max; t = strtok_r(NULL, "/", &save)) seg[n++] = t;
     return n;
 }
-
 
 static void route(as_req_t *q)
 {
@@ -152,12 +143,10 @@ static void route(as_req_t *q)
         return;
     }
     if (n == 1 && !strcmp(seg[0], "version")) {
-        if (negotiate(q, false))
-            reply_version(q);
+        if (negotiate(q, false)) reply_version(q);
         goto done;
     }
-    if (n >= 1 && (!strcmp(seg[0], "healthz") || !strcmp(seg[0], "readyz") ||
-                   !strcmp(seg[0], "livez"))) {
+    if (n >= 1 && (!strcmp(seg[0], "healthz") || !strcmp(seg[0], "readyz") || !strcmp(seg[0], "livez"))) {
         as_reply_raw(q, 200, "text/plain; charset=utf-8", "ok", 2);
         goto done;
     }
@@ -168,8 +157,7 @@ static void route(as_req_t *q)
     /* discovery: legacy documents only, so an aggregated-discovery range (as=APIGroupDiscoveryList)
      * is skipped and the client falls back (reference B.7) */
     bool discovery = (n >= 1 && n <= 2 && !strcmp(seg[0], "api")) || (n >= 1 && n <= 3 && !strcmp(seg[0], "apis"));
-    if (discovery && !negotiate(q, false))
-        goto done;
+    if (discovery && !negotiate(q, false)) goto done;
     if (n >= 1 && !strcmp(seg[0], "api")) {
         if (n == 1) {
             as_serve_discovery(q, NULL, NULL, 0);
@@ -233,8 +221,7 @@ static void route(as_req_t *q)
             goto done;
         }
     }
-    if (sub && !((!strcmp(sub, "status") && res->has_status) ||
-                 (!strcmp(sub, "scale") && res->has_scale))) {
+    if (sub && !((!strcmp(sub, "status") && res->has_status) || (!strcmp(sub, "scale") && res->has_scale))) {
         not_found(q);
         goto done;
     }
@@ -259,8 +246,7 @@ static void route(as_req_t *q)
     case EVHTTP_REQ_DELETE: q->verb = name ? "delete" : "deletecollection"; break;
     default: q->verb = "other"; break;
     }
-    if (apply_fault(q) || !negotiate(q, true))
-        goto done;
+    if (apply_fault(q) || !negotiate(q, true)) goto done;
     if (!name) {
         if (q->method == EVHTTP_REQ_GET) {
             if (!strcmp(q->verb, "watch"))
@@ -304,8 +290,7 @@ static void set_nodelay(struct bufferevent *bev)
 {
     evutil_socket_t fd = bufferevent_getfd(bev);
     int one = 1;
-    if (fd >= 0)
-        (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (fd >= 0) (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
 static void process(lop_apiserver_t *srv, struct evhttp_request *r)
@@ -318,12 +303,10 @@ static void process(lop_apiserver_t *srv, struct evhttp_request *r)
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(r);
     const char *p = uri ? evhttp_uri_get_path(uri) : NULL;
     q.path = evhttp_uridecode(p && *p ? p : "/", 0, NULL);
-    if (!q.path)
-        q.path = lop_xstrdup("/");
+    if (!q.path) q.path = lop_xstrdup("/");
     TAILQ_INIT(&q.q);
     const char *qs = uri ? evhttp_uri_get_query(uri) : NULL;
-    if (qs)
-        evhttp_parse_query_str(qs, &q.q);
+    if (qs) evhttp_parse_query_str(qs, &q.q);
     struct evhttp_connection *conn = evhttp_request_get_connection(r);
     struct bufferevent *bev = conn ? evhttp_connection_get_bufferevent(conn) : NULL;
     if (bev) { /* libevent's default is 16 KiB per loop iteration; big lists want more */

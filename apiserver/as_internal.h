@@ -48,8 +48,8 @@ struct as_watcher;
 
 /* Storage for one group+resource, shared by all versions that serve it. */
 typedef struct as_coll {
-    char *name;      /* "group/plural" ("" group for core) */
-    bool sort_keys;  /* custom resources: JSON keys sorted */
+    char *name;     /* "group/plural" ("" group for core) */
+    bool sort_keys; /* custom resources: JSON keys sorted */
     as_entry_t *items;
     size_t n, cap;
     struct as_watcher *watchers; /* doubly linked */
@@ -62,20 +62,20 @@ typedef struct as_res {
     json_t *categories;
     bool namespaced;
     bool is_cr;
-    bool has_status;        /* status subresource: main endpoint ignores .status */
+    bool has_status; /* status subresource: main endpoint ignores .status */
     bool has_scale;
     bool track_generation;
-    bool create_on_update;  /* Lease */
-    bool require_rv;        /* PUT without RV → 422 (CRs, Lease) */
-    bool delete_returns_obj;/* Pod, Namespace */
-    bool microtime_check;   /* Lease, events.k8s.io Event */
-    bool dns_label_name;    /* Namespace, Service */
+    bool create_on_update;                            /* Lease */
+    bool require_rv;                                  /* PUT without RV → 422 (CRs, Lease) */
+    bool delete_returns_obj;                          /* Pod, Namespace */
+    bool microtime_check;                             /* Lease, events.k8s.io Event */
+    bool dns_label_name;                              /* Namespace, Service */
     char *scale_spec, *scale_status, *scale_selector; /* JSON paths, ".spec.replicas" */
-    json_t *schema;         /* openAPIV3Schema (CRs) or NULL */
-    json_t *selectable;     /* array of field paths "spec.color" or NULL */
-    const char *const *extra_fields; /* built-in field-selector fields (NULL-terminated) */
-    char *crd_name;         /* CRs: owning CRD's metadata.name */
-    char api_version[128];  /* "v1" or "g/v" */
+    json_t *schema;                                   /* openAPIV3Schema (CRs) or NULL */
+    json_t *selectable;                               /* array of field paths "spec.color" or NULL */
+    const char *const *extra_fields;                  /* built-in field-selector fields (NULL-terminated) */
+    char *crd_name;                                   /* CRs: owning CRD's metadata.name */
+    char api_version[128];                            /* "v1" or "g/v" */
     as_coll_t *coll;
 } as_res_t;
 
@@ -84,8 +84,8 @@ typedef struct as_event {
     int type;
     as_coll_t *coll;
     char *key;
-    json_t *obj;  /* state after (DELETED: last state, RV = deletion revision) */
-    json_t *prev; /* state before, NULL for ADDED */
+    json_t *obj;      /* state after (DELETED: last state, RV = deletion revision) */
+    json_t *prev;     /* state before, NULL for ADDED */
     as_blob_t *wire;  /* obj serialized (shared with the store entry) */
     as_blob_t *pwire; /* prev serialized, NULL for ADDED */
 } as_event_t;
@@ -114,8 +114,8 @@ typedef struct as_watcher {
     struct event *bm_timer; /* periodic bookmark, once a minute (F.19) */
     struct evbuffer *held;  /* events queued while stalled */
     struct evbuffer *batch; /* during replay: events gathered into one chunk */
-    int64_t min_rv; /* deliver only events with rv > min_rv (a future start RV, F.15) */
-    as_conv_t conv; /* AS_CONV_PARTIAL: every object (not ERROR's Status) as PartialObjectMetadata */
+    int64_t min_rv;         /* deliver only events with rv > min_rv (a future start RV, F.15) */
+    as_conv_t conv;         /* AS_CONV_PARTIAL: every object (not ERROR's Status) as PartialObjectMetadata */
 } as_watcher_t;
 
 typedef struct as_fault {
@@ -167,7 +167,7 @@ struct lop_apiserver {
     char **tokens;
     size_t ntokens;
     SSL_CTX *ssl;
-    char *ca_pem;      /* server cert PEM (self-signed; is its own CA) */
+    char *ca_pem; /* server cert PEM (self-signed; is its own CA) */
     bool client_ca;
     bool gc_pending;
 };
@@ -197,8 +197,8 @@ json_t *as_details(const char *name, const char *group, const char *kind);
 void as_reply_json(as_req_t *q, int code, json_t *body, bool sort_keys);
 void as_reply_raw(as_req_t *q, int code, const char *ctype, const char *body, size_t len);
 /* Reply with a Status (details stolen, may be NULL). Logs the rejection. */
-void as_reply_status(as_req_t *q, int code, const char *reason, json_t *details, const char *fmt,
-                     ...) __attribute__((format(printf, 5, 6)));
+void as_reply_status(as_req_t *q, int code, const char *reason, json_t *details, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 void as_reply_err(as_req_t *q, const lop_err_t *err);
 /* Reply with a stored object, reusing its commit-time serialization when it fits (wire may be NULL). */
 void as_reply_stored(as_req_t *q, int code, as_res_t *res, const json_t *obj, as_blob_t *wire);
@@ -208,9 +208,8 @@ void as_qualified_resource(const as_res_t *res, char *buf, size_t n);
 /* "<Kind>[.<group>]" */
 void as_qualified_kind(const as_res_t *res, char *buf, size_t n);
 /* A 422 Invalid on res/name with one cause; field & detail as in "<field>: <detail>". */
-void as_reply_invalid(as_req_t *q, const char *kind_qual, const char *dkind, const char *group,
-                      const char *name, const char *cause_reason, const char *field,
-                      const char *detail);
+void as_reply_invalid(as_req_t *q, const char *kind_qual, const char *dkind, const char *group, const char *name,
+                      const char *cause_reason, const char *field, const char *detail);
 const char *as_query(as_req_t *q, const char *key);
 bool as_query_bool(const char *s); /* true for Go's ParseBool true spellings */
 void as_log_reject(as_req_t *q, int code, const char *reason);
@@ -243,8 +242,7 @@ void as_reply_not_acceptable_conv(as_req_t *q, bool is_list);
 void as_registry_init(lop_apiserver_t *srv);
 void as_registry_free(lop_apiserver_t *srv);
 as_coll_t *as_coll_get(lop_apiserver_t *srv, const char *group, const char *plural, bool create);
-as_res_t *as_res_find(lop_apiserver_t *srv, const char *group, const char *version,
-                      const char *plural);
+as_res_t *as_res_find(lop_apiserver_t *srv, const char *group, const char *version, const char *plural);
 as_res_t *as_res_add(lop_apiserver_t *srv, const as_res_t *tmpl);
 void as_res_remove_crd(lop_apiserver_t *srv, const char *crd_name);
 /* After appending a CRD's fresh rows at [first_new, nres): merge them with its older rows. */
@@ -262,8 +260,7 @@ json_t *as_store_commit(lop_apiserver_t *srv, as_coll_t *c, const char *key, jso
 void as_store_compact(lop_apiserver_t *srv);
 /* Items of c at revision rv (sorted by key); *out is malloc'd array of borrowed json_t*; keys too.
  * Returns -1 when rv is older than the history. */
-int as_store_snapshot(lop_apiserver_t *srv, as_coll_t *c, int64_t rv, const char *ns,
-                      as_entry_t **out, size_t *n);
+int as_store_snapshot(lop_apiserver_t *srv, as_coll_t *c, int64_t rv, const char *ns, as_entry_t **out, size_t *n);
 /* The serialized form of a stored object: the entry's blob if obj is the stored one. Borrowed. */
 as_blob_t *as_store_wire(as_coll_t *c, const json_t *obj);
 void as_make_key(const as_res_t *res, const char *ns, const char *name, char *buf, size_t n);
@@ -276,8 +273,8 @@ void as_watch_close_all(lop_apiserver_t *srv);
 void as_watch_close_res(lop_apiserver_t *srv, as_res_t *res);
 void as_watch_set_stall(lop_apiserver_t *srv, bool stall);
 void as_watch_bookmark_all(lop_apiserver_t *srv);
-bool as_obj_matches(as_res_t *res, const char *ns, lop_label_selector_t *ls,
-                    lop_field_selector_t *fs, const json_t *obj);
+bool as_obj_matches(as_res_t *res, const char *ns, lop_label_selector_t *ls, lop_field_selector_t *fs,
+                    const json_t *obj);
 /* Validate field selector fields against res. 0 ok, else replies 400 and returns -1. */
 int as_check_field_selector(as_req_t *q, lop_field_selector_t *fs);
 int as_parse_selectors(as_req_t *q, lop_label_selector_t **ls, lop_field_selector_t **fs);
@@ -302,8 +299,7 @@ int as_report_unknown_fields(as_req_t *q, json_t *pruned);
 int as_check_field_validation(as_req_t *q);
 void as_scrub_managed_fields(json_t *obj, bool has_status, bool status_sub, const json_t *pruned);
 /* Delete machinery (delete.c). Returns the deleted/updated object (borrowed) or NULL. */
-json_t *as_delete_object(lop_apiserver_t *srv, as_res_t *res, const char *key, const char *policy,
-                         bool *removed);
+json_t *as_delete_object(lop_apiserver_t *srv, as_res_t *res, const char *key, const char *policy, bool *removed);
 void as_gc_run(lop_apiserver_t *srv);
 /* Called after a commit on a CRD (crd.c): install/remove the CR resources. */
 void as_crd_changed(lop_apiserver_t *srv, const json_t *crd, bool deleted);
@@ -317,9 +313,9 @@ void as_rand_suffix(char out[6]);
 char *as_now_time(char *buf, size_t n);
 json_t *as_meta(json_t *obj); /* metadata object (created when absent) */
 const char *as_meta_str(const json_t *obj, const char *field);
-json_t *as_path_get(const json_t *obj, const char *dotted); /* ".spec.replicas" or "spec.x" */
+json_t *as_path_get(const json_t *obj, const char *dotted);    /* ".spec.replicas" or "spec.x" */
 int as_path_set(json_t *obj, const char *dotted, json_t *val); /* val stolen */
-json_t *as_order_builtin(const json_t *obj); /* kind, apiVersion, metadata first; new ref */
+json_t *as_order_builtin(const json_t *obj);                   /* kind, apiVersion, metadata first; new ref */
 bool as_valid_dns_subdomain(const char *s);
 bool as_valid_dns_label(const char *s);
 json_t *as_yaml_parse(const char *data, size_t len, char *errbuf, size_t errlen);

@@ -18,16 +18,11 @@ enum ptype { P_JSON, P_MERGE, P_STRATEGIC, P_APPLY, P_UNKNOWN };
 
 static enum ptype patch_type(const char *ct)
 {
-    if (!ct)
-        return P_UNKNOWN;
-    if (!strncmp(ct, "application/json-patch+json", 27))
-        return P_JSON;
-    if (!strncmp(ct, "application/merge-patch+json", 28))
-        return P_MERGE;
-    if (!strncmp(ct, "application/strategic-merge-patch+json", 38))
-        return P_STRATEGIC;
-    if (!strncmp(ct, "application/apply-patch+yaml", 28))
-        return P_APPLY;
+    if (!ct) return P_UNKNOWN;
+    if (!strncmp(ct, "application/json-patch+json", 27)) return P_JSON;
+    if (!strncmp(ct, "application/merge-patch+json", 28)) return P_MERGE;
+    if (!strncmp(ct, "application/strategic-merge-patch+json", 38)) return P_STRATEGIC;
+    if (!strncmp(ct, "application/apply-patch+yaml", 28)) return P_APPLY;
     return P_UNKNOWN;
 }
 
@@ -42,8 +37,7 @@ static void reply_415(as_req_t *q, bool cr)
 
 static void patchopts_invalid(as_req_t *q, const char *reason, const char *field, const char *d)
 {
-    as_reply_invalid(q, "PatchOptions.meta.k8s.io", "PatchOptions", "meta.k8s.io", "", reason,
-                     field, d);
+    as_reply_invalid(q, "PatchOptions.meta.k8s.io", "PatchOptions", "meta.k8s.io", "", reason, field, d);
 }
 
 void as_handle_patch(as_req_t *q)
@@ -64,30 +58,25 @@ void as_handle_patch(as_req_t *q)
     bool forced = as_query_bool(force);
     const char *fm = as_query(q, "fieldManager");
     if (force && pt != P_APPLY) {
-        patchopts_invalid(q, "FieldValueForbidden", "force",
-                          "Forbidden: may not be specified for non-apply patch");
+        patchopts_invalid(q, "FieldValueForbidden", "force", "Forbidden: may not be specified for non-apply patch");
         return;
     }
     if (pt == P_APPLY && (!fm || !*fm)) {
-        patchopts_invalid(q, "FieldValueRequired", "fieldManager",
-                          "Required value: is required for apply patch");
+        patchopts_invalid(q, "FieldValueRequired", "fieldManager", "Required value: is required for apply patch");
         return;
     }
     if (fm && strlen(fm) > 128) {
-        patchopts_invalid(q, "FieldValueTooLong", "fieldManager",
-                          "Too long: may not be more than 128 bytes");
+        patchopts_invalid(q, "FieldValueTooLong", "fieldManager", "Too long: may not be more than 128 bytes");
         return;
     }
     if (q->body_len > AS_MAX_BODY) {
-        as_reply_status(q, 413, "RequestEntityTooLarge", NULL,
-                        "Request entity too large: limit is 3145728");
+        as_reply_status(q, 413, "RequestEntityTooLarge", NULL, "Request entity too large: limit is 3145728");
         return;
     }
     json_t *patch;
     if (pt == P_APPLY) {
         patch = as_parse_body(q);
-        if (!patch)
-            return;
+        if (!patch) return;
     } else {
         json_error_t je;
         patch = json_loadb(q->body ? q->body : "", q->body_len, 0, &je);
@@ -96,8 +85,8 @@ void as_handle_patch(as_req_t *q)
                 as_reply_status(q, 400, "BadRequest", NULL, "invalid JSON patch");
             else
                 as_reply_status(q, 400, "BadRequest", NULL,
-                                "error decoding patch: json parse error at line %d column %d: %s",
-                                je.line, je.column, je.text);
+                                "error decoding patch: json parse error at line %d column %d: %s", je.line, je.column,
+                                je.text);
             return;
         }
     }
@@ -117,8 +106,8 @@ void as_handle_patch(as_req_t *q)
         if (!bname || strcmp(bname, q->name)) {
             json_decref(patch);
             as_reply_status(q, 400, "BadRequest", NULL,
-                            "the name of the object (%s) does not match the name on the URL (%s)",
-                            bname ? bname : "", q->name);
+                            "the name of the object (%s) does not match the name on the URL (%s)", bname ? bname : "",
+                            q->name);
             return;
         }
         if (!e && res->namespaced) {
@@ -138,9 +127,9 @@ void as_handle_patch(as_req_t *q)
             const char *k;
             json_t *v;
             void *tmp;
-            json_object_foreach_safe(patch, tmp, k, v) {
-                if (strcmp(k, "apiVersion") && strcmp(k, "kind") && strcmp(k, "metadata") &&
-                    strcmp(k, "status"))
+            json_object_foreach_safe(patch, tmp, k, v)
+            {
+                if (strcmp(k, "apiVersion") && strcmp(k, "kind") && strcmp(k, "metadata") && strcmp(k, "status"))
                     json_object_del(patch, k);
             }
         }
@@ -178,8 +167,7 @@ void as_handle_patch(as_req_t *q)
                             qual, q->name);
             return;
         }
-        if (!live)
-            q->name[0] = '\0';
+        if (!live) q->name[0] = '\0';
         as_finish_write(q, live, out, live ? 200 : 201, true);
         json_decref(live);
         return;
@@ -188,18 +176,13 @@ void as_handle_patch(as_req_t *q)
     json_t *target = scale ? as_scale_view(res, old) : as_served_obj(res, old);
     json_t *out = NULL;
     switch (pt) {
-    case P_JSON:
-        out = lop_json_patch(target, patch, &err);
-        break;
-    case P_MERGE:
-        out = lop_merge_patch(target, patch);
-        break;
+    case P_JSON: out = lop_json_patch(target, patch, &err); break;
+    case P_MERGE: out = lop_merge_patch(target, patch); break;
     case P_STRATEGIC:
         out = lop_strategic_merge_patch(target, patch, scale ? "autoscaling/v1" : res->api_version,
                                         scale ? "Scale" : res->kind, &err);
         break;
-    default:
-        break;
+    default: break;
     }
     json_decref(patch);
     json_decref(target);
@@ -214,8 +197,7 @@ void as_handle_patch(as_req_t *q)
     if (!json_is_object(out)) {
         json_decref(out);
         json_decref(old);
-        as_reply_status(q, 422, "Invalid", NULL,
-                        "the server rejected our request due to an error in our request");
+        as_reply_status(q, 422, "Invalid", NULL, "the server rejected our request due to an error in our request");
         return;
     }
     const char *prv = as_meta_str(out, "resourceVersion");
@@ -235,16 +217,14 @@ void as_handle_patch(as_req_t *q)
         json_decref(out);
         json_decref(old);
         as_reply_status(q, 400, "BadRequest", NULL,
-                        "the name of the object (%s) does not match the name on the URL (%s)",
-                        pname, q->name);
+                        "the name of the object (%s) does not match the name on the URL (%s)", pname, q->name);
         return;
     }
     if (scale) {
         json_t *rep = json_object_get(json_object_get(out, "spec"), "replicas");
         json_t *n = json_deep_copy(old);
         if (res->scale_spec)
-            as_path_set(n, res->scale_spec,
-                        json_integer(json_is_integer(rep) ? json_integer_value(rep) : 0));
+            as_path_set(n, res->scale_spec, json_integer(json_is_integer(rep) ? json_integer_value(rep) : 0));
         json_decref(out);
         out = n;
         q->sub[0] = '\0';

@@ -25,54 +25,74 @@ struct pfield {
     const pmsg_t *sub;
 };
 
-#define END {0, NULL, F_STR, NULL}
+#define END                  \
+    {                        \
+        0, NULL, F_STR, NULL \
+    }
 
-static const pfield_t owner_ref_f[] = {{5, "apiVersion", F_STR, NULL}, {1, "kind", F_STR, NULL},
-                                       {3, "name", F_STR, NULL},       {4, "uid", F_STR, NULL},
-                                       {6, "controller", F_BOOL, NULL}, {7, "blockOwnerDeletion", F_BOOL, NULL},
+static const pfield_t owner_ref_f[] = {{5, "apiVersion", F_STR, NULL},
+                                       {1, "kind", F_STR, NULL},
+                                       {3, "name", F_STR, NULL},
+                                       {4, "uid", F_STR, NULL},
+                                       {6, "controller", F_BOOL, NULL},
+                                       {7, "blockOwnerDeletion", F_BOOL, NULL},
                                        END};
 static const pmsg_t owner_ref = {owner_ref_f};
-static const pfield_t meta_f[] = {{1, "name", F_STR, NULL},         {2, "generateName", F_STR, NULL},
-                                  {3, "namespace", F_STR, NULL},    {5, "uid", F_STR, NULL},
-                                  {6, "resourceVersion", F_STR, NULL}, {7, "generation", F_INT, NULL},
-                                  {11, "labels", F_MAP_SS, NULL},   {12, "annotations", F_MAP_SS, NULL},
+static const pfield_t meta_f[] = {{1, "name", F_STR, NULL},
+                                  {2, "generateName", F_STR, NULL},
+                                  {3, "namespace", F_STR, NULL},
+                                  {5, "uid", F_STR, NULL},
+                                  {6, "resourceVersion", F_STR, NULL},
+                                  {7, "generation", F_INT, NULL},
+                                  {11, "labels", F_MAP_SS, NULL},
+                                  {12, "annotations", F_MAP_SS, NULL},
                                   {13, "ownerReferences", F_REP_MSG, &owner_ref},
-                                  {14, "finalizers", F_REP_STR, NULL}, END};
+                                  {14, "finalizers", F_REP_STR, NULL},
+                                  END};
 static const pmsg_t meta = {meta_f};
-static const pfield_t configmap_f[] = {{1, "metadata", F_MSG, &meta}, {2, "data", F_MAP_SS, NULL},
-                                       {3, "binaryData", F_MAP_SB, NULL}, {4, "immutable", F_BOOL, NULL},
+static const pfield_t configmap_f[] = {{1, "metadata", F_MSG, &meta},
+                                       {2, "data", F_MAP_SS, NULL},
+                                       {3, "binaryData", F_MAP_SB, NULL},
+                                       {4, "immutable", F_BOOL, NULL},
                                        END};
-static const pfield_t secret_f[] = {{1, "metadata", F_MSG, &meta}, {2, "data", F_MAP_SB, NULL},
+static const pfield_t secret_f[] = {{1, "metadata", F_MSG, &meta},  {2, "data", F_MAP_SB, NULL},
                                     {3, "type", F_STR, NULL},       {4, "stringData", F_MAP_SS, NULL},
                                     {5, "immutable", F_BOOL, NULL}, END};
 static const pfield_t ns_spec_f[] = {{1, "finalizers", F_REP_STR, NULL}, END};
 static const pmsg_t ns_spec = {ns_spec_f};
 static const pfield_t namespace_f[] = {{1, "metadata", F_MSG, &meta}, {2, "spec", F_MSG, &ns_spec}, END};
-static const pfield_t objref_f[] = {{1, "kind", F_STR, NULL}, {2, "namespace", F_STR, NULL},
-                                    {3, "name", F_STR, NULL}, {4, "uid", F_STR, NULL},
-                                    {5, "apiVersion", F_STR, NULL}, END};
+static const pfield_t objref_f[] = {{1, "kind", F_STR, NULL}, {2, "namespace", F_STR, NULL},  {3, "name", F_STR, NULL},
+                                    {4, "uid", F_STR, NULL},  {5, "apiVersion", F_STR, NULL}, END};
 static const pmsg_t objref = {objref_f};
 static const pfield_t localref_f[] = {{1, "name", F_STR, NULL}, END};
 static const pmsg_t localref = {localref_f};
-static const pfield_t sa_f[] = {{1, "metadata", F_MSG, &meta}, {2, "secrets", F_REP_MSG, &objref},
+static const pfield_t sa_f[] = {{1, "metadata", F_MSG, &meta},
+                                {2, "secrets", F_REP_MSG, &objref},
                                 {3, "imagePullSecrets", F_REP_MSG, &localref},
-                                {4, "automountServiceAccountToken", F_BOOL, NULL}, END};
-static const pfield_t port_f[] = {{1, "name", F_STR, NULL}, {2, "hostPort", F_INT, NULL},
-                                  {3, "containerPort", F_INT, NULL}, {4, "protocol", F_STR, NULL}, END};
+                                {4, "automountServiceAccountToken", F_BOOL, NULL},
+                                END};
+static const pfield_t port_f[] = {{1, "name", F_STR, NULL},
+                                  {2, "hostPort", F_INT, NULL},
+                                  {3, "containerPort", F_INT, NULL},
+                                  {4, "protocol", F_STR, NULL},
+                                  END};
 static const pmsg_t port = {port_f};
 static const pfield_t env_f[] = {{1, "name", F_STR, NULL}, {2, "value", F_STR, NULL}, END};
 static const pmsg_t env = {env_f};
-static const pfield_t container_f[] = {{1, "name", F_STR, NULL},       {2, "image", F_STR, NULL},
-                                       {3, "command", F_REP_STR, NULL}, {4, "args", F_REP_STR, NULL},
-                                       {5, "workingDir", F_STR, NULL},  {6, "ports", F_REP_MSG, &port},
-                                       {7, "env", F_REP_MSG, &env},     {14, "imagePullPolicy", F_STR, NULL},
+static const pfield_t container_f[] = {{1, "name", F_STR, NULL},
+                                       {2, "image", F_STR, NULL},
+                                       {3, "command", F_REP_STR, NULL},
+                                       {4, "args", F_REP_STR, NULL},
+                                       {5, "workingDir", F_STR, NULL},
+                                       {6, "ports", F_REP_MSG, &port},
+                                       {7, "env", F_REP_MSG, &env},
+                                       {14, "imagePullPolicy", F_STR, NULL},
                                        END};
 static const pmsg_t container = {container_f};
-static const pfield_t podspec_f[] = {{2, "containers", F_REP_MSG, &container},
-                                     {3, "restartPolicy", F_STR, NULL},
-                                     {7, "nodeSelector", F_MAP_SS, NULL},
-                                     {8, "serviceAccountName", F_STR, NULL},
-                                     {20, "initContainers", F_REP_MSG, &container}, END};
+static const pfield_t podspec_f[] = {
+    {2, "containers", F_REP_MSG, &container},      {3, "restartPolicy", F_STR, NULL},
+    {7, "nodeSelector", F_MAP_SS, NULL},           {8, "serviceAccountName", F_STR, NULL},
+    {20, "initContainers", F_REP_MSG, &container}, END};
 static const pmsg_t podspec = {podspec_f};
 static const pfield_t template_f[] = {{1, "metadata", F_MSG, &meta}, {2, "spec", F_MSG, &podspec}, END};
 static const pmsg_t template_m = {template_f};
@@ -84,21 +104,21 @@ static const pfield_t deploy_spec_f[] = {{1, "replicas", F_INT, NULL},
                                          {5, "minReadySeconds", F_INT, NULL},
                                          {6, "revisionHistoryLimit", F_INT, NULL},
                                          {7, "paused", F_BOOL, NULL},
-                                         {9, "progressDeadlineSeconds", F_INT, NULL}, END};
+                                         {9, "progressDeadlineSeconds", F_INT, NULL},
+                                         END};
 static const pmsg_t deploy_spec = {deploy_spec_f};
-static const pfield_t job_spec_f[] = {{1, "parallelism", F_INT, NULL}, {2, "completions", F_INT, NULL},
-                                      {3, "activeDeadlineSeconds", F_INT, NULL},
-                                      {6, "template", F_MSG, &template_m},
-                                      {7, "backoffLimit", F_INT, NULL}, END};
+static const pfield_t job_spec_f[] = {{1, "parallelism", F_INT, NULL},           {2, "completions", F_INT, NULL},
+                                      {3, "activeDeadlineSeconds", F_INT, NULL}, {6, "template", F_MSG, &template_m},
+                                      {7, "backoffLimit", F_INT, NULL},          END};
 static const pmsg_t job_spec = {job_spec_f};
 static const pfield_t job_f[] = {{1, "metadata", F_MSG, &meta}, {2, "spec", F_MSG, &job_spec}, END};
-static const pfield_t svc_port_f[] = {{1, "name", F_STR, NULL},       {2, "protocol", F_STR, NULL},
-                                      {3, "port", F_INT, NULL},       {4, "targetPort", F_INTSTR, NULL},
-                                      {5, "nodePort", F_INT, NULL},   END};
+static const pfield_t svc_port_f[] = {{1, "name", F_STR, NULL},     {2, "protocol", F_STR, NULL},
+                                      {3, "port", F_INT, NULL},     {4, "targetPort", F_INTSTR, NULL},
+                                      {5, "nodePort", F_INT, NULL}, END};
 static const pmsg_t svc_port = {svc_port_f};
 static const pfield_t svc_spec_f[] = {{1, "ports", F_REP_MSG, &svc_port}, {2, "selector", F_MAP_SS, NULL},
                                       {3, "clusterIP", F_STR, NULL},      {4, "type", F_STR, NULL},
-                                      {7, "externalName", F_STR, NULL}, END};
+                                      {7, "externalName", F_STR, NULL},   END};
 static const pmsg_t svc_spec = {svc_spec_f};
 static const pfield_t service_f[] = {{1, "metadata", F_MSG, &meta}, {2, "spec", F_MSG, &svc_spec}, END};
 static const pfield_t deploy_f[] = {{1, "metadata", F_MSG, &meta}, {2, "spec", F_MSG, &deploy_spec}, END};
@@ -118,8 +138,7 @@ static uint64_t varint(rd_t *r)
         }
         unsigned char b = *r->p++;
         v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80))
-            return v;
+        if (!(b & 0x80)) return v;
     }
     r->bad = true;
     return 0;
@@ -144,9 +163,19 @@ static void skip(rd_t *r, int wt)
     size_t n;
     switch (wt) {
     case 0: varint(r); break;
-    case 1: if (r->end - r->p < 8) r->bad = true; else r->p += 8; break;
+    case 1:
+        if (r->end - r->p < 8)
+            r->bad = true;
+        else
+            r->p += 8;
+        break;
     case 2: bytes_field(r, &d, &n); break;
-    case 5: if (r->end - r->p < 4) r->bad = true; else r->p += 4; break;
+    case 5:
+        if (r->end - r->p < 4)
+            r->bad = true;
+        else
+            r->p += 4;
+        break;
     default: r->bad = true; break;
     }
 }
@@ -187,8 +216,7 @@ static void decode_entry(const unsigned char *p, size_t n, json_t *obj, bool b64
 static const pfield_t *find_field(const pmsg_t *m, int num)
 {
     for (const pfield_t *f = m->fields; f->name; f++)
-        if (f->num == num)
-            return f;
+        if (f->num == num) return f;
     return NULL;
 }
 
@@ -215,8 +243,7 @@ static json_t *decode_msg(const unsigned char *p, size_t n, const pmsg_t *m, int
             }
             uint64_t v = varint(&r);
             if (v != 0)
-                json_object_set_new(o, f->name, f->type == F_BOOL ? json_true()
-                                                                  : json_integer((json_int_t)(int64_t)v));
+                json_object_set_new(o, f->name, f->type == F_BOOL ? json_true() : json_integer((json_int_t)(int64_t)v));
             continue;
         }
         const unsigned char *d;
@@ -227,8 +254,7 @@ static json_t *decode_msg(const unsigned char *p, size_t n, const pmsg_t *m, int
         }
         switch (f->type) {
         case F_STR:
-            if (dl)
-                json_object_set_new(o, f->name, json_stringn((const char *)d, dl));
+            if (dl) json_object_set_new(o, f->name, json_stringn((const char *)d, dl));
             break;
         case F_INTSTR: { /* intstr.IntOrString: 1 type (0 int, 1 string), 2 intVal, 3 strVal */
             rd_t t = {d, d + dl, false};
@@ -291,12 +317,10 @@ static json_t *decode_msg(const unsigned char *p, size_t n, const pmsg_t *m, int
                 json_array_append_new(a, decode_msg(d, dl, f->sub, depth + 1, bad));
             break;
         }
-        default:
-            break;
+        default: break;
         }
     }
-    if (r.bad)
-        *bad = true;
+    if (r.bad) *bad = true;
     return o;
 }
 
@@ -346,13 +370,11 @@ json_t *as_proto_decode(const char *body, size_t len, char *errbuf, size_t errle
     static const struct {
         const char *av, *kind;
         const pfield_t *fields;
-    } kinds[] = {{"v1", "ConfigMap", configmap_f},           {"v1", "Secret", secret_f},
-                 {"v1", "Namespace", namespace_f},           {"v1", "ServiceAccount", sa_f},
-                 {"v1", "Service", service_f},               {"apps/v1", "Deployment", deploy_f},
+    } kinds[] = {{"v1", "ConfigMap", configmap_f}, {"v1", "Secret", secret_f},   {"v1", "Namespace", namespace_f},
+                 {"v1", "ServiceAccount", sa_f},   {"v1", "Service", service_f}, {"apps/v1", "Deployment", deploy_f},
                  {"batch/v1", "Job", job_f}};
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
-        if (strcmp(kinds[i].av, api_version) || strcmp(kinds[i].kind, kind))
-            continue;
+        if (strcmp(kinds[i].av, api_version) || strcmp(kinds[i].kind, kind)) continue;
         pmsg_t m = {kinds[i].fields};
         bool bad = false;
         json_t *o = decode_msg(raw ? raw : (const unsigned char *)"", raw_len, &m, 0, &bad);

@@ -47,13 +47,11 @@ static int parse_token(const char *tok, int64_t *rv, char **start_key)
 {
     size_t n;
     unsigned char *raw = (unsigned char *)lop_base64_decode(tok, &n);
-    if (!raw)
-        return -1;
+    if (!raw) return -1;
     json_error_t je;
     json_t *t = json_loadb((const char *)raw, n, JSON_ALLOW_NUL, &je);
     free(raw);
-    if (!t)
-        return -1;
+    if (!t) return -1;
     json_t *jrv = json_object_get(t, "rv");
     json_t *js = json_object_get(t, "start");
     if (!json_is_integer(jrv) || !json_is_string(js)) {
@@ -69,20 +67,16 @@ static int parse_token(const char *tok, int64_t *rv, char **start_key)
 static bool parse_uint(const char *s, int64_t *out)
 {
     char *end;
-    if (!s || !*s || *s == '-')
-        return false;
+    if (!s || !*s || *s == '-') return false;
     long long v = strtoll(s, &end, 10);
-    if (*end)
-        return false;
+    if (*end) return false;
     *out = v;
     return true;
 }
 
-static void reply_listopts_invalid(as_req_t *q, const char *reason, const char *field,
-                                   const char *detail)
+static void reply_listopts_invalid(as_req_t *q, const char *reason, const char *field, const char *detail)
 {
-    as_reply_invalid(q, "ListOptions.meta.k8s.io", "ListOptions", "meta.k8s.io", "", reason, field,
-                     detail);
+    as_reply_invalid(q, "ListOptions.meta.k8s.io", "ListOptions", "meta.k8s.io", "", reason, field, detail);
 }
 
 static void reply_bad_rv(as_req_t *q, const char *rvs)
@@ -103,8 +97,8 @@ static void reply_too_large(as_req_t *q, int64_t want)
     json_array_append_new(causes, c);
     json_object_set_new(d, "causes", causes);
     json_object_set_new(d, "retryAfterSeconds", json_integer(1));
-    as_reply_status(q, 504, "Timeout", d, "Timeout: Too large resource version: %" PRId64
-                    ", current: %" PRId64, want, q->srv->rev);
+    as_reply_status(q, 504, "Timeout", d, "Timeout: Too large resource version: %" PRId64 ", current: %" PRId64, want,
+                    q->srv->rev);
 }
 
 void as_handle_list(as_req_t *q)
@@ -115,12 +109,9 @@ void as_handle_list(as_req_t *q)
     const char *rvm = as_query(q, "resourceVersionMatch");
     const char *cont = as_query(q, "continue");
     const char *lims = as_query(q, "limit");
-    if (rvm && !*rvm)
-        rvm = NULL;
-    if (cont && !*cont)
-        cont = NULL;
-    if (rvs && !*rvs)
-        rvs = NULL;
+    if (rvm && !*rvm) rvm = NULL;
+    if (cont && !*cont) cont = NULL;
+    if (rvs && !*rvs) rvs = NULL;
     if (as_query(q, "sendInitialEvents")) {
         reply_listopts_invalid(q, "FieldValueForbidden", "sendInitialEvents",
                                "Forbidden: sendInitialEvents is forbidden for list");
@@ -141,8 +132,8 @@ void as_handle_list(as_req_t *q)
         }
         if (strcmp(rvm, "Exact") && strcmp(rvm, "NotOlderThan")) {
             char detail[300];
-            snprintf(detail, sizeof detail,
-                     "Unsupported value: \"%s\": supported values: \"Exact\", \"NotOlderThan\"", rvm);
+            snprintf(detail, sizeof detail, "Unsupported value: \"%s\": supported values: \"Exact\", \"NotOlderThan\"",
+                     rvm);
             reply_listopts_invalid(q, "FieldValueNotSupported", "resourceVersionMatch", detail);
             return;
         }
@@ -157,8 +148,7 @@ void as_handle_list(as_req_t *q)
     if (lims && *lims) {
         char *end;
         limit = strtol(lims, &end, 10);
-        if (*end || limit < 0)
-            limit = 0;
+        if (*end || limit < 0) limit = 0;
     }
     int64_t snap = srv->rev, reply_rv = srv->rev;
     char *start = NULL;
@@ -208,8 +198,7 @@ void as_handle_list(as_req_t *q)
             bool exact = (rvm && !strcmp(rvm, "Exact")) || (!rvm && limit > 0);
             if (exact) {
                 if (want < srv->hist_floor && want != srv->rev) {
-                    as_reply_status(q, 410, "Expired", NULL,
-                                    "The resourceVersion for the provided list is too old.");
+                    as_reply_status(q, 410, "Expired", NULL, "The resourceVersion for the provided list is too old.");
                     return;
                 }
                 snap = reply_rv = want;
@@ -237,14 +226,12 @@ void as_handle_list(as_req_t *q)
         free(start);
         lop_label_selector_free(ls);
         lop_field_selector_free(fs);
-        as_reply_status(q, 410, "Expired", NULL,
-                        "The resourceVersion for the provided list is too old.");
+        as_reply_status(q, 410, "Expired", NULL, "The resourceVersion for the provided list is too old.");
         return;
     }
     size_t i = 0;
     if (start) {
-        while (i < n && strcmp(items[i].key, start) <= 0)
-            i++;
+        while (i < n && strcmp(items[i].key, start) <= 0) i++;
         free(start);
     }
     /* Serialize items straight into an evbuffer, then wrap them in the list envelope. */
@@ -253,14 +240,12 @@ void as_handle_list(as_req_t *q)
     long count = 0;
     const char *last_key = NULL;
     char prefix[400];
-    size_t plen = (size_t)snprintf(prefix, sizeof prefix, "{\"kind\":\"%s\",\"apiVersion\":\"%s\",",
-                                   res->kind, res->api_version);
+    size_t plen =
+        (size_t)snprintf(prefix, sizeof prefix, "{\"kind\":\"%s\",\"apiVersion\":\"%s\",", res->kind, res->api_version);
     for (; i < n; i++) {
-        if (limit > 0 && count >= limit)
-            break;
+        if (limit > 0 && count >= limit) break;
         json_t *obj = items[i].obj;
-        if (!as_obj_matches(res, NULL, ls, fs, obj))
-            continue;
+        if (!as_obj_matches(res, NULL, ls, fs, obj)) continue;
         as_blob_t *wb = items[i].wire;
         const json_t *av = json_object_get(obj, "apiVersion");
         if (partial) { /* PartialObjectMetadata: the metadata bytes as they are in the object */
@@ -269,11 +254,10 @@ void as_handle_list(as_req_t *q)
             if (!wb || !json_is_string(av) || strcmp(json_string_value(av), res->api_version))
                 dumped = as_dump_obj(res, obj, &dl);
             size_t ms = 0, me = 0;
-            bool has_meta = dumped ? as_partial_meta_span(dumped, dl, &ms, &me)
-                                   : as_partial_meta_span(wb->data, wb->len, &ms, &me);
+            bool has_meta =
+                dumped ? as_partial_meta_span(dumped, dl, &ms, &me) : as_partial_meta_span(wb->data, wb->len, &ms, &me);
             lop_buf_t head = LOP_BUF_INIT;
-            if (count > 0)
-                lop_buf_putc(&head, ',');
+            if (count > 0) lop_buf_putc(&head, ',');
             as_partial_head(&head, &q->conv);
             evbuffer_add(ib, head.data, head.len);
             lop_buf_free(&head);
@@ -294,8 +278,7 @@ void as_handle_list(as_req_t *q)
         if (wb && json_is_string(av) && !strcmp(json_string_value(av), res->api_version) &&
             (res->is_cr || (wb->len > plen && !memcmp(wb->data, prefix, plen)))) {
             /* zero-copy: the bytes serialized at commit (built-ins minus kind/apiVersion) */
-            if (count > 0)
-                evbuffer_add(ib, ",", 1);
+            if (count > 0) evbuffer_add(ib, ",", 1);
             wb->refs++; /* the store may replace the object before the bytes are written */
             if (res->is_cr) {
                 evbuffer_add_reference(ib, wb->data, wb->len, blob_release, wb);
@@ -319,8 +302,7 @@ void as_handle_list(as_req_t *q)
         }
         char *s = json_dumps(shown, flags);
         json_decref(shown);
-        if (count > 0)
-            evbuffer_add(ib, ",", 1);
+        if (count > 0) evbuffer_add(ib, ",", 1);
         if (s) {
             evbuffer_add(ib, s, strlen(s));
             free(s);
@@ -330,15 +312,13 @@ void as_handle_list(as_req_t *q)
     }
     char *token = NULL;
     size_t remaining = n - i;
-    if (limit > 0 && i < n && last_key)
-        token = make_token(snap, last_key);
+    if (limit > 0 && i < n && last_key) token = make_token(snap, last_key);
     json_t *meta = json_object();
     char rvb[32];
     snprintf(rvb, sizeof rvb, "%" PRId64, reply_rv);
     if (token) {
         json_object_set_new(meta, "continue", json_string(token));
-        if (!filtered)
-            json_object_set_new(meta, "remainingItemCount", json_integer((json_int_t)remaining));
+        if (!filtered) json_object_set_new(meta, "remainingItemCount", json_integer((json_int_t)remaining));
     }
     json_object_set_new(meta, "resourceVersion", json_string(rvb));
     free(token);
@@ -346,8 +326,10 @@ void as_handle_list(as_req_t *q)
     json_decref(meta);
     struct evbuffer *out = evbuffer_new();
     if (partial) { /* metav1.PartialObjectMetadataList: kind, apiVersion, metadata, items */
-        evbuffer_add_printf(out, "{\"kind\":\"PartialObjectMetadataList\",\"apiVersion\":\"%s\",\"metadata\":%s,"
-                            "\"items\":[", q->conv.api_version, ms);
+        evbuffer_add_printf(out,
+                            "{\"kind\":\"PartialObjectMetadataList\",\"apiVersion\":\"%s\",\"metadata\":%s,"
+                            "\"items\":[",
+                            q->conv.api_version, ms);
         evbuffer_add_buffer(out, ib);
         evbuffer_add(out, "]}\n", 3);
     } else if (res->is_cr) {
@@ -355,8 +337,8 @@ void as_handle_list(as_req_t *q)
         evbuffer_add_buffer(out, ib);
         evbuffer_add_printf(out, "],\"kind\":\"%s\",\"metadata\":%s}\n", res->list_kind, ms);
     } else {
-        evbuffer_add_printf(out, "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":%s,\"items\":[",
-                            res->list_kind, res->api_version, ms);
+        evbuffer_add_printf(out, "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":%s,\"items\":[", res->list_kind,
+                            res->api_version, ms);
         evbuffer_add_buffer(out, ib);
         evbuffer_add(out, "]}\n", 3);
     }
@@ -382,8 +364,7 @@ static json_t *scale_of(as_res_t *res, const json_t *obj)
     const json_t *om = json_object_get(obj, "metadata");
     for (int i = 0; keys[i]; i++) {
         json_t *v = json_object_get(om, keys[i]);
-        if (v)
-            json_object_set(m, keys[i], v);
+        if (v) json_object_set(m, keys[i], v);
     }
     json_object_set_new(s, "metadata", m);
     json_t *spec = json_object();
@@ -394,8 +375,7 @@ static json_t *scale_of(as_res_t *res, const json_t *obj)
     json_t *rr = res->scale_status ? as_path_get(obj, res->scale_status) : NULL;
     json_object_set_new(st, "replicas", json_integer(json_is_integer(rr) ? json_integer_value(rr) : 0));
     json_t *sel = res->scale_selector ? as_path_get(obj, res->scale_selector) : NULL;
-    if (json_is_string(sel))
-        json_object_set(st, "selector", sel);
+    if (json_is_string(sel)) json_object_set(st, "selector", sel);
     json_object_set_new(s, "status", st);
     return s;
 }

@@ -6,17 +6,35 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const pod_fields[] = {"spec.nodeName", "spec.restartPolicy",
-                                         "spec.schedulerName", "spec.serviceAccountName",
-                                         "spec.hostNetwork", "status.phase", "status.podIP",
-                                         "status.nominatedNodeName", NULL};
-static const char *const event_fields[] = {
-    "involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
-    "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
-    "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type", NULL};
-static const char *const ev2_fields[] = {"regarding.kind", "regarding.namespace",
-                                         "regarding.name", "regarding.uid", "reason", "type",
-                                         "reportingController", NULL};
+static const char *const pod_fields[] = {"spec.nodeName",
+                                         "spec.restartPolicy",
+                                         "spec.schedulerName",
+                                         "spec.serviceAccountName",
+                                         "spec.hostNetwork",
+                                         "status.phase",
+                                         "status.podIP",
+                                         "status.nominatedNodeName",
+                                         NULL};
+static const char *const event_fields[] = {"involvedObject.kind",
+                                           "involvedObject.namespace",
+                                           "involvedObject.name",
+                                           "involvedObject.uid",
+                                           "involvedObject.apiVersion",
+                                           "involvedObject.resourceVersion",
+                                           "involvedObject.fieldPath",
+                                           "reason",
+                                           "reportingComponent",
+                                           "source",
+                                           "type",
+                                           NULL};
+static const char *const ev2_fields[] = {"regarding.kind",
+                                         "regarding.namespace",
+                                         "regarding.name",
+                                         "regarding.uid",
+                                         "reason",
+                                         "type",
+                                         "reportingController",
+                                         NULL};
 static const char *const secret_fields[] = {"type", NULL};
 static const char *const ns_fields[] = {"status.phase", NULL};
 static const char *const job_fields[] = {"status.successful", NULL};
@@ -24,52 +42,46 @@ static const char *const rs_fields[] = {"status.replicas", NULL};
 
 typedef struct builtin {
     const char *group, *version, *plural, *singular, *kind, *shortname;
-    bool namespaced, has_status, track_gen, create_on_update, require_rv, del_obj, microtime,
-        dns_label;
+    bool namespaced, has_status, track_gen, create_on_update, require_rv, del_obj, microtime, dns_label;
     const char *const *fields;
 } builtin_t;
 
 static const builtin_t builtins[] = {
-    {"", "v1", "namespaces", "namespace", "Namespace", "ns", false, true, false, false, false,
-     true, false, true, ns_fields},
-    {"", "v1", "configmaps", "configmap", "ConfigMap", "cm", true, false, false, false, false,
-     false, false, false, NULL},
-    {"", "v1", "secrets", "secret", "Secret", NULL, true, false, false, false, false, false,
-     false, false, secret_fields},
-    {"", "v1", "services", "service", "Service", "svc", true, true, false, false, false, false,
-     false, true, NULL},
-    {"", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", "sa", true, false, false,
-     false, false, false, false, false, NULL},
-    {"", "v1", "events", "event", "Event", "ev", true, false, false, false, false, false, false,
-     false, event_fields},
-    {"", "v1", "pods", "pod", "Pod", "po", true, true, false, false, false, true, false, false,
-     pod_fields},
-    {"apps", "v1", "deployments", "deployment", "Deployment", "deploy", true, true, true, false,
-     false, false, false, false, NULL},
-    {"apps", "v1", "statefulsets", "statefulset", "StatefulSet", "sts", true, true, true, false,
-     false, false, false, false, NULL},
-    {"apps", "v1", "daemonsets", "daemonset", "DaemonSet", "ds", true, true, true, false, false,
-     false, false, false, NULL},
-    {"apps", "v1", "replicasets", "replicaset", "ReplicaSet", "rs", true, true, true, false,
-     false, false, false, false, rs_fields},
-    {"batch", "v1", "jobs", "job", "Job", NULL, true, true, true, false, false, false, false,
-     false, job_fields},
-    {"coordination.k8s.io", "v1", "leases", "lease", "Lease", NULL, true, false, false, true,
-     true, false, true, false, NULL},
-    {"events.k8s.io", "v1", "events", "event", "Event", "ev", true, false, false, false, false,
-     false, true, false, ev2_fields},
-    /* RBAC objects are stored and served (so deploy manifests apply) but not enforced. */
-    {"rbac.authorization.k8s.io", "v1", "roles", "role", "Role", NULL, true, false, false, false,
-     false, false, false, false, NULL},
-    {"rbac.authorization.k8s.io", "v1", "rolebindings", "rolebinding", "RoleBinding", NULL, true,
-     false, false, false, false, false, false, false, NULL},
-    {"rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole", "ClusterRole", NULL, false,
-     false, false, false, false, false, false, false, NULL},
-    {"rbac.authorization.k8s.io", "v1", "clusterrolebindings", "clusterrolebinding",
-     "ClusterRoleBinding", NULL, false, false, false, false, false, false, false, false, NULL},
-    {"apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition",
-     "CustomResourceDefinition", "crd", false, true, true, false, false, false, false, false,
+    {"", "v1", "namespaces", "namespace", "Namespace", "ns", false, true, false, false, false, true, false, true,
+     ns_fields},
+    {"", "v1", "configmaps", "configmap", "ConfigMap", "cm", true, false, false, false, false, false, false, false,
      NULL},
+    {"", "v1", "secrets", "secret", "Secret", NULL, true, false, false, false, false, false, false, false,
+     secret_fields},
+    {"", "v1", "services", "service", "Service", "svc", true, true, false, false, false, false, false, true, NULL},
+    {"", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", "sa", true, false, false, false, false, false,
+     false, false, NULL},
+    {"", "v1", "events", "event", "Event", "ev", true, false, false, false, false, false, false, false, event_fields},
+    {"", "v1", "pods", "pod", "Pod", "po", true, true, false, false, false, true, false, false, pod_fields},
+    {"apps", "v1", "deployments", "deployment", "Deployment", "deploy", true, true, true, false, false, false, false,
+     false, NULL},
+    {"apps", "v1", "statefulsets", "statefulset", "StatefulSet", "sts", true, true, true, false, false, false, false,
+     false, NULL},
+    {"apps", "v1", "daemonsets", "daemonset", "DaemonSet", "ds", true, true, true, false, false, false, false, false,
+     NULL},
+    {"apps", "v1", "replicasets", "replicaset", "ReplicaSet", "rs", true, true, true, false, false, false, false, false,
+     rs_fields},
+    {"batch", "v1", "jobs", "job", "Job", NULL, true, true, true, false, false, false, false, false, job_fields},
+    {"coordination.k8s.io", "v1", "leases", "lease", "Lease", NULL, true, false, false, true, true, false, true, false,
+     NULL},
+    {"events.k8s.io", "v1", "events", "event", "Event", "ev", true, false, false, false, false, false, true, false,
+     ev2_fields},
+    /* RBAC objects are stored and served (so deploy manifests apply) but not enforced. */
+    {"rbac.authorization.k8s.io", "v1", "roles", "role", "Role", NULL, true, false, false, false, false, false, false,
+     false, NULL},
+    {"rbac.authorization.k8s.io", "v1", "rolebindings", "rolebinding", "RoleBinding", NULL, true, false, false, false,
+     false, false, false, false, NULL},
+    {"rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole", "ClusterRole", NULL, false, false, false, false,
+     false, false, false, false, NULL},
+    {"rbac.authorization.k8s.io", "v1", "clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", NULL, false,
+     false, false, false, false, false, false, false, NULL},
+    {"apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition", "CustomResourceDefinition",
+     "crd", false, true, true, false, false, false, false, false, NULL},
 };
 
 as_coll_t *as_coll_get(lop_apiserver_t *srv, const char *group, const char *plural, bool create)
@@ -77,10 +89,8 @@ as_coll_t *as_coll_get(lop_apiserver_t *srv, const char *group, const char *plur
     char name[512];
     snprintf(name, sizeof name, "%s/%s", group, plural);
     for (size_t i = 0; i < srv->ncolls; i++)
-        if (!strcmp(srv->colls[i]->name, name))
-            return srv->colls[i];
-    if (!create)
-        return NULL;
+        if (!strcmp(srv->colls[i]->name, name)) return srv->colls[i];
+    if (!create) return NULL;
     as_coll_t *c = lop_xcalloc(1, sizeof *c);
     c->name = lop_xstrdup(name);
     if (srv->ncolls == srv->capcolls) {
@@ -91,13 +101,11 @@ as_coll_t *as_coll_get(lop_apiserver_t *srv, const char *group, const char *plur
     return c;
 }
 
-as_res_t *as_res_find(lop_apiserver_t *srv, const char *group, const char *version,
-                      const char *plural)
+as_res_t *as_res_find(lop_apiserver_t *srv, const char *group, const char *version, const char *plural)
 {
     for (size_t i = 0; i < srv->nres; i++) {
         as_res_t *r = srv->res[i];
-        if (!strcmp(r->group, group) && !strcmp(r->version, version) && !strcmp(r->plural, plural))
-            return r;
+        if (!strcmp(r->group, group) && !strcmp(r->version, version) && !strcmp(r->plural, plural)) return r;
     }
     return NULL;
 }
@@ -122,21 +130,16 @@ as_res_t *as_res_add(lop_apiserver_t *srv, const as_res_t *t)
     r->scale_status = t->scale_status ? lop_xstrdup(t->scale_status) : NULL;
     r->scale_selector = t->scale_selector ? lop_xstrdup(t->scale_selector) : NULL;
     r->crd_name = t->crd_name ? lop_xstrdup(t->crd_name) : NULL;
-    if (r->short_names)
-        json_incref(r->short_names);
-    if (r->categories)
-        json_incref(r->categories);
-    if (r->schema)
-        json_incref(r->schema);
-    if (r->selectable)
-        json_incref(r->selectable);
+    if (r->short_names) json_incref(r->short_names);
+    if (r->categories) json_incref(r->categories);
+    if (r->schema) json_incref(r->schema);
+    if (r->selectable) json_incref(r->selectable);
     if (r->group[0])
         snprintf(r->api_version, sizeof r->api_version, "%s/%s", r->group, r->version);
     else
         snprintf(r->api_version, sizeof r->api_version, "%s", r->version);
     r->coll = as_coll_get(srv, r->group, r->plural, true);
-    if (r->is_cr)
-        r->coll->sort_keys = true;
+    if (r->is_cr) r->coll->sort_keys = true;
     if (srv->nres == srv->capres) {
         srv->capres = srv->capres ? srv->capres * 2 : 32;
         srv->res = lop_xrealloc(srv->res, srv->capres * sizeof *srv->res);
@@ -172,8 +175,7 @@ void as_res_remove_crd(lop_apiserver_t *srv, const char *crd_name)
         if (r->crd_name && !strcmp(r->crd_name, crd_name)) {
             as_watch_close_res(srv, r);
             res_free(r);
-        }
-        else
+        } else
             srv->res[o++] = r;
     }
     srv->nres = o;
@@ -197,8 +199,7 @@ void as_res_merge_crd(lop_apiserver_t *srv, const char *crd_name, size_t first_n
             continue;
         }
         size_t j = first_new;
-        while (j < srv->nres && strcmp(srv->res[j]->version, old->version))
-            j++;
+        while (j < srv->nres && strcmp(srv->res[j]->version, old->version)) j++;
         if (j < srv->nres) {
             as_res_t *fresh = srv->res[j];
             as_res_t tmp = *old;
@@ -241,11 +242,10 @@ void as_registry_init(lop_apiserver_t *srv)
             t.scale_spec = (char *)".spec.replicas";
             t.scale_status = (char *)".status.replicas";
         }
-        static const char *const all_cat[] = {"pods", "services", "deployments", "statefulsets",
-                                              "daemonsets", "replicasets", "jobs", NULL};
+        static const char *const all_cat[] = {"pods",       "services",    "deployments", "statefulsets",
+                                              "daemonsets", "replicasets", "jobs",        NULL};
         for (int k = 0; all_cat[k]; k++) /* `kubectl get all` */
-            if (!strcmp(b->plural, all_cat[k]))
-                t.categories = json_pack("[s]", "all");
+            if (!strcmp(b->plural, all_cat[k])) t.categories = json_pack("[s]", "all");
         if (b->shortname) {
             t.short_names = json_array();
             json_array_append_new(t.short_names, json_string(b->shortname));
@@ -260,8 +260,7 @@ void as_registry_init(lop_apiserver_t *srv)
 
 void as_registry_free(lop_apiserver_t *srv)
 {
-    for (size_t i = 0; i < srv->nres; i++)
-        res_free(srv->res[i]);
+    for (size_t i = 0; i < srv->nres; i++) res_free(srv->res[i]);
     free(srv->res);
     srv->res = NULL;
     srv->nres = srv->capres = 0;
@@ -272,15 +271,14 @@ void as_registry_free(lop_apiserver_t *srv)
 static json_t *verbs_json(const char *const *v)
 {
     json_t *a = json_array();
-    for (; *v; v++)
-        json_array_append_new(a, json_string(*v));
+    for (; *v; v++) json_array_append_new(a, json_string(*v));
     return a;
 }
 
-static const char *const crud_verbs[] = {"create", "delete", "deletecollection", "get", "list",
-                                         "patch", "update", "watch", NULL};
-static const char *const cr_verbs[] = {"delete", "deletecollection", "get", "list", "patch",
-                                       "create", "update", "watch", NULL};
+static const char *const crud_verbs[] = {"create", "delete", "deletecollection", "get", "list", "patch", "update",
+                                         "watch",  NULL};
+static const char *const cr_verbs[] = {"delete", "deletecollection", "get",   "list", "patch",
+                                       "create", "update",           "watch", NULL};
 static const char *const sub_verbs[] = {"get", "patch", "update", NULL};
 
 static json_t *resource_list(lop_apiserver_t *srv, const char *group, const char *version)
@@ -288,18 +286,15 @@ static json_t *resource_list(lop_apiserver_t *srv, const char *group, const char
     json_t *list = json_array();
     for (size_t i = 0; i < srv->nres; i++) {
         as_res_t *r = srv->res[i];
-        if (strcmp(r->group, group) || strcmp(r->version, version))
-            continue;
+        if (strcmp(r->group, group) || strcmp(r->version, version)) continue;
         json_t *e = json_object();
         json_object_set_new(e, "name", json_string(r->plural));
         json_object_set_new(e, "singularName", json_string(r->singular));
         json_object_set_new(e, "namespaced", json_boolean(r->namespaced));
         json_object_set_new(e, "kind", json_string(r->kind));
         json_object_set_new(e, "verbs", verbs_json(r->is_cr ? cr_verbs : crud_verbs));
-        if (r->short_names && json_array_size(r->short_names))
-            json_object_set(e, "shortNames", r->short_names);
-        if (r->categories && json_array_size(r->categories))
-            json_object_set(e, "categories", r->categories);
+        if (r->short_names && json_array_size(r->short_names)) json_object_set(e, "shortNames", r->short_names);
+        if (r->categories && json_array_size(r->categories)) json_object_set(e, "categories", r->categories);
         json_array_append_new(list, e);
         if (r->has_status) {
             char n[300];
@@ -335,23 +330,20 @@ static json_t *group_json(lop_apiserver_t *srv, const char *group)
     json_t *pref = NULL;
     for (size_t i = 0; i < srv->nres; i++) {
         as_res_t *r = srv->res[i];
-        if (strcmp(r->group, group))
-            continue;
+        if (strcmp(r->group, group)) continue;
         bool seen = false;
         size_t j;
         json_t *v;
-        json_array_foreach(versions, j, v) {
-            if (!strcmp(json_string_value(json_object_get(v, "version")), r->version))
-                seen = true;
+        json_array_foreach(versions, j, v)
+        {
+            if (!strcmp(json_string_value(json_object_get(v, "version")), r->version)) seen = true;
         }
-        if (seen)
-            continue;
+        if (seen) continue;
         v = json_object();
         json_object_set_new(v, "groupVersion", json_string(r->api_version));
         json_object_set_new(v, "version", json_string(r->version));
         json_array_append_new(versions, v);
-        if (!pref)
-            pref = json_deep_copy(v);
+        if (!pref) pref = json_deep_copy(v);
     }
     if (!pref) {
         json_decref(versions);
@@ -388,14 +380,11 @@ void as_serve_discovery(as_req_t *q, const char *group, const char *version, int
         json_t *groups = json_array();
         for (size_t i = 0; i < srv->nres; i++) {
             const char *g = srv->res[i]->group;
-            if (!g[0])
-                continue;
+            if (!g[0]) continue;
             bool seen = false;
             for (size_t j = 0; j < i; j++)
-                if (!strcmp(srv->res[j]->group, g))
-                    seen = true;
-            if (!seen)
-                json_array_append_new(groups, group_json(srv, g));
+                if (!strcmp(srv->res[j]->group, g)) seen = true;
+            if (!seen) json_array_append_new(groups, group_json(srv, g));
         }
         json_object_set_new(out, "groups", groups);
     } else if (depth == 1) {
@@ -442,23 +431,21 @@ static json_t *openapi_gv_doc(lop_apiserver_t *srv, const char *group, const cha
     json_t *paths = json_object();
     for (size_t i = 0; i < srv->nres; i++) {
         as_res_t *r = srv->res[i];
-        if (strcmp(r->group, group) || strcmp(r->version, version))
-            continue;
+        if (strcmp(r->group, group) || strcmp(r->version, version)) continue;
         char p[600];
-        snprintf(p, sizeof p, "/%s%s/%s%s/{name}", r->group[0] ? "apis/" : "api/",
-                 r->api_version, r->namespaced ? "namespaces/{namespace}/" : "", r->plural);
-        json_t *op = json_pack("{s:{s:s,s:s,s:s},s:[{s:s,s:s,s:{s:s}},{s:s,s:s,s:{s:s}},"
-                               "{s:s,s:s,s:{s:s}},{s:s,s:s,s:{s:s}}],s:{}}",
-                               "x-kubernetes-group-version-kind", "group", r->group, "version",
-                               r->version, "kind", r->kind, "parameters", "name", "dryRun", "in",
-                               "query", "schema", "type", "string", "name", "fieldManager", "in",
-                               "query", "schema", "type", "string", "name", "fieldValidation", "in",
-                               "query", "schema", "type", "string", "name", "force", "in", "query",
-                               "schema", "type", "boolean", "responses");
+        snprintf(p, sizeof p, "/%s%s/%s%s/{name}", r->group[0] ? "apis/" : "api/", r->api_version,
+                 r->namespaced ? "namespaces/{namespace}/" : "", r->plural);
+        json_t *op =
+            json_pack("{s:{s:s,s:s,s:s},s:[{s:s,s:s,s:{s:s}},{s:s,s:s,s:{s:s}},"
+                      "{s:s,s:s,s:{s:s}},{s:s,s:s,s:{s:s}}],s:{}}",
+                      "x-kubernetes-group-version-kind", "group", r->group, "version", r->version, "kind", r->kind,
+                      "parameters", "name", "dryRun", "in", "query", "schema", "type", "string", "name", "fieldManager",
+                      "in", "query", "schema", "type", "string", "name", "fieldValidation", "in", "query", "schema",
+                      "type", "string", "name", "force", "in", "query", "schema", "type", "boolean", "responses");
         json_object_set_new(paths, p, json_pack("{s:o}", "patch", op));
     }
-    return json_pack("{s:s,s:{s:s,s:s},s:o,s:{s:{}}}", "openapi", "3.0.0", "info", "title",
-                     "Kubernetes", "version", "v1.32.0", "paths", paths, "components", "schemas");
+    return json_pack("{s:s,s:{s:s,s:s},s:o,s:{s:{}}}", "openapi", "3.0.0", "info", "title", "Kubernetes", "version",
+                     "v1.32.0", "paths", paths, "components", "schemas");
 }
 
 void as_serve_openapi(as_req_t *q)
@@ -491,8 +478,7 @@ void as_serve_openapi(as_req_t *q)
         }
         bool found = false;
         for (size_t i = 0; i < srv->nres && version[0]; i++)
-            if (!strcmp(srv->res[i]->group, group) && !strcmp(srv->res[i]->version, version))
-                found = true;
+            if (!strcmp(srv->res[i]->group, group) && !strcmp(srv->res[i]->version, version)) found = true;
         if (found) {
             as_reply_json(q, 200, openapi_gv_doc(srv, group, version), false);
             return;

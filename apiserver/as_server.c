@@ -30,11 +30,10 @@ static void bootstrap(lop_apiserver_t *srv)
     for (int i = 0; names[i]; i++) {
         char uid[37], t[32];
         as_uuid(uid);
-        json_t *o = json_pack("{s:s,s:s,s:{s:s,s:s,s:s,s:{s:s}},s:{s:[s]},s:{s:s}}", "kind",
-                              "Namespace", "apiVersion", "v1", "metadata", "name", names[i], "uid",
-                              uid, "creationTimestamp", as_now_time(t, sizeof t), "labels",
-                              "kubernetes.io/metadata.name", names[i], "spec", "finalizers",
-                              "kubernetes", "status", "phase", "Active");
+        json_t *o = json_pack("{s:s,s:s,s:{s:s,s:s,s:s,s:{s:s}},s:{s:[s]},s:{s:s}}", "kind", "Namespace", "apiVersion",
+                              "v1", "metadata", "name", names[i], "uid", uid, "creationTimestamp",
+                              as_now_time(t, sizeof t), "labels", "kubernetes.io/metadata.name", names[i], "spec",
+                              "finalizers", "kubernetes", "status", "phase", "Active");
         as_store_commit(srv, nsr->coll, names[i], o);
     }
 }
@@ -76,12 +75,10 @@ static void run_cmd(lop_apiserver_t *srv, void (*fn)(lop_apiserver_t *, void *),
     pthread_mutex_lock(&srv->mu);
     c.next = NULL;
     as_cmd_t **tail = &srv->cmds;
-    while (*tail)
-        tail = &(*tail)->next;
+    while (*tail) tail = &(*tail)->next;
     *tail = &c;
     event_active(srv->cmd_ev, EV_READ, 0);
-    while (!c.done)
-        pthread_cond_wait(&srv->cv, &srv->mu);
+    while (!c.done) pthread_cond_wait(&srv->cv, &srv->mu);
     pthread_mutex_unlock(&srv->mu);
 }
 
@@ -97,37 +94,28 @@ static void *loop_main(void *arg)
 static int read_tokens(lop_apiserver_t *srv, const char *path, lop_err_t *err)
 {
     FILE *f = fopen(path, "r");
-    if (!f)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "token file %s: %s", path, strerror(errno));
+    if (!f) return lop_err_set(err, LOP_EINVAL, 0, NULL, "token file %s: %s", path, strerror(errno));
     char line[4096];
     while (fgets(line, sizeof line, f)) {
         size_t n = strlen(line);
-        while (n && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' '))
-            line[--n] = '\0';
-        if (!n || line[0] == '#')
-            continue;
+        while (n && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' ')) line[--n] = '\0';
+        if (!n || line[0] == '#') continue;
         char *comma = strchr(line, ','); /* kube-apiserver's token,user,uid format */
-        if (comma)
-            *comma = '\0';
+        if (comma) *comma = '\0';
         srv->tokens = lop_xrealloc(srv->tokens, (srv->ntokens + 1) * sizeof *srv->tokens);
         srv->tokens[srv->ntokens++] = lop_xstrdup(line);
     }
     fclose(f);
-    if (srv->ntokens == 0)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "token file %s holds no token", path);
+    if (srv->ntokens == 0) return lop_err_set(err, LOP_EINVAL, 0, NULL, "token file %s holds no token", path);
     return LOP_OK;
 }
 
 static void free_server(lop_apiserver_t *srv)
 {
-    if (srv->http)
-        evhttp_free(srv->http);
-    if (srv->cmd_ev)
-        event_free(srv->cmd_ev);
-    if (srv->base)
-        event_base_free(srv->base);
-    for (size_t i = 0; i < srv->ntokens; i++)
-        free(srv->tokens[i]);
+    if (srv->http) evhttp_free(srv->http);
+    if (srv->cmd_ev) event_free(srv->cmd_ev);
+    if (srv->base) event_base_free(srv->base);
+    for (size_t i = 0; i < srv->ntokens; i++) free(srv->tokens[i]);
     free(srv->tokens);
     as_tls_free(srv);
     pthread_mutex_destroy(&srv->mu);
@@ -135,16 +123,14 @@ static void free_server(lop_apiserver_t *srv)
     free(srv);
 }
 
-lop_rc_t lop_apiserver_start(const lop_apiserver_opts_t *opts, lop_apiserver_t **out,
-                             lop_err_t *err)
+lop_rc_t lop_apiserver_start(const lop_apiserver_opts_t *opts, lop_apiserver_t **out, lop_err_t *err)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, (void (*)(void))evthread_use_pthreads);
     signal(SIGPIPE, SIG_IGN);
     *out = NULL;
     lop_apiserver_opts_t def = {0};
-    if (!opts)
-        opts = &def;
+    if (!opts) opts = &def;
     const char *listen = opts->listen && *opts->listen ? opts->listen : "127.0.0.1:0";
     char host[64];
     const char *colon = strrchr(listen, ':');
@@ -182,9 +168,8 @@ lop_rc_t lop_apiserver_start(const lop_apiserver_opts_t *opts, lop_apiserver_t *
         free_server(srv);
         return LOP_EINVAL;
     }
-    evhttp_set_allowed_methods(srv->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
-                                              EVHTTP_REQ_PATCH | EVHTTP_REQ_DELETE |
-                                              EVHTTP_REQ_HEAD | EVHTTP_REQ_OPTIONS);
+    evhttp_set_allowed_methods(srv->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH |
+                                              EVHTTP_REQ_DELETE | EVHTTP_REQ_HEAD | EVHTTP_REQ_OPTIONS);
     evhttp_set_max_body_size(srv->http, 16 * 1024 * 1024);
     evhttp_set_timeout(srv->http, 7200);
     evhttp_set_gencb(srv->http, as_http_handle, srv);
@@ -198,8 +183,8 @@ lop_rc_t lop_apiserver_start(const lop_apiserver_opts_t *opts, lop_apiserver_t *
     getsockname(evhttp_bound_socket_get_fd(bs), (struct sockaddr *)&ss, &sl);
     srv->port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
                                          : ntohs(((struct sockaddr_in *)&ss)->sin_port);
-    snprintf(srv->url, sizeof srv->url, strchr(host, ':') ? "%s://[%s]:%d" : "%s://%s:%d",
-             srv->tls ? "https" : "http", host, srv->port);
+    snprintf(srv->url, sizeof srv->url, strchr(host, ':') ? "%s://[%s]:%d" : "%s://%s:%d", srv->tls ? "https" : "http",
+             host, srv->port);
     srv->cmd_ev = event_new(srv->base, -1, EV_PERSIST, cmd_cb, srv);
     event_add(srv->cmd_ev, NULL);
     bootstrap(srv);
@@ -230,8 +215,7 @@ static void cmd_shutdown(lop_apiserver_t *srv, void *arg)
 
 void lop_apiserver_stop(lop_apiserver_t *srv)
 {
-    if (!srv)
-        return;
+    if (!srv) return;
     run_cmd(srv, cmd_shutdown, NULL);
     pthread_join(srv->thread, NULL);
     srv->thread_started = false;
@@ -275,8 +259,7 @@ static void cmd_fail(lop_apiserver_t *srv, void *arg)
     as_fault_t *f = arg;
     int slot = -1;
     for (int i = 0; i < srv->nfaults; i++)
-        if (srv->faults[i].count <= 0)
-            slot = i;
+        if (srv->faults[i].count <= 0) slot = i;
     if (slot < 0) {
         if (srv->nfaults == (int)(sizeof srv->faults / sizeof srv->faults[0]))
             slot = 0;
@@ -286,8 +269,8 @@ static void cmd_fail(lop_apiserver_t *srv, void *arg)
     srv->faults[slot] = *f;
 }
 
-void lop_apiserver_fail_next_text(lop_apiserver_t *srv, const char *verb, const char *path_prefix,
-                                  int count, int code, int retry_after_s)
+void lop_apiserver_fail_next_text(lop_apiserver_t *srv, const char *verb, const char *path_prefix, int count, int code,
+                                  int retry_after_s)
 {
     as_fault_t f = {.count = count, .code = code, .retry_after = retry_after_s, .text = true};
     snprintf(f.verb, sizeof f.verb, "%s", verb ? verb : "");
@@ -295,8 +278,8 @@ void lop_apiserver_fail_next_text(lop_apiserver_t *srv, const char *verb, const 
     run_cmd(srv, cmd_fail, &f);
 }
 
-void lop_apiserver_fail_next(lop_apiserver_t *srv, const char *verb, const char *path_prefix,
-                             int count, int code, int retry_after_s)
+void lop_apiserver_fail_next(lop_apiserver_t *srv, const char *verb, const char *path_prefix, int count, int code,
+                             int retry_after_s)
 {
     as_fault_t f = {.count = count, .code = code, .retry_after = retry_after_s};
     snprintf(f.verb, sizeof f.verb, "%s", verb ? verb : "");
@@ -305,10 +288,7 @@ void lop_apiserver_fail_next(lop_apiserver_t *srv, const char *verb, const char 
 }
 
 static void cmd_stall(lop_apiserver_t *srv, void *arg) { as_watch_set_stall(srv, *(bool *)arg); }
-void lop_apiserver_stall_watches(lop_apiserver_t *srv, bool stall)
-{
-    run_cmd(srv, cmd_stall, &stall);
-}
+void lop_apiserver_stall_watches(lop_apiserver_t *srv, bool stall) { run_cmd(srv, cmd_stall, &stall); }
 
 static void cmd_latency(lop_apiserver_t *srv, void *arg) { srv->latency_ms = *(int *)arg; }
 void lop_apiserver_set_latency(lop_apiserver_t *srv, int ms) { run_cmd(srv, cmd_latency, &ms); }
@@ -345,8 +325,7 @@ void as_fault_http(as_req_t *q)
         return;
     }
     const char *action = q->path + strlen("/luaop-fault/");
-    if (strlen(q->path) < strlen("/luaop-fault/"))
-        action = "";
+    if (strlen(q->path) < strlen("/luaop-fault/")) action = "";
     if (!strcmp(action, "close-watches")) {
         as_watch_close_all(srv);
     } else if (!strcmp(action, "compact")) {
@@ -385,12 +364,13 @@ void as_fault_http(as_req_t *q)
 
 /* ---- kubeconfig ---- */
 
-lop_rc_t lop_apiserver_write_kubeconfig(const lop_apiserver_t *srv, const char *path,
-                                        lop_err_t *err)
+lop_rc_t lop_apiserver_write_kubeconfig(const lop_apiserver_t *srv, const char *path, lop_err_t *err)
 {
     lop_buf_t b = LOP_BUF_INIT;
-    lop_buf_printf(&b, "apiVersion: v1\nkind: Config\nclusters:\n- name: luaop\n  cluster:\n"
-                       "    server: %s\n", srv->url);
+    lop_buf_printf(&b,
+                   "apiVersion: v1\nkind: Config\nclusters:\n- name: luaop\n  cluster:\n"
+                   "    server: %s\n",
+                   srv->url);
     if (srv->ca_pem) {
         char *ca = lop_base64_encode(srv->ca_pem, strlen(srv->ca_pem), false);
         lop_buf_printf(&b, "    certificate-authority-data: %s\n", ca);

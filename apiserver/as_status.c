@@ -12,12 +12,9 @@
 json_t *as_details(const char *name, const char *group, const char *kind)
 {
     json_t *d = json_object();
-    if (name && *name)
-        json_object_set_new(d, "name", json_string(name));
-    if (group && *group)
-        json_object_set_new(d, "group", json_string(group));
-    if (kind && *kind)
-        json_object_set_new(d, "kind", json_string(kind));
+    if (name && *name) json_object_set_new(d, "name", json_string(name));
+    if (group && *group) json_object_set_new(d, "group", json_string(group));
+    if (kind && *kind) json_object_set_new(d, "kind", json_string(kind));
     return d;
 }
 
@@ -28,16 +25,13 @@ json_t *as_status_new(int code, const char *reason, const char *message, json_t 
     json_object_set_new(s, "apiVersion", json_string("v1"));
     json_object_set_new(s, "metadata", json_object());
     json_object_set_new(s, "status", json_string(code < 400 ? "Success" : "Failure"));
-    if (message && *message)
-        json_object_set_new(s, "message", json_string(message));
-    if (reason && *reason)
-        json_object_set_new(s, "reason", json_string(reason));
+    if (message && *message) json_object_set_new(s, "message", json_string(message));
+    if (reason && *reason) json_object_set_new(s, "reason", json_string(reason));
     if (details && json_object_size(details) > 0)
         json_object_set_new(s, "details", details);
     else
         json_decref(details);
-    if (code >= 400)
-        json_object_set_new(s, "code", json_integer(code));
+    if (code >= 400) json_object_set_new(s, "code", json_integer(code));
     return s;
 }
 
@@ -141,7 +135,8 @@ static void reply_converted(as_req_t *q, int code, json_t *body, size_t flags)
         lop_buf_puts(&b, ",\"items\":[");
         size_t i;
         const json_t *it;
-        json_array_foreach(items, i, it) {
+        json_array_foreach(items, i, it)
+        {
             if (i) lop_buf_putc(&b, ',');
             partial_of(&b, &q->conv, it, flags);
         }
@@ -194,20 +189,18 @@ void as_log_reject(as_req_t *q, int code, const char *reason)
     case EVHTTP_REQ_DELETE: m = "DELETE"; break;
     default: break;
     }
-    lop_log(LOP_LOG_INFO, "request rejected", "method", m, "path", q->path ? q->path : "", "code",
-            c, "reason", reason ? reason : "", NULL);
+    lop_log(LOP_LOG_INFO, "request rejected", "method", m, "path", q->path ? q->path : "", "code", c, "reason",
+            reason ? reason : "", NULL);
 }
 
-void as_reply_status(as_req_t *q, int code, const char *reason, json_t *details, const char *fmt,
-                     ...)
+void as_reply_status(as_req_t *q, int code, const char *reason, json_t *details, const char *fmt, ...)
 {
     char msg[2048];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (code >= 400)
-        as_log_reject(q, code, reason);
+    if (code >= 400) as_log_reject(q, code, reason);
     json_t *ra = details ? json_object_get(details, "retryAfterSeconds") : NULL;
     if (json_is_integer(ra)) {
         char v[32];
@@ -243,13 +236,11 @@ void as_reply_notfound(as_req_t *q, as_res_t *res, const char *name)
 {
     char qual[512];
     as_qualified_resource(res, qual, sizeof qual);
-    as_reply_status(q, 404, "NotFound", as_details(name, res->group, res->plural),
-                    "%s \"%s\" not found", qual, name);
+    as_reply_status(q, 404, "NotFound", as_details(name, res->group, res->plural), "%s \"%s\" not found", qual, name);
 }
 
-void as_reply_invalid(as_req_t *q, const char *kind_qual, const char *dkind, const char *group,
-                      const char *name, const char *cause_reason, const char *field,
-                      const char *detail)
+void as_reply_invalid(as_req_t *q, const char *kind_qual, const char *dkind, const char *group, const char *name,
+                      const char *cause_reason, const char *field, const char *detail)
 {
     json_t *d = as_details(name, group, dkind);
     json_t *cause = json_object();
@@ -259,20 +250,16 @@ void as_reply_invalid(as_req_t *q, const char *kind_qual, const char *dkind, con
     json_t *causes = json_array();
     json_array_append_new(causes, cause);
     json_object_set_new(d, "causes", causes);
-    as_reply_status(q, 422, "Invalid", d, "%s \"%s\" is invalid: %s: %s", kind_qual,
-                    name ? name : "", field, detail);
+    as_reply_status(q, 422, "Invalid", d, "%s \"%s\" is invalid: %s: %s", kind_qual, name ? name : "", field, detail);
 }
 
-const char *as_query(as_req_t *q, const char *key)
-{
-    return evhttp_find_header(&q->q, key);
-}
+const char *as_query(as_req_t *q, const char *key) { return evhttp_find_header(&q->q, key); }
 
 bool as_query_bool(const char *s)
 {
     /* Go's strconv.ParseBool spellings of true (python clients send "True") */
-    return s && (!strcmp(s, "true") || !strcmp(s, "1") || !strcmp(s, "t") || !strcmp(s, "T") ||
-                 !strcmp(s, "True") || !strcmp(s, "TRUE"));
+    return s && (!strcmp(s, "true") || !strcmp(s, "1") || !strcmp(s, "t") || !strcmp(s, "T") || !strcmp(s, "True") ||
+                 !strcmp(s, "TRUE"));
 }
 
 void as_reply_stored(as_req_t *q, int code, as_res_t *res, const json_t *obj, as_blob_t *wire)

@@ -21,8 +21,7 @@ static long bsearch_key(const as_entry_t *items, size_t n, const char *key)
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
         int c = strcmp(items[mid].key, key);
-        if (c == 0)
-            return (long)mid;
+        if (c == 0) return (long)mid;
         if (c < 0)
             lo = mid + 1;
         else
@@ -58,8 +57,7 @@ void as_store_init(lop_apiserver_t *srv)
 
 void as_store_free(lop_apiserver_t *srv)
 {
-    for (size_t i = 0; i < srv->ring_len; i++)
-        hist_event_free(srv->ring[(srv->ring_head + i) % srv->ring_cap]);
+    for (size_t i = 0; i < srv->ring_len; i++) hist_event_free(srv->ring[(srv->ring_head + i) % srv->ring_cap]);
     free(srv->ring);
     srv->ring = NULL;
     srv->ring_len = 0;
@@ -94,8 +92,7 @@ static void ring_push(lop_apiserver_t *srv, as_event_t *e)
 
 void as_store_compact(lop_apiserver_t *srv)
 {
-    for (size_t i = 0; i < srv->ring_len; i++)
-        hist_event_free(srv->ring[(srv->ring_head + i) % srv->ring_cap]);
+    for (size_t i = 0; i < srv->ring_len; i++) hist_event_free(srv->ring[(srv->ring_head + i) % srv->ring_cap]);
     srv->ring_head = srv->ring_len = 0;
     srv->hist_floor = srv->rev;
 }
@@ -110,8 +107,7 @@ static void set_rv(json_t *obj, int64_t rv)
 static as_blob_t *serialize(const as_coll_t *c, const json_t *obj)
 {
     char *s = json_dumps(obj, JSON_COMPACT | (c->sort_keys ? JSON_SORT_KEYS : 0));
-    if (!s)
-        s = lop_xstrdup("{}");
+    if (!s) s = lop_xstrdup("{}");
     as_blob_t *b = as_blob_new(s, strlen(s));
     free(s);
     return b;
@@ -121,8 +117,7 @@ as_blob_t *as_store_wire(as_coll_t *c, const json_t *obj)
 {
     const char *name = as_meta_str(obj, "name");
     const char *ns = as_meta_str(obj, "namespace");
-    if (!name)
-        return NULL;
+    if (!name) return NULL;
     char key[600];
     if (ns && *ns)
         snprintf(key, sizeof key, "%s/%s", ns, name);
@@ -136,8 +131,7 @@ json_t *as_store_commit(lop_apiserver_t *srv, as_coll_t *c, const char *key, jso
 {
     long idx = bsearch_key(c->items, c->n, key);
     json_t *old = idx >= 0 ? c->items[idx].obj : NULL;
-    if (!new_obj && !old)
-        return NULL;
+    if (!new_obj && !old) return NULL;
     int64_t rv = ++srv->rev;
     as_event_t *e = lop_xcalloc(1, sizeof *e);
     e->rv = rv;
@@ -192,29 +186,23 @@ static int cmp_entry(const void *a, const void *b)
     return strcmp(((const as_entry_t *)a)->key, ((const as_entry_t *)b)->key);
 }
 
-int as_store_snapshot(lop_apiserver_t *srv, as_coll_t *c, int64_t rv, const char *ns,
-                      as_entry_t **out, size_t *n)
+int as_store_snapshot(lop_apiserver_t *srv, as_coll_t *c, int64_t rv, const char *ns, as_entry_t **out, size_t *n)
 {
-    if (rv < srv->hist_floor && rv != srv->rev)
-        return -1;
+    if (rv < srv->hist_floor && rv != srv->rev) return -1;
     size_t cap = c->n + 16, cnt = 0;
     as_entry_t *arr = lop_xmalloc(cap * sizeof *arr);
     size_t nslen = ns ? strlen(ns) : 0;
     for (size_t i = 0; i < c->n; i++) {
-        if (ns && (strncmp(c->items[i].key, ns, nslen) || c->items[i].key[nslen] != '/'))
-            continue;
+        if (ns && (strncmp(c->items[i].key, ns, nslen) || c->items[i].key[nslen] != '/')) continue;
         arr[cnt++] = c->items[i];
     }
     if (rv < srv->rev) {
         /* undo newer events, newest first */
         for (size_t i = srv->ring_len; i-- > 0;) {
             as_event_t *e = srv->ring[(srv->ring_head + i) % srv->ring_cap];
-            if (e->rv <= rv)
-                break;
-            if (e->coll != c)
-                continue;
-            if (ns && (strncmp(e->key, ns, nslen) || e->key[nslen] != '/'))
-                continue;
+            if (e->rv <= rv) break;
+            if (e->coll != c) continue;
+            if (ns && (strncmp(e->key, ns, nslen) || e->key[nslen] != '/')) continue;
             long idx = bsearch_key(arr, cnt, e->key);
             if (e->type == AS_ADDED) {
                 if (idx >= 0) {

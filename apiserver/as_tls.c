@@ -21,8 +21,7 @@ static struct bufferevent *bevcb(struct event_base *base, void *arg)
 {
     lop_apiserver_t *srv = arg;
     SSL *ssl = SSL_new(srv->ssl);
-    return bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
-                                          BEV_OPT_CLOSE_ON_FREE);
+    return bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
 }
 
 static int add_ext(X509 *cert, int nid, const char *value)
@@ -31,8 +30,7 @@ static int add_ext(X509 *cert, int nid, const char *value)
     X509V3_set_ctx_nodb(&ctx);
     X509V3_set_ctx(&ctx, cert, cert, NULL, NULL, 0);
     X509_EXTENSION *ex = X509V3_EXT_conf_nid(NULL, &ctx, nid, value);
-    if (!ex)
-        return -1;
+    if (!ex) return -1;
     X509_add_ext(cert, ex, -1);
     X509_EXTENSION_free(ex);
     return 0;
@@ -42,8 +40,7 @@ int as_tls_setup(lop_apiserver_t *srv, const char *client_ca, lop_err_t *err)
 {
     EVP_PKEY *key = EVP_EC_gen("P-256");
     X509 *cert = X509_new();
-    if (!key || !cert)
-        goto fail;
+    if (!key || !cert) goto fail;
     ASN1_INTEGER_set(X509_get_serialNumber(cert), (long)time(NULL));
     X509_gmtime_adj(X509_getm_notBefore(cert), -3600);
     X509_gmtime_adj(X509_getm_notAfter(cert), 60L * 60 * 24 * 365);
@@ -57,8 +54,7 @@ int as_tls_setup(lop_apiserver_t *srv, const char *client_ca, lop_err_t *err)
         add_ext(cert, NID_ext_key_usage, "serverAuth") < 0 ||
         add_ext(cert, NID_subject_alt_name, "IP:127.0.0.1,IP:::1,DNS:localhost") < 0)
         goto fail;
-    if (!X509_sign(cert, key, EVP_sha256()))
-        goto fail;
+    if (!X509_sign(cert, key, EVP_sha256())) goto fail;
     BIO *bio = BIO_new(BIO_s_mem());
     PEM_write_bio_X509(bio, cert);
     char *data;
@@ -66,8 +62,7 @@ int as_tls_setup(lop_apiserver_t *srv, const char *client_ca, lop_err_t *err)
     srv->ca_pem = lop_xstrndup(data, (size_t)n);
     BIO_free(bio);
     srv->ssl = SSL_CTX_new(TLS_server_method());
-    if (!srv->ssl || SSL_CTX_use_certificate(srv->ssl, cert) != 1 ||
-        SSL_CTX_use_PrivateKey(srv->ssl, key) != 1)
+    if (!srv->ssl || SSL_CTX_use_certificate(srv->ssl, cert) != 1 || SSL_CTX_use_PrivateKey(srv->ssl, key) != 1)
         goto fail;
     SSL_CTX_set_min_proto_version(srv->ssl, TLS1_2_VERSION);
     if (client_ca) {
@@ -86,14 +81,12 @@ int as_tls_setup(lop_apiserver_t *srv, const char *client_ca, lop_err_t *err)
 fail:
     X509_free(cert);
     EVP_PKEY_free(key);
-    return lop_err_set(err, LOP_ERR, 0, NULL, "TLS setup failed: %s",
-                       ERR_error_string(ERR_get_error(), NULL));
+    return lop_err_set(err, LOP_ERR, 0, NULL, "TLS setup failed: %s", ERR_error_string(ERR_get_error(), NULL));
 }
 
 void as_tls_free(lop_apiserver_t *srv)
 {
-    if (srv->ssl)
-        SSL_CTX_free(srv->ssl);
+    if (srv->ssl) SSL_CTX_free(srv->ssl);
     srv->ssl = NULL;
     free(srv->ca_pem);
     srv->ca_pem = NULL;

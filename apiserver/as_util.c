@@ -23,15 +23,13 @@ as_blob_t *as_blob_new(const char *data, size_t len)
 
 void as_blob_unref(as_blob_t *b)
 {
-    if (b && --b->refs == 0)
-        free(b);
+    if (b && --b->refs == 0) free(b);
 }
 
 static void rand_bytes(unsigned char *p, size_t n)
 {
     if (RAND_bytes(p, (int)n) != 1) {
-        for (size_t i = 0; i < n; i++)
-            p[i] = (unsigned char)rand();
+        for (size_t i = 0; i < n; i++) p[i] = (unsigned char)rand();
     }
 }
 
@@ -41,9 +39,8 @@ void as_uuid(char out[37])
     rand_bytes(b, sizeof b);
     b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
     b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
-             b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
-             b[14], b[15]);
+    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3],
+             b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
 }
 
 void as_rand_suffix(char out[6])
@@ -51,15 +48,11 @@ void as_rand_suffix(char out[6])
     static const char alphabet[] = "bcdfghjklmnpqrstvwxz2456789";
     unsigned char b[5];
     rand_bytes(b, sizeof b);
-    for (int i = 0; i < 5; i++)
-        out[i] = alphabet[b[i] % (sizeof alphabet - 1)];
+    for (int i = 0; i < 5; i++) out[i] = alphabet[b[i] % (sizeof alphabet - 1)];
     out[5] = '\0';
 }
 
-char *as_now_time(char *buf, size_t n)
-{
-    return lop_time_format(lop_clock_wall(&lop_clock_system), buf, n);
-}
+char *as_now_time(char *buf, size_t n) { return lop_time_format(lop_clock_wall(&lop_clock_system), buf, n); }
 
 json_t *as_meta(json_t *obj)
 {
@@ -80,15 +73,13 @@ const char *as_meta_str(const json_t *obj, const char *field)
 
 json_t *as_path_get(const json_t *obj, const char *dotted)
 {
-    if (*dotted == '.')
-        dotted++;
+    if (*dotted == '.') dotted++;
     const json_t *cur = obj;
     char seg[256];
     while (cur && *dotted) {
         const char *dot = strchr(dotted, '.');
         size_t len = dot ? (size_t)(dot - dotted) : strlen(dotted);
-        if (len >= sizeof seg)
-            return NULL;
+        if (len >= sizeof seg) return NULL;
         memcpy(seg, dotted, len);
         seg[len] = '\0';
         cur = json_is_object(cur) ? json_object_get(cur, seg) : NULL;
@@ -99,8 +90,7 @@ json_t *as_path_get(const json_t *obj, const char *dotted)
 
 int as_path_set(json_t *obj, const char *dotted, json_t *val)
 {
-    if (*dotted == '.')
-        dotted++;
+    if (*dotted == '.') dotted++;
     json_t *cur = obj;
     char seg[256];
     for (;;) {
@@ -112,8 +102,7 @@ int as_path_set(json_t *obj, const char *dotted, json_t *val)
         }
         memcpy(seg, dotted, len);
         seg[len] = '\0';
-        if (!dot)
-            return json_object_set_new(cur, seg, val);
+        if (!dot) return json_object_set_new(cur, seg, val);
         json_t *next = json_object_get(cur, seg);
         if (!json_is_object(next)) {
             next = json_object();
@@ -124,10 +113,22 @@ int as_path_set(json_t *obj, const char *dotted, json_t *val)
     }
 }
 
-static const char *const meta_order[] = {
-    "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
-    "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
-    "annotations", "ownerReferences", "finalizers", "managedFields", NULL};
+static const char *const meta_order[] = {"name",
+                                         "generateName",
+                                         "namespace",
+                                         "selfLink",
+                                         "uid",
+                                         "resourceVersion",
+                                         "generation",
+                                         "creationTimestamp",
+                                         "deletionTimestamp",
+                                         "deletionGracePeriodSeconds",
+                                         "labels",
+                                         "annotations",
+                                         "ownerReferences",
+                                         "finalizers",
+                                         "managedFields",
+                                         NULL};
 
 json_t *as_order_builtin(const json_t *obj)
 {
@@ -135,30 +136,28 @@ json_t *as_order_builtin(const json_t *obj)
     const char *first[] = {"kind", "apiVersion", NULL};
     for (int i = 0; first[i]; i++) {
         json_t *v = json_object_get(obj, first[i]);
-        if (v)
-            json_object_set(out, first[i], v);
+        if (v) json_object_set(out, first[i], v);
     }
     json_t *m = json_object_get(obj, "metadata");
     if (json_is_object(m)) {
         json_t *nm = json_object();
         for (int i = 0; meta_order[i]; i++) {
             json_t *v = json_object_get(m, meta_order[i]);
-            if (v)
-                json_object_set(nm, meta_order[i], v);
+            if (v) json_object_set(nm, meta_order[i], v);
         }
         const char *k;
         json_t *v;
-        json_object_foreach((json_t *)m, k, v) {
-            if (!json_object_get(nm, k))
-                json_object_set(nm, k, v);
+        json_object_foreach((json_t *)m, k, v)
+        {
+            if (!json_object_get(nm, k)) json_object_set(nm, k, v);
         }
         json_object_set_new(out, "metadata", nm);
     }
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)obj, k, v) {
-        if (!json_object_get(out, k))
-            json_object_set(out, k, v);
+    json_object_foreach((json_t *)obj, k, v)
+    {
+        if (!json_object_get(out, k)) json_object_set(out, k, v);
     }
     return out;
 }
@@ -166,13 +165,11 @@ json_t *as_order_builtin(const json_t *obj)
 bool as_valid_dns_label(const char *s)
 {
     size_t n = strlen(s);
-    if (n == 0 || n > 63)
-        return false;
+    if (n == 0 || n > 63) return false;
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
         bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
-        if (!ok)
-            return false;
+        if (!ok) return false;
     }
     return s[0] != '-' && s[n - 1] != '-';
 }
@@ -180,21 +177,17 @@ bool as_valid_dns_label(const char *s)
 bool as_valid_dns_subdomain(const char *s)
 {
     size_t n = strlen(s);
-    if (n == 0 || n > 253)
-        return false;
+    if (n == 0 || n > 253) return false;
     char part[256];
     const char *p = s;
     for (;;) {
         const char *dot = strchr(p, '.');
         size_t len = dot ? (size_t)(dot - p) : strlen(p);
-        if (len == 0 || len > 63)
-            return false;
+        if (len == 0 || len > 63) return false;
         memcpy(part, p, len);
         part[len] = '\0';
-        if (!as_valid_dns_label(part))
-            return false;
-        if (!dot)
-            return true;
+        if (!as_valid_dns_label(part)) return false;
+        if (!dot) return true;
         p = dot + 1;
     }
 }

@@ -18,10 +18,8 @@ void as_default_builtin(as_res_t *res, json_t *obj);
  * Secret.stringData merged into data (base64) and dropped. */
 void as_default_builtin(as_res_t *res, json_t *obj)
 {
-    if (strcmp(res->plural, "secrets") || res->group[0])
-        return;
-    if (!json_is_string(json_object_get(obj, "type")))
-        json_object_set_new(obj, "type", json_string("Opaque"));
+    if (strcmp(res->plural, "secrets") || res->group[0]) return;
+    if (!json_is_string(json_object_get(obj, "type"))) json_object_set_new(obj, "type", json_string("Opaque"));
     json_t *sd = json_object_get(obj, "stringData");
     if (json_is_object(sd)) {
         json_t *data = json_object_get(obj, "data");
@@ -31,9 +29,9 @@ void as_default_builtin(as_res_t *res, json_t *obj)
         }
         const char *k;
         json_t *v;
-        json_object_foreach(sd, k, v) {
-            if (!json_is_string(v))
-                continue;
+        json_object_foreach(sd, k, v)
+        {
+            if (!json_is_string(v)) continue;
             char *e = lop_base64_encode(json_string_value(v), json_string_length(v), false);
             json_object_set_new(data, k, json_string(e));
             free(e);
@@ -45,8 +43,7 @@ void as_default_builtin(as_res_t *res, json_t *obj)
 static int check_microtime(as_req_t *q, const json_t *obj, const char *path)
 {
     json_t *v = as_path_get(obj, path);
-    if (!v || json_is_null(v))
-        return 0;
+    if (!v || json_is_null(v)) return 0;
     int64_t ns;
     if (!json_is_string(v) || lop_microtime_parse_strict(json_string_value(v), &ns) != 0) {
         const char *s = json_is_string(v) ? json_string_value(v) : "?";
@@ -59,8 +56,7 @@ static int check_microtime(as_req_t *q, const json_t *obj, const char *path)
     return 0;
 }
 
-static void invalid1(as_req_t *q, const json_t *obj, const char *reason, const char *field,
-                     const char *detail)
+static void invalid1(as_req_t *q, const json_t *obj, const char *reason, const char *field, const char *detail)
 {
     char qk[300];
     as_qualified_kind(q->res, qk, sizeof qk);
@@ -72,9 +68,7 @@ int as_validate_builtin(as_req_t *q, json_t *obj)
 {
     as_res_t *res = q->res;
     if (!strcmp(res->plural, "leases")) {
-        if (check_microtime(q, obj, "spec.acquireTime") < 0 ||
-            check_microtime(q, obj, "spec.renewTime") < 0)
-            return -1;
+        if (check_microtime(q, obj, "spec.acquireTime") < 0 || check_microtime(q, obj, "spec.renewTime") < 0) return -1;
         json_t *d = as_path_get(obj, "spec.leaseDurationSeconds");
         if (json_is_integer(d) && json_integer_value(d) <= 0) {
             char m[200];
@@ -93,16 +87,15 @@ int as_validate_builtin(as_req_t *q, json_t *obj)
         }
     }
     if (!strcmp(res->plural, "events") && !strcmp(res->group, "events.k8s.io")) {
-        if (check_microtime(q, obj, "eventTime") < 0 ||
-            check_microtime(q, obj, "series.lastObservedTime") < 0)
+        if (check_microtime(q, obj, "eventTime") < 0 || check_microtime(q, obj, "series.lastObservedTime") < 0)
             return -1;
         json_t *et = json_object_get(obj, "eventTime");
         if (!et || json_is_null(et)) {
             invalid1(q, obj, "FieldValueRequired", "eventTime", "Required value");
             return -1;
         }
-        const char *legacy[] = {"deprecatedSource", "deprecatedFirstTimestamp",
-                                "deprecatedLastTimestamp", "deprecatedCount", NULL};
+        const char *legacy[] = {"deprecatedSource", "deprecatedFirstTimestamp", "deprecatedLastTimestamp",
+                                "deprecatedCount", NULL};
         for (int i = 0; legacy[i]; i++) {
             json_t *v = json_object_get(obj, legacy[i]);
             if (v && !json_is_null(v) && !(json_is_object(v) && json_object_size(v) == 0) &&
@@ -115,8 +108,7 @@ int as_validate_builtin(as_req_t *q, json_t *obj)
         const char *ts = json_string_value(t);
         if (!ts || (strcmp(ts, "Normal") && strcmp(ts, "Warning"))) {
             char d[200];
-            snprintf(d, sizeof d, "Unsupported value: \"%s\": supported values: \"Normal\", \"Warning\"",
-                     ts ? ts : "");
+            snprintf(d, sizeof d, "Unsupported value: \"%s\": supported values: \"Normal\", \"Warning\"", ts ? ts : "");
             invalid1(q, obj, "FieldValueNotSupported", "type", d);
             return -1;
         }
@@ -128,8 +120,7 @@ int as_validate_builtin(as_req_t *q, json_t *obj)
         bool bad = ins && *ins ? (!ns || strcmp(ins, ns)) : (ns && *ns && strcmp(ns, "default"));
         if (bad) {
             char d[600];
-            snprintf(d, sizeof d, "Invalid value: \"%s\": does not match event.namespace",
-                     ins ? ins : "");
+            snprintf(d, sizeof d, "Invalid value: \"%s\": does not match event.namespace", ins ? ins : "");
             invalid1(q, obj, "FieldValueInvalid", "involvedObject.namespace", d);
             return -1;
         }
@@ -139,7 +130,8 @@ int as_validate_builtin(as_req_t *q, json_t *obj)
         size_t i;
         json_t *r;
         int controllers = 0;
-        json_array_foreach(refs, i, r) {
+        json_array_foreach(refs, i, r)
+        {
             const char *req[] = {"apiVersion", "kind", "name", "uid", NULL};
             for (int k = 0; req[k]; k++) {
                 json_t *v = json_object_get(r, req[k]);
@@ -150,8 +142,7 @@ int as_validate_builtin(as_req_t *q, json_t *obj)
                     return -1;
                 }
             }
-            if (json_is_true(json_object_get(r, "controller")))
-                controllers++;
+            if (json_is_true(json_object_get(r, "controller"))) controllers++;
         }
         if (controllers > 1) {
             invalid1(q, obj, "FieldValueInvalid", "metadata.ownerReferences",
@@ -190,19 +181,13 @@ static void add_cause(json_t *causes, const char *reason, const char *field, con
 
 static bool type_ok(const char *type, const json_t *v)
 {
-    if (!strcmp(type, "object"))
-        return json_is_object(v);
-    if (!strcmp(type, "array"))
-        return json_is_array(v);
-    if (!strcmp(type, "string"))
-        return json_is_string(v);
+    if (!strcmp(type, "object")) return json_is_object(v);
+    if (!strcmp(type, "array")) return json_is_array(v);
+    if (!strcmp(type, "string")) return json_is_string(v);
     if (!strcmp(type, "integer"))
-        return json_is_integer(v) ||
-               (json_is_real(v) && json_real_value(v) == (double)(json_int_t)json_real_value(v));
-    if (!strcmp(type, "number"))
-        return json_is_number(v);
-    if (!strcmp(type, "boolean"))
-        return json_is_boolean(v);
+        return json_is_integer(v) || (json_is_real(v) && json_real_value(v) == (double)(json_int_t)json_real_value(v));
+    if (!strcmp(type, "number")) return json_is_number(v);
+    if (!strcmp(type, "boolean")) return json_is_boolean(v);
     return true;
 }
 
@@ -211,19 +196,17 @@ static void apply_defaults(json_t *v, const json_t *props)
 {
     const char *k;
     json_t *ps;
-    json_object_foreach((json_t *)props, k, ps) {
+    json_object_foreach((json_t *)props, k, ps)
+    {
         json_t *def = json_object_get(ps, "default");
         json_t *cur = json_object_get(v, k);
-        if (def && (!cur || json_is_null(cur)))
-            json_object_set_new(v, k, json_deep_copy(def));
+        if (def && (!cur || json_is_null(cur))) json_object_set_new(v, k, json_deep_copy(def));
     }
 }
 
-static void check_node(json_t *v, const json_t *schema, const char *path, json_t *causes,
-                       json_t *pruned, int depth)
+static void check_node(json_t *v, const json_t *schema, const char *path, json_t *causes, json_t *pruned, int depth)
 {
-    if (!json_is_object(schema) || depth > 64)
-        return;
+    if (!json_is_object(schema) || depth > 64) return;
     if (json_is_null(v)) {
         return; /* nulls are pruned/accepted; nullable handling is lenient */
     }
@@ -232,16 +215,18 @@ static void check_node(json_t *v, const json_t *schema, const char *path, json_t
     if (int_or_string) {
         if (!json_is_integer(v) && !json_is_string(v)) {
             char msg[600];
-            snprintf(msg, sizeof msg, "Invalid value: \"%s\": %s in body must be of type "
-                     "integer,string: \"%s\"", json_type_name(v), path, json_type_name(v));
+            snprintf(msg, sizeof msg,
+                     "Invalid value: \"%s\": %s in body must be of type "
+                     "integer,string: \"%s\"",
+                     json_type_name(v), path, json_type_name(v));
             add_cause(causes, "FieldValueTypeInvalid", path, msg);
         }
         return;
     }
     if (type && !type_ok(type, v)) {
         char msg[600];
-        snprintf(msg, sizeof msg, "Invalid value: \"%s\": %s in body must be of type %s: \"%s\"",
-                 json_type_name(v), path, type, json_type_name(v));
+        snprintf(msg, sizeof msg, "Invalid value: \"%s\": %s in body must be of type %s: \"%s\"", json_type_name(v),
+                 path, type, json_type_name(v));
         add_cause(causes, "FieldValueTypeInvalid", path, msg);
         return;
     }
@@ -250,13 +235,14 @@ static void check_node(json_t *v, const json_t *schema, const char *path, json_t
         bool found = false;
         size_t i;
         json_t *e;
-        json_array_foreach(en, i, e) {
-            if (json_equal(e, v))
-                found = true;
+        json_array_foreach(en, i, e)
+        {
+            if (json_equal(e, v)) found = true;
         }
         if (!found) {
             lop_buf_t b = LOP_BUF_INIT;
-            json_array_foreach(en, i, e) {
+            json_array_foreach(en, i, e)
+            {
                 char *s = json_dumps(e, JSON_ENCODE_ANY | JSON_COMPACT);
                 lop_buf_printf(&b, "%s%s", i ? ", " : "", s ? s : "?");
                 free(s);
@@ -278,7 +264,8 @@ static void check_node(json_t *v, const json_t *schema, const char *path, json_t
         json_t *req = json_object_get(schema, "required");
         size_t i;
         json_t *r;
-        json_array_foreach(req, i, r) {
+        json_array_foreach(req, i, r)
+        {
             const char *rk = json_string_value(r);
             if (rk && !json_object_get(v, rk)) {
                 char p[600];
@@ -289,7 +276,8 @@ static void check_node(json_t *v, const json_t *schema, const char *path, json_t
         const char *k;
         json_t *cv;
         void *tmp;
-        json_object_foreach_safe(v, tmp, k, cv) {
+        json_object_foreach_safe(v, tmp, k, cv)
+        {
             char p[600];
             snprintf(p, sizeof p, "%s.%s", path, k);
             json_t *ps = json_is_object(props) ? json_object_get(props, k) : NULL;
@@ -306,7 +294,8 @@ static void check_node(json_t *v, const json_t *schema, const char *path, json_t
         json_t *items = json_object_get(schema, "items");
         size_t i;
         json_t *cv;
-        json_array_foreach(v, i, cv) {
+        json_array_foreach(v, i, cv)
+        {
             char p[600];
             snprintf(p, sizeof p, "%s[%zu]", path, i);
             check_node(cv, items, p, causes, pruned, depth + 1);
@@ -314,10 +303,22 @@ static void check_node(json_t *v, const json_t *schema, const char *path, json_t
     }
 }
 
-static const char *const object_meta_fields[] = {
-    "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
-    "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
-    "annotations", "ownerReferences", "finalizers", "managedFields", NULL};
+static const char *const object_meta_fields[] = {"name",
+                                                 "generateName",
+                                                 "namespace",
+                                                 "selfLink",
+                                                 "uid",
+                                                 "resourceVersion",
+                                                 "generation",
+                                                 "creationTimestamp",
+                                                 "deletionTimestamp",
+                                                 "deletionGracePeriodSeconds",
+                                                 "labels",
+                                                 "annotations",
+                                                 "ownerReferences",
+                                                 "finalizers",
+                                                 "managedFields",
+                                                 NULL};
 
 int as_validate_cr(as_res_t *res, json_t *obj, json_t **causes_out, json_t *pruned)
 {
@@ -326,11 +327,11 @@ int as_validate_cr(as_res_t *res, json_t *obj, json_t **causes_out, json_t *prun
         const char *k;
         json_t *v;
         void *tmp;
-        json_object_foreach_safe(m, tmp, k, v) {
+        json_object_foreach_safe(m, tmp, k, v)
+        {
             bool known = false;
             for (int i = 0; object_meta_fields[i]; i++)
-                if (!strcmp(object_meta_fields[i], k))
-                    known = true;
+                if (!strcmp(object_meta_fields[i], k)) known = true;
             if (!known) {
                 char p[300];
                 snprintf(p, sizeof p, "metadata.%s", k);
@@ -339,14 +340,14 @@ int as_validate_cr(as_res_t *res, json_t *obj, json_t **causes_out, json_t *prun
             }
         }
     }
-    if (!json_is_object(res->schema))
-        return 0;
+    if (!json_is_object(res->schema)) return 0;
     json_t *causes = json_array();
     json_t *props = json_object_get(res->schema, "properties");
     if (json_is_object(props)) { /* top-level defaults other than apiVersion/kind/metadata */
         const char *dk;
         json_t *ds;
-        json_object_foreach(props, dk, ds) {
+        json_object_foreach(props, dk, ds)
+        {
             json_t *def = json_object_get(ds, "default");
             if (def && strcmp(dk, "metadata") && strcmp(dk, "apiVersion") && strcmp(dk, "kind") &&
                 !json_object_get(obj, dk))
@@ -357,9 +358,9 @@ int as_validate_cr(as_res_t *res, json_t *obj, json_t **causes_out, json_t *prun
     const char *k;
     json_t *v;
     void *tmp;
-    json_object_foreach_safe(obj, tmp, k, v) {
-        if (!strcmp(k, "apiVersion") || !strcmp(k, "kind") || !strcmp(k, "metadata"))
-            continue;
+    json_object_foreach_safe(obj, tmp, k, v)
+    {
+        if (!strcmp(k, "apiVersion") || !strcmp(k, "kind") || !strcmp(k, "metadata")) continue;
         json_t *ps = json_is_object(props) ? json_object_get(props, k) : NULL;
         if (ps)
             check_node(v, ps, k, causes, pruned, 1);
@@ -371,10 +372,10 @@ int as_validate_cr(as_res_t *res, json_t *obj, json_t **causes_out, json_t *prun
     json_t *req = json_object_get(res->schema, "required");
     size_t i;
     json_t *r;
-    json_array_foreach(req, i, r) {
+    json_array_foreach(req, i, r)
+    {
         const char *rk = json_string_value(r);
-        if (rk && !json_object_get(obj, rk))
-            add_cause(causes, "FieldValueRequired", rk, "Required value");
+        if (rk && !json_object_get(obj, rk)) add_cause(causes, "FieldValueRequired", rk, "Required value");
     }
     if (json_array_size(causes) == 0) {
         json_decref(causes);

@@ -14,11 +14,13 @@
 #define AS_WATCH_MAX_BACKLOG (256u * 1024u * 1024u)
 
 /* core/v1 Event <-> events.k8s.io/v1 Event field names (L.7): one store, two views. */
-static const char *const event_fields_map[][2] = {
-    {"involvedObject", "regarding"},       {"message", "note"},
-    {"source", "deprecatedSource"},        {"firstTimestamp", "deprecatedFirstTimestamp"},
-    {"lastTimestamp", "deprecatedLastTimestamp"}, {"count", "deprecatedCount"},
-    {"reportingComponent", "reportingController"}};
+static const char *const event_fields_map[][2] = {{"involvedObject", "regarding"},
+                                                  {"message", "note"},
+                                                  {"source", "deprecatedSource"},
+                                                  {"firstTimestamp", "deprecatedFirstTimestamp"},
+                                                  {"lastTimestamp", "deprecatedLastTimestamp"},
+                                                  {"count", "deprecatedCount"},
+                                                  {"reportingComponent", "reportingController"}};
 
 static void convert_event(json_t *c, bool to_events_api)
 {
@@ -36,8 +38,7 @@ static void convert_event(json_t *c, bool to_events_api)
 json_t *as_served_obj(const as_res_t *res, const json_t *obj)
 {
     const json_t *av = json_object_get(obj, "apiVersion");
-    if (json_is_string(av) && !strcmp(json_string_value(av), res->api_version))
-        return json_incref((json_t *)obj);
+    if (json_is_string(av) && !strcmp(json_string_value(av), res->api_version)) return json_incref((json_t *)obj);
     json_t *c = json_copy((json_t *)obj);
     if (!strcmp(res->kind, "Event") && !res->is_cr) {
         json_t *o = json_object(); /* keep kind/apiVersion/metadata first */
@@ -57,8 +58,7 @@ char *as_dump_obj(const as_res_t *res, const json_t *obj, size_t *len)
     json_t *o = as_served_obj(res, obj);
     char *s = json_dumps(o, JSON_COMPACT | (res->coll->sort_keys ? JSON_SORT_KEYS : 0));
     json_decref(o);
-    if (!s)
-        s = lop_xstrdup("{}");
+    if (!s) s = lop_xstrdup("{}");
     *len = strlen(s);
     return s;
 }
@@ -86,37 +86,31 @@ static const char *field_lookup(void *ud, const char *key)
 {
     field_ud_t *f = ud;
     const json_t *v = as_path_get(f->obj, key);
-    if (json_is_string(v))
-        return json_string_value(v);
+    if (json_is_string(v)) return json_string_value(v);
     if (json_is_integer(v)) {
         snprintf(f->num, sizeof f->num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
         return f->num;
     }
-    if (json_is_boolean(v))
-        return json_is_true(v) ? "true" : "false";
+    if (json_is_boolean(v)) return json_is_true(v) ? "true" : "false";
     return NULL;
 }
 
-bool as_obj_matches(as_res_t *res, const char *ns, lop_label_selector_t *ls,
-                    lop_field_selector_t *fs, const json_t *obj)
+bool as_obj_matches(as_res_t *res, const char *ns, lop_label_selector_t *ls, lop_field_selector_t *fs,
+                    const json_t *obj)
 {
     (void)res;
-    if (!obj)
-        return false;
+    if (!obj) return false;
     if (ns) {
         const char *ons = as_meta_str(obj, "namespace");
-        if (!ons || strcmp(ons, ns))
-            return false;
+        if (!ons || strcmp(ons, ns)) return false;
     }
     if (ls && !lop_label_selector_empty(ls)) {
         const json_t *m = json_object_get(obj, "metadata");
-        if (!lop_label_selector_match_json(ls, m ? json_object_get(m, "labels") : NULL))
-            return false;
+        if (!lop_label_selector_match_json(ls, m ? json_object_get(m, "labels") : NULL)) return false;
     }
     if (fs && !lop_field_selector_empty(fs)) {
         field_ud_t f = {.obj = obj};
-        if (!lop_field_selector_match(fs, field_lookup, &f))
-            return false;
+        if (!lop_field_selector_match(fs, field_lookup, &f)) return false;
     }
     return true;
 }
@@ -127,17 +121,15 @@ int as_check_field_selector(as_req_t *q, lop_field_selector_t *fs)
     for (size_t i = 0; i < lop_field_selector_count(fs); i++) {
         const char *f = lop_field_selector_field(fs, i);
         bool ok = !strcmp(f, "metadata.name") || !strcmp(f, "metadata.namespace");
-        for (const char *const *e = res->extra_fields; e && *e && !ok; e++)
-            ok = !strcmp(*e, f);
+        for (const char *const *e = res->extra_fields; e && *e && !ok; e++) ok = !strcmp(*e, f);
         if (res->selectable && !ok) {
             size_t j;
             json_t *v;
-            json_array_foreach(res->selectable, j, v) {
+            json_array_foreach(res->selectable, j, v)
+            {
                 const char *p = json_string_value(v);
-                if (p && *p == '.')
-                    p++;
-                if (p && !strcmp(p, f))
-                    ok = true;
+                if (p && *p == '.') p++;
+                if (p && !strcmp(p, f)) ok = true;
             }
         }
         if (!ok) {
@@ -181,17 +173,13 @@ int as_parse_selectors(as_req_t *q, lop_label_selector_t **ls, lop_field_selecto
     return 0;
 }
 
-
 /* ---- watcher lifecycle ---- */
 
 static void watcher_free(as_watcher_t *w)
 {
-    if (w->timer)
-        event_free(w->timer);
-    if (w->bm_timer)
-        event_free(w->bm_timer);
-    if (w->held)
-        evbuffer_free(w->held);
+    if (w->timer) event_free(w->timer);
+    if (w->bm_timer) event_free(w->bm_timer);
+    if (w->held) evbuffer_free(w->held);
     lop_label_selector_free(w->ls);
     lop_field_selector_free(w->fs);
     free(w->ns);
@@ -204,16 +192,14 @@ static void unlink_watcher(as_watcher_t *w)
         w->prev->next = w->next;
     else if (w->coll->watchers == w)
         w->coll->watchers = w->next;
-    if (w->next)
-        w->next->prev = w->prev;
+    if (w->next) w->next->prev = w->prev;
     w->next = w->prev = NULL;
 }
 
 static void watch_end(as_watcher_t *w)
 {
     unlink_watcher(w);
-    if (w->conn)
-        evhttp_connection_set_closecb(w->conn, NULL, NULL);
+    if (w->conn) evhttp_connection_set_closecb(w->conn, NULL, NULL);
     evhttp_send_reply_end(w->r);
     watcher_free(w);
 }
@@ -239,11 +225,9 @@ static void blob_cleanup(const void *data, size_t len, void *arg)
 /* The buffer to queue output for w into: its held buffer while stalled, else a fresh one. */
 static struct evbuffer *out_buf(as_watcher_t *w)
 {
-    if (w->batch)
-        return w->batch;
+    if (w->batch) return w->batch;
     if (w->srv->stall) {
-        if (!w->held)
-            w->held = evbuffer_new();
+        if (!w->held) w->held = evbuffer_new();
         return w->held;
     }
     return evbuffer_new();
@@ -252,15 +236,13 @@ static struct evbuffer *out_buf(as_watcher_t *w)
 /* Send what out_buf gave; returns -1 when the watcher was closed (slow consumer). */
 static int flush_buf(as_watcher_t *w, struct evbuffer *buf)
 {
-    if (buf == w->held || buf == w->batch)
-        return 0;
+    if (buf == w->held || buf == w->batch) return 0;
     evhttp_send_reply_chunk(w->r, buf);
     evbuffer_free(buf);
     if (w->conn) {
         struct bufferevent *bev = evhttp_connection_get_bufferevent(w->conn);
         if (bev && evbuffer_get_length(bufferevent_get_output(bev)) > AS_WATCH_MAX_BACKLOG) {
-            lop_log(LOP_LOG_WARN, "closing watch of slow consumer", "resource", w->res->plural,
-                    NULL);
+            lop_log(LOP_LOG_WARN, "closing watch of slow consumer", "resource", w->res->plural, NULL);
             watch_end(w);
             return -1;
         }
@@ -334,8 +316,7 @@ static json_t *bookmark_obj(as_res_t *res, int64_t rv, bool initial_end)
     char b[32];
     snprintf(b, sizeof b, "%" PRId64, rv);
     json_object_set_new(m, "resourceVersion", json_string(b));
-    if (!res->is_cr)
-        json_object_set_new(m, "creationTimestamp", json_null());
+    if (!res->is_cr) json_object_set_new(m, "creationTimestamp", json_null());
     if (initial_end) {
         json_t *a = json_object();
         json_object_set_new(a, "k8s.io/initial-events-end", json_string("true"));
@@ -359,15 +340,13 @@ static const char *const type_names[] = {"ADDED", "MODIFIED", "DELETED"};
 /* Deliver one stored event to one watcher. Returns -1 if the watcher ended. */
 static int deliver(as_watcher_t *w, as_event_t *e)
 {
-    if (e->rv <= w->min_rv)
-        return 0;
+    if (e->rv <= w->min_rv) return 0;
     bool now = e->type != AS_DELETED && as_obj_matches(w->res, w->ns, w->ls, w->fs, e->obj);
     bool before = e->prev && as_obj_matches(w->res, w->ns, w->ls, w->fs, e->prev);
     const json_t *av = json_object_get(e->obj, "apiVersion");
     bool same_version = json_is_string(av) && !strcmp(json_string_value(av), w->res->api_version);
     if (e->type == AS_DELETED) {
-        if (!as_obj_matches(w->res, w->ns, w->ls, w->fs, e->obj))
-            return 0;
+        if (!as_obj_matches(w->res, w->ns, w->ls, w->fs, e->obj)) return 0;
     } else if (e->type == AS_MODIFIED && now && !before) {
         return send_obj_event(w, "ADDED", e->obj);
     } else if (e->type == AS_MODIFIED && !now && before) {
@@ -381,8 +360,7 @@ static int deliver(as_watcher_t *w, as_event_t *e)
     } else if (!now) {
         return 0;
     }
-    if (!same_version || !e->wire)
-        return send_obj_event(w, type_names[e->type], e->obj);
+    if (!same_version || !e->wire) return send_obj_event(w, type_names[e->type], e->obj);
     return send_wire(w, type_names[e->type], e->wire);
 }
 
@@ -404,8 +382,7 @@ static void on_bookmark_tick(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     as_watcher_t *w = arg;
-    if (!w->srv->stall)
-        send_bookmark(w, false);
+    if (!w->srv->stall) send_bookmark(w, false);
 }
 
 static void on_timeout(evutil_socket_t fd, short what, void *arg)
@@ -413,16 +390,14 @@ static void on_timeout(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     as_watcher_t *w = arg;
-    if (w->bookmarks && !w->srv->stall && send_bookmark(w, false) < 0)
-        return;
+    if (w->bookmarks && !w->srv->stall && send_bookmark(w, false) < 0) return;
     watch_end(w);
 }
 
 void as_watch_close_all(lop_apiserver_t *srv)
 {
     for (size_t i = 0; i < srv->ncolls; i++)
-        while (srv->colls[i]->watchers)
-            watch_end(srv->colls[i]->watchers);
+        while (srv->colls[i]->watchers) watch_end(srv->colls[i]->watchers);
 }
 
 void as_watch_close_res(lop_apiserver_t *srv, as_res_t *res)
@@ -431,8 +406,7 @@ void as_watch_close_res(lop_apiserver_t *srv, as_res_t *res)
     as_watcher_t *w = res->coll->watchers;
     while (w) {
         as_watcher_t *next = w->next;
-        if (w->res == res)
-            watch_end(w);
+        if (w->res == res) watch_end(w);
         w = next;
     }
 }
@@ -440,8 +414,7 @@ void as_watch_close_res(lop_apiserver_t *srv, as_res_t *res)
 void as_watch_set_stall(lop_apiserver_t *srv, bool stall)
 {
     srv->stall = stall;
-    if (stall)
-        return;
+    if (stall) return;
     for (size_t i = 0; i < srv->ncolls; i++) {
         for (as_watcher_t *w = srv->colls[i]->watchers; w; w = w->next) {
             if (w->held && evbuffer_get_length(w->held)) {
@@ -457,8 +430,7 @@ void as_watch_bookmark_all(lop_apiserver_t *srv)
         as_watcher_t *w = srv->colls[i]->watchers;
         while (w) {
             as_watcher_t *next = w->next;
-            if (w->bookmarks)
-                send_bookmark(w, false);
+            if (w->bookmarks) send_bookmark(w, false);
             w = next;
         }
     }
@@ -466,16 +438,13 @@ void as_watch_bookmark_all(lop_apiserver_t *srv)
 
 static bool parse_rv(const char *s, int64_t *out)
 {
-    if (!s || !*s)
-        return false;
+    if (!s || !*s) return false;
     char *end;
     long long v = strtoll(s, &end, 10);
-    if (*end || v < 0)
-        return false;
+    if (*end || v < 0) return false;
     *out = v;
     return true;
 }
-
 
 void as_handle_watch(as_req_t *q)
 {
@@ -522,8 +491,7 @@ void as_handle_watch(as_req_t *q)
     }
     lop_label_selector_t *ls;
     lop_field_selector_t *fs;
-    if (as_parse_selectors(q, &ls, &fs) < 0)
-        return;
+    if (as_parse_selectors(q, &ls, &fs) < 0) return;
     as_watcher_t *w = lop_xcalloc(1, sizeof *w);
     w->srv = srv;
     w->res = q->res;
@@ -537,8 +505,7 @@ void as_handle_watch(as_req_t *q)
     /* each object (bookmarks too; never an ERROR's Status) as PartialObjectMetadata. A watch
      * that asked for PartialObjectMetadataList gets full objects: the API server's watch encoder
      * cannot convert one object into a list and sends it unconverted */
-    if (q->conv.kind == AS_CONV_PARTIAL)
-        w->conv = q->conv;
+    if (q->conv.kind == AS_CONV_PARTIAL) w->conv = q->conv;
     struct evkeyvalq *h = evhttp_request_get_output_headers(q->r);
     evhttp_add_header(h, "Content-Type", "application/json");
     evhttp_add_header(h, "Cache-Control", "no-cache, private");
@@ -549,15 +516,13 @@ void as_handle_watch(as_req_t *q)
     evhttp_connection_set_closecb(w->conn, on_conn_close, w);
     /* link before replay so a slow-consumer close during replay unlinks cleanly */
     w->next = w->coll->watchers;
-    if (w->next)
-        w->next->prev = w;
+    if (w->next) w->next->prev = w;
     w->coll->watchers = w;
 
     if (!initial && has_rv && rv < srv->hist_floor) {
         json_t *st = as_status_new(410, "Expired", NULL, NULL);
         char msg[128];
-        snprintf(msg, sizeof msg, "too old resource version: %" PRId64 " (%" PRId64 ")", rv,
-                 srv->hist_floor + 1);
+        snprintf(msg, sizeof msg, "too old resource version: %" PRId64 " (%" PRId64 ")", rv, srv->hist_floor + 1);
         json_object_set_new(st, "message", json_string(msg));
         char *s = json_dumps(st, JSON_COMPACT);
         json_decref(st);
@@ -572,8 +537,7 @@ void as_handle_watch(as_req_t *q)
         srv->stall = stall;
         as_blob_unref(blob);
         as_log_reject(q, 410, "Expired");
-        if (rc == 0)
-            watch_end(w);
+        if (rc == 0) watch_end(w);
         return;
     }
     w->batch = evbuffer_new();
@@ -581,26 +545,20 @@ void as_handle_watch(as_req_t *q)
         as_coll_t *c = w->coll;
         for (size_t i = 0; i < c->n; i++) {
             json_t *o = c->items[i].obj;
-            if (!as_obj_matches(w->res, w->ns, w->ls, w->fs, o))
-                continue;
+            if (!as_obj_matches(w->res, w->ns, w->ls, w->fs, o)) continue;
             const json_t *av = json_object_get(o, "apiVersion");
             bool same = json_is_string(av) && !strcmp(json_string_value(av), w->res->api_version);
-            int rc = same && c->items[i].wire ? send_wire(w, "ADDED", c->items[i].wire)
-                                              : send_obj_event(w, "ADDED", o);
-            if (rc < 0)
-                return;
+            int rc = same && c->items[i].wire ? send_wire(w, "ADDED", c->items[i].wire) : send_obj_event(w, "ADDED", o);
+            if (rc < 0) return;
         }
-        if (bookmarks && send_bookmark(w, true) < 0)
-            return;
+        if (bookmarks && send_bookmark(w, true) < 0) return;
     } else if (rv > srv->rev) {
         w->min_rv = rv; /* silent until the store passes the requested revision */
     } else if (rv < srv->rev) {
         for (size_t i = 0; i < srv->ring_len; i++) {
             as_event_t *e = srv->ring[(srv->ring_head + i) % srv->ring_cap];
-            if (e->rv <= rv || e->coll != w->coll)
-                continue;
-            if (deliver(w, e) < 0)
-                return;
+            if (e->rv <= rv || e->coll != w->coll) continue;
+            if (deliver(w, e) < 0) return;
         }
     }
     struct evbuffer *batch = w->batch;
@@ -608,16 +566,14 @@ void as_handle_watch(as_req_t *q)
     if (evbuffer_get_length(batch) == 0) {
         evbuffer_free(batch);
     } else if (srv->stall) {
-        if (!w->held)
-            w->held = evbuffer_new();
+        if (!w->held) w->held = evbuffer_new();
         evbuffer_add_buffer(w->held, batch);
         evbuffer_free(batch);
     } else if (flush_buf(w, batch) < 0) {
         return; /* flush_buf freed batch */
     }
     long timeout = tos ? strtol(tos, NULL, 10) : 0;
-    if (timeout <= 0)
-        timeout = 1800;
+    if (timeout <= 0) timeout = 1800;
     w->timer = evtimer_new(srv->base, on_timeout, w);
     struct timeval tv = {timeout, 0};
     evtimer_add(w->timer, &tv);

@@ -19,16 +19,14 @@ void as_default_builtin(as_res_t *res, json_t *obj);
 json_t *as_parse_body(as_req_t *q)
 {
     if (q->body_len > AS_MAX_BODY) {
-        as_reply_status(q, 413, "RequestEntityTooLarge", NULL,
-                        "Request entity too large: limit is 3145728");
+        as_reply_status(q, 413, "RequestEntityTooLarge", NULL, "Request entity too large: limit is 3145728");
         return NULL;
     }
     const char *ct = evhttp_find_header(evhttp_request_get_input_headers(q->r), "Content-Type");
     if (ct && strstr(ct, "protobuf")) {
         char eb[256];
         json_t *o = as_proto_decode(q->body ? q->body : "", q->body_len, eb, sizeof eb);
-        if (!o)
-            as_reply_status(q, 415, "UnsupportedMediaType", NULL, "%s", eb);
+        if (!o) as_reply_status(q, 415, "UnsupportedMediaType", NULL, "%s", eb);
         return o;
     }
     if (ct && strstr(ct, "cbor")) {
@@ -38,8 +36,7 @@ json_t *as_parse_body(as_req_t *q)
         return NULL;
     }
     size_t i = 0;
-    while (i < q->body_len && (q->body[i] == ' ' || q->body[i] == '\n' || q->body[i] == '\r' ||
-                               q->body[i] == '\t'))
+    while (i < q->body_len && (q->body[i] == ' ' || q->body[i] == '\n' || q->body[i] == '\r' || q->body[i] == '\t'))
         i++;
     json_t *obj;
     bool yaml = ct && strstr(ct, "yaml") && !(i < q->body_len && q->body[i] == '{');
@@ -105,14 +102,13 @@ static bool dry_run(as_req_t *q, int *bad)
 {
     const char *d = as_query(q, "dryRun");
     *bad = 0;
-    if (!d)
-        return false;
+    if (!d) return false;
     if (strcmp(d, "All")) {
         *bad = 1;
         char detail[300];
         snprintf(detail, sizeof detail, "Unsupported value: \"%s\": supported values: \"All\"", d);
-        as_reply_invalid(q, "CreateOptions.meta.k8s.io", "CreateOptions", "meta.k8s.io", "",
-                         "FieldValueNotSupported", "dryRun", detail);
+        as_reply_invalid(q, "CreateOptions.meta.k8s.io", "CreateOptions", "meta.k8s.io", "", "FieldValueNotSupported",
+                         "dryRun", detail);
         return false;
     }
     return true;
@@ -121,8 +117,7 @@ static bool dry_run(as_req_t *q, int *bad)
 static char *field_manager(as_req_t *q)
 {
     const char *fm = as_query(q, "fieldManager");
-    if (fm && *fm)
-        return lop_xstrdup(fm);
+    if (fm && *fm) return lop_xstrdup(fm);
     const char *ua = evhttp_find_header(evhttp_request_get_input_headers(q->r), "User-Agent");
     return lop_ssa_manager_from_user_agent(ua ? ua : "unknown");
 }
@@ -157,17 +152,15 @@ static bool same_outside(const json_t *a, const json_t *b, bool ignore_status)
 {
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)a, k, v) {
-        if (!strcmp(k, "metadata") || (ignore_status && !strcmp(k, "status")))
-            continue;
-        if (!json_equal(v, json_object_get(b, k)))
-            return false;
+    json_object_foreach((json_t *)a, k, v)
+    {
+        if (!strcmp(k, "metadata") || (ignore_status && !strcmp(k, "status"))) continue;
+        if (!json_equal(v, json_object_get(b, k))) return false;
     }
-    json_object_foreach((json_t *)b, k, v) {
-        if (!strcmp(k, "metadata") || (ignore_status && !strcmp(k, "status")))
-            continue;
-        if (!json_object_get(a, k))
-            return false;
+    json_object_foreach((json_t *)b, k, v)
+    {
+        if (!strcmp(k, "metadata") || (ignore_status && !strcmp(k, "status"))) continue;
+        if (!json_object_get(a, k)) return false;
     }
     return true;
 }
@@ -183,9 +176,9 @@ static bool str_in(const json_t *arr, const char *s)
 {
     size_t i;
     json_t *v;
-    json_array_foreach(arr, i, v) {
-        if (json_is_string(v) && !strcmp(json_string_value(v), s))
-            return true;
+    json_array_foreach(arr, i, v)
+    {
+        if (json_is_string(v) && !strcmp(json_string_value(v), s)) return true;
     }
     return false;
 }
@@ -202,13 +195,12 @@ static void reply_obj(as_req_t *q, int code, const json_t *obj)
 static void namespace_exists_or_reply(as_req_t *q, int *ok)
 {
     *ok = 1;
-    if (!q->res->namespaced)
-        return;
+    if (!q->res->namespaced) return;
     as_coll_t *nsc = as_coll_get(q->srv, "", "namespaces", false);
     as_entry_t *e = nsc ? as_store_find(nsc, q->ns) : NULL;
     if (!e) {
-        as_reply_status(q, 404, "NotFound", as_details(q->ns, NULL, "namespaces"),
-                        "namespaces \"%s\" not found", q->ns);
+        as_reply_status(q, 404, "NotFound", as_details(q->ns, NULL, "namespaces"), "namespaces \"%s\" not found",
+                        q->ns);
         *ok = 0;
     }
 }
@@ -246,15 +238,14 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
                 as_rand_suffix(suffix);
                 snprintf(nb, sizeof nb, "%.*s%s", 58, gen, suffix);
                 as_make_key(res, q->ns, nb, key, sizeof key);
-                if (!as_store_find(res->coll, key))
-                    break;
+                if (!as_store_find(res->coll, key)) break;
             }
             json_object_set_new(m, "name", json_string(nb));
         }
         name = as_meta_str(obj, "name");
         if (!name || !*name) {
-            as_reply_invalid(q, qual_kind, res->kind, res->group, "", "FieldValueRequired",
-                             "metadata.name", "Required value: name or generateName is required");
+            as_reply_invalid(q, qual_kind, res->kind, res->group, "", "FieldValueRequired", "metadata.name",
+                             "Required value: name or generateName is required");
             json_decref(obj);
             return;
         }
@@ -269,20 +260,19 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
             json_object_set_new(m, "generation", json_integer(1));
         else
             json_object_del(m, "generation");
-        if (res->has_status && strcmp(res->plural, "namespaces") &&
-            strcmp(res->plural, "customresourcedefinitions"))
+        if (res->has_status && strcmp(res->plural, "namespaces") && strcmp(res->plural, "customresourcedefinitions"))
             json_object_del(obj, "status");
     } else {
         /* ---- update ---- */
         const json_t *om = json_object_get(old, "metadata");
-        const char *carry[] = {"uid", "creationTimestamp", "deletionTimestamp",
-                               "deletionGracePeriodSeconds", "generation", "namespace", NULL};
+        const char *carry[] = {
+            "uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "namespace",
+            NULL};
         const char *buid = as_meta_str(obj, "uid");
         if (buid && *buid && strcmp(buid, as_meta_str(old, "uid"))) {
             char detail[200];
             snprintf(detail, sizeof detail, "Invalid value: \"%s\": field is immutable", buid);
-            as_reply_invalid(q, qual_kind, res->kind, res->group, name, "FieldValueInvalid",
-                             "metadata.uid", detail);
+            as_reply_invalid(q, qual_kind, res->kind, res->group, name, "FieldValueInvalid", "metadata.uid", detail);
             json_decref(obj);
             return;
         }
@@ -302,8 +292,7 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
                 json_object_set(n, "status", st);
             else
                 json_object_del(n, "status");
-            if (mf)
-                json_object_set(as_meta(n), "managedFields", mf);
+            if (mf) json_object_set(as_meta(n), "managedFields", mf);
             json_decref(obj);
             obj = n;
             m = as_meta(obj);
@@ -316,8 +305,7 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
         }
         if (res->track_generation && !status_sub && !same_outside(old, obj, res->has_status)) {
             json_t *g = json_object_get(om, "generation");
-            json_object_set_new(m, "generation",
-                                json_integer((json_is_integer(g) ? json_integer_value(g) : 0) + 1));
+            json_object_set_new(m, "generation", json_integer((json_is_integer(g) ? json_integer_value(g) : 0) + 1));
         }
         /* finalizers may only shrink while deleting */
         if (json_object_get(om, "deletionTimestamp")) {
@@ -325,7 +313,8 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
             size_t i;
             json_t *v;
             lop_buf_t added = LOP_BUF_INIT;
-            json_array_foreach(nf, i, v) {
+            json_array_foreach(nf, i, v)
+            {
                 if (json_is_string(v) && (!of || !str_in(of, json_string_value(v)))) {
                     lop_buf_printf(&added, "%s%s", added.len ? " " : "", json_string_value(v));
                 }
@@ -337,8 +326,8 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
                          "deleted, found new finalizers []string{\"%s\"}",
                          added.data);
                 lop_buf_free(&added);
-                as_reply_invalid(q, qual_kind, res->kind, res->group, name,
-                                 "FieldValueForbidden", "metadata.finalizers", detail);
+                as_reply_invalid(q, qual_kind, res->kind, res->group, name, "FieldValueForbidden",
+                                 "metadata.finalizers", detail);
                 json_decref(obj);
                 return;
             }
@@ -369,14 +358,12 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
                          "validation is "
                          "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
                          name);
-            as_reply_invalid(q, qual_kind, res->kind, res->group, name, "FieldValueInvalid",
-                             "metadata.name", detail);
+            as_reply_invalid(q, qual_kind, res->kind, res->group, name, "FieldValueInvalid", "metadata.name", detail);
             json_decref(obj);
             return;
         }
     }
-    if (!res->is_cr)
-        as_default_builtin(res, obj);
+    if (!res->is_cr) as_default_builtin(res, obj);
     if (as_validate_builtin(q, obj) < 0) {
         json_decref(obj);
         return;
@@ -396,19 +383,17 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
             lop_buf_t b = LOP_BUF_INIT;
             size_t i;
             json_t *c;
-            json_array_foreach(causes, i, c) {
-                lop_buf_printf(&b, "%s%s: %s", i ? ", " : "",
-                               json_string_value(json_object_get(c, "field")),
+            json_array_foreach(causes, i, c)
+            {
+                lop_buf_printf(&b, "%s%s: %s", i ? ", " : "", json_string_value(json_object_get(c, "field")),
                                json_string_value(json_object_get(c, "message")));
             }
             json_t *d = as_details(name, res->group, res->kind);
             json_object_set_new(d, "causes", causes);
             if (json_array_size(causes) > 1)
-                as_reply_status(q, 422, "Invalid", d, "%s \"%s\" is invalid: [%s]", qual_kind,
-                                name, b.data);
+                as_reply_status(q, 422, "Invalid", d, "%s \"%s\" is invalid: [%s]", qual_kind, name, b.data);
             else
-                as_reply_status(q, 422, "Invalid", d, "%s \"%s\" is invalid: %s", qual_kind, name,
-                                b.data);
+                as_reply_status(q, 422, "Invalid", d, "%s \"%s\" is invalid: %s", qual_kind, name, b.data);
             lop_buf_free(&b);
             json_decref(pruned);
             json_decref(obj);
@@ -443,8 +428,7 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
         }
         json_object_set_new(labels, "kubernetes.io/metadata.name", json_string(name));
     }
-    if (!managed_done)
-        as_track_managed(q, old, obj, q->sub);
+    if (!managed_done) as_track_managed(q, old, obj, q->sub);
     as_scrub_managed_fields(obj, res->has_status, status_sub, pruned);
     json_decref(pruned);
     pruned = NULL;
@@ -453,8 +437,8 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
     if (!old && as_store_find(res->coll, key)) {
         char qual[300];
         as_qualified_resource(res, qual, sizeof qual);
-        as_reply_status(q, 409, "AlreadyExists", as_details(name, res->group, res->plural),
-                        "%s \"%s\" already exists", qual, name);
+        as_reply_status(q, 409, "AlreadyExists", as_details(name, res->group, res->plural), "%s \"%s\" already exists",
+                        qual, name);
         json_decref(obj);
         return;
     }
@@ -501,7 +485,8 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
     }
     if (dry) {
         if (old)
-            json_object_set(as_meta(obj), "resourceVersion", json_object_get(json_object_get(old, "metadata"), "resourceVersion"));
+            json_object_set(as_meta(obj), "resourceVersion",
+                            json_object_get(json_object_get(old, "metadata"), "resourceVersion"));
         reply_obj(q, code_ok, obj);
         json_decref(obj);
         return;
@@ -513,16 +498,13 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
         reply_obj(q, 200, obj);
         json_decref(obj);
         json_t *gone = as_store_commit(srv, res->coll, key, NULL);
-        if (gone && !strcmp(res->plural, "customresourcedefinitions"))
-            as_crd_changed(srv, gone, true);
+        if (gone && !strcmp(res->plural, "customresourcedefinitions")) as_crd_changed(srv, gone, true);
         as_gc_schedule(srv);
         return;
     }
     json_t *stored = as_store_commit(srv, res->coll, key, obj);
-    if (!strcmp(res->plural, "customresourcedefinitions"))
-        as_crd_changed(srv, stored, false);
-    if (as_meta_str(stored, "deletionTimestamp"))
-        as_gc_schedule(srv);
+    if (!strcmp(res->plural, "customresourcedefinitions")) as_crd_changed(srv, stored, false);
+    if (as_meta_str(stored, "deletionTimestamp")) as_gc_schedule(srv);
     reply_obj(q, code_ok, stored);
 }
 
@@ -535,8 +517,7 @@ void as_handle_create(as_req_t *q)
         return;
     }
     json_t *obj = as_parse_body(q);
-    if (!obj)
-        return;
+    if (!obj) return;
     if (check_kind(q, obj, q->res->kind, q->res->api_version) < 0) {
         json_decref(obj);
         return;
@@ -552,8 +533,7 @@ void as_handle_create(as_req_t *q)
     const char *brv = as_meta_str(obj, "resourceVersion");
     if (brv && *brv) {
         json_decref(obj);
-        as_reply_status(q, 500, "InternalError", NULL,
-                        "resourceVersion should not be set on objects to be created");
+        as_reply_status(q, 500, "InternalError", NULL, "resourceVersion should not be set on objects to be created");
         return;
     }
     namespace_exists_or_reply(q, &ok);
@@ -573,8 +553,7 @@ int as_check_update_rv(as_req_t *q, const json_t *old, const char *brv, bool req
     char qual[300];
     as_qualified_resource(res, qual, sizeof qual);
     if (!brv || !*brv) {
-        if (!required)
-            return 0;
+        if (!required) return 0;
         json_t *d = as_details(q->name, res->group, res->plural);
         json_t *causes = json_array(), *c = json_object();
         json_object_set_new(c, "reason", json_string("FieldValueInvalid"));
@@ -606,8 +585,7 @@ void as_handle_update(as_req_t *q)
         return;
     }
     json_t *obj = as_parse_body(q);
-    if (!obj)
-        return;
+    if (!obj) return;
     bool scale = !strcmp(q->sub, "scale");
     if (check_kind(q, obj, scale ? "Scale" : res->kind, scale ? "autoscaling/v1" : res->api_version) < 0) {
         json_decref(obj);
@@ -616,8 +594,7 @@ void as_handle_update(as_req_t *q)
     const char *bname = as_meta_str(obj, "name");
     if (bname && strcmp(bname, q->name)) {
         as_reply_status(q, 400, "BadRequest", NULL,
-                        "the name of the object (%s) does not match the name on the URL (%s)",
-                        bname, q->name);
+                        "the name of the object (%s) does not match the name on the URL (%s)", bname, q->name);
         json_decref(obj);
         return;
     }

@@ -15,39 +15,33 @@ int as_check_meta_types(as_req_t *q, const json_t *obj)
     const char *strs[] = {"name", "generateName", "namespace", "uid", "resourceVersion", NULL};
     for (int i = 0; strs[i] && !bad; i++) {
         json_t *v = json_object_get(m, strs[i]);
-        if (v && !json_is_string(v) && !json_is_null(v))
-            bad = strs[i];
+        if (v && !json_is_string(v) && !json_is_null(v)) bad = strs[i];
     }
     const char *maps[] = {"labels", "annotations", NULL};
     for (int i = 0; maps[i] && !bad; i++) {
         json_t *v = json_object_get(m, maps[i]);
-        if (v && json_is_null(v))
-            continue;
-        if (v && !json_is_object(v))
-            bad = maps[i];
+        if (v && json_is_null(v)) continue;
+        if (v && !json_is_object(v)) bad = maps[i];
         const char *k;
         json_t *e;
-        json_object_foreach(json_is_object(v) ? v : NULL, k, e) {
-            if (!json_is_string(e))
-                bad = maps[i];
+        json_object_foreach(json_is_object(v) ? v : NULL, k, e)
+        {
+            if (!json_is_string(e)) bad = maps[i];
         }
     }
     json_t *f = json_object_get(m, "finalizers");
     if (!bad && f && !json_is_null(f)) {
         size_t i;
         json_t *e;
-        if (!json_is_array(f))
-            bad = "finalizers";
-        json_array_foreach(f, i, e) {
-            if (!json_is_string(e))
-                bad = "finalizers";
+        if (!json_is_array(f)) bad = "finalizers";
+        json_array_foreach(f, i, e)
+        {
+            if (!json_is_string(e)) bad = "finalizers";
         }
     }
     json_t *o = json_object_get(m, "ownerReferences");
-    if (!bad && o && !json_is_null(o) && !json_is_array(o))
-        bad = "ownerReferences";
-    if (!bad)
-        return 0;
+    if (!bad && o && !json_is_null(o) && !json_is_array(o)) bad = "ownerReferences";
+    if (!bad) return 0;
     as_reply_status(q, 400, "BadRequest", NULL,
                     "%s in version \"%s\" cannot be handled as a %s: json: cannot unmarshal into "
                     "Go struct field ObjectMeta.metadata.%s: wrong type",
@@ -58,8 +52,7 @@ int as_check_meta_types(as_req_t *q, const json_t *obj)
 /* Remove from a FieldsV1 tree the member at a dotted path ("spec.junk"; list paths skipped). */
 static void fieldsv1_remove_path(json_t *f, const char *path)
 {
-    if (strchr(path, '['))
-        return;
+    if (strchr(path, '[')) return;
     char seg[300];
     const char *p = path;
     json_t *cur = f;
@@ -72,8 +65,7 @@ static void fieldsv1_remove_path(json_t *f, const char *path)
             return;
         }
         cur = json_object_get(cur, seg);
-        if (!json_is_object(cur))
-            return;
+        if (!json_is_object(cur)) return;
         p = dot + 1;
     }
 }
@@ -84,38 +76,32 @@ static void fieldsv1_remove_path(json_t *f, const char *path)
 void as_scrub_managed_fields(json_t *obj, bool has_status, bool status_sub, const json_t *pruned)
 {
     json_t *mf = json_object_get(json_object_get(obj, "metadata"), "managedFields");
-    if (!json_is_array(mf))
-        return;
+    if (!json_is_array(mf)) return;
     for (size_t i = json_array_size(mf); i-- > 0;) {
         json_t *e = json_array_get(mf, i);
         json_t *f = json_object_get(e, "fieldsV1");
-        if (!json_is_object(f))
-            continue;
+        if (!json_is_object(f)) continue;
         const char *sub = json_string_value(json_object_get(e, "subresource"));
         bool is_status_entry = sub && !strcmp(sub, "status");
         json_t *nf = json_deep_copy(f);
-        if (has_status && !sub)
-            json_object_del(nf, "f:status");
+        if (has_status && !sub) json_object_del(nf, "f:status");
         if (is_status_entry && status_sub) {
             json_t *st = json_object_get(nf, "f:status");
             json_t *only = json_object();
-            if (st)
-                json_object_set(only, "f:status", st);
+            if (st) json_object_set(only, "f:status", st);
             json_decref(nf);
             nf = only;
         }
         size_t k;
         json_t *p;
-        json_array_foreach(pruned, k, p) {
-            fieldsv1_remove_path(nf, json_string_value(p));
-        }
+        json_array_foreach(pruned, k, p) { fieldsv1_remove_path(nf, json_string_value(p)); }
         /* drop now-empty parents one level down (f:spec with nothing in it) */
         const char *key;
         json_t *child;
         void *tmp;
-        json_object_foreach_safe(nf, tmp, key, child) {
-            if (json_is_object(child) && json_object_size(child) == 0 && strcmp(key, "."))
-                json_object_del(nf, key);
+        json_object_foreach_safe(nf, tmp, key, child)
+        {
+            if (json_is_object(child) && json_object_size(child) == 0 && strcmp(key, ".")) json_object_del(nf, key);
         }
         if (json_object_size(nf) == 0) {
             json_array_remove(mf, i);
@@ -125,8 +111,7 @@ void as_scrub_managed_fields(json_t *obj, bool has_status, bool status_sub, cons
         }
         json_decref(nf);
     }
-    if (json_array_size(mf) == 0)
-        json_object_del(json_object_get(obj, "metadata"), "managedFields");
+    if (json_array_size(mf) == 0) json_object_del(json_object_get(obj, "metadata"), "managedFields");
 }
 
 /* fieldValidation (G.17): Strict → 400 naming every unknown field, Warn (default) → one Warning
@@ -134,13 +119,13 @@ void as_scrub_managed_fields(json_t *obj, bool has_status, bool status_sub, cons
 int as_report_unknown_fields(as_req_t *q, json_t *pruned)
 {
     const char *fv = as_query(q, "fieldValidation");
-    if (json_array_size(pruned) == 0 || (fv && !strcmp(fv, "Ignore")))
-        return 0;
+    if (json_array_size(pruned) == 0 || (fv && !strcmp(fv, "Ignore"))) return 0;
     size_t i;
     json_t *v;
     if (fv && !strcmp(fv, "Strict")) {
         lop_buf_t b = LOP_BUF_INIT;
-        json_array_foreach(pruned, i, v) {
+        json_array_foreach(pruned, i, v)
+        {
             lop_buf_printf(&b, "%sunknown field \"%s\"", i ? ", " : "", json_string_value(v));
         }
         as_reply_status(q, 400, "BadRequest", NULL, "strict decoding error: %s", b.data);
@@ -148,7 +133,8 @@ int as_report_unknown_fields(as_req_t *q, json_t *pruned)
         return -1;
     }
     struct evkeyvalq *h = evhttp_request_get_output_headers(q->r);
-    json_array_foreach(pruned, i, v) {
+    json_array_foreach(pruned, i, v)
+    {
         char w[600];
         snprintf(w, sizeof w, "299 - \"unknown field \\\"%s\\\"\"", json_string_value(v));
         evhttp_add_header(h, "Warning", w);
@@ -160,12 +146,10 @@ int as_report_unknown_fields(as_req_t *q, json_t *pruned)
 int as_check_field_validation(as_req_t *q)
 {
     const char *fv = as_query(q, "fieldValidation");
-    if (!fv || !strcmp(fv, "Ignore") || !strcmp(fv, "Warn") || !strcmp(fv, "Strict"))
-        return 0;
+    if (!fv || !strcmp(fv, "Ignore") || !strcmp(fv, "Warn") || !strcmp(fv, "Strict")) return 0;
     char d[300];
     snprintf(d, sizeof d, "Unsupported value: \"%s\": supported values: \"Ignore\", \"Strict\", \"Warn\"", fv);
-    as_reply_invalid(q, "CreateOptions.meta.k8s.io", "CreateOptions", "meta.k8s.io", "",
-                     "FieldValueNotSupported", "fieldValidation", d);
+    as_reply_invalid(q, "CreateOptions.meta.k8s.io", "CreateOptions", "meta.k8s.io", "", "FieldValueNotSupported",
+                     "fieldValidation", d);
     return -1;
 }
-

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #define MAX_JSON_PATCH_OPS 10000
-#define GENERIC_422 "the server rejected our request due to an error in our request"
+#define GENERIC_422        "the server rejected our request due to an error in our request"
 
 /* ------------------------------------------------------------------------------------------ */
 /* RFC 7386                                                                                   */
@@ -150,8 +150,7 @@ static json_t *ptr_get(json_t *doc, const ptr_t *p)
 static bool values_equal(const json_t *a, const json_t *b)
 {
     if (json_is_number(a) && json_is_number(b)) {
-        if (json_is_integer(a) && json_is_integer(b))
-            return json_integer_value(a) == json_integer_value(b);
+        if (json_is_integer(a) && json_is_integer(b)) return json_integer_value(a) == json_integer_value(b);
         return json_number_value(a) == json_number_value(b);
     }
     if (json_typeof(a) != json_typeof(b)) return false;
@@ -217,8 +216,7 @@ static bool op_remove(json_t *doc, const ptr_t *p)
     const char *last = p->tok[p->n - 1];
     if (json_is_object(parent)) return json_object_get(parent, last) && !json_object_del(parent, last);
     size_t i;
-    if (json_is_array(parent) && existing_index(parent, last, &i))
-        return json_array_remove(parent, i) == 0;
+    if (json_is_array(parent) && existing_index(parent, last, &i)) return json_array_remove(parent, i) == 0;
     return false;
 }
 
@@ -304,8 +302,7 @@ json_t *lop_json_patch(const json_t *target, const json_t *ops, lop_err_t *err)
     size_t n = json_array_size(ops);
     for (size_t i = 0; i < n; i++) {
         if (!json_is_object(json_array_get(ops, i))) {
-            lop_err_set(err, LOP_EINVAL, 400, "BadRequest",
-                        "invalid JSON patch: operation %zu is not an object", i);
+            lop_err_set(err, LOP_EINVAL, 400, "BadRequest", "invalid JSON patch: operation %zu is not an object", i);
             return NULL;
         }
     }

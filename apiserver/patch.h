@@ -27,8 +27,8 @@ json_t *lop_json_patch(const json_t *target, const json_t *ops, lop_err_t *err);
  * are merged element-wise; `$patch: delete|replace|merge` and `$retainKeys`,
  * `$deleteFromPrimitiveList/<field>` and `$setElementOrder/<field>` directives are honoured;
  * other lists replace; null deletes. Returns NULL with err (400) on a malformed patch. */
-json_t *lop_strategic_merge_patch(const json_t *target, const json_t *patch,
-                                  const char *api_version, const char *kind, lop_err_t *err);
+json_t *lop_strategic_merge_patch(const json_t *target, const json_t *patch, const char *api_version, const char *kind,
+                                  lop_err_t *err);
 
 /* 1 when apiVersion/kind is a built-in type that accepts strategic merge patch, else 0. */
 int lop_strategic_merge_supported(const char *api_version, const char *kind);

@@ -33,12 +33,9 @@ static const entry_t common[] = {
 
 /* Relative to a PodSpec. */
 static const entry_t podspec[] = {
-    {"volumes", LOP_LIST_MAP, K_NAME},
-    {"imagePullSecrets", LOP_LIST_MAP, K_NAME},
-    {"hostAliases", LOP_LIST_MAP, K_IP},
-    {"topologySpreadConstraints", LOP_LIST_MAP, K_TOPO},
-    {"schedulingGates", LOP_LIST_MAP, K_NAME},
-    {"resourceClaims", LOP_LIST_MAP, K_NAME},
+    {"volumes", LOP_LIST_MAP, K_NAME},         {"imagePullSecrets", LOP_LIST_MAP, K_NAME},
+    {"hostAliases", LOP_LIST_MAP, K_IP},       {"topologySpreadConstraints", LOP_LIST_MAP, K_TOPO},
+    {"schedulingGates", LOP_LIST_MAP, K_NAME}, {"resourceClaims", LOP_LIST_MAP, K_NAME},
 };
 
 /* Relative to a Container. */
@@ -57,10 +54,8 @@ typedef struct kind_entry {
 } kind_entry_t;
 
 static const kind_entry_t by_kind[] = {
-    {"Service", {"spec.ports", LOP_LIST_MAP, K_SPORT}},
-    {"Node", {"status.addresses", LOP_LIST_MAP, K_TYPE}},
-    {"Node", {"spec.podCIDRs", LOP_LIST_SET, NULL}},
-    {"Pod", {"status.podIPs", LOP_LIST_MAP, K_IP}},
+    {"Service", {"spec.ports", LOP_LIST_MAP, K_SPORT}},    {"Node", {"status.addresses", LOP_LIST_MAP, K_TYPE}},
+    {"Node", {"spec.podCIDRs", LOP_LIST_SET, NULL}},       {"Pod", {"status.podIPs", LOP_LIST_MAP, K_IP}},
     {"ServiceAccount", {"secrets", LOP_LIST_MAP, K_NAME}},
 };
 
@@ -134,14 +129,28 @@ lop_list_type_t lop_builtin_list_type(const char *kind, const char *path, const 
 
 bool lop_builtin_api_version(const char *api_version)
 {
-    static const char *const groups[] = {
-        "apps", "batch", "autoscaling", "policy", "networking.k8s.io",
-        "rbac.authorization.k8s.io", "coordination.k8s.io", "storage.k8s.io",
-        "scheduling.k8s.io", "events.k8s.io", "discovery.k8s.io",
-        "admissionregistration.k8s.io", "apiextensions.k8s.io", "apiregistration.k8s.io",
-        "certificates.k8s.io", "node.k8s.io", "flowcontrol.apiserver.k8s.io",
-        "authentication.k8s.io", "authorization.k8s.io", "resource.k8s.io",
-        "internal.apiserver.k8s.io", "storagemigration.k8s.io"};
+    static const char *const groups[] = {"apps",
+                                         "batch",
+                                         "autoscaling",
+                                         "policy",
+                                         "networking.k8s.io",
+                                         "rbac.authorization.k8s.io",
+                                         "coordination.k8s.io",
+                                         "storage.k8s.io",
+                                         "scheduling.k8s.io",
+                                         "events.k8s.io",
+                                         "discovery.k8s.io",
+                                         "admissionregistration.k8s.io",
+                                         "apiextensions.k8s.io",
+                                         "apiregistration.k8s.io",
+                                         "certificates.k8s.io",
+                                         "node.k8s.io",
+                                         "flowcontrol.apiserver.k8s.io",
+                                         "authentication.k8s.io",
+                                         "authorization.k8s.io",
+                                         "resource.k8s.io",
+                                         "internal.apiserver.k8s.io",
+                                         "storagemigration.k8s.io"};
     if (!api_version || !*api_version) return false;
     const char *slash = strchr(api_version, '/');
     if (!slash) return strcmp(api_version, "v1") == 0;

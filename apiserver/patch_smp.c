@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DEL_PREFIX "$deleteFromPrimitiveList/"
+#define DEL_PREFIX   "$deleteFromPrimitiveList/"
 #define ORDER_PREFIX "$setElementOrder/"
 
 typedef struct smp {
@@ -50,13 +50,9 @@ static char *child_path(const char *path, const char *key)
     return lop_buf_steal(&b);
 }
 
-static const char *directive(const json_t *m)
-{
-    return json_string_value(json_object_get(m, "$patch"));
-}
+static const char *directive(const json_t *m) { return json_string_value(json_object_get(m, "$patch")); }
 
-static json_t *merge_map(smp_t *s, const json_t *orig, const json_t *patch, const char *path,
-                         bool *deleted);
+static json_t *merge_map(smp_t *s, const json_t *orig, const json_t *patch, const char *path, bool *deleted);
 
 /* Index of the element of list whose merge key equals that of elem, or -1. */
 static long find_by_key(const json_t *list, const char *key, const json_t *val)
@@ -79,8 +75,7 @@ static bool has_replace_marker(const json_t *list)
     return false;
 }
 
-static json_t *merge_list_map(smp_t *s, const json_t *orig, const json_t *patch, const char *key,
-                              const char *path)
+static json_t *merge_list_map(smp_t *s, const json_t *orig, const json_t *patch, const char *key, const char *path)
 {
     bool replace = has_replace_marker(patch);
     json_t *out = (!replace && json_is_array(orig)) ? json_deep_copy(orig) : json_array();
@@ -106,8 +101,7 @@ static json_t *merge_list_map(smp_t *s, const json_t *orig, const json_t *patch,
             continue;
         }
         bool del = false;
-        json_t *merged = merge_map(s, at >= 0 ? json_array_get(out, (size_t)at) : NULL, e, path,
-                                   &del);
+        json_t *merged = merge_map(s, at >= 0 ? json_array_get(out, (size_t)at) : NULL, e, path, &del);
         if (!merged) {
             if (del && at >= 0) json_array_remove(out, (size_t)at);
             continue;
@@ -161,8 +155,7 @@ static json_t *apply_order(const json_t *list, const json_t *order, const char *
     for (size_t i = 0; i < n; i++) pos[i] = -1;
     for (size_t j = 0; j < json_array_size(order); j++) {
         for (size_t i = 0; i < n; i++) {
-            if (used[i] || !order_matches(json_array_get(list, i), json_array_get(order, j), key))
-                continue;
+            if (used[i] || !order_matches(json_array_get(list, i), json_array_get(order, j), key)) continue;
             used[i] = true;
             json_array_append(out, json_array_get(list, i));
             break;
@@ -234,8 +227,7 @@ static void merge_field(smp_t *s, json_t *out, const char *k, const json_t *v, c
  * Merge patch map into orig (NULL = absent). Returns a new object, or NULL when the map is to be
  * deleted (*deleted = true) or on error (s->failed).
  */
-static json_t *merge_map(smp_t *s, const json_t *orig, const json_t *patch, const char *path,
-                         bool *deleted)
+static json_t *merge_map(smp_t *s, const json_t *orig, const json_t *patch, const char *path, bool *deleted)
 {
     *deleted = false;
     const char *d = directive(patch);
@@ -316,8 +308,8 @@ static json_t *merge_map(smp_t *s, const json_t *orig, const json_t *patch, cons
     return out;
 }
 
-json_t *lop_strategic_merge_patch(const json_t *target, const json_t *patch,
-                                  const char *api_version, const char *kind, lop_err_t *err)
+json_t *lop_strategic_merge_patch(const json_t *target, const json_t *patch, const char *api_version, const char *kind,
+                                  lop_err_t *err)
 {
     if (!json_is_object(patch)) {
         lop_err_set(err, LOP_EINVAL, 400, "BadRequest",

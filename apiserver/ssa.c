@@ -20,10 +20,7 @@
 /* ------------------------------------------------------------------------------------------ */
 /* Managers                                                                                   */
 
-static char *dup_or_empty(const char *s)
-{
-    return lop_xstrdup(s ? s : "");
-}
+static char *dup_or_empty(const char *s) { return lop_xstrdup(s ? s : ""); }
 
 void lop_ssa_mgrs_free(lop_ssa_mgrs_t *ms)
 {
@@ -41,9 +38,8 @@ void lop_ssa_mgrs_free(lop_ssa_mgrs_t *ms)
     ms->n = 0;
 }
 
-static lop_ssa_mgr_t *mgrs_add(lop_ssa_mgrs_t *ms, const char *manager, const char *op,
-                               const char *api_version, const char *time, const char *sub,
-                               json_t *set)
+static lop_ssa_mgr_t *mgrs_add(lop_ssa_mgrs_t *ms, const char *manager, const char *op, const char *api_version,
+                               const char *time, const char *sub, json_t *set)
 {
     ms->v = lop_xrealloc(ms->v, (ms->n + 1) * sizeof *ms->v);
     lop_ssa_mgr_t *m = &ms->v[ms->n++];
@@ -67,8 +63,7 @@ static void mgrs_decode(lop_ssa_mgrs_t *ms, const json_t *mf)
         const char *op = json_string_value(json_object_get(e, "operation"));
         if (!json_is_object(e) || !op) continue;
         mgrs_add(ms, manager, op, json_string_value(json_object_get(e, "apiVersion")),
-                 json_string_value(json_object_get(e, "time")),
-                 json_string_value(json_object_get(e, "subresource")),
+                 json_string_value(json_object_get(e, "time")), json_string_value(json_object_get(e, "subresource")),
                  lop_fs_from_fieldsv1(json_object_get(e, "fieldsV1")));
     }
 }
@@ -78,8 +73,8 @@ static const json_t *managed_fields_of(const json_t *obj)
     return json_object_get(json_object_get(obj, "metadata"), "managedFields");
 }
 
-static lop_ssa_mgr_t *mgrs_find(lop_ssa_mgrs_t *ms, const char *manager, const char *op,
-                                const char *api_version, const char *sub)
+static lop_ssa_mgr_t *mgrs_find(lop_ssa_mgrs_t *ms, const char *manager, const char *op, const char *api_version,
+                                const char *sub)
 {
     for (size_t i = 0; i < ms->n; i++) {
         lop_ssa_mgr_t *m = &ms->v[i];
@@ -87,8 +82,7 @@ static lop_ssa_mgr_t *mgrs_find(lop_ssa_mgrs_t *ms, const char *manager, const c
             strcmp(m->subresource, sub ? sub : "") != 0)
             continue;
         /* Update entries are kept per apiVersion; Apply entries are not. */
-        if (strcmp(op, "Update") == 0 && strcmp(m->api_version, api_version ? api_version : "") != 0)
-            continue;
+        if (strcmp(op, "Update") == 0 && strcmp(m->api_version, api_version ? api_version : "") != 0) continue;
         return m;
     }
     return NULL;
@@ -159,8 +153,7 @@ static json_t *without_managed(const json_t *obj)
 /* ------------------------------------------------------------------------------------------ */
 /* Merging the applied configuration                                                          */
 
-static json_t *merge_value(const json_t *live, const json_t *cfg, const lop_fs_schema_t *sc,
-                           const char *path);
+static json_t *merge_value(const json_t *live, const json_t *cfg, const lop_fs_schema_t *sc, const char *path);
 
 static bool keys_match(const json_t *a, const json_t *cfg, const char *const *keys)
 {
@@ -175,8 +168,7 @@ static bool keys_match(const json_t *a, const json_t *cfg, const char *const *ke
     return any;
 }
 
-static json_t *merge_list(const json_t *live, const json_t *cfg, const lop_fs_schema_t *sc,
-                          const char *path)
+static json_t *merge_list(const json_t *live, const json_t *cfg, const lop_fs_schema_t *sc, const char *path)
 {
     const char *const *keys = NULL;
     lop_list_type_t lt = sc->builtin ? lop_builtin_list_type(sc->kind, path, &keys) : LOP_LIST_ATOMIC;
@@ -202,8 +194,7 @@ static json_t *merge_list(const json_t *live, const json_t *cfg, const lop_fs_sc
 }
 
 /* Merge cfg into live (NULL = absent): maps merge, lists follow the schema, nulls drop. */
-static json_t *merge_value(const json_t *live, const json_t *cfg, const lop_fs_schema_t *sc,
-                           const char *path)
+static json_t *merge_value(const json_t *live, const json_t *cfg, const lop_fs_schema_t *sc, const char *path)
 {
     if (json_is_array(cfg)) {
         if (json_is_array(live)) return merge_list(live, cfg, sc, path);
@@ -262,8 +253,7 @@ static bool check_applied(const json_t *applied, const lop_ssa_ctx_t *ctx, lop_e
         lop_err_set(err, LOP_EINVAL, 400, "BadRequest", "apply patch must be a JSON object");
         return false;
     }
-    if (!json_is_string(json_object_get(applied, "apiVersion")) ||
-        !json_is_string(json_object_get(applied, "kind"))) {
+    if (!json_is_string(json_object_get(applied, "apiVersion")) || !json_is_string(json_object_get(applied, "kind"))) {
         lop_err_set(err, LOP_EINVAL, 400, "BadRequest",
                     "invalid object: apiVersion and kind are required in an apply patch");
         return false;
@@ -276,8 +266,8 @@ static bool check_applied(const json_t *applied, const lop_ssa_ctx_t *ctx, lop_e
     return true;
 }
 
-json_t *lop_ssa_apply(const json_t *live, const json_t *applied, bool force,
-                      const lop_ssa_ctx_t *ctx, json_t **status_out, lop_err_t *err)
+json_t *lop_ssa_apply(const json_t *live, const json_t *applied, bool force, const lop_ssa_ctx_t *ctx,
+                      json_t **status_out, lop_err_t *err)
 {
     if (status_out) *status_out = NULL;
     if (!check_applied(applied, ctx, err)) return NULL;
@@ -318,8 +308,7 @@ json_t *lop_ssa_apply(const json_t *live, const json_t *applied, bool force,
     }
     if (json_array_size(conflicts) && !force) {
         json_t *st = lop_ssa_conflict_status(&ms, conflicts);
-        lop_err_set(err, LOP_ECONFLICT, 409, "Conflict", "%s",
-                    json_string_value(json_object_get(st, "message")));
+        lop_err_set(err, LOP_ECONFLICT, 409, "Conflict", "%s", json_string_value(json_object_get(st, "message")));
         if (status_out)
             *status_out = st;
         else
@@ -341,8 +330,7 @@ json_t *lop_ssa_apply(const json_t *live, const json_t *applied, bool force,
     json_decref(conflicts);
 
     bool was_new = self == NULL;
-    if (!self)
-        self = mgrs_add(&ms, ctx->manager, "Apply", ctx->api_version, NULL, ctx->subresource, NULL);
+    if (!self) self = mgrs_add(&ms, ctx->manager, "Apply", ctx->api_version, NULL, ctx->subresource, NULL);
     json_t *prev = self->set;
     self->set = applied_set;
     free(self->api_version);

@@ -37,8 +37,8 @@ typedef struct lop_ssa_ctx {
  * FieldManagerConflict entries and messages formatted as §G.13). *status_out is NULL otherwise.
  * Other failures: NULL with err (422 / 400).
  */
-json_t *lop_ssa_apply(const json_t *live, const json_t *applied, bool force,
-                      const lop_ssa_ctx_t *ctx, json_t **status_out, lop_err_t *err);
+json_t *lop_ssa_apply(const json_t *live, const json_t *applied, bool force, const lop_ssa_ctx_t *ctx,
+                      json_t **status_out, lop_err_t *err);
 
 /*
  * Record a non-apply write (create, update, patch) by ctx->manager (operation "Update"):

@@ -11,10 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void put_qstr(lop_buf_t *b, const char *s)
-{
-    lop_buf_json_str(b, s, strlen(s));
-}
+static void put_qstr(lop_buf_t *b, const char *s) { lop_buf_json_str(b, s, strlen(s)); }
 
 char *lop_ssa_print_manager(const lop_ssa_mgr_t *m)
 {
@@ -85,12 +82,10 @@ json_t *lop_ssa_conflict_status(const lop_ssa_mgrs_t *ms, const json_t *conflict
             const char *path = json_string_value(json_array_get(g[i].paths, j));
             lop_buf_t cm = LOP_BUF_INIT;
             lop_buf_printf(&cm, "conflict with %s", g[i].printed);
-            json_array_append_new(causes, json_pack("{s:s,s:s,s:s}", "reason",
-                                                    "FieldManagerConflict", "message", cm.data,
-                                                    "field", path));
+            json_array_append_new(causes, json_pack("{s:s,s:s,s:s}", "reason", "FieldManagerConflict", "message",
+                                                    cm.data, "field", path));
             if (total == 1)
-                lop_buf_printf(&msg, "Apply failed with 1 conflict: conflict with %s: %s",
-                               g[i].printed, path);
+                lop_buf_printf(&msg, "Apply failed with 1 conflict: conflict with %s: %s", g[i].printed, path);
             lop_buf_free(&cm);
         }
     }
@@ -108,10 +103,9 @@ json_t *lop_ssa_conflict_status(const lop_ssa_mgrs_t *ms, const json_t *conflict
         json_decref(g[i].paths);
     }
     free(g);
-    json_t *st = json_pack("{s:s,s:s,s:{},s:s,s:s,s:s,s:{s:o},s:i}", "kind", "Status",
-                           "apiVersion", "v1", "metadata", "status", "Failure", "message",
-                           msg.data ? msg.data : "", "reason", "Conflict", "details", "causes",
-                           causes, "code", 409);
+    json_t *st = json_pack("{s:s,s:s,s:{},s:s,s:s,s:s,s:{s:o},s:i}", "kind", "Status", "apiVersion", "v1", "metadata",
+                           "status", "Failure", "message", msg.data ? msg.data : "", "reason", "Conflict", "details",
+                           "causes", causes, "code", 409);
     lop_buf_free(&msg);
     return st;
 }

@@ -12,10 +12,7 @@
 /* ------------------------------------------------------------------------------------------ */
 /* Conversion and algebra                                                                     */
 
-static bool is_member(const json_t *n)
-{
-    return json_object_get(n, ".") != NULL;
-}
+static bool is_member(const json_t *n) { return json_object_get(n, ".") != NULL; }
 
 static json_t *member_leaf(void)
 {
@@ -65,10 +62,7 @@ json_t *lop_fs_to_fieldsv1(const json_t *s)
     return out;
 }
 
-bool lop_fs_empty(const json_t *s)
-{
-    return !s || json_object_size(s) == 0;
-}
+bool lop_fs_empty(const json_t *s) { return !s || json_object_size(s) == 0; }
 
 json_t *lop_fs_union(const json_t *a, const json_t *b)
 {
@@ -114,22 +108,23 @@ static json_t *combine(const json_t *a, const json_t *b, char op)
     return out;
 }
 
-json_t *lop_fs_diff(const json_t *a, const json_t *b)
-{
-    return combine(a, b, 'd');
-}
+json_t *lop_fs_diff(const json_t *a, const json_t *b) { return combine(a, b, 'd'); }
 
-json_t *lop_fs_intersect(const json_t *a, const json_t *b)
-{
-    return combine(a, b, 'i');
-}
+json_t *lop_fs_intersect(const json_t *a, const json_t *b) { return combine(a, b, 'i'); }
 
 /* ------------------------------------------------------------------------------------------ */
 /* Field sets of objects                                                                      */
 
-static const char *const server_meta[] = {
-    "name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp",
-    "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "managedFields"};
+static const char *const server_meta[] = {"name",
+                                          "namespace",
+                                          "uid",
+                                          "resourceVersion",
+                                          "generation",
+                                          "creationTimestamp",
+                                          "deletionTimestamp",
+                                          "deletionGracePeriodSeconds",
+                                          "selfLink",
+                                          "managedFields"};
 
 static bool skipped(const char *path, const char *k)
 {
@@ -140,10 +135,7 @@ static bool skipped(const char *path, const char *k)
     return false;
 }
 
-static char *dump(const json_t *v)
-{
-    return json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_SORT_KEYS);
-}
+static char *dump(const json_t *v) { return json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_SORT_KEYS); }
 
 static char *prefixed(const char *prefix, const json_t *v)
 {
@@ -168,15 +160,13 @@ static char *item_key(const json_t *elem, const char *const *keys)
     return s;
 }
 
-static json_t *fs_of_map(const json_t *obj, const lop_fs_schema_t *sc, const char *path,
-                         const char *only_top);
+static json_t *fs_of_map(const json_t *obj, const lop_fs_schema_t *sc, const char *path, const char *only_top);
 
 /* Built-in fields that are string maps (not structs): an Update that creates one owns it too. */
 static bool is_builtin_map(const lop_fs_schema_t *sc, const char *path)
 {
-    static const char *const names[] = {"labels",     "annotations", "data",     "binaryData",
-                                        "stringData", "matchLabels", "nodeSelector", "limits",
-                                        "requests"};
+    static const char *const names[] = {"labels",      "annotations",  "data",   "binaryData", "stringData",
+                                        "matchLabels", "nodeSelector", "limits", "requests"};
     if (!sc->builtin || !sc->mark_maps) return false;
     const char *dot = strrchr(path, '.');
     const char *last = dot ? dot + 1 : path;
@@ -190,9 +180,8 @@ static json_t *fs_of_value(const json_t *v, const lop_fs_schema_t *sc, const cha
 {
     if (json_is_object(v)) {
         if (json_object_size(v) == 0) return member_leaf(); /* {} is a value of its own */
-        json_t *sub = fs_of_map(v, sc, path, NULL); /* empty when every key is server-owned */
-        if (json_object_size(sub) && is_builtin_map(sc, path))
-            json_object_set_new(sub, ".", json_object());
+        json_t *sub = fs_of_map(v, sc, path, NULL);         /* empty when every key is server-owned */
+        if (json_object_size(sub) && is_builtin_map(sc, path)) json_object_set_new(sub, ".", json_object());
         return sub;
     }
     if (!json_is_array(v) || json_array_size(v) == 0 || !sc->builtin) return member_leaf();
@@ -219,8 +208,7 @@ static json_t *fs_of_value(const json_t *v, const lop_fs_schema_t *sc, const cha
     return node;
 }
 
-static json_t *fs_of_map(const json_t *obj, const lop_fs_schema_t *sc, const char *path,
-                         const char *only_top)
+static json_t *fs_of_map(const json_t *obj, const lop_fs_schema_t *sc, const char *path, const char *only_top)
 {
     json_t *out = json_object();
     const char *k;
@@ -316,8 +304,7 @@ json_t *lop_fs_changed(const json_t *set, const json_t *a, const json_t *b)
             c = same_value(va, vb) ? json_object() : member_leaf();
         } else {
             c = lop_fs_changed(child, va, vb);
-            if (is_member(child) && (va == NULL) != (vb == NULL))
-                json_object_set_new(c, ".", json_object());
+            if (is_member(child) && (va == NULL) != (vb == NULL)) json_object_set_new(c, ".", json_object());
         }
         if (json_object_size(c))
             json_object_set_new(out, k, c);
@@ -384,10 +371,7 @@ static void put_element(lop_buf_t *b, const char *pe)
     }
 }
 
-static int cmp_cstr(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
+static int cmp_cstr(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
 /* Members of a node first, then its children's members, each pass in sorted order (the order the
  * API server lists conflicts in). */
@@ -397,8 +381,7 @@ static void paths_rec(const json_t *set, lop_buf_t *prefix, json_t *out)
     const char **keys = lop_xcalloc(n + 1, sizeof *keys);
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)set, k, v)
-        if (strcmp(k, ".") != 0) keys[m++] = k;
+    json_object_foreach((json_t *)set, k, v) if (strcmp(k, ".") != 0) keys[m++] = k;
     qsort(keys, m, sizeof *keys, cmp_cstr);
     for (int pass = 0; pass < 2; pass++) {
         for (size_t i = 0; i < m; i++) {

@@ -11,7 +11,7 @@
 
 typedef struct lop_ssa_mgr {
     char *manager, *operation, *api_version, *time, *subresource; /* "" when absent */
-    json_t *set;                                                   /* ssa_fieldset.h form */
+    json_t *set;                                                  /* ssa_fieldset.h form */
 } lop_ssa_mgr_t;
 
 typedef struct lop_ssa_mgrs {

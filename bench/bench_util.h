@@ -20,8 +20,8 @@ static inline double bu_cpu(void)
 {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+           (double)ru.ru_stime.tv_usec / 1e6;
 }
 
 /* Monotonic seconds. */
@@ -112,10 +112,14 @@ static inline char *bu_fixture(const char *path)
     while (n && t[n - 1] == '\n') t[--n] = 0;
     bu_buf_t b = {0};
     for (const char *p = t; *p;) {
-        if (!strncmp(p, "@NS@", 4)) bu_buf_add(&b, "default", 7), p += 4;
-        else if (!strncmp(p, "@NAME@", 6)) bu_buf_add(&b, "obj-1", 5), p += 6;
-        else if (!strncmp(p, "@I@", 3)) bu_buf_add(&b, "1", 1), p += 3;
-        else bu_buf_add(&b, p++, 1);
+        if (!strncmp(p, "@NS@", 4))
+            bu_buf_add(&b, "default", 7), p += 4;
+        else if (!strncmp(p, "@NAME@", 6))
+            bu_buf_add(&b, "obj-1", 5), p += 6;
+        else if (!strncmp(p, "@I@", 3))
+            bu_buf_add(&b, "1", 1), p += 3;
+        else
+            bu_buf_add(&b, p++, 1);
     }
     free(t);
     return b.p;

@@ -52,7 +52,8 @@ static const char *skip_val(const char *p, const char *e)
                 p = skip_str(p, e);
                 continue;
             }
-            if (c == '{' || c == '[') depth++;
+            if (c == '{' || c == '[')
+                depth++;
             else if (c == '}' || c == ']') {
                 if (--depth == 0) return p + 1;
             }
@@ -66,8 +67,7 @@ static const char *skip_val(const char *p, const char *e)
 
 /* Iterate an object's members: *pp at '{' first, then wherever the last call left it.
  * Returns false at the end. key/klen exclude the quotes; v..ve is the raw value. */
-static bool obj_next(const char **pp, const char *e, const char **key, size_t *klen,
-                     const char **v, const char **ve)
+static bool obj_next(const char **pp, const char *e, const char **key, size_t *klen, const char **v, const char **ve)
 {
     const char *p = ws(*pp, e);
     if (p < e && (*p == '{' || *p == ',')) p = ws(p + 1, e);
@@ -84,10 +84,7 @@ static bool obj_next(const char **pp, const char *e, const char **key, size_t *k
     return true;
 }
 
-static bool key_is(const char *k, size_t kl, const char *lit)
-{
-    return strlen(lit) == kl && !memcmp(k, lit, kl);
-}
+static bool key_is(const char *k, size_t kl, const char *lit) { return strlen(lit) == kl && !memcmp(k, lit, kl); }
 
 /* The string value v..ve without quotes (no unescaping: names and RVs have no escapes). */
 static void str_val(const char *v, const char *ve, const char **s, size_t *n)
@@ -116,10 +113,14 @@ static void scan_meta(const char *obj, const char *e, meta_t *m)
         if (!key_is(k, kl, "metadata")) continue;
         const char *q = v;
         while (obj_next(&q, ve, &k, &kl, &v, &ve)) {
-            if (key_is(k, kl, "name")) str_val(v, ve, &m->name, &m->namel);
-            else if (key_is(k, kl, "namespace")) str_val(v, ve, &m->ns, &m->nsl);
-            else if (key_is(k, kl, "resourceVersion")) str_val(v, ve, &m->rv, &m->rvl);
-            else if (key_is(k, kl, "continue")) str_val(v, ve, &m->cont, &m->contl);
+            if (key_is(k, kl, "name"))
+                str_val(v, ve, &m->name, &m->namel);
+            else if (key_is(k, kl, "namespace"))
+                str_val(v, ve, &m->ns, &m->nsl);
+            else if (key_is(k, kl, "resourceVersion"))
+                str_val(v, ve, &m->rv, &m->rvl);
+            else if (key_is(k, kl, "continue"))
+                str_val(v, ve, &m->cont, &m->contl);
         }
         return;
     }
@@ -203,8 +204,10 @@ static long ingest_list(const char *body, size_t n, char *cont, size_t contcap, 
                 const char *s;
                 size_t sl;
                 str_val(mv, mve, &s, &sl);
-                if (key_is(k, kl, "continue")) snprintf(cont, contcap, "%.*s", (int)sl, s);
-                else if (key_is(k, kl, "resourceVersion")) snprintf(rv, rvcap, "%.*s", (int)sl, s);
+                if (key_is(k, kl, "continue"))
+                    snprintf(cont, contcap, "%.*s", (int)sl, s);
+                else if (key_is(k, kl, "resourceVersion"))
+                    snprintf(rv, rvcap, "%.*s", (int)sl, s);
             }
         } else if (key_is(k, kl, "items") && *v == '[') {
             const char *q = ws(v + 1, ve);
@@ -237,8 +240,7 @@ static int cmd_sync(char **a)
     do {
         char *ec = curl_easy_escape(h, cont, 0);
         snprintf(url, sizeof url, "%s%s%slimit=%s%s%s", a[0], a[1], sep, a[2],
-                 cont[0] ? "&continue=" : (pages == 0 ? "&resourceVersion=0" : ""),
-                 cont[0] ? ec : "");
+                 cont[0] ? "&continue=" : (pages == 0 ? "&resourceVersion=0" : ""), cont[0] ? ec : "");
         curl_free(ec);
         curl_easy_setopt(h, CURLOPT_URL, url);
         body.n = 0;
@@ -311,8 +313,7 @@ static size_t watch_cb(char *d, size_t sz, size_t nm, void *ud)
 static int cmd_watch(char **a)
 {
     char url[4096];
-    snprintf(url, sizeof url, "%s%s%swatch=1&resourceVersion=%s", a[0], a[1],
-             strchr(a[1], '?') ? "&" : "?", a[2]);
+    snprintf(url, sizeof url, "%s%s%swatch=1&resourceVersion=%s", a[0], a[1], strchr(a[1], '?') ? "&" : "?", a[2]);
     wst_t w = {{0}, 0, atol(a[3])};
     CURL *h = curl_easy_init();
     curl_easy_setopt(h, CURLOPT_URL, url);

@@ -29,21 +29,20 @@ int main(int argc, char **argv)
         printf("kubeconfig: %s\n", err.message);
         return 1;
     }
-    lop_transport_config_t tc = {.server = cfg.server, .tls_server_name = cfg.tls_server_name,
-                                 .ca_pem = cfg.ca_pem, .insecure = cfg.insecure};
+    lop_transport_config_t tc = {
+        .server = cfg.server, .tls_server_name = cfg.tls_server_name, .ca_pem = cfg.ca_pem, .insecure = cfg.insecure};
     lop_transport_t *t = NULL;
     if (lop_transport_new(&tc, &t, &err) != LOP_OK) {
         printf("transport: %s\n", err.message);
         return 1;
     }
-    lop_http_exchange_t x = {.method = "GET", .target = "/version", .headers = "Accept: application/json\r\n",
-                             .gzip = true};
+    lop_http_exchange_t x = {
+        .method = "GET", .target = "/version", .headers = "Accept: application/json\r\n", .gzip = true};
     lop_http_result_t r = lop_transport_exchange(t, &x);
     printf("%s\n", r == LOP_HTTP_OK && x.code == 200 ? "ready" : x.error[0] ? x.error : "not 200");
     fflush(stdout);
     char buf[64];
-    while (fgets(buf, sizeof buf, stdin)) {
-    }
+    while (fgets(buf, sizeof buf, stdin)) {}
     lop_transport_free(t);
     lop_rest_config_cleanup(&cfg);
     return r == LOP_HTTP_OK ? 0 : 1;

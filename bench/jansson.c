@@ -62,7 +62,8 @@ int main(int argc, char **argv)
     int nitems = argc == 4 ? atoi(argv[3]) : 1000;
     char *pod = fixture(argv[1], "pod.json"), *cm = fixture(argv[1], "configmap.json");
     bu_buf_t list = {0};
-    const char *head = "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"1\"},\"items\":[";
+    const char *head =
+        "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"1\"},\"items\":[";
     bu_buf_add(&list, head, strlen(head));
     for (int i = 0; i < nitems; i++) {
         if (i) bu_buf_add(&list, ",", 1);

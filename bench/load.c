@@ -64,8 +64,7 @@ static void slot_reset(slot_t *s)
  * Returns the number of non-2xx/failed requests; prints the first failure. */
 typedef void (*mk_fn)(void *ud, long i, char **url, char **body);
 
-static long run_requests(const char *method, const char *ctype, long total, int conc, mk_fn mk,
-                         void *ud)
+static long run_requests(const char *method, const char *ctype, long total, int conc, mk_fn mk, void *ud)
 {
     CURLM *m = curl_multi_init();
     if (conc < 1) conc = 1;
@@ -227,8 +226,7 @@ static int cmd_list(char **a)
         }
     }
     qsort(ms, (size_t)rep, sizeof *ms, cmp_d);
-    printf("bytes=%zu min_ms=%.2f median_ms=%.2f max_ms=%.2f\n", bytes, ms[0], ms[rep / 2],
-           ms[rep - 1]);
+    printf("bytes=%zu min_ms=%.2f median_ms=%.2f max_ms=%.2f\n", bytes, ms[0], ms[rep / 2], ms[rep - 1]);
     curl_slist_free_all(hdr);
     curl_easy_cleanup(h);
     free(ms);
@@ -370,14 +368,16 @@ int main(int argc, char **argv)
         const char *name;
         int nargs;
         int (*fn)(char **);
-    } cmds[] = {{"create", 6, cmd_create}, {"patch", 6, cmd_patch}, {"list", 3, cmd_list},
-                {"drain", 3, cmd_drain},   {"hold", 5, cmd_hold}};
+    } cmds[] = {{"create", 6, cmd_create},
+                {"patch", 6, cmd_patch},
+                {"list", 3, cmd_list},
+                {"drain", 3, cmd_drain},
+                {"hold", 5, cmd_hold}};
     curl_global_init(CURL_GLOBAL_DEFAULT);
     for (size_t i = 0; argc >= 2 && i < sizeof cmds / sizeof cmds[0]; i++) {
         if (strcmp(argv[1], cmds[i].name)) continue;
         if (argc - 2 != cmds[i].nargs) {
-            fprintf(stderr, "lopbench-load %s: want %d arguments (see bench/load.c)\n", argv[1],
-                    cmds[i].nargs);
+            fprintf(stderr, "lopbench-load %s: want %d arguments (see bench/load.c)\n", argv[1], cmds[i].nargs);
             return 2;
         }
         return cmds[i].fn(argv + 2);

@@ -79,7 +79,7 @@ static long lat_cap;
 /* burst mode */
 static lop_store_t *burst_store; /* non-NULL: the worker is the slow reconcile */
 static long delay_us, burst_want;
-static double t_last_event; /* when the burst_want-th event reached the handler */
+static double t_last_event;                 /* when the burst_want-th event reached the handler */
 static lop_strmap_t seen = LOP_STRMAP_INIT; /* key -> resourceVersion read (worker thread only) */
 static atomic_long reconciles, depth_max, rss_start_kb = -1;
 static pthread_t worker_thread;
@@ -92,8 +92,7 @@ static void enqueue(lop_obj_t *o)
     lop_workqueue_add(queue, key);
     if (burst_store) {
         long d = (long)lop_workqueue_len(queue), m = atomic_load(&depth_max);
-        while (d > m && !atomic_compare_exchange_weak(&depth_max, &m, d)) {
-        }
+        while (d > m && !atomic_compare_exchange_weak(&depth_max, &m, d)) {}
     }
 }
 
@@ -166,8 +165,7 @@ static lop_rc_t w_list_stream(void *ud, const lop_list_opts_t *o, lop_stream_fn 
     wrap_t *w = ud;
     lop_list_opts_t c = *o;
     /* RV "0" is served from the watch cache in one page whatever the limit: unset it to page */
-    if (w->consistent && c.resource_version && !strcmp(c.resource_version, "0"))
-        c.resource_version = NULL;
+    if (w->consistent && c.resource_version && !strcmp(c.resource_version, "0")) c.resource_version = NULL;
     w->list_fn = fn;
     w->list_fn_ud = fn_ud;
     return w->inner->list_stream(w->inner->ud, &c, w_list_bytes, w, err);
@@ -204,8 +202,7 @@ static int w_bytes(void *ud, const char *data, size_t len)
 
 static void reset_peak(void);
 
-static lop_rc_t w_watch(void *ud, const lop_watch_opts_t *o, lop_stream_fn fn, void *fn_ud,
-                        lop_err_t *err)
+static lop_rc_t w_watch(void *ud, const lop_watch_opts_t *o, lop_stream_fn fn, void *fn_ud, lop_err_t *err)
 {
     wrap_t *w = ud;
     if (w->t_watch == 0) {
@@ -321,8 +318,9 @@ static int burst(lop_reflector_t *r, wrap_t *w, long want, double c0, double dea
         lop_obj_t *o = lop_store_get(burst_store, keys[i]);
         const char *rv = lop_strmap_get(&seen, keys[i]);
         if (!o || !rv || strcmp(rv, o->rv)) {
-            if (!lost) fprintf(stderr, "luaop: %s last reconciled at %s, final %s\n", keys[i], rv ? rv : "(never)",
-                               o ? o->rv : "(gone)");
+            if (!lost)
+                fprintf(stderr, "luaop: %s last reconciled at %s, final %s\n", keys[i], rv ? rv : "(never)",
+                        o ? o->rv : "(gone)");
             lost++;
         }
         lop_obj_unref(o);
@@ -335,8 +333,8 @@ static int burst(lop_reflector_t *r, wrap_t *w, long want, double c0, double dea
            "drain_s=%.4f delay_us=%ld rss_start_kb=%ld rss_10_kb=%ld rss_50_kb=%ld rss_all_kb=%ld "
            "rss_end_kb=%ld peak_kb=%ld peak_sampled_kb=%ld lost=%ld\n",
            want, nkeys, dt, want / dt, cpu, atomic_load(&reconciles), (unsigned long long)st.adds,
-           atomic_load(&depth_max), drain, delay_us, atomic_load(&rss_start_kb), rss_at[0], rss_at[1], rss_all,
-           rss_end, peak, peak_sampled, lost);
+           atomic_load(&depth_max), drain, delay_us, atomic_load(&rss_start_kb), rss_at[0], rss_at[1], rss_all, rss_end,
+           peak, peak_sampled, lost);
     return 0; /* a lost update is reported (lost > 0) and judged by bench.py */
 }
 
@@ -363,8 +361,8 @@ static int build_only(const char *path, long n)
 }
 
 /* Handler bursts are workqueue batches, as the runtime binds them. */
-static const lop_handler_batch_t queue_batch = {
-    lop_workqueue_batch_begin, lop_workqueue_batch_flush, lop_workqueue_batch_end};
+static const lop_handler_batch_t queue_batch = {lop_workqueue_batch_begin, lop_workqueue_batch_flush,
+                                                lop_workqueue_batch_end};
 
 int main(int argc, char **argv)
 {
@@ -433,7 +431,8 @@ int main(int argc, char **argv)
         .handlers = {on_add, on_update, NULL, NULL, on_synced},
         .batch = &queue_batch, /* as the runtime binds it (host/runtime/manager.c) */
         .obj_flags = !strcmp(cache, "keep") ? LOP_OBJ_KEEP_MANAGED_FIELDS
-                     : meta || meta_client ? LOP_OBJ_METADATA_ONLY : 0,
+                     : meta || meta_client  ? LOP_OBJ_METADATA_ONLY
+                                            : 0,
         .api_version = api_version,
         .kind = mp.kind,
         .idle_timeout_ms = -1,
@@ -495,15 +494,13 @@ int main(int argc, char **argv)
         }
         printf("objects=%zu recover_s=%.4f steady_kb=%ld peak_kb=%ld after_kb=%ld relists_410=%llu "
                "lists=%llu list_pages=%llu backoff_ms=%.1f\n",
-               st.count, dt, steady, peak, after, (unsigned long long)rs.relists_410,
-               (unsigned long long)rs.lists, (unsigned long long)rs.list_pages,
-               rs.last_backoff_ns / 1e6);
+               st.count, dt, steady, peak, after, (unsigned long long)rs.relists_410, (unsigned long long)rs.lists,
+               (unsigned long long)rs.list_pages, rs.last_backoff_ns / 1e6);
     } else if (!watch_mode) {
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
         until.tv_sec += 600;
-        while (sem_timedwait(&synced_sem, &until) != 0 && errno == EINTR) {
-        }
+        while (sem_timedwait(&synced_sem, &until) != 0 && errno == EINTR) {}
         double dt = bu_now() - t0, cpu = bu_cpu() - c0;
         if (!lop_reflector_has_synced(r)) {
             fprintf(stderr, "luaop: not synced after 600 s\n");
@@ -519,14 +516,13 @@ int main(int argc, char **argv)
         lop_reflector_stats(r, &rs);
         printf("objects=%zu seconds=%.4f cpu_s=%.4f rate=%.1f cache_bytes=%zu rss_delta_kb=%ld hwm_kb=%ld "
                "rss_kb=%ld list_pages=%llu watch_lists=%llu recv_bytes=%zu heap_inuse_kb=%zu\n",
-               st.count, dt, cpu, st.count / dt, st.bytes, rss1 - rss0, hwm, rss1,
-               (unsigned long long)rs.list_pages, (unsigned long long)rs.watch_lists, recv, mallinfo2().uordblks / 1024);
+               st.count, dt, cpu, st.count / dt, st.bytes, rss1 - rss0, hwm, rss1, (unsigned long long)rs.list_pages,
+               (unsigned long long)rs.watch_lists, recv, mallinfo2().uordblks / 1024);
     } else {
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
         until.tv_sec += 600;
-        while (sem_timedwait(&all_events, &until) != 0 && errno == EINTR) {
-        }
+        while (sem_timedwait(&all_events, &until) != 0 && errno == EINTR) {}
         double dt = bu_now() - w.t_watch, cpu = bu_cpu() - c0;
         long got = atomic_load(&updates);
         if (got < want) {

@@ -8,10 +8,7 @@
 
 #include <math.h>
 
-static const lop_clock_t *clock_of(lua_State *L)
-{
-    return (const lop_clock_t *)lua_touserdata(L, lua_upvalueindex(1));
-}
+static const lop_clock_t *clock_of(lua_State *L) { return (const lop_clock_t *)lua_touserdata(L, lua_upvalueindex(1)); }
 
 /* core.now() -> wall seconds (float, microsecond precision). */
 static int core_now(lua_State *L)

@@ -28,8 +28,10 @@ static lop_vm_t *api_vm(lua_State *L, const char *fname)
     lop_vm_t *vm = lop_lua_engine_vm(L);
     lop_lua_vm_check_deadline(L);
     if (vm->phase == LOP_LUA_LOAD)
-        luaL_error(L, "core.%s may not be called while main.lua loads (only in reconcile, "
-                      "predicate and map functions)", fname);
+        luaL_error(L,
+                   "core.%s may not be called while main.lua loads (only in reconcile, "
+                   "predicate and map functions)",
+                   fname);
     return vm;
 }
 
@@ -39,8 +41,10 @@ static lop_vm_t *api_vm_reconcile(lua_State *L, const char *fname)
 {
     lop_vm_t *vm = api_vm(L, fname);
     if (vm->phase == LOP_LUA_EVENT)
-        luaL_error(L, "core.%s may not be called from a predicate or map function (they run on "
-                      "the informer's thread); do it in reconcile", fname);
+        luaL_error(L,
+                   "core.%s may not be called from a predicate or map function (they run on "
+                   "the informer's thread); do it in reconcile",
+                   fname);
     return vm;
 }
 
@@ -180,8 +184,10 @@ static int do_request(lua_State *L, lop_vm_t *vm, const lop_api_request_t *rq, i
     lop_lua_push_err(L, rc, &err);
     if (lua_istable(L, body)) {
         lua_getfield(L, body, "details");
-        if (lua_istable(L, -1)) lua_setfield(L, -2, "details");
-        else lua_pop(L, 1);
+        if (lua_istable(L, -1))
+            lua_setfield(L, -2, "details");
+        else
+            lua_pop(L, 1);
     }
     lua_remove(L, body);
     return 2;
@@ -229,8 +235,8 @@ static void add_query(luaL_Buffer *b, const char *key, const char *v)
     luaL_addchar(b, '=');
     for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
         unsigned char c = *p;
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-            c == '_' || c == '.' || c == '~') {
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+            c == '.' || c == '~') {
             luaL_addchar(b, (char)c);
         } else {
             luaL_addchar(b, '%');
@@ -292,8 +298,8 @@ static int core_list(lua_State *L)
             add_query(&b, "continue", lua_tostring(L, cont));
         }
         luaL_pushresult(&b);
-        lop_api_request_t rq = {.verb = "list", .api_version = av, .kind = kind, .namespace_ = ns,
-                                .query = lua_tostring(L, -1)};
+        lop_api_request_t rq = {
+            .verb = "list", .api_version = av, .kind = kind, .namespace_ = ns, .query = lua_tostring(L, -1)};
         int code;
         if (do_request(L, vm, &rq, &code) == 2) return 2;
         int body = lua_gettop(L);
@@ -414,8 +420,7 @@ static int core_sleep(lua_State *L)
     pthread_cond_t cond;
     lop_cond_init(&cond);
     pthread_mutex_lock(&mu);
-    while (!lop_clock_wait_until(c, &cond, &mu, wake)) {
-    }
+    while (!lop_clock_wait_until(c, &cond, &mu, wake)) {}
     pthread_mutex_unlock(&mu);
     pthread_cond_destroy(&cond);
     pthread_mutex_destroy(&mu);
@@ -460,8 +465,8 @@ static int core_log(lua_State *L)
     int base = lua_gettop(L);
     int npairs = 0;
     if (vm->phase == LOP_LUA_RECONCILE && vm->ctx_req) {
-        const char *ctx[] = {"controller", vm->ctx_controller, "namespace", vm->ctx_req->namespace_,
-                             "name", vm->ctx_req->name, "reconcileID", vm->ctx_req->reconcile_id};
+        const char *ctx[] = {"controller", vm->ctx_controller, "namespace",   vm->ctx_req->namespace_,
+                             "name",       vm->ctx_req->name,  "reconcileID", vm->ctx_req->reconcile_id};
         luaL_checkstack(L, 8, "core.log");
         for (int i = 0; i < 8; i++) lua_pushstring(L, ctx[i] ? ctx[i] : "");
         npairs += 4;
@@ -495,9 +500,7 @@ static int core_log(lua_State *L)
                 lop_lua_json_encode(L, -1, NULL);
                 lua_replace(L, -2);
                 break;
-            default:
-                lua_pushstring(L, luaL_typename(L, -1));
-                lua_replace(L, -2);
+            default: lua_pushstring(L, luaL_typename(L, -1)); lua_replace(L, -2);
             }
             /* stack: key value keycopy valuestr -> move the pair below the iteration key */
             lua_insert(L, -4);
@@ -552,10 +555,17 @@ static int core_context(lua_State *L)
 void lop_lua_core_host_register(lua_State *L, int tidx)
 {
     static const luaL_Reg fns[] = {
-        {"get", core_get},         {"list", core_list},           {"request", core_request},
-        {"event", core_event},     {"sleep", core_sleep},         {"log", core_log},             {"is_leader", core_is_leader},
-        {"identity", core_identity}, {"context", core_context},
-        {"register_controller", lop_lua_core_register_controller}, {NULL, NULL},
+        {"get", core_get},
+        {"list", core_list},
+        {"request", core_request},
+        {"event", core_event},
+        {"sleep", core_sleep},
+        {"log", core_log},
+        {"is_leader", core_is_leader},
+        {"identity", core_identity},
+        {"context", core_context},
+        {"register_controller", lop_lua_core_register_controller},
+        {NULL, NULL},
     };
     if (tidx < 0 && tidx > LUA_REGISTRYINDEX) tidx = lua_gettop(L) + tidx + 1;
     lua_pushvalue(L, tidx);

@@ -19,7 +19,7 @@
 
 #include <string.h>
 
-#define MAX_LABELS 16
+#define MAX_LABELS  16
 #define MAX_BUCKETS 64
 
 /* Read the array at idx into out (strings stay anchored by the table). Returns the count. */
@@ -31,8 +31,7 @@ static size_t string_array(lua_State *L, int idx, const char **out, size_t max, 
     if (n > max) luaL_error(L, "%s: at most %d entries", what, (int)max);
     for (size_t i = 0; i < n; i++) {
         lua_rawgeti(L, idx, (int)i + 1);
-        if (lua_type(L, -1) != LUA_TSTRING)
-            luaL_error(L, "%s[%d] must be a string", what, (int)i + 1);
+        if (lua_type(L, -1) != LUA_TSTRING) luaL_error(L, "%s[%d] must be a string", what, (int)i + 1);
         out[i] = lua_tostring(L, -1);
         lua_pop(L, 1); /* still referenced by the table */
     }
@@ -53,12 +52,10 @@ static int core_metric_declare(lua_State *L)
     if (!lua_isnoneornil(L, 5)) {
         luaL_checktype(L, 5, LUA_TTABLE);
         nbuckets = lua_objlen(L, 5);
-        if (nbuckets > MAX_BUCKETS)
-            return luaL_error(L, "buckets: at most %d entries", MAX_BUCKETS);
+        if (nbuckets > MAX_BUCKETS) return luaL_error(L, "buckets: at most %d entries", MAX_BUCKETS);
         for (size_t i = 0; i < nbuckets; i++) {
             lua_rawgeti(L, 5, (int)i + 1);
-            if (lua_type(L, -1) != LUA_TNUMBER)
-                return luaL_error(L, "buckets[%d] must be a number", (int)i + 1);
+            if (lua_type(L, -1) != LUA_TNUMBER) return luaL_error(L, "buckets[%d] must be a number", (int)i + 1);
             buckets[i] = lua_tonumber(L, -1);
             lua_pop(L, 1);
         }
@@ -91,8 +88,7 @@ static int core_metric_update(lua_State *L)
     size_t nvalues = string_array(L, 3, values, MAX_LABELS, "label values");
     double v = luaL_checknumber(L, 4);
     lop_vm_t *vm = lop_lua_engine_vm(L);
-    if (!vm->host || !vm->host->metric_update)
-        return luaL_error(L, "metric_update: no metrics registry");
+    if (!vm->host || !vm->host->metric_update) return luaL_error(L, "metric_update: no metrics registry");
     lop_err_t err;
     lop_err_clear(&err);
     if (vm->host->metric_update(vm->host->ud, h, op, values, nvalues, v, &err) != LOP_OK) {

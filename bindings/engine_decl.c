@@ -75,8 +75,8 @@ typedef struct spec_ctx {
 } spec_ctx_t;
 
 /* Raises "controller '<name>': <path>: <msg>". */
-__attribute__((noreturn, format(printf, 3, 4))) static void spec_fail(spec_ctx_t *c, const char *path,
-                                                                       const char *fmt, ...)
+__attribute__((noreturn, format(printf, 3, 4))) static void spec_fail(spec_ctx_t *c, const char *path, const char *fmt,
+                                                                      ...)
 {
     char msg[384];
     va_list ap;
@@ -95,7 +95,8 @@ static char *opt_string(spec_ctx_t *c, int t, const char *field, const char *pat
 {
     lua_getfield(c->L, t, field);
     char *out = NULL;
-    if (lua_type(c->L, -1) == LUA_TSTRING) out = lop_xstrdup(lua_tostring(c->L, -1));
+    if (lua_type(c->L, -1) == LUA_TSTRING)
+        out = lop_xstrdup(lua_tostring(c->L, -1));
     else if (!lua_isnil(c->L, -1))
         spec_fail(c, path, "%s must be a string, not a %s", field, luaL_typename(c->L, -1));
     lua_pop(c->L, 1);
@@ -238,8 +239,8 @@ static void parse_watch(spec_ctx_t *c, int t, lop_watch_decl_t *w, const char *p
     lua_pop(L, 1);
 }
 
-static void parse_watch_list(spec_ctx_t *c, int spec, const char *field, lop_watch_decl_t **out,
-                             size_t *nout, lop_map_kind_t map)
+static void parse_watch_list(spec_ctx_t *c, int spec, const char *field, lop_watch_decl_t **out, size_t *nout,
+                             lop_map_kind_t map)
 {
     lua_State *L = c->L;
     lua_getfield(L, spec, field);
@@ -273,8 +274,7 @@ int lop_lua_core_register_controller(lua_State *L)
     lop_lua_decls_drop_open(vm); /* an earlier spec that failed half way (the script caught it) */
 
     lua_getfield(L, 1, "name");
-    if (lua_type(L, -1) != LUA_TSTRING || lua_objlen(L, -1) == 0)
-        spec_fail(&c, "", "name must be a non-empty string");
+    if (lua_type(L, -1) != LUA_TSTRING || lua_objlen(L, -1) == 0) spec_fail(&c, "", "name must be a non-empty string");
     const char *name = lua_tostring(L, -1); /* kept on the stack */
     for (size_t i = 0; i < vm->ndecls; i++)
         if (strcmp(vm->decls[i].name, name) == 0)

@@ -29,14 +29,14 @@ typedef enum lop_lua_phase {
 } lop_lua_phase_t;
 
 struct lop_vm {
-    lop_lua_vm_t lvm; /* first: lop_lua_vm_from(L) is also the lop_vm_t */
+    lop_lua_vm_t lvm;           /* first: lop_lua_vm_from(L) is also the lop_vm_t */
     const lop_host_api_t *host; /* may be NULL (luaop check): API calls then fail */
     lop_engine_opts_t opts;
     char origin[256];
 
     lop_ctrl_decl_t *decls; /* owned; partially filled entries are freed too */
     size_t ndecls, capdecls;
-    bool decl_open; /* the last decl is being filled (or its spec failed half way) */
+    bool decl_open;        /* the last decl is being filled (or its spec failed half way) */
     char **callback_names; /* [lua_id] -> "controller 'x' for_.predicates[1]" (owned) */
     int ncallbacks;
 
@@ -53,10 +53,7 @@ extern const char lop_lua_key_reconcilers;
 extern const char lop_lua_key_scripts;
 extern const char lop_lua_key_loaded;
 
-static inline lop_vm_t *lop_lua_engine_vm(lua_State *L)
-{
-    return (lop_vm_t *)lop_lua_vm_from(L);
-}
+static inline lop_vm_t *lop_lua_engine_vm(lua_State *L) { return (lop_vm_t *)lop_lua_vm_from(L); }
 
 /* Push registry[key] (a table). Stack: +1. Never raises once the tables exist. */
 void lop_lua_push_registry(lua_State *L, const char *key);

@@ -58,8 +58,10 @@ static int event_index(lua_State *L)
     event_ref_t *ref = (event_ref_t *)lua_touserdata(L, -1);
     if (!ref) return 0;
     if (ref->gen != ref->vm->event_gen || ref->vm->phase != LOP_LUA_EVENT)
-        return luaL_error(L, "event.%s read after the predicate or map function returned "
-                             "(event data is only valid during the call)", k);
+        return luaL_error(L,
+                          "event.%s read after the predicate or map function returned "
+                          "(event data is only valid during the call)",
+                          k);
     const lop_event_view_t *ev = ref->view;
     if (k[0] == 'o' && k[1] == 'b') {
         if (!ev->obj_json) return 0;
@@ -160,8 +162,8 @@ static void vm_free(lop_vm_t *vm)
     free(vm);
 }
 
-static lop_vm_t *vm_new(const lop_script_set_t *set, const lop_engine_opts_t *opts,
-                        const lop_host_api_t *host, lop_err_t *err)
+static lop_vm_t *vm_new(const lop_script_set_t *set, const lop_engine_opts_t *opts, const lop_host_api_t *host,
+                        lop_err_t *err)
 {
     lop_engine_opts_t none = {0};
     if (!opts) opts = &none;
@@ -238,8 +240,7 @@ static const lop_ctrl_decl_t *find_decl(lop_vm_t *vm, const char *name)
     return NULL;
 }
 
-static void reconcile(lop_vm_t *vm, const char *controller, const lop_reconcile_req_t *req,
-                      lop_reconcile_result_t *res)
+static void reconcile(lop_vm_t *vm, const char *controller, const lop_reconcile_req_t *req, lop_reconcile_result_t *res)
 {
     memset(res, 0, sizeof *res);
     if (vm->lvm.broken) {
@@ -260,8 +261,7 @@ static void reconcile(lop_vm_t *vm, const char *controller, const lop_reconcile_
     vm->phase = LOP_LUA_RECONCILE;
     vm->ctx_controller = controller;
     vm->ctx_req = req;
-    lop_rc_t rc = lop_lua_vm_run(&vm->lvm, reconcile_fn, &c, timeout, "reconcile", res->message,
-                                 sizeof res->message);
+    lop_rc_t rc = lop_lua_vm_run(&vm->lvm, reconcile_fn, &c, timeout, "reconcile", res->message, sizeof res->message);
     vm->phase = LOP_LUA_IDLE;
     vm->ctx_controller = NULL;
     vm->ctx_req = NULL;
@@ -313,8 +313,7 @@ static int map_fn(lua_State *L)
     int t = lua_gettop(L);
     if (lua_isnil(L, t)) return 0;
     if (!lua_istable(L, t))
-        return luaL_error(L, "map function returned a %s; expected a list of {namespace=, name=}",
-                          luaL_typename(L, t));
+        return luaL_error(L, "map function returned a %s; expected a list of {namespace=, name=}", luaL_typename(L, t));
     size_t n = lua_objlen(L, t);
     for (size_t i = 1; i <= n; i++) {
         lua_rawgeti(L, t, (int)i);
@@ -369,8 +368,7 @@ static lop_rc_t predicate(lop_vm_t *vm, int lua_id, const lop_event_view_t *ev, 
     return rc;
 }
 
-static lop_rc_t map(lop_vm_t *vm, int lua_id, const lop_event_view_t *ev, lop_request_list_t *out,
-                    lop_err_t *err)
+static lop_rc_t map(lop_vm_t *vm, int lua_id, const lop_event_view_t *ev, lop_request_list_t *out, lop_err_t *err)
 {
     memset(out, 0, sizeof *out);
     ev_ctx_t c = {vm, lua_id, ev, NULL, out};

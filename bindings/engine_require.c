@@ -176,15 +176,11 @@ static const lop_script_file_t *lib_find(const libset_t *ls, const char *name)
 static const char loading_sentinel = 'L';
 
 /* "a.b.c" -> "a/b/c" pushed. Stack: +1. */
-static void push_path(lua_State *L, const char *name)
-{
-    luaL_gsub(L, name, ".", "/");
-}
+static void push_path(lua_State *L, const char *name) { luaL_gsub(L, name, ".", "/"); }
 
 /* Load data as chunk `file`, run it with the module name (marking `name` as loading meanwhile)
  * and record its value in loaded (nil -> true, as Lua's require). Stack: +1 (the value). Raises. */
-static void run_module(lua_State *L, int loaded, const char *name, const char *data, size_t len,
-                       const char *file)
+static void run_module(lua_State *L, int loaded, const char *name, const char *data, size_t len, const char *file)
 {
     lua_pushlightuserdata(L, (void *)&loading_sentinel);
     lua_setfield(L, loaded, name);
@@ -226,9 +222,8 @@ static int lua_require(lua_State *L)
         const lop_script_file_t *f = lib_find(ls, f1);
         if (!f) f = lib_find(ls, f2);
         if (!f) {
-            return luaL_error(L, "module '%s' not found in the luaop library (%s; tried %s, %s)",
-                              name, ls->dir[0] ? ls->dir : "no library directory found: set LUAOP_LUA_PATH",
-                              f1, f2);
+            return luaL_error(L, "module '%s' not found in the luaop library (%s; tried %s, %s)", name,
+                              ls->dir[0] ? ls->dir : "no library directory found: set LUAOP_LUA_PATH", f1, f2);
         }
         run_module(L, loaded, name, f->data, f->len, f->name);
         return 1;
@@ -260,8 +255,7 @@ static int lua_require(lua_State *L)
             return 1;
         }
     }
-    return luaL_error(L, "module '%s' not found in the script set %s (tried %s, %s)", name,
-                      vm->origin, f1, f2);
+    return luaL_error(L, "module '%s' not found in the script set %s (tried %s, %s)", name, vm->origin, f1, f2);
 }
 
 void lop_lua_require_install(lua_State *L, const lop_script_set_t *set)

@@ -80,10 +80,14 @@ static int hex4(const unsigned char *p, uint32_t *out)
     for (int i = 0; i < 4; i++) {
         unsigned char c = p[i];
         v <<= 4;
-        if (c >= '0' && c <= '9') v |= (uint32_t)(c - '0');
-        else if (c >= 'a' && c <= 'f') v |= (uint32_t)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F') v |= (uint32_t)(c - 'A' + 10);
-        else return -1;
+        if (c >= '0' && c <= '9')
+            v |= (uint32_t)(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            v |= (uint32_t)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F')
+            v |= (uint32_t)(c - 'A' + 10);
+        else
+            return -1;
     }
     *out = v;
     return 0;
@@ -155,11 +159,10 @@ static void dec_string(dec_t *d)
                 uint32_t cp, lo;
                 if (end - p < 6 || hex4(p + 2, &cp) < 0) dec_fail(d, esc, "invalid \\u escape");
                 p += 6;
-                if (cp >= 0xdc00 && cp <= 0xdfff)
-                    dec_fail(d, esc, "invalid \\u escape (lone low surrogate)");
+                if (cp >= 0xdc00 && cp <= 0xdfff) dec_fail(d, esc, "invalid \\u escape (lone low surrogate)");
                 if (cp >= 0xd800 && cp <= 0xdbff) {
-                    if (end - p < 6 || p[0] != '\\' || p[1] != 'u' || hex4(p + 2, &lo) < 0 ||
-                        lo < 0xdc00 || lo > 0xdfff)
+                    if (end - p < 6 || p[0] != '\\' || p[1] != 'u' || hex4(p + 2, &lo) < 0 || lo < 0xdc00 ||
+                        lo > 0xdfff)
                         dec_fail(d, esc, "invalid \\u escape (high surrogate without low surrogate)");
                     cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
                     p += 6;
@@ -368,8 +371,7 @@ static void dec_value(dec_t *d)
 
 void lop_lua_json_decode(lua_State *L, const char *s, size_t len)
 {
-    dec_t d = {L, (const unsigned char *)s, (const unsigned char *)s, (const unsigned char *)s + len,
-               0, NULL};
+    dec_t d = {L, (const unsigned char *)s, (const unsigned char *)s, (const unsigned char *)s + len, 0, NULL};
     d.scratch = lop_lua_sbuf_get(L);
     skip_ws(&d);
     dec_value(&d);

@@ -34,12 +34,10 @@ static void enc_value(enc_t *e, int idx);
 
 static bool is_ident(const char *s, size_t n)
 {
-    if (n == 0 || !(s[0] == '_' || (s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z')))
-        return false;
+    if (n == 0 || !(s[0] == '_' || (s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z'))) return false;
     for (size_t i = 1; i < n; i++) {
         char c = s[i];
-        if (!(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
-            return false;
+        if (!(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))) return false;
     }
     return true;
 }
@@ -199,8 +197,7 @@ static size_t check_sequence(enc_t *e, int t, bool marked)
     if (saw_string) enc_fail(e, "an array-marked table with string keys");
     if ((lua_Number)count != max) {
         char what[96];
-        snprintf(what, sizeof what, "a sparse array (%zu elements, highest index %.0f)", count,
-                 (double)max);
+        snprintf(what, sizeof what, "a sparse array (%zu elements, highest index %.0f)", count, (double)max);
         enc_fail(e, what);
     }
     return count;
@@ -323,8 +320,10 @@ static void enc_table(enc_t *e, int t)
         } else {
             int kt = lua_type(L, -2);
             lua_pop(L, 2);
-            if (kt == LUA_TSTRING) enc_object_items(e, t, false);
-            else enc_array_items(e, t, check_sequence(e, t, false));
+            if (kt == LUA_TSTRING)
+                enc_object_items(e, t, false);
+            else
+                enc_array_items(e, t, check_sequence(e, t, false));
         }
     }
     e->depth--;
@@ -342,8 +341,10 @@ static void enc_value(enc_t *e, int idx)
     }
     case LUA_TNUMBER: put_number(e, lua_tonumber(L, idx)); return;
     case LUA_TBOOLEAN:
-        if (lua_toboolean(L, idx)) lop_lua_sbuf_put(L, e->b, "true", 4);
-        else lop_lua_sbuf_put(L, e->b, "false", 5);
+        if (lua_toboolean(L, idx))
+            lop_lua_sbuf_put(L, e->b, "true", 4);
+        else
+            lop_lua_sbuf_put(L, e->b, "false", 5);
         return;
     case LUA_TTABLE: enc_table(e, idx); return;
     case LUA_TLIGHTUSERDATA:
@@ -370,10 +371,7 @@ static void enc_value(enc_t *e, int idx)
     }
 }
 
-const char *lop_lua_json_encode(lua_State *L, int idx, size_t *len)
-{
-    return lop_lua_json_encode_ex(L, idx, 0, len);
-}
+const char *lop_lua_json_encode(lua_State *L, int idx, size_t *len) { return lop_lua_json_encode_ex(L, idx, 0, len); }
 
 const char *lop_lua_json_encode_ex(lua_State *L, int idx, unsigned flags, size_t *len)
 {

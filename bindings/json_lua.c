@@ -124,8 +124,10 @@ static int bigint_cmp(const bigint_t *a, const bigint_t *b)
     bool an = a->s[0] == '-', bn = b->s[0] == '-';
     if (an != bn) return an ? -1 : 1;
     int mag;
-    if (a->len != b->len) mag = a->len < b->len ? -1 : 1;
-    else mag = memcmp(a->s, b->s, a->len) < 0 ? -1 : (memcmp(a->s, b->s, a->len) > 0 ? 1 : 0);
+    if (a->len != b->len)
+        mag = a->len < b->len ? -1 : 1;
+    else
+        mag = memcmp(a->s, b->s, a->len) < 0 ? -1 : (memcmp(a->s, b->s, a->len) > 0 ? 1 : 0);
     return an ? -mag : mag;
 }
 
@@ -194,8 +196,8 @@ void lop_lua_json_init(lua_State *L)
     new_marker(L, &lop_lua_json_key_object_mt, "luaop.json.object");
 
     static const luaL_Reg bigint_meta[] = {
-        {"__tostring", bigint_tostring}, {"__eq", bigint_eq},         {"__lt", bigint_lt},
-        {"__le", bigint_le},             {"__concat", bigint_concat}, {NULL, NULL},
+        {"__tostring", bigint_tostring}, {"__eq", bigint_eq}, {"__lt", bigint_lt}, {"__le", bigint_le},
+        {"__concat", bigint_concat},     {NULL, NULL},
     };
     lua_pushlightuserdata(L, (void *)&lop_lua_json_key_bigint_mt);
     lua_createtable(L, 0, 8);
@@ -230,15 +232,11 @@ void lop_lua_json_push_object_mt(lua_State *L)
     lua_rawget(L, LUA_REGISTRYINDEX);
 }
 
-void lop_lua_json_push_null(lua_State *L)
-{
-    lua_pushlightuserdata(L, (void *)&lop_lua_json_null_sentinel);
-}
+void lop_lua_json_push_null(lua_State *L) { lua_pushlightuserdata(L, (void *)&lop_lua_json_null_sentinel); }
 
 bool lop_lua_json_is_null(lua_State *L, int idx)
 {
-    return lua_type(L, idx) == LUA_TLIGHTUSERDATA &&
-           lua_touserdata(L, idx) == (void *)&lop_lua_json_null_sentinel;
+    return lua_type(L, idx) == LUA_TLIGHTUSERDATA && lua_touserdata(L, idx) == (void *)&lop_lua_json_null_sentinel;
 }
 
 /* ------------------------------------------------------------------ core.json.* */
@@ -353,9 +351,9 @@ static int core_json_is_bigint(lua_State *L)
 void lop_lua_json_open(lua_State *L)
 {
     static const luaL_Reg fns[] = {
-        {"decode", core_json_decode},     {"encode", core_json_encode},
-        {"array", core_json_array},       {"object", core_json_object},
-        {"is_array", core_json_is_array}, {"bigint", core_json_bigint},
+        {"decode", core_json_decode},       {"encode", core_json_encode},
+        {"array", core_json_array},         {"object", core_json_object},
+        {"is_array", core_json_is_array},   {"bigint", core_json_bigint},
         {"is_bigint", core_json_is_bigint}, {NULL, NULL},
     };
     lop_lua_json_init(L);

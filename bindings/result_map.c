@@ -18,10 +18,14 @@ static void err_text(lua_State *L, int idx, char *out, size_t len)
         lua_getfield(L, idx, "reason");
         const char *m = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
         const char *r = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-        if (m && r) snprintf(out, len, "%s: %s", r, m);
-        else if (m) snprintf(out, len, "%s", m);
-        else if (r) snprintf(out, len, "%s", r);
-        else snprintf(out, len, "error (a table without message)");
+        if (m && r)
+            snprintf(out, len, "%s: %s", r, m);
+        else if (m)
+            snprintf(out, len, "%s", m);
+        else if (r)
+            snprintf(out, len, "%s", r);
+        else
+            snprintf(out, len, "error (a table without message)");
         lua_pop(L, 2);
     } else if (luaL_callmeta(L, idx, "__tostring") && lua_isstring(L, -1)) {
         snprintf(out, len, "%s", lua_tostring(L, -1));
@@ -49,16 +53,19 @@ int lop_lua_map_result(lua_State *L, int r1, int r2, const char *controller, lop
         return 0;
     }
     if (!lua_istable(L, r1)) {
-        return luaL_error(L, "controller '%s': reconcile returned a %s; expected nothing, a result "
-                             "table ({requeue = true} / {requeue_after = secs}) or nil, err",
+        return luaL_error(L,
+                          "controller '%s': reconcile returned a %s; expected nothing, a result "
+                          "table ({requeue = true} / {requeue_after = secs}) or nil, err",
                           controller, luaL_typename(L, r1));
     }
     lua_getfield(L, r1, "requeue_after");
     if (!lua_isnil(L, -1)) {
         lua_Number s = lua_tonumber(L, -1);
         if (lua_type(L, -1) != LUA_TNUMBER || isnan(s) || s < 0 || s > 1e9)
-            return luaL_error(L, "controller '%s': reconcile result requeue_after must be a number "
-                                 "of seconds >= 0", controller);
+            return luaL_error(L,
+                              "controller '%s': reconcile result requeue_after must be a number "
+                              "of seconds >= 0",
+                              controller);
         if (s > 0) {
             res->kind = LOP_RESULT_REQUEUE_AFTER;
             res->requeue_after_ns = (int64_t)llround(s * 1e9);
@@ -72,10 +79,11 @@ int lop_lua_map_result(lua_State *L, int r1, int r2, const char *controller, lop
     return 0;
 }
 
-static const char *const kind_names[] = {
-    [LOP_RESULT_DONE] = "done", [LOP_RESULT_REQUEUE] = "requeue",
-    [LOP_RESULT_REQUEUE_AFTER] = "requeue_after", [LOP_RESULT_ERROR] = "error",
-    [LOP_RESULT_TERMINAL] = "terminal"};
+static const char *const kind_names[] = {[LOP_RESULT_DONE] = "done",
+                                         [LOP_RESULT_REQUEUE] = "requeue",
+                                         [LOP_RESULT_REQUEUE_AFTER] = "requeue_after",
+                                         [LOP_RESULT_ERROR] = "error",
+                                         [LOP_RESULT_TERMINAL] = "terminal"};
 
 int lop_lua_reconcile_result(lua_State *L)
 {

@@ -57,8 +57,7 @@ static int vm_panic(lua_State *L)
 {
     /* Every entry into Lua is protected (lop_lua_vm_run), so this is a bug in bindings/. */
     const char *msg = lua_tostring(L, -1);
-    lop_log(LOP_LOG_ERROR, "lua panic (unprotected error in bindings)", "error", msg ? msg : "?",
-            NULL);
+    lop_log(LOP_LOG_ERROR, "lua panic (unprotected error in bindings)", "error", msg ? msg : "?", NULL);
     abort();
 }
 
@@ -133,8 +132,10 @@ static int sandbox_loadstring(lua_State *L)
     lua_settop(L, 2);
     lua_pushvalue(L, lua_upvalueindex(1));
     lua_pushvalue(L, 1);
-    if (lua_isnil(L, 2)) lua_pushvalue(L, 1);
-    else lua_pushvalue(L, 2);
+    if (lua_isnil(L, 2))
+        lua_pushvalue(L, 1);
+    else
+        lua_pushvalue(L, 2);
     lua_pushliteral(L, "t");
     lua_call(L, 3, 2);
     return 2;
@@ -234,8 +235,8 @@ lop_rc_t lop_lua_vm_init(lop_lua_vm_t *vm, const lop_engine_opts_t *opts, lop_er
     vm->deadline_ns = INT64_MAX;
     vm->L = lua_newstate(vm_alloc, vm);
     if (!vm->L) {
-        return lop_err_set(err, LOP_ENOMEM, 0, NULL,
-                           "cannot create a Lua state (memory limit %zu bytes)", vm->mem_limit);
+        return lop_err_set(err, LOP_ENOMEM, 0, NULL, "cannot create a Lua state (memory limit %zu bytes)",
+                           vm->mem_limit);
     }
     lua_atpanic(vm->L, vm_panic);
     if (lua_cpcall(vm->L, open_sandbox, vm) != 0) {
@@ -336,8 +337,8 @@ void lop_lua_vm_call(lua_State *L, int nargs, int nresults)
     if (st != 0) lua_error(L);
 }
 
-lop_rc_t lop_lua_vm_run(lop_lua_vm_t *vm, lua_CFunction fn, void *ud, int64_t timeout_ns,
-                        const char *what, char *msg, size_t msglen)
+lop_rc_t lop_lua_vm_run(lop_lua_vm_t *vm, lua_CFunction fn, void *ud, int64_t timeout_ns, const char *what, char *msg,
+                        size_t msglen)
 {
     lua_State *L = vm->L;
     int top = lua_gettop(L);
@@ -352,14 +353,16 @@ lop_rc_t lop_lua_vm_run(lop_lua_vm_t *vm, lua_CFunction fn, void *ud, int64_t ti
     vm->deadline_ns = INT64_MAX;
 
     lop_rc_t rc = LOP_OK;
-    if (vm->mem_exceeded) rc = LOP_ENOMEM;
-    else if (st != 0 && vm->deadline_hit) rc = LOP_ETIMEDOUT;
-    else if (st != 0) rc = LOP_ERR;
+    if (vm->mem_exceeded)
+        rc = LOP_ENOMEM;
+    else if (st != 0 && vm->deadline_hit)
+        rc = LOP_ETIMEDOUT;
+    else if (st != 0)
+        rc = LOP_ERR;
     if (rc != LOP_OK && msg && msglen) {
         const char *m = st != 0 ? lua_tostring(L, -1) : NULL;
         if (rc == LOP_ENOMEM && (!m || strncmp(m, "memory limit exceeded", 21) != 0))
-            snprintf(msg, msglen, "memory limit exceeded (%zu bytes)%s%s", vm->mem_limit,
-                     m ? ": " : "", m ? m : "");
+            snprintf(msg, msglen, "memory limit exceeded (%zu bytes)%s%s", vm->mem_limit, m ? ": " : "", m ? m : "");
         else
             snprintf(msg, msglen, "%s", m ? m : "(error without a message)");
     }
@@ -370,8 +373,7 @@ lop_rc_t lop_lua_vm_run(lop_lua_vm_t *vm, lua_CFunction fn, void *ud, int64_t ti
 
 void lop_lua_vm_load(lua_State *L, const char *data, size_t len, const char *name)
 {
-    if (len > 0 && data[0] == LUA_SIGNATURE[0])
-        luaL_error(L, "%s: precompiled bytecode is not allowed", name);
+    if (len > 0 && data[0] == LUA_SIGNATURE[0]) luaL_error(L, "%s: precompiled bytecode is not allowed", name);
     lua_pushfstring(L, "@%s", name);
     int st = luaL_loadbuffer(L, data, len, lua_tostring(L, -1));
     lua_remove(L, -2);

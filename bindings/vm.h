@@ -39,11 +39,11 @@ typedef struct lop_lua_vm {
     size_t mem_used;  /* bytes currently allocated by L */
     size_t mem_limit; /* 0 = unlimited */
     size_t mem_peak;
-    bool mem_exceeded;   /* an allocation was refused since the last lop_lua_vm_run began */
-    bool broken;         /* the memory cap was hit at some point: rebuild this VM */
+    bool mem_exceeded; /* an allocation was refused since the last lop_lua_vm_run began */
+    bool broken;       /* the memory cap was hit at some point: rebuild this VM */
     bool jit;
     bool unsafe_libs;
-    int64_t deadline_ns; /* INT64_MAX: none */
+    int64_t deadline_ns;       /* INT64_MAX: none */
     const char *deadline_what; /* "reconcile", "script load", ... */
     bool deadline_hit;
     /* Deadline watchdog (vm_watchdog.h); guarded by the watchdog's mutex. */
@@ -77,8 +77,8 @@ lop_lua_vm_t *lop_lua_vm_from(lua_State *L);
  * On failure msg (if non-NULL) receives the message, truncated to msglen. The Lua stack is left
  * as before the call.
  */
-lop_rc_t lop_lua_vm_run(lop_lua_vm_t *vm, lua_CFunction fn, void *ud, int64_t timeout_ns,
-                        const char *what, char *msg, size_t msglen);
+lop_rc_t lop_lua_vm_run(lop_lua_vm_t *vm, lua_CFunction fn, void *ud, int64_t timeout_ns, const char *what, char *msg,
+                        size_t msglen);
 
 /*
  * Inside fn: call the function below nargs arguments on the stack (like lua_call) with a

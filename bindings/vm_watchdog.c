@@ -49,8 +49,10 @@ static void *wd_main(void *arg)
                 any_expired = true;
                 continue;
             }
-            if (vm->clock->fake) any_fake = true;
-            else if (vm->deadline_ns < earliest) earliest = vm->deadline_ns;
+            if (vm->clock->fake)
+                any_fake = true;
+            else if (vm->deadline_ns < earliest)
+                earliest = vm->deadline_ns;
         }
         if (any_fake || any_expired) {
             /* A fake clock moves by hand: look again within a millisecond of real time. */

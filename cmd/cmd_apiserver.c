@@ -26,9 +26,8 @@ int lop_cmd_apiserver(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = NULL;
-        bool needs = !strcmp(a, "--listen") || !strcmp(a, "--kubeconfig-out") ||
-                     !strcmp(a, "--token-file") || !strcmp(a, "--client-ca") ||
-                     !strcmp(a, "--history");
+        bool needs = !strcmp(a, "--listen") || !strcmp(a, "--kubeconfig-out") || !strcmp(a, "--token-file") ||
+                     !strcmp(a, "--client-ca") || !strcmp(a, "--history");
         if (needs) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "luaop apiserver: %s needs a value\n", a);

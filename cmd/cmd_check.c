@@ -14,25 +14,38 @@
 #include <stdlib.h>
 #include <string.h>
 
-static lop_rc_t no_cache(void *ud, const char *a, const char *k, const char *ns, const char *n,
-                         lop_blob_t *out, lop_err_t *err)
+static lop_rc_t no_cache(void *ud, const char *a, const char *k, const char *ns, const char *n, lop_blob_t *out,
+                         lop_err_t *err)
 {
-    (void)ud; (void)a; (void)k; (void)ns; (void)n; (void)out;
+    (void)ud;
+    (void)a;
+    (void)k;
+    (void)ns;
+    (void)n;
+    (void)out;
     return lop_err_set(err, LOP_EAGAIN, 0, NULL, "no cluster in `luaop check`");
 }
 
-static lop_rc_t no_request(void *ud, const lop_api_request_t *req, lop_api_response_t *resp,
-                           lop_err_t *err)
+static lop_rc_t no_request(void *ud, const lop_api_request_t *req, lop_api_response_t *resp, lop_err_t *err)
 {
-    (void)ud; (void)req;
+    (void)ud;
+    (void)req;
     resp->code = 0;
     resp->body = NULL;
     resp->len = 0;
     return lop_err_set(err, LOP_ECLOSED, 0, NULL, "no cluster in `luaop check`");
 }
 
-static bool not_leader(void *ud) { (void)ud; return false; }
-static const char *ident(void *ud) { (void)ud; return "luaop-check"; }
+static bool not_leader(void *ud)
+{
+    (void)ud;
+    return false;
+}
+static const char *ident(void *ud)
+{
+    (void)ud;
+    return "luaop-check";
+}
 
 static void usage(FILE *f)
 {
@@ -50,12 +63,22 @@ int lop_cmd_check(int argc, char **argv)
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (c == 's') dir = optarg;
-        else if (c == 'c') cm = optarg;
-        else if (c == 'h') { usage(stdout); return 0; }
-        else { usage(stderr); return 2; }
+        if (c == 's')
+            dir = optarg;
+        else if (c == 'c')
+            cm = optarg;
+        else if (c == 'h') {
+            usage(stdout);
+            return 0;
+        } else {
+            usage(stderr);
+            return 2;
+        }
     }
-    if (!dir == !cm) { usage(stderr); return 2; }
+    if (!dir == !cm) {
+        usage(stderr);
+        return 2;
+    }
     lop_err_t err;
     lop_err_clear(&err);
     lop_script_set_t *set = NULL;
@@ -86,8 +109,8 @@ int lop_cmd_check(int argc, char **argv)
             const char *name = json_string_value(json_object_get(md, "name"));
             char *text = json_dumps(doc, JSON_COMPACT);
             char origin[600];
-            snprintf(origin, sizeof origin, "configmap %s%s%s (%s)", ns ? ns : "", ns ? "/" : "",
-                     name ? name : "?", cm);
+            snprintf(origin, sizeof origin, "configmap %s%s%s (%s)", ns ? ns : "", ns ? "/" : "", name ? name : "?",
+                     cm);
             rc = lop_scripts_load_configmap_json(text, strlen(text), origin, &set, &err);
             free(text);
         }
@@ -97,10 +120,9 @@ int lop_cmd_check(int argc, char **argv)
         fprintf(stderr, "luaop check: %s\n", err.message);
         return 1;
     }
-    lop_host_api_t host = {.cache_get = no_cache, .request = no_request, .is_leader = not_leader,
-                           .identity = ident};
-    lop_engine_opts_t eo = {.memory_limit_bytes = 64u << 20, .load_timeout_ns = 10 * LOP_NS_PER_S,
-                            .clock = &lop_clock_system};
+    lop_host_api_t host = {.cache_get = no_cache, .request = no_request, .is_leader = not_leader, .identity = ident};
+    lop_engine_opts_t eo = {
+        .memory_limit_bytes = 64u << 20, .load_timeout_ns = 10 * LOP_NS_PER_S, .clock = &lop_clock_system};
     const lop_engine_t *engine = lop_lua_engine();
     lop_vm_t *vm = engine->vm_new(set, &eo, &host, &err);
     if (!vm) {
@@ -120,8 +142,7 @@ int lop_cmd_check(int argc, char **argv)
     for (size_t i = 0; i < n; i++) {
         for (size_t j = 0; j < i; j++) {
             if (strcmp(decls[i].name, decls[j].name) == 0) { /* as the manager refuses it */
-                fprintf(stderr, "luaop check: %s: two controllers are named \"%s\"\n",
-                        set->origin, decls[i].name);
+                fprintf(stderr, "luaop check: %s: two controllers are named \"%s\"\n", set->origin, decls[i].name);
                 engine->vm_free(vm);
                 lop_script_set_free(set);
                 return 1;
@@ -130,9 +151,8 @@ int lop_cmd_check(int argc, char **argv)
     }
     printf("ok: %s (version %s), %zu controller%s\n", set->origin, set->version, n, n == 1 ? "" : "s");
     for (size_t i = 0; i < n; i++)
-        printf("  %s: %s %s, owns %zu, watches %zu, workers %d\n", decls[i].name,
-               decls[i].for_.gvk.api_version, decls[i].for_.gvk.kind, decls[i].nowns,
-               decls[i].nwatches, decls[i].max_concurrent_reconciles);
+        printf("  %s: %s %s, owns %zu, watches %zu, workers %d\n", decls[i].name, decls[i].for_.gvk.api_version,
+               decls[i].for_.gvk.kind, decls[i].nowns, decls[i].nwatches, decls[i].max_concurrent_reconciles);
     engine->vm_free(vm);
     lop_script_set_free(set);
     return 0;

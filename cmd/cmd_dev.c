@@ -46,8 +46,7 @@ static int apply_all(const lop_run_opts_t *o, const char *url, lop_err_t *err)
     lop_restmapper_t *mapper = lop_restmapper_new(rest);
     int status = 0;
     for (size_t i = 0; i < o->napply && !status; i++)
-        if (lop_apply_file(rest, mapper, o->apply[i], "default", &lop_clock_system, err) != LOP_OK)
-            status = 1;
+        if (lop_apply_file(rest, mapper, o->apply[i], "default", &lop_clock_system, err) != LOP_OK) status = 1;
     lop_restmapper_free(mapper);
     lop_rest_client_free(rest);
     return status;
@@ -74,8 +73,8 @@ int lop_cmd_dev(int argc, char **argv)
         return 1;
     }
     const char *url = lop_apiserver_url(srv);
-    lop_log(LOP_LOG_INFO, "local API server (not for production) listening", "url", url,
-            "kubeconfig", o.kubeconfig_out ? o.kubeconfig_out : "(none: pass --kubeconfig-out)", NULL);
+    lop_log(LOP_LOG_INFO, "local API server (not for production) listening", "url", url, "kubeconfig",
+            o.kubeconfig_out ? o.kubeconfig_out : "(none: pass --kubeconfig-out)", NULL);
     printf("listening on %s\n", url);
     fflush(stdout);
     if (apply_all(&o, url, &err) != 0) {

@@ -12,8 +12,8 @@
 #include <string.h>
 #include <time.h>
 
-#define QUEUE_LEN 16
-#define WHAT_MAX 32
+#define QUEUE_LEN          16
+#define WHAT_MAX           32
 #define REQUEST_TIMEOUT_MS 5000
 
 struct lop_leader_events {
@@ -22,10 +22,10 @@ struct lop_leader_events {
     char *ns, *name, *identity;
     pthread_t thread;
     pthread_mutex_t mu;
-    pthread_cond_t cond;     /* signalled on post, on stop and when the queue drains */
+    pthread_cond_t cond; /* signalled on post, on stop and when the queue drains */
     char queue[QUEUE_LEN][WHAT_MAX];
     int head, count;
-    bool busy;               /* the thread is writing an event */
+    bool busy; /* the thread is writing an event */
     bool stop;
 };
 
@@ -41,13 +41,12 @@ static char *lease_json(lop_leader_events_t *e)
     lop_err_t err;
     lop_err_clear(&err);
     char *out = NULL;
-    if (lop_rest_request(e->rest, &req, &resp, &err) == LOP_OK && resp.body.data)
-        out = lop_xstrdup(resp.body.data);
+    if (lop_rest_request(e->rest, &req, &resp, &err) == LOP_OK && resp.body.data) out = lop_xstrdup(resp.body.data);
     lop_rest_resp_cleanup(&resp);
     lop_buf_free(&path);
     if (out) return out;
-    json_t *o = json_pack("{s:s,s:s,s:{s:s,s:s}}", "apiVersion", "coordination.k8s.io/v1", "kind",
-                          "Lease", "metadata", "namespace", e->ns, "name", e->name);
+    json_t *o = json_pack("{s:s,s:s,s:{s:s,s:s}}", "apiVersion", "coordination.k8s.io/v1", "kind", "Lease", "metadata",
+                          "namespace", e->ns, "name", e->name);
     out = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return out;
@@ -87,8 +86,8 @@ static void *run(void *ud)
     return NULL;
 }
 
-lop_leader_events_t *lop_leader_events_new(lop_rest_client_t *rest, lop_recorder_t *recorder,
-                                           const char *ns, const char *name, const char *identity)
+lop_leader_events_t *lop_leader_events_new(lop_rest_client_t *rest, lop_recorder_t *recorder, const char *ns,
+                                           const char *name, const char *identity)
 {
     lop_leader_events_t *e = lop_xcalloc(1, sizeof *e);
     e->rest = rest;
@@ -104,8 +103,8 @@ lop_leader_events_t *lop_leader_events_new(lop_rest_client_t *rest, lop_recorder
     pthread_condattr_destroy(&ca);
     int rc = pthread_create(&e->thread, NULL, run, e);
     if (rc != 0) {
-        lop_log(LOP_LOG_ERROR, "leader election: cannot start the Event thread; no Events",
-                "error", strerror(rc), NULL);
+        lop_log(LOP_LOG_ERROR, "leader election: cannot start the Event thread; no Events", "error", strerror(rc),
+                NULL);
         pthread_cond_destroy(&e->cond);
         pthread_mutex_destroy(&e->mu);
         free(e->ns);

@@ -25,8 +25,8 @@ typedef struct lop_leader_events lop_leader_events_t;
  * Start the event thread for Lease ns/name. rest and recorder are borrowed and must outlive the
  * result; ns, name and identity are copied. Returns NULL (and logs) if the thread cannot start.
  */
-lop_leader_events_t *lop_leader_events_new(lop_rest_client_t *rest, lop_recorder_t *recorder,
-                                           const char *ns, const char *name, const char *identity);
+lop_leader_events_t *lop_leader_events_new(lop_rest_client_t *rest, lop_recorder_t *recorder, const char *ns,
+                                           const char *name, const char *identity);
 
 /* Queue "<identity> <what>" (what: "became leader" or "stopped leading"). Never blocks on I/O.
  * NULL e is a no-op. */

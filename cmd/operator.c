@@ -73,10 +73,7 @@ static int wait_event(long ms, const int *fds, int nfds)
 }
 
 /* Wait up to ms for a termination signal; returns it, or 0. */
-static int wait_signal(long ms)
-{
-    return wait_event(ms, NULL, 0);
-}
+static int wait_signal(long ms) { return wait_event(ms, NULL, 0); }
 
 /*
  * Wait until the API server answers GET /version, retrying transport failures, 429 and 5xx with
@@ -103,8 +100,9 @@ static int wait_for_apiserver(lop_rest_client_t *rest, lop_health_heartbeat_t *h
         char wait[32];
         snprintf(wait, sizeof wait, "%.1fs", (double)delay_ms / 1000.0);
         bool tls = strstr(err.message, "certificate verify failed") != NULL;
-        lop_log(LOP_LOG_WARN, tls ? "API server's certificate not trusted, retrying" : "API server not reachable, retrying",
-                "error", err.message, "retry_in", wait, tls ? "hint" : NULL,
+        lop_log(LOP_LOG_WARN,
+                tls ? "API server's certificate not trusted, retrying" : "API server not reachable, retrying", "error",
+                err.message, "retry_in", wait, tls ? "hint" : NULL,
                 "check the kubeconfig's certificate-authority(-data) and tls-server-name", NULL);
         for (long left = delay_ms; left > 0; left -= 1000) {
             lop_health_heartbeat_beat(hb);
@@ -159,8 +157,10 @@ static bool check_synced(void *ud, char *reason, size_t len)
     if (lop_manager_synced(r->m)) return true;
     char names[200];
     size_t n = lop_manager_unsynced(r->m, names, sizeof names);
-    if (n) snprintf(reason, len, "informers have not synced yet: %s", names);
-    else snprintf(reason, len, "informers have not synced yet");
+    if (n)
+        snprintf(reason, len, "informers have not synced yet: %s", names);
+    else
+        snprintf(reason, len, "informers have not synced yet");
     return false;
 }
 
@@ -207,7 +207,6 @@ static void on_stopped_leading(void *ud)
     lop_leader_events_post(l->events, "stopped leading");
 }
 
-
 /* Lease watch events wake a standby as soon as the leader releases the lease. */
 static void lease_seen(leader_t *l, const char *type, const lop_obj_t *o)
 {
@@ -216,8 +215,16 @@ static void lease_seen(leader_t *l, const char *type, const lop_obj_t *o)
     json_decref(obj);
 }
 static void lease_add(void *ud, lop_obj_t *o) { lease_seen(ud, "ADDED", o); }
-static void lease_update(void *ud, lop_obj_t *old, lop_obj_t *o) { (void)old; lease_seen(ud, "MODIFIED", o); }
-static void lease_delete(void *ud, lop_obj_t *o, bool t) { (void)t; lease_seen(ud, "DELETED", o); }
+static void lease_update(void *ud, lop_obj_t *old, lop_obj_t *o)
+{
+    (void)old;
+    lease_seen(ud, "MODIFIED", o);
+}
+static void lease_delete(void *ud, lop_obj_t *o, bool t)
+{
+    (void)t;
+    lease_seen(ud, "DELETED", o);
+}
 
 /* The namespace of the pod we run in, or NULL outside a cluster. */
 static char *incluster_namespace(void)
@@ -235,11 +242,9 @@ static char *incluster_namespace(void)
 /* The Lease namespace from the flags or the pod's namespace; NULL with err set when neither. */
 static char *leader_namespace(const lop_run_opts_t *o, lop_err_t *err)
 {
-    char *ns = o->leader_election_namespace ? lop_xstrdup(o->leader_election_namespace)
-                                            : incluster_namespace();
+    char *ns = o->leader_election_namespace ? lop_xstrdup(o->leader_election_namespace) : incluster_namespace();
     if (!ns)
-        lop_err_set(err, LOP_EINVAL, 0, NULL,
-                    "--leader-elect outside a cluster needs --leader-election-namespace");
+        lop_err_set(err, LOP_EINVAL, 0, NULL, "--leader-elect outside a cluster needs --leader-election-namespace");
     return ns;
 }
 
@@ -259,14 +264,12 @@ static lop_rc_t leader_check_flags(const lop_run_opts_t *o, const char *identity
     if (!ns) return LOP_EINVAL;
     bool ns_ok = lop_lease_name_valid(ns);
     if (!ns_ok)
-        lop_err_set(err, LOP_EINVAL, 0, NULL,
-                    "--leader-election-namespace \"%s\" is not a valid namespace name", ns);
+        lop_err_set(err, LOP_EINVAL, 0, NULL, "--leader-election-namespace \"%s\" is not a valid namespace name", ns);
     free(ns);
     if (!ns_ok) return LOP_EINVAL;
     if (strcmp(o->on_leader_loss, "exit") != 0 && strcmp(o->on_leader_loss, "restart-election") != 0)
         return lop_err_set(err, LOP_EINVAL, 0, NULL,
-                           "--leader-elect-on-loss must be exit or restart-election, not \"%s\"",
-                           o->on_leader_loss);
+                           "--leader-elect-on-loss must be exit or restart-election, not \"%s\"", o->on_leader_loss);
     lop_lease_store_t *store = lop_lease_store_new();
     lop_lease_client_t *stand_in = lop_lease_client_memory_new(store, "flag check");
     lop_elector_config_t ec;
@@ -282,15 +285,14 @@ static lop_rc_t leader_check_flags(const lop_run_opts_t *o, const char *identity
     return rc;
 }
 
-static lop_rc_t leader_start(leader_t *l, const lop_run_opts_t *o, lop_rest_client_t *rest,
-                             lop_restmapper_t *mapper, const char *identity,
-                             lop_metrics_std_t *std, lop_recorder_t *recorder, lop_err_t *err)
+static lop_rc_t leader_start(leader_t *l, const lop_run_opts_t *o, lop_rest_client_t *rest, lop_restmapper_t *mapper,
+                             const char *identity, lop_metrics_std_t *std, lop_recorder_t *recorder, lop_err_t *err)
 {
     char *ns = leader_namespace(o, err); /* flags were checked at start (leader_check_flags) */
     if (!ns) return LOP_EINVAL;
     snprintf(l->name, sizeof l->name, "%s/%s", ns, o->leader_election_id);
-    l->client = lop_lease_client_rest_new(rest, ns, o->leader_election_id,
-                                          (long)(o->renew_deadline_ns / LOP_NS_PER_MS), err);
+    l->client =
+        lop_lease_client_rest_new(rest, ns, o->leader_election_id, (long)(o->renew_deadline_ns / LOP_NS_PER_MS), err);
     if (!l->client) {
         free(ns);
         return LOP_EINVAL;
@@ -304,11 +306,10 @@ static lop_rc_t leader_start(leader_t *l, const lop_run_opts_t *o, lop_rest_clie
     ec.renew_deadline_ns = o->renew_deadline_ns;
     ec.retry_period_ns = o->retry_period_ns;
     ec.release_on_cancel = o->release_on_cancel;
-    ec.on_loss = strcmp(o->on_leader_loss, "restart-election") == 0 ? LOP_ELECTOR_ON_LOSS_RESTART
-                                                                     : LOP_ELECTOR_ON_LOSS_EXIT;
-    ec.callbacks = (lop_elector_callbacks_t){.on_started_leading = on_started_leading,
-                                             .on_stopped_leading = on_stopped_leading,
-                                             .ud = l};
+    ec.on_loss =
+        strcmp(o->on_leader_loss, "restart-election") == 0 ? LOP_ELECTOR_ON_LOSS_RESTART : LOP_ELECTOR_ON_LOSS_EXIT;
+    ec.callbacks = (lop_elector_callbacks_t){
+        .on_started_leading = on_started_leading, .on_stopped_leading = on_stopped_leading, .ud = l};
     __atomic_store_n(&l->elector, lop_elector_new(&ec, err), __ATOMIC_RELEASE); /* workers read it */
     if (!l->elector) {
         free(ns);
@@ -359,8 +360,7 @@ static void leader_stop(leader_t *l)
     l->client = NULL;
 }
 
-int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_operator_poll_fn poll,
-                      void *poll_ud)
+int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_operator_poll_fn poll, void *poll_ud)
 {
     int status = 1;
     lop_err_t err;
@@ -378,7 +378,7 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
     lop_health_heartbeat_t loop_hb;
     lop_gate_t gate;
     lop_gate_init(&gate, false);
-    int wake_fd = -1; /* the main loop's wake-up, opened after the flag checks; -1: its tick */
+    int wake_fd = -1;       /* the main loop's wake-up, opened after the flag checks; -1: its tick */
     bool shut_down = false; /* reached the end of a graceful shutdown */
     leader_t leader = {.gate = &gate, .wake_fd = -1};
     char *identity = lop_elector_identity_new();
@@ -415,7 +415,8 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
         lop_httpserver_start(o->probe_addr, NULL, health, &probe_srv, &err) != LOP_OK) {
         lop_log(LOP_LOG_ERROR, "cannot start the metrics/probes server", "error", err.message, "hint",
                 "pick free addresses with --metrics-bind-address / --health-probe-bind-address "
-                "(0 disables, 127.0.0.1:0 picks a free port)", NULL);
+                "(0 disables, 127.0.0.1:0 picks a free port)",
+                NULL);
         goto out;
     }
 
@@ -468,9 +469,8 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
     while (!lop_script_reloader_active(reloader)) {
         lop_health_heartbeat_beat(&loop_hb); /* waiting for a ConfigMap is not a stall */
         lop_rc_t rc = lop_script_reloader_tick(reloader, &err);
-        if (rc != LOP_OK && rc != LOP_EAGAIN && rc != LOP_ENOTFOUND &&
-            !lop_script_source_is_configmap(source))
-            goto out; /* --scripts DIR: a broken set at start-up is fatal (logged) */
+        if (rc != LOP_OK && rc != LOP_EAGAIN && rc != LOP_ENOTFOUND && !lop_script_source_is_configmap(source))
+            goto out;                          /* --scripts DIR: a broken set at start-up is fatal (logged) */
         if (rc != LOP_OK && wait_signal(50)) { /* stopped before any set loaded */
             status = 0;
             goto out;
@@ -515,7 +515,8 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
              * retrying, and say so). */
             char names[512];
             if (lop_manager_unsynced(m, names, sizeof names))
-                lop_log(LOP_LOG_WARN, "informers not synced yet (see the reflectors' errors above); a "
+                lop_log(LOP_LOG_WARN,
+                        "informers not synced yet (see the reflectors' errors above); a "
                         "controller's workers wait for its informers before their first reconcile",
                         "informers", names, NULL);
             unsynced_warn_at = lop_clock_mono(&lop_clock_system) + 30 * LOP_NS_PER_S;
@@ -523,16 +524,15 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
         /* Leader election starts once the caches are warm: a new leader reconciles at once. */
         if (synced && o->leader_elect && !campaigning) {
             campaigning = true;
-            if (leader_start(&leader, o, rest, mapper, identity, &std,
-                             lop_manager_recorder(m), &err) != LOP_OK) {
+            if (leader_start(&leader, o, rest, mapper, identity, &std, lop_manager_recorder(m), &err) != LOP_OK) {
                 lop_log(LOP_LOG_ERROR, "leader election", "error", err.message, NULL);
                 fatal = true;
                 break;
             }
         }
         if (leader.elector && lop_elector_lost(leader.elector)) {
-            lop_log(LOP_LOG_ERROR, "leader election lost; exiting so a fresh process campaigns",
-                    "lease", leader.name, NULL);
+            lop_log(LOP_LOG_ERROR, "leader election lost; exiting so a fresh process campaigns", "lease", leader.name,
+                    NULL);
             fatal = true;
             break;
         }
@@ -555,8 +555,7 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
     if (abandoned) {
         char n[24];
         snprintf(n, sizeof n, "%zu", abandoned);
-        lop_log(LOP_LOG_ERROR, "graceful shutdown timed out; exiting with reconciles in flight",
-                "abandoned", n, NULL);
+        lop_log(LOP_LOG_ERROR, "graceful shutdown timed out; exiting with reconciles in flight", "abandoned", n, NULL);
         fflush(NULL);
         _exit(1); /* the abandoned workers still use everything: free nothing */
     }

@@ -26,8 +26,7 @@ struct lop_manager;
 typedef int (*lop_operator_poll_fn)(void *ud, struct lop_manager *m);
 
 /* cfg's contents move into the REST client. */
-int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_operator_poll_fn poll,
-                      void *poll_ud);
+int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_operator_poll_fn poll, void *poll_ud);
 
 /* Block SIGTERM/SIGINT/SIGHUP in the calling thread (call first thing in main, before any thread
  * starts, so every thread inherits the mask and the main thread can sigtimedwait for them). */

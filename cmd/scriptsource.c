@@ -22,7 +22,7 @@
 
 /* Quiet time before a change is loaded: editors and `kubectl apply` write in bursts of a few ms. */
 #define DEFAULT_DEBOUNCE_NS (10 * LOP_NS_PER_MS)
-#define MAX_DEPTH 16
+#define MAX_DEPTH           16
 
 struct lop_script_source {
     char name[320];
@@ -31,21 +31,21 @@ struct lop_script_source {
     /* directory */
     char *dir;
     int ino;
-    int wake;            /* eventfd written on every change, for the owner's poll loop */
+    int wake; /* eventfd written on every change, for the owner's poll loop */
     /* configmap */
     char ns[256], cm[256];
     lop_informer_t *inf;
-    pthread_mutex_t mu;  /* guards the fields below (written by the informer thread) */
-    char *obj;           /* the ConfigMap's JSON as last seen, NULL while missing */
+    pthread_mutex_t mu; /* guards the fields below (written by the informer thread) */
+    char *obj;          /* the ConfigMap's JSON as last seen, NULL while missing */
     size_t obj_len;
-    bool seen_any;       /* an informer event or the initial sync happened */
+    bool seen_any; /* an informer event or the initial sync happened */
     /* change tracking (owner thread; `dirty`/`change_at` also written under mu by the informer) */
     bool dirty;
     int64_t change_at;   /* monotonic time of the last change */
     int64_t dirty_since; /* monotonic time of the first change not yet loaded */
     bool offered_any;
-    char last_version[32];  /* hash of the last candidate handed out */
-    char last_error[512];   /* the last load failure reported ("" = none) */
+    char last_version[32]; /* hash of the last candidate handed out */
+    char last_error[512];  /* the last load failure reported ("" = none) */
 };
 
 /* ------------------------------------------------------------------ directory */
@@ -55,8 +55,9 @@ struct lop_script_source {
 static void watch_tree(int fd, const char *dir, int depth)
 {
     if (depth > MAX_DEPTH) return;
-    if (inotify_add_watch(fd, dir, IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE |
-                                       IN_DELETE | IN_ATTRIB | IN_DELETE_SELF) < 0)
+    if (inotify_add_watch(fd, dir,
+                          IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB |
+                              IN_DELETE_SELF) < 0)
         return;
     DIR *d = opendir(dir);
     if (!d) return;
@@ -119,18 +120,16 @@ static void cm_delete(void *ud, lop_obj_t *o, bool tombstone)
     cm_set(ud, NULL);
 }
 
-static lop_rc_t cm_start(lop_script_source_t *s, const lop_script_source_config_t *cfg,
-                         lop_err_t *err)
+static lop_rc_t cm_start(lop_script_source_t *s, const lop_script_source_config_t *cfg, lop_err_t *err)
 {
     const char *slash = strchr(cfg->configmap, '/');
     if (!slash || slash == cfg->configmap || !slash[1] || strchr(slash + 1, '/') ||
         (size_t)(slash - cfg->configmap) >= sizeof s->ns || strlen(slash + 1) >= sizeof s->cm)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL,
-                           "--scripts-configmap \"%s\": expected NAMESPACE/NAME", cfg->configmap);
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "--scripts-configmap \"%s\": expected NAMESPACE/NAME",
+                           cfg->configmap);
     snprintf(s->ns, sizeof s->ns, "%.*s", (int)(slash - cfg->configmap), cfg->configmap);
     snprintf(s->cm, sizeof s->cm, "%s", slash + 1);
-    if (!cfg->rest || !cfg->mapper)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "configmap source: no API client");
+    if (!cfg->rest || !cfg->mapper) return lop_err_set(err, LOP_EINVAL, 0, NULL, "configmap source: no API client");
     lop_rest_mapping_t mp;
     lop_rc_t rc = lop_restmapper_resolve(cfg->mapper, "v1", "ConfigMap", &mp, err);
     if (rc != LOP_OK) return rc;
@@ -151,13 +150,11 @@ static lop_rc_t cm_start(lop_script_source_t *s, const lop_script_source_config_
 
 /* ------------------------------------------------------------------ public */
 
-lop_rc_t lop_script_source_new(const lop_script_source_config_t *cfg, lop_script_source_t **out,
-                               lop_err_t *err)
+lop_rc_t lop_script_source_new(const lop_script_source_config_t *cfg, lop_script_source_t **out, lop_err_t *err)
 {
     *out = NULL;
     if (!cfg->dir == !cfg->configmap)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL,
-                           "give either --scripts DIR or --scripts-configmap NS/NAME");
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "give either --scripts DIR or --scripts-configmap NS/NAME");
     lop_script_source_t *s = lop_xcalloc(1, sizeof *s);
     pthread_mutex_init(&s->mu, NULL);
     s->clock = cfg->clock ? cfg->clock : &lop_clock_system;
@@ -167,8 +164,7 @@ lop_rc_t lop_script_source_new(const lop_script_source_config_t *cfg, lop_script
         char *end;
         long ms = strtol(env, &end, 10);
         if (*end || ms < 0 || ms > 60000)
-            lop_log(LOP_LOG_WARN, "ignoring LUAOP_SCRIPTS_DEBOUNCE_MS (0..60000 expected)", "value",
-                    env, NULL);
+            lop_log(LOP_LOG_WARN, "ignoring LUAOP_SCRIPTS_DEBOUNCE_MS (0..60000 expected)", "value", env, NULL);
         else
             s->debounce_ns = ms * LOP_NS_PER_MS;
     }
@@ -298,8 +294,8 @@ lop_rc_t lop_script_source_poll(lop_script_source_t *s, lop_script_set_t **out, 
     if (s->dir) {
         rc = lop_scripts_load_dir(s->dir, &set, err);
     } else if (!obj) {
-        rc = lop_err_set(err, LOP_ENOTFOUND, 404, "NotFound",
-                         "configmap %s/%s not found; waiting for it", s->ns, s->cm);
+        rc =
+            lop_err_set(err, LOP_ENOTFOUND, 404, "NotFound", "configmap %s/%s not found; waiting for it", s->ns, s->cm);
     } else {
         char origin[600];
         snprintf(origin, sizeof origin, "configmap %s/%s", s->ns, s->cm);
@@ -331,7 +327,7 @@ struct lop_script_reloader {
     int64_t retry_at;                   /* re-offer the same content then (0 = never) */
     pthread_mutex_t mu;                 /* guards the fields below (read by the probe thread) */
     bool active;
-    char waiting[600];                  /* why no set is active yet */
+    char waiting[600]; /* why no set is active yet */
     char active_version[32], failed_version[32];
     char active_check[64], failed_check[64]; /* registered informational readyz checks */
 };
@@ -355,8 +351,8 @@ static bool check_info(void *ud, char *reason, size_t len)
 }
 
 /* Replace the informational readyz check `slot` (named prefix-<version>). */
-static void set_info_check(lop_script_reloader_t *r, char *slot, size_t slot_len,
-                           const char *prefix, const char *version)
+static void set_info_check(lop_script_reloader_t *r, char *slot, size_t slot_len, const char *prefix,
+                           const char *version)
 {
     if (!r->health) return;
     if (slot[0]) lop_health_remove(r->health, LOP_READYZ, slot);
@@ -381,15 +377,14 @@ static void record(lop_script_reloader_t *r, const char *type, const char *reaso
     lop_err_t e;
     lop_err_clear(&e);
     if (lop_recorder_record(lop_manager_recorder(r->m), obj, len, type, reason, msg, &e) != LOP_OK)
-        lop_log(LOP_LOG_WARN, "cannot record an Event on the script ConfigMap", "reason", reason,
-                "error", e.message, NULL);
+        lop_log(LOP_LOG_WARN, "cannot record an Event on the script ConfigMap", "reason", reason, "error", e.message,
+                NULL);
     free(obj);
 }
 
 static void count_failure(lop_script_reloader_t *r)
 {
-    lop_metric_family_t *f =
-        r->metrics ? lop_metrics_find(r->metrics, "luaop_script_reload_total") : NULL;
+    lop_metric_family_t *f = r->metrics ? lop_metrics_find(r->metrics, "luaop_script_reload_total") : NULL;
     if (f) lop_metric_counter_add(f, (const char *[]){"failure"}, 1, NULL);
 }
 
@@ -401,15 +396,14 @@ static void note_failed_version(lop_script_reloader_t *r, const char *version)
     snprintf(r->failed_version, sizeof r->failed_version, "%s", version);
     pthread_mutex_unlock(&r->mu);
     if (r->failed_family) {
-        if (old[0] && strcmp(old, version) != 0)
-            lop_metric_remove(r->failed_family, (const char *[]){old});
+        if (old[0] && strcmp(old, version) != 0) lop_metric_remove(r->failed_family, (const char *[]){old});
         lop_metric_gauge_set(r->failed_family, (const char *[]){version}, 1, NULL);
     }
     set_info_check(r, r->failed_check, sizeof r->failed_check, "scripts-last-failed", version);
 }
 
-lop_script_reloader_t *lop_script_reloader_new(lop_script_source_t *source, lop_manager_t *m,
-                                               lop_metrics_t *metrics, lop_health_t *health)
+lop_script_reloader_t *lop_script_reloader_new(lop_script_source_t *source, lop_manager_t *m, lop_metrics_t *metrics,
+                                               lop_health_t *health)
 {
     lop_script_reloader_t *r = lop_xcalloc(1, sizeof *r);
     r->src = source;
@@ -417,13 +411,11 @@ lop_script_reloader_t *lop_script_reloader_new(lop_script_source_t *source, lop_
     r->health = health;
     r->metrics = metrics;
     pthread_mutex_init(&r->mu, NULL);
-    snprintf(r->waiting, sizeof r->waiting, "no script set loaded yet from %s",
-             lop_script_source_name(source));
+    snprintf(r->waiting, sizeof r->waiting, "no script set loaded yet from %s", lop_script_source_name(source));
     if (metrics)
-        r->failed_family = lop_metrics_gauge(
-            metrics, "luaop_script_failed_version",
-            "The content hash of the last script set that failed to load (1), if any.",
-            (const char *[]){"version", NULL}, NULL);
+        r->failed_family = lop_metrics_gauge(metrics, "luaop_script_failed_version",
+                                             "The content hash of the last script set that failed to load (1), if any.",
+                                             (const char *[]){"version", NULL}, NULL);
     if (health) lop_health_add(health, LOP_READYZ, "scripts", check_scripts, r, NULL);
     return r;
 }
@@ -460,17 +452,17 @@ lop_rc_t lop_script_reloader_tick(lop_script_reloader_t *r, lop_err_t *err)
     if (rc == LOP_EAGAIN) return rc;
     bool active = lop_script_reloader_active(r);
     if (rc == LOP_ENOTFOUND) {
-        lop_log(LOP_LOG_WARN, active ? "script ConfigMap is gone; keeping the running scripts"
-                                     : "waiting for the script ConfigMap",
+        lop_log(LOP_LOG_WARN,
+                active ? "script ConfigMap is gone; keeping the running scripts" : "waiting for the script ConfigMap",
                 "source", src, NULL);
         set_waiting(r, err->message);
         return rc;
     }
     char message[1024];
     if (rc != LOP_OK) { /* the source could not be turned into a set at all */
-        lop_log(LOP_LOG_ERROR, active ? "script reload failed; keeping the running scripts"
-                                      : "the scripts failed to load",
-                "source", src, "error", err->message, NULL);
+        lop_log(LOP_LOG_ERROR,
+                active ? "script reload failed; keeping the running scripts" : "the scripts failed to load", "source",
+                src, "error", err->message, NULL);
         count_failure(r);
         snprintf(message, sizeof message, "scripts rejected: %s", err->message);
         record(r, "Warning", "ScriptReloadFailed", message);
@@ -490,10 +482,10 @@ lop_rc_t lop_script_reloader_tick(lop_script_reloader_t *r, lop_err_t *err)
     snprintf(ms, sizeof ms, "%.1f", (double)(lop_clock_mono(&lop_clock_system) - t0) / 1e6);
     if (rc != LOP_OK) {
         lop_script_set_free(set);
-        lop_log(LOP_LOG_ERROR, active ? "script reload failed; keeping the running scripts"
-                                      : "the scripts failed to load",
-                "source", src, "version", version, "active", cur[0] ? cur : "(none)", "error",
-                err->message, rc == LOP_ENOTFOUND ? "retry" : NULL,
+        lop_log(LOP_LOG_ERROR,
+                active ? "script reload failed; keeping the running scripts" : "the scripts failed to load", "source",
+                src, "version", version, "active", cur[0] ? cur : "(none)", "error", err->message,
+                rc == LOP_ENOTFOUND ? "retry" : NULL,
                 "in 10s (a kind may become served once its CRD is applied; see docs/reload.md)", NULL);
         note_failed_version(r, version);
         snprintf(message, sizeof message, "scripts version %s rejected%s%s: %s", version,
@@ -505,10 +497,10 @@ lop_rc_t lop_script_reloader_tick(lop_script_reloader_t *r, lop_err_t *err)
         return rc;
     }
     r->retry_at = 0;
-    lop_log(LOP_LOG_INFO, active ? "scripts reloaded" : "scripts loaded", "source", src, "version",
-            version, "previous", cur[0] ? cur : "(none)", "install_ms", ms, NULL);
-    snprintf(message, sizeof message, "scripts version %s active%s%s", version,
-             cur[0] ? " (was " : "", cur[0] ? cur : "");
+    lop_log(LOP_LOG_INFO, active ? "scripts reloaded" : "scripts loaded", "source", src, "version", version, "previous",
+            cur[0] ? cur : "(none)", "install_ms", ms, NULL);
+    snprintf(message, sizeof message, "scripts version %s active%s%s", version, cur[0] ? " (was " : "",
+             cur[0] ? cur : "");
     if (cur[0]) strncat(message, ")", sizeof message - strlen(message) - 1);
     record(r, "Normal", active ? "ScriptsReloaded" : "ScriptsLoaded", message);
     pthread_mutex_lock(&r->mu);

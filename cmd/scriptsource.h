@@ -53,8 +53,7 @@ typedef struct lop_script_source_config {
 /* Create and start watching. Errors: LOP_EINVAL (neither or both origins, malformed NS/NAME,
  * inotify unavailable for the directory), LOP_ERR/REST errors (ConfigMap kind not resolvable,
  * informer start). A missing ConfigMap is not an error: the source waits for it. */
-lop_rc_t lop_script_source_new(const lop_script_source_config_t *cfg, lop_script_source_t **out,
-                               lop_err_t *err);
+lop_rc_t lop_script_source_new(const lop_script_source_config_t *cfg, lop_script_source_t **out, lop_err_t *err);
 /* Stops watching (the informer stops) and frees. NULL accepted. */
 void lop_script_source_free(lop_script_source_t *s);
 

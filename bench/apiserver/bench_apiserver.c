@@ -19,13 +19,11 @@ static double now_s(void) { return (double)lop_clock_mono(&lop_clock_system) / 1
 
 static size_t sink(char *p, size_t sz, size_t n, void *ud)
 {
-    if (ud)
-        lop_buf_append(ud, p, sz * n);
+    if (ud) lop_buf_append(ud, p, sz * n);
     return sz * n;
 }
 
-static long req(CURL *c, const char *method, const char *url, const char *body, const char *ctype,
-                lop_buf_t *out)
+static long req(CURL *c, const char *method, const char *url, const char *body, const char *ctype, lop_buf_t *out)
 {
     curl_easy_reset(c);
     curl_easy_setopt(c, CURLOPT_URL, url);
@@ -38,11 +36,9 @@ static long req(CURL *c, const char *method, const char *url, const char *body, 
     h = curl_slist_append(h, ct);
     h = curl_slist_append(h, "Expect:");
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    if (body)
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    if (body) curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
     long code = 0;
-    if (curl_easy_perform(c) == CURLE_OK)
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+    if (curl_easy_perform(c) == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
     curl_slist_free_all(h);
     return code;
 }
@@ -55,8 +51,7 @@ static size_t count_lines(char *p, size_t sz, size_t n, void *ud)
 {
     counter_t *c = ud;
     for (size_t i = 0; i < sz * n; i++)
-        if (p[i] == '\n')
-            c->lines++;
+        if (p[i] == '\n') c->lines++;
     return sz * n;
 }
 
@@ -84,8 +79,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < nobj; i++) {
         char body[1200];
         snprintf(body, sizeof body,
-                 "{\"metadata\":{\"name\":\"cm-%05d\",\"labels\":{\"bench\":\"yes\"}},\"data\":{\"v\":\"%s\"}}",
-                 i, pad);
+                 "{\"metadata\":{\"name\":\"cm-%05d\",\"labels\":{\"bench\":\"yes\"}},\"data\":{\"v\":\"%s\"}}", i,
+                 pad);
         if (req(c, "POST", url, body, NULL, NULL) != 201) {
             fprintf(stderr, "create %d failed\n", i);
             return 1;
@@ -100,8 +95,7 @@ int main(int argc, char **argv)
         double a = now_s();
         req(c, "GET", url, NULL, NULL, &out);
         double b = now_s();
-        if (b - a < best)
-            best = b - a;
+        if (b - a < best) best = b - a;
         bytes = out.len;
         lop_buf_free(&out);
     }
@@ -135,8 +129,8 @@ int main(int argc, char **argv)
         curl_multi_poll(m, NULL, 0, 100, NULL);
     }
     t1 = now_s();
-    printf("watch: one watcher received %ld events in %.3f s (%.0f events/s)\n", cnt.lines,
-           t1 - t0, cnt.lines / (t1 - t0));
+    printf("watch: one watcher received %ld events in %.3f s (%.0f events/s)\n", cnt.lines, t1 - t0,
+           cnt.lines / (t1 - t0));
     curl_multi_remove_handle(m, w);
     curl_easy_cleanup(w);
 
@@ -145,8 +139,8 @@ int main(int argc, char **argv)
     counter_t *cs = calloc((size_t)nwatch, sizeof *cs);
     /* no RV + bookmarks: each watch's first line is the initial-events-end bookmark, so we know
      * when all of them are established */
-    snprintf(url, sizeof url, "%s/api/v1/namespaces/kube-public/configmaps?watch=1&allowWatchBookmarks=true&timeoutSeconds=60",
-             base);
+    snprintf(url, sizeof url,
+             "%s/api/v1/namespaces/kube-public/configmaps?watch=1&allowWatchBookmarks=true&timeoutSeconds=60", base);
     for (int i = 0; i < nwatch; i++) {
         ws[i] = curl_easy_init();
         curl_easy_setopt(ws[i], CURLOPT_URL, url);
@@ -161,8 +155,7 @@ int main(int argc, char **argv)
         curl_multi_perform(m, &running);
         curl_multi_poll(m, NULL, 0, 10, NULL);
         ready = 0;
-        for (int i = 0; i < nwatch; i++)
-            ready += cs[i].lines > 0;
+        for (int i = 0; i < nwatch; i++) ready += cs[i].lines > 0;
     }
     printf("fan-out: %d watches established in %.0f ms\n", ready, (now_s() - c0) * 1000);
     snprintf(url, sizeof url, "%s/api/v1/namespaces/kube-public/configmaps", base);
@@ -173,12 +166,10 @@ int main(int argc, char **argv)
         curl_multi_perform(m, &running);
         curl_multi_poll(m, NULL, 0, 10, NULL);
         got = 0;
-        for (int i = 0; i < nwatch; i++)
-            got += cs[i].lines > 1;
+        for (int i = 0; i < nwatch; i++) got += cs[i].lines > 1;
     }
     t1 = now_s();
-    printf("fan-out: %d concurrent watches held, %d received the event in %.1f ms\n", nwatch, got,
-           (t1 - t0) * 1000);
+    printf("fan-out: %d concurrent watches held, %d received the event in %.1f ms\n", nwatch, got, (t1 - t0) * 1000);
     for (int i = 0; i < nwatch; i++) {
         curl_multi_remove_handle(m, ws[i]);
         curl_easy_cleanup(ws[i]);

@@ -54,13 +54,11 @@ static inline size_t lop_jsimd_next(const char *p, size_t n, size_t i, int set)
 #ifdef __SSE2__
     while (n - i >= 16) {
         unsigned m = lop_jsimd_mask(_mm_loadu_si128((const __m128i *)(const void *)(p + i)), set);
-        if (m)
-            return i + (size_t)__builtin_ctz(m);
+        if (m) return i + (size_t)__builtin_ctz(m);
         i += 16;
     }
 #endif
-    while (i < n && !lop_jsimd_in_set((unsigned char)p[i], set))
-        i++;
+    while (i < n && !lop_jsimd_in_set((unsigned char)p[i], set)) i++;
     return i;
 }
 
@@ -80,10 +78,7 @@ static inline size_t lop_jsimd_tok_stop(const char *p, size_t n, size_t i)
 }
 
 /* The bytes that may follow a '}' without ending a top-level object (see lop_jsimd_close_end). */
-static inline int lop_jsimd_after_close(char c)
-{
-    return c == ',' || c == '}' || c == ']' || c == '"' || c == '\\';
-}
+static inline int lop_jsimd_after_close(char c) { return c == ',' || c == '}' || c == ']' || c == '"' || c == '\\'; }
 
 static inline size_t lop_jsimd_close_end(const char *p, size_t n, size_t i)
 {
@@ -97,14 +92,12 @@ static inline size_t lop_jsimd_close_end(const char *p, size_t n, size_t i)
         ok = _mm_or_si128(ok, _mm_cmpeq_epi8(w, _mm_set1_epi8('\\')));
         __m128i close = _mm_cmpeq_epi8(v, _mm_set1_epi8('}'));
         unsigned m = (unsigned)_mm_movemask_epi8(_mm_andnot_si128(ok, close));
-        if (m)
-            return i + (size_t)__builtin_ctz(m);
+        if (m) return i + (size_t)__builtin_ctz(m);
         i += 16;
     }
 #endif
     for (; i < n; i++)
-        if (p[i] == '}' && (i + 1 == n || !lop_jsimd_after_close(p[i + 1])))
-            return i;
+        if (p[i] == '}' && (i + 1 == n || !lop_jsimd_after_close(p[i + 1]))) return i;
     return n;
 }
 

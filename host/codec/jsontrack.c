@@ -25,8 +25,7 @@ const char *lop_jtrack_scan(lop_jtrack_t *t, const char *p, size_t n, size_t *ip
                 continue;
             }
             i = lop_jsimd_str_stop(p, n, i);
-            if (i == n)
-                break;
+            if (i == n) break;
             if (p[i] == '\\') {
                 t->esc = true;
             } else {
@@ -40,8 +39,7 @@ const char *lop_jtrack_scan(lop_jtrack_t *t, const char *p, size_t n, size_t *ip
             continue;
         }
         i = lop_jsimd_tok_stop(p, n, i);
-        if (i == n)
-            break;
+        if (i == n) break;
         char c = p[i];
         if (c == '"') {
             t->in_str = true;

@@ -36,11 +36,9 @@ void lop_strmap_clear(lop_strmap_t *m)
 
 static lop_strmap_ent_t *find_h(const lop_strmap_t *m, const char *key, uint64_t h)
 {
-    if (!m->nbuckets)
-        return NULL;
+    if (!m->nbuckets) return NULL;
     for (lop_strmap_ent_t *e = m->buckets[h & (m->nbuckets - 1)]; e; e = e->next)
-        if (e->hash == h && strcmp(e->key, key) == 0)
-            return e;
+        if (e->hash == h && strcmp(e->key, key) == 0) return e;
     return NULL;
 }
 
@@ -85,8 +83,7 @@ void *lop_strmap_put(lop_strmap_t *m, const char *key, void *val)
         e->val = val;
         return old;
     }
-    if (m->count + 1 > m->nbuckets)
-        grow(m);
+    if (m->count + 1 > m->nbuckets) grow(m);
     size_t kl = strlen(key) + 1;
     e = lop_xmalloc(sizeof *e + kl);
     e->key = memcpy((char *)(e + 1), key, kl);
@@ -101,10 +98,8 @@ void *lop_strmap_put(lop_strmap_t *m, const char *key, void *val)
 
 void *lop_strmap_del(lop_strmap_t *m, const char *key, bool *found)
 {
-    if (found)
-        *found = false;
-    if (!m->nbuckets)
-        return NULL;
+    if (found) *found = false;
+    if (!m->nbuckets) return NULL;
     uint64_t h = hash_str(key);
     lop_strmap_ent_t **pp = &m->buckets[h & (m->nbuckets - 1)];
     for (; *pp; pp = &(*pp)->next) {
@@ -114,8 +109,7 @@ void *lop_strmap_del(lop_strmap_t *m, const char *key, bool *found)
             *pp = e->next;
             free(e);
             m->count--;
-            if (found)
-                *found = true;
+            if (found) *found = true;
             return v;
         }
     }
@@ -125,19 +119,16 @@ void *lop_strmap_del(lop_strmap_t *m, const char *key, bool *found)
 void *lop_strmap_move(lop_strmap_t *src, lop_strmap_t *dst, const char *key, void *val, bool *found)
 {
     *found = false;
-    if (!src->nbuckets)
-        return NULL;
+    if (!src->nbuckets) return NULL;
     uint64_t h = hash_str(key);
     for (lop_strmap_ent_t **pp = &src->buckets[h & (src->nbuckets - 1)]; *pp; pp = &(*pp)->next) {
         lop_strmap_ent_t *e = *pp;
-        if (e->hash != h || strcmp(e->key, key) != 0)
-            continue;
+        if (e->hash != h || strcmp(e->key, key) != 0) continue;
         *pp = e->next;
         src->count--;
         void *old = e->val;
         e->val = val;
-        if (dst->count + 1 > dst->nbuckets)
-            grow(dst);
+        if (dst->count + 1 > dst->nbuckets) grow(dst);
         size_t j = h & (dst->nbuckets - 1);
         e->next = dst->buckets[j];
         dst->buckets[j] = e;
@@ -151,17 +142,14 @@ void *lop_strmap_move(lop_strmap_t *src, lop_strmap_t *dst, const char *key, voi
 lop_strmap_ent_t *lop_strmap_first(const lop_strmap_t *m, lop_strmap_iter_t *it)
 {
     for (*it = 0; *it < m->nbuckets; (*it)++)
-        if (m->buckets[*it])
-            return m->buckets[*it];
+        if (m->buckets[*it]) return m->buckets[*it];
     return NULL;
 }
 
 lop_strmap_ent_t *lop_strmap_next(const lop_strmap_t *m, lop_strmap_iter_t *it, lop_strmap_ent_t *e)
 {
-    if (e->next)
-        return e->next;
+    if (e->next) return e->next;
     for ((*it)++; *it < m->nbuckets; (*it)++)
-        if (m->buckets[*it])
-            return m->buckets[*it];
+        if (m->buckets[*it]) return m->buckets[*it];
     return NULL;
 }

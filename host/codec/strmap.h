@@ -13,7 +13,7 @@
 
 typedef struct lop_strmap_ent {
     struct lop_strmap_ent *next;
-    char *key;     /* the map's copy, stored with the entry (one allocation); read-only */
+    char *key; /* the map's copy, stored with the entry (one allocation); read-only */
     void *val;
     uint64_t hash; /* of key: compared before the key itself, reused when the table grows */
 } lop_strmap_ent_t;
@@ -24,7 +24,10 @@ typedef struct lop_strmap {
     size_t count;
 } lop_strmap_t;
 
-#define LOP_STRMAP_INIT {NULL, 0, 0}
+#define LOP_STRMAP_INIT \
+    {                   \
+        NULL, 0, 0      \
+    }
 
 /* Free every entry (keys); values are untouched — iterate first if they need freeing. */
 void lop_strmap_clear(lop_strmap_t *m);

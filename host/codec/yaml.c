@@ -15,20 +15,14 @@ typedef struct anchors {
     json_t *map; /* object: anchor name -> value */
 } anchors_t;
 
-static bool is_plain(const yaml_event_t *ev)
-{
-    return ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-}
+static bool is_plain(const yaml_event_t *ev) { return ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE; }
 
 static json_t *resolve_plain(const char *s, size_t n)
 {
-    if (n == 0 || (n == 1 && s[0] == '~') || strcmp(s, "null") == 0 || strcmp(s, "Null") == 0 ||
-        strcmp(s, "NULL") == 0)
+    if (n == 0 || (n == 1 && s[0] == '~') || strcmp(s, "null") == 0 || strcmp(s, "Null") == 0 || strcmp(s, "NULL") == 0)
         return json_null();
-    if (strcmp(s, "true") == 0 || strcmp(s, "True") == 0 || strcmp(s, "TRUE") == 0)
-        return json_true();
-    if (strcmp(s, "false") == 0 || strcmp(s, "False") == 0 || strcmp(s, "FALSE") == 0)
-        return json_false();
+    if (strcmp(s, "true") == 0 || strcmp(s, "True") == 0 || strcmp(s, "TRUE") == 0) return json_true();
+    if (strcmp(s, "false") == 0 || strcmp(s, "False") == 0 || strcmp(s, "FALSE") == 0) return json_false();
     char *end = NULL;
     errno = 0;
     if ((s[0] == '0' && (s[1] == 'x' || s[1] == 'o')) && n > 2) {
@@ -47,14 +41,20 @@ static json_t *resolve_plain(const char *s, size_t n)
     }
     /* float: [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)? */
     const char *p = s + i;
-    if (strcmp(p, ".inf") == 0 || strcmp(p, ".Inf") == 0 || strcmp(p, ".INF") == 0 ||
-        strcmp(s, ".nan") == 0 || strcmp(s, ".NaN") == 0 || strcmp(s, ".NAN") == 0)
+    if (strcmp(p, ".inf") == 0 || strcmp(p, ".Inf") == 0 || strcmp(p, ".INF") == 0 || strcmp(s, ".nan") == 0 ||
+        strcmp(s, ".NaN") == 0 || strcmp(s, ".NAN") == 0)
         return json_stringn(s, n); /* JSON has no infinities/NaN: keep the text */
     bool seen_digit = false, ok = true;
-    while (*p >= '0' && *p <= '9') { p++; seen_digit = true; }
+    while (*p >= '0' && *p <= '9') {
+        p++;
+        seen_digit = true;
+    }
     if (*p == '.') {
         p++;
-        while (*p >= '0' && *p <= '9') { p++; seen_digit = true; }
+        while (*p >= '0' && *p <= '9') {
+            p++;
+            seen_digit = true;
+        }
     }
     if (seen_digit && (*p == 'e' || *p == 'E')) {
         p++;
@@ -71,15 +71,14 @@ static json_t *resolve_plain(const char *s, size_t n)
 
 static lop_rc_t parse_error(yaml_parser_t *p, const char *origin, lop_err_t *err)
 {
-    return lop_err_set(err, LOP_EINVAL, 0, NULL, "%s:%zu:%zu: %s%s%s", origin,
-                       p->problem_mark.line + 1, p->problem_mark.column + 1,
-                       p->problem ? p->problem : "YAML syntax error",
-                       p->context ? " " : "", p->context ? p->context : "");
+    return lop_err_set(err, LOP_EINVAL, 0, NULL, "%s:%zu:%zu: %s%s%s", origin, p->problem_mark.line + 1,
+                       p->problem_mark.column + 1, p->problem ? p->problem : "YAML syntax error", p->context ? " " : "",
+                       p->context ? p->context : "");
 }
 
 /* Parses one node whose first event is *first (consumed by the caller). */
-static lop_rc_t parse_node(yaml_parser_t *p, yaml_event_t *first, anchors_t *an, const char *origin,
-                           int depth, json_t **out, lop_err_t *err);
+static lop_rc_t parse_node(yaml_parser_t *p, yaml_event_t *first, anchors_t *an, const char *origin, int depth,
+                           json_t **out, lop_err_t *err);
 
 static lop_rc_t next_event(yaml_parser_t *p, yaml_event_t *ev, const char *origin, lop_err_t *err)
 {
@@ -92,13 +91,12 @@ static void remember_anchor(anchors_t *an, const yaml_char_t *anchor, json_t *v)
     if (anchor) json_object_set(an->map, (const char *)anchor, v);
 }
 
-static lop_rc_t parse_node(yaml_parser_t *p, yaml_event_t *first, anchors_t *an, const char *origin,
-                           int depth, json_t **out, lop_err_t *err)
+static lop_rc_t parse_node(yaml_parser_t *p, yaml_event_t *first, anchors_t *an, const char *origin, int depth,
+                           json_t **out, lop_err_t *err)
 {
     *out = NULL;
     if (depth > 256)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "%s:%zu: nested too deeply", origin,
-                           first->start_mark.line + 1);
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "%s:%zu: nested too deeply", origin, first->start_mark.line + 1);
     switch (first->type) {
     case YAML_ALIAS_EVENT: {
         json_t *v = json_object_get(an->map, (const char *)first->data.alias.anchor);
@@ -112,9 +110,12 @@ static lop_rc_t parse_node(yaml_parser_t *p, yaml_event_t *first, anchors_t *an,
         const char *s = (const char *)first->data.scalar.value;
         size_t n = first->data.scalar.length;
         const char *tag = (const char *)first->data.scalar.tag;
-        if (tag && strcmp(tag, "tag:yaml.org,2002:str") == 0) *out = json_stringn(s, n);
-        else if (is_plain(first)) *out = resolve_plain(s, n);
-        else *out = json_stringn(s, n);
+        if (tag && strcmp(tag, "tag:yaml.org,2002:str") == 0)
+            *out = json_stringn(s, n);
+        else if (is_plain(first))
+            *out = resolve_plain(s, n);
+        else
+            *out = json_stringn(s, n);
         if (!*out) *out = json_string(""); /* invalid UTF-8: jansson refuses; keep a string */
         remember_anchor(an, first->data.scalar.anchor, *out);
         return LOP_OK;
@@ -124,12 +125,21 @@ static lop_rc_t parse_node(yaml_parser_t *p, yaml_event_t *first, anchors_t *an,
         for (;;) {
             yaml_event_t ev;
             lop_rc_t rc = next_event(p, &ev, origin, err);
-            if (rc != LOP_OK) { json_decref(arr); return rc; }
-            if (ev.type == YAML_SEQUENCE_END_EVENT) { yaml_event_delete(&ev); break; }
+            if (rc != LOP_OK) {
+                json_decref(arr);
+                return rc;
+            }
+            if (ev.type == YAML_SEQUENCE_END_EVENT) {
+                yaml_event_delete(&ev);
+                break;
+            }
             json_t *item;
             rc = parse_node(p, &ev, an, origin, depth + 1, &item, err);
             yaml_event_delete(&ev);
-            if (rc != LOP_OK) { json_decref(arr); return rc; }
+            if (rc != LOP_OK) {
+                json_decref(arr);
+                return rc;
+            }
             json_array_append_new(arr, item);
         }
         remember_anchor(an, first->data.sequence_start.anchor, arr);
@@ -141,32 +151,53 @@ static lop_rc_t parse_node(yaml_parser_t *p, yaml_event_t *first, anchors_t *an,
         for (;;) {
             yaml_event_t kev;
             lop_rc_t rc = next_event(p, &kev, origin, err);
-            if (rc != LOP_OK) { json_decref(obj); return rc; }
-            if (kev.type == YAML_MAPPING_END_EVENT) { yaml_event_delete(&kev); break; }
+            if (rc != LOP_OK) {
+                json_decref(obj);
+                return rc;
+            }
+            if (kev.type == YAML_MAPPING_END_EVENT) {
+                yaml_event_delete(&kev);
+                break;
+            }
             json_t *key;
             rc = parse_node(p, &kev, an, origin, depth + 1, &key, err);
             size_t kline = kev.start_mark.line + 1;
             yaml_event_delete(&kev);
-            if (rc != LOP_OK) { json_decref(obj); return rc; }
+            if (rc != LOP_OK) {
+                json_decref(obj);
+                return rc;
+            }
             yaml_event_t vev;
             rc = next_event(p, &vev, origin, err);
-            if (rc != LOP_OK) { json_decref(key); json_decref(obj); return rc; }
+            if (rc != LOP_OK) {
+                json_decref(key);
+                json_decref(obj);
+                return rc;
+            }
             json_t *val;
             rc = parse_node(p, &vev, an, origin, depth + 1, &val, err);
             yaml_event_delete(&vev);
-            if (rc != LOP_OK) { json_decref(key); json_decref(obj); return rc; }
+            if (rc != LOP_OK) {
+                json_decref(key);
+                json_decref(obj);
+                return rc;
+            }
             char numkey[64];
             const char *k = NULL;
-            if (json_is_string(key)) k = json_string_value(key);
+            if (json_is_string(key))
+                k = json_string_value(key);
             else if (json_is_integer(key)) {
                 snprintf(numkey, sizeof numkey, "%lld", (long long)json_integer_value(key));
                 k = numkey;
-            } else if (json_is_true(key)) k = "true";
-            else if (json_is_false(key)) k = "false";
+            } else if (json_is_true(key))
+                k = "true";
+            else if (json_is_false(key))
+                k = "false";
             if (!k) {
-                json_decref(key); json_decref(val); json_decref(obj);
-                return lop_err_set(err, LOP_EINVAL, 0, NULL,
-                                   "%s:%zu: mapping keys must be scalars", origin, kline);
+                json_decref(key);
+                json_decref(val);
+                json_decref(obj);
+                return lop_err_set(err, LOP_EINVAL, 0, NULL, "%s:%zu: mapping keys must be scalars", origin, kline);
             }
             json_object_set_new(obj, k, val);
             json_decref(key);
@@ -181,8 +212,7 @@ static lop_rc_t parse_node(yaml_parser_t *p, yaml_event_t *first, anchors_t *an,
     }
 }
 
-lop_rc_t lop_yaml_load_all(const char *text, size_t len, const char *origin, json_t **docs,
-                           lop_err_t *err)
+lop_rc_t lop_yaml_load_all(const char *text, size_t len, const char *origin, json_t **docs, lop_err_t *err)
 {
     *docs = NULL;
     yaml_parser_t p;
@@ -195,7 +225,8 @@ lop_rc_t lop_yaml_load_all(const char *text, size_t len, const char *origin, jso
         yaml_event_t ev;
         rc = next_event(&p, &ev, origin, err);
         if (rc != LOP_OK) break;
-        if (ev.type == YAML_STREAM_END_EVENT) done = true;
+        if (ev.type == YAML_STREAM_END_EVENT)
+            done = true;
         else if (ev.type == YAML_DOCUMENT_START_EVENT) {
             anchors_t an = {json_object()};
             yaml_event_t root;
@@ -205,12 +236,13 @@ lop_rc_t lop_yaml_load_all(const char *text, size_t len, const char *origin, jso
                 if (root.type != YAML_DOCUMENT_END_EVENT) {
                     rc = parse_node(&p, &root, &an, origin, 0, &doc, err);
                     yaml_event_t end;
-                    if (rc == LOP_OK && (rc = next_event(&p, &end, origin, err)) == LOP_OK)
-                        yaml_event_delete(&end);
+                    if (rc == LOP_OK && (rc = next_event(&p, &end, origin, err)) == LOP_OK) yaml_event_delete(&end);
                 }
                 yaml_event_delete(&root);
-                if (doc && !json_is_null(doc)) json_array_append_new(arr, doc);
-                else json_decref(doc);
+                if (doc && !json_is_null(doc))
+                    json_array_append_new(arr, doc);
+                else
+                    json_decref(doc);
             }
             json_decref(an.map);
         }

@@ -16,8 +16,7 @@
 
 /* Parse every document of text. On success *docs is a JSON array of the documents.
  * On a syntax error returns LOP_EINVAL with err->message "<origin>:<line>:<col>: <problem>". */
-lop_rc_t lop_yaml_load_all(const char *text, size_t len, const char *origin, json_t **docs,
-                           lop_err_t *err);
+lop_rc_t lop_yaml_load_all(const char *text, size_t len, const char *origin, json_t **docs, lop_err_t *err);
 
 /* Same for a file (origin = path). */
 lop_rc_t lop_yaml_load_file(const char *path, json_t **docs, lop_err_t *err);

@@ -33,10 +33,7 @@
     "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex "     \
     "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
 
-static bool is_alnum(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
+static bool is_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
 
 /* ([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9], anchored. */
 static bool qname_match(const char *s, size_t n)
@@ -177,10 +174,7 @@ typedef struct item {
     char *lit;
 } item_t;
 
-static bool is_ws(char c)
-{
-    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
-}
+static bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
 static bool is_special(char c)
 {
@@ -192,7 +186,7 @@ static tok_t symbol_token(const char *s, size_t n)
     static const struct {
         const char *s;
         tok_t t;
-    } syms[] = {{")", T_CLOSEPAR}, {",", T_COMMA}, {"!", T_NOT}, {"==", T_DEQ}, {"=", T_EQ},
+    } syms[] = {{")", T_CLOSEPAR}, {",", T_COMMA}, {"!", T_NOT},  {"==", T_DEQ},   {"=", T_EQ},
                 {">", T_GT},       {"<", T_LT},    {"!=", T_NEQ}, {"(", T_OPENPAR}};
     for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++)
         if (strlen(syms[i].s) == n && memcmp(syms[i].s, s, n) == 0) return syms[i].t;
@@ -225,9 +219,7 @@ static item_t *lex(const char *s, size_t *count)
             size_t len = 0;
             while (p[len] && !is_ws(p[len]) && !is_special(p[len])) len++;
             it.lit = lop_xstrndup(p, len);
-            it.tok = strcmp(it.lit, "in") == 0      ? T_IN
-                     : strcmp(it.lit, "notin") == 0 ? T_NOTIN
-                                                    : T_IDENT;
+            it.tok = strcmp(it.lit, "in") == 0 ? T_IN : strcmp(it.lit, "notin") == 0 ? T_NOTIN : T_IDENT;
             p += len;
         }
         if (n == cap) {
@@ -288,10 +280,7 @@ static void req_add_value(req_t *r, const char *v)
     r->vals[r->nvals++] = lop_xstrdup(v);
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 static void req_clear(req_t *r)
 {
@@ -443,9 +432,7 @@ static bool parse_requirement(parser_t *p, req_t *r)
     case T_LT: r->op = OP_LT; break;
     case T_IN: r->op = OP_IN; break;
     case T_NOTIN: r->op = OP_NOTIN; break;
-    default:
-        lop_buf_printf(&p->msg, "found '%s', expected: in, notin, =, ==, !=, gt, lt", lit);
-        return false;
+    default: lop_buf_printf(&p->msg, "found '%s', expected: in, notin, =, ==, !=, gt, lt", lit); return false;
     }
     if (r->op == OP_IN || r->op == OP_NOTIN)
         ok = parse_values(p, r);
@@ -456,10 +443,7 @@ static bool parse_requirement(parser_t *p, req_t *r)
     return validate_requirement(p, r);
 }
 
-static int cmp_req(const void *a, const void *b)
-{
-    return strcmp(((const req_t *)a)->key, ((const req_t *)b)->key);
-}
+static int cmp_req(const void *a, const void *b) { return strcmp(((const req_t *)a)->key, ((const req_t *)b)->key); }
 
 void lop_label_selector_free(lop_label_selector_t *sel)
 {
@@ -524,10 +508,7 @@ lop_rc_t lop_label_selector_parse(const char *s, lop_label_selector_t **out, lop
     return LOP_OK;
 }
 
-bool lop_label_selector_empty(const lop_label_selector_t *sel)
-{
-    return !sel || sel->n == 0;
-}
+bool lop_label_selector_empty(const lop_label_selector_t *sel) { return !sel || sel->n == 0; }
 
 static bool req_has_value(const req_t *r, const char *v)
 {
@@ -548,8 +529,7 @@ static bool req_match(const req_t *r, const char *v)
     case OP_GT:
     case OP_LT: {
         int64_t have, want;
-        if (!v || r->nvals != 1 || !parse_int64(v, &have) || !parse_int64(r->vals[0], &want))
-            return false;
+        if (!v || r->nvals != 1 || !parse_int64(v, &have) || !parse_int64(r->vals[0], &want)) return false;
         return r->op == OP_GT ? have > want : have < want;
     }
     }
@@ -707,15 +687,9 @@ lop_rc_t lop_field_selector_parse(const char *s, lop_field_selector_t **out, lop
     return LOP_OK;
 }
 
-bool lop_field_selector_empty(const lop_field_selector_t *sel)
-{
-    return !sel || sel->n == 0;
-}
+bool lop_field_selector_empty(const lop_field_selector_t *sel) { return !sel || sel->n == 0; }
 
-size_t lop_field_selector_count(const lop_field_selector_t *sel)
-{
-    return sel ? sel->n : 0;
-}
+size_t lop_field_selector_count(const lop_field_selector_t *sel) { return sel ? sel->n : 0; }
 
 const char *lop_field_selector_field(const lop_field_selector_t *sel, size_t i)
 {
@@ -726,8 +700,7 @@ const char *lop_field_selector_exact(const lop_field_selector_t *sel, const char
 {
     if (!sel || !field) return NULL;
     for (size_t i = 0; i < sel->n; i++)
-        if (!sel->terms[i].neq && strcmp(sel->terms[i].field, field) == 0)
-            return sel->terms[i].value;
+        if (!sel->terms[i].neq && strcmp(sel->terms[i].field, field) == 0) return sel->terms[i].value;
     return NULL;
 }
 

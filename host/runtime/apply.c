@@ -6,10 +6,7 @@
 
 #include <string.h>
 
-static const char *jstr(const json_t *o, const char *k)
-{
-    return json_string_value(json_object_get(o, k));
-}
+static const char *jstr(const json_t *o, const char *k) { return json_string_value(json_object_get(o, k)); }
 
 static bool crd_established(const json_t *crd)
 {
@@ -59,8 +56,8 @@ static lop_rc_t wait_established(lop_rest_client_t *rest, lop_restmapper_t *mapp
     return rc;
 }
 
-lop_rc_t lop_apply_object(lop_rest_client_t *rest, lop_restmapper_t *mapper, json_t *obj,
-                          const char *default_ns, const lop_clock_t *clock, lop_err_t *err)
+lop_rc_t lop_apply_object(lop_rest_client_t *rest, lop_restmapper_t *mapper, json_t *obj, const char *default_ns,
+                          const lop_clock_t *clock, lop_err_t *err)
 {
     const char *api_version = jstr(obj, "apiVersion"), *kind = jstr(obj, "kind");
     json_t *meta = json_object_get(obj, "metadata");
@@ -106,10 +103,8 @@ lop_rc_t lop_apply_object(lop_rest_client_t *rest, lop_restmapper_t *mapper, jso
     free(body);
     lop_rest_resp_cleanup(&r);
     if (rc == LOP_OK) {
-        lop_log(LOP_LOG_INFO, "applied", "kind", kind, "namespace", ns ? ns : "", "name", name,
-                "result", what, NULL);
-        if (strcmp(kind, "CustomResourceDefinition") == 0)
-            rc = wait_established(rest, mapper, item.data, clock, err);
+        lop_log(LOP_LOG_INFO, "applied", "kind", kind, "namespace", ns ? ns : "", "name", name, "result", what, NULL);
+        if (strcmp(kind, "CustomResourceDefinition") == 0) rc = wait_established(rest, mapper, item.data, clock, err);
     } else {
         char msg[sizeof err->message];
         snprintf(msg, sizeof msg, "%s", err ? err->message : "");
@@ -120,8 +115,8 @@ lop_rc_t lop_apply_object(lop_rest_client_t *rest, lop_restmapper_t *mapper, jso
     return rc;
 }
 
-lop_rc_t lop_apply_file(lop_rest_client_t *rest, lop_restmapper_t *mapper, const char *path,
-                        const char *default_ns, const lop_clock_t *clock, lop_err_t *err)
+lop_rc_t lop_apply_file(lop_rest_client_t *rest, lop_restmapper_t *mapper, const char *path, const char *default_ns,
+                        const lop_clock_t *clock, lop_err_t *err)
 {
     json_t *docs = NULL;
     lop_rc_t rc = lop_yaml_load_file(path, &docs, err);
@@ -146,8 +141,8 @@ lop_rc_t lop_apply_file(lop_rest_client_t *rest, lop_restmapper_t *mapper, const
         if (rc != LOP_OK) {
             char msg[sizeof err->message];
             snprintf(msg, sizeof msg, "%s", err ? err->message : "");
-            lop_err_set(err, rc, err ? err->code : 0, err ? err->reason : NULL, "%s: document %zu: %s",
-                        path, i + 1, msg);
+            lop_err_set(err, rc, err ? err->code : 0, err ? err->reason : NULL, "%s: document %zu: %s", path, i + 1,
+                        msg);
             break;
         }
     }

@@ -49,21 +49,17 @@ lop_controller_t *lop_controller_new(const lop_controller_opts_t *opts)
     return c;
 }
 
-const char *lop_controller_name(const lop_controller_t *c)
-{
-    return c->name;
-}
+const char *lop_controller_name(const lop_controller_t *c) { return c->name; }
 
-lop_workqueue_t *lop_controller_queue(lop_controller_t *c)
-{
-    return c->queue;
-}
+lop_workqueue_t *lop_controller_queue(lop_controller_t *c) { return c->queue; }
 
 void lop_controller_enqueue(lop_controller_t *c, const char *ns, const char *name)
 {
     lop_buf_t key = LOP_BUF_INIT;
-    if (ns && *ns) lop_buf_printf(&key, "%s/%s", ns, name);
-    else lop_buf_puts(&key, name);
+    if (ns && *ns)
+        lop_buf_printf(&key, "%s/%s", ns, name);
+    else
+        lop_buf_puts(&key, name);
     lop_workqueue_add(c->queue, key.data);
     lop_buf_free(&key);
 }
@@ -124,31 +120,26 @@ static void reconcile_key(lop_controller_t *c, lop_vm_slot_t *slot, int worker, 
     char dur_s[32];
     snprintf(dur_s, sizeof dur_s, "%.3fms", (double)dur / 1e6);
     switch (res.kind) {
-    case LOP_RESULT_DONE:
-        lop_workqueue_forget(c->queue, key);
-        break;
-    case LOP_RESULT_REQUEUE:
-        lop_workqueue_add_rate_limited(c->queue, key);
-        break;
+    case LOP_RESULT_DONE: lop_workqueue_forget(c->queue, key); break;
+    case LOP_RESULT_REQUEUE: lop_workqueue_add_rate_limited(c->queue, key); break;
     case LOP_RESULT_REQUEUE_AFTER:
         lop_workqueue_forget(c->queue, key);
         lop_workqueue_add_after(c->queue, key, res.requeue_after_ns);
         break;
     case LOP_RESULT_ERROR:
         lop_workqueue_add_rate_limited(c->queue, key);
-        lop_log(LOP_LOG_ERROR, "reconciler error", "controller", c->name, "namespace", ns,
-                "name", name, "reconcileID", rid, "duration", dur_s, "error", res.message,
-                res.timed_out ? "timeout" : NULL, "true", NULL);
+        lop_log(LOP_LOG_ERROR, "reconciler error", "controller", c->name, "namespace", ns, "name", name, "reconcileID",
+                rid, "duration", dur_s, "error", res.message, res.timed_out ? "timeout" : NULL, "true", NULL);
         break;
     case LOP_RESULT_TERMINAL:
         lop_workqueue_forget(c->queue, key);
-        lop_log(LOP_LOG_ERROR, "terminal reconciler error, not retried", "controller", c->name,
-                "namespace", ns, "name", name, "reconcileID", rid, "error", res.message, NULL);
+        lop_log(LOP_LOG_ERROR, "terminal reconciler error, not retried", "controller", c->name, "namespace", ns, "name",
+                name, "reconcileID", rid, "error", res.message, NULL);
         break;
     }
     if (lop_log_enabled(LOP_LOG_DEBUG))
-        lop_log(LOP_LOG_DEBUG, "reconciled", "controller", c->name, "namespace", ns, "name", name,
-                "reconcileID", rid, "duration", dur_s, "result", result_name(res.kind), NULL);
+        lop_log(LOP_LOG_DEBUG, "reconciled", "controller", c->name, "namespace", ns, "name", name, "reconcileID", rid,
+                "duration", dur_s, "result", result_name(res.kind), NULL);
 
     pthread_mutex_lock(&c->mu);
     c->stats.active_workers--;
@@ -164,8 +155,7 @@ static void reconcile_key(lop_controller_t *c, lop_vm_slot_t *slot, int worker, 
     pthread_mutex_unlock(&c->mu);
     if (c->observer) c->observer(c->observer_ud, c->name, res.kind, dur);
     if (c->memory_observer && slot->vm && lop_scriptrt_engine(c->rt)->memory)
-        c->memory_observer(c->observer_ud, c->name, worker,
-                           lop_scriptrt_engine(c->rt)->memory(slot->vm));
+        c->memory_observer(c->observer_ud, c->name, worker, lop_scriptrt_engine(c->rt)->memory(slot->vm));
 }
 
 lop_rc_t lop_controller_process_one(lop_controller_t *c, lop_vm_slot_t *slot)
@@ -227,8 +217,7 @@ out:
 
 void lop_controller_sources_synced(lop_controller_t *c)
 {
-    if (__atomic_exchange_n(&c->sources_told, true, __ATOMIC_ACQ_REL) || lop_gate_is_open(&c->sources))
-        return;
+    if (__atomic_exchange_n(&c->sources_told, true, __ATOMIC_ACQ_REL) || lop_gate_is_open(&c->sources)) return;
     lop_gate_set(&c->sources, true);
     lop_log(LOP_LOG_INFO, "sources synced; starting workers", "controller", c->name, NULL);
 }
@@ -249,8 +238,7 @@ lop_rc_t lop_controller_start(lop_controller_t *c, lop_err_t *err)
             free(c->args);
             c->threads = NULL;
             c->args = NULL;
-            return lop_err_set(err, LOP_ERR, 0, NULL, "controller %s: cannot start worker threads",
-                               c->name);
+            return lop_err_set(err, LOP_ERR, 0, NULL, "controller %s: cannot start worker threads", c->name);
         }
     }
     c->started = 1;
@@ -273,8 +261,7 @@ static bool join_until(lop_controller_t *c, int i, int64_t deadline_ns)
 
 size_t lop_controller_stop_until(lop_controller_t *c, int64_t deadline_ns)
 {
-    if (c->abandoned)
-        return c->abandoned;
+    if (c->abandoned) return c->abandoned;
     /* Stop intake: workers finish the item they hold and take no other; gated workers wake. */
     __atomic_store_n(&c->stopping, true, __ATOMIC_RELEASE);
     lop_workqueue_shutdown(c->queue);
@@ -292,15 +279,15 @@ size_t lop_controller_stop_until(lop_controller_t *c, int64_t deadline_ns)
         for (size_t i = 0; i < n && i < 16; i++) {
             char running[32];
             snprintf(running, sizeof running, "%.3fs", (double)ns[i] / 1e9);
-            lop_log(LOP_LOG_WARN, "graceful shutdown timeout: abandoning an in-flight reconcile",
-                    "controller", c->name, "key", items[i], "running", running, NULL);
+            lop_log(LOP_LOG_WARN, "graceful shutdown timeout: abandoning an in-flight reconcile", "controller", c->name,
+                    "key", items[i], "running", running, NULL);
             free(items[i]);
         }
         if (n > 16) {
             char more[24];
             snprintf(more, sizeof more, "%zu", n - 16);
-            lop_log(LOP_LOG_WARN, "graceful shutdown timeout: more reconciles abandoned",
-                    "controller", c->name, "count", more, NULL);
+            lop_log(LOP_LOG_WARN, "graceful shutdown timeout: more reconciles abandoned", "controller", c->name,
+                    "count", more, NULL);
         }
         if (n > 0) {
             c->abandoned = n; /* the workers keep running: never join or free them */
@@ -312,8 +299,7 @@ size_t lop_controller_stop_until(lop_controller_t *c, int64_t deadline_ns)
         for (int i = 0; i < c->nworkers; i++)
             if (!join_until(c, i, deadline_ns)) left++;
         if (left) {
-            lop_log(LOP_LOG_WARN, "graceful shutdown timeout: workers still running", "controller",
-                    c->name, NULL);
+            lop_log(LOP_LOG_WARN, "graceful shutdown timeout: workers still running", "controller", c->name, NULL);
             c->abandoned = left;
             return left;
         }
@@ -336,10 +322,7 @@ size_t lop_controller_stop(lop_controller_t *c, int64_t grace_ns)
     return lop_controller_stop_until(c, deadline);
 }
 
-void lop_controller_shutdown_intake(lop_controller_t *c)
-{
-    lop_workqueue_shutdown(c->queue);
-}
+void lop_controller_shutdown_intake(lop_controller_t *c) { lop_workqueue_shutdown(c->queue); }
 
 void lop_controller_free(lop_controller_t *c)
 {

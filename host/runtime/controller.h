@@ -41,21 +41,20 @@ typedef struct lop_controller_stats {
 } lop_controller_stats_t;
 
 /* Called after each reconcile (metrics); may be NULL. Runs on the worker thread. */
-typedef void (*lop_reconcile_observer_fn)(void *ud, const char *controller,
-                                          lop_result_kind_t kind, int64_t duration_ns);
+typedef void (*lop_reconcile_observer_fn)(void *ud, const char *controller, lop_result_kind_t kind,
+                                          int64_t duration_ns);
 
 /* Called after each reconcile with the worker's VM size (engine->memory), worker in
  * 0..workers-1; may be NULL. Runs on the worker thread. */
-typedef void (*lop_vm_memory_observer_fn)(void *ud, const char *controller, int worker,
-                                          size_t bytes);
+typedef void (*lop_vm_memory_observer_fn)(void *ud, const char *controller, int worker, size_t bytes);
 
 typedef struct lop_controller_opts {
-    const char *name;          /* copied */
-    int workers;               /* max_concurrent_reconciles, >= 1 */
-    const lop_clock_t *clock;  /* borrowed; NULL = system */
-    lop_scriptrt_t *rt;        /* borrowed */
-    lop_gate_t *gate;          /* borrowed; NULL = never gated */
-    bool wait_for_sync;        /* workers wait for lop_controller_sources_synced */
+    const char *name;         /* copied */
+    int workers;              /* max_concurrent_reconciles, >= 1 */
+    const lop_clock_t *clock; /* borrowed; NULL = system */
+    lop_scriptrt_t *rt;       /* borrowed */
+    lop_gate_t *gate;         /* borrowed; NULL = never gated */
+    bool wait_for_sync;       /* workers wait for lop_controller_sources_synced */
     lop_reconcile_observer_fn observer;
     void *observer_ud;
     lop_vm_memory_observer_fn memory_observer; /* ud = observer_ud */

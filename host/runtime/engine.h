@@ -79,12 +79,12 @@ typedef enum lop_map_kind {
 typedef struct lop_watch_decl {
     lop_gvk_t gvk;
     lop_map_kind_t map;
-    int map_lua_id;        /* LOP_MAP_LUA only */
-    lop_pred_t *preds;     /* all must pass (AND); may be empty */
+    int map_lua_id;    /* LOP_MAP_LUA only */
+    lop_pred_t *preds; /* all must pass (AND); may be empty */
     size_t npreds;
-    char *namespace_;      /* NULL: all namespaces (or the --namespace flag) */
-    char *label_selector;  /* NULL: everything */
-    bool metadata_only;    /* cache apiVersion, kind and metadata only (controller-runtime's
+    char *namespace_;     /* NULL: all namespaces (or the --namespace flag) */
+    char *label_selector; /* NULL: everything */
+    bool metadata_only;   /* cache apiVersion, kind and metadata only (controller-runtime's
                             * OnlyMetadata); the API server is asked for metadata only
                             * (PartialObjectMetadata, lop_rest_listwatch_new_metadata), cached
                             * as this kind; reads of the kind are not served from it */
@@ -112,11 +112,11 @@ typedef struct lop_reconcile_req {
 
 /* How a reconcile ended; mapped to the queue exactly as controller-runtime does. */
 typedef enum lop_result_kind {
-    LOP_RESULT_DONE,           /* Forget */
-    LOP_RESULT_REQUEUE,        /* AddRateLimited (Result{Requeue:true}) */
-    LOP_RESULT_REQUEUE_AFTER,  /* Forget + AddAfter(requeue_after_ns) */
-    LOP_RESULT_ERROR,          /* AddRateLimited; message logged (a raised error: with traceback) */
-    LOP_RESULT_TERMINAL,       /* no retry; counted as terminal error */
+    LOP_RESULT_DONE,          /* Forget */
+    LOP_RESULT_REQUEUE,       /* AddRateLimited (Result{Requeue:true}) */
+    LOP_RESULT_REQUEUE_AFTER, /* Forget + AddAfter(requeue_after_ns) */
+    LOP_RESULT_ERROR,         /* AddRateLimited; message logged (a raised error: with traceback) */
+    LOP_RESULT_TERMINAL,      /* no retry; counted as terminal error */
 } lop_result_kind_t;
 
 typedef struct lop_reconcile_result {
@@ -166,7 +166,7 @@ typedef struct lop_api_request {
     const char *query;       /* extra query string without '?', e.g. "fieldManager=x&force=true" */
     const char *body;        /* request body (JSON), may be NULL */
     size_t body_len;
-    const char *controller;  /* the controller whose reconcile makes the request, or NULL
+    const char *controller; /* the controller whose reconcile makes the request, or NULL
                               * (decides whether a write needs leadership) */
 } lop_api_request_t;
 
@@ -181,23 +181,21 @@ typedef struct lop_host_api {
 
     /* Read one object from the informer cache. LOP_OK: *out is a reference, release it;
      * LOP_ENOTFOUND: not in the cache; LOP_EAGAIN: the kind is not cached (use request). */
-    lop_rc_t (*cache_get)(void *ud, const char *api_version, const char *kind, const char *ns,
-                          const char *name, lop_blob_t *out, lop_err_t *err);
+    lop_rc_t (*cache_get)(void *ud, const char *api_version, const char *kind, const char *ns, const char *name,
+                          lop_blob_t *out, lop_err_t *err);
     /* List cached objects (ns NULL = all namespaces; selector NULL = all). *items is a malloc'd
      * array of n references: release each, then free the array. LOP_EAGAIN when not cached. */
     lop_rc_t (*cache_list)(void *ud, const char *api_version, const char *kind, const char *ns,
-                           const char *label_selector, lop_blob_t **items, size_t *n,
-                           lop_err_t *err);
+                           const char *label_selector, lop_blob_t **items, size_t *n, lop_err_t *err);
     void (*release)(void *ud, lop_blob_t *b);
 
     /* A REST request, mapped to a URL through discovery. LOP_OK for 2xx, else the rc of the
      * HTTP code with err filled from the Status body; resp holds the body either way (free it). */
-    lop_rc_t (*request)(void *ud, const lop_api_request_t *req, lop_api_response_t *resp,
-                        lop_err_t *err);
+    lop_rc_t (*request)(void *ud, const lop_api_request_t *req, lop_api_response_t *resp, lop_err_t *err);
 
     /* Record an Event about an object (JSON of the object); type "Normal"/"Warning". */
-    lop_rc_t (*record_event)(void *ud, const char *obj_json, size_t len, const char *type,
-                             const char *reason, const char *message, lop_err_t *err);
+    lop_rc_t (*record_event)(void *ud, const char *obj_json, size_t len, const char *type, const char *reason,
+                             const char *message, lop_err_t *err);
 
     bool (*is_leader)(void *ud);
     const char *(*identity)(void *ud); /* static for the process lifetime */
@@ -214,17 +212,16 @@ typedef struct lop_host_api {
      * leader_election_, luaop_), a bad name/label/bucket list, or a redeclaration with another
      * shape.
      */
-    void *(*metric_declare)(void *ud, int type, const char *name, const char *help,
-                            const char *const *labels, const double *buckets, size_t nbuckets,
-                            lop_err_t *err);
+    void *(*metric_declare)(void *ud, int type, const char *name, const char *help, const char *const *labels,
+                            const double *buckets, size_t nbuckets, lop_err_t *err);
     /*
      * Update one child of a declared metric: op is a lop_host_metric_op_t (ADD: counters with
      * v >= 0 and gauges; SET: gauges; OBSERVE: histograms); values holds nvalues label values
      * in declaration order. LOP_EINVAL with err for a wrong op for the type, a wrong number of
      * values, a negative counter add, a non-finite value or too many children.
      */
-    lop_rc_t (*metric_update)(void *ud, void *metric, int op, const char *const *values,
-                              size_t nvalues, double v, lop_err_t *err);
+    lop_rc_t (*metric_update)(void *ud, void *metric, int op, const char *const *values, size_t nvalues, double v,
+                              lop_err_t *err);
 } lop_host_api_t;
 
 typedef enum lop_host_metric_type {
@@ -242,12 +239,12 @@ typedef enum lop_host_metric_op {
 /* ---------------------------------------------------------------- host -> engine */
 
 typedef struct lop_engine_opts {
-    size_t memory_limit_bytes;     /* per VM; 0 = unlimited */
-    int64_t reconcile_timeout_ns;  /* default per-reconcile deadline; 0 = none */
-    int64_t load_timeout_ns;       /* deadline for loading the script set; 0 = none */
-    bool jit;                      /* --lua-jit: JIT on, deadlines become cooperative */
-    bool unsafe_libs;              /* allow io/os/debug/ffi/jit to user code */
-    const lop_clock_t *clock;      /* for deadlines and luaop.clock */
+    size_t memory_limit_bytes;    /* per VM; 0 = unlimited */
+    int64_t reconcile_timeout_ns; /* default per-reconcile deadline; 0 = none */
+    int64_t load_timeout_ns;      /* deadline for loading the script set; 0 = none */
+    bool jit;                     /* --lua-jit: JIT on, deadlines become cooperative */
+    bool unsafe_libs;             /* allow io/os/debug/ffi/jit to user code */
+    const lop_clock_t *clock;     /* for deadlines and luaop.clock */
 } lop_engine_opts_t;
 
 typedef struct lop_vm lop_vm_t;
@@ -257,8 +254,8 @@ typedef struct lop_engine {
 
     /* Build a VM: sandbox, load every file, run main.lua (which declares controllers).
      * Returns NULL and fills err (message "file:line: ...") on any failure. */
-    lop_vm_t *(*vm_new)(const lop_script_set_t *set, const lop_engine_opts_t *opts,
-                        const lop_host_api_t *host, lop_err_t *err);
+    lop_vm_t *(*vm_new)(const lop_script_set_t *set, const lop_engine_opts_t *opts, const lop_host_api_t *host,
+                        lop_err_t *err);
 
     /* The controllers main.lua declared; borrowed until vm_free. */
     void (*declarations)(lop_vm_t *vm, const lop_ctrl_decl_t **decls, size_t *n);
@@ -268,12 +265,10 @@ typedef struct lop_engine {
                       lop_reconcile_result_t *res);
 
     /* Run a Lua predicate. LOP_OK with *pass set, or an error (the host then lets the event pass). */
-    lop_rc_t (*predicate)(lop_vm_t *vm, int lua_id, const lop_event_view_t *ev, bool *pass,
-                          lop_err_t *err);
+    lop_rc_t (*predicate)(lop_vm_t *vm, int lua_id, const lop_event_view_t *ev, bool *pass, lop_err_t *err);
 
     /* Run a Lua map function; on LOP_OK *out holds the requests (caller frees). */
-    lop_rc_t (*map)(lop_vm_t *vm, int lua_id, const lop_event_view_t *ev, lop_request_list_t *out,
-                    lop_err_t *err);
+    lop_rc_t (*map)(lop_vm_t *vm, int lua_id, const lop_event_view_t *ev, lop_request_list_t *out, lop_err_t *err);
 
     size_t (*memory)(lop_vm_t *vm); /* bytes currently allocated by the VM */
     void (*vm_free)(lop_vm_t *vm);

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #define NAME_MAX_LEN 63
-#define REASON_LEN 512
+#define REASON_LEN   512
 
 typedef struct check {
     char name[NAME_MAX_LEN + 1];
@@ -48,10 +48,7 @@ void lop_health_free(lop_health_t *h)
     free(h);
 }
 
-const char *lop_health_kind_name(lop_health_kind_t kind)
-{
-    return kind == LOP_READYZ ? "readyz" : "healthz";
-}
+const char *lop_health_kind_name(lop_health_kind_t kind) { return kind == LOP_READYZ ? "readyz" : "healthz"; }
 
 static bool valid_name(const char *s)
 {
@@ -59,16 +56,12 @@ static bool valid_name(const char *s)
     if (n == 0 || n > NAME_MAX_LEN) return false;
     for (const char *p = s; *p; p++) {
         char c = *p;
-        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.'))
-            return false;
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.')) return false;
     }
     return true;
 }
 
-static bool valid_kind(lop_health_kind_t kind)
-{
-    return kind == LOP_HEALTHZ || kind == LOP_READYZ;
-}
+static bool valid_kind(lop_health_kind_t kind) { return kind == LOP_HEALTHZ || kind == LOP_READYZ; }
 
 static check_t *find(check_set_t *s, const char *name)
 {
@@ -77,15 +70,13 @@ static check_t *find(check_set_t *s, const char *name)
     return NULL;
 }
 
-lop_rc_t lop_health_add(lop_health_t *h, lop_health_kind_t kind, const char *name,
-                        lop_health_check_fn fn, void *ud, lop_err_t *err)
+lop_rc_t lop_health_add(lop_health_t *h, lop_health_kind_t kind, const char *name, lop_health_check_fn fn, void *ud,
+                        lop_err_t *err)
 {
     if (!h || !valid_kind(kind) || !fn)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL,
-                           "health: add needs a registry, a kind and a check");
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "health: add needs a registry, a kind and a check");
     if (!valid_name(name))
-        return lop_err_set(err, LOP_EINVAL, 0, NULL,
-                           "health: invalid check name \"%s\" (1-63 of a-z 0-9 - _ .)",
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "health: invalid check name \"%s\" (1-63 of a-z 0-9 - _ .)",
                            name ? name : "(null)");
     pthread_mutex_lock(&h->mu);
     check_set_t *s = &h->sets[kind];
@@ -143,8 +134,8 @@ static bool excluded(const char *name, const char *const *exclude, size_t nexclu
     return false;
 }
 
-int lop_health_run(lop_health_t *h, lop_health_kind_t kind, const char *only, bool verbose,
-                   const char *const *exclude, size_t nexclude, lop_buf_t *out)
+int lop_health_run(lop_health_t *h, lop_health_kind_t kind, const char *only, bool verbose, const char *const *exclude,
+                   size_t nexclude, lop_buf_t *out)
 {
     if (!h || !valid_kind(kind) || !out) return 500;
     char reason[REASON_LEN];
@@ -198,8 +189,8 @@ int lop_health_run(lop_health_t *h, lop_health_kind_t kind, const char *only, bo
 
 /* ---------------------------------------------------------------- ready-made checks */
 
-void lop_health_heartbeat_init(lop_health_heartbeat_t *hb, const lop_clock_t *clock,
-                               int64_t timeout_ns, const char *what)
+void lop_health_heartbeat_init(lop_health_heartbeat_t *hb, const lop_clock_t *clock, int64_t timeout_ns,
+                               const char *what)
 {
     hb->clock = clock ? clock : &lop_clock_system;
     hb->timeout_ns = timeout_ns;
@@ -215,11 +206,10 @@ void lop_health_heartbeat_beat(lop_health_heartbeat_t *hb)
 bool lop_health_heartbeat_check(void *ud, char *reason, size_t reason_len)
 {
     lop_health_heartbeat_t *hb = ud;
-    int64_t age =
-        lop_clock_mono(hb->clock) - atomic_load_explicit(&hb->last_ns, memory_order_relaxed);
+    int64_t age = lop_clock_mono(hb->clock) - atomic_load_explicit(&hb->last_ns, memory_order_relaxed);
     if (age <= hb->timeout_ns) return true;
-    snprintf(reason, reason_len, "%s last beat %.1fs ago (limit %.1fs)", hb->what,
-             (double)age / 1e9, (double)hb->timeout_ns / 1e9);
+    snprintf(reason, reason_len, "%s last beat %.1fs ago (limit %.1fs)", hb->what, (double)age / 1e9,
+             (double)hb->timeout_ns / 1e9);
     return false;
 }
 
@@ -230,10 +220,7 @@ void lop_health_flag_init(lop_health_flag_t *f, bool ok, const char *reason)
     snprintf(f->reason, sizeof f->reason, "%s", reason ? reason : "");
 }
 
-void lop_health_flag_cleanup(lop_health_flag_t *f)
-{
-    pthread_mutex_destroy(&f->mu);
-}
+void lop_health_flag_cleanup(lop_health_flag_t *f) { pthread_mutex_destroy(&f->mu); }
 
 void lop_health_flag_set(lop_health_flag_t *f, bool ok, const char *reason)
 {

@@ -53,8 +53,8 @@ void lop_health_free(lop_health_t *h);
  * Register check fn under name (1..63 bytes of [a-z0-9.-_]) in the kind's set. The name is copied.
  * Errors: LOP_EINVAL for a bad name or NULL fn, LOP_EEXIST when the kind already has that name.
  */
-lop_rc_t lop_health_add(lop_health_t *h, lop_health_kind_t kind, const char *name,
-                        lop_health_check_fn fn, void *ud, lop_err_t *err);
+lop_rc_t lop_health_add(lop_health_t *h, lop_health_kind_t kind, const char *name, lop_health_check_fn fn, void *ud,
+                        lop_err_t *err);
 /* Unregister a check. LOP_ENOTFOUND when there is none by that name. */
 lop_rc_t lop_health_remove(lop_health_t *h, lop_health_kind_t kind, const char *name);
 
@@ -68,8 +68,8 @@ const char *lop_health_kind_name(lop_health_kind_t kind);
  * verbose: list each check even when all pass. exclude: array of nexclude names to skip
  * (names that match no check are ignored). Runs the checks (see thread-safety above).
  */
-int lop_health_run(lop_health_t *h, lop_health_kind_t kind, const char *only, bool verbose,
-                   const char *const *exclude, size_t nexclude, lop_buf_t *out);
+int lop_health_run(lop_health_t *h, lop_health_kind_t kind, const char *only, bool verbose, const char *const *exclude,
+                   size_t nexclude, lop_buf_t *out);
 
 /* ---------------------------------------------------------------- ready-made checks */
 
@@ -88,8 +88,8 @@ typedef struct lop_health_heartbeat {
 } lop_health_heartbeat_t;
 
 /* Start the heartbeat as if it beat now. what is copied (truncated to 63 bytes). */
-void lop_health_heartbeat_init(lop_health_heartbeat_t *hb, const lop_clock_t *clock,
-                               int64_t timeout_ns, const char *what);
+void lop_health_heartbeat_init(lop_health_heartbeat_t *hb, const lop_clock_t *clock, int64_t timeout_ns,
+                               const char *what);
 void lop_health_heartbeat_beat(lop_health_heartbeat_t *hb);
 /* lop_health_check_fn; ud is the lop_health_heartbeat_t. Reason: "<what> last beat 12.5s ago
  * (limit 10s)". */

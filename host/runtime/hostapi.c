@@ -28,10 +28,10 @@
  * ever holding it at a moment we look; the noted resourceVersions show it was delivered. */
 #define RYW_SEEN 16
 typedef struct ryw_waiter {
-    const char *ns, *name;      /* borrowed for the write; ns NULL = any (cluster-scoped) */
-    char seen[RYW_SEEN][32];    /* resourceVersions delivered for ns/name since registration */
+    const char *ns, *name;   /* borrowed for the write; ns NULL = any (cluster-scoped) */
+    char seen[RYW_SEEN][32]; /* resourceVersions delivered for ns/name since registration */
     int nseen;
-    bool deleted;               /* a delete of ns/name was delivered */
+    bool deleted; /* a delete of ns/name was delivered */
     struct ryw_waiter *next;
 } ryw_waiter_t;
 
@@ -41,7 +41,8 @@ static void ryw_note(void *ud, const lop_obj_t *o, bool deleted)
     pthread_mutex_lock(&m->ryw_mu);
     for (ryw_waiter_t *w = m->ryw_waiters; o && w; w = w->next) {
         if (strcmp(w->name, o->name) != 0 || (w->ns && strcmp(w->ns, o->namespace_) != 0)) continue;
-        if (deleted) w->deleted = true;
+        if (deleted)
+            w->deleted = true;
         else if (w->nseen < RYW_SEEN && strlen(o->rv) < sizeof w->seen[0])
             strcpy(w->seen[w->nseen++], o->rv);
     }
@@ -49,8 +50,16 @@ static void ryw_note(void *ud, const lop_obj_t *o, bool deleted)
     pthread_mutex_unlock(&m->ryw_mu);
 }
 static void ryw_add(void *ud, lop_obj_t *o) { ryw_note(ud, o, false); }
-static void ryw_update(void *ud, lop_obj_t *o, lop_obj_t *n) { (void)o; ryw_note(ud, n, false); }
-static void ryw_delete(void *ud, lop_obj_t *o, bool t) { (void)t; ryw_note(ud, o, true); }
+static void ryw_update(void *ud, lop_obj_t *o, lop_obj_t *n)
+{
+    (void)o;
+    ryw_note(ud, n, false);
+}
+static void ryw_delete(void *ud, lop_obj_t *o, bool t)
+{
+    (void)t;
+    ryw_note(ud, o, true);
+}
 
 static void ryw_register(lop_manager_t *m, ryw_waiter_t *w, const char *ns, const char *name)
 {
@@ -101,8 +110,7 @@ static inf_entry_t *cache_for(lop_manager_t *m, const lop_rest_mapping_t *mp, co
 
 /* The store key ("ns/name", or "name"), truncated to len - 1 bytes (names are far shorter). Not
  * snprintf: this runs on every cache read. */
-static void cache_key(char *buf, size_t len, const lop_rest_mapping_t *mp, const char *ns,
-                      const char *name)
+static void cache_key(char *buf, size_t len, const lop_rest_mapping_t *mp, const char *ns, const char *name)
 {
     size_t n = 0;
     if (mp->namespaced && ns && *ns) {
@@ -136,8 +144,8 @@ static bool cache_ready(lop_informer_t *inf)
     return st.count > 0;
 }
 
-static lop_rc_t host_cache_get(void *ud, const char *api_version, const char *kind, const char *ns,
-                               const char *name, lop_blob_t *out, lop_err_t *err)
+static lop_rc_t host_cache_get(void *ud, const char *api_version, const char *kind, const char *ns, const char *name,
+                               lop_blob_t *out, lop_err_t *err)
 {
     lop_manager_t *m = ud;
     lop_rest_mapping_t mp;
@@ -156,8 +164,8 @@ static lop_rc_t host_cache_get(void *ud, const char *api_version, const char *ki
     pthread_mutex_unlock(&m->mu);
     if (!e) return LOP_EAGAIN;
     if (!o) {
-        return lop_err_set(err, LOP_ENOTFOUND, 404, "NotFound", "%s%s%s \"%s\" not found",
-                           mp.resource, *mp.group ? "." : "", mp.group, name);
+        return lop_err_set(err, LOP_ENOTFOUND, 404, "NotFound", "%s%s%s \"%s\" not found", mp.resource,
+                           *mp.group ? "." : "", mp.group, name);
     }
     out->json = o->json;
     out->len = o->json_len;
@@ -166,8 +174,7 @@ static lop_rc_t host_cache_get(void *ud, const char *api_version, const char *ki
 }
 
 static lop_rc_t host_cache_list(void *ud, const char *api_version, const char *kind, const char *ns,
-                                const char *label_selector, lop_blob_t **items, size_t *n,
-                                lop_err_t *err)
+                                const char *label_selector, lop_blob_t **items, size_t *n, lop_err_t *err)
 {
     lop_manager_t *m = ud;
     *items = NULL;
@@ -212,8 +219,8 @@ static void host_release(void *ud, lop_blob_t *b)
 
 /* Wait until the cache of this kind shows rv for key (or, for a delete, no longer has key), or
  * the informer delivered it (w, may be NULL) even if a later change has replaced it since. */
-static void wait_for_cache(lop_manager_t *m, const lop_rest_mapping_t *mp, const char *ns,
-                           const char *name, const char *rv, bool deleted, const ryw_waiter_t *w)
+static void wait_for_cache(lop_manager_t *m, const lop_rest_mapping_t *mp, const char *ns, const char *name,
+                           const char *rv, bool deleted, const ryw_waiter_t *w)
 {
     char key[600];
     cache_key(key, sizeof key, mp, ns, name);
@@ -316,15 +323,11 @@ static bool leading(lop_manager_t *m)
     return !m->cfg.still_leading || m->cfg.still_leading(m->cfg.still_leading_ud);
 }
 
-static bool is_write(const char *verb)
-{
-    return strcmp(verb, "get") != 0 && strcmp(verb, "list") != 0;
-}
+static bool is_write(const char *verb) { return strcmp(verb, "get") != 0 && strcmp(verb, "list") != 0; }
 
 /* One REST call through lop_rest_object (mapping, paths, field manager, patch types), plus the
  * host's rules: no writes while not leading; read-your-writes for cached kinds. */
-static lop_rc_t host_request(void *ud, const lop_api_request_t *req, lop_api_response_t *resp,
-                             lop_err_t *err)
+static lop_rc_t host_request(void *ud, const lop_api_request_t *req, lop_api_response_t *resp, lop_err_t *err)
 {
     lop_manager_t *m = ud;
     resp->code = 0;
@@ -333,8 +336,7 @@ static lop_rc_t host_request(void *ud, const lop_api_request_t *req, lop_api_res
     const char *verb = req->verb ? req->verb : "";
     bool apply = strcmp(verb, "patch") == 0 && req->patch_type && strcmp(req->patch_type, "apply") == 0;
     if (is_write(verb) && needs_leadership(m, req->controller) && !leading(m))
-        return lop_err_set(err, LOP_ECLOSED, 0, "NotLeader",
-                           "this replica is not the leader: write refused");
+        return lop_err_set(err, LOP_ECLOSED, 0, "NotLeader", "this replica is not the leader: write refused");
     lop_object_req_t oreq = {
         .verb = apply ? "apply" : verb,
         .api_version = req->api_version,
@@ -376,14 +378,12 @@ static lop_rc_t host_request(void *ud, const lop_api_request_t *req, lop_api_res
         const char *name = json_string_value(json_object_get(meta, "name"));
         const char *kind = json_string_value(json_object_get(obj, "kind"));
         bool is_status = kind && strcmp(kind, "Status") == 0;
-        bool deleted = strcmp(verb, "delete") == 0 &&
-                       (is_status || !json_object_get(meta, "deletionTimestamp"));
+        bool deleted = strcmp(verb, "delete") == 0 && (is_status || !json_object_get(meta, "deletionTimestamp"));
         if (!deleted && !is_status && removed_last_finalizer(&mp, meta)) deleted = true;
         if (!name || is_status) name = req->name;
         const char *ns = mp.namespaced ? oreq.ns : NULL;
         if (name && (rv || deleted))
-            wait_for_cache(m, &mp, ns, name, rv ? rv : "", deleted,
-                           w && strcmp(name, wname) == 0 ? w : NULL);
+            wait_for_cache(m, &mp, ns, name, rv ? rv : "", deleted, w && strcmp(name, wname) == 0 ? w : NULL);
         json_decref(obj);
     }
     if (w) ryw_unregister(m, w);
@@ -391,8 +391,8 @@ static lop_rc_t host_request(void *ud, const lop_api_request_t *req, lop_api_res
     return rc;
 }
 
-static lop_rc_t host_record_event(void *ud, const char *obj_json, size_t len, const char *type,
-                                  const char *reason, const char *message, lop_err_t *err)
+static lop_rc_t host_record_event(void *ud, const char *obj_json, size_t len, const char *type, const char *reason,
+                                  const char *message, lop_err_t *err)
 {
     lop_manager_t *m = ud;
     return lop_recorder_record(m->recorder, obj_json, len, type, reason, message, err);

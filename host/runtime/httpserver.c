@@ -38,12 +38,10 @@ struct lop_httpserver {
 
 /* ---------------------------------------------------------------- address parsing */
 
-lop_rc_t lop_httpserver_parse_addr(const char *bind_addr, char *host, size_t hostlen, int *port,
-                                   lop_err_t *err)
+lop_rc_t lop_httpserver_parse_addr(const char *bind_addr, char *host, size_t hostlen, int *port, lop_err_t *err)
 {
     if (!bind_addr || !*bind_addr)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL,
-                           "bind address is empty (use \"0\" to disable)");
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "bind address is empty (use \"0\" to disable)");
     if (strcmp(bind_addr, "0") == 0) {
         if (hostlen) host[0] = '\0';
         *port = -1;
@@ -51,36 +49,29 @@ lop_rc_t lop_httpserver_parse_addr(const char *bind_addr, char *host, size_t hos
     }
     const char *colon = strrchr(bind_addr, ':');
     if (!colon)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL,
-                           "bind address \"%s\" has no port (want host:port, :port or 0)",
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "bind address \"%s\" has no port (want host:port, :port or 0)",
                            bind_addr);
     const char *h = bind_addr;
     size_t hl = (size_t)(colon - bind_addr);
     if (hl > 0 && h[0] == '[') {
         if (hl < 2 || h[hl - 1] != ']')
-            return lop_err_set(err, LOP_EINVAL, 0, NULL,
-                               "bind address \"%s\": unbalanced [ ] around the host", bind_addr);
+            return lop_err_set(err, LOP_EINVAL, 0, NULL, "bind address \"%s\": unbalanced [ ] around the host",
+                               bind_addr);
         h++;
         hl -= 2;
     } else if (memchr(h, ':', hl)) {
-        return lop_err_set(err, LOP_EINVAL, 0, NULL,
-                           "bind address \"%s\": write IPv6 hosts as [addr]:port", bind_addr);
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "bind address \"%s\": write IPv6 hosts as [addr]:port", bind_addr);
     }
     const char *p = colon + 1;
     if (!*p || strlen(p) > 5 || strspn(p, "0123456789") != strlen(p))
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "bind address \"%s\": port must be a number",
-                           bind_addr);
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "bind address \"%s\": port must be a number", bind_addr);
     long pv = strtol(p, NULL, 10);
-    if (pv > 65535)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "bind address \"%s\": port above 65535",
-                           bind_addr);
+    if (pv > 65535) return lop_err_set(err, LOP_EINVAL, 0, NULL, "bind address \"%s\": port above 65535", bind_addr);
     if (hl == 0) {
         h = "0.0.0.0";
         hl = strlen(h);
     }
-    if (hl + 1 > hostlen)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "bind address \"%s\": host too long",
-                           bind_addr);
+    if (hl + 1 > hostlen) return lop_err_set(err, LOP_EINVAL, 0, NULL, "bind address \"%s\": host too long", bind_addr);
     memcpy(host, h, hl);
     host[hl] = '\0';
     *port = (int)pv;
@@ -89,8 +80,7 @@ lop_rc_t lop_httpserver_parse_addr(const char *bind_addr, char *host, size_t hos
 
 /* ---------------------------------------------------------------- request handling */
 
-static void reply(struct evhttp_request *req, int status, const char *ctype, const char *body,
-                  size_t len)
+static void reply(struct evhttp_request *req, int status, const char *ctype, const char *body, size_t len)
 {
     struct evkeyvalq *hdrs = evhttp_request_get_output_headers(req);
     evhttp_add_header(hdrs, "Content-Type", ctype);
@@ -143,8 +133,7 @@ static void parse_query(const char *q, probe_query_t *pq)
 
 static void free_query(probe_query_t *pq)
 {
-    for (size_t i = 0; i < pq->nexclude; i++)
-        free(pq->exclude[i]);
+    for (size_t i = 0; i < pq->nexclude; i++) free(pq->exclude[i]);
 }
 
 /* Log a failed probe with its reasons: the "[-]" lines of a listing, or a single check's text. */
@@ -165,16 +154,15 @@ static void log_failure(lop_health_kind_t kind, const char *only, const char *bo
             p += len + (nl ? 1 : 0);
         }
     }
-    while (why.len && why.data[why.len - 1] == '\n')
-        why.data[--why.len] = '\0';
-    lop_log(LOP_LOG_INFO, "probe failed", "probe", lop_health_kind_name(kind), "check",
-            only ? only : "", "failures", why.data ? why.data : "", NULL);
+    while (why.len && why.data[why.len - 1] == '\n') why.data[--why.len] = '\0';
+    lop_log(LOP_LOG_INFO, "probe failed", "probe", lop_health_kind_name(kind), "check", only ? only : "", "failures",
+            why.data ? why.data : "", NULL);
     lop_buf_free(&why);
 }
 
 /* path is "/healthz..." or "/readyz...": rest is what follows the prefix. */
-static void serve_probe(lop_httpserver_t *s, struct evhttp_request *req, lop_health_kind_t kind,
-                        const char *rest, const char *query)
+static void serve_probe(lop_httpserver_t *s, struct evhttp_request *req, lop_health_kind_t kind, const char *rest,
+                        const char *query)
 {
     const char *only = NULL;
     if (rest[0] == '/' && rest[1])
@@ -186,8 +174,7 @@ static void serve_probe(lop_httpserver_t *s, struct evhttp_request *req, lop_hea
     probe_query_t pq;
     parse_query(query, &pq);
     lop_buf_t body = LOP_BUF_INIT;
-    int status = lop_health_run(s->health, kind, only, pq.verbose, (const char *const *)pq.exclude,
-                                pq.nexclude, &body);
+    int status = lop_health_run(s->health, kind, only, pq.verbose, (const char *const *)pq.exclude, pq.nexclude, &body);
     if (status == 500) log_failure(kind, only, body.data ? body.data : "");
     reply(req, status, "text/plain; charset=utf-8", body.data ? body.data : "", body.len);
     lop_buf_free(&body);
@@ -211,8 +198,7 @@ static void handle(struct evhttp_request *req, void *arg)
     if (s->metrics && strcmp(path, "/metrics") == 0) {
         lop_buf_t body = LOP_BUF_INIT;
         lop_metrics_render(s->metrics, &body);
-        reply(req, 200, "text/plain; version=0.0.4; charset=utf-8", body.data ? body.data : "",
-              body.len);
+        reply(req, 200, "text/plain; version=0.0.4; charset=utf-8", body.data ? body.data : "", body.len);
         lop_buf_free(&body);
         return;
     }
@@ -234,8 +220,7 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
     lop_httpserver_t *s = arg;
     char c;
     (void)what;
-    while (read(fd, &c, 1) > 0) {
-    }
+    while (read(fd, &c, 1) > 0) {}
     event_base_loopbreak(s->base);
 }
 
@@ -300,22 +285,19 @@ lop_rc_t lop_httpserver_start(const char *bind_addr, lop_metrics_t *metrics, lop
     snprintf(s->addr, sizeof s->addr, "%s", bind_addr);
 
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, s->wake) != 0) {
-        rc = lop_err_set(err, LOP_ERR, 0, NULL, "httpserver %s: socketpair: %s", bind_addr,
-                         strerror(errno));
+        rc = lop_err_set(err, LOP_ERR, 0, NULL, "httpserver %s: socketpair: %s", bind_addr, strerror(errno));
         goto fail;
     }
     s->base = event_base_new();
     s->http = s->base ? evhttp_new(s->base) : NULL;
     s->wake_ev = s->base ? event_new(s->base, s->wake[0], EV_READ | EV_PERSIST, on_wake, s) : NULL;
     if (!s->http || !s->wake_ev || event_add(s->wake_ev, NULL) != 0) {
-        rc = lop_err_set(err, LOP_ERR, 0, NULL, "httpserver %s: cannot set up the event loop",
-                         bind_addr);
+        rc = lop_err_set(err, LOP_ERR, 0, NULL, "httpserver %s: cannot set up the event loop", bind_addr);
         goto fail;
     }
     /* Every method reaches handle(), which answers 405 itself (evhttp would say 501). */
-    evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST |
-                                            EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
-                                            EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
+    evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
+                                            EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
     evhttp_set_timeout(s->http, 30);
     evhttp_set_max_headers_size(s->http, 16384);
     evhttp_set_max_body_size(s->http, 4096);
@@ -332,8 +314,7 @@ lop_rc_t lop_httpserver_start(const char *bind_addr, lop_metrics_t *metrics, lop
 
     int perr = pthread_create(&s->thread, NULL, serve, s);
     if (perr != 0) {
-        rc = lop_err_set(err, LOP_ERR, 0, NULL, "httpserver %s: cannot start thread: %s", bind_addr,
-                         strerror(perr));
+        rc = lop_err_set(err, LOP_ERR, 0, NULL, "httpserver %s: cannot start thread: %s", bind_addr, strerror(perr));
         goto fail;
     }
     char portstr[16];
@@ -348,10 +329,7 @@ fail:
     return rc;
 }
 
-int lop_httpserver_port(const lop_httpserver_t *s)
-{
-    return s ? s->port : -1;
-}
+int lop_httpserver_port(const lop_httpserver_t *s) { return s ? s->port : -1; }
 
 void lop_httpserver_stop(lop_httpserver_t *s)
 {

@@ -29,8 +29,7 @@ typedef struct lop_httpserver lop_httpserver_t;
  * (disabled). On success fills host (hostlen bytes; "" when disabled) and *port (0 picks a free
  * port; -1 when disabled). LOP_EINVAL with err naming the problem otherwise.
  */
-lop_rc_t lop_httpserver_parse_addr(const char *bind_addr, char *host, size_t hostlen, int *port,
-                                   lop_err_t *err);
+lop_rc_t lop_httpserver_parse_addr(const char *bind_addr, char *host, size_t hostlen, int *port, lop_err_t *err);
 
 /*
  * Bind bind_addr and start serving on a new thread. metrics and/or health may be NULL (their

@@ -16,8 +16,8 @@
 
 /* Informers' handler bursts (a watch read, a relist, a replay) are workqueue batches: the adds
  * the controllers' handlers make for one burst are queued under one lock with one wake-up. */
-static const lop_handler_batch_t queue_batch = {
-    lop_workqueue_batch_begin, lop_workqueue_batch_flush, lop_workqueue_batch_end};
+static const lop_handler_batch_t queue_batch = {lop_workqueue_batch_begin, lop_workqueue_batch_flush,
+                                                lop_workqueue_batch_end};
 
 static void preds_free(lop_pred_t *p, size_t n)
 {
@@ -38,10 +38,7 @@ static lop_pred_t *preds_dup(const lop_pred_t *p, size_t n)
 
 /* ------------------------------------------------------------------ install validation */
 
-static size_t decl_watch_count(const lop_ctrl_decl_t *d)
-{
-    return 1 + d->nowns + d->nwatches;
-}
+static size_t decl_watch_count(const lop_ctrl_decl_t *d) { return 1 + d->nowns + d->nwatches; }
 
 static const lop_watch_decl_t *decl_watch(const lop_ctrl_decl_t *d, size_t i)
 {
@@ -58,15 +55,13 @@ static lop_rc_t validate_vm(void *ud, lop_vm_t *vm, lop_err_t *err)
     size_t n;
     m->cfg.engine->declarations(vm, &decls, &n);
     if (n == 0)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL,
-                           "main.lua declared no controller (call luaop.controller{...})");
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "main.lua declared no controller (call luaop.controller{...})");
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
         total += decl_watch_count(&decls[i]);
         for (size_t j = 0; j < i; j++)
             if (strcmp(decls[i].name, decls[j].name) == 0)
-                return lop_err_set(err, LOP_EINVAL, 0, NULL,
-                                   "two controllers are named \"%s\"", decls[i].name);
+                return lop_err_set(err, LOP_EINVAL, 0, NULL, "two controllers are named \"%s\"", decls[i].name);
     }
     lop_rest_mapping_t *maps = lop_xcalloc(total, sizeof *maps);
     size_t k = 0;
@@ -75,13 +70,12 @@ static lop_rc_t validate_vm(void *ud, lop_vm_t *vm, lop_err_t *err)
             const lop_watch_decl_t *wd = decl_watch(&decls[i], w);
             lop_err_t e;
             lop_err_clear(&e);
-            lop_rc_t rc = lop_restmapper_resolve(m->cfg.mapper, wd->gvk.api_version, wd->gvk.kind,
-                                                 &maps[k], &e);
+            lop_rc_t rc = lop_restmapper_resolve(m->cfg.mapper, wd->gvk.api_version, wd->gvk.kind, &maps[k], &e);
             if (rc != LOP_OK) {
                 free(maps);
                 return lop_err_set(err, rc, e.code, e.reason,
-                                   "controller \"%s\": kind %s %s is not served by the API server: %s",
-                                   decls[i].name, wd->gvk.api_version, wd->gvk.kind, e.message);
+                                   "controller \"%s\": kind %s %s is not served by the API server: %s", decls[i].name,
+                                   wd->gvk.api_version, wd->gvk.kind, e.message);
             }
         }
     }
@@ -108,14 +102,14 @@ static void informer_synced(void *ud)
     if (m->cfg.on_informer_synced) m->cfg.on_informer_synced(m->cfg.on_informer_synced_ud);
 }
 
-static inf_entry_t *inf_acquire(lop_manager_t *m, const lop_rest_mapping_t *mp, const char *ns,
-                                const char *selector, bool meta_only, lop_err_t *err)
+static inf_entry_t *inf_acquire(lop_manager_t *m, const lop_rest_mapping_t *mp, const char *ns, const char *selector,
+                                bool meta_only, lop_err_t *err)
 {
     if (!mp->namespaced) ns = NULL;
     if (!ns && m->namespace_ && mp->namespaced) ns = m->namespace_;
     char key[640];
-    snprintf(key, sizeof key, "%s/%s/%s|%s|%s%s", mp->group, mp->version, mp->resource,
-             ns ? ns : "", selector ? selector : "", meta_only ? "|metadata" : "");
+    snprintf(key, sizeof key, "%s/%s/%s|%s|%s%s", mp->group, mp->version, mp->resource, ns ? ns : "",
+             selector ? selector : "", meta_only ? "|metadata" : "");
     for (inf_entry_t *e = m->infs; e; e = e->next) {
         if (strcmp(e->key, key) == 0 && e->meta_only == meta_only) { /* the key may be cut short */
             e->refs++;
@@ -134,10 +128,14 @@ static inf_entry_t *inf_acquire(lop_manager_t *m, const lop_rest_mapping_t *mp, 
     char name[400], api_version[200];
     gvr_name(mp, meta_only, name, sizeof name);
     snprintf(api_version, sizeof api_version, "%s%s%s", mp->group, *mp->group ? "/" : "", mp->version);
-    lop_informer_config_t ic = {.name = name, .lw = lw, .clock = m->clock, .watch_list = m->cfg.watch_list,
+    lop_informer_config_t ic = {.name = name,
+                                .lw = lw,
+                                .clock = m->clock,
+                                .watch_list = m->cfg.watch_list,
                                 .batch = &queue_batch,
                                 .obj_flags = meta_only ? LOP_OBJ_METADATA_ONLY : 0,
-                                .api_version = api_version, .kind = mp->kind};
+                                .api_version = api_version,
+                                .kind = mp->kind};
     lop_informer_t *inf = lop_informer_new(&ic, err);
     free(lw); /* the informer copied the struct and owns its ud */
     if (!inf) return NULL;
@@ -305,8 +303,10 @@ static void on_vm_memory(void *ud, const char *controller, int worker, size_t by
 static void on_queue_item(void *ud, lop_wq_observe_kind_t kind, int64_t ns)
 {
     const lop_metrics_queue_t *qm = ud;
-    if (kind == LOP_WQ_OBSERVE_QUEUE_LATENCY) lop_metrics_observe_queue_latency(qm, ns);
-    else lop_metrics_observe_work_duration(qm, ns);
+    if (kind == LOP_WQ_OBSERVE_QUEUE_LATENCY)
+        lop_metrics_observe_queue_latency(qm, ns);
+    else
+        lop_metrics_observe_work_duration(qm, ns);
 }
 
 /* Undo a staged wiring (fresh, not committed): what it made is freed, its informers released,
@@ -325,7 +325,8 @@ static void unstage(lop_manager_t *m, ctrl_entry_t *fresh)
             free(c->bindings[i]);
         }
         free(c->bindings);
-        if (old && old->moved && old->ctrl == c->ctrl) __atomic_store_n(&old->moved, false, __ATOMIC_SEQ_CST);
+        if (old && old->moved && old->ctrl == c->ctrl)
+            __atomic_store_n(&old->moved, false, __ATOMIC_SEQ_CST);
         else { /* made by this reload: nothing of it was bound or started */
             lop_controller_free(c->ctrl);
             m->stats.controllers--;
@@ -359,8 +360,8 @@ static lop_rc_t wire_stage(lop_manager_t *m, lop_vm_t *vm, lop_err_t *err)
         c->primary = m->plan.mappings[k];
         c->leader_election = d->leader_election;
         c->workers = d->max_concurrent_reconciles > 0 ? d->max_concurrent_reconciles : 1;
-        c->deadline_ns = d->reconcile_timeout_ns > 0 ? d->reconcile_timeout_ns
-                                                      : m->cfg.engine_opts.reconcile_timeout_ns;
+        c->deadline_ns =
+            d->reconcile_timeout_ns > 0 ? d->reconcile_timeout_ns : m->cfg.engine_opts.reconcile_timeout_ns;
         ctrl_entry_t *old = ctrl_find(m->ctrls, d->name);
         if (old && !old->moved && old->leader_election == d->leader_election &&
             old->workers == (d->max_concurrent_reconciles > 0 ? d->max_concurrent_reconciles : 1) &&
@@ -392,8 +393,8 @@ static lop_rc_t wire_stage(lop_manager_t *m, lop_vm_t *vm, lop_err_t *err)
         c->bindings = lop_xcalloc(nw, sizeof *c->bindings);
         for (size_t w = 0; w < nw; w++, k++) {
             const lop_watch_decl_t *wd = decl_watch(d, w);
-            inf_entry_t *e = inf_acquire(m, &m->plan.mappings[k], wd->namespace_, wd->label_selector,
-                                         wd->metadata_only, err);
+            inf_entry_t *e =
+                inf_acquire(m, &m->plan.mappings[k], wd->namespace_, wd->label_selector, wd->metadata_only, err);
             if (!e) {
                 rc = LOP_ERR;
                 break;
@@ -450,8 +451,8 @@ static void wire_commit(lop_manager_t *m)
         for (size_t i = 0; i < c->nbindings; i++) {
             binding_t *b = c->bindings[i];
             b->gen = gen;
-            lop_reflector_handlers_t h = {lop_binding_on_add, lop_binding_on_update,
-                                          lop_binding_on_delete, b, lop_binding_on_synced};
+            lop_reflector_handlers_t h = {lop_binding_on_add, lop_binding_on_update, lop_binding_on_delete, b,
+                                          lop_binding_on_synced};
             b->handler_id = lop_informer_add_handler(b->inf->inf, &h);
         }
     }
@@ -497,8 +498,7 @@ lop_rc_t lop_manager_new(const lop_manager_config_t *cfg, lop_manager_t **out, l
     pthread_mutex_init(&m->mu, NULL);
     pthread_mutex_init(&m->ryw_mu, NULL);
     lop_cond_init(&m->ryw_cond);
-    m->recorder = lop_recorder_new(cfg->rest, cfg->component ? cfg->component : "luaop",
-                                   m->identity, m->clock);
+    m->recorder = lop_recorder_new(cfg->rest, cfg->component ? cfg->component : "luaop", m->identity, m->clock);
     lop_manager_host_api_init(m, &m->host);
     m->rt = lop_scriptrt_new(cfg->engine, &m->cfg.engine_opts, &m->host);
     *out = m;
@@ -528,8 +528,7 @@ lop_rc_t lop_manager_install(lop_manager_t *m, lop_script_set_t *set, lop_err_t 
     m->stats.reloads_ok++;
     if (m->cfg.metrics) {
         lop_metric_counter_add(m->cfg.metrics->script_reload_total, (const char *[]){"success"}, 1, NULL);
-        lop_metrics_std_set_active_version(m->cfg.metrics, old_version[0] ? old_version : NULL,
-                                           version, NULL);
+        lop_metrics_std_set_active_version(m->cfg.metrics, old_version[0] ? old_version : NULL, version, NULL);
     }
     if (m->started) {
         lop_err_t e;
@@ -654,12 +653,6 @@ void lop_manager_stats(lop_manager_t *m, lop_manager_stats_t *out)
     out->errors = __atomic_load_n(&m->stats.errors, __ATOMIC_RELAXED);
 }
 
-void lop_manager_version(lop_manager_t *m, char *buf, size_t len)
-{
-    lop_scriptrt_version(m->rt, buf, len);
-}
+void lop_manager_version(lop_manager_t *m, char *buf, size_t len) { lop_scriptrt_version(m->rt, buf, len); }
 
-lop_recorder_t *lop_manager_recorder(lop_manager_t *m)
-{
-    return m->recorder;
-}
+lop_recorder_t *lop_manager_recorder(lop_manager_t *m) { return m->recorder; }

@@ -34,22 +34,22 @@
 typedef struct lop_manager lop_manager_t;
 
 typedef struct lop_manager_config {
-    lop_rest_client_t *rest;      /* borrowed */
-    lop_restmapper_t *mapper;     /* borrowed */
-    const lop_engine_t *engine;   /* borrowed */
+    lop_rest_client_t *rest;    /* borrowed */
+    lop_restmapper_t *mapper;   /* borrowed */
+    const lop_engine_t *engine; /* borrowed */
     lop_engine_opts_t engine_opts;
-    const char *namespace_;       /* watch only this namespace (NULL = all); copied */
-    const lop_clock_t *clock;     /* NULL = system */
-    lop_gate_t *leader_gate;      /* NULL = no leader election; borrowed */
+    const char *namespace_;   /* watch only this namespace (NULL = all); copied */
+    const lop_clock_t *clock; /* NULL = system */
+    lop_gate_t *leader_gate;  /* NULL = no leader election; borrowed */
     /* With leader election: asked right before every write of a leader-elected controller, on
      * top of the gate (the elector judges by its own clock, so a leader that stalled past its
      * renew deadline stops writing even before its callbacks close the gate). NULL = gate only. */
     bool (*still_leading)(void *ud);
     void *still_leading_ud;
-    const char *identity;         /* this replica's identity; copied */
-    const char *component;        /* Event source component (default "luaop"); copied */
-    lop_metrics_std_t *metrics;   /* standard metric families to feed; NULL = none; borrowed */
-    bool watch_list;              /* informers sync by watch-list (lop_reflector_config_t.watch_list) */
+    const char *identity;       /* this replica's identity; copied */
+    const char *component;      /* Event source component (default "luaop"); copied */
+    lop_metrics_std_t *metrics; /* standard metric families to feed; NULL = none; borrowed */
+    bool watch_list;            /* informers sync by watch-list (lop_reflector_config_t.watch_list) */
     /* Called once per informer when it first syncs, on that informer's thread, so a caller
      * waiting for lop_manager_synced can wake instead of polling; must not block. NULL = none. */
     void (*on_informer_synced)(void *ud);

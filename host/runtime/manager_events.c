@@ -8,12 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool lua_predicate(void *ud, int lua_id, lop_event_type_t type, const lop_obj_t *old,
-                          const lop_obj_t *obj)
+static bool lua_predicate(void *ud, int lua_id, lop_event_type_t type, const lop_obj_t *old, const lop_obj_t *obj)
 {
     binding_t *b = ud;
-    lop_event_view_t ev = {type, old ? old->json : NULL, old ? old->json_len : 0, obj->json,
-                           obj->json_len};
+    lop_event_view_t ev = {type, old ? old->json : NULL, old ? old->json_len : 0, obj->json, obj->json_len};
     bool pass = true;
     lop_err_t err;
     lop_err_clear(&err);
@@ -22,9 +20,8 @@ static bool lua_predicate(void *ud, int lua_id, lop_event_type_t type, const lop
     if (rc == LOP_ENOMEM) lop_scriptrt_event_rebuild_locked(b->m->rt, b->gen);
     lop_scriptrt_event_unlock(b->m->rt);
     if (rc != LOP_OK) {
-        lop_log(LOP_LOG_ERROR, "predicate failed; letting the event through", "controller",
-                b->ctrl->name, "namespace", obj->namespace_, "name", obj->name, "error",
-                err.message, NULL);
+        lop_log(LOP_LOG_ERROR, "predicate failed; letting the event through", "controller", b->ctrl->name, "namespace",
+                obj->namespace_, "name", obj->name, "error", err.message, NULL);
         return true;
     }
     return pass;
@@ -34,8 +31,10 @@ static bool lua_predicate(void *ud, int lua_id, lop_event_type_t type, const lop
 static void group_of(const char *api_version, char *buf, size_t len)
 {
     const char *slash = strchr(api_version, '/');
-    if (!slash) snprintf(buf, len, "%s", "");
-    else snprintf(buf, len, "%.*s", (int)(slash - api_version), api_version);
+    if (!slash)
+        snprintf(buf, len, "%s", "");
+    else
+        snprintf(buf, len, "%.*s", (int)(slash - api_version), api_version);
 }
 
 static void enqueue_owner(binding_t *b, const lop_obj_t *obj)
@@ -49,11 +48,9 @@ static void enqueue_owner(binding_t *b, const lop_obj_t *obj)
     lop_controller_enqueue(b->ctrl->ctrl, p->namespaced ? obj->namespace_ : "", obj->controller.name);
 }
 
-static void enqueue_mapped(binding_t *b, lop_event_type_t type, const lop_obj_t *old,
-                           const lop_obj_t *obj)
+static void enqueue_mapped(binding_t *b, lop_event_type_t type, const lop_obj_t *old, const lop_obj_t *obj)
 {
-    lop_event_view_t ev = {type, old ? old->json : NULL, old ? old->json_len : 0, obj->json,
-                           obj->json_len};
+    lop_event_view_t ev = {type, old ? old->json : NULL, old ? old->json_len : 0, obj->json, obj->json_len};
     lop_request_list_t reqs = {NULL, NULL, 0};
     lop_err_t err;
     lop_err_clear(&err);
@@ -62,12 +59,11 @@ static void enqueue_mapped(binding_t *b, lop_event_type_t type, const lop_obj_t 
     if (rc == LOP_ENOMEM) lop_scriptrt_event_rebuild_locked(b->m->rt, b->gen);
     lop_scriptrt_event_unlock(b->m->rt);
     if (rc != LOP_OK) {
-        lop_log(LOP_LOG_ERROR, "map function failed; event dropped", "controller", b->ctrl->name,
-                "namespace", obj->namespace_, "name", obj->name, "error", err.message, NULL);
+        lop_log(LOP_LOG_ERROR, "map function failed; event dropped", "controller", b->ctrl->name, "namespace",
+                obj->namespace_, "name", obj->name, "error", err.message, NULL);
         return;
     }
-    for (size_t i = 0; i < reqs.n; i++)
-        lop_controller_enqueue(b->ctrl->ctrl, reqs.namespaces[i], reqs.names[i]);
+    for (size_t i = 0; i < reqs.n; i++) lop_controller_enqueue(b->ctrl->ctrl, reqs.namespaces[i], reqs.names[i]);
     lop_request_list_free(&reqs);
 }
 
@@ -75,28 +71,18 @@ static void dispatch(binding_t *b, lop_event_type_t type, const lop_obj_t *old, 
 {
     if (!lop_predicates_all(b->preds, b->npreds, type, old, obj, lua_predicate, b)) return;
     switch (b->map) {
-    case LOP_MAP_SELF:
-        lop_controller_enqueue(b->ctrl->ctrl, obj->namespace_, obj->name);
-        break;
+    case LOP_MAP_SELF: lop_controller_enqueue(b->ctrl->ctrl, obj->namespace_, obj->name); break;
     case LOP_MAP_OWNER:
         enqueue_owner(b, obj);
         if (old) enqueue_owner(b, old); /* the owner may have changed: tell the old one too */
         break;
-    case LOP_MAP_LUA:
-        enqueue_mapped(b, type, old, obj);
-        break;
+    case LOP_MAP_LUA: enqueue_mapped(b, type, old, obj); break;
     }
 }
 
-void lop_binding_on_add(void *ud, lop_obj_t *obj)
-{
-    dispatch(ud, LOP_EV_ADD, NULL, obj);
-}
+void lop_binding_on_add(void *ud, lop_obj_t *obj) { dispatch(ud, LOP_EV_ADD, NULL, obj); }
 
-void lop_binding_on_update(void *ud, lop_obj_t *old, lop_obj_t *obj)
-{
-    dispatch(ud, LOP_EV_UPDATE, old, obj);
-}
+void lop_binding_on_update(void *ud, lop_obj_t *old, lop_obj_t *obj) { dispatch(ud, LOP_EV_UPDATE, old, obj); }
 
 void lop_binding_on_delete(void *ud, lop_obj_t *obj, bool tombstone)
 {

@@ -14,10 +14,8 @@ bool lop_manager_check_stuck(lop_manager_t *m, int64_t grace_ns, char *reason, s
         int64_t grace = c->deadline_ns < grace_ns ? c->deadline_ns : grace_ns;
         if (st.longest_running_ns > c->deadline_ns + grace) {
             ok = false;
-            snprintf(reason, len,
-                     "controller %s: a reconcile has run %.1fs (deadline %.1fs + grace %.1fs)",
-                     c->name, (double)st.longest_running_ns / 1e9, (double)c->deadline_ns / 1e9,
-                     (double)grace / 1e9);
+            snprintf(reason, len, "controller %s: a reconcile has run %.1fs (deadline %.1fs + grace %.1fs)", c->name,
+                     (double)st.longest_running_ns / 1e9, (double)c->deadline_ns / 1e9, (double)grace / 1e9);
         }
     }
     pthread_mutex_unlock(&m->mu);

@@ -43,7 +43,7 @@ typedef struct binding {
     int map_lua_id;
     lop_pred_t *preds; /* owned deep copy */
     size_t npreds;
-    uint64_t gen;      /* script generation whose event VM its Lua ids belong to */
+    uint64_t gen; /* script generation whose event VM its Lua ids belong to */
 } binding_t;
 
 typedef struct ctrl_entry {
@@ -53,14 +53,14 @@ typedef struct ctrl_entry {
     binding_t **bindings;
     size_t nbindings;
     bool started;
-    bool moved; /* reload: its controller now belongs to the new wiring */
-    bool unbound; /* made by a reload not committed yet: its metrics are not bound */
+    bool moved;           /* reload: its controller now belongs to the new wiring */
+    bool unbound;         /* made by a reload not committed yet: its metrics are not bound */
     bool leader_election; /* needs leadership to run and write */
     int workers;          /* max_concurrent_reconciles it was built with */
     lop_metrics_queue_t queue_metrics;
     lop_metrics_controller_t ctrl_metrics;
     lop_metrics_queue_t *queue_obs; /* the queue observer's ud (a copy of queue_metrics); owned */
-    int64_t deadline_ns; /* the reconcile deadline of this controller (0 = none) */
+    int64_t deadline_ns;            /* the reconcile deadline of this controller (0 = none) */
     struct ctrl_entry *next;
 } ctrl_entry_t;
 
@@ -81,8 +81,8 @@ struct lop_manager {
     pthread_mutex_t mu; /* guards infs, ctrls (readers: hostapi cache lookups) */
     inf_entry_t *infs;
     ctrl_entry_t *ctrls;
-    plan_t plan;        /* filled by the install validator */
-    ctrl_entry_t *staged; /* the wiring the install validator built, until committed */
+    plan_t plan;            /* filled by the install validator */
+    ctrl_entry_t *staged;   /* the wiring the install validator built, until committed */
     pthread_mutex_t ryw_mu; /* read-your-writes: informer events broadcast ryw_cond */
     pthread_cond_t ryw_cond;
     struct ryw_waiter *ryw_waiters; /* writes in flight (hostapi.c), guarded by ryw_mu */

@@ -16,7 +16,10 @@ int lop_parse_duration(const char *s, int64_t *ns)
         *ns = 0;
         return 0;
     }
-    static const struct { const char *unit; double mult; } units[] = {
+    static const struct {
+        const char *unit;
+        double mult;
+    } units[] = {
         {"ns", 1}, {"us", 1e3}, {"µs", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"m", 60e9}, {"h", 3600e9},
     };
     double total = 0;
@@ -49,9 +52,12 @@ int lop_parse_bytes(const char *s, size_t *out)
     char *end;
     double v = strtod(s, &end);
     if (end == s || v < 0) return -1;
-    static const struct { const char *suffix; double mult; } sfx[] = {
-        {"", 1}, {"k", 1e3}, {"K", 1e3}, {"M", 1e6}, {"G", 1e9},
-        {"Ki", 1024.0}, {"Mi", 1048576.0}, {"Gi", 1073741824.0},
+    static const struct {
+        const char *suffix;
+        double mult;
+    } sfx[] = {
+        {"", 1},    {"k", 1e3},     {"K", 1e3},        {"M", 1e6},
+        {"G", 1e9}, {"Ki", 1024.0}, {"Mi", 1048576.0}, {"Gi", 1073741824.0},
     };
     for (size_t i = 0; i < sizeof sfx / sizeof sfx[0]; i++) {
         if (strcmp(end, sfx[i].suffix) == 0) {
@@ -88,10 +94,36 @@ void lop_run_opts_defaults(lop_run_opts_t *o)
 }
 
 enum {
-    O_SCRIPTS = 256, O_SCRIPTS_CM, O_KUBECONFIG, O_CONTEXT, O_NAMESPACE, O_LE, O_LE_ID, O_LE_NS,
-    O_LE_LEASE, O_LE_RENEW, O_LE_RETRY, O_LE_RELEASE, O_LE_LOSS, O_METRICS, O_PROBE, O_GRACE,
-    O_LOG_FORMAT, O_LOG_LEVEL, O_JIT, O_UNSAFE, O_MEM, O_RTIMEOUT, O_QPS, O_BURST, O_WATCH_LIST, O_APPLY,
-    O_KCOUT, O_LISTEN, O_ONCE, O_HELP,
+    O_SCRIPTS = 256,
+    O_SCRIPTS_CM,
+    O_KUBECONFIG,
+    O_CONTEXT,
+    O_NAMESPACE,
+    O_LE,
+    O_LE_ID,
+    O_LE_NS,
+    O_LE_LEASE,
+    O_LE_RENEW,
+    O_LE_RETRY,
+    O_LE_RELEASE,
+    O_LE_LOSS,
+    O_METRICS,
+    O_PROBE,
+    O_GRACE,
+    O_LOG_FORMAT,
+    O_LOG_LEVEL,
+    O_JIT,
+    O_UNSAFE,
+    O_MEM,
+    O_RTIMEOUT,
+    O_QPS,
+    O_BURST,
+    O_WATCH_LIST,
+    O_APPLY,
+    O_KCOUT,
+    O_LISTEN,
+    O_ONCE,
+    O_HELP,
 };
 
 static const struct option long_opts[] = {
@@ -158,25 +190,28 @@ static void usage(FILE *f, const char *cmd, bool dev)
             "                                      LIST; falls back to LIST ($KUBE_FEATURE_WatchListClient, false)\n",
             cmd);
     if (dev)
-        fprintf(f,
-                "\ndev only:\n"
-                "  --apply FILE                        apply a YAML manifest after start (repeatable)\n"
-                "  --kubeconfig-out PATH               write a kubeconfig for kubectl\n"
-                "  --listen ADDR                       embedded API server address (127.0.0.1:0)\n"
-                "  --once                              exit 0 once all work is reconciled (for scripts)\n");
-    fprintf(f,
-            "\nenvironment:\n"
-            "  LUAOP_SCRIPTS_DEBOUNCE_MS=N         quiet time before a changed --scripts directory reloads (10)\n"
-            "  LUAOP_HEAP_HUGEPAGES=0              no transparent huge pages for a large heap (docs/execution-model.md)\n"
-            "  MALLOC_ARENA_MAX=N                  glibc malloc arenas (luaop uses 1 unless this, or\n"
-            "                                      glibc.malloc.arena_max in GLIBC_TUNABLES, is set)\n");
+        fprintf(f, "\ndev only:\n"
+                   "  --apply FILE                        apply a YAML manifest after start (repeatable)\n"
+                   "  --kubeconfig-out PATH               write a kubeconfig for kubectl\n"
+                   "  --listen ADDR                       embedded API server address (127.0.0.1:0)\n"
+                   "  --once                              exit 0 once all work is reconciled (for scripts)\n");
+    fprintf(
+        f,
+        "\nenvironment:\n"
+        "  LUAOP_SCRIPTS_DEBOUNCE_MS=N         quiet time before a changed --scripts directory reloads (10)\n"
+        "  LUAOP_HEAP_HUGEPAGES=0              no transparent huge pages for a large heap (docs/execution-model.md)\n"
+        "  MALLOC_ARENA_MAX=N                  glibc malloc arenas (luaop uses 1 unless this, or\n"
+        "                                      glibc.malloc.arena_max in GLIBC_TUNABLES, is set)\n");
 }
 
 static int parse_bool(const char *v, bool *out)
 {
-    if (!v || strcmp(v, "true") == 0 || strcmp(v, "1") == 0) *out = true;
-    else if (strcmp(v, "false") == 0 || strcmp(v, "0") == 0) *out = false;
-    else return -1;
+    if (!v || strcmp(v, "true") == 0 || strcmp(v, "1") == 0)
+        *out = true;
+    else if (strcmp(v, "false") == 0 || strcmp(v, "0") == 0)
+        *out = false;
+    else
+        return -1;
     return 0;
 }
 
@@ -191,7 +226,10 @@ int lop_run_opts_parse(lop_run_opts_t *o, int argc, char **argv, bool dev)
         int bad = 0;
         switch (c) {
         case O_SCRIPTS: o->scripts_dir = v; break;
-        case O_SCRIPTS_CM: o->scripts_configmap = v; bad = !strchr(v, '/'); break;
+        case O_SCRIPTS_CM:
+            o->scripts_configmap = v;
+            bad = !strchr(v, '/');
+            break;
         case O_KUBECONFIG: o->kubeconfig = v; break;
         case O_CONTEXT: o->context = v; break;
         case O_NAMESPACE: o->namespace_ = v; break;
@@ -227,21 +265,24 @@ int lop_run_opts_parse(lop_run_opts_t *o, int argc, char **argv, bool dev)
                 return 2;
             }
             if (c == O_APPLY) {
-                if (o->napply >= sizeof o->apply / sizeof o->apply[0]) bad = 1;
-                else o->apply[o->napply++] = v;
-            } else if (c == O_KCOUT) o->kubeconfig_out = v;
-            else if (c == O_LISTEN) o->listen = v;
-            else o->exit_after_apply = true;
+                if (o->napply >= sizeof o->apply / sizeof o->apply[0])
+                    bad = 1;
+                else
+                    o->apply[o->napply++] = v;
+            } else if (c == O_KCOUT)
+                o->kubeconfig_out = v;
+            else if (c == O_LISTEN)
+                o->listen = v;
+            else
+                o->exit_after_apply = true;
             break;
         case O_HELP: usage(stdout, cmd, dev); return 1;
         default:
-            fprintf(stderr, "luaop %s: unknown or incomplete flag \"%s\" (see --help)\n", cmd,
-                    argv[optind - 1]);
+            fprintf(stderr, "luaop %s: unknown or incomplete flag \"%s\" (see --help)\n", cmd, argv[optind - 1]);
             return 2;
         }
         if (bad) {
-            fprintf(stderr, "luaop %s: invalid value \"%s\" for %s\n", cmd, v ? v : "",
-                    argv[optind - 1]);
+            fprintf(stderr, "luaop %s: invalid value \"%s\" for %s\n", cmd, v ? v : "", argv[optind - 1]);
             return 2;
         }
     }

@@ -21,29 +21,29 @@ typedef struct lop_run_opts {
     bool leader_elect;             /* --leader-elect */
     const char *leader_election_id;
     const char *leader_election_namespace;
-    int64_t lease_duration_ns;     /* --leader-elect-lease-duration (15s) */
-    int64_t renew_deadline_ns;     /* --leader-elect-renew-deadline (10s) */
-    int64_t retry_period_ns;       /* --leader-elect-retry-period (2s) */
-    bool release_on_cancel;        /* --leader-elect-release-on-cancel (true) */
-    const char *on_leader_loss;    /* --leader-elect-on-loss: "exit" (default) | "restart-election" */
-    const char *metrics_addr;      /* --metrics-bind-address (":8080"; "0" disables) */
-    const char *probe_addr;        /* --health-probe-bind-address (":8081"; "0" disables) */
-    int64_t graceful_shutdown_ns;  /* --graceful-shutdown-timeout (30s) */
-    const char *log_format;        /* --log-format text|json */
-    const char *log_level;         /* --log-level debug|info|warn|error */
-    bool lua_jit;                  /* --lua-jit */
-    bool lua_unsafe;               /* --lua-unsafe-libs */
-    size_t lua_memory_limit;       /* --lua-memory-limit bytes per VM (64 MiB) */
-    int64_t reconcile_timeout_ns;  /* --reconcile-timeout (60s) */
-    double qps;                    /* --kube-api-qps (20) */
-    int burst;                     /* --kube-api-burst (30) */
-    bool watch_list;               /* --watch-list (default: $KUBE_FEATURE_WatchListClient, else false) */
+    int64_t lease_duration_ns;    /* --leader-elect-lease-duration (15s) */
+    int64_t renew_deadline_ns;    /* --leader-elect-renew-deadline (10s) */
+    int64_t retry_period_ns;      /* --leader-elect-retry-period (2s) */
+    bool release_on_cancel;       /* --leader-elect-release-on-cancel (true) */
+    const char *on_leader_loss;   /* --leader-elect-on-loss: "exit" (default) | "restart-election" */
+    const char *metrics_addr;     /* --metrics-bind-address (":8080"; "0" disables) */
+    const char *probe_addr;       /* --health-probe-bind-address (":8081"; "0" disables) */
+    int64_t graceful_shutdown_ns; /* --graceful-shutdown-timeout (30s) */
+    const char *log_format;       /* --log-format text|json */
+    const char *log_level;        /* --log-level debug|info|warn|error */
+    bool lua_jit;                 /* --lua-jit */
+    bool lua_unsafe;              /* --lua-unsafe-libs */
+    size_t lua_memory_limit;      /* --lua-memory-limit bytes per VM (64 MiB) */
+    int64_t reconcile_timeout_ns; /* --reconcile-timeout (60s) */
+    double qps;                   /* --kube-api-qps (20) */
+    int burst;                    /* --kube-api-burst (30) */
+    bool watch_list;              /* --watch-list (default: $KUBE_FEATURE_WatchListClient, else false) */
     /* dev only */
-    const char *apply[64];         /* --apply FILE (repeatable) */
+    const char *apply[64]; /* --apply FILE (repeatable) */
     size_t napply;
-    const char *kubeconfig_out;    /* --kubeconfig-out PATH */
-    const char *listen;            /* --listen ADDR for the embedded API server */
-    bool exit_after_apply;         /* --once: exit when every applied object is reconciled (tests) */
+    const char *kubeconfig_out; /* --kubeconfig-out PATH */
+    const char *listen;         /* --listen ADDR for the embedded API server */
+    bool exit_after_apply;      /* --once: exit when every applied object is reconciled (tests) */
 } lop_run_opts_t;
 
 void lop_run_opts_defaults(lop_run_opts_t *o);

@@ -25,10 +25,10 @@ typedef bool (*lop_lua_pred_fn)(void *ud, int lua_id, lop_event_type_t type, con
                                 const lop_obj_t *obj);
 
 /* old is NULL except for updates. */
-bool lop_predicate_eval(const lop_pred_t *p, lop_event_type_t type, const lop_obj_t *old,
-                        const lop_obj_t *obj, lop_lua_pred_fn lua, void *ud);
+bool lop_predicate_eval(const lop_pred_t *p, lop_event_type_t type, const lop_obj_t *old, const lop_obj_t *obj,
+                        lop_lua_pred_fn lua, void *ud);
 /* All of preds[0..n) pass (true for n == 0). */
-bool lop_predicates_all(const lop_pred_t *preds, size_t n, lop_event_type_t type,
-                        const lop_obj_t *old, const lop_obj_t *obj, lop_lua_pred_fn lua, void *ud);
+bool lop_predicates_all(const lop_pred_t *preds, size_t n, lop_event_type_t type, const lop_obj_t *old,
+                        const lop_obj_t *obj, lop_lua_pred_fn lua, void *ud);
 
 #endif

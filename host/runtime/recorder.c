@@ -14,13 +14,13 @@
 /* The aggregation cache is set-associative: a key may sit in any of WAYS slots from its hash, and
  * a new key evicts the least recently seen of them, so one unrelated event landing on the same
  * slot no longer splits a repeated Event in two (client-go keeps an LRU of 4,096 keys). */
-#define WAYS 8
+#define WAYS                8
 #define AGGREGATE_WINDOW_NS (600 * LOP_NS_PER_S)
-#define BUCKET_BURST 25.0
-#define BUCKET_REFILL_NS (300 * LOP_NS_PER_S)
+#define BUCKET_BURST        25.0
+#define BUCKET_REFILL_NS    (300 * LOP_NS_PER_S)
 
 typedef struct seen {
-    char *key;      /* uid|type|reason|message */
+    char *key; /* uid|type|reason|message */
     char *ns, *name;
     long count;
     int64_t last_ns;
@@ -69,8 +69,8 @@ void lop_recorder_free(lop_recorder_t *r)
     free(r);
 }
 
-static lop_rc_t record(lop_recorder_t *r, const char *obj_json, size_t len, const char *type,
-                       const char *reason, const char *message, lop_err_t *err);
+static lop_rc_t record(lop_recorder_t *r, const char *obj_json, size_t len, const char *type, const char *reason,
+                       const char *message, lop_err_t *err);
 
 static uint32_t hash(const char *s);
 
@@ -86,8 +86,7 @@ static seen_t *seen_slot(lop_recorder_t *r, const char *key, bool *hit)
             *hit = true;
             return s;
         }
-        if (!victim || (victim->key && (!s->key || s->last_ns < victim->last_ns)))
-            victim = s;
+        if (!victim || (victim->key && (!s->key || s->last_ns < victim->last_ns))) victim = s;
     }
     *hit = false;
     return victim;
@@ -124,8 +123,8 @@ static bool take_token(lop_recorder_t *r, const char *uid, int64_t now)
     return true;
 }
 
-lop_rc_t lop_recorder_record(lop_recorder_t *r, const char *obj_json, size_t len, const char *type,
-                             const char *reason, const char *message_in, lop_err_t *err)
+lop_rc_t lop_recorder_record(lop_recorder_t *r, const char *obj_json, size_t len, const char *type, const char *reason,
+                             const char *message_in, lop_err_t *err)
 {
     /* Messages come from scripts: make them valid UTF-8 (jansson refuses anything else) and
      * keep them within the 1024 bytes the API allows, cut on a character boundary. */
@@ -146,8 +145,8 @@ lop_rc_t lop_recorder_record(lop_recorder_t *r, const char *obj_json, size_t len
     return out;
 }
 
-static lop_rc_t record(lop_recorder_t *r, const char *obj_json, size_t len, const char *type,
-                       const char *reason, const char *message, lop_err_t *err)
+static lop_rc_t record(lop_recorder_t *r, const char *obj_json, size_t len, const char *type, const char *reason,
+                       const char *message, lop_err_t *err)
 {
     json_error_t jerr;
     json_t *obj = json_loadb(obj_json, len, 0, &jerr);
@@ -171,8 +170,8 @@ static lop_rc_t record(lop_recorder_t *r, const char *obj_json, size_t len, cons
     pthread_mutex_lock(&r->mu);
     if (!take_token(r, *uid ? uid : key.data, now)) {
         pthread_mutex_unlock(&r->mu);
-        lop_log(LOP_LOG_DEBUG, "event dropped by the per-object rate limit", "object", obj_name,
-                "reason", reason, NULL);
+        lop_log(LOP_LOG_DEBUG, "event dropped by the per-object rate limit", "object", obj_name, "reason", reason,
+                NULL);
         lop_buf_free(&key);
         json_decref(obj);
         return LOP_OK;
@@ -206,8 +205,7 @@ static lop_rc_t record(lop_recorder_t *r, const char *obj_json, size_t len, cons
     lop_rc_t rc = LOP_OK;
     lop_buf_t path = LOP_BUF_INIT;
     if (repeat) {
-        json_t *patch = json_pack("{s:I,s:s,s:s}", "count", (json_int_t)count, "lastTimestamp", ts,
-                                  "message", message);
+        json_t *patch = json_pack("{s:I,s:s,s:s}", "count", (json_int_t)count, "lastTimestamp", ts, "message", message);
         char *body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
         if (!body) {
             json_decref(patch);
@@ -215,8 +213,7 @@ static lop_rc_t record(lop_recorder_t *r, const char *obj_json, size_t len, cons
             goto out;
         }
         lop_buf_printf(&path, "/api/v1/namespaces/%s/events/%s", ev_ns, name);
-        rc = lop_rest_do(r->rest, "PATCH", path.data, "application/merge-patch+json", body,
-                         strlen(body), NULL, err);
+        rc = lop_rest_do(r->rest, "PATCH", path.data, "application/merge-patch+json", body, strlen(body), NULL, err);
         free(body);
         json_decref(patch);
         if (rc != LOP_ENOTFOUND) goto out;
@@ -224,14 +221,12 @@ static lop_rc_t record(lop_recorder_t *r, const char *obj_json, size_t len, cons
     }
     {
         json_t *ev = json_pack(
-            "{s:s,s:s,s:{s:s,s:s},s:{s:s,s:s,s:s,s:s,s:s,s:s},s:s,s:s,s:s,s:{s:s,s:s},s:s,s:s,s:I,s:s,s:s}",
-            "kind", "Event", "apiVersion", "v1", "metadata", "name", name, "namespace", ev_ns,
-            "involvedObject", "apiVersion", str(obj, "apiVersion"), "kind", str(obj, "kind"),
-            "namespace", obj_ns, "name", obj_name, "uid", uid, "resourceVersion",
-            str(meta, "resourceVersion"), "reason", reason, "message", message, "type", type,
-            "source", "component", r->component, "host", r->host, "firstTimestamp", first,
-            "lastTimestamp", ts, "count", (json_int_t)count, "reportingComponent", r->component,
-            "reportingInstance", r->host);
+            "{s:s,s:s,s:{s:s,s:s},s:{s:s,s:s,s:s,s:s,s:s,s:s},s:s,s:s,s:s,s:{s:s,s:s},s:s,s:s,s:I,s:s,s:s}", "kind",
+            "Event", "apiVersion", "v1", "metadata", "name", name, "namespace", ev_ns, "involvedObject", "apiVersion",
+            str(obj, "apiVersion"), "kind", str(obj, "kind"), "namespace", obj_ns, "name", obj_name, "uid", uid,
+            "resourceVersion", str(meta, "resourceVersion"), "reason", reason, "message", message, "type", type,
+            "source", "component", r->component, "host", r->host, "firstTimestamp", first, "lastTimestamp", ts, "count",
+            (json_int_t)count, "reportingComponent", r->component, "reportingInstance", r->host);
         if (!ev) {
             rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "event: the involved object's metadata is not valid UTF-8");
             goto out;

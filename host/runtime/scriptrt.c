@@ -18,18 +18,17 @@ struct lop_scriptrt {
     const lop_engine_t *engine;
     const lop_engine_opts_t *opts;
     const lop_host_api_t *host;
-    pthread_mutex_t mu;       /* guards current, gen */
+    pthread_mutex_t mu; /* guards current, gen */
     shared_set_t *current;
     uint64_t gen;
     pthread_mutex_t event_mu; /* guards the event VMs and their use */
     lop_vm_t *event_vm;       /* built from generation event_gen (the current set) */
     uint64_t event_gen;
-    lop_vm_t *prev_event_vm;  /* the one before, kept while handlers of its wiring may run */
+    lop_vm_t *prev_event_vm; /* the one before, kept while handlers of its wiring may run */
     uint64_t prev_gen;
 };
 
-lop_scriptrt_t *lop_scriptrt_new(const lop_engine_t *engine, const lop_engine_opts_t *opts,
-                                 const lop_host_api_t *host)
+lop_scriptrt_t *lop_scriptrt_new(const lop_engine_t *engine, const lop_engine_opts_t *opts, const lop_host_api_t *host)
 {
     lop_scriptrt_t *rt = lop_xcalloc(1, sizeof *rt);
     rt->engine = engine;
@@ -63,8 +62,8 @@ void lop_scriptrt_free(lop_scriptrt_t *rt)
     free(rt);
 }
 
-lop_rc_t lop_scriptrt_install(lop_scriptrt_t *rt, lop_script_set_t *set, lop_vm_validate_fn validate,
-                              void *ud, lop_err_t *err)
+lop_rc_t lop_scriptrt_install(lop_scriptrt_t *rt, lop_script_set_t *set, lop_vm_validate_fn validate, void *ud,
+                              lop_err_t *err)
 {
     lop_vm_t *vm = rt->engine->vm_new(set, rt->opts, rt->host, err);
     if (!vm) return LOP_EINVAL;
@@ -124,8 +123,8 @@ lop_vm_t *lop_scriptrt_vm(lop_scriptrt_t *rt, lop_vm_slot_t *slot, lop_err_t *er
     lop_vm_t *vm = rt->engine->vm_new(s->set, rt->opts, rt->host, err);
     shared_unref(rt, s);
     if (!vm) {
-        lop_log(LOP_LOG_ERROR, "building a worker VM failed; keeping the previous one",
-                "error", err ? err->message : "", NULL);
+        lop_log(LOP_LOG_ERROR, "building a worker VM failed; keeping the previous one", "error",
+                err ? err->message : "", NULL);
         return slot->vm;
     }
     if (slot->vm) rt->engine->vm_free(slot->vm);
@@ -192,12 +191,6 @@ void lop_scriptrt_event_release_prev(lop_scriptrt_t *rt)
     if (prev) rt->engine->vm_free(prev);
 }
 
-void lop_scriptrt_event_unlock(lop_scriptrt_t *rt)
-{
-    pthread_mutex_unlock(&rt->event_mu);
-}
+void lop_scriptrt_event_unlock(lop_scriptrt_t *rt) { pthread_mutex_unlock(&rt->event_mu); }
 
-const lop_engine_t *lop_scriptrt_engine(lop_scriptrt_t *rt)
-{
-    return rt->engine;
-}
+const lop_engine_t *lop_scriptrt_engine(lop_scriptrt_t *rt) { return rt->engine; }

@@ -30,8 +30,7 @@ typedef struct lop_vm_slot {
 } lop_vm_slot_t;
 
 /* engine, opts and host are borrowed and must outlive the runtime. */
-lop_scriptrt_t *lop_scriptrt_new(const lop_engine_t *engine, const lop_engine_opts_t *opts,
-                                 const lop_host_api_t *host);
+lop_scriptrt_t *lop_scriptrt_new(const lop_engine_t *engine, const lop_engine_opts_t *opts, const lop_host_api_t *host);
 void lop_scriptrt_free(lop_scriptrt_t *rt);
 
 /* Extra validation of a freshly built VM before it is installed (e.g. resolve every kind the
@@ -43,8 +42,8 @@ typedef lop_rc_t (*lop_vm_validate_fn)(void *ud, lop_vm_t *vm, lop_err_t *err);
 /* Validate and install set. On success takes ownership of set and returns LOP_OK; on failure
  * the caller keeps set, err->message names file:line, and the previous set stays current.
  * validate may be NULL. */
-lop_rc_t lop_scriptrt_install(lop_scriptrt_t *rt, lop_script_set_t *set, lop_vm_validate_fn validate,
-                              void *ud, lop_err_t *err);
+lop_rc_t lop_scriptrt_install(lop_scriptrt_t *rt, lop_script_set_t *set, lop_vm_validate_fn validate, void *ud,
+                              lop_err_t *err);
 
 uint64_t lop_scriptrt_generation(lop_scriptrt_t *rt);
 /* Version string of the current set ("" before the first install). Copied into buf. */

@@ -70,8 +70,7 @@ static lop_rc_t read_file(const char *path, lop_buf_t *out, lop_err_t *err)
         lop_buf_append(out, chunk, n);
         if (out->len > LOP_SCRIPTS_MAX_BYTES) {
             fclose(f);
-            return lop_err_set(err, LOP_EINVAL, 0, NULL, "%s: larger than %u bytes", path,
-                               LOP_SCRIPTS_MAX_BYTES);
+            return lop_err_set(err, LOP_EINVAL, 0, NULL, "%s: larger than %u bytes", path, LOP_SCRIPTS_MAX_BYTES);
         }
     }
     int bad = ferror(f);
@@ -80,16 +79,15 @@ static lop_rc_t read_file(const char *path, lop_buf_t *out, lop_err_t *err)
     return LOP_OK;
 }
 
-static lop_rc_t walk(lop_script_set_t *set, const char *root, const char *rel, int depth,
-                     lop_err_t *err)
+static lop_rc_t walk(lop_script_set_t *set, const char *root, const char *rel, int depth, lop_err_t *err)
 {
     if (depth > 16) return lop_err_set(err, LOP_EINVAL, 0, NULL, "%s/%s: nested too deeply", root, rel);
     lop_buf_t path = LOP_BUF_INIT;
     lop_buf_printf(&path, "%s%s%s", root, *rel ? "/" : "", rel);
     DIR *d = opendir(path.data);
     if (!d) {
-        lop_rc_t rc = lop_err_set(err, errno == ENOENT ? LOP_ENOTFOUND : LOP_EINVAL, 0, NULL,
-                                  "script directory %s: %s", path.data, strerror(errno));
+        lop_rc_t rc = lop_err_set(err, errno == ENOENT ? LOP_ENOTFOUND : LOP_EINVAL, 0, NULL, "script directory %s: %s",
+                                  path.data, strerror(errno));
         lop_buf_free(&path);
         return rc;
     }
@@ -107,16 +105,16 @@ static lop_rc_t walk(lop_script_set_t *set, const char *root, const char *rel, i
             rc = walk(set, root, child.data, depth + 1, err);
         } else if (S_ISREG(st.st_mode) && has_suffix(e->d_name, ".lua")) {
             if (set->nfiles >= LOP_SCRIPTS_MAX_FILES) {
-                rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "%s: more than %d script files", root,
-                                 LOP_SCRIPTS_MAX_FILES);
+                rc =
+                    lop_err_set(err, LOP_EINVAL, 0, NULL, "%s: more than %d script files", root, LOP_SCRIPTS_MAX_FILES);
             } else {
                 lop_buf_t data = LOP_BUF_INIT;
                 rc = read_file(full.data, &data, err);
                 if (rc == LOP_OK) add_file(set, child.data, data.data ? data.data : "", data.len);
                 lop_buf_free(&data);
                 if (rc == LOP_OK && total_bytes(set) > LOP_SCRIPTS_MAX_BYTES)
-                    rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "%s: scripts larger than %u bytes",
-                                     root, LOP_SCRIPTS_MAX_BYTES);
+                    rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "%s: scripts larger than %u bytes", root,
+                                     LOP_SCRIPTS_MAX_BYTES);
             }
         }
         lop_buf_free(&child);
@@ -130,8 +128,7 @@ static lop_rc_t walk(lop_script_set_t *set, const char *root, const char *rel, i
 static lop_rc_t check_main(lop_script_set_t *set, lop_err_t *err)
 {
     if (!lop_scripts_find(set, "main.lua"))
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "%s: no main.lua (the entry script)",
-                           set->origin);
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "%s: no main.lua (the entry script)", set->origin);
     return LOP_OK;
 }
 
@@ -153,8 +150,8 @@ lop_rc_t lop_scripts_load_dir(const char *dir, lop_script_set_t **out, lop_err_t
     return LOP_OK;
 }
 
-lop_rc_t lop_scripts_load_configmap_json(const char *json, size_t len, const char *origin,
-                                         lop_script_set_t **out, lop_err_t *err)
+lop_rc_t lop_scripts_load_configmap_json(const char *json, size_t len, const char *origin, lop_script_set_t **out,
+                                         lop_err_t *err)
 {
     *out = NULL;
     json_error_t jerr;
@@ -183,8 +180,7 @@ lop_rc_t lop_scripts_load_configmap_json(const char *json, size_t len, const cha
         size_t n = 0;
         char *dec = json_is_string(val) ? lop_base64_decode(json_string_value(val), &n) : NULL;
         if (!dec) {
-            rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "%s: binaryData.%s is not valid base64",
-                             origin, key);
+            rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "%s: binaryData.%s is not valid base64", origin, key);
         } else {
             add_file(set, key, dec, n);
         }
@@ -192,11 +188,9 @@ lop_rc_t lop_scripts_load_configmap_json(const char *json, size_t len, const cha
     }
     json_decref(cm);
     if (rc == LOP_OK && set->nfiles > LOP_SCRIPTS_MAX_FILES)
-        rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "%s: more than %d script files", origin,
-                         LOP_SCRIPTS_MAX_FILES);
+        rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "%s: more than %d script files", origin, LOP_SCRIPTS_MAX_FILES);
     if (rc == LOP_OK && total_bytes(set) > LOP_SCRIPTS_MAX_BYTES)
-        rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "%s: scripts larger than %u bytes", origin,
-                         LOP_SCRIPTS_MAX_BYTES);
+        rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "%s: scripts larger than %u bytes", origin, LOP_SCRIPTS_MAX_BYTES);
     if (rc == LOP_OK) {
         finish_set(set);
         rc = check_main(set, err);
@@ -209,8 +203,7 @@ lop_rc_t lop_scripts_load_configmap_json(const char *json, size_t len, const cha
     return LOP_OK;
 }
 
-lop_script_set_t *lop_scripts_from_files(const lop_script_file_t *files, size_t n,
-                                         const char *origin)
+lop_script_set_t *lop_scripts_from_files(const lop_script_file_t *files, size_t n, const char *origin)
 {
     lop_script_set_t *set = lop_xcalloc(1, sizeof *set);
     snprintf(set->origin, sizeof set->origin, "%s", origin ? origin : "memory");

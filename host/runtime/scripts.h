@@ -28,12 +28,11 @@ lop_rc_t lop_scripts_load_dir(const char *dir, lop_script_set_t **out, lop_err_t
 
 /* Load from a ConfigMap given as JSON text (as returned by the API). binaryData values are
  * base64-decoded. origin names the source for messages ("configmap ns/name"). */
-lop_rc_t lop_scripts_load_configmap_json(const char *json, size_t len, const char *origin,
-                                         lop_script_set_t **out, lop_err_t *err);
+lop_rc_t lop_scripts_load_configmap_json(const char *json, size_t len, const char *origin, lop_script_set_t **out,
+                                         lop_err_t *err);
 
 /* Build a set from in-memory files (copied). Computes the version. */
-lop_script_set_t *lop_scripts_from_files(const lop_script_file_t *files, size_t n,
-                                         const char *origin);
+lop_script_set_t *lop_scripts_from_files(const lop_script_file_t *files, size_t n, const char *origin);
 
 /* The file named name, or NULL. Borrowed from set. */
 const lop_script_file_t *lop_scripts_find(const lop_script_set_t *set, const char *name);

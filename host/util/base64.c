@@ -25,8 +25,10 @@ char *lop_base64_encode(const void *data, size_t n, bool url)
         unsigned v = (unsigned)p[i] << 16 | (i + 1 < n ? (unsigned)p[i + 1] << 8 : 0);
         out[o++] = a[v >> 18];
         out[o++] = a[(v >> 12) & 63];
-        if (i + 1 < n) out[o++] = a[(v >> 6) & 63];
-        else if (!url) out[o++] = '=';
+        if (i + 1 < n)
+            out[o++] = a[(v >> 6) & 63];
+        else if (!url)
+            out[o++] = '=';
         if (!url) out[o++] = '=';
     }
     out[o] = '\0';

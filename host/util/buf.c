@@ -31,10 +31,7 @@ void *lop_xrealloc(void *p, size_t n)
     return q;
 }
 
-char *lop_xstrdup(const char *s)
-{
-    return lop_xstrndup(s, strlen(s));
-}
+char *lop_xstrdup(const char *s) { return lop_xstrndup(s, strlen(s)); }
 
 char *lop_xstrndup(const char *s, size_t n)
 {
@@ -99,10 +96,7 @@ void lop_buf_append(lop_buf_t *b, const void *p, size_t n)
     b->data[b->len] = '\0';
 }
 
-void lop_buf_puts(lop_buf_t *b, const char *s)
-{
-    lop_buf_append(b, s, strlen(s));
-}
+void lop_buf_puts(lop_buf_t *b, const char *s) { lop_buf_append(b, s, strlen(s)); }
 
 void lop_buf_putc(lop_buf_t *b, char c)
 {
@@ -195,9 +189,9 @@ static size_t utf8_seq(const unsigned char *p, size_t n)
     if (len == 0 || len > n || c > 0xF4) return 0;
     for (size_t i = 1; i < len; i++)
         if ((p[i] & 0xC0) != 0x80) return 0;
-    if (len == 3 && c == 0xE0 && p[1] < 0xA0) return 0; /* overlong */
+    if (len == 3 && c == 0xE0 && p[1] < 0xA0) return 0;  /* overlong */
     if (len == 3 && c == 0xED && p[1] >= 0xA0) return 0; /* surrogate */
-    if (len == 4 && c == 0xF0 && p[1] < 0x90) return 0; /* overlong */
+    if (len == 4 && c == 0xF0 && p[1] < 0x90) return 0;  /* overlong */
     if (len == 4 && c == 0xF4 && p[1] >= 0x90) return 0; /* > U+10FFFF */
     return len;
 }

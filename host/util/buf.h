@@ -18,7 +18,10 @@ typedef struct lop_buf {
     size_t cap; /* bytes allocated */
 } lop_buf_t;
 
-#define LOP_BUF_INIT {NULL, 0, 0}
+#define LOP_BUF_INIT \
+    {                \
+        NULL, 0, 0   \
+    }
 
 void lop_buf_init(lop_buf_t *b);
 void lop_buf_free(lop_buf_t *b);
@@ -48,8 +51,14 @@ static inline size_t lop_json_escape_len(unsigned char c)
 static inline char *lop_json_escape_byte(char *dst, unsigned char c)
 {
     static const char hex[] = "0123456789abcdef";
-    char e = c == '"' ? '"' : c == '\\' ? '\\' : c == '\n' ? 'n' : c == '\r' ? 'r' : c == '\t' ? 't'
-           : c == '\b' ? 'b' : c == '\f' ? 'f' : 0;
+    char e = c == '"'    ? '"'
+             : c == '\\' ? '\\'
+             : c == '\n' ? 'n'
+             : c == '\r' ? 'r'
+             : c == '\t' ? 't'
+             : c == '\b' ? 'b'
+             : c == '\f' ? 'f'
+                         : 0;
     *dst++ = '\\';
     if (e) {
         *dst++ = e;

@@ -69,8 +69,7 @@ int lop_cond_init(pthread_cond_t *cond)
     return rc;
 }
 
-bool lop_clock_wait_until(const lop_clock_t *c, pthread_cond_t *cond, pthread_mutex_t *mu,
-                          int64_t deadline_ns)
+bool lop_clock_wait_until(const lop_clock_t *c, pthread_cond_t *cond, pthread_mutex_t *mu, int64_t deadline_ns)
 {
     if (lop_clock_mono(c) >= deadline_ns) return true;
     int64_t abs_ns;
@@ -115,11 +114,12 @@ static int parse_rfc3339(const char *s, int64_t *wall_ns, int *frac_digits, int 
     struct tm tm;
     memset(&tm, 0, sizeof tm);
     int n = 0;
-    if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-               &tm.tm_min, &tm.tm_sec, &n) != 6 || n != 19)
+    if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
+               &tm.tm_sec, &n) != 6 ||
+        n != 19)
         return -1;
-    if (tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 ||
-        tm.tm_min > 59 || tm.tm_sec > 60)
+    if (tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 ||
+        tm.tm_sec > 60)
         return -1;
     tm.tm_year -= 1900;
     tm.tm_mon -= 1;

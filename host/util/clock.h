@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #define LOP_NS_PER_MS INT64_C(1000000)
-#define LOP_NS_PER_S INT64_C(1000000000)
+#define LOP_NS_PER_S  INT64_C(1000000000)
 
 typedef struct lop_clock lop_clock_t;
 struct lop_clock {
@@ -53,8 +53,7 @@ void lop_fake_clock_skew_wall(lop_fake_clock_t *fc, int64_t delta_ns);
  * it waits at most 1 ms of real time per call, so a stepped clock is noticed promptly.
  * The cond must have been initialised with lop_cond_init (CLOCK_MONOTONIC).
  */
-bool lop_clock_wait_until(const lop_clock_t *c, pthread_cond_t *cond, pthread_mutex_t *mu,
-                          int64_t deadline_ns);
+bool lop_clock_wait_until(const lop_clock_t *c, pthread_cond_t *cond, pthread_mutex_t *mu, int64_t deadline_ns);
 
 /* pthread_cond_init with CLOCK_MONOTONIC, as lop_clock_wait_until needs. */
 int lop_cond_init(pthread_cond_t *cond);

@@ -46,11 +46,15 @@ lop_rc_t lop_rc_from_http(int code, const char *reason)
     if (code >= 200 && code < 300) return LOP_OK;
     if (reason && strcmp(reason, "AlreadyExists") == 0) return LOP_EEXIST;
     switch (code) {
-    case 400: case 422: return LOP_EINVAL;
+    case 400:
+    case 422: return LOP_EINVAL;
     case 404: return LOP_ENOTFOUND;
     case 409: return LOP_ECONFLICT;
     case 410: return LOP_EGONE;
-    case 429: case 500: case 502: case 503: return LOP_EAGAIN;
+    case 429:
+    case 500:
+    case 502:
+    case 503: return LOP_EAGAIN;
     case 504: return LOP_ETIMEDOUT;
     default: return LOP_ERR;
     }

@@ -12,6 +12,11 @@
 
 #include <stdarg.h>
 
+/* Put before a prototype returning lop_rc_t: ignoring the rc is then a compiler warning (an error
+ * with LUAOP_WERROR). Where dropping it is deliberate, pass it to lop_rc_ignore with a comment
+ * saying why (GCC does not accept a (void) cast for this attribute). */
+#define LOP_MUST_CHECK __attribute__((warn_unused_result))
+
 typedef enum lop_rc {
     LOP_OK = 0,
     LOP_ERR = -1,       /* generic failure; see err->message */
@@ -25,6 +30,8 @@ typedef enum lop_rc {
     LOP_EEXIST = -9,    /* 409 AlreadyExists */
     LOP_ECLOSED = -10,  /* the object (queue, stream, server) was shut down */
 } lop_rc_t;
+
+static inline void lop_rc_ignore(lop_rc_t rc) { (void)rc; }
 
 typedef struct lop_err {
     int code;          /* HTTP status code, 0 when the failure was local */

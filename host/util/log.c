@@ -35,16 +35,16 @@ int lop_log_level_parse(const char *s, lop_log_level_t *out)
 
 int lop_log_format_parse(const char *s, lop_log_format_t *out)
 {
-    if (strcmp(s, "text") == 0) *out = LOP_LOG_TEXT;
-    else if (strcmp(s, "json") == 0) *out = LOP_LOG_JSON;
-    else return -1;
+    if (strcmp(s, "text") == 0)
+        *out = LOP_LOG_TEXT;
+    else if (strcmp(s, "json") == 0)
+        *out = LOP_LOG_JSON;
+    else
+        return -1;
     return 0;
 }
 
-bool lop_log_enabled(lop_log_level_t level)
-{
-    return level >= g_level;
-}
+bool lop_log_enabled(lop_log_level_t level) { return level >= g_level; }
 
 /* Text values are quoted when they contain spaces, quotes, '=' or control characters. */
 static void text_value(lop_buf_t *b, const char *v)
@@ -55,12 +55,13 @@ static void text_value(lop_buf_t *b, const char *v)
         unsigned char c = (unsigned char)v[i];
         quote = c <= ' ' || c == '"' || c == '=' || c == '\\';
     }
-    if (quote) lop_buf_json_str(b, v, n);
-    else lop_buf_append(b, v, n);
+    if (quote)
+        lop_buf_json_str(b, v, n);
+    else
+        lop_buf_append(b, v, n);
 }
 
-static void emit(lop_log_level_t level, const char *msg, const char *const *kv, int npairs,
-                 va_list *ap)
+static void emit(lop_log_level_t level, const char *msg, const char *const *kv, int npairs, va_list *ap)
 {
     lop_buf_t b = LOP_BUF_INIT;
     char ts[40];

@@ -26,8 +26,7 @@ static atomic_bool padded;           /* M_TOP_PAD raised */
 static bool read_line(const char *path, char *buf, size_t n)
 {
     FILE *f = fopen(path, "re");
-    if (!f)
-        return false;
+    if (!f) return false;
     bool ok = fgets(buf, (int)n, f) != NULL;
     fclose(f);
     return ok;
@@ -43,8 +42,7 @@ static size_t thp_size(void)
     size_t size = 2u << 20;
     if (read_line("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", line, sizeof line)) {
         unsigned long long v = strtoull(line, NULL, 10);
-        if (v >= (1u << 16) && v <= (1ull << 30) && (v & (v - 1)) == 0)
-            size = (size_t)v;
+        if (v >= (1u << 16) && v <= (1ull << 30) && (v & (v - 1)) == 0) size = (size_t)v;
     }
     return size;
 }
@@ -52,28 +50,23 @@ static size_t thp_size(void)
 static bool user_tuned_heap(void)
 {
     const char *v = getenv("LUAOP_HEAP_HUGEPAGES");
-    if (v && !strcmp(v, "0"))
-        return true;
+    if (v && !strcmp(v, "0")) return true;
     const char *t = getenv("GLIBC_TUNABLES");
-    if (t && (strstr(t, "glibc.malloc.hugetlb") || strstr(t, "glibc.malloc.top_pad")))
-        return true;
+    if (t && (strstr(t, "glibc.malloc.hugetlb") || strstr(t, "glibc.malloc.top_pad"))) return true;
     return getenv("MALLOC_TOP_PAD_") != NULL;
 }
 
 void lop_malloc_tune(void)
 {
     const char *t = getenv("GLIBC_TUNABLES");
-    if (!getenv("MALLOC_ARENA_MAX") && !(t && strstr(t, "glibc.malloc.arena_max")))
-        mallopt(M_ARENA_MAX, 1);
-    if (!user_tuned_heap())
-        huge_size = thp_size();
+    if (!getenv("MALLOC_ARENA_MAX") && !(t && strstr(t, "glibc.malloc.arena_max"))) mallopt(M_ARENA_MAX, 1);
+    if (!user_tuned_heap()) huge_size = thp_size();
 }
 
 void lop_heap_advise(void)
 {
     size_t size = huge_size;
-    if (!size)
-        return;
+    if (!size) return;
     /* sbrk(0) returns glibc's cached end of the heap (no system call); another thread's malloc
      * may move it meanwhile, which at worst leaves the change for the next call. */
     uintptr_t brk = (uintptr_t)sbrk(0);
@@ -81,8 +74,7 @@ void lop_heap_advise(void)
     /* A trim and a regrowth between two calls can end the heap where it ended before, with the
      * regrown part not advised: every 4096th call of a thread advises again whatever it sees. */
     static _Thread_local unsigned calls;
-    if ((brk == last && (++calls & 4095) != 0) || brk == (uintptr_t)-1)
-        return;
+    if ((brk == last && (++calls & 4095) != 0) || brk == (uintptr_t)-1) return;
     uintptr_t floor = atomic_load_explicit(&heap_floor, memory_order_relaxed);
     if (!floor) {
         /* the first object built: the heap as the operator needs it without a cache, plus at
@@ -91,8 +83,7 @@ void lop_heap_advise(void)
         atomic_compare_exchange_strong(&heap_floor, &floor, want);
         floor = atomic_load(&heap_floor);
     }
-    if (!atomic_compare_exchange_strong(&seen_brk, &last, brk))
-        return; /* another thread is on this change */
+    if (!atomic_compare_exchange_strong(&seen_brk, &last, brk)) return; /* another thread is on this change */
     /* within a huge page of the floor: from now on the heap grows in large steps, whose blocks
      * are still untouched when they are advised */
     if (brk + size > floor && !atomic_exchange(&padded, true)) {

@@ -71,12 +71,10 @@ static inline resp_t t_http_accept(lop_apiserver_t *srv, const char *method, con
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
         curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
     }
-    if (curl_easy_perform(c) == CURLE_OK)
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.code);
+    if (curl_easy_perform(c) == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.code);
     curl_slist_free_all(h);
     curl_easy_cleanup(c);
-    if (r.body.len)
-        r.json = json_loadb(r.body.data, r.body.len, 0, NULL);
+    if (r.body.len) r.json = json_loadb(r.body.data, r.body.len, 0, NULL);
     return r;
 }
 
@@ -139,8 +137,7 @@ static inline size_t t_watch_cb(char *p, size_t sz, size_t n, void *ud)
     pthread_mutex_lock(&w->mu);
     lop_buf_append(&w->data, p, sz * n);
     for (size_t i = 0; i < sz * n; i++)
-        if (p[i] == '\n')
-            w->lines++;
+        if (p[i] == '\n') w->lines++;
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
     return sz * n;
@@ -201,8 +198,7 @@ static inline int watch_wait_lines_ms(watch_t *w, int n, int ms)
     int64_t deadline = lop_clock_mono(&lop_clock_system) + ms * LOP_NS_PER_MS;
     pthread_mutex_lock(&w->mu);
     while (w->lines < n && !w->done) {
-        if (lop_clock_wait_until(&lop_clock_system, &w->cv, &w->mu, deadline))
-            break;
+        if (lop_clock_wait_until(&lop_clock_system, &w->cv, &w->mu, deadline)) break;
     }
     int got = w->lines;
     pthread_mutex_unlock(&w->mu);
@@ -215,8 +211,7 @@ static inline bool watch_wait_live(watch_t *w)
 {
     for (int i = 0; i < 50; i++) {
         lop_apiserver_bookmark_now(w->srv);
-        if (watch_wait_lines_ms(w, 1, 100) >= 1)
-            return true;
+        if (watch_wait_lines_ms(w, 1, 100) >= 1) return true;
     }
     return false;
 }
@@ -227,8 +222,7 @@ static inline int watch_wait_lines(watch_t *w, int n)
     int64_t deadline = lop_clock_mono(&lop_clock_system) + 5 * LOP_NS_PER_S;
     pthread_mutex_lock(&w->mu);
     while (w->lines < n && !w->done) {
-        if (lop_clock_wait_until(&lop_clock_system, &w->cv, &w->mu, deadline))
-            break;
+        if (lop_clock_wait_until(&lop_clock_system, &w->cv, &w->mu, deadline)) break;
     }
     int got = w->lines;
     pthread_mutex_unlock(&w->mu);
@@ -243,8 +237,7 @@ static inline json_t *watch_finish(watch_t *w)
     const char *p = w->data.data ? w->data.data : "";
     while (*p) {
         const char *nl = strchr(p, '\n');
-        if (!nl)
-            break;
+        if (!nl) break;
         json_t *e = json_loadb(p, (size_t)(nl - p), 0, NULL);
         json_array_append_new(events, e ? e : json_string("<bad line>"));
         p = nl + 1;
@@ -265,9 +258,6 @@ static inline char *watch_headers(watch_t *w)
     return h;
 }
 
-static inline const char *ev_type(json_t *events, size_t i)
-{
-    return jstr(json_array_get(events, i), "type");
-}
+static inline const char *ev_type(json_t *events, size_t i) { return jstr(json_array_get(events, i), "type"); }
 
 #endif

@@ -24,19 +24,19 @@
 #include <unistd.h>
 
 #define FS_MAX_PIECES 16
-#define FS_MAX_REQS 256
+#define FS_MAX_REQS   256
 
 typedef struct fs_reply {
     enum { FS_REPLY, FS_CLOSE, FS_STALL } action;
     const char *pieces[FS_MAX_PIECES]; /* NULL-terminated; static strings */
-    char *owned;                        /* one malloc'd piece (freed by the server), used first */
-    size_t owned_len;                   /* its length; 0 = strlen(owned) */
+    char *owned;                       /* one malloc'd piece (freed by the server), used first */
+    size_t owned_len;                  /* its length; 0 = strlen(owned) */
 } fs_reply_t;
 
 typedef struct fs_server fs_server_t;
 /* n = 0-based index of this request over the server's life. */
-typedef void (*fs_handler)(fs_server_t *s, int n, const char *method, const char *path,
-                           const char *headers, const char *body, fs_reply_t *out);
+typedef void (*fs_handler)(fs_server_t *s, int n, const char *method, const char *path, const char *headers,
+                           const char *body, fs_reply_t *out);
 
 struct fs_server {
     int lfd;
@@ -219,13 +219,12 @@ static char *fs_req(fs_server_t *s, int i)
 }
 
 /* A complete response with Content-Length (malloc'd, for fs_reply_t.owned). */
-static char *fs_resp(int code, const char *reason, const char *extra_headers, const char *ctype,
-                     const char *body)
+static char *fs_resp(int code, const char *reason, const char *extra_headers, const char *ctype, const char *body)
 {
     size_t n = strlen(body) + strlen(extra_headers) + 256;
     char *r = malloc(n);
-    snprintf(r, n, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s\r\n%s", code, reason,
-             ctype, strlen(body), extra_headers, body);
+    snprintf(r, n, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s\r\n%s", code, reason, ctype,
+             strlen(body), extra_headers, body);
     return r;
 }
 

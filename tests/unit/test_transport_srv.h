@@ -41,8 +41,8 @@ static inline int64_t now_ns(void)
 
 /* ---- a scripted loopback server ---- */
 
-#define SRV_MAX_CONNS 64
-#define SRV_MAX_REQS 512
+#define SRV_MAX_CONNS   64
+#define SRV_MAX_REQS    512
 #define SRV_MAX_REPLIES 64
 
 typedef struct reply {
@@ -79,8 +79,8 @@ struct srv {
     pthread_t conn_thr[SRV_MAX_CONNS];
     req_t reqs[SRV_MAX_REQS];
     int nreqs;
-    long events; /* srv_event calls: the client's on_status */
-    long ticks;  /* the client's on_tick calls */
+    long events;      /* srv_event calls: the client's on_status */
+    long ticks;       /* the client's on_tick calls */
     long client_ends; /* serve_split_everywhere: connections whose client end it found */
 };
 
@@ -337,14 +337,14 @@ static inline void serve_replies(srv_t *s, int fd, int conn)
 /* ---- the client side ---- */
 
 typedef struct got {
-    srv_t *s;              /* told of on_status (events) and on_tick (ticks) when set */
+    srv_t *s; /* told of on_status (events) and on_tick (ticks) when set */
     int status, nstatus;
-    lop_buf_t headers;     /* "Name: value\n" per on_header call */
+    lop_buf_t headers; /* "Name: value\n" per on_header call */
     int nheaders;
     lop_buf_t body;
     int pieces;
     size_t max_piece;
-    size_t stop_at;        /* on_body returns 1 once the body holds this many bytes (0 = never) */
+    size_t stop_at; /* on_body returns 1 once the body holds this many bytes (0 = never) */
     int ticks;
     int abort_at_tick;     /* on_tick returns 1 from this call on (0 = never) */
     bool abort_after_body; /* on_tick returns 1 once some body has arrived */
@@ -504,7 +504,8 @@ static inline bool tls_start(tls_env_t *e)
     char kc[300];
     snprintf(kc, sizeof kc, "%s/kubeconfig", dir);
     lop_kubeconfig_opts_t ko = {.path = kc};
-    if (lop_apiserver_start(&o, &e->srv, &err) != LOP_OK || lop_apiserver_write_kubeconfig(e->srv, kc, &err) != LOP_OK ||
+    if (lop_apiserver_start(&o, &e->srv, &err) != LOP_OK ||
+        lop_apiserver_write_kubeconfig(e->srv, kc, &err) != LOP_OK ||
         lop_kubeconfig_load(&ko, &e->cfg, &err) != LOP_OK) {
         fprintf(stderr, "TLS API server: %s\n", err.message);
         lop_apiserver_stop(e->srv);

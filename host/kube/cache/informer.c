@@ -25,32 +25,28 @@ static void fan_add(void *ud, lop_obj_t *o)
 {
     lop_informer_t *inf = ud;
     for (size_t i = 0; i < inf->nregs; i++)
-        if (inf->regs[i].h.on_add)
-            inf->regs[i].h.on_add(inf->regs[i].h.ud, o);
+        if (inf->regs[i].h.on_add) inf->regs[i].h.on_add(inf->regs[i].h.ud, o);
 }
 
 static void fan_update(void *ud, lop_obj_t *old, lop_obj_t *o)
 {
     lop_informer_t *inf = ud;
     for (size_t i = 0; i < inf->nregs; i++)
-        if (inf->regs[i].h.on_update)
-            inf->regs[i].h.on_update(inf->regs[i].h.ud, old, o);
+        if (inf->regs[i].h.on_update) inf->regs[i].h.on_update(inf->regs[i].h.ud, old, o);
 }
 
 static void fan_delete(void *ud, lop_obj_t *o, bool tomb)
 {
     lop_informer_t *inf = ud;
     for (size_t i = 0; i < inf->nregs; i++)
-        if (inf->regs[i].h.on_delete)
-            inf->regs[i].h.on_delete(inf->regs[i].h.ud, o, tomb);
+        if (inf->regs[i].h.on_delete) inf->regs[i].h.on_delete(inf->regs[i].h.ud, o, tomb);
 }
 
 static void fan_synced(void *ud)
 {
     lop_informer_t *inf = ud;
     for (size_t i = 0; i < inf->nregs; i++)
-        if (inf->regs[i].h.on_synced)
-            inf->regs[i].h.on_synced(inf->regs[i].h.ud);
+        if (inf->regs[i].h.on_synced) inf->regs[i].h.on_synced(inf->regs[i].h.ud);
 }
 
 lop_informer_t *lop_informer_new(const lop_informer_config_t *cfg, lop_err_t *err)
@@ -65,11 +61,20 @@ lop_informer_t *lop_informer_new(const lop_informer_config_t *cfg, lop_err_t *er
     inf->next_id = 1;
     inf->batch = cfg->batch;
     lop_reflector_config_t rc = {
-        .name = cfg->name, .lw = cfg->lw, .store = inf->store, .clock = cfg->clock,
-        .handlers = {fan_add, fan_update, fan_delete, inf, fan_synced}, .page_size = cfg->page_size,
-        .obj_flags = cfg->obj_flags, .api_version = cfg->api_version, .kind = cfg->kind,
-        .idle_timeout_ms = cfg->idle_timeout_ms, .seed = cfg->seed,
-        .delivery_lock = &inf->dlock, .watch_list = cfg->watch_list, .batch = cfg->batch,
+        .name = cfg->name,
+        .lw = cfg->lw,
+        .store = inf->store,
+        .clock = cfg->clock,
+        .handlers = {fan_add, fan_update, fan_delete, inf, fan_synced},
+        .page_size = cfg->page_size,
+        .obj_flags = cfg->obj_flags,
+        .api_version = cfg->api_version,
+        .kind = cfg->kind,
+        .idle_timeout_ms = cfg->idle_timeout_ms,
+        .seed = cfg->seed,
+        .delivery_lock = &inf->dlock,
+        .watch_list = cfg->watch_list,
+        .batch = cfg->batch,
     };
     inf->refl = lop_reflector_new(&rc, err);
     if (!inf->refl) {
@@ -83,8 +88,7 @@ lop_informer_t *lop_informer_new(const lop_informer_config_t *cfg, lop_err_t *er
 
 void lop_informer_free(lop_informer_t *inf)
 {
-    if (!inf)
-        return;
+    if (!inf) return;
     lop_reflector_free(inf->refl);
     lop_store_free(inf->store);
     pthread_mutex_destroy(&inf->dlock);
@@ -111,14 +115,12 @@ int lop_informer_add_handler(lop_informer_t *inf, const lop_reflector_handlers_t
          * replay for the CPU (a reload replays every object to the new wiring, and the reload is
          * done when the replay is: 2,000 objects took 5-12 ms on 2 busy cores, now 1.3-6) */
         if (inf->batch) inf->batch->begin();
-        for (size_t i = 0; i < l.n; i++)
-            h->on_add(h->ud, l.items[i]);
+        for (size_t i = 0; i < l.n; i++) h->on_add(h->ud, l.items[i]);
         if (inf->batch) inf->batch->end();
         lop_obj_list_free(&l);
     }
     /* the store already holds the first list: this handler has synced once replayed */
-    if (h->on_synced && lop_reflector_has_synced(inf->refl))
-        h->on_synced(h->ud);
+    if (h->on_synced && lop_reflector_has_synced(inf->refl)) h->on_synced(h->ud);
     pthread_mutex_unlock(&inf->dlock);
     return id;
 }

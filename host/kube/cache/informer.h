@@ -27,18 +27,18 @@
 typedef struct lop_informer lop_informer_t;
 
 typedef struct lop_informer_config {
-    const char *name;         /* for logs; copied */
-    const lop_listwatch_t *lw; /* copied; its ud becomes the informer's (lw->free(ud) runs in
+    const char *name;                 /* for logs; copied */
+    const lop_listwatch_t *lw;        /* copied; its ud becomes the informer's (lw->free(ud) runs in
                                 * lop_informer_free). For lop_rest_listwatch_new's result: pass
                                 * it, then free() the struct only (not lop_rest_listwatch_free). */
-    const lop_clock_t *clock; /* borrowed; NULL = system clock */
-    int obj_flags;            /* lop_obj_new flags */
-    const char *api_version, *kind; /* the watched kind, for LOP_OBJ_METADATA_ONLY; see
+    const lop_clock_t *clock;         /* borrowed; NULL = system clock */
+    int obj_flags;                    /* lop_obj_new flags */
+    const char *api_version, *kind;   /* the watched kind, for LOP_OBJ_METADATA_ONLY; see
                                      * lop_reflector_config_t (copied; may be NULL) */
-    long page_size;           /* 0 = 500 */
-    long idle_timeout_ms;     /* see lop_reflector_config_t */
-    uint64_t seed;            /* 0 = random */
-    bool watch_list;          /* sync by watch-list; see lop_reflector_config_t */
+    long page_size;                   /* 0 = 500 */
+    long idle_timeout_ms;             /* see lop_reflector_config_t */
+    uint64_t seed;                    /* 0 = random */
+    bool watch_list;                  /* sync by watch-list; see lop_reflector_config_t */
     const lop_handler_batch_t *batch; /* optional; brackets the reflector's bursts and the replay
                                        * of the store to a new handler (reflector.h) */
 } lop_informer_config_t;

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 enum state {
     S_START,       /* before the opening '{' */
     S_FIRST_KEY,   /* after '{': a member name or '}' */
@@ -50,12 +49,12 @@ struct lop_listdecoder {
     char *kind, *api, *rv, *cont;
     size_t nitems;
     size_t last_item; /* length of the previous item: offer one unchecked only when that much is at hand */
-    uint64_t offset; /* stream offset of the first byte of the current chunk */
+    uint64_t offset;  /* stream offset of the first byte of the current chunk */
 };
 
 /* Bytes that end a literal. */
-static const unsigned char lit_stop[256] = {[','] = 1, ['}'] = 1, [']'] = 1, [' '] = 1,
-                                            ['\t'] = 1, ['\n'] = 1, ['\r'] = 1};
+static const unsigned char lit_stop[256] = {
+    [','] = 1, ['}'] = 1, [']'] = 1, [' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\r'] = 1};
 
 lop_listdecoder_t *lop_listdecoder_new(size_t max_item, lop_list_item_fn fn, void *ud)
 {
@@ -85,8 +84,7 @@ static void clear_strings(lop_listdecoder_t *d)
 
 void lop_listdecoder_free(lop_listdecoder_t *d)
 {
-    if (!d)
-        return;
+    if (!d) return;
     clear_strings(d);
     lop_buf_free(&d->cap);
     free(d);
@@ -121,10 +119,8 @@ static lop_rc_t fail(lop_listdecoder_t *d, lop_err_t *err, uint64_t at, const ch
 /* A JSON string value (validated) as a malloc'd C string; NULL when v is not a string. */
 static char *decode_string(const char *v, size_t n)
 {
-    if (!n || v[0] != '"')
-        return NULL;
-    if (!memchr(v, '\\', n))
-        return lop_xstrndup(v + 1, n - 2);
+    if (!n || v[0] != '"') return NULL;
+    if (!memchr(v, '\\', n)) return lop_xstrndup(v + 1, n - 2);
     json_t *j = json_loadb(v, n, JSON_DECODE_ANY, NULL);
     char *s = json_is_string(j) ? lop_xstrdup(json_string_value(j)) : NULL;
     json_decref(j);
@@ -138,23 +134,20 @@ static int string_member(const char *p, size_t n, const char *key, char **out)
 {
     size_t s, e;
     *out = NULL;
-    if (lop_jscan_find(p, n, 0, key, &s, &e) != 1 || p[s] != '"')
-        return 0;
+    if (lop_jscan_find(p, n, 0, key, &s, &e) != 1 || p[s] != '"') return 0;
     *out = decode_string(p + s, e - s);
     return *out ? 0 : -1;
 }
 
 static enum member classify(const lop_listdecoder_t *d)
 {
-    if (d->key_long || d->key_escaped)
-        return M_OTHER;
+    if (d->key_long || d->key_escaped) return M_OTHER;
     static const struct {
         const char *name;
         enum member m;
     } known[] = {{"kind", M_KIND}, {"apiVersion", M_API}, {"metadata", M_METADATA}, {"items", M_ITEMS}};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-        if (d->key_len == strlen(known[i].name) && memcmp(d->key, known[i].name, d->key_len) == 0)
-            return known[i].m;
+        if (d->key_len == strlen(known[i].name) && memcmp(d->key, known[i].name, d->key_len) == 0) return known[i].m;
     return M_OTHER;
 }
 
@@ -201,8 +194,7 @@ static lop_rc_t value_done(lop_listdecoder_t *d, const char *v, size_t n, lop_er
         d->api = decode_string(v, n);
         break;
     case M_METADATA:
-        if (v[0] != '{')
-            return fail(d, err, at, "list metadata is not an object");
+        if (v[0] != '{') return fail(d, err, at, "list metadata is not an object");
         d->seen_meta = true;
         free(d->rv);
         free(d->cont);
@@ -215,8 +207,7 @@ static lop_rc_t value_done(lop_listdecoder_t *d, const char *v, size_t n, lop_er
         if (v[0] != 'n') /* an array streams (S_ITEMS_FIRST); null is an empty list */
             return fail(d, err, at, "list items is not an array");
         break;
-    case M_OTHER:
-        break;
+    case M_OTHER: break;
     }
     return LOP_OK;
 }
@@ -226,8 +217,7 @@ static void begin_capture(lop_listdecoder_t *d, enum capture kind, bool item, ch
     d->st = S_CAPTURE;
     d->ckind = kind;
     d->in_item = item;
-    if (kind != C_LITERAL)
-        lop_jtrack_begin(&d->track, opener);
+    if (kind != C_LITERAL) lop_jtrack_begin(&d->track, opener);
     lop_buf_reset(&d->cap);
 }
 
@@ -238,11 +228,9 @@ static void begin_capture(lop_listdecoder_t *d, enum capture kind, bool item, ch
  */
 static const char *capture_scan(lop_listdecoder_t *d, const char *p, size_t n, size_t *ip, bool *done)
 {
-    if (d->ckind != C_LITERAL)
-        return lop_jtrack_scan(&d->track, p, n, ip, done);
+    if (d->ckind != C_LITERAL) return lop_jtrack_scan(&d->track, p, n, ip, done);
     size_t i = *ip;
-    while (i < n && !lit_stop[(unsigned char)p[i]])
-        i++;
+    while (i < n && !lit_stop[(unsigned char)p[i]]) i++;
     *ip = i;
     *done = i < n;
     return NULL;
@@ -254,15 +242,13 @@ static bool starts_literal(char c) { return c == '-' || (c >= '0' && c <= '9') |
 
 /* One structural byte outside any captured value (whitespace already skipped). Returns the
  * index of the next byte to look at, or SIZE_MAX after a failure (err set). */
-static size_t structural(lop_listdecoder_t *d, const char *data, size_t i, size_t *cstart, lop_rc_t *rc,
-                         lop_err_t *err)
+static size_t structural(lop_listdecoder_t *d, const char *data, size_t i, size_t *cstart, lop_rc_t *rc, lop_err_t *err)
 {
     char c = data[i];
     uint64_t at = d->offset + i;
     switch (d->st) {
     case S_START:
-        if (c != '{')
-            break;
+        if (c != '{') break;
         d->st = S_FIRST_KEY;
         return i + 1;
     case S_FIRST_KEY:
@@ -272,15 +258,13 @@ static size_t structural(lop_listdecoder_t *d, const char *data, size_t i, size_
         }
         /* fall through */
     case S_KEY:
-        if (c != '"')
-            break;
+        if (c != '"') break;
         d->st = S_IN_KEY;
         d->key_len = 0;
         d->key_long = d->key_esc = d->key_escaped = false;
         return i + 1;
     case S_COLON:
-        if (c != ':')
-            break;
+        if (c != ':') break;
         d->st = S_VALUE;
         return i + 1;
     case S_VALUE:
@@ -297,8 +281,7 @@ static size_t structural(lop_listdecoder_t *d, const char *data, size_t i, size_
             begin_capture(d, C_STRING, false, c);
             return i + 1;
         }
-        if (!starts_literal(c))
-            break;
+        if (!starts_literal(c)) break;
         begin_capture(d, C_LITERAL, false, c);
         return i;
     case S_AFTER_VALUE:
@@ -306,8 +289,7 @@ static size_t structural(lop_listdecoder_t *d, const char *data, size_t i, size_
             d->st = S_KEY;
             return i + 1;
         }
-        if (c != '}')
-            break;
+        if (c != '}') break;
         *rc = object_end(d, err, at);
         return i + 1;
     case S_ITEMS_FIRST:
@@ -329,16 +311,12 @@ static size_t structural(lop_listdecoder_t *d, const char *data, size_t i, size_
             d->st = S_ITEMS_NEXT;
             return i + 1;
         }
-        if (c != ']')
-            break;
+        if (c != ']') break;
         d->st = S_AFTER_VALUE;
         return i + 1;
-    case S_END:
-        *rc = fail(d, err, at, "data after the list object");
-        return SIZE_MAX;
+    case S_END: *rc = fail(d, err, at, "data after the list object"); return SIZE_MAX;
     case S_IN_KEY:
-    case S_CAPTURE:
-        break; /* not structural: handled by the caller */
+    case S_CAPTURE: break; /* not structural: handled by the caller */
     }
     static const char *const expected[] = {
         [S_START] = "expected '{' to start the list object",
@@ -380,20 +358,18 @@ static size_t read_key(lop_listdecoder_t *d, const char *data, size_t len, size_
 
 lop_rc_t lop_listdecoder_feed(lop_listdecoder_t *d, const char *data, size_t len, lop_err_t *err)
 {
-    if (d->failed)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "list response: decoder already failed");
+    if (d->failed) return lop_err_set(err, LOP_EINVAL, 0, NULL, "list response: decoder already failed");
     size_t i = 0, cstart = 0; /* cstart: where the captured value began in this chunk */
     lop_rc_t rc = LOP_OK;
     while (i < len && rc == LOP_OK) {
         if (d->st == S_CAPTURE) {
             bool done;
             const char *bad = capture_scan(d, data, len, &i, &done);
-            if (bad)
-                return fail(d, err, d->offset + i, bad);
+            if (bad) return fail(d, err, d->offset + i, bad);
             if (d->cap.len + (i - cstart) > d->max_item)
-                return fail(d, err, d->offset + i, d->in_item ? "item larger than the limit" : "member larger than the limit");
-            if (!done)
-                break;
+                return fail(d, err, d->offset + i,
+                            d->in_item ? "item larger than the limit" : "member larger than the limit");
+            if (!done) break;
             size_t vn;
             const char *v = lop_buf_join(&d->cap, data + cstart, i - cstart, &vn);
             rc = value_done(d, v, vn, err, d->offset + i);
@@ -426,20 +402,17 @@ lop_rc_t lop_listdecoder_feed(lop_listdecoder_t *d, const char *data, size_t len
             }
         }
         size_t next = structural(d, data, i, &cstart, &rc, err);
-        if (next == SIZE_MAX)
-            return rc;
+        if (next == SIZE_MAX) return rc;
         i = next;
     }
-    if (rc == LOP_OK && d->st == S_CAPTURE)
-        lop_buf_append(&d->cap, data + cstart, len - cstart);
+    if (rc == LOP_OK && d->st == S_CAPTURE) lop_buf_append(&d->cap, data + cstart, len - cstart);
     d->offset += len;
     return rc;
 }
 
 lop_rc_t lop_listdecoder_finish(lop_listdecoder_t *d, lop_err_t *err)
 {
-    if (d->failed)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "list response: decoder already failed");
+    if (d->failed) return lop_err_set(err, LOP_EINVAL, 0, NULL, "list response: decoder already failed");
     const char *missing = NULL;
     if (d->st == S_START)
         missing = "list response is empty";
@@ -449,8 +422,7 @@ lop_rc_t lop_listdecoder_finish(lop_listdecoder_t *d, lop_err_t *err)
         missing = "list response has no metadata";
     else if (!d->rv || !d->rv[0])
         missing = "list response has no metadata.resourceVersion";
-    if (!missing)
-        return LOP_OK;
+    if (!missing) return LOP_OK;
     d->failed = true;
     return lop_err_set(err, LOP_EINVAL, 0, NULL, "%s (%llu bytes)", missing, (unsigned long long)d->offset);
 }

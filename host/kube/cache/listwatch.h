@@ -26,9 +26,9 @@ typedef struct lop_list_opts {
 typedef struct lop_watch_opts {
     const char *resource_version; /* where to start; NULL/"" = get state and start at most recent */
     bool allow_bookmarks;
-    long timeout_seconds;         /* server-side timeout (F.27); 0 = none */
-    bool send_initial_events;     /* watch-list (F.23); implies resourceVersionMatch=NotOlderThan */
-    long idle_timeout_ms;         /* client-side: abort when no byte arrives for this long; 0 = off */
+    long timeout_seconds;     /* server-side timeout (F.27); 0 = none */
+    bool send_initial_events; /* watch-list (F.23); implies resourceVersionMatch=NotOlderThan */
+    long idle_timeout_ms;     /* client-side: abort when no byte arrives for this long; 0 = off */
 } lop_watch_opts_t;
 
 /* lop_stream_fn (the watch stream's bytes as they arrive): host/kube/client/rest.h. */
@@ -41,8 +41,7 @@ typedef struct lop_listwatch {
     /* Run one WATCH until the server ends the stream (LOP_OK), the callback stops it or cancel()
      * is called (LOP_ECLOSED), or it fails (HTTP error: rc from the status, e.g. LOP_EGONE for a
      * plain 410; transport error or idle timeout: LOP_EAGAIN / LOP_ETIMEDOUT). */
-    lop_rc_t (*watch)(void *ud, const lop_watch_opts_t *opts, lop_stream_fn fn, void *fn_ud,
-                      lop_err_t *err);
+    lop_rc_t (*watch)(void *ud, const lop_watch_opts_t *opts, lop_stream_fn fn, void *fn_ud, lop_err_t *err);
     void (*cancel)(void *ud);
     void (*free)(void *ud);
     /* Optional: one LIST page streamed. On 2xx the body's bytes are passed to fn as they arrive
@@ -51,8 +50,7 @@ typedef struct lop_listwatch {
      * called, otherwise the rc and err list would give (an error body is never passed to fn).
      * A failure after some bytes were passed is not retried here: the consumer starts over.
      * NULL: the reflector uses list. */
-    lop_rc_t (*list_stream)(void *ud, const lop_list_opts_t *opts, lop_stream_fn fn, void *fn_ud,
-                            lop_err_t *err);
+    lop_rc_t (*list_stream)(void *ud, const lop_list_opts_t *opts, lop_stream_fn fn, void *fn_ud, lop_err_t *err);
 } lop_listwatch_t;
 
 #endif

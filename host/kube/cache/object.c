@@ -21,14 +21,15 @@ typedef struct arena {
 
 static bool hex4(const char *r, const char *end, uint32_t *out)
 {
-    if (end - r < 4)
-        return false;
+    if (end - r < 4) return false;
     uint32_t v = 0;
     for (int i = 0; i < 4; i++) {
         char c = r[i];
-        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-        if (d < 0)
-            return false;
+        int d = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
+        if (d < 0) return false;
         v = v << 4 | (uint32_t)d;
     }
     *out = v;
@@ -45,17 +46,16 @@ static ptrdiff_t decode_str(const char *r, const char *end, char *w)
     while (r < end) {
         const char *bs = memchr(r, '\\', (size_t)(end - r));
         size_t chunk = (size_t)((bs ? bs : end) - r);
-        if (w)
-            memcpy(w + n, r, chunk);
+        if (w) memcpy(w + n, r, chunk);
         n += chunk;
         r += chunk;
-        if (!bs)
-            break;
-        if (++r >= end)
-            return -1;
+        if (!bs) break;
+        if (++r >= end) return -1;
         char c = *r++;
         switch (c) {
-        case '"': case '\\': case '/': PUT(c); break;
+        case '"':
+        case '\\':
+        case '/': PUT(c); break;
         case 'b': PUT('\b'); break;
         case 'f': PUT('\f'); break;
         case 'n': PUT('\n'); break;
@@ -63,8 +63,7 @@ static ptrdiff_t decode_str(const char *r, const char *end, char *w)
         case 't': PUT('\t'); break;
         case 'u': {
             uint32_t cp, lo;
-            if (!hex4(r, end, &cp))
-                return -1;
+            if (!hex4(r, end, &cp)) return -1;
             r += 4;
             if (cp >= 0xD800 && cp <= 0xDBFF) {
                 if (end - r < 6 || r[0] != '\\' || r[1] != 'u' || !hex4(r + 2, end, &lo) || lo < 0xDC00 || lo > 0xDFFF)
@@ -91,8 +90,7 @@ static ptrdiff_t decode_str(const char *r, const char *end, char *w)
             }
             break;
         }
-        default:
-            return -1;
+        default: return -1;
         }
     }
 #undef PUT
@@ -105,12 +103,10 @@ static bool is_str_token(const char *p, size_t s, size_t e) { return e - s >= 2 
  * string or does not decode. */
 static const char *arena_str(arena_t *a, const char *p, size_t s, size_t e)
 {
-    if (!is_str_token(p, s, e) || a->len + (e - s) > a->cap)
-        return NULL;
+    if (!is_str_token(p, s, e) || a->len + (e - s) > a->cap) return NULL;
     char *out = a->p + a->len;
     ptrdiff_t n = decode_str(p + s + 1, p + e - 1, out);
-    if (n < 0)
-        return NULL;
+    if (n < 0) return NULL;
     out[n] = '\0';
     a->len += (size_t)n + 1;
     return out;
@@ -119,11 +115,9 @@ static const char *arena_str(arena_t *a, const char *p, size_t s, size_t e)
 /* A string-or-null member value at p[s..e): "" for null, NULL (and *bad) otherwise. */
 static const char *str_or_empty(arena_t *a, const char *p, size_t s, size_t e, bool *bad)
 {
-    if (!e || p[s] == 'n')
-        return "";
+    if (!e || p[s] == 'n') return "";
     const char *r = arena_str(a, p, s, e);
-    if (!r)
-        *bad = true;
+    if (!r) *bad = true;
     return r ? r : "";
 }
 
@@ -134,7 +128,7 @@ typedef struct kvvec {
     lop_kv_t small[16];
 } kvvec_t;
 
-#define KVVEC_INIT(kv) ((kv).v = (kv).small, (kv).n = 0, (kv).cap = sizeof (kv).small / sizeof (kv).small[0])
+#define KVVEC_INIT(kv) ((kv).v = (kv).small, (kv).n = 0, (kv).cap = sizeof(kv).small / sizeof(kv).small[0])
 
 /* Last one wins for a repeated key, as in a parsed JSON object. */
 static void kv_set(kvvec_t *kv, const char *k, const char *v)
@@ -147,8 +141,7 @@ static void kv_set(kvvec_t *kv, const char *k, const char *v)
     if (kv->n == kv->cap) {
         lop_kv_t *grown = lop_xmalloc(kv->cap * 2 * sizeof *kv->v);
         memcpy(grown, kv->v, kv->n * sizeof *kv->v);
-        if (kv->v != kv->small)
-            free(kv->v);
+        if (kv->v != kv->small) free(kv->v);
         kv->v = grown;
         kv->cap *= 2;
     }
@@ -159,8 +152,7 @@ static void kv_set(kvvec_t *kv, const char *k, const char *v)
  * decode. Nothing is kept: lop_obj_labels decodes them when asked. */
 static lop_rc_t check_strmap(const char *p, size_t n, size_t s, size_t e, const char *what, lop_err_t *err)
 {
-    if (!e || p[s] == 'n')
-        return LOP_OK;
+    if (!e || p[s] == 'n') return LOP_OK;
     lop_jscan_iter_t it;
     if (p[s] != '{' || lop_jscan_object_begin_trusted(&it, p, n, s) != 0)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.labels/annotations is not an object");
@@ -173,8 +165,7 @@ static lop_rc_t check_strmap(const char *p, size_t n, size_t s, size_t e, const 
             return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.%s[%.*s] is not a string", what,
                                (int)(it.key_len < 200 ? it.key_len : 200), it.key);
     }
-    if (r < 0)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.%s: malformed JSON", what);
+    if (r < 0) return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.%s: malformed JSON", what);
     return LOP_OK;
 }
 
@@ -182,13 +173,11 @@ static lop_rc_t check_strmap(const char *p, size_t n, size_t s, size_t e, const 
 static void decode_strmap(arena_t *a, const char *p, size_t n, size_t s, size_t e, kvvec_t *kv)
 {
     lop_jscan_iter_t it;
-    if (!e || p[s] != '{' || lop_jscan_object_begin_trusted(&it, p, n, s) != 0)
-        return;
+    if (!e || p[s] != '{' || lop_jscan_object_begin_trusted(&it, p, n, s) != 0) return;
     while (lop_jscan_object_next(&it) == 1) {
         size_t ks = (size_t)(it.key - p) - 1;
         const char *k = arena_str(a, p, ks, ks + it.key_len + 2), *v = arena_str(a, p, it.val_start, it.val_end);
-        if (k && v)
-            kv_set(kv, k, v);
+        if (k && v) kv_set(kv, k, v);
     }
 }
 
@@ -197,17 +186,13 @@ static bool parse_int64(const char *p, size_t s, size_t e, int64_t *out)
 {
     size_t i = s;
     bool neg = false;
-    if (i < e && p[i] == '-')
-        neg = true, i++;
-    if (i == e)
-        return false;
+    if (i < e && p[i] == '-') neg = true, i++;
+    if (i == e) return false;
     uint64_t v = 0, lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
     for (; i < e; i++) {
-        if (p[i] < '0' || p[i] > '9')
-            return false;
+        if (p[i] < '0' || p[i] > '9') return false;
         unsigned d = (unsigned)(p[i] - '0');
-        if (v > (lim - d) / 10)
-            return false;
+        if (v > (lim - d) / 10) return false;
         v = v * 10 + d;
     }
     *out = neg ? (int64_t)(0 - v) : (int64_t)v;
@@ -224,8 +209,7 @@ typedef struct uidvec {
 static lop_rc_t scan_owners(lop_obj_t *o, uidvec_t *uids, arena_t *a, const char *p, size_t n, size_t s, size_t e,
                             lop_err_t *err)
 {
-    if (!e || p[s] == 'n')
-        return LOP_OK;
+    if (!e || p[s] == 'n') return LOP_OK;
     lop_jscan_iter_t it, rt;
     if (p[s] != '[' || lop_jscan_array_begin_trusted(&it, p, n, s) != 0)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.ownerReferences is not an array");
@@ -238,8 +222,11 @@ static lop_rc_t scan_owners(lop_obj_t *o, uidvec_t *uids, arena_t *a, const char
         bool controller = false;
         int rr;
         while ((rr = lop_jscan_object_next(&rt)) == 1) {
-            int f = lop_jscan_key_is(&rt, "apiVersion") ? 0 : lop_jscan_key_is(&rt, "kind") ? 1
-                  : lop_jscan_key_is(&rt, "name") ? 2 : lop_jscan_key_is(&rt, "uid") ? 3 : -1;
+            int f = lop_jscan_key_is(&rt, "apiVersion") ? 0
+                    : lop_jscan_key_is(&rt, "kind")     ? 1
+                    : lop_jscan_key_is(&rt, "name")     ? 2
+                    : lop_jscan_key_is(&rt, "uid")      ? 3
+                                                        : -1;
             if (f >= 0)
                 sp[f][0] = rt.val_start, sp[f][1] = rt.val_end;
             else if (lop_jscan_key_is(&rt, "controller"))
@@ -248,15 +235,16 @@ static lop_rc_t scan_owners(lop_obj_t *o, uidvec_t *uids, arena_t *a, const char
         if (rr < 0)
             return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.ownerReferences[%zu]: malformed JSON", i);
         bool bad = false;
-        lop_owner_ref_t ref = {str_or_empty(a, p, sp[0][0], sp[0][1], &bad), str_or_empty(a, p, sp[1][0], sp[1][1], &bad),
-                               str_or_empty(a, p, sp[2][0], sp[2][1], &bad), str_or_empty(a, p, sp[3][0], sp[3][1], &bad)};
+        lop_owner_ref_t ref = {
+            str_or_empty(a, p, sp[0][0], sp[0][1], &bad), str_or_empty(a, p, sp[1][0], sp[1][1], &bad),
+            str_or_empty(a, p, sp[2][0], sp[2][1], &bad), str_or_empty(a, p, sp[3][0], sp[3][1], &bad)};
         if (bad)
-            return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.ownerReferences[%zu] has a non-string field", i);
+            return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.ownerReferences[%zu] has a non-string field",
+                               i);
         if (uids->n == uids->cap) {
             const char **grown = lop_xmalloc(uids->cap * 2 * sizeof *grown);
             memcpy(grown, uids->v, uids->n * sizeof *grown);
-            if (uids->v != uids->small)
-                free(uids->v);
+            if (uids->v != uids->small) free(uids->v);
             uids->v = grown;
             uids->cap *= 2;
         }
@@ -266,25 +254,28 @@ static lop_rc_t scan_owners(lop_obj_t *o, uidvec_t *uids, arena_t *a, const char
             o->controller = ref;
         }
     }
-    if (r < 0)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.ownerReferences: malformed JSON");
+    if (r < 0) return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.ownerReferences: malformed JSON");
     return LOP_OK;
 }
 
 /* Metadata members we read; the last occurrence of a repeated key wins, as in a parsed object. */
 enum { M_NAMESPACE, M_NAME, M_UID, M_RV, M_GENERATION, M_DELETION, M_LABELS, M_ANNOTATIONS, M_OWNERS, M_COUNT };
-#define KEY(k) {k, sizeof k - 1}
+#define KEY(k)          \
+    {                   \
+        k, sizeof k - 1 \
+    }
 static const struct {
     const char *key;
     size_t len;
-} meta_keys[M_COUNT] = {KEY("namespace"), KEY("name"), KEY("uid"), KEY("resourceVersion"), KEY("generation"),
-                        KEY("deletionTimestamp"), KEY("labels"), KEY("annotations"), KEY("ownerReferences")};
+} meta_keys[M_COUNT] = {KEY("namespace"),       KEY("name"),        KEY("uid"),
+                        KEY("resourceVersion"), KEY("generation"),  KEY("deletionTimestamp"),
+                        KEY("labels"),          KEY("annotations"), KEY("ownerReferences")};
 #undef KEY
 
 /* Fill o's metadata fields from the member spans of the metadata object in p (strings into a,
  * owner uids into uids), and check labels and annotations. */
-static lop_rc_t fill_meta(lop_obj_t *o, arena_t *a, uidvec_t *uids, const char *p, size_t n,
-                          size_t sp[M_COUNT][2], lop_err_t *err)
+static lop_rc_t fill_meta(lop_obj_t *o, arena_t *a, uidvec_t *uids, const char *p, size_t n, size_t sp[M_COUNT][2],
+                          lop_err_t *err)
 {
     bool bad = false;
     o->namespace_ = str_or_empty(a, p, sp[M_NAMESPACE][0], sp[M_NAMESPACE][1], &bad);
@@ -292,20 +283,17 @@ static lop_rc_t fill_meta(lop_obj_t *o, arena_t *a, uidvec_t *uids, const char *
     o->uid = str_or_empty(a, p, sp[M_UID][0], sp[M_UID][1], &bad);
     o->rv = str_or_empty(a, p, sp[M_RV][0], sp[M_RV][1], &bad);
     if (bad)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata: name, namespace, uid and resourceVersion must be strings");
+        return lop_err_set(err, LOP_EINVAL, 0, NULL,
+                           "object metadata: name, namespace, uid and resourceVersion must be strings");
     size_t gs = sp[M_GENERATION][0], ge = sp[M_GENERATION][1];
     if (ge && p[gs] != 'n' && !parse_int64(p, gs, ge, &o->generation))
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata.generation is not an integer");
     o->deleting = sp[M_DELETION][1] && p[sp[M_DELETION][0]] != 'n';
     lop_rc_t rc = check_strmap(p, n, sp[M_LABELS][0], sp[M_LABELS][1], "labels", err);
-    if (rc == LOP_OK)
-        rc = check_strmap(p, n, sp[M_ANNOTATIONS][0], sp[M_ANNOTATIONS][1], "annotations", err);
-    if (rc == LOP_OK)
-        rc = scan_owners(o, uids, a, p, n, sp[M_OWNERS][0], sp[M_OWNERS][1], err);
-    if (rc != LOP_OK)
-        return rc;
-    if (!o->has_controller)
-        o->controller = (lop_owner_ref_t){"", "", "", ""};
+    if (rc == LOP_OK) rc = check_strmap(p, n, sp[M_ANNOTATIONS][0], sp[M_ANNOTATIONS][1], "annotations", err);
+    if (rc == LOP_OK) rc = scan_owners(o, uids, a, p, n, sp[M_OWNERS][0], sp[M_OWNERS][1], err);
+    if (rc != LOP_OK) return rc;
+    if (!o->has_controller) o->controller = (lop_owner_ref_t){"", "", "", ""};
     return LOP_OK;
 }
 
@@ -324,8 +312,7 @@ typedef struct layout {
 
 static void lay(layout_t *l, int kind, const char *p, size_t n)
 {
-    if (!n)
-        return;
+    if (!n) return;
     l->pc[l->n++] = (piece_t){kind, p, n};
     l->len += kind == P_STR ? lop_json_str_len(p, n) : n;
 }
@@ -381,8 +368,7 @@ static lop_obj_t *assemble(const lop_obj_t *t, const layout_t *l, const arena_t 
     o->controller.name = moved(t->controller.name, a, strs);
     o->controller.uid = moved(t->controller.uid, a, strs);
     const char **ou = (const char **)(void *)(base + uids_off);
-    for (size_t i = 0; i < uids->n; i++)
-        ou[i] = moved(uids->v[i], a, strs);
+    for (size_t i = 0; i < uids->n; i++) ou[i] = moved(uids->v[i], a, strs);
     o->owner_uids = uids->n ? ou : NULL;
     o->nowners = uids->n;
     o->khash_ = lop_obj_key_hash_of(o);
@@ -414,8 +400,8 @@ static uint32_t off32(size_t v) { return (uint32_t)v; }
 
 /* endp NULL: json[0..len) is exactly one object (whitespace around it allowed); else the object
  * starts at json[0] (whitespace allowed), may be followed by anything, and *endp gets its end. */
-static lop_rc_t build(const char *json, size_t len, int flags, const char *dflt_api_version,
-                      const char *dflt_kind, size_t *endp, lop_obj_t **out, lop_err_t *err)
+static lop_rc_t build(const char *json, size_t len, int flags, const char *dflt_api_version, const char *dflt_kind,
+                      size_t *endp, lop_obj_t **out, lop_err_t *err)
 {
     lop_heap_advise(); /* the cache grows here: huge pages for a large heap (host/util/malloc_tune.h) */
     /* One pass validates the whole document (unless the caller already did) and, inside
@@ -460,8 +446,7 @@ static lop_rc_t build(const char *json, size_t len, int flags, const char *dflt_
                 first = false;
                 prev_end = mt.val_end;
             }
-            if (rr < 0)
-                return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata: malformed or truncated JSON");
+            if (rr < 0) return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata: malformed or truncated JSON");
             ve = mt.pos;
         } else if (trusted) {
             ve = lop_jscan_skip_trusted(json, len, vs);
@@ -476,30 +461,26 @@ static lop_rc_t build(const char *json, size_t len, int flags, const char *dflt_
             ks = vs, ke = ve;
         it.pos = ve;
     }
-    if (r < 0)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "object: malformed or truncated JSON");
+    if (r < 0) return lop_err_set(err, LOP_EINVAL, 0, NULL, "object: malformed or truncated JSON");
     size_t e = it.pos;
     if (endp)
         *endp = e;
     else if (lop_jscan_ws(json, len, e) != len)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "object: trailing bytes after the JSON object");
-    if (me && json[ms] != '{')
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata is not an object");
+    if (me && json[ms] != '{') return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata is not an object");
     if (e - s > UINT32_MAX / 2)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "object: %zu bytes is too large for a cache entry", e - s);
 
     size_t dal = dflt_api_version ? strlen(dflt_api_version) : 0, dkl = dflt_kind ? strlen(dflt_kind) : 0;
     bool meta_only = flags & LOP_OBJ_METADATA_ONLY;
     /* the API server's metadata-only view of an object: cached as the watched kind's entry */
-    if (meta_only && dal && dkl && is_partial_metadata(json, as, ae, ks, ke))
-        as = ae = ks = ke = 0;
+    if (meta_only && dal && dkl && is_partial_metadata(json, as, ae, ks, ke)) as = ae = ks = ke = 0;
     /* The arena holds the strings decoded from the members we read, each no longer than its
      * token: sized by those members' spans, not by all of metadata (managedFields alone is
      * ~3.6 KB of a served Pod). Labels and annotations are not decoded here. */
     size_t strs = (ae - as) + (ke - ks) + dal + dkl + 2;
     for (int k = 0; k < M_COUNT; k++)
-        if (k != M_GENERATION && k != M_DELETION && k != M_LABELS && k != M_ANNOTATIONS)
-            strs += sp[k][1] - sp[k][0];
+        if (k != M_GENERATION && k != M_DELETION && k != M_LABELS && k != M_ANNOTATIONS) strs += sp[k][1] - sp[k][0];
     char stack_strs[1024];
     arena_t a = {strs <= sizeof stack_strs ? stack_strs : lop_xmalloc(strs), 0, strs};
     uidvec_t uids = {NULL, 0, 8, {NULL}};
@@ -560,19 +541,17 @@ static lop_rc_t build(const char *json, size_t len, int flags, const char *dflt_
         }
         /* where the source's bytes from `from` start in the entry, and what lies before a cut */
         size_t from = meta_only ? ms : s + 1, until = meta_only ? me : e;
-        if (meta_only && !me)
-            from = until = 0;
+        if (meta_only && !me) from = until = 0;
         if (strip) {
             lay(&l, P_SRC, json + from, cut_s - from);
             lay(&l, P_SRC, json + cut_e, until - cut_e);
         } else {
             lay(&l, P_SRC, json + from, until - from);
         }
-        if (meta_only)
-            lay_lit(&l, "}");
-        /* spans in the entry: a source offset x >= from maps to meta_at + (x - from), less the cut
+        if (meta_only) lay_lit(&l, "}");
+            /* spans in the entry: a source offset x >= from maps to meta_at + (x - from), less the cut
          * when x is past it */
-#define AT(x) (meta_at + ((x) - from) - (strip && (x) >= cut_e ? cut : 0))
+#define AT(x) (meta_at + ((x)-from) - (strip && (x) >= cut_e ? cut : 0))
         if (me) {
             t.meta_s_ = off32(AT(ms));
             t.meta_e_ = off32(AT(me));
@@ -592,10 +571,8 @@ static lop_rc_t build(const char *json, size_t len, int flags, const char *dflt_
 #undef AT
         *out = assemble(&t, &l, &a, &uids);
     }
-    if (a.p != stack_strs)
-        free(a.p);
-    if (uids.v != uids.small)
-        free(uids.v);
+    if (a.p != stack_strs) free(a.p);
+    if (uids.v != uids.small) free(uids.v);
     return rc;
 }
 
@@ -603,8 +580,7 @@ const json_t *lop_obj_metadata(const lop_obj_t *co)
 {
     lop_obj_t *o = (lop_obj_t *)co;
     const json_t *m = atomic_load_explicit(&o->metadata, memory_order_acquire);
-    if (m)
-        return m;
+    if (m) return m;
     json_t *t = NULL;
     if (o->meta_e_ > o->meta_s_) {
         if (o->mf_e_ > o->mf_s_) {
@@ -633,8 +609,8 @@ const json_t *lop_obj_metadata(const lop_obj_t *co)
     return t;
 }
 
-lop_rc_t lop_obj_new_item(const char *json, size_t len, int flags, const char *dflt_api_version,
-                          const char *dflt_kind, lop_obj_t **out, lop_err_t *err)
+lop_rc_t lop_obj_new_item(const char *json, size_t len, int flags, const char *dflt_api_version, const char *dflt_kind,
+                          lop_obj_t **out, lop_err_t *err)
 {
     return build(json, len, flags, dflt_api_version, dflt_kind, NULL, out, err);
 }
@@ -658,10 +634,8 @@ lop_obj_t *lop_obj_ref(lop_obj_t *o)
 
 void lop_obj_unref(lop_obj_t *o)
 {
-    if (!o)
-        return;
-    if (atomic_fetch_sub_explicit((_Atomic int *)&o->refs_, 1, memory_order_acq_rel) != 1)
-        return;
+    if (!o) return;
+    if (atomic_fetch_sub_explicit((_Atomic int *)&o->refs_, 1, memory_order_acq_rel) != 1) return;
     json_decref((json_t *)atomic_load_explicit(&o->metadata, memory_order_acquire));
     free(atomic_load_explicit(&o->lab_kv_, memory_order_acquire));
     free(atomic_load_explicit(&o->ann_kv_, memory_order_acquire));
@@ -691,19 +665,16 @@ static struct lop_obj_kvs *decode_kvs(const lop_obj_t *o, uint32_t s, uint32_t e
     for (size_t i = 0; i < kv.n; i++)
         k->kv[i] = (lop_kv_t){moved(kv.v[i].key, &a, strs), moved(kv.v[i].value, &a, strs)};
     free(a.p);
-    if (kv.v != kv.small)
-        free(kv.v);
+    if (kv.v != kv.small) free(kv.v);
     return k;
 }
 
 /* The map kept in *slot, decoded and installed on the first call (NULL when the span is empty). */
 static const struct lop_obj_kvs *kvs_of(const lop_obj_t *o, struct lop_obj_kvs *_Atomic *slot, uint32_t s, uint32_t e)
 {
-    if (!e)
-        return NULL;
+    if (!e) return NULL;
     struct lop_obj_kvs *k = atomic_load_explicit(slot, memory_order_acquire);
-    if (k)
-        return k;
+    if (k) return k;
     k = decode_kvs(o, s, e);
     struct lop_obj_kvs *expected = NULL;
     if (!atomic_compare_exchange_strong_explicit(slot, &expected, k, memory_order_acq_rel, memory_order_acquire)) {
@@ -734,25 +705,22 @@ const lop_kv_t *lop_obj_annotations(const lop_obj_t *co, size_t *n)
 /* Two maps are equal when they have the same keys with the same values (keys are unique). */
 static bool kv_equal(const lop_kv_t *a, size_t na, const lop_kv_t *b, size_t nb)
 {
-    if (na != nb)
-        return false;
+    if (na != nb) return false;
     for (size_t i = 0; i < na; i++) {
         bool found = false;
         for (size_t j = 0; j < nb && !found; j++)
             found = strcmp(a[i].key, b[j].key) == 0 && strcmp(a[i].value, b[j].value) == 0;
-        if (!found)
-            return false;
+        if (!found) return false;
     }
     return true;
 }
 
 /* The map kept in *slot, or a scratch decode of it put in *tmp (freed by the caller). */
-static const struct lop_obj_kvs *kvs_peek(const lop_obj_t *o, struct lop_obj_kvs *_Atomic *slot, uint32_t s,
-                                          uint32_t e, struct lop_obj_kvs **tmp)
+static const struct lop_obj_kvs *kvs_peek(const lop_obj_t *o, struct lop_obj_kvs *_Atomic *slot, uint32_t s, uint32_t e,
+                                          struct lop_obj_kvs **tmp)
 {
     *tmp = NULL;
-    if (!e)
-        return NULL;
+    if (!e) return NULL;
     struct lop_obj_kvs *k = atomic_load_explicit(slot, memory_order_acquire);
     return k ? k : (*tmp = decode_kvs(o, s, e));
 }
@@ -760,8 +728,7 @@ static const struct lop_obj_kvs *kvs_peek(const lop_obj_t *o, struct lop_obj_kvs
 static bool maps_equal(const lop_obj_t *a, struct lop_obj_kvs *_Atomic *as, uint32_t a0, uint32_t a1,
                        const lop_obj_t *b, struct lop_obj_kvs *_Atomic *bs, uint32_t b0, uint32_t b1)
 {
-    if (a1 - a0 == b1 - b0 && memcmp(a->json + a0, b->json + b0, a1 - a0) == 0)
-        return true;
+    if (a1 - a0 == b1 - b0 && memcmp(a->json + a0, b->json + b0, a1 - a0) == 0) return true;
     struct lop_obj_kvs *ta, *tb;
     size_t na, nb;
     const lop_kv_t *x = kvs_array(kvs_peek(a, as, a0, a1, &ta), &na), *y = kvs_array(kvs_peek(b, bs, b0, b1, &tb), &nb);
@@ -786,8 +753,7 @@ bool lop_obj_annotations_equal(const lop_obj_t *ca, const lop_obj_t *cb)
 static const char *kv_find(const lop_kv_t *kv, size_t n, const char *key)
 {
     for (size_t i = 0; i < n; i++)
-        if (strcmp(kv[i].key, key) == 0)
-            return kv[i].value;
+        if (strcmp(kv[i].key, key) == 0) return kv[i].value;
     return NULL;
 }
 
@@ -808,7 +774,6 @@ const char *lop_obj_annotation(const lop_obj_t *o, const char *key)
 bool lop_obj_owned_by(const lop_obj_t *o, const char *uid)
 {
     for (size_t i = 0; i < o->nowners; i++)
-        if (strcmp(o->owner_uids[i], uid) == 0)
-            return true;
+        if (strcmp(o->owner_uids[i], uid) == 0) return true;
     return false;
 }

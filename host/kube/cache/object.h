@@ -45,24 +45,24 @@ typedef struct lop_owner_ref {
 typedef struct lop_obj {
     const char *json; /* the object (managedFields stripped unless kept), NUL-terminated */
     size_t json_len;
-    const char *api_version, *kind;          /* "" when absent (built-in list items) */
+    const char *api_version, *kind;           /* "" when absent (built-in list items) */
     const char *namespace_, *name, *uid, *rv; /* "" when absent; rv = metadata.resourceVersion */
-    int64_t generation;                      /* 0 when absent */
-    bool deleting;                           /* metadata.deletionTimestamp is set */
-    bool has_controller;                     /* an ownerReference with controller: true exists */
-    lop_owner_ref_t controller;              /* the first such reference */
-    const char *const *owner_uids;           /* uids of every ownerReference */
+    int64_t generation;                       /* 0 when absent */
+    bool deleting;                            /* metadata.deletionTimestamp is set */
+    bool has_controller;                      /* an ownerReference with controller: true exists */
+    lop_owner_ref_t controller;               /* the first such reference */
+    const char *const *owner_uids;            /* uids of every ownerReference */
     size_t nowners;
     /* The parsed metadata object without managedFields (borrowed; never modify). Built on
      * demand: NULL until lop_obj_metadata(o) has been called once — call that instead. */
     const json_t *_Atomic metadata;
     /* private */
     int refs_;
-    uint32_t khash_;                          /* lop_obj_key_hash */
-    uint32_t meta_s_, meta_e_, mf_s_, mf_e_;  /* metadata span in json; a kept managedFields cut in it */
-    uint32_t lab_s_, lab_e_, ann_s_, ann_e_;  /* labels / annotations values in json (0, 0: absent) */
-    struct lop_obj_kvs *_Atomic lab_kv_;      /* lop_obj_labels, decoded on demand */
-    struct lop_obj_kvs *_Atomic ann_kv_;      /* lop_obj_annotations, decoded on demand */
+    uint32_t khash_;                         /* lop_obj_key_hash */
+    uint32_t meta_s_, meta_e_, mf_s_, mf_e_; /* metadata span in json; a kept managedFields cut in it */
+    uint32_t lab_s_, lab_e_, ann_s_, ann_e_; /* labels / annotations values in json (0, 0: absent) */
+    struct lop_obj_kvs *_Atomic lab_kv_;     /* lop_obj_labels, decoded on demand */
+    struct lop_obj_kvs *_Atomic ann_kv_;     /* lop_obj_annotations, decoded on demand */
 } lop_obj_t;
 
 /* Build flags. */
@@ -92,8 +92,8 @@ lop_rc_t lop_obj_new(const char *json, size_t len, int flags, lop_obj_t **out, l
 /* Same, for an item of a list response: when the item has no kind/apiVersion (built-in lists,
  * reference C.17), use these (may be NULL); with LOP_OBJ_METADATA_ONLY, also in place of a
  * PartialObjectMetadata's (both must then be non-empty). */
-lop_rc_t lop_obj_new_item(const char *json, size_t len, int flags, const char *api_version,
-                          const char *kind, lop_obj_t **out, lop_err_t *err);
+lop_rc_t lop_obj_new_item(const char *json, size_t len, int flags, const char *api_version, const char *kind,
+                          lop_obj_t **out, lop_err_t *err);
 /* Same (api_version/kind as for lop_obj_new_item, may be NULL), for an object that starts
  * json[0..len) (leading whitespace allowed) and is followed by other bytes: the "object" member
  * of a watch event, or a list item at the front of a chunk, built in the pass that validates

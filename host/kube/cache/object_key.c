@@ -14,8 +14,7 @@ int lop_obj_key(const lop_obj_t *o, char *buf, size_t len)
             size_t c = nsl < len - 1 ? nsl : len - 1;
             memcpy(buf, o->namespace_, c);
             w = c;
-            if (w < len - 1)
-                buf[w++] = '/';
+            if (w < len - 1) buf[w++] = '/';
         }
         size_t c = nl < len - 1 - w ? nl : len - 1 - w;
         memcpy(buf + w, o->name, c);
@@ -25,7 +24,7 @@ int lop_obj_key(const lop_obj_t *o, char *buf, size_t len)
 }
 
 #define FNV_OFFSET UINT32_C(2166136261)
-#define FNV_PRIME UINT32_C(16777619)
+#define FNV_PRIME  UINT32_C(16777619)
 
 static uint32_t fnv(uint32_t h, const char *s, size_t n)
 {
@@ -41,8 +40,7 @@ uint32_t lop_key_hash(const char *key, size_t len) { return fnv(FNV_OFFSET, key,
 uint32_t lop_obj_key_hash_of(const lop_obj_t *o)
 {
     uint32_t h = FNV_OFFSET;
-    if (*o->namespace_)
-        h = fnv(fnv(h, o->namespace_, strlen(o->namespace_)), "/", 1);
+    if (*o->namespace_) h = fnv(fnv(h, o->namespace_, strlen(o->namespace_)), "/", 1);
     return fnv(h, o->name, strlen(o->name));
 }
 
@@ -52,8 +50,7 @@ bool lop_obj_key_eq(const lop_obj_t *o, const char *key, size_t len)
 {
     size_t nsl = strlen(o->namespace_);
     if (nsl) {
-        if (len <= nsl || memcmp(key, o->namespace_, nsl) != 0 || key[nsl] != '/')
-            return false;
+        if (len <= nsl || memcmp(key, o->namespace_, nsl) != 0 || key[nsl] != '/') return false;
         key += nsl + 1;
         len -= nsl + 1;
     }
@@ -64,10 +61,8 @@ bool lop_obj_key_eq(const lop_obj_t *o, const char *key, size_t len)
 static int key_byte(const lop_obj_t *o, size_t nsl, size_t i)
 {
     if (nsl) {
-        if (i < nsl)
-            return (unsigned char)o->namespace_[i];
-        if (i == nsl)
-            return '/';
+        if (i < nsl) return (unsigned char)o->namespace_[i];
+        if (i == nsl) return '/';
         i -= nsl + 1;
     }
     unsigned char c = (unsigned char)o->name[i];
@@ -79,19 +74,15 @@ int lop_obj_key_cmp(const lop_obj_t *a, const lop_obj_t *b)
     size_t an = strlen(a->namespace_), bn = strlen(b->namespace_);
     if (an && an == bn) { /* the common case: same namespace, compare names */
         int c = memcmp(a->namespace_, b->namespace_, an);
-        if (c)
-            return c;
+        if (c) return c;
         return strcmp(a->name, b->name);
     }
     for (size_t i = 0;; i++) {
         int x = key_byte(a, an, i), y = key_byte(b, bn, i);
-        if (x != y)
-            return x < y ? -1 : 1;
-        if (x < 0)
-            return 0;
+        if (x != y) return x < y ? -1 : 1;
+        if (x < 0) return 0;
     }
 }
-
 
 bool lop_obj_same_key(const lop_obj_t *a, const lop_obj_t *b)
 {

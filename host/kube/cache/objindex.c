@@ -19,10 +19,7 @@ typedef struct group {
     char key[];       /* the value, copied: any member may leave first */
 } group_t;
 
-void lop_objindex_init(lop_objindex_t *x, lop_objindex_key_fn key_of)
-{
-    *x = (lop_objindex_t){NULL, 0, 0, key_of};
-}
+void lop_objindex_init(lop_objindex_t *x, lop_objindex_key_fn key_of) { *x = (lop_objindex_t){NULL, 0, 0, key_of}; }
 
 void lop_objindex_cleanup(lop_objindex_t *x)
 {
@@ -50,8 +47,7 @@ static size_t find_slot(const lop_objindex_t *x, const char *key, uint32_t h)
     size_t mask = x->cap - 1;
     for (size_t i = lop_objset_home(h, x->cap);; i = (i + 1) & mask) {
         const lop_objindex_slot_t *sl = &x->slots[i];
-        if (!sl->p || (sl->hash == h && strcmp(slot_value(x, sl), key) == 0))
-            return i;
+        if (!sl->p || (sl->hash == h && strcmp(slot_value(x, sl), key) == 0)) return i;
     }
 }
 
@@ -59,8 +55,7 @@ static size_t find_slot(const lop_objindex_t *x, const char *key, uint32_t h)
 static size_t free_slot(const lop_objindex_slot_t *slots, size_t cap, uint32_t h)
 {
     size_t i = lop_objset_home(h, cap);
-    while (slots[i].p)
-        i = (i + 1) & (cap - 1);
+    while (slots[i].p) i = (i + 1) & (cap - 1);
     return i;
 }
 
@@ -68,8 +63,7 @@ static void resize(lop_objindex_t *x, size_t newcap)
 {
     lop_objindex_slot_t *slots = lop_xcalloc(newcap, sizeof *slots);
     for (size_t i = 0; i < x->cap; i++)
-        if (x->slots[i].p)
-            slots[free_slot(slots, newcap, x->slots[i].hash)] = x->slots[i];
+        if (x->slots[i].p) slots[free_slot(slots, newcap, x->slots[i].hash)] = x->slots[i];
     free(x->slots);
     x->slots = slots;
     x->cap = newcap;
@@ -138,21 +132,17 @@ static void remove_at(lop_objindex_t *x, size_t i)
 
 void lop_objindex_del(lop_objindex_t *x, const lop_obj_t *o, uint32_t ix)
 {
-    if (!x->count)
-        return;
+    if (!x->count) return;
     const char *key = x->key_of(o, ix);
     size_t i = find_slot(x, key, lop_key_hash(key, strlen(key)));
     lop_objindex_slot_t *sl = &x->slots[i];
-    if (!sl->p)
-        return;
+    if (!sl->p) return;
     if (sl->ix != GROUP) {
-        if (lop_obj_same_key(sl->p, o))
-            remove_at(x, i);
+        if (lop_obj_same_key(sl->p, o)) remove_at(x, i);
         return;
     }
     group_t *g = sl->p;
-    if (!lop_objset_remove(&g->set, o) || g->set.count > 1)
-        return;
+    if (!lop_objset_remove(&g->set, o) || g->set.count > 1) return;
     /* one object left: inline it again, at the position of the value among its own */
     size_t it = 0;
     lop_obj_t *last = lop_objset_next(&g->set, &it);
@@ -168,8 +158,7 @@ void lop_objindex_del(lop_objindex_t *x, const lop_obj_t *o, uint32_t ix)
 lop_objindex_hit_t lop_objindex_find(const lop_objindex_t *x, const char *key)
 {
     lop_objindex_hit_t hit = {NULL, NULL};
-    if (!x->count)
-        return hit;
+    if (!x->count) return hit;
     const lop_objindex_slot_t *sl = &x->slots[find_slot(x, key, lop_key_hash(key, strlen(key)))];
     if (sl->p && sl->ix == GROUP)
         hit.many = &((const group_t *)sl->p)->set;

@@ -12,7 +12,7 @@
 
 #include <stdlib.h>
 
-#define TAG_MASK ((uintptr_t)_Alignof(lop_obj_t) - 1)
+#define TAG_MASK ((uintptr_t) _Alignof(lop_obj_t) - 1)
 
 /* The tag of key hash h: its top bits (the home slot uses all of them, mixed). */
 static uintptr_t tag(uint32_t h) { return (uintptr_t)(h >> 24) & TAG_MASK; }
@@ -22,8 +22,7 @@ static lop_obj_t *obj_of(uintptr_t v) { return (lop_obj_t *)(v & ~TAG_MASK); }
 size_t lop_objset_cap_for(size_t n)
 {
     size_t cap = LOP_OBJSET_MIN_CAP;
-    while (n > cap / 4 * 3)
-        cap *= 2;
+    while (n > cap / 4 * 3) cap *= 2;
     return cap;
 }
 
@@ -41,8 +40,7 @@ static void resize(lop_objset_t *s, size_t newcap)
     uintptr_t *slots = lop_xcalloc(newcap, sizeof *slots);
     size_t mask = newcap - 1;
     for (size_t i = 0; i < s->cap; i++) {
-        if (!s->slots[i])
-            continue;
+        if (!s->slots[i]) continue;
         size_t j = lop_objset_home(lop_obj_key_hash(obj_of(s->slots[i])), newcap);
         while (slots[j]) /* keys are distinct: no comparison, first free slot */
             j = (j + 1) & mask;
@@ -85,10 +83,8 @@ static inline size_t probe(const lop_objset_t *s, uint32_t h, bool (*same)(const
     uintptr_t t = tag(h);
     for (size_t i = lop_objset_home(h, s->cap);; i = (i + 1) & mask) {
         uintptr_t v = s->slots[i];
-        if (!v)
-            return i;
-        if ((v & TAG_MASK) == t && same(obj_of(v), h, arg))
-            return i;
+        if (!v) return i;
+        if ((v & TAG_MASK) == t && same(obj_of(v), h, arg)) return i;
     }
 }
 
@@ -124,8 +120,7 @@ static lop_obj_t *insert(lop_objset_t *s, lop_obj_t *o, bool replace)
         i = slot_like(s, o, h);
         if (s->slots[i]) {
             lop_obj_t *cur = obj_of(s->slots[i]);
-            if (replace)
-                s->slots[i] = pack(o, h);
+            if (replace) s->slots[i] = pack(o, h);
             return cur;
         }
     }
@@ -169,16 +164,14 @@ static lop_obj_t *remove_at(lop_objset_t *s, size_t i)
 
 lop_obj_t *lop_objset_del(lop_objset_t *s, const char *key, size_t len, uint32_t hash)
 {
-    if (!s->count)
-        return NULL;
+    if (!s->count) return NULL;
     size_t i = slot_key(s, key, len, hash);
     return s->slots[i] ? remove_at(s, i) : NULL;
 }
 
 lop_obj_t *lop_objset_remove(lop_objset_t *s, const lop_obj_t *like)
 {
-    if (!s->count)
-        return NULL;
+    if (!s->count) return NULL;
     size_t i = slot_like(s, like, lop_obj_key_hash(like));
     return s->slots[i] ? remove_at(s, i) : NULL;
 }
@@ -187,8 +180,7 @@ lop_obj_t *lop_objset_next(const lop_objset_t *s, size_t *it)
 {
     while (*it < s->cap) {
         uintptr_t v = s->slots[(*it)++];
-        if (v)
-            return obj_of(v);
+        if (v) return obj_of(v);
     }
     return NULL;
 }

@@ -29,11 +29,14 @@
 
 typedef struct lop_objset {
     uintptr_t *slots; /* cap entries: tagged member addresses, 0 = empty (private; objset.c) */
-    size_t cap;        /* 0 or a power of two; read-only */
-    size_t count;      /* members; read-only */
+    size_t cap;       /* 0 or a power of two; read-only */
+    size_t count;     /* members; read-only */
 } lop_objset_t;
 
-#define LOP_OBJSET_INIT {NULL, 0, 0}
+#define LOP_OBJSET_INIT \
+    {                   \
+        NULL, 0, 0      \
+    }
 
 /* Free the table; the members are untouched. The set is left empty and reusable. */
 void lop_objset_cleanup(lop_objset_t *s);

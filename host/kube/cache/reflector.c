@@ -10,11 +10,11 @@
 #include <string.h>
 #include <time.h>
 
-#define BACKOFF_INITIAL (800 * LOP_NS_PER_MS)
-#define BACKOFF_CAP (30 * LOP_NS_PER_S)
-#define BACKOFF_RESET (120 * LOP_NS_PER_S)
+#define BACKOFF_INITIAL     (800 * LOP_NS_PER_MS)
+#define BACKOFF_CAP         (30 * LOP_NS_PER_S)
+#define BACKOFF_RESET       (120 * LOP_NS_PER_S)
 #define MIN_WATCH_TIMEOUT_S 300
-#define SHORT_WATCH (1 * LOP_NS_PER_S)
+#define SHORT_WATCH         (1 * LOP_NS_PER_S)
 
 uint64_t lop_reflector_rand(lop_reflector_t *r)
 {
@@ -42,8 +42,7 @@ void lop_reflector_set_rv(lop_reflector_t *r, const char *rv)
 static int64_t backoff(lop_reflector_t *r)
 {
     int64_t now = lop_clock_mono(r->clock);
-    if (!r->bo_used || now - r->bo_last > BACKOFF_RESET)
-        r->bo_dur = BACKOFF_INITIAL;
+    if (!r->bo_used || now - r->bo_last > BACKOFF_RESET) r->bo_dur = BACKOFF_INITIAL;
     r->bo_used = true;
     r->bo_last = now;
     int64_t d = r->bo_dur;
@@ -59,8 +58,7 @@ static int64_t backoff(lop_reflector_t *r)
 lop_reflector_t *lop_reflector_new(const lop_reflector_config_t *cfg, lop_err_t *err)
 {
     if (!cfg || !cfg->lw || !cfg->store || !cfg->lw->list || !cfg->lw->watch) {
-        if (cfg && cfg->lw && cfg->lw->free)
-            cfg->lw->free(cfg->lw->ud);
+        if (cfg && cfg->lw && cfg->lw->free) cfg->lw->free(cfg->lw->ud);
         lop_err_set(err, LOP_EINVAL, 0, NULL, "reflector: a listwatch (with list and watch) and a store are required");
         return NULL;
     }
@@ -91,11 +89,9 @@ lop_reflector_t *lop_reflector_new(const lop_reflector_config_t *cfg, lop_err_t 
 
 void lop_reflector_free(lop_reflector_t *r)
 {
-    if (!r)
-        return;
+    if (!r) return;
     lop_reflector_stop(r);
-    if (r->lw.free)
-        r->lw.free(r->lw.ud);
+    if (r->lw.free) r->lw.free(r->lw.ud);
     lop_watchdecoder_free(r->dec);
     lop_listdecoder_free(r->ldec);
     lop_store_free(r->wl_store);
@@ -137,14 +133,12 @@ void lop_reflector_stats(lop_reflector_t *r, lop_reflector_stats_t *out)
 
 static void dlock(lop_reflector_t *r)
 {
-    if (r->dlock)
-        pthread_mutex_lock(r->dlock);
+    if (r->dlock) pthread_mutex_lock(r->dlock);
 }
 
 static void dunlock(lop_reflector_t *r)
 {
-    if (r->dlock)
-        pthread_mutex_unlock(r->dlock);
+    if (r->dlock) pthread_mutex_unlock(r->dlock);
 }
 
 static void apply_upsert(lop_reflector_t *r, lop_obj_t *o)
@@ -153,8 +147,7 @@ static void apply_upsert(lop_reflector_t *r, lop_obj_t *o)
     dlock(r);
     lop_store_put(r->store, o, &old);
     if (old) {
-        if (r->h.on_update)
-            r->h.on_update(r->h.ud, old, o);
+        if (r->h.on_update) r->h.on_update(r->h.ud, old, o);
         lop_obj_unref(old);
     } else if (r->h.on_add) {
         r->h.on_add(r->h.ud, o);
@@ -168,11 +161,9 @@ static lop_obj_t *delete_key_of(lop_store_t *s, const lop_obj_t *o)
     char small[256];
     int n = lop_obj_key(o, small, sizeof small);
     char *key = (size_t)n < sizeof small ? small : lop_xmalloc((size_t)n + 1);
-    if (key != small)
-        lop_obj_key(o, key, (size_t)n + 1);
+    if (key != small) lop_obj_key(o, key, (size_t)n + 1);
     lop_obj_t *gone = lop_store_delete(s, key);
-    if (key != small)
-        free(key);
+    if (key != small) free(key);
     return gone;
 }
 
@@ -180,8 +171,7 @@ static void apply_delete(lop_reflector_t *r, lop_obj_t *o)
 {
     dlock(r);
     lop_obj_unref(delete_key_of(r->store, o));
-    if (r->h.on_delete)
-        r->h.on_delete(r->h.ud, o, false);
+    if (r->h.on_delete) r->h.on_delete(r->h.ud, o, false);
     dunlock(r);
 }
 
@@ -225,13 +215,12 @@ static int malformed(lop_reflector_t *r, const char *what, const char *detail)
 /* One pass over a watch event: validates every byte, finds the type, and builds the object
  * from the "object" member in the walk that validates it (unless the type says otherwise).
  * Returns NULL, or the cause when doc is not one valid event object. *o may be set either way. */
-static const char *parse_event(lop_reflector_t *r, const char *doc, size_t len, size_t *ts, size_t *te,
-                               size_t *os, size_t *oe, lop_obj_t **o, lop_err_t *oerr, const char **detail)
+static const char *parse_event(lop_reflector_t *r, const char *doc, size_t len, size_t *ts, size_t *te, size_t *os,
+                               size_t *oe, lop_obj_t **o, lop_err_t *oerr, const char **detail)
 {
     *detail = "";
     lop_jscan_iter_t it;
-    if (lop_jscan_object_begin(&it, doc, len, 0) != 0)
-        return "watch event is not a JSON object";
+    if (lop_jscan_object_begin(&it, doc, len, 0) != 0) return "watch event is not a JSON object";
     int k;
     while ((k = lop_jscan_object_key(&it)) == 1) {
         size_t vs = it.val_start, ve;
@@ -253,8 +242,7 @@ static const char *parse_event(lop_reflector_t *r, const char *doc, size_t len, 
             ve = vs + end;
         } else {
             size_t s0;
-            if (lop_jscan_value(doc, len, vs, &s0, &ve) != 0)
-                return "watch event: malformed JSON";
+            if (lop_jscan_value(doc, len, vs, &s0, &ve) != 0) return "watch event: malformed JSON";
             if (is_obj) {
                 lop_obj_unref(*o);
                 *o = NULL;
@@ -266,10 +254,8 @@ static const char *parse_event(lop_reflector_t *r, const char *doc, size_t len, 
             *ts = vs, *te = ve;
         it.pos = ve;
     }
-    if (k < 0)
-        return "watch event: malformed JSON";
-    if (lop_jscan_ws(doc, len, it.pos) != len)
-        return "watch event: trailing bytes after the JSON object";
+    if (k < 0) return "watch event: malformed JSON";
+    if (lop_jscan_ws(doc, len, it.pos) != len) return "watch event: trailing bytes after the JSON object";
     return NULL;
 }
 
@@ -338,8 +324,7 @@ static int on_event(void *ud, const char *doc, size_t len, bool checked)
     /* not built in the walk (the object came before the type, or a watch-list's initial state,
      * which shares the cached entries that did not change, as a relist does): the bytes are
      * validated by now */
-    if (!o && r->wl_store && added && r->wl_reuse)
-        o = lop_reflector_cached_same_rv(r, doc + os, oe - os);
+    if (!o && r->wl_store && added && r->wl_reuse) o = lop_reflector_cached_same_rv(r, doc + os, oe - os);
     const char *api, *kind;
     lop_reflector_item_gvk(r, NULL, NULL, &api, &kind);
     if (!o && lop_obj_new_item(doc + os, oe - os, r->obj_flags | LOP_OBJ_TRUSTED, api, kind, &o, &oerr) != LOP_OK)
@@ -348,8 +333,7 @@ static int on_event(void *ud, const char *doc, size_t len, bool checked)
         const char *end = lop_obj_annotation(o, "k8s.io/initial-events-end");
         if (end && strcmp(end, "true") == 0) {
             r->in_burst = false;
-            if (r->wl_store)
-                watch_list_synced(r);
+            if (r->wl_store) watch_list_synced(r);
         } else if (r->wl_store) {
             r->wl_unsupported = true; /* a plain bookmark before the end of the initial state */
             lop_obj_unref(o);
@@ -363,8 +347,7 @@ static int on_event(void *ud, const char *doc, size_t len, bool checked)
             lop_obj_unref(o);
             return malformed(r, "watch event object without metadata.name", "");
         }
-        if (!added)
-            r->in_burst = false;
+        if (!added) r->in_burst = false;
         if (r->wl_store) /* the initial state is delivered at its bookmark, as one replace */
             wl_apply(r, o, deleted);
         else if (deleted)
@@ -377,8 +360,7 @@ static int on_event(void *ud, const char *doc, size_t len, bool checked)
         pthread_mutex_unlock(&r->mu);
     }
     /* F.12: RVs of the initial ADDED burst of an RV-less watch are not resume points */
-    if (!r->in_burst && o->rv[0])
-        lop_reflector_set_rv(r, o->rv);
+    if (!r->in_burst && o->rv[0]) lop_reflector_set_rv(r, o->rv);
     lop_obj_unref(o);
     return 0;
 }
@@ -408,8 +390,7 @@ static int on_bytes(void *ud, const char *data, size_t len)
  * complete one, see watchdecoder.h) is decoded now, as it was when every byte was tracked. */
 static void finish_stream(lop_reflector_t *r)
 {
-    if (r->outcome != WO_NONE || atomic_load(&r->stop))
-        return;
+    if (r->outcome != WO_NONE || atomic_load(&r->stop)) return;
     lop_err_t err;
     lop_refl_batch_begin(r);
     lop_rc_t rc = lop_watchdecoder_finish(r->dec, &err);
@@ -436,10 +417,9 @@ static lop_rc_t watch_list_failed(lop_reflector_t *r, lop_rc_t rc, const lop_err
          * (reference F.21/F.22); other failures (404 of a CRD not there yet, 403, 5xx) only fall
          * back for this sync, as client-go does */
         r->wl_disabled = true;
-        if (r->wl_unsupported)
-            why = "an event other than ADDED came before the initial-events-end bookmark";
-        lop_log(LOP_LOG_WARN, "the API server does not serve watch-list; syncing with LIST from now on",
-                "reflector", r->name, "error", why, NULL);
+        if (r->wl_unsupported) why = "an event other than ADDED came before the initial-events-end bookmark";
+        lop_log(LOP_LOG_WARN, "the API server does not serve watch-list; syncing with LIST from now on", "reflector",
+                r->name, "error", why, NULL);
     } else {
         lop_log(LOP_LOG_WARN, "watch-list ended before its initial-events-end bookmark; falling back to LIST",
                 "reflector", r->name, "error", why, NULL);
@@ -457,8 +437,7 @@ static lop_rc_t do_watch(lop_reflector_t *r, int64_t *wait_ns)
     long timeout_s = MIN_WATCH_TIMEOUT_S + (long)(lop_reflector_rand(r) % MIN_WATCH_TIMEOUT_S);
     long idle = r->idle_timeout_ms == 0 ? (timeout_s + 30) * 1000 : r->idle_timeout_ms < 0 ? 0 : r->idle_timeout_ms;
     lop_watch_opts_t o = {rv[0] ? rv : NULL, true, timeout_s, r->wl_store != NULL, idle};
-    if (!r->dec)
-        r->dec = lop_watchdecoder_new(r->max_event_bytes, on_event, r);
+    if (!r->dec) r->dec = lop_watchdecoder_new(r->max_event_bytes, on_event, r);
     lop_watchdecoder_reset(r->dec);
     r->watch_events = 0;
     r->in_burst = r->wl_store || !rv[0] || strcmp(rv, "0") == 0;
@@ -472,32 +451,32 @@ static lop_rc_t do_watch(lop_reflector_t *r, int64_t *wait_ns)
     free(rv);
     finish_stream(r);
     *wait_ns = 0;
-    if (atomic_load(&r->stop))
-        return LOP_ECLOSED;
-    if (r->wl_store && r->outcome != WO_STOPPED)
-        return watch_list_failed(r, rc, &err, wait_ns);
+    if (atomic_load(&r->stop)) return LOP_ECLOSED;
+    if (r->wl_store && r->outcome != WO_STOPPED) return watch_list_failed(r, rc, &err, wait_ns);
     switch (r->outcome) {
     case WO_GONE:
-        lop_log(LOP_LOG_INFO, "watch expired (ERROR 410), relisting", "reflector", r->name, "message", r->werr.message, NULL);
+        lop_log(LOP_LOG_INFO, "watch expired (ERROR 410), relisting", "reflector", r->name, "message", r->werr.message,
+                NULL);
         goto gone;
     case WO_ERROR_EVENT:
-        lop_log(LOP_LOG_WARN, "watch ERROR event, rewatching after backoff", "reflector", r->name, "message", r->werr.message, NULL);
+        lop_log(LOP_LOG_WARN, "watch ERROR event, rewatching after backoff", "reflector", r->name, "message",
+                r->werr.message, NULL);
         *wait_ns = backoff(r);
         return LOP_OK;
     case WO_MALFORMED:
-        lop_log(LOP_LOG_WARN, "malformed watch stream, restarting the watch", "reflector", r->name, "error", r->werr.message, NULL);
+        lop_log(LOP_LOG_WARN, "malformed watch stream, restarting the watch", "reflector", r->name, "error",
+                r->werr.message, NULL);
         pthread_mutex_lock(&r->mu);
         r->st.malformed++;
         pthread_mutex_unlock(&r->mu);
         *wait_ns = backoff(r);
         return LOP_OK;
-    case WO_STOPPED:
-        return LOP_ECLOSED;
-    case WO_NONE:
-        break;
+    case WO_STOPPED: return LOP_ECLOSED;
+    case WO_NONE: break;
     }
     if (rc == LOP_EGONE) {
-        lop_log(LOP_LOG_INFO, "watch expired (HTTP 410), relisting", "reflector", r->name, "message", err.message, NULL);
+        lop_log(LOP_LOG_INFO, "watch expired (HTTP 410), relisting", "reflector", r->name, "message", err.message,
+                NULL);
         goto gone;
     }
     if (rc == LOP_OK && lop_watchdecoder_partial(r->dec)) {
@@ -512,8 +491,8 @@ static lop_rc_t do_watch(lop_reflector_t *r, int64_t *wait_ns)
         }
         return LOP_OK;
     }
-    lop_log(LOP_LOG_WARN, "watch failed, rewatching after backoff", "reflector", r->name, "rc", lop_rc_str(rc),
-            "error", err.message, NULL);
+    lop_log(LOP_LOG_WARN, "watch failed, rewatching after backoff", "reflector", r->name, "rc", lop_rc_str(rc), "error",
+            err.message, NULL);
     *wait_ns = backoff(r);
     return LOP_OK;
 gone:
@@ -528,10 +507,8 @@ gone:
 lop_rc_t lop_reflector_step(lop_reflector_t *r, int64_t *wait_ns)
 {
     *wait_ns = 0;
-    if (atomic_load(&r->stop))
-        return LOP_ECLOSED;
-    if (!r->need_list)
-        return do_watch(r, wait_ns);
+    if (atomic_load(&r->stop)) return LOP_ECLOSED;
+    if (!r->need_list) return do_watch(r, wait_ns);
     if (r->watch_list && !r->wl_disabled && !r->wl_fallback) {
         r->wl_store = lop_store_new();
         r->wl_unsupported = false;
@@ -544,14 +521,13 @@ lop_rc_t lop_reflector_step(lop_reflector_t *r, int64_t *wait_ns)
     lop_err_t err;
     lop_err_clear(&err);
     lop_rc_t rc = lop_reflector_do_list(r, &err);
-    if (atomic_load(&r->stop))
-        return LOP_ECLOSED;
+    if (atomic_load(&r->stop)) return LOP_ECLOSED;
     if (rc == LOP_OK) {
         r->need_list = false;
         return LOP_OK;
     }
-    lop_log(LOP_LOG_WARN, "list failed, retrying after backoff", "reflector", r->name, "rc", lop_rc_str(rc),
-            "error", err.message, NULL);
+    lop_log(LOP_LOG_WARN, "list failed, retrying after backoff", "reflector", r->name, "rc", lop_rc_str(rc), "error",
+            err.message, NULL);
     *wait_ns = backoff(r);
     return LOP_OK;
 }
@@ -563,10 +539,8 @@ static void *run(void *arg)
     lop_reflector_t *r = arg;
     while (!atomic_load(&r->stop)) {
         int64_t wait = 0;
-        if (lop_reflector_step(r, &wait) == LOP_ECLOSED)
-            break;
-        if (wait <= 0)
-            continue;
+        if (lop_reflector_step(r, &wait) == LOP_ECLOSED) break;
+        if (wait <= 0) continue;
         pthread_mutex_lock(&r->mu);
         int64_t deadline = lop_clock_mono(r->clock) + wait;
         while (!atomic_load(&r->stop) && !lop_clock_wait_until(r->clock, &r->cond, &r->mu, deadline))
@@ -578,8 +552,7 @@ static void *run(void *arg)
 
 lop_rc_t lop_reflector_start(lop_reflector_t *r, lop_err_t *err)
 {
-    if (r->started)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "reflector %s already started", r->name);
+    if (r->started) return lop_err_set(err, LOP_EINVAL, 0, NULL, "reflector %s already started", r->name);
     if (pthread_create(&r->th, NULL, run, r) != 0)
         return lop_err_set(err, LOP_ERR, 0, NULL, "reflector %s: cannot create its thread", r->name);
     r->started = true;
@@ -592,12 +565,10 @@ void lop_reflector_stop(lop_reflector_t *r)
     pthread_mutex_lock(&r->mu);
     pthread_cond_broadcast(&r->cond);
     pthread_mutex_unlock(&r->mu);
-    if (!r->started || r->joined)
-        return;
+    if (!r->started || r->joined) return;
     /* cancel until the thread is gone: a cancel landing between two requests is not missed */
     for (;;) {
-        if (r->lw.cancel)
-            r->lw.cancel(r->lw.ud);
+        if (r->lw.cancel) r->lw.cancel(r->lw.ud);
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_nsec += 20 * 1000 * 1000;
@@ -606,8 +577,7 @@ void lop_reflector_stop(lop_reflector_t *r)
             ts.tv_nsec -= 1000000000L;
         }
         int e = pthread_timedjoin_np(r->th, NULL, &ts);
-        if (e == 0)
-            break;
+        if (e == 0) break;
         if (e != ETIMEDOUT && e != EBUSY) {
             pthread_join(r->th, NULL);
             break;

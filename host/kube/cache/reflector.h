@@ -85,23 +85,23 @@ typedef struct lop_reflector_handlers {
 } lop_reflector_handlers_t;
 
 typedef struct lop_reflector_config {
-    const char *name;          /* for logs (e.g. "apps/v1/deployments"); copied */
-    const lop_listwatch_t *lw; /* copied; its ud becomes the reflector's: lw->free(ud) runs in
+    const char *name;                  /* for logs (e.g. "apps/v1/deployments"); copied */
+    const lop_listwatch_t *lw;         /* copied; its ud becomes the reflector's: lw->free(ud) runs in
                                 * lop_reflector_free (also when new fails) */
-    lop_store_t *store;        /* borrowed; must outlive the reflector */
-    const lop_clock_t *clock;  /* borrowed; NULL = system clock */
+    lop_store_t *store;                /* borrowed; must outlive the reflector */
+    const lop_clock_t *clock;          /* borrowed; NULL = system clock */
     lop_reflector_handlers_t handlers; /* any callback may be NULL */
-    long page_size;            /* 0 = 500 */
-    int obj_flags;             /* lop_obj_new flags (e.g. LOP_OBJ_KEEP_MANAGED_FIELDS) */
+    long page_size;                    /* 0 = 500 */
+    int obj_flags;                     /* lop_obj_new flags (e.g. LOP_OBJ_KEEP_MANAGED_FIELDS) */
     /* The watched kind (e.g. "apps/v1" and "Deployment"; copied; NULL or "" = none). Used with
      * LOP_OBJ_METADATA_ONLY only: every list item and watch object is built with it (object.h),
      * so the PartialObjectMetadata objects a metadata-only LIST/WATCH returns
      * (lop_rest_listwatch_new_metadata) are cached as this kind, and list items without a kind
      * get it rather than the list's. Without it they keep meta.k8s.io's apiVersion and kind. */
     const char *api_version, *kind;
-    size_t max_event_bytes;    /* largest watch event or list item accepted; 0 = 64 MiB */
-    long idle_timeout_ms;      /* watchdog; 0 = the watch's timeoutSeconds + 30 s; <0 = off */
-    uint64_t seed;             /* jitter/timeout randomness; 0 = seeded from the clock */
+    size_t max_event_bytes; /* largest watch event or list item accepted; 0 = 64 MiB */
+    long idle_timeout_ms;   /* watchdog; 0 = the watch's timeoutSeconds + 30 s; <0 = off */
+    uint64_t seed;          /* jitter/timeout randomness; 0 = seeded from the clock */
     /* Optional (borrowed): held while a change is applied to the store and delivered to the
      * handlers (a whole relist is one change), so that others can take a consistent snapshot of
      * store + delivered events (the informer's add-handler replay does). */
@@ -121,21 +121,18 @@ typedef struct lop_reflector_config {
 typedef struct lop_reflector_stats {
     uint64_t lists, list_pages, list_fallbacks; /* fallbacks: full list after a 410 on a page */
     uint64_t watches, events, bookmarks;
-    uint64_t relists_410;     /* relists caused by 410 (HTTP or ERROR event) */
-    uint64_t watch_errors;    /* backoffs taken */
-    uint64_t malformed;       /* watch streams restarted for bad JSON */
-    uint64_t list_reused;     /* listed objects whose cached entry (same resourceVersion) was kept */
-    uint64_t watch_lists;     /* syncs completed by watch-list (its bookmark seen) */
+    uint64_t relists_410;          /* relists caused by 410 (HTTP or ERROR event) */
+    uint64_t watch_errors;         /* backoffs taken */
+    uint64_t malformed;            /* watch streams restarted for bad JSON */
+    uint64_t list_reused;          /* listed objects whose cached entry (same resourceVersion) was kept */
+    uint64_t watch_lists;          /* syncs completed by watch-list (its bookmark seen) */
     uint64_t watch_list_fallbacks; /* watch-lists that failed before the bookmark (then LIST) */
     int64_t last_backoff_ns;
 } lop_reflector_stats_t;
 
 /* Syncs of the store from the API: lists started plus watch-lists completed (a watch-list that
  * fell back is counted by the list that followed it). luaop_relists_total is this minus one. */
-static inline uint64_t lop_reflector_stats_syncs(const lop_reflector_stats_t *s)
-{
-    return s->lists + s->watch_lists;
-}
+static inline uint64_t lop_reflector_stats_syncs(const lop_reflector_stats_t *s) { return s->lists + s->watch_lists; }
 
 /* Returns NULL (err filled, lw freed) when lw or store is missing. */
 lop_reflector_t *lop_reflector_new(const lop_reflector_config_t *cfg, lop_err_t *err);

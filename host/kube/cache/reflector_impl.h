@@ -24,9 +24,9 @@ struct lop_reflector {
     lop_store_t *store;
     const lop_clock_t *clock;
     lop_reflector_handlers_t h;
-    pthread_mutex_t *dlock; /* delivery lock, may be NULL */
+    pthread_mutex_t *dlock;           /* delivery lock, may be NULL */
     const lop_handler_batch_t *batch; /* may be NULL (reflector.h) */
-    size_t replace_delivered; /* changes delivered by the replace in progress (batching) */
+    size_t replace_delivered;         /* changes delivered by the replace in progress (batching) */
     long page_size, idle_timeout_ms;
     size_t max_event_bytes;
     int obj_flags;
@@ -35,7 +35,7 @@ struct lop_reflector {
 
     pthread_mutex_t mu; /* guards last_rv, stats; and the stop condition */
     pthread_cond_t cond;
-    char *last_rv;       /* resume point; "" before the first list */
+    char *last_rv; /* resume point; "" before the first list */
     lop_reflector_stats_t st;
     atomic_bool synced, stop;
     bool started, joined;
@@ -43,12 +43,12 @@ struct lop_reflector {
 
     /* loop state (reflector thread only) */
     bool need_list, rv_unavailable, paginated_result;
-    bool watch_list;        /* config: sync with watch-list instead of LIST */
-    bool wl_disabled;       /* the server refused watch-list: LIST from now on */
-    bool wl_fallback;       /* the last watch-list failed before its bookmark: LIST next */
-    lop_store_t *wl_store;  /* a watch-list's initial state until its bookmark; else NULL */
-    bool wl_reuse;          /* the store had entries when that watch-list began */
-    bool wl_unsupported;    /* that watch-list got an event its initial phase never carries */
+    bool watch_list;       /* config: sync with watch-list instead of LIST */
+    bool wl_disabled;      /* the server refused watch-list: LIST from now on */
+    bool wl_fallback;      /* the last watch-list failed before its bookmark: LIST next */
+    lop_store_t *wl_store; /* a watch-list's initial state until its bookmark; else NULL */
+    bool wl_reuse;         /* the store had entries when that watch-list began */
+    bool wl_unsupported;   /* that watch-list got an event its initial phase never carries */
     bool bo_used;
     int64_t bo_dur, bo_last;
 

@@ -16,8 +16,7 @@ typedef struct objvec {
 
 static void objvec_clear(objvec_t *ov)
 {
-    for (size_t i = 0; i < ov->n; i++)
-        lop_obj_unref(ov->v[i]);
+    for (size_t i = 0; i < ov->n; i++) lop_obj_unref(ov->v[i]);
     ov->n = 0;
 }
 
@@ -38,7 +37,7 @@ typedef struct list_run {
     bool reuse;       /* the store had entries when the list began: unchanged items reuse them */
     bool item_failed; /* an item could not be built: item_err says why */
     lop_err_t item_err;
-    bool dec_failed;  /* the decoder failed: dec_err says why */
+    bool dec_failed; /* the decoder failed: dec_err says why */
     lop_err_t dec_err;
     uint64_t reused;
 } list_run_t;
@@ -53,8 +52,7 @@ static lop_rc_t complete_kinds(list_run_t *lr, size_t first, lop_err_t *err)
                            &kind);
     for (size_t i = first; i < lr->ov->n; i++) {
         lop_obj_t *o = lr->ov->v[i];
-        if ((o->kind[0] || !kind) && (o->api_version[0] || !api))
-            continue;
+        if ((o->kind[0] || !kind) && (o->api_version[0] || !api)) continue;
         lop_obj_t *full = NULL;
         if (lop_obj_new_item(o->json, o->json_len, lr->r->obj_flags | LOP_OBJ_TRUSTED, api, kind, &full, err) != LOP_OK)
             return LOP_EINVAL;
@@ -71,8 +69,7 @@ static lop_rc_t complete_kinds(list_run_t *lr, size_t first, lop_err_t *err)
 lop_obj_t *lop_reflector_cached_same_rv(lop_reflector_t *r, const char *item, size_t len)
 {
     lop_jscan_iter_t it, mt;
-    if (lop_jscan_object_begin_trusted(&it, item, len, 0) != 0)
-        return NULL;
+    if (lop_jscan_object_begin_trusted(&it, item, len, 0) != 0) return NULL;
     int rr;
     while ((rr = lop_jscan_object_next(&it)) == 1 && !lop_jscan_key_is(&it, "metadata"))
         ;
@@ -83,8 +80,7 @@ lop_obj_t *lop_reflector_cached_same_rv(lop_reflector_t *r, const char *item, si
     while ((name == NULL || rv == NULL || !nsl) && lop_jscan_object_next(&mt) == 1) {
         const char *v = item + mt.val_start;
         size_t vl = mt.val_end - mt.val_start;
-        if (vl < 2 || v[0] != '"' || memchr(v, '\\', vl))
-            continue;
+        if (vl < 2 || v[0] != '"' || memchr(v, '\\', vl)) continue;
         if (lop_jscan_key_is(&mt, "name"))
             name = v + 1, namel = vl - 2;
         else if (lop_jscan_key_is(&mt, "namespace"))
@@ -92,8 +88,7 @@ lop_obj_t *lop_reflector_cached_same_rv(lop_reflector_t *r, const char *item, si
         else if (lop_jscan_key_is(&mt, "resourceVersion"))
             rv = v + 1, rvl = vl - 2;
     }
-    if (!name || !rv || !namel || !rvl)
-        return NULL;
+    if (!name || !rv || !namel || !rvl) return NULL;
     char small[256];
     size_t kl = nsl ? nsl + 1 + namel : namel;
     char *key = kl < sizeof small ? small : lop_xmalloc(kl + 1);
@@ -102,8 +97,7 @@ lop_obj_t *lop_reflector_cached_same_rv(lop_reflector_t *r, const char *item, si
     else
         snprintf(key, kl + 1, "%.*s", (int)namel, name);
     lop_obj_t *o = lop_store_get(r->store, key);
-    if (key != small)
-        free(key);
+    if (key != small) free(key);
     if (o && (strlen(o->rv) != rvl || memcmp(o->rv, rv, rvl) != 0)) {
         lop_obj_unref(o);
         o = NULL;
@@ -115,8 +109,7 @@ static int on_item(void *ud, const char *item, size_t len, size_t *end)
 {
     list_run_t *lr = ud;
     lop_reflector_t *r = lr->r;
-    if (atomic_load(&r->stop))
-        return 1;
+    if (atomic_load(&r->stop)) return 1;
     /* The decoder leaves items unvalidated: building one validates it in the same pass. A relist
      * validates first, then may share the cached entry instead of building. An unchecked item
      * (end set: the bytes at hand from its '{') that fails either way is refused, not an error:
@@ -126,14 +119,12 @@ static int on_item(void *ud, const char *item, size_t len, size_t *end)
     if (lr->reuse) {
         size_t s, e;
         if (lop_jscan_value(item, len, 0, &s, &e) != 0 || (!end && e != len)) {
-            if (end)
-                return LOP_LIST_RETRY;
+            if (end) return LOP_LIST_RETRY;
             lop_err_set(&lr->item_err, LOP_EINVAL, 0, NULL, "malformed or truncated JSON");
             lr->item_failed = true;
             return 1;
         }
-        if (end)
-            *end = len = e;
+        if (end) *end = len = e;
         end = NULL; /* validated: built from exactly its bytes */
         trusted = LOP_OBJ_TRUSTED;
         o = lop_reflector_cached_same_rv(r, item, len);
@@ -147,8 +138,7 @@ static int on_item(void *ud, const char *item, size_t len, size_t *end)
         lop_rc_t rc = end ? lop_obj_new_prefix(item, len, r->obj_flags, api, kind, end, &o, &lr->item_err)
                           : lop_obj_new_item(item, len, r->obj_flags | trusted, api, kind, &o, &lr->item_err);
         if (rc != LOP_OK) {
-            if (end)
-                return LOP_LIST_RETRY;
+            if (end) return LOP_LIST_RETRY;
             lr->item_failed = true;
             return 1;
         }
@@ -160,11 +150,9 @@ static int on_item(void *ud, const char *item, size_t len, size_t *end)
 static int on_list_bytes(void *ud, const char *data, size_t len)
 {
     list_run_t *lr = ud;
-    if (atomic_load(&lr->r->stop))
-        return 1;
+    if (atomic_load(&lr->r->stop)) return 1;
     lop_rc_t rc = lop_listdecoder_feed(lr->dec, data, len, &lr->dec_err);
-    if (rc == LOP_EINVAL)
-        lr->dec_failed = true;
+    if (rc == LOP_EINVAL) lr->dec_failed = true;
     return rc != LOP_OK;
 }
 
@@ -177,8 +165,7 @@ static lop_rc_t page_failure(list_run_t *lr, lop_err_t *err)
         return LOP_EINVAL;
     }
     if (lr->dec_failed) {
-        if (err)
-            *err = lr->dec_err;
+        if (err) *err = lr->dec_err;
         return LOP_EINVAL;
     }
     return LOP_OK;
@@ -200,15 +187,12 @@ static lop_rc_t fetch_page(list_run_t *lr, const lop_list_opts_t *o, lop_buf_t *
         rc = r->lw.list(r->lw.ud, o, body, err);
         if (rc == LOP_OK && !atomic_load(&r->stop)) {
             rc = lop_listdecoder_feed(lr->dec, body->data ? body->data : "", body->len, &lr->dec_err);
-            if (rc == LOP_EINVAL)
-                lr->dec_failed = true; /* (an error of the request itself keeps its own err) */
+            if (rc == LOP_EINVAL) lr->dec_failed = true; /* (an error of the request itself keeps its own err) */
         }
     }
     lop_rc_t fr = page_failure(lr, err);
-    if (fr != LOP_OK)
-        return fr;
-    if (rc != LOP_OK)
-        return rc;
+    if (fr != LOP_OK) return fr;
+    if (rc != LOP_OK) return rc;
     rc = lop_listdecoder_finish(lr->dec, err);
     return rc == LOP_OK ? complete_kinds(lr, first, err) : rc;
 }
@@ -219,11 +203,9 @@ static void deliver(void *ud, lop_store_change_t what, lop_obj_t *old, lop_obj_t
 {
     lop_reflector_t *r = ud;
     if (what == LOP_STORE_ADDED) {
-        if (r->h.on_add)
-            r->h.on_add(r->h.ud, new_);
+        if (r->h.on_add) r->h.on_add(r->h.ud, new_);
     } else if (what == LOP_STORE_UPDATED) {
-        if (r->h.on_update)
-            r->h.on_update(r->h.ud, old, new_);
+        if (r->h.on_update) r->h.on_update(r->h.ud, old, new_);
     } else if (r->h.on_delete) {
         r->h.on_delete(r->h.ud, old, true);
     }
@@ -233,8 +215,7 @@ static void deliver(void *ud, lop_store_change_t what, lop_obj_t *old, lop_obj_t
 
 void lop_reflector_replace(lop_reflector_t *r, lop_obj_t *const *objs, size_t n)
 {
-    if (r->dlock)
-        pthread_mutex_lock(r->dlock);
+    if (r->dlock) pthread_mutex_lock(r->dlock);
     /* the handlers' calls go in bursts (reflector.h; the runtime's workqueue adds: one lock and
      * one wake-up per REPLACE_BATCH changes instead of per object, the workers starting on the
      * first burst).
@@ -245,8 +226,7 @@ void lop_reflector_replace(lop_reflector_t *r, lop_obj_t *const *objs, size_t n)
     lop_store_replace(r->store, objs, n, deliver, r);
     lop_refl_batch_flush(r);
     lop_refl_batch_end(r);
-    if (r->dlock)
-        pthread_mutex_unlock(r->dlock);
+    if (r->dlock) pthread_mutex_unlock(r->dlock);
 }
 
 /* E.9: "too large resource version" is a 504 Timeout (we branch on code and reason, never on
@@ -280,8 +260,7 @@ lop_rc_t lop_reflector_do_list(lop_reflector_t *r, lop_err_t *err)
     lop_list_opts_t o = {orig_rv[0] ? orig_rv : NULL, NULL, paged ? r->page_size : 0, NULL};
     bool retried_unset = false;
     for (int page = 0;; page++) {
-        if (err)
-            lop_err_clear(err);
+        if (err) lop_err_clear(err);
         rc = fetch_page(&lr, &o, &body, err);
         pthread_mutex_lock(&r->mu);
         r->st.list_pages++;
@@ -317,10 +296,8 @@ lop_rc_t lop_reflector_do_list(lop_reflector_t *r, lop_err_t *err)
         free(rv);
         rv = lop_xstrdup(lop_listdecoder_resource_version(lr.dec));
         const char *cont = lop_listdecoder_continue(lr.dec);
-        if (!cont[0])
-            break;
-        if (page == 0)
-            r->paginated_result = true;
+        if (!cont[0]) break;
+        if (page == 0) r->paginated_result = true;
         free(token);
         token = lop_xstrdup(cont);
         o = (lop_list_opts_t){NULL, NULL, o.limit ? o.limit : r->page_size, token}; /* E.15: no RV */

@@ -82,16 +82,20 @@ static lop_rc_t list_path(rest_lw_t *lw, const lop_list_opts_t *o, lop_buf_t *pa
 }
 
 /* One LIST page: collected in body (sink NULL) or streamed to sink. */
-static lop_rc_t list_page(rest_lw_t *lw, const lop_list_opts_t *o, lop_buf_t *body, lop_stream_fn sink,
-                          void *sink_ud, lop_err_t *err)
+static lop_rc_t list_page(rest_lw_t *lw, const lop_list_opts_t *o, lop_buf_t *body, lop_stream_fn sink, void *sink_ud,
+                          lop_err_t *err)
 {
     lop_err_t local;
     if (!err) err = &local; /* its code tells a refused Accept */
     lop_buf_t path = LOP_BUF_INIT;
     lop_rc_t rc = list_path(lw, o, &path, err);
     if (rc == LOP_OK) {
-        lop_rest_req_t req = {.method = "GET", .path = path.data, .cancel = &lw->cancel, .sink = sink,
-                              .sink_ud = sink_ud, .accept = accept_of(lw, true)};
+        lop_rest_req_t req = {.method = "GET",
+                              .path = path.data,
+                              .cancel = &lw->cancel,
+                              .sink = sink,
+                              .sink_ud = sink_ud,
+                              .accept = accept_of(lw, true)};
         lop_rest_resp_t resp = LOP_REST_RESP_INIT;
         rc = lop_rest_request(lw->c, &req, &resp, err);
         /* a 406 body is never passed to the sink: the plain request starts the body afresh */
@@ -142,8 +146,8 @@ static lop_rc_t lw_watch(void *ud, const lop_watch_opts_t *o, lop_stream_fn fn, 
     }
     lop_rc_t rc = lop_rest_path(&path, &lw->m, lw->ns, NULL, NULL, q.data, err);
     if (rc == LOP_OK) {
-        lop_rest_stream_opts_t so = {.cancel = &lw->cancel, .idle_timeout_ms = o ? o->idle_timeout_ms : 0,
-                                     .accept = accept_of(lw, false)};
+        lop_rest_stream_opts_t so = {
+            .cancel = &lw->cancel, .idle_timeout_ms = o ? o->idle_timeout_ms : 0, .accept = accept_of(lw, false)};
         rc = lop_rest_stream(lw->c, path.data, fn, fn_ud, &so, NULL, err);
         if (partial_refused(lw, so.accept, rc, err, path.data)) { /* an error body never reaches fn */
             so.accept = NULL;
@@ -196,8 +200,7 @@ static lop_listwatch_t *new_lw(lop_rest_client_t *c, const struct lop_rest_mappi
 }
 
 lop_listwatch_t *lop_rest_listwatch_new(lop_rest_client_t *c, const struct lop_rest_mapping *mapping,
-                                        const char *namespace, const char *label_selector,
-                                        const char *field_selector)
+                                        const char *namespace, const char *label_selector, const char *field_selector)
 {
     return new_lw(c, mapping, namespace, label_selector, field_selector, false);
 }

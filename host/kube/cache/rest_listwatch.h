@@ -26,8 +26,7 @@ struct lop_rest_mapping;
  * LOP_ECLOSED.
  */
 lop_listwatch_t *lop_rest_listwatch_new(lop_rest_client_t *c, const struct lop_rest_mapping *mapping,
-                                        const char *namespace, const char *label_selector,
-                                        const char *field_selector);
+                                        const char *namespace, const char *label_selector, const char *field_selector);
 /*
  * The same for a metadata-only informer (controller-runtime's OnlyMetadata, client-go's metadata
  * informer): the API server is asked for metadata only — LIST with LOP_ACCEPT_PARTIAL_LIST,

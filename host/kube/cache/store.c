@@ -26,24 +26,19 @@ struct lop_store {
 
 void lop_obj_list_free(lop_obj_list_t *l)
 {
-    for (size_t i = 0; i < l->n; i++)
-        lop_obj_unref(l->items[i]);
+    for (size_t i = 0; i < l->n; i++) lop_obj_unref(l->items[i]);
     free(l->items);
     l->items = NULL;
     l->n = 0;
 }
 
 static const char *ns_of(const lop_obj_t *o, uint32_t ix) { return ix == 0 ? o->namespace_ : NULL; }
-static const char *owner_of(const lop_obj_t *o, uint32_t ix)
-{
-    return ix < o->nowners ? o->owner_uids[ix] : NULL;
-}
+static const char *owner_of(const lop_obj_t *o, uint32_t ix) { return ix < o->nowners ? o->owner_uids[ix] : NULL; }
 
 static char *key_of(const lop_obj_t *o, char *small, size_t cap)
 {
     int n = lop_obj_key(o, small, cap);
-    if ((size_t)n < cap)
-        return small;
+    if ((size_t)n < cap) return small;
     char *k = lop_xmalloc((size_t)n + 1);
     lop_obj_key(o, k, (size_t)n + 1);
     return k;
@@ -52,16 +47,14 @@ static char *key_of(const lop_obj_t *o, char *small, size_t cap)
 static void unindex(lop_store_t *s, const lop_obj_t *o)
 {
     lop_objindex_del(&s->by_ns, o, 0);
-    for (uint32_t i = 0; i < o->nowners; i++)
-        lop_objindex_del(&s->by_owner, o, i);
+    for (uint32_t i = 0; i < o->nowners; i++) lop_objindex_del(&s->by_owner, o, i);
     s->bytes -= o->json_len;
 }
 
 static void reindex(lop_store_t *s, lop_obj_t *o)
 {
     lop_objindex_add(&s->by_ns, o, 0);
-    for (uint32_t i = 0; i < o->nowners; i++)
-        lop_objindex_add(&s->by_owner, o, i);
+    for (uint32_t i = 0; i < o->nowners; i++) lop_objindex_add(&s->by_owner, o, i);
     s->bytes += o->json_len;
 }
 
@@ -76,11 +69,9 @@ lop_store_t *lop_store_new(void)
 
 void lop_store_free(lop_store_t *s)
 {
-    if (!s)
-        return;
+    if (!s) return;
     size_t it = 0;
-    for (lop_obj_t *o; (o = lop_objset_next(&s->items, &it));)
-        lop_obj_unref(o);
+    for (lop_obj_t *o; (o = lop_objset_next(&s->items, &it));) lop_obj_unref(o);
     lop_objset_cleanup(&s->items);
     lop_objindex_cleanup(&s->by_ns);
     lop_objindex_cleanup(&s->by_owner);
@@ -96,11 +87,9 @@ static lop_obj_t *put_locked(lop_store_t *s, lop_obj_t *obj)
     lop_obj_ref(obj);
     lop_obj_t *prev = lop_objset_put(&s->items, obj);
     if (prev) {
-        if (strcmp(prev->namespace_, obj->namespace_) != 0)
-            lop_objindex_del(&s->by_ns, prev, 0);
+        if (strcmp(prev->namespace_, obj->namespace_) != 0) lop_objindex_del(&s->by_ns, prev, 0);
         for (uint32_t i = 0; i < prev->nowners; i++)
-            if (!lop_obj_owned_by(obj, prev->owner_uids[i]))
-                lop_objindex_del(&s->by_owner, prev, i);
+            if (!lop_obj_owned_by(obj, prev->owner_uids[i])) lop_objindex_del(&s->by_owner, prev, i);
         s->bytes -= prev->json_len;
     }
     reindex(s, obj); /* lop_objindex_add repoints an entry that stayed */
@@ -124,8 +113,7 @@ lop_obj_t *lop_store_delete(lop_store_t *s, const char *key)
     uint32_t h = lop_key_hash(key, len);
     pthread_rwlock_wrlock(&s->lock);
     lop_obj_t *prev = lop_objset_del(&s->items, key, len, h);
-    if (prev)
-        unindex(s, prev);
+    if (prev) unindex(s, prev);
     pthread_rwlock_unlock(&s->lock);
     return prev;
 }
@@ -136,8 +124,7 @@ lop_obj_t *lop_store_get(lop_store_t *s, const char *key)
     uint32_t h = lop_key_hash(key, len);
     pthread_rwlock_rdlock(&s->lock);
     lop_obj_t *o = lop_objset_find(&s->items, key, len, h);
-    if (o)
-        lop_obj_ref(o);
+    if (o) lop_obj_ref(o);
     pthread_rwlock_unlock(&s->lock);
     return o;
 }
@@ -167,13 +154,11 @@ static void collect(const lop_objset_t *set, lop_obj_t *one, bool (*pred)(const 
     out->items = NULL;
     out->n = 0;
     size_t cap = set ? set->count : one ? 1 : 0;
-    if (!cap)
-        return;
+    if (!cap) return;
     out->items = lop_xmalloc(cap * sizeof *out->items);
     size_t it = 0;
     for (lop_obj_t *o = set ? lop_objset_next(set, &it) : one; o; o = set ? lop_objset_next(set, &it) : NULL)
-        if (!pred || pred(o, arg))
-            out->items[out->n++] = lop_obj_ref(o);
+        if (!pred || pred(o, arg)) out->items[out->n++] = lop_obj_ref(o);
 }
 
 static int obj_cmp(const void *a, const void *b)
@@ -183,12 +168,11 @@ static int obj_cmp(const void *a, const void *b)
 
 static void sort_list(lop_obj_list_t *l)
 {
-    if (l->n > 1)
-        qsort(l->items, l->n, sizeof *l->items, obj_cmp);
+    if (l->n > 1) qsort(l->items, l->n, sizeof *l->items, obj_cmp);
 }
 
-static void collect_index(const lop_objindex_t *x, const char *key,
-                          bool (*pred)(const lop_obj_t *, const void *), const void *arg, lop_obj_list_t *out)
+static void collect_index(const lop_objindex_t *x, const char *key, bool (*pred)(const lop_obj_t *, const void *),
+                          const void *arg, lop_obj_list_t *out)
 {
     lop_objindex_hit_t hit = lop_objindex_find(x, key);
     collect(hit.many, hit.one, pred, arg, out);
@@ -272,8 +256,7 @@ static int change_cmp(const void *a, const void *b)
 static void deliver_changes(change_t *ch, size_t nc, lop_store_change_fn fn, void *ud)
 {
     for (size_t i = 0; i < nc; i++) {
-        if (fn)
-            fn(ud, ch[i].what, ch[i].old, ch[i].new_);
+        if (fn) fn(ud, ch[i].what, ch[i].old, ch[i].new_);
         lop_obj_unref(ch[i].old);
         lop_obj_unref(ch[i].new_);
     }
@@ -285,8 +268,7 @@ static void deliver_changes(change_t *ch, size_t nc, lop_store_change_fn fn, voi
  * reported once at that position: put returns the earlier one, and the reports of earlier
  * occurrences are withdrawn in one pass after the lock is released (a search per duplicate under
  * the lock made a list of duplicates quadratic). Called with the write lock held; releases it. */
-static void replace_empty_locked(lop_store_t *s, lop_obj_t *const *objs, size_t n, lop_store_change_fn fn,
-                                 void *ud)
+static void replace_empty_locked(lop_store_t *s, lop_obj_t *const *objs, size_t n, lop_store_change_fn fn, void *ud)
 {
     lop_objset_reserve(&s->items, n);
     change_t *ch = lop_xmalloc((n ? n : 1) * sizeof *ch);
@@ -315,8 +297,7 @@ static void replace_empty_locked(lop_store_t *s, lop_obj_t *const *objs, size_t 
         lop_objset_cleanup(&seen);
         size_t w = 0;
         for (size_t j = 0; j < nc; j++)
-            if (ch[j].new_)
-                ch[w++] = ch[j];
+            if (ch[j].new_) ch[w++] = ch[j];
         nc = keep;
     }
     deliver_changes(ch, nc, fn, ud);
@@ -336,16 +317,14 @@ void lop_store_replace(lop_store_t *s, lop_obj_t *const *objs, size_t n, lop_sto
     lop_objset_t fresh = LOP_OBJSET_INIT;
     lop_objset_reserve(&fresh, n);
     bool *last = lop_xmalloc(n ? n : 1);
-    for (size_t i = n; i-- > 0;)
-        last[i] = lop_objset_add(&fresh, objs[i]) == NULL;
+    for (size_t i = n; i-- > 0;) last[i] = lop_objset_add(&fresh, objs[i]) == NULL;
     pthread_rwlock_wrlock(&s->lock);
     size_t cap = fresh.count + s->items.count, nc = 0, ndel;
     change_t *ch = lop_xmalloc((cap ? cap : 1) * sizeof *ch);
     /* deletes: present now, absent from the list */
     size_t it = 0;
     for (lop_obj_t *o; (o = lop_objset_next(&s->items, &it));)
-        if (!lop_objset_find_like(&fresh, o))
-            ch[nc++] = (change_t){LOP_STORE_DELETED, o, NULL};
+        if (!lop_objset_find_like(&fresh, o)) ch[nc++] = (change_t){LOP_STORE_DELETED, o, NULL};
     ndel = nc;
     for (size_t i = 0; i < ndel; i++) {
         lop_objset_remove(&s->items, ch[i].old);

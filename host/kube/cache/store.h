@@ -28,9 +28,9 @@ typedef struct lop_obj_list {
 void lop_obj_list_free(lop_obj_list_t *l);
 
 typedef struct lop_store_stats {
-    size_t count;       /* objects */
-    size_t bytes;       /* sum of json_len over objects */
-    size_t namespaces;  /* distinct namespaces with objects ("" counted once for cluster-scoped objects) */
+    size_t count;      /* objects */
+    size_t bytes;      /* sum of json_len over objects */
+    size_t namespaces; /* distinct namespaces with objects ("" counted once for cluster-scoped objects) */
 } lop_store_stats_t;
 
 lop_store_t *lop_store_new(void);
@@ -54,17 +54,16 @@ void lop_store_list_by_namespace(lop_store_t *s, const char *ns, lop_obj_list_t 
 void lop_store_list_by_owner_uid(lop_store_t *s, const char *uid, lop_obj_list_t *out);
 /* Entries in ns (NULL = all namespaces) whose labels match sel (NULL = everything), sorted by key.
  * Implemented in store_select.c over host/meta/selector.h. */
-void lop_store_list_selector(lop_store_t *s, const char *ns, const lop_label_selector_t *sel,
-                             lop_obj_list_t *out);
+void lop_store_list_selector(lop_store_t *s, const char *ns, const lop_label_selector_t *sel, lop_obj_list_t *out);
 /* Keys, sorted; the caller frees each string and the array. */
 char **lop_store_keys(lop_store_t *s, size_t *n);
 void lop_store_stats(lop_store_t *s, lop_store_stats_t *out);
 
 /* What Replace did to one key. */
 typedef enum lop_store_change {
-    LOP_STORE_ADDED,    /* new: old NULL */
-    LOP_STORE_UPDATED,  /* listed again (possibly unchanged, as client-go's Replaced delta) */
-    LOP_STORE_DELETED,  /* absent from the new list: deleted while we were not watching; new NULL */
+    LOP_STORE_ADDED,   /* new: old NULL */
+    LOP_STORE_UPDATED, /* listed again (possibly unchanged, as client-go's Replaced delta) */
+    LOP_STORE_DELETED, /* absent from the new list: deleted while we were not watching; new NULL */
 } lop_store_change_t;
 typedef void (*lop_store_change_fn)(void *ud, lop_store_change_t what, lop_obj_t *old, lop_obj_t *new_);
 

@@ -40,8 +40,7 @@ lop_watchdecoder_t *lop_watchdecoder_new(size_t max_doc, lop_doc_fn fn, void *ud
 
 void lop_watchdecoder_free(lop_watchdecoder_t *d)
 {
-    if (!d)
-        return;
+    if (!d) return;
     lop_buf_free(&d->buf);
     lop_buf_free(&d->replay);
     free(d);
@@ -78,8 +77,7 @@ static bool may_end(const char *p, size_t n)
     while (i < n) {
         for (i++; i < n && blank(p[i]); i++)
             ;
-        if (i == n || !lop_jsimd_after_close(p[i]))
-            return true;
+        if (i == n || !lop_jsimd_after_close(p[i])) return true;
         i = lop_jsimd_close_end(p, n, i);
     }
     return false;
@@ -100,8 +98,7 @@ static lop_rc_t split(lop_watchdecoder_t *d, const char *data, size_t len, size_
                 i++;
                 continue;
             }
-            if (c != '{')
-                return fail(d, err, d->offset + i, "expected '{' to start a document");
+            if (c != '{') return fail(d, err, d->offset + i, "expected '{' to start a document");
             start = i;
             lop_buf_reset(&d->buf);
             /* The fast path, for a document that begins in this chunk and has a newline after
@@ -136,12 +133,9 @@ static lop_rc_t split(lop_watchdecoder_t *d, const char *data, size_t len, size_
         }
         bool done;
         const char *bad = lop_jtrack_scan(&d->track, data, len, &i, &done);
-        if (bad)
-            return fail(d, err, d->offset + i, bad);
-        if (d->buf.len + (i - start) > d->max_doc)
-            return fail(d, err, d->offset + i, "document larger than the limit");
-        if (!done)
-            break;
+        if (bad) return fail(d, err, d->offset + i, bad);
+        if (d->buf.len + (i - start) > d->max_doc) return fail(d, err, d->offset + i, "document larger than the limit");
+        if (!done) break;
         size_t dlen;
         const char *doc = lop_buf_join(&d->buf, data + start, i - start, &dlen);
         d->state = DOC_NONE;
@@ -152,8 +146,7 @@ static lop_rc_t split(lop_watchdecoder_t *d, const char *data, size_t len, size_
             return LOP_ECLOSED;
         }
     }
-    if (d->state == DOC_TRACKED)
-        lop_buf_append(&d->buf, data + start, len - start);
+    if (d->state == DOC_TRACKED) lop_buf_append(&d->buf, data + start, len - start);
     d->offset += len;
     return LOP_OK;
 }
@@ -185,12 +178,9 @@ static lop_rc_t track_held(lop_watchdecoder_t *d, size_t n, lop_err_t *err)
 
 lop_rc_t lop_watchdecoder_feed(lop_watchdecoder_t *d, const char *data, size_t len, lop_err_t *err)
 {
-    if (d->failed)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "watch stream: decoder already failed");
-    if (d->state != DOC_HELD)
-        return split(d, data, len, 0, true, err);
-    if (!len)
-        return LOP_OK;
+    if (d->failed) return lop_err_set(err, LOP_EINVAL, 0, NULL, "watch stream: decoder already failed");
+    if (d->state != DOC_HELD) return split(d, data, len, 0, true, err);
+    if (!len) return LOP_OK;
     size_t held = d->buf.len;
     const char *nl = memchr(data, '\n', len);
     size_t upto = nl ? (size_t)(nl - data) : len;
@@ -199,8 +189,7 @@ lop_rc_t lop_watchdecoder_feed(lop_watchdecoder_t *d, const char *data, size_t l
             /* its line is complete: handed over unchecked, as the fast path does */
             size_t dlen;
             const char *doc = lop_buf_join(&d->buf, data, upto, &dlen);
-            while (dlen > 1 && blank(doc[dlen - 1]))
-                dlen--;
+            while (dlen > 1 && blank(doc[dlen - 1])) dlen--;
             int stop = d->fn(d->ud, doc, dlen, false);
             if (stop != LOP_DOC_RETRY) {
                 d->state = DOC_NONE;
@@ -220,18 +209,14 @@ lop_rc_t lop_watchdecoder_feed(lop_watchdecoder_t *d, const char *data, size_t l
     /* refused, longer than the limit, or it may end in this chunk: track it from its '{' over
      * the held bytes, then on through this chunk */
     lop_rc_t rc = track_held(d, held, err);
-    if (rc == LOP_ECLOSED)
-        d->offset += len;
-    if (rc != LOP_OK)
-        return rc;
+    if (rc == LOP_ECLOSED) d->offset += len;
+    if (rc != LOP_OK) return rc;
     return split(d, data, len, 0, true, err);
 }
 
 lop_rc_t lop_watchdecoder_finish(lop_watchdecoder_t *d, lop_err_t *err)
 {
-    if (d->failed)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "watch stream: decoder already failed");
-    if (d->state != DOC_HELD)
-        return LOP_OK;
+    if (d->failed) return lop_err_set(err, LOP_EINVAL, 0, NULL, "watch stream: decoder already failed");
+    if (d->state != DOC_HELD) return LOP_OK;
     return track_held(d, d->buf.len, err);
 }

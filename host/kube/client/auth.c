@@ -19,8 +19,8 @@
 extern char **environ;
 
 #define TOKEN_FILE_TTL_NS (60 * LOP_NS_PER_S)
-#define EXEC_TIMEOUT_NS (60 * LOP_NS_PER_S) /* a plugin that hangs must not hang every request */
-#define EXEC_MAX_OUTPUT ((size_t)1 << 20)
+#define EXEC_TIMEOUT_NS   (60 * LOP_NS_PER_S) /* a plugin that hangs must not hang every request */
+#define EXEC_MAX_OUTPUT   ((size_t)1 << 20)
 
 struct lop_auth {
     pthread_mutex_t mu;
@@ -28,8 +28,8 @@ struct lop_auth {
     char *static_token;
     /* token file */
     char *token_file;
-    char *file_token;   /* cached trimmed content */
-    int64_t file_read;  /* mono ns of the last read */
+    char *file_token;  /* cached trimmed content */
+    int64_t file_read; /* mono ns of the last read */
     struct timespec file_mtime;
     /* exec plugin */
     bool has_exec;
@@ -66,8 +66,7 @@ void lop_auth_cred_cleanup(lop_auth_cred_t *c)
     c->token = c->cert_pem = c->key_pem = NULL;
 }
 
-lop_auth_t *lop_auth_new(const char *token, const char *token_file, lop_auth_exec_t *exec,
-                         const lop_clock_t *clock)
+lop_auth_t *lop_auth_new(const char *token, const char *token_file, lop_auth_exec_t *exec, const lop_clock_t *clock)
 {
     lop_auth_t *a = lop_xcalloc(1, sizeof *a);
     pthread_mutex_init(&a->mu, NULL);
@@ -124,8 +123,7 @@ static lop_rc_t read_token_file(lop_auth_t *a, lop_err_t *err)
         return LOP_OK;
     FILE *f = fopen(a->token_file, "r");
     if (!f)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "cannot read token file %s: %s", a->token_file,
-                           strerror(errno));
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "cannot read token file %s: %s", a->token_file, strerror(errno));
     lop_buf_t b = LOP_BUF_INIT;
     char chunk[4096];
     size_t r;
@@ -156,8 +154,7 @@ static char *exec_info_json(const lop_auth_exec_t *e)
         json_t *c = json_loads(e->cluster_json, 0, NULL);
         if (c) json_object_set_new(spec, "cluster", c);
     }
-    json_t *root = json_pack("{s:s, s:s, s:o}", "kind", "ExecCredential", "apiVersion",
-                             e->api_version, "spec", spec);
+    json_t *root = json_pack("{s:s, s:s, s:o}", "kind", "ExecCredential", "apiVersion", e->api_version, "spec", spec);
     char *s = json_dumps(root, JSON_COMPACT);
     json_decref(root);
     return s;
@@ -200,8 +197,7 @@ static lop_rc_t run_plugin(lop_auth_t *a, lop_buf_t *out, lop_err_t *err)
         free(argv);
         free(envp);
         lop_buf_free(&infoenv);
-        return lop_err_set(err, LOP_ERR, 0, NULL, "exec plugin %s: pipe: %s", e->command,
-                           strerror(errno));
+        return lop_err_set(err, LOP_ERR, 0, NULL, "exec plugin %s: pipe: %s", e->command, strerror(errno));
     }
     pid_t pid = fork();
     if (pid == 0) {
@@ -218,8 +214,7 @@ static lop_rc_t run_plugin(lop_auth_t *a, lop_buf_t *out, lop_err_t *err)
     lop_buf_free(&infoenv);
     if (pid < 0) {
         close(pfd[0]);
-        return lop_err_set(err, LOP_ERR, 0, NULL, "exec plugin %s: fork: %s", e->command,
-                           strerror(saved));
+        return lop_err_set(err, LOP_ERR, 0, NULL, "exec plugin %s: fork: %s", e->command, strerror(saved));
     }
     char chunk[4096];
     int64_t deadline = lop_clock_mono(a->clock) + EXEC_TIMEOUT_NS;
@@ -250,18 +245,17 @@ static lop_rc_t run_plugin(lop_auth_t *a, lop_buf_t *out, lop_err_t *err)
     }
     close(pfd[0]);
     int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
     a->exec_runs++;
     if (timed_out)
-        return lop_err_set(err, LOP_ETIMEDOUT, 0, NULL, "exec plugin %s did not finish within %d s",
-                           e->command, (int)(EXEC_TIMEOUT_NS / LOP_NS_PER_S));
+        return lop_err_set(err, LOP_ETIMEDOUT, 0, NULL, "exec plugin %s did not finish within %d s", e->command,
+                           (int)(EXEC_TIMEOUT_NS / LOP_NS_PER_S));
     if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "exec plugin %s could not be run%s%s",
-                           e->command, *hint ? ": " : "", hint);
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "exec plugin %s could not be run%s%s", e->command,
+                           *hint ? ": " : "", hint);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "exec plugin %s failed (exit status %d)",
-                           e->command, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "exec plugin %s failed (exit status %d)", e->command,
+                           WIFEXITED(status) ? WEXITSTATUS(status) : -1);
     return LOP_OK;
 }
 
@@ -272,8 +266,7 @@ static lop_rc_t parse_exec_credential(lop_auth_t *a, const char *text, lop_err_t
     json_t *root = json_loads(text, 0, &jerr);
     if (!json_is_object(root)) {
         json_decref(root);
-        return lop_err_set(err, LOP_EINVAL, 0, NULL,
-                           "exec plugin %s: output is not a JSON ExecCredential", cmd);
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "exec plugin %s: output is not a JSON ExecCredential", cmd);
     }
     lop_rc_t rc = LOP_OK;
     const char *kind = json_string_value(json_object_get(root, "kind"));
@@ -287,22 +280,20 @@ static lop_rc_t parse_exec_credential(lop_auth_t *a, const char *text, lop_err_t
     if (!kind || strcmp(kind, "ExecCredential") != 0) {
         rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "exec plugin %s: kind is not ExecCredential", cmd);
     } else if (!apiv || strcmp(apiv, a->exec.api_version) != 0) {
-        rc = lop_err_set(err, LOP_EINVAL, 0, NULL,
-                         "exec plugin %s: apiVersion %s does not match the configured %s", cmd,
-                         apiv ? apiv : "(none)", a->exec.api_version);
+        rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "exec plugin %s: apiVersion %s does not match the configured %s",
+                         cmd, apiv ? apiv : "(none)", a->exec.api_version);
     } else if (!json_is_object(status)) {
-        rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "exec plugin %s: ExecCredential has no status",
-                         cmd);
+        rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "exec plugin %s: ExecCredential has no status", cmd);
     } else if ((cert && *cert) != (key && *key)) {
         rc = lop_err_set(err, LOP_EINVAL, 0, NULL,
                          "exec plugin %s: status.clientCertificateData and clientKeyData must both "
-                         "be set or both be empty", cmd);
+                         "be set or both be empty",
+                         cmd);
     } else if (!(tok && *tok) && !(cert && *cert)) {
-        rc = lop_err_set(err, LOP_EINVAL, 0, NULL,
-                         "exec plugin %s: status has neither token nor client certificate", cmd);
+        rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "exec plugin %s: status has neither token nor client certificate",
+                         cmd);
     } else if (exp && *exp && lop_time_parse(exp, &exp_ns) != 0) {
-        rc = lop_err_set(err, LOP_EINVAL, 0, NULL,
-                         "exec plugin %s: status.expirationTimestamp is not RFC 3339", cmd);
+        rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "exec plugin %s: status.expirationTimestamp is not RFC 3339", cmd);
     }
     if (rc == LOP_OK) {
         lop_auth_cred_cleanup(&a->exec_cred);
@@ -320,13 +311,12 @@ static lop_rc_t parse_exec_credential(lop_auth_t *a, const char *text, lop_err_t
 
 static lop_rc_t refresh_exec(lop_auth_t *a, lop_err_t *err)
 {
-    if (a->exec_valid &&
-        (a->exec_expiry_wall == 0 || lop_clock_wall(a->clock) < a->exec_expiry_wall))
-        return LOP_OK;
+    if (a->exec_valid && (a->exec_expiry_wall == 0 || lop_clock_wall(a->clock) < a->exec_expiry_wall)) return LOP_OK;
     if (a->exec.interactive_mode && strcmp(a->exec.interactive_mode, "Always") == 0)
         return lop_err_set(err, LOP_EINVAL, 0, NULL,
                            "exec plugin %s requires interactive mode (interactiveMode: Always), "
-                           "which luaop cannot provide", a->exec.command);
+                           "which luaop cannot provide",
+                           a->exec.command);
     lop_buf_t out = LOP_BUF_INIT;
     lop_rc_t rc = run_plugin(a, &out, err);
     if (rc == LOP_OK) rc = parse_exec_credential(a, out.data ? out.data : "", err);

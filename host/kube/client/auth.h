@@ -21,11 +21,11 @@
 
 /* An exec plugin's configuration (kubeconfig users[].user.exec). All strings malloc'd. */
 typedef struct lop_auth_exec {
-    char *api_version;      /* client.authentication.k8s.io/v1 or v1beta1 (required) */
-    char *command;          /* absolute, or a bare name looked up in PATH */
-    char **args;            /* nargs entries */
+    char *api_version; /* client.authentication.k8s.io/v1 or v1beta1 (required) */
+    char *command;     /* absolute, or a bare name looked up in PATH */
+    char **args;       /* nargs entries */
     size_t nargs;
-    char **env;             /* "NAME=value" entries added to the environment */
+    char **env; /* "NAME=value" entries added to the environment */
     size_t nenv;
     char *install_hint;     /* shown when the command cannot be run; may be NULL */
     char *interactive_mode; /* Never | IfAvailable | Always; NULL = IfAvailable (v1beta1) */
@@ -42,8 +42,7 @@ typedef struct lop_auth lop_auth_t;
  * (exec is zeroed). clock (borrowed, NULL = system) times the token file cache and expirations.
  * A source with nothing configured is valid and yields no credentials.
  */
-lop_auth_t *lop_auth_new(const char *token, const char *token_file, lop_auth_exec_t *exec,
-                         const lop_clock_t *clock);
+lop_auth_t *lop_auth_new(const char *token, const char *token_file, lop_auth_exec_t *exec, const lop_clock_t *clock);
 void lop_auth_free(lop_auth_t *a);
 
 /* One request's credentials, malloc'd copies (any may be NULL). Free with lop_auth_cred_cleanup. */

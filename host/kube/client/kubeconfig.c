@@ -14,7 +14,9 @@
 #include <yaml.h>
 
 #define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
-#define FILE_KEY "\x01" "file" /* where an entry was defined; cannot clash with YAML keys */
+#define FILE_KEY \
+    "\x01"       \
+    "file" /* where an entry was defined; cannot clash with YAML keys */
 
 void lop_rest_config_cleanup(lop_rest_config_t *c)
 {
@@ -59,8 +61,7 @@ static json_t *yaml_node_to_json(yaml_document_t *doc, yaml_node_t *node, int de
     }
     case YAML_SEQUENCE_NODE: {
         json_t *arr = json_array();
-        for (yaml_node_item_t *it = node->data.sequence.items.start;
-             it < node->data.sequence.items.top; it++)
+        for (yaml_node_item_t *it = node->data.sequence.items.start; it < node->data.sequence.items.top; it++)
             json_array_append_new(arr, yaml_node_to_json(doc, yaml_document_get_node(doc, *it), depth + 1));
         return arr;
     }
@@ -84,8 +85,8 @@ static lop_rc_t load_yaml(const char *path, json_t **out, lop_err_t *err)
     *out = NULL;
     FILE *f = fopen(path, "rb");
     if (!f)
-        return lop_err_set(err, errno == ENOENT ? LOP_ENOTFOUND : LOP_EINVAL, 0, NULL,
-                           "kubeconfig %s: cannot open: %s", path, strerror(errno));
+        return lop_err_set(err, errno == ENOENT ? LOP_ENOTFOUND : LOP_EINVAL, 0, NULL, "kubeconfig %s: cannot open: %s",
+                           path, strerror(errno));
     yaml_parser_t p;
     yaml_document_t doc;
     yaml_parser_initialize(&p);
@@ -135,13 +136,13 @@ static void resolve_path(json_t *obj, const char *key, const char *dir, bool onl
     lop_buf_free(&b);
 }
 
-static lop_rc_t read_file(const char *path, char **out, size_t *len, lop_err_t *err,
-                          const char *what_file, const char *field)
+static lop_rc_t read_file(const char *path, char **out, size_t *len, lop_err_t *err, const char *what_file,
+                          const char *field)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "kubeconfig %s: %s: cannot read %s: %s",
-                           what_file, field, path, strerror(errno));
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "kubeconfig %s: %s: cannot read %s: %s", what_file, field, path,
+                           strerror(errno));
     lop_buf_t b = LOP_BUF_INIT;
     char chunk[4096];
     size_t r;
@@ -153,8 +154,8 @@ static lop_rc_t read_file(const char *path, char **out, size_t *len, lop_err_t *
 }
 
 /* Merge one file's named list (clusters/users/contexts) into merged (name → entry), first wins. */
-static lop_rc_t merge_list(const char *path, json_t *doc, const char *list, const char *inner,
-                           json_t *merged, lop_err_t *err)
+static lop_rc_t merge_list(const char *path, json_t *doc, const char *list, const char *inner, json_t *merged,
+                           lop_err_t *err)
 {
     json_t *arr = json_object_get(doc, list);
     if (!arr || json_is_null(arr)) return LOP_OK;
@@ -164,7 +165,8 @@ static lop_rc_t merge_list(const char *path, json_t *doc, const char *list, cons
     size_t i;
     json_t *e;
     lop_rc_t rc = LOP_OK;
-    json_array_foreach(arr, i, e) {
+    json_array_foreach(arr, i, e)
+    {
         const char *name = json_string_value(json_object_get(e, "name"));
         json_t *body = json_object_get(e, inner);
         if (!json_is_object(e) || !name || !*name) {
@@ -172,8 +174,8 @@ static lop_rc_t merge_list(const char *path, json_t *doc, const char *list, cons
             break;
         }
         if (body && !json_is_null(body) && !json_is_object(body)) {
-            rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "kubeconfig %s: %s[%zu].%s: must be a mapping",
-                             path, list, i, inner);
+            rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "kubeconfig %s: %s[%zu].%s: must be a mapping", path, list, i,
+                             inner);
             break;
         }
         if (json_object_get(merged, name)) continue; /* first file wins */
@@ -205,8 +207,8 @@ static bool bool_field(json_t *obj, const char *key)
 }
 
 /* Field "data" (base64) wins over "path" (file). Sets *out (NULL when neither). */
-static lop_rc_t pem_field(json_t *obj, const char *data_key, const char *path_key, const char *file,
-                          const char *where, char **out, lop_err_t *err)
+static lop_rc_t pem_field(json_t *obj, const char *data_key, const char *path_key, const char *file, const char *where,
+                          char **out, lop_err_t *err)
 {
     *out = NULL;
     const char *data = str_field(obj, data_key);
@@ -214,8 +216,7 @@ static lop_rc_t pem_field(json_t *obj, const char *data_key, const char *path_ke
         size_t n;
         *out = lop_base64_decode(data, &n);
         if (!*out)
-            return lop_err_set(err, LOP_EINVAL, 0, NULL, "kubeconfig %s: %s.%s: invalid base64", file,
-                               where, data_key);
+            return lop_err_set(err, LOP_EINVAL, 0, NULL, "kubeconfig %s: %s.%s: invalid base64", file, where, data_key);
         return LOP_OK;
     }
     const char *path = str_field(obj, path_key);
@@ -230,8 +231,7 @@ static lop_rc_t pem_field(json_t *obj, const char *data_key, const char *path_ke
 }
 
 /* Every key in keys that is present must hold a string (YAML scalars load as strings). */
-static lop_rc_t check_strings(json_t *obj, const char *const *keys, const char *file, const char *where,
-                              lop_err_t *err)
+static lop_rc_t check_strings(json_t *obj, const char *const *keys, const char *file, const char *where, lop_err_t *err)
 {
     for (size_t i = 0; keys[i]; i++) {
         json_t *v = json_object_get(obj, keys[i]);
@@ -242,8 +242,8 @@ static lop_rc_t check_strings(json_t *obj, const char *const *keys, const char *
     return LOP_OK;
 }
 
-static lop_rc_t build_exec(json_t *ex, const char *file, const char *where, lop_rest_config_t *cfg,
-                           json_t *cluster, lop_auth_exec_t *e, lop_err_t *err)
+static lop_rc_t build_exec(json_t *ex, const char *file, const char *where, lop_rest_config_t *cfg, json_t *cluster,
+                           lop_auth_exec_t *e, lop_err_t *err)
 {
     static const char *const strs[] = {"apiVersion", "command", "installHint", "interactiveMode", NULL};
     char exwhere[400];
@@ -251,7 +251,8 @@ static lop_rc_t build_exec(json_t *ex, const char *file, const char *where, lop_
     lop_rc_t rc = check_strings(ex, strs, file, exwhere, err);
     if (rc != LOP_OK) return rc;
     json_t *args0 = json_object_get(ex, "args"), *env0 = json_object_get(ex, "env");
-    if ((args0 && !json_is_array(args0) && !json_is_null(args0)) || (env0 && !json_is_array(env0) && !json_is_null(env0)))
+    if ((args0 && !json_is_array(args0) && !json_is_null(args0)) ||
+        (env0 && !json_is_array(env0) && !json_is_null(env0)))
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "kubeconfig %s: %s.%s: must be a list", file, exwhere,
                            args0 && !json_is_array(args0) && !json_is_null(args0) ? "args" : "env");
     const char *apiv = str_field(ex, "apiVersion");
@@ -260,18 +261,18 @@ static lop_rc_t build_exec(json_t *ex, const char *file, const char *where, lop_
                   strcmp(apiv, "client.authentication.k8s.io/v1beta1") != 0))
         return lop_err_set(err, LOP_EINVAL, 0, NULL,
                            "kubeconfig %s: %s.exec.apiVersion: must be client.authentication.k8s.io/v1 "
-                           "or v1beta1, got %s", file, where, apiv ? apiv : "(none)");
+                           "or v1beta1, got %s",
+                           file, where, apiv ? apiv : "(none)");
     if (!cmd || !*cmd)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "kubeconfig %s: %s.exec.command: missing", file, where);
     const char *im = str_field(ex, "interactiveMode");
     if (!strcmp(apiv, "client.authentication.k8s.io/v1") && (!im || !*im))
         return lop_err_set(err, LOP_EINVAL, 0, NULL,
-                           "kubeconfig %s: %s.exec.interactiveMode: required for client.authentication.k8s.io/v1",
-                           file, where);
+                           "kubeconfig %s: %s.exec.interactiveMode: required for client.authentication.k8s.io/v1", file,
+                           where);
     if (im && *im && strcmp(im, "Never") && strcmp(im, "IfAvailable") && strcmp(im, "Always"))
         return lop_err_set(err, LOP_EINVAL, 0, NULL,
-                           "kubeconfig %s: %s.exec.interactiveMode: must be Never, IfAvailable or Always",
-                           file, where);
+                           "kubeconfig %s: %s.exec.interactiveMode: must be Never, IfAvailable or Always", file, where);
     e->api_version = lop_xstrdup(apiv);
     e->command = lop_xstrdup(cmd);
     if (im && *im) e->interactive_mode = lop_xstrdup(im);
@@ -282,10 +283,11 @@ static lop_rc_t build_exec(json_t *ex, const char *file, const char *where, lop_
         e->args = lop_xcalloc(json_array_size(args) + 1, sizeof *e->args);
         size_t i;
         json_t *a;
-        json_array_foreach(args, i, a) {
+        json_array_foreach(args, i, a)
+        {
             if (!json_is_string(a))
-                return lop_err_set(err, LOP_EINVAL, 0, NULL, "kubeconfig %s: %s.exec.args[%zu]: must be a string",
-                                   file, where, i);
+                return lop_err_set(err, LOP_EINVAL, 0, NULL, "kubeconfig %s: %s.exec.args[%zu]: must be a string", file,
+                                   where, i);
             e->args[e->nargs++] = lop_xstrdup(json_string_value(a));
         }
     }
@@ -294,11 +296,12 @@ static lop_rc_t build_exec(json_t *ex, const char *file, const char *where, lop_
         e->env = lop_xcalloc(json_array_size(env) + 1, sizeof *e->env);
         size_t i;
         json_t *v;
-        json_array_foreach(env, i, v) {
+        json_array_foreach(env, i, v)
+        {
             const char *n = str_field(v, "name"), *val = str_field(v, "value");
             if (!n || !*n)
-                return lop_err_set(err, LOP_EINVAL, 0, NULL, "kubeconfig %s: %s.exec.env[%zu].name: missing",
-                                   file, where, i);
+                return lop_err_set(err, LOP_EINVAL, 0, NULL, "kubeconfig %s: %s.exec.env[%zu].name: missing", file,
+                                   where, i);
             lop_buf_t b = LOP_BUF_INIT;
             lop_buf_printf(&b, "%s=%s", n, val ? val : "");
             e->env[e->nenv++] = lop_buf_steal(&b);
@@ -329,19 +332,24 @@ static char **string_list(json_t *arr, size_t *n)
     return out;
 }
 
-static lop_rc_t build_user(json_t *user, const char *uname, lop_rest_config_t *cfg, json_t *cluster,
-                           lop_err_t *err)
+static lop_rc_t build_user(json_t *user, const char *uname, lop_rest_config_t *cfg, json_t *cluster, lop_err_t *err)
 {
     const char *file = str_field(user, FILE_KEY);
     char where[320];
     snprintf(where, sizeof where, "users[%s].user", uname);
-    static const char *const strs[] = {"client-certificate", "client-certificate-data", "client-key",
-                                       "client-key-data", "token", "tokenFile", "as", "as-uid", NULL};
+    static const char *const strs[] = {"client-certificate",
+                                       "client-certificate-data",
+                                       "client-key",
+                                       "client-key-data",
+                                       "token",
+                                       "tokenFile",
+                                       "as",
+                                       "as-uid",
+                                       NULL};
     if (check_strings(user, strs, file, where, err) != LOP_OK) return LOP_EINVAL;
-    lop_rc_t rc = pem_field(user, "client-certificate-data", "client-certificate", file, where,
-                            &cfg->client_cert_pem, err);
-    if (rc == LOP_OK)
-        rc = pem_field(user, "client-key-data", "client-key", file, where, &cfg->client_key_pem, err);
+    lop_rc_t rc =
+        pem_field(user, "client-certificate-data", "client-certificate", file, where, &cfg->client_cert_pem, err);
+    if (rc == LOP_OK) rc = pem_field(user, "client-key-data", "client-key", file, where, &cfg->client_key_pem, err);
     if (rc != LOP_OK) return rc;
     if (!cfg->client_cert_pem != !cfg->client_key_pem)
         return lop_err_set(err, LOP_EINVAL, 0, NULL,
@@ -349,10 +357,11 @@ static lop_rc_t build_user(json_t *user, const char *uname, lop_rest_config_t *c
     if (json_object_get(user, "auth-provider"))
         return lop_err_set(err, LOP_EINVAL, 0, NULL,
                            "kubeconfig %s: %s.auth-provider: not supported (removed from client-go); "
-                           "use an exec credential plugin", file, where);
+                           "use an exec credential plugin",
+                           file, where);
     if (str_field(user, "username") || str_field(user, "password"))
-        lop_log(LOP_LOG_WARN, "kubeconfig basic auth (username/password) is not supported; ignored",
-                "file", file, "user", uname, NULL);
+        lop_log(LOP_LOG_WARN, "kubeconfig basic auth (username/password) is not supported; ignored", "file", file,
+                "user", uname, NULL);
     lop_auth_exec_t e = {0};
     json_t *ex = json_object_get(user, "exec");
     if (ex && !json_is_null(ex)) {
@@ -378,10 +387,12 @@ static lop_rc_t build_user(json_t *user, const char *uname, lop_rest_config_t *c
         json_t *vals;
         json_object_foreach(extra, k, vals) cap += json_is_array(vals) ? json_array_size(vals) : 1;
         cfg->impersonate_extra = lop_xcalloc(cap + 1, sizeof(char *));
-        json_object_foreach(extra, k, vals) {
+        json_object_foreach(extra, k, vals)
+        {
             size_t i;
             json_t *v;
-            json_array_foreach(vals, i, v) {
+            json_array_foreach(vals, i, v)
+            {
                 if (!json_is_string(v)) continue;
                 lop_buf_t b = LOP_BUF_INIT;
                 lop_buf_printf(&b, "%s=%s", k, json_string_value(v));
@@ -404,8 +415,8 @@ static lop_rc_t build_cluster(json_t *cluster, const char *cname, lop_rest_confi
     if (!server || !*server)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "kubeconfig %s: %s.server: missing", file, where);
     if (strncmp(server, "https://", 8) != 0 && strncmp(server, "http://", 7) != 0)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL,
-                           "kubeconfig %s: %s.server: %s is not an http:// or https:// URL", file, where, server);
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "kubeconfig %s: %s.server: %s is not an http:// or https:// URL",
+                           file, where, server);
     cfg->server = lop_xstrdup(server);
     size_t sl = strlen(cfg->server);
     while (sl > 0 && cfg->server[sl - 1] == '/') cfg->server[--sl] = '\0';
@@ -413,11 +424,12 @@ static lop_rc_t build_cluster(json_t *cluster, const char *cname, lop_rest_confi
     const char *cad = str_field(cluster, "certificate-authority-data");
     const char *caf = str_field(cluster, "certificate-authority");
     if (cfg->insecure && ((cad && *cad) || (caf && *caf)))
-        return lop_err_set(err, LOP_EINVAL, 0, NULL,
-                           "kubeconfig %s: %s: specifying a root certificates file with the insecure flag is not allowed",
-                           file, where);
-    lop_rc_t rc = pem_field(cluster, "certificate-authority-data", "certificate-authority", file, where,
-                            &cfg->ca_pem, err);
+        return lop_err_set(
+            err, LOP_EINVAL, 0, NULL,
+            "kubeconfig %s: %s: specifying a root certificates file with the insecure flag is not allowed", file,
+            where);
+    lop_rc_t rc =
+        pem_field(cluster, "certificate-authority-data", "certificate-authority", file, where, &cfg->ca_pem, err);
     if (rc != LOP_OK) return rc;
     const char *sni = str_field(cluster, "tls-server-name");
     if (sni && *sni) cfg->tls_server_name = lop_xstrdup(sni);
@@ -431,8 +443,8 @@ static lop_rc_t build_cluster(json_t *cluster, const char *cname, lop_rest_confi
     return LOP_OK;
 }
 
-lop_rc_t lop_kubeconfig_load_files(const char *const *paths, size_t n, const char *context,
-                                   const lop_clock_t *clock, lop_rest_config_t *out, lop_err_t *err)
+lop_rc_t lop_kubeconfig_load_files(const char *const *paths, size_t n, const char *context, const lop_clock_t *clock,
+                                   lop_rest_config_t *out, lop_err_t *err)
 {
     memset(out, 0, sizeof *out);
     out->clock = clock;
@@ -477,13 +489,14 @@ lop_rc_t lop_kubeconfig_load_files(const char *const *paths, size_t n, const cha
         json_decref(doc);
     }
     if (rc == LOP_OK && loaded == 0)
-        rc = lop_err_set(err, LOP_ENOTFOUND, 0, NULL, "kubeconfig: none of the files exist (%s%s)",
-                         n ? paths[0] : "", n > 1 ? ", ..." : "");
+        rc = lop_err_set(err, LOP_ENOTFOUND, 0, NULL, "kubeconfig: none of the files exist (%s%s)", n ? paths[0] : "",
+                         n > 1 ? ", ..." : "");
     const char *src = sources.data ? sources.data : "";
     const char *ctxname = context && *context ? context : current;
     json_t *ctx = NULL, *cluster = NULL, *user = NULL;
     if (rc == LOP_OK && !ctxname)
-        rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "kubeconfig %s: current-context: not set (choose one with --context)", src);
+        rc = lop_err_set(err, LOP_EINVAL, 0, NULL,
+                         "kubeconfig %s: current-context: not set (choose one with --context)", src);
     if (rc == LOP_OK && !(ctx = json_object_get(contexts, ctxname)))
         rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "kubeconfig %s: context %s: not found", src, ctxname);
     const char *cname = ctx ? str_field(ctx, "cluster") : NULL;
@@ -492,11 +505,11 @@ lop_rc_t lop_kubeconfig_load_files(const char *const *paths, size_t n, const cha
         rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "kubeconfig %s: contexts[%s].context.cluster: missing",
                          str_field(ctx, FILE_KEY), ctxname);
     if (rc == LOP_OK && !(cluster = json_object_get(clusters, cname)))
-        rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "kubeconfig %s: cluster %s (of context %s): not found", src,
-                         cname, ctxname);
+        rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "kubeconfig %s: cluster %s (of context %s): not found", src, cname,
+                         ctxname);
     if (rc == LOP_OK && uname && *uname && !(user = json_object_get(users, uname)))
-        rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "kubeconfig %s: user %s (of context %s): not found", src,
-                         uname, ctxname);
+        rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "kubeconfig %s: user %s (of context %s): not found", src, uname,
+                         ctxname);
     if (rc == LOP_OK) rc = build_cluster(cluster, cname, out, err);
     if (rc == LOP_OK && user) rc = build_user(user, uname, out, cluster, err);
     if (rc == LOP_OK && !out->auth) out->auth = lop_auth_new(NULL, NULL, NULL, clock);
@@ -528,8 +541,7 @@ static char *trimmed(char *s)
     return s;
 }
 
-lop_rc_t lop_kubeconfig_incluster(const char *dir, const lop_clock_t *clock, lop_rest_config_t *out,
-                                  lop_err_t *err)
+lop_rc_t lop_kubeconfig_incluster(const char *dir, const lop_clock_t *clock, lop_rest_config_t *out, lop_err_t *err)
 {
     memset(out, 0, sizeof *out);
     out->clock = clock;
@@ -557,8 +569,7 @@ lop_rc_t lop_kubeconfig_incluster(const char *dir, const lop_clock_t *clock, lop
     }
     char *ns = NULL;
     lop_err_t ignore;
-    if (rc == LOP_OK && read_file(nspath, &ns, NULL, &ignore, "(in-cluster)", "namespace") == LOP_OK &&
-        *trimmed(ns))
+    if (rc == LOP_OK && read_file(nspath, &ns, NULL, &ignore, "(in-cluster)", "namespace") == LOP_OK && *trimmed(ns))
         out->namespace = ns;
     else {
         free(ns);
@@ -579,8 +590,7 @@ lop_rc_t lop_kubeconfig_load(const lop_kubeconfig_opts_t *opts, lop_rest_config_
     if (opts->path && *opts->path) {
         const char *p = opts->path;
         lop_rc_t rc = lop_kubeconfig_load_files(&p, 1, opts->context, opts->clock, out, err);
-        if (rc == LOP_ENOTFOUND)
-            rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "kubeconfig %s: file does not exist", p);
+        if (rc == LOP_ENOTFOUND) rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "kubeconfig %s: file does not exist", p);
         return rc;
     }
     const char *env = getenv("KUBECONFIG");

@@ -30,23 +30,23 @@ typedef struct lop_rest_config {
     char *ca_pem;          /* PEM bundle to verify the server, NULL = system roots */
     char *client_cert_pem; /* static client certificate (PEM), or NULL */
     char *client_key_pem;
-    bool insecure;         /* skip server certificate verification (logged loudly) */
-    char *tls_server_name; /* name to verify the certificate against (SNI), or NULL */
-    char *proxy_url;       /* kubeconfig proxy-url (http:// only), or NULL = HTTPS_PROXY & co. */
-    char *namespace;       /* default namespace: the context's, else "default" */
-    lop_auth_t *auth;      /* bearer token / token file / exec plugin; may be NULL */
+    bool insecure;          /* skip server certificate verification (logged loudly) */
+    char *tls_server_name;  /* name to verify the certificate against (SNI), or NULL */
+    char *proxy_url;        /* kubeconfig proxy-url (http:// only), or NULL = HTTPS_PROXY & co. */
+    char *namespace;        /* default namespace: the context's, else "default" */
+    lop_auth_t *auth;       /* bearer token / token file / exec plugin; may be NULL */
     char *impersonate_user; /* Impersonate-User, or NULL */
     char *impersonate_uid;
     char **impersonate_groups; /* n_impersonate_groups entries */
     size_t n_impersonate_groups;
-    char **impersonate_extra;  /* "key=value" entries → Impersonate-Extra-<key>: value */
+    char **impersonate_extra; /* "key=value" entries → Impersonate-Extra-<key>: value */
     size_t n_impersonate_extra;
-    double qps;            /* 0 = default 5; < 0 disables client-side limiting */
-    int burst;             /* 0 = default 10 */
-    char *user_agent;      /* NULL = "luaop/<version> (linux/amd64)" */
+    double qps;               /* 0 = default 5; < 0 disables client-side limiting */
+    int burst;                /* 0 = default 10 */
+    char *user_agent;         /* NULL = "luaop/<version> (linux/amd64)" */
     const lop_clock_t *clock; /* borrowed; NULL = system clock */
-    char *source;          /* where this came from, for logs: file path(s) or "in-cluster" */
-    char *context;         /* the context used, NULL for in-cluster */
+    char *source;             /* where this came from, for logs: file path(s) or "in-cluster" */
+    char *context;            /* the context used, NULL for in-cluster */
 } lop_rest_config_t;
 
 void lop_rest_config_cleanup(lop_rest_config_t *c);
@@ -65,18 +65,15 @@ typedef struct lop_kubeconfig_opts {
  * missing server, insecure + CA, unreadable CA file, bad base64), LOP_ENOTFOUND when there is no
  * kubeconfig and not in a cluster.
  */
-lop_rc_t lop_kubeconfig_load(const lop_kubeconfig_opts_t *opts, lop_rest_config_t *out,
-                             lop_err_t *err);
+lop_rc_t lop_kubeconfig_load(const lop_kubeconfig_opts_t *opts, lop_rest_config_t *out, lop_err_t *err);
 
 /* Load a merged list of files (as from $KUBECONFIG), for tests and tools. Missing files are
  * skipped unless they are all missing (LOP_ENOTFOUND). */
-lop_rc_t lop_kubeconfig_load_files(const char *const *paths, size_t n, const char *context,
-                                   const lop_clock_t *clock, lop_rest_config_t *out,
-                                   lop_err_t *err);
+lop_rc_t lop_kubeconfig_load_files(const char *const *paths, size_t n, const char *context, const lop_clock_t *clock,
+                                   lop_rest_config_t *out, lop_err_t *err);
 
 /* The in-cluster config (§M.11). dir: service-account directory (NULL = the standard one).
  * LOP_ENOTFOUND when KUBERNETES_SERVICE_HOST/PORT are not both set ("not in cluster"). */
-lop_rc_t lop_kubeconfig_incluster(const char *dir, const lop_clock_t *clock, lop_rest_config_t *out,
-                                  lop_err_t *err);
+lop_rc_t lop_kubeconfig_incluster(const char *dir, const lop_clock_t *clock, lop_rest_config_t *out, lop_err_t *err);
 
 #endif

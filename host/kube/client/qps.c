@@ -83,8 +83,7 @@ void lop_qps_sleep_until(const lop_clock_t *clock, int64_t deadline_ns)
     pthread_cond_t cond;
     lop_cond_init(&cond);
     pthread_mutex_lock(&mu);
-    while (!lop_clock_wait_until(clock, &cond, &mu, deadline_ns)) {
-    }
+    while (!lop_clock_wait_until(clock, &cond, &mu, deadline_ns)) {}
     pthread_mutex_unlock(&mu);
     pthread_cond_destroy(&cond);
 }

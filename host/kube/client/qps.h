@@ -18,7 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define LOP_QPS_DEFAULT 5.0
+#define LOP_QPS_DEFAULT   5.0
 #define LOP_BURST_DEFAULT 10
 
 typedef struct lop_qps lop_qps_t;

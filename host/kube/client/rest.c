@@ -40,8 +40,7 @@ void lop_rest_resp_cleanup(lop_rest_resp_t *r)
 lop_rc_t lop_rest_client_new(lop_rest_config_t *cfg, lop_rest_client_t **out, lop_err_t *err)
 {
     *out = NULL;
-    if (!cfg->server || !*cfg->server)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "REST config has no server");
+    if (!cfg->server || !*cfg->server) return lop_err_set(err, LOP_EINVAL, 0, NULL, "REST config has no server");
     lop_rest_client_t *c = lop_xcalloc(1, sizeof *c);
     c->cfg = *cfg;
     memset(cfg, 0, sizeof *cfg);
@@ -53,8 +52,10 @@ lop_rc_t lop_rest_client_new(lop_rest_config_t *cfg, lop_rest_client_t **out, lo
     }
     if (!c->cfg.namespace) c->cfg.namespace = lop_xstrdup("default");
     if (!c->cfg.auth) c->cfg.auth = lop_auth_new(NULL, NULL, NULL, c->clock);
-    lop_transport_config_t tc = {.server = c->cfg.server, .tls_server_name = c->cfg.tls_server_name,
-                                 .ca_pem = c->cfg.ca_pem, .insecure = c->cfg.insecure,
+    lop_transport_config_t tc = {.server = c->cfg.server,
+                                 .tls_server_name = c->cfg.tls_server_name,
+                                 .ca_pem = c->cfg.ca_pem,
+                                 .insecure = c->cfg.insecure,
                                  .proxy = c->cfg.proxy_url};
     lop_rc_t rc = lop_transport_new(&tc, &c->tr, err);
     if (rc != LOP_OK) {
@@ -69,8 +70,8 @@ lop_rc_t lop_rest_client_new(lop_rest_config_t *cfg, lop_rest_client_t **out, lo
         lop_log(LOP_LOG_INFO, "connecting to the API server through a proxy", "server", c->cfg.server, "proxy",
                 lop_transport_proxy(c->tr), NULL);
     if (c->cfg.insecure && lop_transport_is_tls(c->tr))
-        lop_log(LOP_LOG_WARN, "INSECURE: TLS certificate verification is disabled for this API server",
-                "server", c->cfg.server, NULL);
+        lop_log(LOP_LOG_WARN, "INSECURE: TLS certificate verification is disabled for this API server", "server",
+                c->cfg.server, NULL);
     *out = c;
     return LOP_OK;
 }
@@ -101,26 +102,26 @@ void lop_rest_client_set_observer(lop_rest_client_t *c, lop_rest_observer_fn fn,
 /* read size of a body passed to fn (bytes): a backed-up watch yields ~80 events per read instead
  * of ~10, and their workqueue adds are queued together; other bodies are read 16 KiB at a time */
 #define STREAM_READ_BYTES (128L * 1024)
-#define PLAIN_READ_BYTES (16L * 1024)
-#define BODY_MAX ((size_t)512 << 20) /* a collected body larger than this is refused */
+#define PLAIN_READ_BYTES  (16L * 1024)
+#define BODY_MAX          ((size_t)512 << 20) /* a collected body larger than this is refused */
 
 /* ---- one attempt ---- */
 
 typedef struct attempt {
     lop_rest_client_t *c;
-    lop_buf_t *body;            /* collects the body (non-stream, or a stream's error body) */
-    lop_stream_fn fn;           /* receives a 2xx body when non-NULL (a watch, or a request's sink) */
+    lop_buf_t *body;  /* collects the body (non-stream, or a stream's error body) */
+    lop_stream_fn fn; /* receives a 2xx body when non-NULL (a watch, or a request's sink) */
     void *fn_ud;
     bool fn_stopped;
-    bool too_big;               /* the collected body passed BODY_MAX */
-    size_t delivered;           /* 2xx body bytes passed to fn */
+    bool too_big;     /* the collected body passed BODY_MAX */
+    size_t delivered; /* 2xx body bytes passed to fn */
     const atomic_bool *cancel;
     bool cancelled;
     long idle_ms;
     int64_t last_byte;
     bool idle_expired;
-    int code;                   /* HTTP status of the response being read */
-    long retry_after;           /* -1 = absent or not an integer */
+    int code;         /* HTTP status of the response being read */
+    long retry_after; /* -1 = absent or not an integer */
     char content_type[128];
     char audit_id[64];
     char *warnings[8];
@@ -134,10 +135,7 @@ static void copy_trunc(char *dst, size_t cap, const char *src, size_t n)
     dst[n] = '\0';
 }
 
-static void on_status(void *ud, int code)
-{
-    ((attempt_t *)ud)->code = code;
-}
+static void on_status(void *ud, int code) { ((attempt_t *)ud)->code = code; }
 
 static void on_header(void *ud, const char *k, size_t kl, const char *v, size_t vl)
 {
@@ -197,8 +195,10 @@ static void log_warning(const char *w, const char *method, const char *path)
     const char *q = strchr(w, '"');
     const char *e = q ? strrchr(w, '"') : NULL;
     char text[1024];
-    if (q && e > q) snprintf(text, sizeof text, "%.*s", (int)(e - q - 1), q + 1);
-    else snprintf(text, sizeof text, "%s", w);
+    if (q && e > q)
+        snprintf(text, sizeof text, "%.*s", (int)(e - q - 1), q + 1);
+    else
+        snprintf(text, sizeof text, "%s", w);
     lop_log(LOP_LOG_WARN, "API server warning", "warning", text, "method", method, "path", path, NULL);
 }
 
@@ -254,20 +254,28 @@ static void build_headers(lop_rest_client_t *c, lop_buf_t *h, const lop_auth_cre
  * reason on failure. */
 static lop_http_result_t perform(lop_rest_client_t *c, attempt_t *a, const char *method, const char *path,
                                  const char *accept, const char *content_type, const char *body, size_t len,
-                                 long timeout_ms, const lop_auth_cred_t *cred, int *code, char *errbuf,
-                                 size_t errcap)
+                                 long timeout_ms, const lop_auth_cred_t *cred, int *code, char *errbuf, size_t errcap)
 {
     lop_buf_t hdr = LOP_BUF_INIT;
     build_headers(c, &hdr, cred, accept, content_type, body != NULL);
     bool needs_length = strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0 || strcmp(method, "PATCH") == 0;
     lop_http_exchange_t x = {
-        .method = method, .target = path, .headers = hdr.data, .body = body, .body_len = len,
-        .send_length = needs_length, .gzip = true,
+        .method = method,
+        .target = path,
+        .headers = hdr.data,
+        .body = body,
+        .body_len = len,
+        .send_length = needs_length,
+        .gzip = true,
         .cert_pem = cred->cert_pem ? cred->cert_pem : c->cfg.client_cert_pem,
         .key_pem = cred->cert_pem ? cred->key_pem : c->cfg.client_key_pem,
         .timeout_ms = timeout_ms > 0 ? timeout_ms : 0,
         .read_bytes = a->fn ? STREAM_READ_BYTES : PLAIN_READ_BYTES,
-        .ud = a, .on_status = on_status, .on_header = on_header, .on_body = on_body, .on_tick = on_tick,
+        .ud = a,
+        .on_status = on_status,
+        .on_header = on_header,
+        .on_body = on_body,
+        .on_tick = on_tick,
     };
     a->last_byte = lop_clock_mono(c->clock);
     atomic_fetch_add(&c->requests, 1);
@@ -276,8 +284,9 @@ static lop_http_result_t perform(lop_rest_client_t *c, attempt_t *a, const char 
     *code = x.code;
     snprintf(errbuf, errcap, "%s", x.error);
     lop_rest_observer_fn obs = atomic_load(&c->observer);
-    if (obs) obs(atomic_load(&c->observer_ud), method, x.code, lop_transport_host_port(c->tr),
-                 lop_clock_mono(c->clock) - t0);
+    if (obs)
+        obs(atomic_load(&c->observer_ud), method, x.code, lop_transport_host_port(c->tr),
+            lop_clock_mono(c->clock) - t0);
     explicit_bzero(hdr.data, hdr.len); /* it held the credentials */
     lop_buf_free(&hdr);
     return res;
@@ -313,8 +322,8 @@ static void attempt_free(attempt_t *a)
 }
 
 /* The shared request loop for plain requests (fn == NULL) and streams. */
-static lop_rc_t run(lop_rest_client_t *c, const lop_rest_req_t *req, lop_stream_fn fn, void *fn_ud,
-                    long idle_ms, lop_rest_resp_t *resp, lop_err_t *err)
+static lop_rc_t run(lop_rest_client_t *c, const lop_rest_req_t *req, lop_stream_fn fn, void *fn_ud, long idle_ms,
+                    lop_rest_resp_t *resp, lop_err_t *err)
 {
     bool is_get = strcmp(req->method, "GET") == 0;
     bool auth_retried = false;
@@ -331,9 +340,13 @@ static lop_rc_t run(lop_rest_client_t *c, const lop_rest_req_t *req, lop_stream_
         lop_rc_t rc = lop_auth_get(c->cfg.auth, &cred, err);
         if (rc != LOP_OK) return rc;
         lop_buf_reset(&resp->body);
-        attempt_t a = {.c = c, .body = &resp->body, .fn = fn ? fn : req->sink,
-                       .fn_ud = fn ? fn_ud : req->sink_ud, .cancel = req->cancel,
-                       .idle_ms = idle_ms, .retry_after = -1};
+        attempt_t a = {.c = c,
+                       .body = &resp->body,
+                       .fn = fn ? fn : req->sink,
+                       .fn_ud = fn ? fn_ud : req->sink_ud,
+                       .cancel = req->cancel,
+                       .idle_ms = idle_ms,
+                       .retry_after = -1};
         int code = 0;
         char why[256];
         lop_http_result_t hr = perform(c, &a, req->method, req->path, req->accept, req->content_type, req->body,
@@ -345,20 +358,18 @@ static lop_rc_t run(lop_rest_client_t *c, const lop_rest_req_t *req, lop_stream_
         for (int i = 0; i < a.nwarnings; i++) log_warning(a.warnings[i], req->method, req->path);
         long retry_after = a.retry_after;
         attempt_free(&a);
-        if (a.cancelled)
-            return lop_err_set(err, LOP_ECLOSED, 0, NULL, "%s %s: cancelled", req->method, req->path);
+        if (a.cancelled) return lop_err_set(err, LOP_ECLOSED, 0, NULL, "%s %s: cancelled", req->method, req->path);
         if (a.fn_stopped)
             return lop_err_set(err, LOP_ECLOSED, code, NULL, "%s %s: stopped by the consumer", req->method, req->path);
         if (a.idle_expired)
-            return lop_err_set(err, LOP_ETIMEDOUT, code, NULL, "%s %s: no data for %ld ms", req->method,
-                               req->path, idle_ms);
+            return lop_err_set(err, LOP_ETIMEDOUT, code, NULL, "%s %s: no data for %ld ms", req->method, req->path,
+                               idle_ms);
         if (a.too_big)
-            return lop_err_set(err, LOP_EAGAIN, code, NULL, "%s %s: response body over %zu MiB", req->method,
-                               req->path, BODY_MAX >> 20);
+            return lop_err_set(err, LOP_EAGAIN, code, NULL, "%s %s: response body over %zu MiB", req->method, req->path,
+                               BODY_MAX >> 20);
         if (hr != LOP_HTTP_OK) {
             if (is_get && !fn && !a.delivered && hr == LOP_HTTP_ERESET && attempt < LOP_REST_MAX_RETRIES) {
-                lop_log(LOP_LOG_DEBUG, "retrying GET after a connection error", "path", req->path,
-                        "error", why, NULL);
+                lop_log(LOP_LOG_DEBUG, "retrying GET after a connection error", "path", req->path, "error", why, NULL);
                 resp->retries++;
                 if (!wait_until(c, lop_clock_mono(c->clock) + LOP_NS_PER_S, req->cancel))
                     return lop_err_set(err, LOP_ECLOSED, 0, NULL, "%s %s: cancelled", req->method, req->path);
@@ -372,8 +383,8 @@ static lop_rc_t run(lop_rest_client_t *c, const lop_rest_req_t *req, lop_stream_
             return LOP_OK;
         }
         if (code == 401 && !auth_retried && lop_auth_invalidate(c->cfg.auth)) {
-            lop_log(LOP_LOG_INFO, "401 from the API server; refreshing credentials and retrying once",
-                    "method", req->method, "path", req->path, NULL);
+            lop_log(LOP_LOG_INFO, "401 from the API server; refreshing credentials and retrying once", "method",
+                    req->method, "path", req->path, NULL);
             auth_retried = true;
             resp->retries++;
             continue;
@@ -382,8 +393,8 @@ static lop_rc_t run(lop_rest_client_t *c, const lop_rest_req_t *req, lop_stream_
             char ra[24], n[16];
             snprintf(ra, sizeof ra, "%ld", retry_after);
             snprintf(n, sizeof n, "%d", attempt + 1);
-            lop_log(LOP_LOG_DEBUG, "retrying after Retry-After", "method", req->method, "path", req->path,
-                    "code", code == 429 ? "429" : "5xx", "retry_after_s", ra, "attempt", n, NULL);
+            lop_log(LOP_LOG_DEBUG, "retrying after Retry-After", "method", req->method, "path", req->path, "code",
+                    code == 429 ? "429" : "5xx", "retry_after_s", ra, "attempt", n, NULL);
             resp->retries++;
             if (!wait_until(c, lop_clock_mono(c->clock) + retry_after * LOP_NS_PER_S, req->cancel))
                 return lop_err_set(err, LOP_ECLOSED, 0, NULL, "%s %s: cancelled", req->method, req->path);
@@ -393,8 +404,7 @@ static lop_rc_t run(lop_rest_client_t *c, const lop_rest_req_t *req, lop_stream_
     }
 }
 
-lop_rc_t lop_rest_request(lop_rest_client_t *c, const lop_rest_req_t *req, lop_rest_resp_t *resp,
-                          lop_err_t *err)
+lop_rc_t lop_rest_request(lop_rest_client_t *c, const lop_rest_req_t *req, lop_rest_resp_t *resp, lop_err_t *err)
 {
     lop_rest_resp_t local = LOP_REST_RESP_INIT;
     lop_rc_t rc = run(c, req, NULL, NULL, 0, resp ? resp : &local, err);
@@ -402,20 +412,19 @@ lop_rc_t lop_rest_request(lop_rest_client_t *c, const lop_rest_req_t *req, lop_r
     return rc;
 }
 
-lop_rc_t lop_rest_do(lop_rest_client_t *c, const char *method, const char *path_and_query,
-                     const char *content_type, const char *body, size_t len, lop_rest_resp_t *resp,
-                     lop_err_t *err)
+lop_rc_t lop_rest_do(lop_rest_client_t *c, const char *method, const char *path_and_query, const char *content_type,
+                     const char *body, size_t len, lop_rest_resp_t *resp, lop_err_t *err)
 {
-    lop_rest_req_t req = {.method = method, .path = path_and_query, .content_type = content_type,
-                          .body = body, .len = len};
+    lop_rest_req_t req = {
+        .method = method, .path = path_and_query, .content_type = content_type, .body = body, .len = len};
     return lop_rest_request(c, &req, resp, err);
 }
 
 lop_rc_t lop_rest_stream(lop_rest_client_t *c, const char *path, lop_stream_fn fn, void *ud,
                          const lop_rest_stream_opts_t *opts, int *code, lop_err_t *err)
 {
-    lop_rest_req_t req = {.method = "GET", .path = path, .cancel = opts ? opts->cancel : NULL,
-                          .accept = opts ? opts->accept : NULL};
+    lop_rest_req_t req = {
+        .method = "GET", .path = path, .cancel = opts ? opts->cancel : NULL, .accept = opts ? opts->accept : NULL};
     lop_rest_resp_t resp = LOP_REST_RESP_INIT;
     lop_rc_t rc = run(c, &req, fn, ud, opts ? opts->idle_timeout_ms : 0, &resp, err);
     if (code) *code = resp.code;

@@ -43,9 +43,8 @@
  * PartialObjectMetadata, metadata only). The trailing plain entry lets a server that cannot
  * convert answer with full objects instead of 406 (the `as=` entry is then skipped).
  */
-#define LOP_ACCEPT_PARTIAL_LIST \
-    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
-#define LOP_ACCEPT_PARTIAL "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+#define LOP_ACCEPT_PARTIAL_LIST "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+#define LOP_ACCEPT_PARTIAL      "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 
 /* Receives a response body's bytes as they arrive — a watch stream's, a streamed LIST's or a
  * request sink's (chunk boundaries mean nothing, F.5). Return 0 to continue, non-zero to stop the
@@ -81,8 +80,7 @@ const char *lop_rest_client_host(const lop_rest_client_t *c);
  * ended). Must be quick and must not call back into the client. All strings are borrowed for the
  * call only.
  */
-typedef void (*lop_rest_observer_fn)(void *ud, const char *method, int code, const char *host,
-                                     int64_t duration_ns);
+typedef void (*lop_rest_observer_fn)(void *ud, const char *method, int code, const char *host, int64_t duration_ns);
 /* Install (fn non-NULL) or remove (NULL) the observer. Set it before the client is shared
  * between threads; replacing it while requests run is safe but a request in flight may report
  * to the old observer with the new ud for that one call, so prefer set-once. */
@@ -90,15 +88,18 @@ void lop_rest_client_set_observer(lop_rest_client_t *c, lop_rest_observer_fn fn,
 
 /* A response. Init with lop_rest_resp_init (or = LOP_REST_RESP_INIT), free with _cleanup. */
 typedef struct lop_rest_resp {
-    int code;               /* HTTP status of the final attempt; 0 when none arrived */
-    lop_buf_t body;         /* the final attempt's body (decompressed) */
+    int code;       /* HTTP status of the final attempt; 0 when none arrived */
+    lop_buf_t body; /* the final attempt's body (decompressed) */
     char content_type[128];
     char audit_id[64];
-    json_t *status;         /* non-2xx: the metav1.Status (decoded or synthesized); owned */
-    int retries;            /* retries performed (Retry-After, connection reset, 401 refresh) */
+    json_t *status; /* non-2xx: the metav1.Status (decoded or synthesized); owned */
+    int retries;    /* retries performed (Retry-After, connection reset, 401 refresh) */
 } lop_rest_resp_t;
 
-#define LOP_REST_RESP_INIT {0, LOP_BUF_INIT, "", "", NULL, 0}
+#define LOP_REST_RESP_INIT               \
+    {                                    \
+        0, LOP_BUF_INIT, "", "", NULL, 0 \
+    }
 
 void lop_rest_resp_init(lop_rest_resp_t *r);
 void lop_rest_resp_cleanup(lop_rest_resp_t *r);
@@ -111,10 +112,10 @@ typedef struct lop_rest_req {
      * e.g. LOP_ACCEPT_PARTIAL_LIST (reference §A.9): the server answers 406 when it can serve
      * none of them. Must not contain CR or LF (the header is then not sent). */
     const char *accept;
-    const char *body;         /* may be NULL */
+    const char *body; /* may be NULL */
     size_t len;
     const atomic_bool *cancel; /* optional: set from another thread to abort (LOP_ECLOSED) */
-    long timeout_ms;          /* whole-request limit per attempt; 0 = 120 s; < 0 = none */
+    long timeout_ms;           /* whole-request limit per attempt; 0 = 120 s; < 0 = none */
     /* Optional: a 2xx body is passed to sink as it arrives instead of being collected in
      * resp->body (a non-2xx body is still collected and parsed as a Status). sink returning
      * non-zero ends the transfer (LOP_ECLOSED). Retries (Retry-After, 401) happen only before any
@@ -132,13 +133,11 @@ typedef struct lop_rest_req {
  * failure (code 0), LOP_ECLOSED when cancelled, LOP_EINVAL when credentials cannot be obtained.
  * resp (may be NULL) receives the final response either way.
  */
-lop_rc_t lop_rest_request(lop_rest_client_t *c, const lop_rest_req_t *req, lop_rest_resp_t *resp,
-                          lop_err_t *err);
+lop_rc_t lop_rest_request(lop_rest_client_t *c, const lop_rest_req_t *req, lop_rest_resp_t *resp, lop_err_t *err);
 
 /* Shorthand for lop_rest_request without cancel/timeout. */
-lop_rc_t lop_rest_do(lop_rest_client_t *c, const char *method, const char *path_and_query,
-                     const char *content_type, const char *body, size_t len, lop_rest_resp_t *resp,
-                     lop_err_t *err);
+lop_rc_t lop_rest_do(lop_rest_client_t *c, const char *method, const char *path_and_query, const char *content_type,
+                     const char *body, size_t len, lop_rest_resp_t *resp, lop_err_t *err);
 
 typedef struct lop_rest_stream_opts {
     const atomic_bool *cancel; /* set from another thread to end the stream (LOP_ECLOSED) */
@@ -163,8 +162,7 @@ lop_rc_t lop_rest_stream(lop_rest_client_t *c, const char *path, lop_stream_fn f
  * Fills err, returns lop_rc_from_http(code, reason); *status_out (may be NULL) gets the Status
  * JSON (new reference; details kept). 410 with reason Gone or Expired both give LOP_EGONE.
  */
-lop_rc_t lop_rest_status_parse(int code, const char *body, size_t len, lop_err_t *err,
-                               json_t **status_out);
+lop_rc_t lop_rest_status_parse(int code, const char *body, size_t len, lop_err_t *err, json_t **status_out);
 
 /* The reason client-go assigns to a bare HTTP code ("NotFound", "TooManyRequests", ... or ""). */
 const char *lop_rest_reason_for_code(int code);

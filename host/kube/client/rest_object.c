@@ -46,23 +46,29 @@ static char *strip_rv(const char *body, size_t len)
     return s;
 }
 
-lop_rc_t lop_rest_object(lop_rest_client_t *c, lop_restmapper_t *m, const lop_object_req_t *r,
-                         lop_rest_resp_t *resp, lop_rest_mapping_t *mapping_out, lop_err_t *err)
+lop_rc_t lop_rest_object(lop_rest_client_t *c, lop_restmapper_t *m, const lop_object_req_t *r, lop_rest_resp_t *resp,
+                         lop_rest_mapping_t *mapping_out, lop_err_t *err)
 {
     const char *verb = r->verb ? r->verb : "";
     const char *method = NULL;
     bool write = true, is_list = !strcmp(verb, "list");
-    if (!strcmp(verb, "get") || is_list) method = "GET", write = false;
-    else if (!strcmp(verb, "create")) method = "POST";
-    else if (!strcmp(verb, "update")) method = "PUT";
-    else if (!strcmp(verb, "patch") || !strcmp(verb, "apply")) method = "PATCH";
-    else if (!strcmp(verb, "delete")) method = "DELETE", write = false;
+    if (!strcmp(verb, "get") || is_list)
+        method = "GET", write = false;
+    else if (!strcmp(verb, "create"))
+        method = "POST";
+    else if (!strcmp(verb, "update"))
+        method = "PUT";
+    else if (!strcmp(verb, "patch") || !strcmp(verb, "apply"))
+        method = "PATCH";
+    else if (!strcmp(verb, "delete"))
+        method = "DELETE", write = false;
     if (!method) return lop_err_set(err, LOP_EINVAL, 0, NULL, "unknown verb \"%s\"", verb);
     bool needs_name = !is_list && strcmp(verb, "create") != 0;
     if (needs_name && !(r->name && *r->name))
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "%s %s: a name is required", verb, r->kind ? r->kind : "");
     const char *ctype = NULL;
-    if (!strcmp(verb, "apply")) ctype = "application/apply-patch+yaml";
+    if (!strcmp(verb, "apply"))
+        ctype = "application/apply-patch+yaml";
     else if (!strcmp(verb, "patch") && !(ctype = patch_content_type(r->patch_type)))
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "unknown patch type \"%s\"", r->patch_type);
     if ((!strcmp(verb, "patch") || !strcmp(verb, "apply") || !strcmp(verb, "update")) && !r->body)
@@ -73,14 +79,13 @@ lop_rc_t lop_rest_object(lop_rest_client_t *c, lop_restmapper_t *m, const lop_ob
     if (rc != LOP_OK) return rc;
     if (mapping_out) *mapping_out = mp;
     if (mp.namespaced && !is_list && !(r->ns && *r->ns))
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "%s %s: a namespace is required (namespaced kind)", verb,
-                           r->kind);
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "%s %s: a namespace is required (namespaced kind)", verb, r->kind);
 
     lop_buf_t q = LOP_BUF_INIT, path = LOP_BUF_INIT;
     if (r->query && *r->query) lop_buf_puts(&q, r->query);
     if (write && !has_param(r->query, "fieldManager"))
-        add_param(&q, "fieldManager", r->field_manager && *r->field_manager ? r->field_manager
-                                                                            : LOP_DEFAULT_FIELD_MANAGER);
+        add_param(&q, "fieldManager",
+                  r->field_manager && *r->field_manager ? r->field_manager : LOP_DEFAULT_FIELD_MANAGER);
     if (!strcmp(verb, "apply") && r->force && !has_param(r->query, "force")) add_param(&q, "force", "true");
     char *body = NULL;
     const char *send = r->body;
@@ -90,11 +95,16 @@ lop_rc_t lop_rest_object(lop_rest_client_t *c, lop_restmapper_t *m, const lop_ob
         len = strlen(body);
     }
     if (rc == LOP_OK)
-        rc = lop_rest_path(&path, &mp, mp.namespaced ? r->ns : NULL, is_list || !strcmp(verb, "create") ? NULL : r->name,
-                           r->subresource, q.data, err);
+        rc = lop_rest_path(&path, &mp, mp.namespaced ? r->ns : NULL,
+                           is_list || !strcmp(verb, "create") ? NULL : r->name, r->subresource, q.data, err);
     if (rc == LOP_OK) {
-        lop_rest_req_t req = {.method = method, .path = path.data, .content_type = ctype, .body = send,
-                              .len = send ? len : 0, .cancel = r->cancel, .timeout_ms = r->timeout_ms};
+        lop_rest_req_t req = {.method = method,
+                              .path = path.data,
+                              .content_type = ctype,
+                              .body = send,
+                              .len = send ? len : 0,
+                              .cancel = r->cancel,
+                              .timeout_ms = r->timeout_ms};
         lop_rest_resp_t local = LOP_REST_RESP_INIT;
         lop_rest_resp_t *rp = resp ? resp : &local;
         rc = lop_rest_request(c, &req, rp, err);

@@ -30,9 +30,9 @@ typedef struct lop_object_req {
     const char *body;        /* JSON: the object (create/update/apply), the patch, DeleteOptions */
     size_t len;
     const char *field_manager; /* writes: NULL = LOP_DEFAULT_FIELD_MANAGER unless query has one */
-    bool force;              /* apply: take ownership on conflicts (force=true) */
+    bool force;                /* apply: take ownership on conflicts (force=true) */
     const atomic_bool *cancel;
-    long timeout_ms;         /* as lop_rest_req_t */
+    long timeout_ms; /* as lop_rest_req_t */
 } lop_object_req_t;
 
 /*
@@ -40,7 +40,7 @@ typedef struct lop_object_req {
  * LOP_EINVAL for a bad request (unknown verb or patch type, missing name/namespace/body), LOP_ENOTFOUND with reason "NotFound" and code 404 when the kind is unknown to
  * discovery ("no matches for kind ..."). *mapping_out (may be NULL) gets the resolved mapping.
  */
-lop_rc_t lop_rest_object(lop_rest_client_t *c, lop_restmapper_t *m, const lop_object_req_t *req,
-                         lop_rest_resp_t *resp, lop_rest_mapping_t *mapping_out, lop_err_t *err);
+lop_rc_t lop_rest_object(lop_rest_client_t *c, lop_restmapper_t *m, const lop_object_req_t *req, lop_rest_resp_t *resp,
+                         lop_rest_mapping_t *mapping_out, lop_err_t *err);
 
 #endif

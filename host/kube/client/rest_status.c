@@ -58,16 +58,17 @@ long lop_rest_parse_retry_after(const char *v)
     return n;
 }
 
-lop_rc_t lop_rest_status_parse(int code, const char *body, size_t len, lop_err_t *err,
-                               json_t **status_out)
+lop_rc_t lop_rest_status_parse(int code, const char *body, size_t len, lop_err_t *err, json_t **status_out)
 {
     if (status_out) *status_out = NULL;
     json_t *st = NULL;
     if (body && len) {
         json_t *j = json_loadb(body, len, 0, NULL);
         const char *kind = json_string_value(json_object_get(j, "kind"));
-        if (json_is_object(j) && kind && strcmp(kind, "Status") == 0) st = j;
-        else json_decref(j);
+        if (json_is_object(j) && kind && strcmp(kind, "Status") == 0)
+            st = j;
+        else
+            json_decref(j);
     }
     if (!st) {
         /* Synthesize: trimmed body text as message (capped), reason from the code. */
@@ -77,9 +78,8 @@ lop_rc_t lop_rest_status_parse(int code, const char *body, size_t len, lop_err_t
         if (e - b > 1024) e = b + 1024;
         json_t *msg = (e > b) ? json_stringn(body + b, e - b) : NULL; /* NULL when not UTF-8 */
         if (!msg) msg = json_string(generic_message(code));
-        st = json_pack("{s:s, s:s, s:{}, s:s, s:o, s:s, s:i}", "kind", "Status", "apiVersion", "v1",
-                       "metadata", "status", "Failure", "message", msg, "reason",
-                       lop_rest_reason_for_code(code), "code", code);
+        st = json_pack("{s:s, s:s, s:{}, s:s, s:o, s:s, s:i}", "kind", "Status", "apiVersion", "v1", "metadata",
+                       "status", "Failure", "message", msg, "reason", lop_rest_reason_for_code(code), "code", code);
     }
     const char *reason = json_string_value(json_object_get(st, "reason"));
     const char *message = json_string_value(json_object_get(st, "message"));
@@ -90,7 +90,9 @@ lop_rc_t lop_rest_status_parse(int code, const char *body, size_t len, lop_err_t
     if (effective == 410) rc = LOP_EGONE; /* Expired, Gone or none: all the same (§D.10) */
     if (rc == LOP_OK) rc = LOP_ERR;       /* a Status failure with a 2xx code is still a failure */
     lop_err_set(err, rc, effective, reason, "%s", message && *message ? message : generic_message(effective));
-    if (status_out) *status_out = st;
-    else json_decref(st);
+    if (status_out)
+        *status_out = st;
+    else
+        json_decref(st);
     return rc;
 }

@@ -11,8 +11,8 @@
 
 struct lop_restmapper {
     lop_rest_client_t *client;
-    pthread_rwlock_t lock;       /* guards entries/n/loaded */
-    pthread_mutex_t refresh_mu;  /* one discovery read at a time */
+    pthread_rwlock_t lock;      /* guards entries/n/loaded */
+    pthread_mutex_t refresh_mu; /* one discovery read at a time */
     lop_rest_mapping_t *entries;
     size_t n, cap;
     bool loaded;
@@ -37,10 +37,7 @@ void lop_restmapper_free(lop_restmapper_t *m)
     free(m);
 }
 
-static void copy_str(char *dst, size_t cap, const char *src)
-{
-    snprintf(dst, cap, "%s", src ? src : "");
-}
+static void copy_str(char *dst, size_t cap, const char *src) { snprintf(dst, cap, "%s", src ? src : ""); }
 
 typedef struct list {
     lop_rest_mapping_t *v;
@@ -52,7 +49,8 @@ static void add_resources(list_t *l, const char *group, const char *version, jso
     json_t *res = json_object_get(doc, "resources");
     size_t i;
     json_t *r;
-    json_array_foreach(res, i, r) {
+    json_array_foreach(res, i, r)
+    {
         const char *name = json_string_value(json_object_get(r, "name"));
         const char *kind = json_string_value(json_object_get(r, "kind"));
         if (!name || !kind || strchr(name, '/')) continue; /* subresources are not mapped (§B.8) */
@@ -98,7 +96,8 @@ lop_rc_t lop_restmapper_refresh(lop_restmapper_t *m, lop_err_t *err)
     if (rc == LOP_OK) {
         size_t i;
         json_t *v;
-        json_array_foreach(json_object_get(doc, "versions"), i, v) {
+        json_array_foreach(json_object_get(doc, "versions"), i, v)
+        {
             const char *ver = json_string_value(v);
             if (!ver) continue;
             json_t *rl = NULL;
@@ -114,10 +113,12 @@ lop_rc_t lop_restmapper_refresh(lop_restmapper_t *m, lop_err_t *err)
     if (rc == LOP_OK) {
         size_t i, j;
         json_t *g, *v;
-        json_array_foreach(json_object_get(doc, "groups"), i, g) {
+        json_array_foreach(json_object_get(doc, "groups"), i, g)
+        {
             const char *gname = json_string_value(json_object_get(g, "name"));
             if (!gname) continue;
-            json_array_foreach(json_object_get(g, "versions"), j, v) {
+            json_array_foreach(json_object_get(g, "versions"), j, v)
+            {
                 const char *gv = json_string_value(json_object_get(v, "groupVersion"));
                 const char *ver = json_string_value(json_object_get(v, "version"));
                 if (!gv || !ver) continue;
@@ -126,8 +127,8 @@ lop_rc_t lop_restmapper_refresh(lop_restmapper_t *m, lop_err_t *err)
                 snprintf(path, sizeof path, "/apis/%s", gv);
                 if (get_json(m->client, path, &rl, &e1) != LOP_OK) {
                     /* One broken group (e.g. an unavailable aggregated API) must not hide the rest. */
-                    lop_log(LOP_LOG_WARN, "discovery failed for a group version; skipping it", "group_version",
-                            gv, "error", e1.message, NULL);
+                    lop_log(LOP_LOG_WARN, "discovery failed for a group version; skipping it", "group_version", gv,
+                            "error", e1.message, NULL);
                     continue;
                 }
                 add_resources(&l, gname, ver, rl);
@@ -206,8 +207,8 @@ static int find(lop_restmapper_t *m, const char *group, const char *version, con
     return found;
 }
 
-static lop_rc_t lookup(lop_restmapper_t *m, const char *group, const char *version, const char *key,
-                       bool by_kind, lop_rest_mapping_t *out, lop_err_t *err)
+static lop_rc_t lookup(lop_restmapper_t *m, const char *group, const char *version, const char *key, bool by_kind,
+                       lop_rest_mapping_t *out, lop_err_t *err)
 {
     int f = find(m, group, version, key, by_kind, out);
     if (f == 1) return LOP_OK;
@@ -219,8 +220,8 @@ static lop_rc_t lookup(lop_restmapper_t *m, const char *group, const char *versi
                        by_kind ? "kind" : "resource", key, group, *group ? "/" : "", version);
 }
 
-lop_rc_t lop_restmapper_resolve(lop_restmapper_t *m, const char *api_version, const char *kind,
-                                lop_rest_mapping_t *out, lop_err_t *err)
+lop_rc_t lop_restmapper_resolve(lop_restmapper_t *m, const char *api_version, const char *kind, lop_rest_mapping_t *out,
+                                lop_err_t *err)
 {
     if (!kind || !*kind) return lop_err_set(err, LOP_EINVAL, 0, NULL, "kind is empty");
     if (!api_version || !*api_version) return lop_err_set(err, LOP_EINVAL, 0, NULL, "apiVersion is empty");
@@ -250,8 +251,8 @@ void lop_url_escape(lop_buf_t *out, const char *s)
 {
     static const char hex[] = "0123456789ABCDEF";
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-            *p == '-' || *p == '.' || *p == '_' || *p == '~') {
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' ||
+            *p == '.' || *p == '_' || *p == '~') {
             lop_buf_putc(out, (char)*p);
         } else {
             lop_buf_putc(out, '%');
@@ -261,10 +262,7 @@ void lop_url_escape(lop_buf_t *out, const char *s)
     }
 }
 
-static bool bad_segment(const char *s)
-{
-    return !strcmp(s, ".") || !strcmp(s, "..") || strchr(s, '/') != NULL;
-}
+static bool bad_segment(const char *s) { return !strcmp(s, ".") || !strcmp(s, "..") || strchr(s, '/') != NULL; }
 
 lop_rc_t lop_rest_path(lop_buf_t *out, const lop_rest_mapping_t *m, const char *ns, const char *name,
                        const char *subresource, const char *query, lop_err_t *err)
@@ -275,8 +273,10 @@ lop_rc_t lop_rest_path(lop_buf_t *out, const lop_rest_mapping_t *m, const char *
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "subresource %s needs an object name", subresource);
     if ((name && *name && bad_segment(name)) || (ns && *ns && bad_segment(ns)))
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "invalid name or namespace in a request path");
-    if (m->group[0]) lop_buf_printf(out, "/apis/%s/%s", m->group, m->version);
-    else lop_buf_printf(out, "/api/%s", m->version);
+    if (m->group[0])
+        lop_buf_printf(out, "/apis/%s/%s", m->group, m->version);
+    else
+        lop_buf_printf(out, "/api/%s", m->version);
     if (m->namespaced && ns && *ns) {
         lop_buf_puts(out, "/namespaces/");
         lop_url_escape(out, ns);

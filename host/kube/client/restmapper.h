@@ -22,7 +22,7 @@
 
 /* One resolved resource. Plain data; copy by value. */
 typedef struct lop_rest_mapping {
-    char group[128];    /* "" for the core group */
+    char group[128]; /* "" for the core group */
     char version[64];
     char resource[128]; /* lowercase plural, e.g. "deployments" */
     char kind[128];
@@ -42,8 +42,8 @@ void lop_restmapper_free(lop_restmapper_t *m);
  * kind in that group/version; transport/HTTP errors from discovery as returned by the client;
  * LOP_EINVAL for an empty kind or malformed api_version.
  */
-lop_rc_t lop_restmapper_resolve(lop_restmapper_t *m, const char *api_version, const char *kind,
-                                lop_rest_mapping_t *out, lop_err_t *err);
+lop_rc_t lop_restmapper_resolve(lop_restmapper_t *m, const char *api_version, const char *kind, lop_rest_mapping_t *out,
+                                lop_err_t *err);
 
 /* Resolve by group/version/resource plural instead of kind (same errors). */
 lop_rc_t lop_restmapper_resolve_resource(lop_restmapper_t *m, const char *group, const char *version,

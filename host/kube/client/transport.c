@@ -56,9 +56,12 @@ const char *lop_tr_excerpt(char *dst, size_t cap, const char *p, size_t n)
 static lop_rc_t parse_url(lop_transport_t *t, const char *url, lop_err_t *err)
 {
     const char *p = url;
-    if (strncasecmp(p, "https://", 8) == 0) t->tls = true, p += 8;
-    else if (strncasecmp(p, "http://", 7) == 0) p += 7;
-    else return lop_err_set(err, LOP_EINVAL, 0, NULL, "invalid server URL %s: the scheme must be http or https", url);
+    if (strncasecmp(p, "https://", 8) == 0)
+        t->tls = true, p += 8;
+    else if (strncasecmp(p, "http://", 7) == 0)
+        p += 7;
+    else
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "invalid server URL %s: the scheme must be http or https", url);
     size_t alen = strcspn(p, "/?#");
     const char *rest = p + alen;
     if (memchr(p, '@', alen))
@@ -106,8 +109,10 @@ port_default:
     t->port = lop_buf_steal(&b);
     lop_buf_printf(&b, "%s%s%s:%ld", v6 ? "[" : "", t->host, v6 ? "]" : "", port);
     t->host_port = lop_buf_steal(&b);
-    if (port == (t->tls ? 443 : 80)) lop_buf_printf(&b, "%s%s%s", v6 ? "[" : "", t->host, v6 ? "]" : "");
-    else lop_buf_printf(&b, "%s", t->host_port);
+    if (port == (t->tls ? 443 : 80))
+        lop_buf_printf(&b, "%s%s%s", v6 ? "[" : "", t->host, v6 ? "]" : "");
+    else
+        lop_buf_printf(&b, "%s", t->host_port);
     t->host_hdr = lop_buf_steal(&b);
     t->prefix = lop_xstrndup(rest, rl);
     return LOP_OK;
@@ -251,8 +256,8 @@ int lop_tr_io_wait(io_t *io, int fd, short events, int64_t deadline, const char 
             int64_t left = deadline - lop_tr_now_ns();
             if (left <= 0) {
                 if (deadline == io->deadline)
-                    return lop_tr_failf(io, LOP_HTTP_ETIMEDOUT, "%s %s: timed out after %ld ms", doing, io->t->host_port,
-                                 io->timeout_ms);
+                    return lop_tr_failf(io, LOP_HTTP_ETIMEDOUT, "%s %s: timed out after %ld ms", doing,
+                                        io->t->host_port, io->timeout_ms);
                 return lop_tr_failf(io, LOP_HTTP_ETIMEDOUT, "%s %s: timed out", doing, io->t->host_port);
             }
             if (left < (int64_t)TICK_MS * 1000000) ms = (int)((left + 999999) / 1000000);
@@ -316,7 +321,8 @@ static int conn_write(io_t *io, conn_t *cn, const char *p, size_t len, char *rbu
             w = r;
             if (r <= 0) {
                 int e = SSL_get_error(cn->ssl, r);
-                if (e == SSL_ERROR_WANT_READ) ev = POLLIN;
+                if (e == SSL_ERROR_WANT_READ)
+                    ev = POLLIN;
                 else if (e != SSL_ERROR_WANT_WRITE) {
                     if (errno == EPIPE || errno == ECONNRESET) return 1; /* maybe it answered: read */
                     char why[240];
@@ -407,7 +413,7 @@ static int proxy_connect(io_t *io, conn_t *cn, int64_t deadline)
               buf[10] <= '9' && buf[11] >= '0' && buf[11] <= '9' && (sl == 12 || buf[12] == ' ');
     if (!ok)
         return lop_tr_failf(io, LOP_HTTP_ECONNECT, "proxy %s refused CONNECT to %s: \"%s\"", t->proxy.host_port,
-                     t->host_port, lop_tr_excerpt(ex, sizeof ex, buf, sl));
+                            t->host_port, lop_tr_excerpt(ex, sizeof ex, buf, sl));
     if (end != len) /* the server speaks first only in TLS after our hello */
         return lop_tr_failf(io, LOP_HTTP_ECONNECT, "proxy %s sent data after its CONNECT answer", t->proxy.host_port);
     return 0;
@@ -417,7 +423,8 @@ static conn_t *dial(io_t *io, uint64_t cert_id)
 {
     lop_transport_t *t = io->t;
     lop_http_exchange_t *x = io->x;
-    long cto = x->connect_timeout_ms > 0 && x->connect_timeout_ms < 3600000L ? x->connect_timeout_ms : CONNECT_TIMEOUT_MS;
+    long cto =
+        x->connect_timeout_ms > 0 && x->connect_timeout_ms < 3600000L ? x->connect_timeout_ms : CONNECT_TIMEOUT_MS;
     int64_t deadline = lop_tr_now_ns() + (int64_t)cto * 1000000;
     if (io->deadline && io->deadline < deadline) deadline = io->deadline;
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
@@ -485,7 +492,9 @@ static conn_t *dial(io_t *io, uint64_t cert_id)
     if (cn->fd < 0) {
         free(cn);
         lop_tr_failf(io, LOP_HTTP_ECONNECT, "connecting to %s%s: %s", via, dhp,
-              last ? strerror(last) : timed_out ? "timed out" : strerror(ECONNREFUSED));
+                     last        ? strerror(last)
+                     : timed_out ? "timed out"
+                                 : strerror(ECONNREFUSED));
         return NULL;
     }
     int one = 1, idle = KEEPALIVE_S;
@@ -526,8 +535,8 @@ static bool request_line_ok(const char *method, const char *target)
 static void build_request(lop_transport_t *t, const lop_http_exchange_t *x, lop_buf_t *b)
 {
     if (t->proxy.host && !t->tls) { /* absolute-form through a proxy (RFC 9112 §3.2.2) */
-        lop_buf_printf(b, "%s http://%s%s%s HTTP/1.1\r\nHost: %s\r\n", x->method, t->host_hdr, t->prefix,
-                       x->target, t->host_hdr);
+        lop_buf_printf(b, "%s http://%s%s%s HTTP/1.1\r\nHost: %s\r\n", x->method, t->host_hdr, t->prefix, x->target,
+                       t->host_hdr);
         if (t->proxy.auth_header) lop_buf_append(b, t->proxy.auth_header, strlen(t->proxy.auth_header));
     } else {
         lop_buf_printf(b, "%s %s%s HTTP/1.1\r\nHost: %s\r\n", x->method, t->prefix, x->target, t->host_hdr);
@@ -567,14 +576,17 @@ static int exchange_on(io_t *io, conn_t *cn, const lop_buf_t *head, resp_t *r, b
 lop_http_result_t lop_transport_exchange(lop_transport_t *t, lop_http_exchange_t *x)
 {
     io_t io = {.t = t, .x = x, .timeout_ms = x->timeout_ms, .res = LOP_HTTP_OK};
-    if (x->timeout_ms > 0) io.deadline = lop_tr_now_ns() + (int64_t)(x->timeout_ms < TIMEOUT_MAX_MS ? x->timeout_ms : TIMEOUT_MAX_MS) * 1000000;
+    if (x->timeout_ms > 0)
+        io.deadline =
+            lop_tr_now_ns() + (int64_t)(x->timeout_ms < TIMEOUT_MAX_MS ? x->timeout_ms : TIMEOUT_MAX_MS) * 1000000;
     x->code = 0;
     x->response_started = false;
     x->error[0] = '\0';
     if (!request_line_ok(x->method, x->target)) {
         char ex[48];
         lop_tr_failf(&io, LOP_HTTP_EREQUEST, "request to %s: the method or target is not valid on the wire: \"%s\"",
-              t->host_port, lop_tr_excerpt(ex, sizeof ex, x->target ? x->target : "", x->target ? strlen(x->target) : 0));
+                     t->host_port,
+                     lop_tr_excerpt(ex, sizeof ex, x->target ? x->target : "", x->target ? strlen(x->target) : 0));
         return io.res;
     }
     uint64_t cert_id = t->tls ? cert_identity(x->cert_pem, x->key_pem) : 0;
@@ -596,10 +608,12 @@ lop_http_result_t lop_transport_exchange(lop_transport_t *t, lop_http_exchange_t
         }
         bool sent = false;
         int rc = exchange_on(&io, cn, &head, &r, &sent);
-        bool reusable = rc == 0 && r.mode != BODY_EOF && !r.close && (!r.http10 || r.keep_alive) &&
-                        r.start == r.end && !(cn->ssl && SSL_has_pending(cn->ssl));
-        if (reusable) pool_put(t, cn);
-        else conn_close(cn, rc == 0);
+        bool reusable = rc == 0 && r.mode != BODY_EOF && !r.close && (!r.http10 || r.keep_alive) && r.start == r.end &&
+                        !(cn->ssl && SSL_has_pending(cn->ssl));
+        if (reusable)
+            pool_put(t, cn);
+        else
+            conn_close(cn, rc == 0);
         if (r.z_on) inflateEnd(&r.z);
         free(r.zout);
         free(r.buf);
@@ -616,4 +630,3 @@ lop_http_result_t lop_transport_exchange(lop_transport_t *t, lop_http_exchange_t
     lop_buf_free(&head);
     return io.res;
 }
-

@@ -70,28 +70,28 @@ long lop_transport_connects(lop_transport_t *t);
 
 /* How an exchange ended. */
 typedef enum lop_http_result {
-    LOP_HTTP_OK = 0,     /* a whole response was read (any status code) */
-    LOP_HTTP_ECONNECT,   /* name resolution, TCP connect or TLS handshake failed: nothing sent */
-    LOP_HTTP_ERESET,     /* the connection failed or closed before the response was complete */
-    LOP_HTTP_EPROTO,     /* the response is not HTTP/1.x, or its framing or encoding is broken */
-    LOP_HTTP_ETIMEDOUT,  /* timeout_ms or connect_timeout_ms passed */
-    LOP_HTTP_EABORTED,   /* on_tick returned non-zero */
-    LOP_HTTP_ESTOPPED,   /* on_body returned non-zero */
-    LOP_HTTP_EREQUEST,   /* the method is not a token, or the target does not start with '/' or
+    LOP_HTTP_OK = 0,    /* a whole response was read (any status code) */
+    LOP_HTTP_ECONNECT,  /* name resolution, TCP connect or TLS handshake failed: nothing sent */
+    LOP_HTTP_ERESET,    /* the connection failed or closed before the response was complete */
+    LOP_HTTP_EPROTO,    /* the response is not HTTP/1.x, or its framing or encoding is broken */
+    LOP_HTTP_ETIMEDOUT, /* timeout_ms or connect_timeout_ms passed */
+    LOP_HTTP_EABORTED,  /* on_tick returned non-zero */
+    LOP_HTTP_ESTOPPED,  /* on_body returned non-zero */
+    LOP_HTTP_EREQUEST,  /* the method is not a token, or the target does not start with '/' or
                           * holds a space or control byte (it could split the request): nothing sent */
 } lop_http_result_t;
 
 typedef struct lop_http_exchange {
     /* request */
-    const char *method;      /* "GET", "POST", ... */
-    const char *target;      /* path and query, starting with '/', appended to the URL's prefix */
-    const char *headers;     /* extra header lines, each "Name: value\r\n" (may be NULL); the
+    const char *method;   /* "GET", "POST", ... */
+    const char *target;   /* path and query, starting with '/', appended to the URL's prefix */
+    const char *headers;  /* extra header lines, each "Name: value\r\n" (may be NULL); the
                               * transport adds Host, Content-Length and Accept-Encoding itself */
-    const char *body;        /* request body (may be NULL) */
-    size_t body_len;         /* bytes */
-    bool send_length;        /* send Content-Length even without a body (0), e.g. an empty POST */
-    bool gzip;               /* ask for and decode `Content-Encoding: gzip` */
-    const char *cert_pem;    /* https: client certificate and key (PEM) for this exchange, or NULL */
+    const char *body;     /* request body (may be NULL) */
+    size_t body_len;      /* bytes */
+    bool send_length;     /* send Content-Length even without a body (0), e.g. an empty POST */
+    bool gzip;            /* ask for and decode `Content-Encoding: gzip` */
+    const char *cert_pem; /* https: client certificate and key (PEM) for this exchange, or NULL */
     const char *key_pem;
     long timeout_ms;         /* the whole exchange, connect included; <= 0 = none */
     long connect_timeout_ms; /* DNS + TCP + TLS; <= 0 = 30 s */
@@ -109,9 +109,9 @@ typedef struct lop_http_exchange {
     int (*on_body)(void *ud, const char *p, size_t len);
     int (*on_tick)(void *ud);
     /* result */
-    int code;                /* HTTP status of the final response; 0 if none arrived */
-    bool response_started;   /* some byte of the response arrived */
-    char error[256];         /* why it failed (names the server), "" on LOP_HTTP_OK */
+    int code;              /* HTTP status of the final response; 0 if none arrived */
+    bool response_started; /* some byte of the response arrived */
+    char error[256];       /* why it failed (names the server), "" on LOP_HTTP_OK */
 } lop_http_exchange_t;
 
 /* Run one exchange (see the header comment for reuse and the one safe resend). */
@@ -120,7 +120,7 @@ lop_http_result_t lop_transport_exchange(lop_transport_t *t, lop_http_exchange_t
 /* ---- proxy selection (transport_proxy.c; public for tests) ---- */
 
 typedef struct lop_proxy {
-    char *host;        /* NULL = no proxy */
+    char *host; /* NULL = no proxy */
     char *port;
     char *host_port;
     char *auth_header; /* "Proxy-Authorization: Basic ...\r\n" or NULL */
@@ -132,8 +132,8 @@ typedef struct lop_proxy {
  * LOP_EINVAL naming the source (proxy-url, HTTPS_PROXY, ...) for a URL that does not parse or
  * a scheme other than http. Free with lop_proxy_cleanup.
  */
-lop_rc_t lop_proxy_select(const char *explicit_url, bool tls, const char *host, const char *port,
-                          lop_proxy_t *out, lop_err_t *err);
+lop_rc_t lop_proxy_select(const char *explicit_url, bool tls, const char *host, const char *port, lop_proxy_t *out,
+                          lop_err_t *err);
 void lop_proxy_cleanup(lop_proxy_t *p);
 
 /*

@@ -15,33 +15,33 @@
 #include <sys/types.h>
 #include <zlib.h>
 
-#define TICK_MS 50
-#define POOL_MAX 16
-#define IDLE_MAX_NS (90LL * 1000000000LL)   /* Go's IdleConnTimeout, used by client-go */
+#define TICK_MS            50
+#define POOL_MAX           16
+#define IDLE_MAX_NS        (90LL * 1000000000LL) /* Go's IdleConnTimeout, used by client-go */
 #define CONNECT_TIMEOUT_MS 30000L
-#define HEADER_MAX (64 * 1024)              /* bytes of one response's header block */
-#define READ_DEFAULT (16 * 1024)
-#define KEEPALIVE_S 30                      /* TCP keep-alive, as client-go's dialer */
-#define ONE_WRITE_MAX (64 * 1024)           /* a body up to this size goes out with the headers */
+#define HEADER_MAX         (64 * 1024) /* bytes of one response's header block */
+#define READ_DEFAULT       (16 * 1024)
+#define KEEPALIVE_S        30          /* TCP keep-alive, as client-go's dialer */
+#define ONE_WRITE_MAX      (64 * 1024) /* a body up to this size goes out with the headers */
 
 typedef struct conn {
     int fd;
     SSL *ssl;
-    uint64_t cert_id;  /* which client certificate the TLS session presented (0 = none) */
+    uint64_t cert_id; /* which client certificate the TLS session presented (0 = none) */
     int64_t idle_since;
     struct conn *next;
 } conn_t;
 
 struct lop_transport {
     bool tls;
-    char *host;        /* without brackets: for getaddrinfo and verification */
+    char *host; /* without brackets: for getaddrinfo and verification */
     char *port;
     char *host_hdr;    /* the Host header: host (bracketed for IPv6), ":port" unless the default */
     char *host_port;   /* host:port (bracketed for IPv6) */
     char *prefix;      /* the URL's path without a trailing '/', "" for none */
     char *verify_name; /* tls_server_name or host */
     bool insecure;
-    lop_proxy_t proxy;  /* proxy.host NULL = direct */
+    lop_proxy_t proxy; /* proxy.host NULL = direct */
     SSL_CTX *ctx;
     pthread_mutex_t mu; /* pool, session */
     conn_t *idle;
@@ -54,10 +54,10 @@ struct lop_transport {
 typedef struct io {
     lop_transport_t *t;
     lop_http_exchange_t *x;
-    int64_t deadline;  /* whole exchange, 0 = none */
+    int64_t deadline; /* whole exchange, 0 = none */
     long timeout_ms;
     lop_http_result_t res;
-    short revents;     /* what the last successful io_wait saw */
+    short revents; /* what the last successful io_wait saw */
 } io_t;
 
 /* A response being read (transport_read.c). */
@@ -66,20 +66,19 @@ typedef enum { CK_SIZE, CK_DATA, CK_DATA_END, CK_TRAILER, CK_DONE } chunk_state_
 
 typedef struct resp {
     char *buf;
-    size_t cap, start, end;  /* unparsed bytes are buf[start, end) */
+    size_t cap, start, end; /* unparsed bytes are buf[start, end) */
     size_t read_bytes;
     int code;
     bool http10, keep_alive, close;
     body_mode_t mode;
-    uint64_t left;           /* BODY_LENGTH: bytes to come; CK_DATA: bytes of the chunk */
+    uint64_t left; /* BODY_LENGTH: bytes to come; CK_DATA: bytes of the chunk */
     chunk_state_t ck;
     bool chunked, have_length;
-    int coding;              /* 0 identity, 16 + MAX_WBITS gzip, 32 + MAX_WBITS deflate (zlib or gzip) */
+    int coding; /* 0 identity, 16 + MAX_WBITS gzip, 32 + MAX_WBITS deflate (zlib or gzip) */
     z_stream z;
     bool z_on, z_end;
     char *zout;
 } resp_t;
-
 
 /* transport.c */
 int64_t lop_tr_now_ns(void);

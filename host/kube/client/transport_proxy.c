@@ -75,7 +75,7 @@ static bool entry_matches(const char *e, size_t n, const char *host, const char 
             eport = colon + 1;
         }
     }
-    if (nl == 0) return false; /* ":443": no host, ignored (Go) */
+    if (nl == 0) return false;                        /* ":443": no host, ignored (Go) */
     size_t epl = eport ? (size_t)(e + n - eport) : 0; /* "x.com:" = any port (Go) */
     if (epl && (strlen(port) != epl || strncmp(eport, port, epl) != 0)) return false;
     int el = ip_bytes(name, nl, eip);
@@ -209,8 +209,8 @@ bad:
                        source);
 }
 
-lop_rc_t lop_proxy_select(const char *explicit_url, bool tls, const char *host, const char *port,
-                          lop_proxy_t *out, lop_err_t *err)
+lop_rc_t lop_proxy_select(const char *explicit_url, bool tls, const char *host, const char *port, lop_proxy_t *out,
+                          lop_err_t *err)
 {
     memset(out, 0, sizeof *out);
     if (explicit_url) {

@@ -59,7 +59,7 @@ static int header_line(io_t *io, resp_t *r, const char *p, size_t n)
      * reader does, since two parsers reading such a block differently is how responses split */
     if (!kl || memchr(p, ' ', kl) || memchr(p, '\t', kl))
         return lop_tr_failf(io, LOP_HTTP_EPROTO, "response from %s: bad header line \"%s\"", io->t->host_port,
-                     lop_tr_excerpt(ex, sizeof ex, p, n));
+                            lop_tr_excerpt(ex, sizeof ex, p, n));
     const char *v = colon + 1;
     size_t vl = n - kl - 1;
     while (vl && (*v == ' ' || *v == '\t')) v++, vl--;
@@ -67,7 +67,8 @@ static int header_line(io_t *io, resp_t *r, const char *p, size_t n)
     if (kl == 14 && strncasecmp(p, "Content-Length", 14) == 0) {
         uint64_t len = 0;
         size_t i = 0;
-        for (; i < vl && v[i] >= '0' && v[i] <= '9' && len < (UINT64_MAX - 9) / 10; i++) len = len * 10 + (uint64_t)(v[i] - '0');
+        for (; i < vl && v[i] >= '0' && v[i] <= '9' && len < (UINT64_MAX - 9) / 10; i++)
+            len = len * 10 + (uint64_t)(v[i] - '0');
         if (i == 0 || i != vl || (r->have_length && r->left != len))
             return lop_tr_failf(io, LOP_HTTP_EPROTO, "response from %s: bad Content-Length", io->t->host_port);
         r->have_length = true;
@@ -76,15 +77,18 @@ static int header_line(io_t *io, resp_t *r, const char *p, size_t n)
         /* only "chunked" alone: with another coding the body would not be what it claims */
         if (r->chunked || !value_is(v, vl, "chunked"))
             return lop_tr_failf(io, LOP_HTTP_EPROTO, "response from %s: unsupported Transfer-Encoding \"%s\"",
-                         io->t->host_port, lop_tr_excerpt(ex, sizeof ex, v, vl));
+                                io->t->host_port, lop_tr_excerpt(ex, sizeof ex, v, vl));
         r->chunked = true;
     } else if (kl == 16 && strncasecmp(p, "Content-Encoding", 16) == 0 && io->x->gzip) {
-        if (value_is(v, vl, "gzip") || value_is(v, vl, "x-gzip")) r->coding = 16 + MAX_WBITS;
-        else if (value_is(v, vl, "deflate")) r->coding = 32 + MAX_WBITS;
-        else if (vl == 0 || value_is(v, vl, "identity")) r->coding = 0;
+        if (value_is(v, vl, "gzip") || value_is(v, vl, "x-gzip"))
+            r->coding = 16 + MAX_WBITS;
+        else if (value_is(v, vl, "deflate"))
+            r->coding = 32 + MAX_WBITS;
+        else if (vl == 0 || value_is(v, vl, "identity"))
+            r->coding = 0;
         else
             return lop_tr_failf(io, LOP_HTTP_EPROTO, "response from %s: unsupported Content-Encoding \"%s\"",
-                         io->t->host_port, lop_tr_excerpt(ex, sizeof ex, v, vl));
+                                io->t->host_port, lop_tr_excerpt(ex, sizeof ex, v, vl));
     } else if (kl == 10 && strncasecmp(p, "Connection", 10) == 0) {
         if (token_has(v, vl, "close")) r->close = true;
         if (token_has(v, vl, "keep-alive")) r->keep_alive = true;
@@ -99,8 +103,8 @@ static int header_line(io_t *io, resp_t *r, const char *p, size_t n)
  * responses included, is bounded by HEADER_MAX bytes. */
 int lop_tr_read_head(io_t *io, conn_t *cn, resp_t *r)
 {
-    size_t pos = r->start;   /* next byte not yet searched for '\n' */
-    size_t total = 0;        /* header bytes taken so far */
+    size_t pos = r->start; /* next byte not yet searched for '\n' */
+    size_t total = 0;      /* header bytes taken so far */
     int interim = 0;
     bool status = true;
     char ex[48];
@@ -108,7 +112,8 @@ int lop_tr_read_head(io_t *io, conn_t *cn, resp_t *r)
         char *nl = memchr(r->buf + pos, '\n', r->end - pos);
         if (!nl) {
             if (total + (r->end - r->start) >= HEADER_MAX)
-                return lop_tr_failf(io, LOP_HTTP_EPROTO, "response from %s: header block over %d bytes", io->t->host_port, HEADER_MAX);
+                return lop_tr_failf(io, LOP_HTTP_EPROTO, "response from %s: header block over %d bytes",
+                                    io->t->host_port, HEADER_MAX);
             pos = r->end;
             if (r->end == r->cap) {
                 size_t keep = r->end - r->start;
@@ -125,7 +130,8 @@ int lop_tr_read_head(io_t *io, conn_t *cn, resp_t *r)
             if (n < 0) return -1;
             if (n == 0)
                 return lop_tr_failf(io, LOP_HTTP_ERESET, "%s closed the connection %s", io->t->host_port,
-                             io->x->response_started ? "in the middle of the response headers" : "before responding");
+                                    io->x->response_started ? "in the middle of the response headers"
+                                                            : "before responding");
             io->x->response_started = true;
             r->end += (size_t)n;
             continue;
@@ -134,7 +140,8 @@ int lop_tr_read_head(io_t *io, conn_t *cn, resp_t *r)
         size_t len = (size_t)(nl - line);
         total += len + 1;
         if (total > HEADER_MAX)
-            return lop_tr_failf(io, LOP_HTTP_EPROTO, "response from %s: header block over %d bytes", io->t->host_port, HEADER_MAX);
+            return lop_tr_failf(io, LOP_HTTP_EPROTO, "response from %s: header block over %d bytes", io->t->host_port,
+                                HEADER_MAX);
         if (len && line[len - 1] == '\r') len--;
         pos = r->start = (size_t)(nl - r->buf) + 1;
         if (status) {
@@ -142,14 +149,14 @@ int lop_tr_read_head(io_t *io, conn_t *cn, resp_t *r)
                 line[9] < '1' || line[9] > '9' || line[10] < '0' || line[10] > '9' || line[11] < '0' ||
                 line[11] > '9' || (len > 12 && line[12] != ' '))
                 return lop_tr_failf(io, LOP_HTTP_EPROTO, "response from %s is not HTTP/1.x: \"%s\"", io->t->host_port,
-                             lop_tr_excerpt(ex, sizeof ex, line, len));
+                                    lop_tr_excerpt(ex, sizeof ex, line, len));
             r->code = (line[9] - '0') * 100 + (line[10] - '0') * 10 + (line[11] - '0');
             r->http10 = line[7] == '0';
             status = false;
             if (r->code < 200 && r->code != 101) {
                 if (++interim > INTERIM_MAX)
                     return lop_tr_failf(io, LOP_HTTP_EPROTO, "response from %s: more than %d interim (1xx) responses",
-                                 io->t->host_port, INTERIM_MAX);
+                                        io->t->host_port, INTERIM_MAX);
             } else {
                 io->x->code = r->code;
                 if (io->x->on_status) io->x->on_status(io->x->ud, r->code);
@@ -177,12 +184,14 @@ static int deliver(io_t *io, resp_t *r, const char *p, size_t n)
         for (size_t k; n; p += k, n -= k) {
             k = n < r->read_bytes ? n : r->read_bytes;
             if (x->on_body && x->on_body(x->ud, p, k))
-                return lop_tr_failf(io, LOP_HTTP_ESTOPPED, "response from %s: stopped by the consumer", io->t->host_port);
+                return lop_tr_failf(io, LOP_HTTP_ESTOPPED, "response from %s: stopped by the consumer",
+                                    io->t->host_port);
         }
         return 0;
     }
     if (!r->z_on) {
-        if (inflateInit2(&r->z, r->coding) != Z_OK) return lop_tr_failf(io, LOP_HTTP_EPROTO, "response from %s: zlib cannot start", io->t->host_port);
+        if (inflateInit2(&r->z, r->coding) != Z_OK)
+            return lop_tr_failf(io, LOP_HTTP_EPROTO, "response from %s: zlib cannot start", io->t->host_port);
         r->z_on = true;
         r->zout = lop_xmalloc(r->read_bytes);
     }
@@ -198,7 +207,7 @@ static int deliver(io_t *io, resp_t *r, const char *p, size_t n)
         int zr = inflate(&r->z, Z_NO_FLUSH);
         if (zr != Z_OK && zr != Z_STREAM_END && zr != Z_BUF_ERROR)
             return lop_tr_failf(io, LOP_HTTP_EPROTO, "response from %s: bad compressed body: %s", io->t->host_port,
-                         r->z.msg ? r->z.msg : "zlib error");
+                                r->z.msg ? r->z.msg : "zlib error");
         if (zr == Z_STREAM_END) r->z_end = true;
         size_t got = r->read_bytes - r->z.avail_out;
         if (got && x->on_body && x->on_body(x->ud, r->zout, got))
@@ -245,24 +254,31 @@ static int unframe(io_t *io, resp_t *r, size_t *w)
             if (len && line[len - 1] == '\r') len--;
             i = (size_t)(nl - b) + 1;
             if (r->ck == CK_DATA_END) {
-                if (len) return lop_tr_failf(io, LOP_HTTP_EPROTO, "response from %s: chunk longer than its size", io->t->host_port);
+                if (len)
+                    return lop_tr_failf(io, LOP_HTTP_EPROTO, "response from %s: chunk longer than its size",
+                                        io->t->host_port);
                 r->ck = CK_SIZE;
             } else if (r->ck == CK_SIZE) {
                 uint64_t size = 0;
                 size_t k = 0;
                 for (; k < len; k++) {
-                    int d = line[k] >= '0' && line[k] <= '9' ? line[k] - '0'
-                            : (line[k] | 0x20) >= 'a' && (line[k] | 0x20) <= 'f' ? (line[k] | 0x20) - 'a' + 10 : -1;
+                    int d = line[k] >= '0' && line[k] <= '9'                     ? line[k] - '0'
+                            : (line[k] | 0x20) >= 'a' && (line[k] | 0x20) <= 'f' ? (line[k] | 0x20) - 'a' + 10
+                                                                                 : -1;
                     if (d < 0) break;
-                    if (size >> 58) return lop_tr_failf(io, LOP_HTTP_EPROTO, "response from %s: chunk size too large", io->t->host_port);
+                    if (size >> 58)
+                        return lop_tr_failf(io, LOP_HTTP_EPROTO, "response from %s: chunk size too large",
+                                            io->t->host_port);
                     size = size * 16 + (uint64_t)d;
                 }
                 size_t d0 = k;
                 while (k < len && (line[k] == ' ' || line[k] == '\t')) k++; /* then only an extension */
                 if (d0 == 0 || (k < len && line[k] != ';'))
                     return lop_tr_failf(io, LOP_HTTP_EPROTO, "response from %s: bad chunk size line", io->t->host_port);
-                if (size == 0) r->ck = CK_TRAILER;
-                else r->ck = CK_DATA, r->left = size;
+                if (size == 0)
+                    r->ck = CK_TRAILER;
+                else
+                    r->ck = CK_DATA, r->left = size;
             } else { /* CK_TRAILER: fields until an empty line */
                 if (len == 0) {
                     r->ck = CK_DONE;
@@ -294,20 +310,22 @@ int lop_tr_read_body(io_t *io, conn_t *cn, resp_t *r)
         size_t room = r->cap - r->end;
         if (room > r->read_bytes) room = r->read_bytes;
         if (!room) return lop_tr_failf(io, LOP_HTTP_EPROTO, "response from %s: bad chunked framing", io->t->host_port);
-        if (io->x->on_tick && io->x->on_tick(io->x->ud)) return lop_tr_failf(io, LOP_HTTP_EABORTED, "reading the response from %s: aborted", io->t->host_port);
+        if (io->x->on_tick && io->x->on_tick(io->x->ud))
+            return lop_tr_failf(io, LOP_HTTP_EABORTED, "reading the response from %s: aborted", io->t->host_port);
         if (io->deadline && lop_tr_now_ns() >= io->deadline) /* also while the data never stops */
             return lop_tr_failf(io, LOP_HTTP_ETIMEDOUT, "reading the response from %s: timed out after %ld ms",
-                         io->t->host_port, io->timeout_ms);
+                                io->t->host_port, io->timeout_ms);
         ssize_t n = lop_tr_conn_read(io, cn, r->buf + r->end, room);
         if (n < 0) return -1;
         if (n == 0) {
             if (r->mode == BODY_EOF) break;
-            return lop_tr_failf(io, LOP_HTTP_ERESET, "%s closed the connection before the end of the body", io->t->host_port);
+            return lop_tr_failf(io, LOP_HTTP_ERESET, "%s closed the connection before the end of the body",
+                                io->t->host_port);
         }
         r->end += (size_t)n;
     }
     if (r->z_on && !r->z_end)
-        return lop_tr_failf(io, LOP_HTTP_EPROTO, "response from %s: the compressed body is truncated", io->t->host_port);
+        return lop_tr_failf(io, LOP_HTTP_EPROTO, "response from %s: the compressed body is truncated",
+                            io->t->host_port);
     return 0;
 }
-

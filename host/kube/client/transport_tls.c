@@ -41,8 +41,7 @@ static int sock_read(BIO *b, char *p, int n)
 static void sock_method_init(void)
 {
     const BIO_METHOD *base = BIO_s_socket();
-    BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK | BIO_TYPE_DESCRIPTOR,
-                                 "luaop socket");
+    BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK | BIO_TYPE_DESCRIPTOR, "luaop socket");
     if (!m) return;
     BIO_meth_set_write(m, sock_write);
     BIO_meth_set_read(m, sock_read);
@@ -60,9 +59,12 @@ void lop_tr_ssl_error_text(SSL *ssl, char *out, size_t cap)
     long v = ssl ? SSL_get_verify_result(ssl) : X509_V_OK;
     char reason[200] = "";
     if (e) ERR_error_string_n(e, reason, sizeof reason);
-    if (v != X509_V_OK) snprintf(out, cap, "certificate verify failed: %s", X509_verify_cert_error_string(v));
-    else if (e) snprintf(out, cap, "%s", reason);
-    else snprintf(out, cap, "%s", errno ? strerror(errno) : "connection closed");
+    if (v != X509_V_OK)
+        snprintf(out, cap, "certificate verify failed: %s", X509_verify_cert_error_string(v));
+    else if (e)
+        snprintf(out, cap, "%s", reason);
+    else
+        snprintf(out, cap, "%s", errno ? strerror(errno) : "connection closed");
     ERR_clear_error();
 }
 
@@ -123,8 +125,7 @@ lop_rc_t lop_tr_tls_setup(lop_transport_t *t, const lop_transport_config_t *cfg,
         BIO_free(bio);
     }
     ERR_clear_error();
-    if (!added)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "the certificate authority data holds no PEM certificate");
+    if (!added) return lop_err_set(err, LOP_EINVAL, 0, NULL, "the certificate authority data holds no PEM certificate");
     return LOP_OK;
 }
 
@@ -178,8 +179,11 @@ int lop_tr_tls_handshake(io_t *io, conn_t *cn, int64_t deadline)
         X509_VERIFY_PARAM *vp = SSL_get0_param(cn->ssl);
         /* names from the subject alternative names only, never the subject's CN (Go ≥ 1.15) */
         X509_VERIFY_PARAM_set_hostflags(vp, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS | X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
-        int ok = ip ? X509_VERIFY_PARAM_set1_ip_asc(vp, t->verify_name) : X509_VERIFY_PARAM_set1_host(vp, t->verify_name, 0);
-        if (ok != 1) return lop_tr_failf(io, LOP_HTTP_ECONNECT, "TLS with %s: bad name to verify: %s", t->host_port, t->verify_name);
+        int ok =
+            ip ? X509_VERIFY_PARAM_set1_ip_asc(vp, t->verify_name) : X509_VERIFY_PARAM_set1_host(vp, t->verify_name, 0);
+        if (ok != 1)
+            return lop_tr_failf(io, LOP_HTTP_ECONNECT, "TLS with %s: bad name to verify: %s", t->host_port,
+                                t->verify_name);
     }
     if (io->x->cert_pem && io->x->key_pem &&
         set_client_cert(cn->ssl, io->x->cert_pem, io->x->key_pem, why, sizeof why) < 0)
@@ -197,7 +201,7 @@ int lop_tr_tls_handshake(io_t *io, conn_t *cn, int64_t deadline)
         if (!ev) {
             lop_tr_ssl_error_text(cn->ssl, why, sizeof why);
             return lop_tr_failf(io, LOP_HTTP_ECONNECT, "TLS handshake with %s (verifying %s): %s", t->host_port,
-                         t->verify_name, why);
+                                t->verify_name, why);
         }
         if (lop_tr_io_wait(io, cn->fd, ev, deadline, "TLS handshake with") < 0) {
             if (io->res == LOP_HTTP_ERESET) io->res = LOP_HTTP_ECONNECT;
@@ -205,4 +209,3 @@ int lop_tr_tls_handshake(io_t *io, conn_t *cn, int64_t deadline)
         }
     }
 }
-

@@ -11,7 +11,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#define JITTER_FACTOR 1.2
+#define JITTER_FACTOR    1.2
 #define RELEASE_ATTEMPTS 3
 
 struct lop_elector {
@@ -37,8 +37,8 @@ struct lop_elector {
     bool leading;
     int64_t renew_deadline; /* mono ns; meaningful while leading */
     bool lost, stopping, stopped, started;
-    bool poke;              /* a notification asked for an attempt now */
-    bool pending;           /* a watch observation waits to be applied by the tick thread */
+    bool poke;    /* a notification asked for an attempt now */
+    bool pending; /* a watch observation waits to be applied by the tick thread */
     bool pending_deleted;
     lop_lease_record_t pending_rec;
     char pending_rv[LOP_LEASE_RV_MAX];
@@ -86,20 +86,19 @@ lop_rc_t lop_elector_config_validate(const lop_elector_config_t *cfg, lop_err_t 
     if (!cfg) return lop_err_set(err, LOP_EINVAL, 0, NULL, "leader election: no configuration");
     if (!cfg->identity || !*cfg->identity)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "leader election: identity must not be empty");
-    if (!cfg->client)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "leader election: no lease client");
+    if (!cfg->client) return lop_err_set(err, LOP_EINVAL, 0, NULL, "leader election: no lease client");
     if (cfg->retry_period_ns <= 0)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "leader election: retry period (%s) must be positive",
                            dur_str(cfg->retry_period_ns, a, sizeof a));
     if (cfg->lease_duration_ns < LOP_NS_PER_S)
         return lop_err_set(err, LOP_EINVAL, 0, NULL,
                            "leader election: lease duration (%s) must be at least 1s (it is written "
-                           "in whole seconds)", dur_str(cfg->lease_duration_ns, a, sizeof a));
+                           "in whole seconds)",
+                           dur_str(cfg->lease_duration_ns, a, sizeof a));
     if (cfg->lease_duration_ns <= cfg->renew_deadline_ns)
         return lop_err_set(err, LOP_EINVAL, 0, NULL,
                            "leader election: lease duration (%s) must be greater than renew deadline (%s)",
-                           dur_str(cfg->lease_duration_ns, a, sizeof a),
-                           dur_str(cfg->renew_deadline_ns, b, sizeof b));
+                           dur_str(cfg->lease_duration_ns, a, sizeof a), dur_str(cfg->renew_deadline_ns, b, sizeof b));
     /* The Lease carries whole seconds, which is what other replicas wait for. */
     int64_t written = cfg->lease_duration_ns / LOP_NS_PER_S * LOP_NS_PER_S;
     if (written <= cfg->renew_deadline_ns)
@@ -110,13 +109,13 @@ lop_rc_t lop_elector_config_validate(const lop_elector_config_t *cfg, lop_err_t 
     if ((double)cfg->renew_deadline_ns <= JITTER_FACTOR * (double)cfg->retry_period_ns)
         return lop_err_set(err, LOP_EINVAL, 0, NULL,
                            "leader election: renew deadline (%s) must be greater than retry period "
-                           "(%s) x %.1f", dur_str(cfg->renew_deadline_ns, a, sizeof a),
-                           dur_str(cfg->retry_period_ns, b, sizeof b), JITTER_FACTOR);
+                           "(%s) x %.1f",
+                           dur_str(cfg->renew_deadline_ns, a, sizeof a), dur_str(cfg->retry_period_ns, b, sizeof b),
+                           JITTER_FACTOR);
     if (cfg->lease_duration_ns / LOP_NS_PER_S > INT32_MAX)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "leader election: lease duration too long");
     if (cfg->on_loss != LOP_ELECTOR_ON_LOSS_EXIT && cfg->on_loss != LOP_ELECTOR_ON_LOSS_RESTART)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "leader election: unknown on-loss mode %d",
-                           (int)cfg->on_loss);
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "leader election: unknown on-loss mode %d", (int)cfg->on_loss);
     return LOP_OK;
 }
 
@@ -256,8 +255,8 @@ static void report_transition(lop_elector_t *e)
     }
     pthread_mutex_unlock(&e->mu);
     if (!changed) return;
-    lop_log(LOP_LOG_INFO, "leader election: new leader observed", "lease", e->name, "leader", holder,
-            "identity", e->identity, NULL);
+    lop_log(LOP_LOG_INFO, "leader election: new leader observed", "lease", e->name, "leader", holder, "identity",
+            e->identity, NULL);
     if (e->cb.on_new_leader) e->cb.on_new_leader(e->cb.ud, holder);
 }
 
@@ -283,8 +282,7 @@ static void forget_observation(lop_elector_t *e)
 /* Valid = the observed record changed less than its leaseDurationSeconds ago, on OUR clock. */
 static bool observed_valid(const lop_elector_t *e, int64_t now)
 {
-    return e->have_observed &&
-           e->observed_at + (int64_t)e->observed.lease_duration_seconds * LOP_NS_PER_S > now;
+    return e->have_observed && e->observed_at + (int64_t)e->observed.lease_duration_seconds * LOP_NS_PER_S > now;
 }
 
 /* ---- one acquire/renew attempt (client-go's tryAcquireOrRenew) ---- */
@@ -313,8 +311,8 @@ static bool try_acquire_or_renew(lop_elector_t *e)
             ok = true;
             goto out;
         }
-        lop_log(LOP_LOG_WARN, "leader election: renew failed, re-reading the lease", "lease", e->name,
-                "rc", lop_rc_str(rc), "error", err.message, NULL);
+        lop_log(LOP_LOG_WARN, "leader election: renew failed, re-reading the lease", "lease", e->name, "rc",
+                lop_rc_str(rc), "error", err.message, NULL);
         rec.acquire_time_ns = wall;
         rec.lease_transitions = 0;
     }
@@ -332,22 +330,21 @@ static bool try_acquire_or_renew(lop_elector_t *e)
             observe(e, &rec, new_rv, lop_clock_mono(e->clock));
             ok = true;
         } else {
-            lop_log(LOP_LOG_INFO, "leader election: lease create failed", "lease", e->name, "rc",
-                    lop_rc_str(rc), "error", err.message, NULL);
+            lop_log(LOP_LOG_INFO, "leader election: lease create failed", "lease", e->name, "rc", lop_rc_str(rc),
+                    "error", err.message, NULL);
         }
         goto out_cur;
     }
     if (rc != LOP_OK) {
-        lop_log(LOP_LOG_WARN, "leader election: lease get failed", "lease", e->name, "rc",
-                lop_rc_str(rc), "error", err.message, NULL);
+        lop_log(LOP_LOG_WARN, "leader election: lease get failed", "lease", e->name, "rc", lop_rc_str(rc), "error",
+                err.message, NULL);
         goto out_cur;
     }
     int64_t now = lop_clock_mono(e->clock);
     observe(e, &cur, cur_rv, now);
 
     /* Someone else holds a lease that is still valid by our own clock: wait. */
-    if (lop_lease_record_holder(&cur)[0] && !holder_is_self(e, &cur) && observed_valid(e, now))
-        goto out_cur;
+    if (lop_lease_record_holder(&cur)[0] && !holder_is_self(e, &cur) && observed_valid(e, now)) goto out_cur;
 
     if (holder_is_self(e, &cur)) {
         rec.acquire_time_ns = cur.acquire_time_ns;
@@ -361,9 +358,8 @@ static bool try_acquire_or_renew(lop_elector_t *e)
         observe(e, &rec, new_rv, lop_clock_mono(e->clock));
         ok = true;
     } else {
-        lop_log(rc == LOP_ECONFLICT ? LOP_LOG_DEBUG : LOP_LOG_WARN,
-                "leader election: lease update failed", "lease", e->name, "rc", lop_rc_str(rc),
-                "error", err.message, NULL);
+        lop_log(rc == LOP_ECONFLICT ? LOP_LOG_DEBUG : LOP_LOG_WARN, "leader election: lease update failed", "lease",
+                e->name, "rc", lop_rc_str(rc), "error", err.message, NULL);
     }
 out_cur:
     lop_lease_record_cleanup(&cur);
@@ -390,8 +386,8 @@ static bool start_leading(lop_elector_t *e, int64_t deadline)
     if (ok) {
         char tr[16];
         snprintf(tr, sizeof tr, "%d", (int)e->observed.lease_transitions);
-        lop_log(LOP_LOG_INFO, "leader election: acquired lease, leading", "lease", e->name,
-                "identity", e->identity, "leaseTransitions", tr, NULL);
+        lop_log(LOP_LOG_INFO, "leader election: acquired lease, leading", "lease", e->name, "identity", e->identity,
+                "leaseTransitions", tr, NULL);
         if (e->cb.on_started_leading) e->cb.on_started_leading(e->cb.ud);
     }
     pthread_mutex_unlock(&e->cb_mu);
@@ -417,8 +413,8 @@ static bool lose_if_expired(lop_elector_t *e)
     }
     pthread_mutex_unlock(&e->mu);
     if (act) {
-        lop_log(LOP_LOG_ERROR, "leader election: lease lost (renew deadline exceeded), stopped leading",
-                "lease", e->name, "identity", e->identity, "onLoss",
+        lop_log(LOP_LOG_ERROR, "leader election: lease lost (renew deadline exceeded), stopped leading", "lease",
+                e->name, "identity", e->identity, "onLoss",
                 e->on_loss == LOP_ELECTOR_ON_LOSS_EXIT ? "exit" : "restart-election", NULL);
         if (e->cb.on_stopped_leading) e->cb.on_stopped_leading(e->cb.ud);
     }
@@ -439,8 +435,10 @@ static void apply_pending(lop_elector_t *e, int64_t now)
     bool leading = e->leading;
     pthread_mutex_unlock(&e->mu);
     if (pending && !leading) {
-        if (deleted) forget_observation(e);
-        else observe(e, &rec, rv, now);
+        if (deleted)
+            forget_observation(e);
+        else
+            observe(e, &rec, rv, now);
     }
     lop_lease_record_cleanup(&rec);
 }
@@ -479,8 +477,7 @@ int64_t lop_elector_tick(lop_elector_t *e)
     apply_pending(e, now);
     if (lost_since) e->next_attempt = now; /* restart-election: campaign again at once */
     if (leading) poke = false;             /* watch pokes are for standbys */
-    if (!poke && now < e->next_attempt)
-        return leading && deadline < e->next_attempt ? deadline : e->next_attempt;
+    if (!poke && now < e->next_attempt) return leading && deadline < e->next_attempt ? deadline : e->next_attempt;
 
     int64_t start = now;
     pthread_mutex_lock(&e->mu);
@@ -533,8 +530,7 @@ void lop_elector_notify_lease_changed(lop_elector_t *e, const lop_lease_record_t
     pthread_mutex_unlock(&e->mu);
 }
 
-lop_rc_t lop_elector_notify_lease_event(lop_elector_t *e, const char *type, const json_t *obj,
-                                        lop_err_t *err)
+lop_rc_t lop_elector_notify_lease_event(lop_elector_t *e, const char *type, const json_t *obj, lop_err_t *err)
 {
     if (!type) return lop_err_set(err, LOP_EINVAL, 0, NULL, "lease watch event without a type");
     bool deleted = strcmp(type, "DELETED") == 0;
@@ -552,13 +548,11 @@ lop_rc_t lop_elector_notify_lease_event(lop_elector_t *e, const char *type, cons
 static void *elector_main(void *arg)
 {
     lop_elector_t *e = arg;
-    lop_log(LOP_LOG_INFO, "leader election: campaigning", "lease", e->name, "identity", e->identity,
-            NULL);
+    lop_log(LOP_LOG_INFO, "leader election: campaigning", "lease", e->name, "identity", e->identity, NULL);
     for (;;) {
         int64_t next = lop_elector_tick(e);
         pthread_mutex_lock(&e->mu);
-        while (!e->stopping && !e->lost && !e->poke && !e->pending &&
-               lop_clock_mono(e->clock) < next)
+        while (!e->stopping && !e->lost && !e->poke && !e->pending && lop_clock_mono(e->clock) < next)
             lop_clock_wait_until(e->clock, &e->cv, &e->mu, next);
         bool quit = e->stopping || e->lost;
         pthread_mutex_unlock(&e->mu);
@@ -606,8 +600,8 @@ lop_rc_t lop_elector_start(lop_elector_t *e)
     if (pthread_create(&e->watchdog, NULL, watchdog_main, e) == 0) {
         e->watchdog_started = true;
     } else {
-        lop_log(LOP_LOG_WARN, "leader election: no watchdog thread; leadership ends at the next step",
-                "lease", e->name, NULL);
+        lop_log(LOP_LOG_WARN, "leader election: no watchdog thread; leadership ends at the next step", "lease", e->name,
+                NULL);
     }
     return LOP_OK;
 }
@@ -633,12 +627,11 @@ static void release(lop_elector_t *e)
             pthread_mutex_lock(&e->mu);
             e->stats.releases++;
             pthread_mutex_unlock(&e->mu);
-            lop_log(LOP_LOG_INFO, "leader election: released lease", "lease", e->name, "identity",
-                    e->identity, NULL);
+            lop_log(LOP_LOG_INFO, "leader election: released lease", "lease", e->name, "identity", e->identity, NULL);
             break;
         }
-        lop_log(LOP_LOG_WARN, "leader election: release failed", "lease", e->name, "rc",
-                lop_rc_str(rc), "error", err.message, NULL);
+        lop_log(LOP_LOG_WARN, "leader election: release failed", "lease", e->name, "rc", lop_rc_str(rc), "error",
+                err.message, NULL);
         if (rc != LOP_ECONFLICT) break;
         /* Someone wrote since our last renew: release only if it is still ours. */
         lop_lease_record_t cur = LOP_LEASE_RECORD_INIT;
@@ -674,8 +667,8 @@ void lop_elector_stop(lop_elector_t *e)
     e->stopped = true;
     pthread_mutex_unlock(&e->mu);
     if (was_leading) {
-        lop_log(LOP_LOG_INFO, "leader election: stopped leading (shutdown)", "lease", e->name,
-                "identity", e->identity, NULL);
+        lop_log(LOP_LOG_INFO, "leader election: stopped leading (shutdown)", "lease", e->name, "identity", e->identity,
+                NULL);
         if (e->cb.on_stopped_leading) e->cb.on_stopped_leading(e->cb.ud);
     }
     pthread_mutex_unlock(&e->cb_mu);

@@ -81,7 +81,7 @@ typedef struct lop_elector_config {
     bool release_on_cancel;     /* release the lease on stop when leading */
     lop_elector_on_loss_t on_loss;
     lop_elector_callbacks_t callbacks;
-    uint64_t jitter_seed;       /* 0 = random; set for reproducible tests */
+    uint64_t jitter_seed; /* 0 = random; set for reproducible tests */
 } lop_elector_config_t;
 
 /* Fill *cfg with the defaults (15 s / 10 s / 2 s, release on cancel, exit on loss). */
@@ -133,16 +133,14 @@ int64_t lop_elector_tick(lop_elector_t *e);
  * once would shorten the window in which a leader that does not know of the deletion still
  * believes it leads). A leader ignores notifications. Other holders cost no extra request.
  */
-void lop_elector_notify_lease_changed(lop_elector_t *e, const lop_lease_record_t *rec,
-                                      const char *rv);
+void lop_elector_notify_lease_changed(lop_elector_t *e, const lop_lease_record_t *rec, const char *rv);
 
 /*
  * Same, from a watch event on the Lease: type "ADDED", "MODIFIED" or "DELETED" and the Lease object
  * (borrowed). Other types (BOOKMARK, ERROR) are ignored. Returns LOP_EINVAL (err filled, nothing
  * recorded) when the object is not a decodable Lease.
  */
-lop_rc_t lop_elector_notify_lease_event(lop_elector_t *e, const char *type, const json_t *obj,
-                                        lop_err_t *err);
+lop_rc_t lop_elector_notify_lease_event(lop_elector_t *e, const char *type, const json_t *obj, lop_err_t *err);
 
 /* True while this replica leads and its last successful renew is within the renew deadline. */
 bool lop_elector_is_leader(lop_elector_t *e);
@@ -155,10 +153,10 @@ char *lop_elector_leader(lop_elector_t *e);
 
 /* Counters for tests, metrics and logs. */
 typedef struct lop_elector_stats {
-    long attempts;       /* acquire/renew attempts */
-    long acquisitions;   /* times this replica became leader */
-    long losses;         /* times it lost leadership by the renew deadline */
-    long releases;       /* successful releases */
+    long attempts;     /* acquire/renew attempts */
+    long acquisitions; /* times this replica became leader */
+    long losses;       /* times it lost leadership by the renew deadline */
+    long releases;     /* successful releases */
 } lop_elector_stats_t;
 lop_elector_stats_t lop_elector_stats(lop_elector_t *e);
 

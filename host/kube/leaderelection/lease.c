@@ -45,8 +45,7 @@ bool lop_lease_record_equal(const lop_lease_record_t *a, const lop_lease_record_
     return strcmp(lop_lease_record_holder(a), lop_lease_record_holder(b)) == 0 &&
            a->lease_duration_seconds == b->lease_duration_seconds &&
            to_us(a->acquire_time_ns) == to_us(b->acquire_time_ns) &&
-           to_us(a->renew_time_ns) == to_us(b->renew_time_ns) &&
-           a->lease_transitions == b->lease_transitions;
+           to_us(a->renew_time_ns) == to_us(b->renew_time_ns) && a->lease_transitions == b->lease_transitions;
 }
 
 /* ---- encoding ---- */
@@ -70,8 +69,7 @@ json_t *lop_lease_spec_to_json(const lop_lease_record_t *r)
     return spec;
 }
 
-json_t *lop_lease_to_json(const char *ns, const char *name, const char *rv,
-                          const lop_lease_record_t *r)
+json_t *lop_lease_to_json(const char *ns, const char *name, const char *rv, const lop_lease_record_t *r)
 {
     json_t *meta = json_object();
     json_object_set_new(meta, "name", json_string(name ? name : ""));
@@ -91,12 +89,10 @@ static lop_rc_t get_int32(const json_t *spec, const char *key, int32_t *out, lop
 {
     const json_t *v = json_object_get(spec, key);
     if (!v || json_is_null(v)) return LOP_OK;
-    if (!json_is_integer(v))
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "Lease spec.%s: expected an integer", key);
+    if (!json_is_integer(v)) return lop_err_set(err, LOP_EINVAL, 0, NULL, "Lease spec.%s: expected an integer", key);
     json_int_t i = json_integer_value(v);
     if (i < INT32_MIN || i > INT32_MAX)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "Lease spec.%s: %lld is out of int32 range",
-                           key, (long long)i);
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "Lease spec.%s: %lld is out of int32 range", key, (long long)i);
     *out = (int32_t)i;
     return LOP_OK;
 }
@@ -105,11 +101,10 @@ static lop_rc_t get_time(const json_t *spec, const char *key, int64_t *out, lop_
 {
     const json_t *v = json_object_get(spec, key);
     if (!v || json_is_null(v)) return LOP_OK;
-    if (!json_is_string(v))
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "Lease spec.%s: expected a time string", key);
+    if (!json_is_string(v)) return lop_err_set(err, LOP_EINVAL, 0, NULL, "Lease spec.%s: expected a time string", key);
     if (lop_time_parse(json_string_value(v), out) != 0)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "Lease spec.%s: \"%.64s\" is not an RFC 3339 time",
-                           key, json_string_value(v));
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "Lease spec.%s: \"%.64s\" is not an RFC 3339 time", key,
+                           json_string_value(v));
     return LOP_OK;
 }
 
@@ -117,8 +112,7 @@ lop_rc_t lop_lease_spec_from_json(const json_t *spec, lop_lease_record_t *out, l
 {
     lop_lease_record_cleanup(out);
     if (!spec || json_is_null(spec)) return LOP_OK;
-    if (!json_is_object(spec))
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "Lease spec: expected an object");
+    if (!json_is_object(spec)) return lop_err_set(err, LOP_EINVAL, 0, NULL, "Lease spec: expected an object");
     lop_lease_record_t r = LOP_LEASE_RECORD_INIT;
     const json_t *h = json_object_get(spec, "holderIdentity");
     if (h && !json_is_null(h) && !json_is_string(h))
@@ -129,8 +123,8 @@ lop_rc_t lop_lease_spec_from_json(const json_t *spec, lop_lease_record_t *out, l
     if (rc == LOP_OK) rc = get_time(spec, "renewTime", &r.renew_time_ns, err);
     if (rc != LOP_OK) return rc;
     if (r.lease_duration_seconds < 0)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL,
-                           "Lease spec.leaseDurationSeconds: %d is negative", (int)r.lease_duration_seconds);
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "Lease spec.leaseDurationSeconds: %d is negative",
+                           (int)r.lease_duration_seconds);
     if (json_is_string(h)) r.holder_identity = lop_xstrdup(json_string_value(h));
     *out = r;
     return LOP_OK;
@@ -162,16 +156,15 @@ lop_rc_t lop_lease_from_json(const json_t *obj, lop_lease_record_t *out, char *r
     return rc;
 }
 
-lop_rc_t lop_lease_from_text(const char *text, size_t len, lop_lease_record_t *out, char *rv,
-                             lop_err_t *err)
+lop_rc_t lop_lease_from_text(const char *text, size_t len, lop_lease_record_t *out, char *rv, lop_err_t *err)
 {
     lop_lease_record_cleanup(out);
     if (rv) rv[0] = '\0';
     json_error_t jerr;
     json_t *obj = json_loadb(text ? text : "", text ? len : 0, 0, &jerr);
     if (!obj)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "Lease: invalid JSON at line %d column %d: %s",
-                           jerr.line, jerr.column, jerr.text);
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "Lease: invalid JSON at line %d column %d: %s", jerr.line,
+                           jerr.column, jerr.text);
     lop_rc_t rc = lop_lease_from_json(obj, out, rv, err);
     json_decref(obj);
     return rc;
@@ -193,8 +186,7 @@ bool lop_lease_name_valid(const char *s)
 
 /* ---- client wrapper ---- */
 
-lop_lease_client_t *lop_lease_client_new(const lop_lease_client_ops_t *ops, void *ud,
-                                         const char *description)
+lop_lease_client_t *lop_lease_client_new(const lop_lease_client_ops_t *ops, void *ud, const char *description)
 {
     lop_lease_client_t *c = lop_xcalloc(1, sizeof *c);
     c->ops = ops;

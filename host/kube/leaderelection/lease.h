@@ -38,7 +38,10 @@ typedef struct lop_lease_record {
     int32_t lease_transitions;
 } lop_lease_record_t;
 
-#define LOP_LEASE_RECORD_INIT {NULL, 0, 0, 0, 0}
+#define LOP_LEASE_RECORD_INIT \
+    {                         \
+        NULL, 0, 0, 0, 0      \
+    }
 
 /* Release the holder string and zero the record. Safe on a zeroed record. */
 void lop_lease_record_cleanup(lop_lease_record_t *r);
@@ -61,8 +64,7 @@ json_t *lop_lease_spec_to_json(const lop_lease_record_t *r);
  * Encode a whole Lease object {apiVersion, kind, metadata{name, namespace, resourceVersion?}, spec}.
  * rv NULL or "" omits resourceVersion (as a create must). Returns a new reference.
  */
-json_t *lop_lease_to_json(const char *ns, const char *name, const char *rv,
-                          const lop_lease_record_t *r);
+json_t *lop_lease_to_json(const char *ns, const char *name, const char *rv, const lop_lease_record_t *r);
 
 /*
  * Decode a Lease spec object into *out (previous contents released). A NULL or JSON-null spec gives
@@ -79,8 +81,7 @@ lop_rc_t lop_lease_spec_from_json(const json_t *spec, lop_lease_record_t *out, l
  */
 lop_rc_t lop_lease_from_json(const json_t *obj, lop_lease_record_t *out, char *rv, lop_err_t *err);
 /* Same, parsing JSON text of len bytes first (parse errors: LOP_EINVAL naming line and column). */
-lop_rc_t lop_lease_from_text(const char *text, size_t len, lop_lease_record_t *out, char *rv,
-                             lop_err_t *err);
+lop_rc_t lop_lease_from_text(const char *text, size_t len, lop_lease_record_t *out, char *rv, lop_err_t *err);
 
 /* ------------------------------------------------------------------------------------------ */
 /* The lease client: get/create/update on one Lease, bound at construction to namespace/name.  */
@@ -95,8 +96,7 @@ typedef struct lop_lease_client_ops {
     /* Replace the Lease's spec with rec, conditional on resourceVersion rv (never empty). LOP_OK:
      * rv_out holds the new resourceVersion. LOP_ECONFLICT when rv is stale, LOP_ENOTFOUND when the
      * Lease was deleted. */
-    lop_rc_t (*update)(void *ud, const lop_lease_record_t *rec, const char *rv, char *rv_out,
-                       lop_err_t *err);
+    lop_rc_t (*update)(void *ud, const lop_lease_record_t *rec, const char *rv, char *rv_out, lop_err_t *err);
     /* Release ud. May be NULL. */
     void (*free)(void *ud);
 } lop_lease_client_ops_t;
@@ -108,23 +108,21 @@ typedef struct lop_lease_client {
 } lop_lease_client_t;
 
 /* Wrap ops/ud into a new client (for other implementations). description is copied. */
-lop_lease_client_t *lop_lease_client_new(const lop_lease_client_ops_t *ops, void *ud,
-                                         const char *description);
+lop_lease_client_t *lop_lease_client_new(const lop_lease_client_ops_t *ops, void *ud, const char *description);
 /* Calls ops->free(ud) and frees the client. NULL is a no-op. */
 void lop_lease_client_free(lop_lease_client_t *c);
 
-static inline lop_rc_t lop_lease_get(lop_lease_client_t *c, lop_lease_record_t *out, char *rv,
-                                     lop_err_t *err)
+static inline lop_rc_t lop_lease_get(lop_lease_client_t *c, lop_lease_record_t *out, char *rv, lop_err_t *err)
 {
     return c->ops->get(c->ud, out, rv, err);
 }
-static inline lop_rc_t lop_lease_create(lop_lease_client_t *c, const lop_lease_record_t *rec,
-                                        char *rv_out, lop_err_t *err)
+static inline lop_rc_t lop_lease_create(lop_lease_client_t *c, const lop_lease_record_t *rec, char *rv_out,
+                                        lop_err_t *err)
 {
     return c->ops->create(c->ud, rec, rv_out, err);
 }
-static inline lop_rc_t lop_lease_update(lop_lease_client_t *c, const lop_lease_record_t *rec,
-                                        const char *rv, char *rv_out, lop_err_t *err)
+static inline lop_rc_t lop_lease_update(lop_lease_client_t *c, const lop_lease_record_t *rec, const char *rv,
+                                        char *rv_out, lop_err_t *err)
 {
     return c->ops->update(c->ud, rec, rv, rv_out, err);
 }
@@ -145,8 +143,8 @@ struct lop_rest_client;
  * update keeps the metadata of the Lease last read (labels, annotations, ownerReferences).
  * Returns NULL with LOP_EINVAL in err when ns or name is not a valid DNS-1123 subdomain.
  */
-lop_lease_client_t *lop_lease_client_rest_new(struct lop_rest_client *rest, const char *ns,
-                                              const char *name, long timeout_ms, lop_err_t *err);
+lop_lease_client_t *lop_lease_client_rest_new(struct lop_rest_client *rest, const char *ns, const char *name,
+                                              long timeout_ms, lop_err_t *err);
 
 /* ------------------------------------------------------------------------------------------ */
 /* In-memory Lease store (one Lease), shared by any number of client handles.                 */

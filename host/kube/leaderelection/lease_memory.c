@@ -94,9 +94,10 @@ static lop_rc_t take_fault(mem_client_t *m, int op, long *counter)
 static lop_rc_t injected(lop_err_t *err, lop_rc_t rc, const char *op)
 {
     int code = rc == LOP_ECONFLICT ? 409 : rc == LOP_ENOTFOUND ? 404 : rc == LOP_EEXIST ? 409 : 503;
-    const char *reason = rc == LOP_ECONFLICT ? "Conflict"
-                       : rc == LOP_ENOTFOUND ? "NotFound"
-                       : rc == LOP_EEXIST ? "AlreadyExists" : "ServiceUnavailable";
+    const char *reason = rc == LOP_ECONFLICT   ? "Conflict"
+                         : rc == LOP_ENOTFOUND ? "NotFound"
+                         : rc == LOP_EEXIST    ? "AlreadyExists"
+                                               : "ServiceUnavailable";
     return lop_err_set(err, rc, code, reason, "injected failure on lease %s", op);
 }
 
@@ -106,8 +107,7 @@ static lop_rc_t mem_get(void *ud, lop_lease_record_t *out, char *rv, lop_err_t *
     lop_rc_t rc = take_fault(m, LOP_LEASE_OP_GET, &m->calls.get);
     if (rc != LOP_OK) return injected(err, rc, "get");
     rc = lop_lease_store_peek(m->store, out, rv);
-    if (rc == LOP_ENOTFOUND)
-        return lop_err_set(err, rc, 404, "NotFound", "leases.coordination.k8s.io not found");
+    if (rc == LOP_ENOTFOUND) return lop_err_set(err, rc, 404, "NotFound", "leases.coordination.k8s.io not found");
     return rc;
 }
 
@@ -133,8 +133,7 @@ static lop_rc_t mem_create(void *ud, const lop_lease_record_t *rec, char *rv_out
     pthread_mutex_lock(&s->mu);
     if (s->exists) {
         pthread_mutex_unlock(&s->mu);
-        return lop_err_set(err, LOP_EEXIST, 409, "AlreadyExists",
-                           "leases.coordination.k8s.io already exists");
+        return lop_err_set(err, LOP_EEXIST, 409, "AlreadyExists", "leases.coordination.k8s.io already exists");
     }
     write_locked(s, rec, rv_out, &copy);
     lop_lease_store_change_fn fn = s->on_change;
@@ -145,8 +144,7 @@ static lop_rc_t mem_create(void *ud, const lop_lease_record_t *rec, char *rv_out
     return LOP_OK;
 }
 
-static lop_rc_t mem_update(void *ud, const lop_lease_record_t *rec, const char *rv, char *rv_out,
-                           lop_err_t *err)
+static lop_rc_t mem_update(void *ud, const lop_lease_record_t *rec, const char *rv, char *rv_out, lop_err_t *err)
 {
     mem_client_t *m = ud;
     lop_rc_t rc = take_fault(m, LOP_LEASE_OP_UPDATE, &m->calls.update);

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #define LEASE_FIELD_MANAGER "luaop-leader-election"
-#define DEFAULT_TIMEOUT_MS 10000
+#define DEFAULT_TIMEOUT_MS  10000
 
 typedef struct rest_lease {
     lop_rest_client_t *rest;
@@ -31,15 +31,14 @@ static void remember(rest_lease_t *l, json_t *obj)
 }
 
 /* Decode a 2xx response body into a record + rv and cache it. */
-static lop_rc_t take_response(rest_lease_t *l, const lop_rest_resp_t *resp, lop_lease_record_t *out,
-                              char *rv, lop_err_t *err)
+static lop_rc_t take_response(rest_lease_t *l, const lop_rest_resp_t *resp, lop_lease_record_t *out, char *rv,
+                              lop_err_t *err)
 {
     json_error_t jerr;
     json_t *obj = json_loadb(resp->body.data ? resp->body.data : "", resp->body.len, 0, &jerr);
     if (!obj)
-        return lop_err_set(err, LOP_EINVAL, resp->code, NULL,
-                           "lease %s/%s: response is not JSON (line %d: %s)", l->ns, l->name,
-                           jerr.line, jerr.text);
+        return lop_err_set(err, LOP_EINVAL, resp->code, NULL, "lease %s/%s: response is not JSON (line %d: %s)", l->ns,
+                           l->name, jerr.line, jerr.text);
     lop_rc_t rc = lop_lease_from_json(obj, out, rv, err);
     if (rc != LOP_OK) {
         json_decref(obj);
@@ -50,7 +49,7 @@ static lop_rc_t take_response(rest_lease_t *l, const lop_rest_resp_t *resp, lop_
 }
 
 static lop_rc_t lease_send(rest_lease_t *l, const char *method, const char *path, const char *body,
-                     lop_rest_resp_t *resp, lop_err_t *err)
+                           lop_rest_resp_t *resp, lop_err_t *err)
 {
     lop_rest_req_t req;
     memset(&req, 0, sizeof req);
@@ -67,14 +66,16 @@ static lop_rc_t rl_get(void *ud, lop_lease_record_t *out, char *rv, lop_err_t *e
     rest_lease_t *l = ud;
     lop_rest_resp_t resp = LOP_REST_RESP_INIT;
     lop_rc_t rc = lease_send(l, "GET", l->item_path, NULL, &resp, err);
-    if (rc == LOP_OK) rc = take_response(l, &resp, out, rv, err);
-    else if (rc == LOP_ENOTFOUND) remember(l, NULL);
+    if (rc == LOP_OK)
+        rc = take_response(l, &resp, out, rv, err);
+    else if (rc == LOP_ENOTFOUND)
+        remember(l, NULL);
     lop_rest_resp_cleanup(&resp);
     return rc;
 }
 
-static lop_rc_t rl_write(rest_lease_t *l, const char *method, const char *path, json_t *obj,
-                         char *rv_out, lop_err_t *err)
+static lop_rc_t rl_write(rest_lease_t *l, const char *method, const char *path, json_t *obj, char *rv_out,
+                         lop_err_t *err)
 {
     char *body = json_dumps(obj, JSON_COMPACT);
     json_decref(obj);
@@ -96,19 +97,16 @@ static lop_rc_t rl_create(void *ud, const lop_lease_record_t *rec, char *rv_out,
     rest_lease_t *l = ud;
     lop_buf_t path = LOP_BUF_INIT;
     lop_buf_printf(&path, "%s?fieldManager=%s", l->collection_path, LEASE_FIELD_MANAGER);
-    lop_rc_t rc = rl_write(l, "POST", path.data, lop_lease_to_json(l->ns, l->name, NULL, rec),
-                           rv_out, err);
+    lop_rc_t rc = rl_write(l, "POST", path.data, lop_lease_to_json(l->ns, l->name, NULL, rec), rv_out, err);
     lop_buf_free(&path);
     return rc;
 }
 
-static lop_rc_t rl_update(void *ud, const lop_lease_record_t *rec, const char *rv, char *rv_out,
-                          lop_err_t *err)
+static lop_rc_t rl_update(void *ud, const lop_lease_record_t *rec, const char *rv, char *rv_out, lop_err_t *err)
 {
     rest_lease_t *l = ud;
     if (!rv || !*rv)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "lease %s/%s: update needs a resourceVersion",
-                           l->ns, l->name);
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "lease %s/%s: update needs a resourceVersion", l->ns, l->name);
     json_t *obj;
     if (l->cached) {
         /* Keep the server's metadata; drop managedFields (the server maintains them). */
@@ -144,8 +142,8 @@ static void rl_free(void *ud)
 
 static const lop_lease_client_ops_t rest_ops = {rl_get, rl_create, rl_update, rl_free};
 
-lop_lease_client_t *lop_lease_client_rest_new(lop_rest_client_t *rest, const char *ns,
-                                              const char *name, long timeout_ms, lop_err_t *err)
+lop_lease_client_t *lop_lease_client_rest_new(lop_rest_client_t *rest, const char *ns, const char *name,
+                                              long timeout_ms, lop_err_t *err)
 {
     if (!rest) {
         lop_err_set(err, LOP_EINVAL, 0, NULL, "lease client: no REST client");
@@ -154,13 +152,15 @@ lop_lease_client_t *lop_lease_client_rest_new(lop_rest_client_t *rest, const cha
     if (!ns || !lop_lease_name_valid(ns)) {
         lop_err_set(err, LOP_EINVAL, 0, NULL,
                     "lease client: namespace \"%.64s\" is not a valid name (lowercase letters, digits, "
-                    "'-' and '.')", ns ? ns : "");
+                    "'-' and '.')",
+                    ns ? ns : "");
         return NULL;
     }
     if (!name || !lop_lease_name_valid(name)) {
         lop_err_set(err, LOP_EINVAL, 0, NULL,
                     "lease client: lease name \"%.64s\" is not a valid name (lowercase letters, digits, "
-                    "'-' and '.')", name ? name : "");
+                    "'-' and '.')",
+                    name ? name : "");
         return NULL;
     }
     rest_lease_t *l = lop_xcalloc(1, sizeof *l);

@@ -13,8 +13,8 @@
 #include <string.h>
 #include <sys/random.h>
 
-#define BACKOFF_MIN_NS (800 * LOP_NS_PER_MS)
-#define BACKOFF_MAX_NS (30 * LOP_NS_PER_S)
+#define BACKOFF_MIN_NS  (800 * LOP_NS_PER_MS)
+#define BACKOFF_MAX_NS  (30 * LOP_NS_PER_S)
 #define MAX_EVENT_BYTES (1024 * 1024)
 
 struct lop_lease_watch {
@@ -26,7 +26,7 @@ struct lop_lease_watch {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     pthread_t thread;
-    long events;       /* under mu */
+    long events;        /* under mu */
     long stream_events; /* events in the current stream (watch thread only) */
     lop_buf_t pending;  /* bytes of an incomplete line */
 };
@@ -54,8 +54,7 @@ static void handle_line(lop_lease_watch_t *w, const char *line, size_t n)
     } else if (type && strcmp(type, "BOOKMARK") != 0) {
         lop_err_t err;
         if (lop_elector_notify_lease_event(w->elector, type, json_object_get(ev, "object"), &err) != LOP_OK)
-            lop_log(LOP_LOG_WARN, "lease watch: bad Lease in event", "lease", w->name, "error",
-                    err.message, NULL);
+            lop_log(LOP_LOG_WARN, "lease watch: bad Lease in event", "lease", w->name, "error", err.message, NULL);
         w->stream_events++;
         pthread_mutex_lock(&w->mu);
         w->events++;
@@ -111,8 +110,8 @@ static void *watch_main(void *arg)
         if (atomic_load(&w->cancel)) break;
         if (w->stream_events > 0) backoff = BACKOFF_MIN_NS;
         if (rc == LOP_OK && w->stream_events > 0) continue; /* a normal end: reconnect at once */
-        lop_log(LOP_LOG_DEBUG, "lease watch: stream ended, backing off", "lease", w->name, "rc",
-                lop_rc_str(rc), "error", err.message, NULL);
+        lop_log(LOP_LOG_DEBUG, "lease watch: stream ended, backing off", "lease", w->name, "rc", lop_rc_str(rc),
+                "error", err.message, NULL);
         /* jitter 1.0: wait in [backoff, 2 × backoff) */
         int64_t delay = backoff + (int64_t)(rnd() % (uint64_t)backoff);
         backoff_wait(w, delay);
@@ -122,16 +121,15 @@ static void *watch_main(void *arg)
 }
 
 lop_lease_watch_t *lop_lease_watch_start(lop_rest_client_t *rest, const char *ns, const char *name,
-                                         lop_elector_t *elector, const lop_clock_t *clock,
-                                         lop_err_t *err)
+                                         lop_elector_t *elector, const lop_clock_t *clock, lop_err_t *err)
 {
     if (!rest || !elector) {
         lop_err_set(err, LOP_EINVAL, 0, NULL, "lease watch: REST client and elector are required");
         return NULL;
     }
     if (!ns || !lop_lease_name_valid(ns) || !name || !lop_lease_name_valid(name)) {
-        lop_err_set(err, LOP_EINVAL, 0, NULL, "lease watch: invalid Lease namespace/name \"%.64s/%.64s\"",
-                    ns ? ns : "", name ? name : "");
+        lop_err_set(err, LOP_EINVAL, 0, NULL, "lease watch: invalid Lease namespace/name \"%.64s/%.64s\"", ns ? ns : "",
+                    name ? name : "");
         return NULL;
     }
     lop_lease_watch_t *w = lop_xcalloc(1, sizeof *w);

@@ -30,9 +30,8 @@ typedef struct lop_lease_watch lop_lease_watch_t;
  * clock NULL = system clock. Returns NULL with LOP_EINVAL for an invalid ns/name, LOP_ERR when the
  * thread cannot be created.
  */
-lop_lease_watch_t *lop_lease_watch_start(struct lop_rest_client *rest, const char *ns,
-                                         const char *name, lop_elector_t *elector,
-                                         const lop_clock_t *clock, lop_err_t *err);
+lop_lease_watch_t *lop_lease_watch_start(struct lop_rest_client *rest, const char *ns, const char *name,
+                                         lop_elector_t *elector, const lop_clock_t *clock, lop_err_t *err);
 
 /* Events delivered so far (for tests and logs). */
 long lop_lease_watch_events(lop_lease_watch_t *w);

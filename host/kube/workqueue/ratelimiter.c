@@ -11,8 +11,7 @@
 
 void lop_ratelimiter_free(lop_ratelimiter_t *rl)
 {
-    if (rl)
-        rl->free(rl);
+    if (rl) rl->free(rl);
 }
 
 /* ---- per-item failure counts, shared by exponential and fast/slow ---- */
@@ -64,8 +63,7 @@ static int64_t exp_when(lop_ratelimiter_t *rl, const char *item)
     int exp = per_item_bump(p, item);
     pthread_mutex_unlock(&p->mu);
     double backoff = (double)p->a_ns * pow(2.0, (double)exp);
-    if (backoff >= (double)INT64_MAX || backoff > (double)p->b_ns)
-        return p->b_ns;
+    if (backoff >= (double)INT64_MAX || backoff > (double)p->b_ns) return p->b_ns;
     return (int64_t)backoff;
 }
 
@@ -91,8 +89,7 @@ static per_item_t *per_item_new(int64_t (*when)(lop_ratelimiter_t *, const char 
 
 lop_ratelimiter_t *lop_ratelimiter_exponential_new(int64_t base_ns, int64_t max_ns)
 {
-    if (base_ns <= 0 || max_ns < base_ns)
-        return NULL;
+    if (base_ns <= 0 || max_ns < base_ns) return NULL;
     per_item_t *p = per_item_new(exp_when);
     p->a_ns = base_ns;
     p->b_ns = max_ns;
@@ -101,8 +98,7 @@ lop_ratelimiter_t *lop_ratelimiter_exponential_new(int64_t base_ns, int64_t max_
 
 lop_ratelimiter_t *lop_ratelimiter_fast_slow_new(int64_t fast_ns, int64_t slow_ns, int max_fast)
 {
-    if (fast_ns < 0 || slow_ns < 0 || max_fast < 0)
-        return NULL;
+    if (fast_ns < 0 || slow_ns < 0 || max_fast < 0) return NULL;
     per_item_t *p = per_item_new(fast_slow_when);
     p->a_ns = fast_ns;
     p->b_ns = slow_ns;
@@ -127,14 +123,12 @@ static int64_t bucket_when(lop_ratelimiter_t *rl, const char *item)
     int64_t now = lop_clock_mono(b->clock);
     if (now > b->last_ns) {
         b->tokens += (double)(now - b->last_ns) / (double)LOP_NS_PER_S * b->qps;
-        if (b->tokens > b->burst)
-            b->tokens = b->burst;
+        if (b->tokens > b->burst) b->tokens = b->burst;
         b->last_ns = now;
     }
     b->tokens -= 1.0;
     int64_t wait = 0;
-    if (b->tokens < 0)
-        wait = (int64_t)ceil(-b->tokens / b->qps * (double)LOP_NS_PER_S);
+    if (b->tokens < 0) wait = (int64_t)ceil(-b->tokens / b->qps * (double)LOP_NS_PER_S);
     pthread_mutex_unlock(&b->mu);
     return wait;
 }
@@ -151,8 +145,7 @@ static void bucket_free(lop_ratelimiter_t *rl)
 
 lop_ratelimiter_t *lop_ratelimiter_bucket_new(const lop_clock_t *clock, double qps, int burst)
 {
-    if (!clock || !(qps > 0) || burst < 1)
-        return NULL;
+    if (!clock || !(qps > 0) || burst < 1) return NULL;
     bucket_t *b = lop_xcalloc(1, sizeof *b);
     b->base = (lop_ratelimiter_t){bucket_when, bucket_forget, bucket_requeues, bucket_free};
     pthread_mutex_init(&b->mu, NULL);
@@ -177,8 +170,7 @@ static int64_t max_of_when(lop_ratelimiter_t *rl, const char *item)
     int64_t best = 0;
     for (size_t i = 0; i < m->n; i++) {
         int64_t d = m->kids[i]->when(m->kids[i], item);
-        if (d > best)
-            best = d;
+        if (d > best) best = d;
     }
     return best;
 }
@@ -186,8 +178,7 @@ static int64_t max_of_when(lop_ratelimiter_t *rl, const char *item)
 static void max_of_forget(lop_ratelimiter_t *rl, const char *item)
 {
     max_of_t *m = (max_of_t *)rl;
-    for (size_t i = 0; i < m->n; i++)
-        m->kids[i]->forget(m->kids[i], item);
+    for (size_t i = 0; i < m->n; i++) m->kids[i]->forget(m->kids[i], item);
 }
 
 static int max_of_requeues(lop_ratelimiter_t *rl, const char *item)
@@ -196,8 +187,7 @@ static int max_of_requeues(lop_ratelimiter_t *rl, const char *item)
     int best = 0;
     for (size_t i = 0; i < m->n; i++) {
         int r = m->kids[i]->num_requeues(m->kids[i], item);
-        if (r > best)
-            best = r;
+        if (r > best) best = r;
     }
     return best;
 }
@@ -205,8 +195,7 @@ static int max_of_requeues(lop_ratelimiter_t *rl, const char *item)
 static void max_of_free(lop_ratelimiter_t *rl)
 {
     max_of_t *m = (max_of_t *)rl;
-    for (size_t i = 0; i < m->n; i++)
-        lop_ratelimiter_free(m->kids[i]);
+    for (size_t i = 0; i < m->n; i++) lop_ratelimiter_free(m->kids[i]);
     free(m->kids);
     free(m);
 }
@@ -214,19 +203,16 @@ static void max_of_free(lop_ratelimiter_t *rl)
 lop_ratelimiter_t *lop_ratelimiter_max_of_new(lop_ratelimiter_t **children, size_t n)
 {
     bool bad = n == 0 || !children;
-    for (size_t i = 0; !bad && i < n; i++)
-        bad = children[i] == NULL;
+    for (size_t i = 0; !bad && i < n; i++) bad = children[i] == NULL;
     if (bad) {
-        for (size_t i = 0; children && i < n; i++)
-            lop_ratelimiter_free(children[i]);
+        for (size_t i = 0; children && i < n; i++) lop_ratelimiter_free(children[i]);
         return NULL;
     }
     max_of_t *m = lop_xcalloc(1, sizeof *m);
     m->base = (lop_ratelimiter_t){max_of_when, max_of_forget, max_of_requeues, max_of_free};
     m->n = n;
     m->kids = lop_xcalloc(n, sizeof *m->kids);
-    for (size_t i = 0; i < n; i++)
-        m->kids[i] = children[i];
+    for (size_t i = 0; i < n; i++) m->kids[i] = children[i];
     return &m->base;
 }
 

@@ -35,7 +35,10 @@ struct lop_ratelimiter {
 
 static inline int64_t lop_ratelimiter_when(lop_ratelimiter_t *rl, const char *item) { return rl->when(rl, item); }
 static inline void lop_ratelimiter_forget(lop_ratelimiter_t *rl, const char *item) { rl->forget(rl, item); }
-static inline int lop_ratelimiter_num_requeues(lop_ratelimiter_t *rl, const char *item) { return rl->num_requeues(rl, item); }
+static inline int lop_ratelimiter_num_requeues(lop_ratelimiter_t *rl, const char *item)
+{
+    return rl->num_requeues(rl, item);
+}
 /* NULL is accepted. */
 void lop_ratelimiter_free(lop_ratelimiter_t *rl);
 

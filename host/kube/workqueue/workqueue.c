@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BOX(t) ((void *)(intptr_t)(t))
+#define BOX(t)   ((void *)(intptr_t)(t))
 #define UNBOX(p) ((int64_t)(intptr_t)(p))
 
 lop_workqueue_t *lop_workqueue_new(const char *name, const lop_clock_t *clock, lop_ratelimiter_t *limiter)
@@ -24,22 +24,19 @@ static void release(lop_workqueue_t *q);
 
 void lop_workqueue_free(lop_workqueue_t *q)
 {
-    if (!q)
-        return;
+    if (!q) return;
     pthread_mutex_lock(&q->mu);
     q->shutting_down = true;
     pthread_cond_broadcast(&q->cond);
     bool pinned = q->batch_pins > 0;
     q->freed = pinned;
     pthread_mutex_unlock(&q->mu);
-    if (!pinned)
-        release(q);
+    if (!pinned) release(q);
 }
 
 static void release(lop_workqueue_t *q)
 {
-    for (size_t i = 0; i < q->count; i++)
-        free(q->fifo[(q->head + i) % q->cap]);
+    for (size_t i = 0; i < q->count; i++) free(q->fifo[(q->head + i) % q->cap]);
     free(q->fifo);
     lop_strmap_clear(&q->dirty);
     lop_strmap_clear(&q->processing);
@@ -56,8 +53,7 @@ static void fifo_push_owned(lop_workqueue_t *q, char *item)
     if (q->count == q->cap) {
         size_t nc = q->cap ? q->cap * 2 : 16;
         char **n = lop_xmalloc(nc * sizeof *n);
-        for (size_t i = 0; i < q->count; i++)
-            n[i] = q->fifo[(q->head + i) % q->cap];
+        for (size_t i = 0; i < q->count; i++) n[i] = q->fifo[(q->head + i) % q->cap];
         free(q->fifo);
         q->fifo = n;
         q->cap = nc;
@@ -107,8 +103,10 @@ static unsigned slot_flush_locked(batch_slot_t *b)
 {
     unsigned pushed = 0;
     for (size_t i = 0; i < b->n; i++) {
-        if (b->q->freed) free(b->items[i]);
-        else pushed += add_owned_locked(b->q, b->items[i]);
+        if (b->q->freed)
+            free(b->items[i]);
+        else
+            pushed += add_owned_locked(b->q, b->items[i]);
     }
     b->n = 0;
     return pushed;
@@ -148,8 +146,7 @@ void lop_workqueue_batch_begin(void) { tl_batch.depth++; }
 static void slot_publish_locked(batch_slot_t *b)
 {
     lop_workqueue_t *q = b->q;
-    if (!q->freed)
-        lop_wq_pump_locked(q);
+    if (!q->freed) lop_wq_pump_locked(q);
     unsigned w = b->wakes + slot_flush_locked(b);
     b->wakes = 0;
     for (; w > 0 && q->idle_getters > q->wakes_pending; w--) {
@@ -160,8 +157,7 @@ static void slot_publish_locked(batch_slot_t *b)
 
 void lop_workqueue_batch_flush(void)
 {
-    if (tl_batch.depth <= 0)
-        return;
+    if (tl_batch.depth <= 0) return;
     for (size_t i = 0; i < tl_batch.n; i++) {
         pthread_mutex_lock(&tl_batch.s[i].q->mu);
         slot_publish_locked(&tl_batch.s[i]);
@@ -171,8 +167,7 @@ void lop_workqueue_batch_flush(void)
 
 void lop_workqueue_batch_end(void)
 {
-    if (tl_batch.depth <= 0 || --tl_batch.depth > 0)
-        return;
+    if (tl_batch.depth <= 0 || --tl_batch.depth > 0) return;
     for (size_t i = 0; i < tl_batch.n; i++) {
         batch_slot_t *b = &tl_batch.s[i];
         lop_workqueue_t *q = b->q;
@@ -180,8 +175,7 @@ void lop_workqueue_batch_end(void)
         slot_publish_locked(b);
         bool last = --q->batch_pins == 0 && q->freed;
         pthread_mutex_unlock(&q->mu);
-        if (last)
-            release(q);
+        if (last) release(q);
         free(b->items);
         b->items = NULL;
         b->cap = 0;
@@ -202,8 +196,7 @@ static bool batch_defer(lop_workqueue_t *q)
 /* An add's wake-up: deferred inside a batch, else at once. Called with mu held. */
 static void wake_for_add_locked(lop_workqueue_t *q)
 {
-    if (q->idle_getters > q->wakes_pending && !batch_defer(q))
-        lop_wq_wake_one_locked(q);
+    if (q->idle_getters > q->wakes_pending && !batch_defer(q)) lop_wq_wake_one_locked(q);
 }
 
 /* Add taking ownership of item (freed when it is not queued). True when it entered the FIFO
@@ -226,10 +219,8 @@ static bool add_owned_locked(lop_workqueue_t *q, char *item)
 
 void lop_wq_add_locked(lop_workqueue_t *q, const char *item)
 {
-    if (q->shutting_down || lop_strmap_has(&q->dirty, item))
-        return;
-    if (add_owned_locked(q, lop_xstrdup(item)))
-        wake_for_add_locked(q);
+    if (q->shutting_down || lop_strmap_has(&q->dirty, item)) return;
+    if (add_owned_locked(q, lop_xstrdup(item))) wake_for_add_locked(q);
 }
 
 void lop_workqueue_add(lop_workqueue_t *q, const char *item)
@@ -273,8 +264,7 @@ static void observe_unlock(lop_workqueue_t *q, lop_wq_observe_kind_t kind, int64
     lop_workqueue_observer_fn fn = q->observer;
     void *ud = q->observer_ud;
     pthread_mutex_unlock(&q->mu);
-    if (fn && ns >= 0)
-        fn(ud, kind, ns);
+    if (fn && ns >= 0) fn(ud, kind, ns);
 }
 
 void lop_workqueue_set_observer(lop_workqueue_t *q, lop_workqueue_observer_fn fn, void *ud)
@@ -291,15 +281,13 @@ lop_rc_t lop_workqueue_get(lop_workqueue_t *q, char **item)
     flush_own_locked(q);
     for (;;) {
         int64_t next = lop_wq_pump_locked(q);
-        if (q->count > 0 || q->shutting_down)
-            break;
+        if (q->count > 0 || q->shutting_down) break;
         q->idle_getters++;
         lop_clock_wait_until(q->clock, &q->cond, &q->mu, next);
         q->idle_getters--;
         /* whatever woke us (signal, broadcast, timeout), one pending wake-up is used up; an
          * undercount only costs an extra signal later, never a missed one */
-        if (q->wakes_pending > 0)
-            q->wakes_pending--;
+        if (q->wakes_pending > 0) q->wakes_pending--;
     }
     if (q->count == 0) {
         pthread_mutex_unlock(&q->mu);
@@ -344,8 +332,7 @@ void lop_workqueue_done(lop_workqueue_t *q, const char *item)
         }
         /* A drain waits for processing to empty, also when this item was requeued (added again
          * while processing): its worker may stop without taking it again. */
-        if (q->draining && q->processing.count == 0)
-            pthread_cond_broadcast(&q->cond);
+        if (q->draining && q->processing.count == 0) pthread_cond_broadcast(&q->cond);
     }
     observe_unlock(q, LOP_WQ_OBSERVE_WORK_DURATION, worked);
 }
@@ -374,8 +361,7 @@ void lop_workqueue_shutdown_with_drain(lop_workqueue_t *q)
     q->shutting_down = true;
     q->draining = true;
     pthread_cond_broadcast(&q->cond);
-    while (q->processing.count > 0)
-        lop_clock_wait_until(&lop_clock_system, &q->cond, &q->mu, INT64_MAX);
+    while (q->processing.count > 0) lop_clock_wait_until(&lop_clock_system, &q->cond, &q->mu, INT64_MAX);
     pthread_mutex_unlock(&q->mu);
 }
 
@@ -402,8 +388,7 @@ size_t lop_workqueue_processing_items(lop_workqueue_t *q, char **out, int64_t *o
          e = lop_strmap_next(&q->processing, &it, e), n++) {
         if (n < max) {
             out[n] = lop_xstrdup(e->key);
-            if (out_ns)
-                out_ns[n] = now - UNBOX(e->val);
+            if (out_ns) out_ns[n] = now - UNBOX(e->val);
         }
     }
     pthread_mutex_unlock(&q->mu);
@@ -431,12 +416,10 @@ void lop_workqueue_stats(lop_workqueue_t *q, lop_workqueue_stats_t *out)
     out->unfinished_work_ns = 0;
     out->longest_running_ns = 0;
     lop_strmap_iter_t it;
-    for (lop_strmap_ent_t *e = lop_strmap_first(&q->processing, &it); e;
-         e = lop_strmap_next(&q->processing, &it, e)) {
+    for (lop_strmap_ent_t *e = lop_strmap_first(&q->processing, &it); e; e = lop_strmap_next(&q->processing, &it, e)) {
         int64_t d = now - UNBOX(e->val);
         out->unfinished_work_ns += d;
-        if (d > out->longest_running_ns)
-            out->longest_running_ns = d;
+        if (d > out->longest_running_ns) out->longest_running_ns = d;
     }
     pthread_mutex_unlock(&q->mu);
 }

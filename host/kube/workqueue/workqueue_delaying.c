@@ -21,8 +21,7 @@ static void sift_up(lop_workqueue_t *q, size_t i)
     lop_wq_waiting_t w = q->heap[i];
     while (i > 0) {
         size_t p = (i - 1) / 2;
-        if (!before(&w, &q->heap[p]))
-            break;
+        if (!before(&w, &q->heap[p])) break;
         set_at(q, i, q->heap[p]);
         i = p;
     }
@@ -39,10 +38,8 @@ static void sift_down(lop_workqueue_t *q, size_t i)
             m = l;
             best = &q->heap[l];
         }
-        if (l + 1 < q->heap_len && before(&q->heap[l + 1], best))
-            m = l + 1;
-        if (m == i)
-            break;
+        if (l + 1 < q->heap_len && before(&q->heap[l + 1], best)) m = l + 1;
+        if (m == i) break;
         set_at(q, i, q->heap[m]);
         i = m;
     }
@@ -51,8 +48,7 @@ static void sift_down(lop_workqueue_t *q, size_t i)
 
 int64_t lop_wq_pump_locked(lop_workqueue_t *q)
 {
-    if (q->heap_len == 0)
-        return INT64_MAX;
+    if (q->heap_len == 0) return INT64_MAX;
     int64_t now = lop_clock_mono(q->clock);
     while (q->heap_len > 0 && q->heap[0].ready_ns <= now) {
         lop_wq_waiting_t w = q->heap[0];
@@ -70,8 +66,7 @@ int64_t lop_wq_pump_locked(lop_workqueue_t *q)
 
 void lop_wq_heap_free(lop_workqueue_t *q)
 {
-    for (size_t i = 0; i < q->heap_len; i++)
-        free(q->heap[i].item);
+    for (size_t i = 0; i < q->heap_len; i++) free(q->heap[i].item);
     free(q->heap);
     q->heap = NULL;
     q->heap_len = q->heap_cap = 0;

@@ -10,8 +10,7 @@ void lop_workqueue_add_rate_limited(lop_workqueue_t *q, const char *item)
 
 void lop_workqueue_forget(lop_workqueue_t *q, const char *item)
 {
-    if (q->limiter)
-        lop_ratelimiter_forget(q->limiter, item);
+    if (q->limiter) lop_ratelimiter_forget(q->limiter, item);
 }
 
 int lop_workqueue_num_requeues(lop_workqueue_t *q, const char *item)

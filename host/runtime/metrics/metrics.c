@@ -13,25 +13,20 @@
 /* ---------------------------------------------------------------- buckets */
 
 const double lop_metric_default_buckets[] = {.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10};
-const size_t lop_metric_default_buckets_len =
-    sizeof lop_metric_default_buckets / sizeof lop_metric_default_buckets[0];
+const size_t lop_metric_default_buckets_len = sizeof lop_metric_default_buckets / sizeof lop_metric_default_buckets[0];
 
 const double lop_metric_reconcile_buckets[] = {
-    0.005, 0.01, 0.025, 0.05, 0.1,  0.15, 0.2,  0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6,
-    0.7,   0.8,  0.9,   1.0,  1.25, 1.5,  1.75, 2.0,  2.5, 3.0,  3.5, 4.0,  4.5, 5,
-    6,     7,    8,     9,    10,   15,   20,   25,   30,  40,   50,  60};
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.25, 1.5,
+    1.75,  2.0,  2.5,   3.0,  3.5, 4.0,  4.5, 5,    6,   7,    8,   9,    10,  15,  20,  25,  30,  40,  50,   60};
 const size_t lop_metric_reconcile_buckets_len =
     sizeof lop_metric_reconcile_buckets / sizeof lop_metric_reconcile_buckets[0];
 
-const double lop_metric_rest_buckets[] = {0.005, 0.025, 0.1, 0.25, 0.5,  1.0,
-                                          2.0,   4.0,   8.0, 15.0, 30.0, 60.0};
-const size_t lop_metric_rest_buckets_len =
-    sizeof lop_metric_rest_buckets / sizeof lop_metric_rest_buckets[0];
+const double lop_metric_rest_buckets[] = {0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0};
+const size_t lop_metric_rest_buckets_len = sizeof lop_metric_rest_buckets / sizeof lop_metric_rest_buckets[0];
 
 size_t lop_metric_exp_buckets(double *out, size_t cap, double start, double factor, size_t count)
 {
-    if (!out || count == 0 || count > cap || !(start > 0) || !(factor > 1) || !isfinite(start) ||
-        !isfinite(factor))
+    if (!out || count == 0 || count > cap || !(start > 0) || !(factor > 1) || !isfinite(start) || !isfinite(factor))
         return 0;
     double v = start;
     for (size_t i = 0; i < count; i++) {
@@ -43,10 +38,8 @@ size_t lop_metric_exp_buckets(double *out, size_t cap, double start, double fact
 
 size_t lop_metric_linear_buckets(double *out, size_t cap, double start, double width, size_t count)
 {
-    if (!out || count == 0 || count > cap || !(width > 0) || !isfinite(start) || !isfinite(width))
-        return 0;
-    for (size_t i = 0; i < count; i++)
-        out[i] = start + (double)i * width;
+    if (!out || count == 0 || count > cap || !(width > 0) || !isfinite(start) || !isfinite(width)) return 0;
+    for (size_t i = 0; i < count; i++) out[i] = start + (double)i * width;
     return count;
 }
 
@@ -55,10 +48,8 @@ size_t lop_metric_linear_buckets(double *out, size_t cap, double start, double w
 static void atomic_add_double(_Atomic uint64_t *p, double v)
 {
     uint64_t old = atomic_load_explicit(p, memory_order_relaxed);
-    while (!atomic_compare_exchange_weak_explicit(p, &old,
-                                                  lop_metric_dbits(lop_metric_bitsd(old) + v),
-                                                  memory_order_relaxed, memory_order_relaxed)) {
-    }
+    while (!atomic_compare_exchange_weak_explicit(p, &old, lop_metric_dbits(lop_metric_bitsd(old) + v),
+                                                  memory_order_relaxed, memory_order_relaxed)) {}
 }
 
 /* ---------------------------------------------------------------- validation */
@@ -110,8 +101,8 @@ static bool valid_utf8(const unsigned char *s, size_t n)
             if ((s[i + k] & 0xC0) != 0x80) return false;
             cp = (cp << 6) | (s[i + k] & 0x3F);
         }
-        if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-            cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
+            (cp >= 0xD800 && cp <= 0xDFFF))
             return false;
         i += len;
     }
@@ -129,8 +120,7 @@ lop_metrics_t *lop_metrics_new(void)
 
 static void child_free(lop_metric_t *m, size_t nlabels)
 {
-    for (size_t i = 0; i < nlabels; i++)
-        free(m->values[i]);
+    for (size_t i = 0; i < nlabels; i++) free(m->values[i]);
     free(m->values);
     free((void *)m->counts);
     free(m);
@@ -144,8 +134,7 @@ static void family_free(lop_metric_family_t *f)
         child_free(m, f->nlabels);
         m = next;
     }
-    for (size_t i = 0; i < f->nlabels; i++)
-        free(f->labels[i]);
+    for (size_t i = 0; i < f->nlabels; i++) free(f->labels[i]);
     free(f->labels);
     free(f->buckets);
     free(f->name);
@@ -157,8 +146,7 @@ static void family_free(lop_metric_family_t *f)
 void lop_metrics_free(lop_metrics_t *r)
 {
     if (!r) return;
-    for (size_t i = 0; i < r->n; i++)
-        family_free(r->fams[i]);
+    for (size_t i = 0; i < r->n; i++) family_free(r->fams[i]);
     free(r->fams);
     pthread_mutex_destroy(&r->mu);
     free(r);
@@ -181,9 +169,8 @@ lop_metric_family_t *lop_metrics_find(lop_metrics_t *r, const char *name)
 }
 
 /* True when the existing family f has exactly this shape. */
-static bool same_shape(const lop_metric_family_t *f, lop_metric_type_t type,
-                       const char *const *labels, size_t nlabels, const double *buckets,
-                       size_t nbuckets)
+static bool same_shape(const lop_metric_family_t *f, lop_metric_type_t type, const char *const *labels, size_t nlabels,
+                       const double *buckets, size_t nbuckets)
 {
     if (f->type != type || f->nlabels != nlabels) return false;
     for (size_t i = 0; i < nlabels; i++)
@@ -196,36 +183,31 @@ static bool same_shape(const lop_metric_family_t *f, lop_metric_type_t type,
     return true;
 }
 
-static lop_metric_family_t *declare(lop_metrics_t *r, lop_metric_type_t type, const char *name,
-                                    const char *help, const char *const *labels,
-                                    const double *buckets, size_t nbuckets, lop_err_t *err)
+static lop_metric_family_t *declare(lop_metrics_t *r, lop_metric_type_t type, const char *name, const char *help,
+                                    const char *const *labels, const double *buckets, size_t nbuckets, lop_err_t *err)
 {
     if (!r) {
         lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: no registry");
         return NULL;
     }
     if (!valid_metric_name(name)) {
-        lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: invalid metric name \"%s\"",
-                    name ? name : "(null)");
+        lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: invalid metric name \"%s\"", name ? name : "(null)");
         return NULL;
     }
     size_t nlabels = 0;
     while (labels && labels[nlabels]) {
         const char *l = labels[nlabels];
         if (nlabels == LOP_METRIC_MAX_LABELS) {
-            lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: %s: more than %d label names", name,
-                        LOP_METRIC_MAX_LABELS);
+            lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: %s: more than %d label names", name, LOP_METRIC_MAX_LABELS);
             return NULL;
         }
         if (!valid_label_name(l) || (type == LOP_METRIC_HISTOGRAM && strcmp(l, "le") == 0)) {
-            lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: %s: invalid label name \"%s\"", name,
-                        l);
+            lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: %s: invalid label name \"%s\"", name, l);
             return NULL;
         }
         for (size_t k = 0; k < nlabels; k++)
             if (strcmp(labels[k], l) == 0) {
-                lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: %s: duplicate label name \"%s\"",
-                            name, l);
+                lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: %s: duplicate label name \"%s\"", name, l);
                 return NULL;
             }
         nlabels++;
@@ -236,16 +218,15 @@ static lop_metric_family_t *declare(lop_metrics_t *r, lop_metric_type_t type, co
             nbuckets = lop_metric_default_buckets_len;
         }
         if (nbuckets > LOP_METRIC_MAX_BUCKETS) {
-            lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: %s: more than %d buckets", name,
-                        LOP_METRIC_MAX_BUCKETS);
+            lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: %s: more than %d buckets", name, LOP_METRIC_MAX_BUCKETS);
             return NULL;
         }
         /* A trailing +Inf is allowed and dropped: it is always implied. */
         if (isinf(buckets[nbuckets - 1]) && buckets[nbuckets - 1] > 0) nbuckets--;
         for (size_t i = 0; i < nbuckets; i++) {
             if (!isfinite(buckets[i]) || (i > 0 && !(buckets[i] > buckets[i - 1]))) {
-                lop_err_set(err, LOP_EINVAL, 0, NULL,
-                            "metrics: %s: buckets must be finite and strictly increasing", name);
+                lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: %s: buckets must be finite and strictly increasing",
+                            name);
                 return NULL;
             }
         }
@@ -259,9 +240,8 @@ static lop_metric_family_t *declare(lop_metrics_t *r, lop_metric_type_t type, co
         bool same = same_shape(f, type, labels, nlabels, buckets, nbuckets);
         pthread_mutex_unlock(&r->mu);
         if (!same) {
-            lop_err_set(err, LOP_EINVAL, 0, NULL,
-                        "metrics: %s already declared as a %s with other labels or buckets", name,
-                        lop_metric_type_name(f->type));
+            lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: %s already declared as a %s with other labels or buckets",
+                        name, lop_metric_type_name(f->type));
             return NULL;
         }
         return f;
@@ -272,8 +252,7 @@ static lop_metric_family_t *declare(lop_metrics_t *r, lop_metric_type_t type, co
     f->type = type;
     f->nlabels = nlabels;
     f->labels = lop_xcalloc(nlabels ? nlabels : 1, sizeof *f->labels);
-    for (size_t i = 0; i < nlabels; i++)
-        f->labels[i] = lop_xstrdup(labels[i]);
+    for (size_t i = 0; i < nlabels; i++) f->labels[i] = lop_xstrdup(labels[i]);
     f->nbuckets = nbuckets;
     if (nbuckets) {
         f->buckets = lop_xmalloc(nbuckets * sizeof *f->buckets);
@@ -297,15 +276,15 @@ lop_metric_family_t *lop_metrics_counter(lop_metrics_t *r, const char *name, con
     return declare(r, LOP_METRIC_COUNTER, name, help, labels, NULL, 0, err);
 }
 
-lop_metric_family_t *lop_metrics_gauge(lop_metrics_t *r, const char *name, const char *help,
-                                       const char *const *labels, lop_err_t *err)
+lop_metric_family_t *lop_metrics_gauge(lop_metrics_t *r, const char *name, const char *help, const char *const *labels,
+                                       lop_err_t *err)
 {
     return declare(r, LOP_METRIC_GAUGE, name, help, labels, NULL, 0, err);
 }
 
 lop_metric_family_t *lop_metrics_histogram(lop_metrics_t *r, const char *name, const char *help,
-                                           const char *const *labels, const double *buckets,
-                                           size_t nbuckets, lop_err_t *err)
+                                           const char *const *labels, const double *buckets, size_t nbuckets,
+                                           lop_err_t *err)
 {
     return declare(r, LOP_METRIC_HISTOGRAM, name, help, labels, buckets, nbuckets, err);
 }
@@ -318,18 +297,9 @@ void lop_metric_family_set_max_children(lop_metric_family_t *f, size_t max)
     pthread_mutex_unlock(&f->mu);
 }
 
-lop_metric_type_t lop_metric_family_type(const lop_metric_family_t *f)
-{
-    return f->type;
-}
-const char *lop_metric_family_name(const lop_metric_family_t *f)
-{
-    return f->name;
-}
-size_t lop_metric_family_nlabels(const lop_metric_family_t *f)
-{
-    return f->nlabels;
-}
+lop_metric_type_t lop_metric_family_type(const lop_metric_family_t *f) { return f->type; }
+const char *lop_metric_family_name(const lop_metric_family_t *f) { return f->name; }
+size_t lop_metric_family_nlabels(const lop_metric_family_t *f) { return f->nlabels; }
 
 /* ---------------------------------------------------------------- children */
 
@@ -338,8 +308,7 @@ static uint64_t values_hash(const char *const *values, size_t n)
 {
     uint64_t h = UINT64_C(1469598103934665603);
     for (size_t i = 0; i < n; i++) {
-        for (const unsigned char *p = (const unsigned char *)values[i]; *p; p++)
-            h = (h ^ *p) * UINT64_C(1099511628211);
+        for (const unsigned char *p = (const unsigned char *)values[i]; *p; p++) h = (h ^ *p) * UINT64_C(1099511628211);
         h = (h ^ 0xff) * UINT64_C(1099511628211);
     }
     return h;
@@ -347,12 +316,10 @@ static uint64_t values_hash(const char *const *values, size_t n)
 
 static lop_metric_t *lookup(lop_metric_family_t *f, const char *const *values, uint64_t h)
 {
-    for (lop_metric_t *m = atomic_load_explicit(&f->children, memory_order_acquire); m;
-         m = m->next) {
+    for (lop_metric_t *m = atomic_load_explicit(&f->children, memory_order_acquire); m; m = m->next) {
         if (m->hash != h) continue;
         size_t i = 0;
-        while (i < f->nlabels && strcmp(m->values[i], values[i]) == 0)
-            i++;
+        while (i < f->nlabels && strcmp(m->values[i], values[i]) == 0) i++;
         if (i == f->nlabels) return m;
     }
     return NULL;
@@ -371,14 +338,13 @@ lop_metric_t *lop_metric_child(lop_metric_family_t *f, const char *const *values
         return NULL;
     }
     if (f->nlabels > 0 && !values) {
-        lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: %s: %zu label values required", f->name,
-                    f->nlabels);
+        lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: %s: %zu label values required", f->name, f->nlabels);
         return NULL;
     }
     for (size_t i = 0; i < f->nlabels; i++) {
         if (!values[i]) {
-            lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: %s: value of label \"%s\" is missing",
-                        f->name, f->labels[i]);
+            lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: %s: value of label \"%s\" is missing", f->name,
+                        f->labels[i]);
             return NULL;
         }
     }
@@ -393,8 +359,8 @@ lop_metric_t *lop_metric_child(lop_metric_family_t *f, const char *const *values
         size_t n = strlen(values[i]);
         if (n > LOP_METRIC_MAX_LABEL_VALUE || !valid_utf8((const unsigned char *)values[i], n)) {
             lop_err_set(err, LOP_EINVAL, 0, NULL,
-                        "metrics: %s: value of label \"%s\" is not valid UTF-8 of at most %d bytes",
-                        f->name, f->labels[i], LOP_METRIC_MAX_LABEL_VALUE);
+                        "metrics: %s: value of label \"%s\" is not valid UTF-8 of at most %d bytes", f->name,
+                        f->labels[i], LOP_METRIC_MAX_LABEL_VALUE);
             return NULL;
         }
     }
@@ -413,14 +379,12 @@ lop_metric_t *lop_metric_child(lop_metric_family_t *f, const char *const *values
         m->fam = f;
         m->hash = h;
         m->values = lop_xcalloc(f->nlabels ? f->nlabels : 1, sizeof *m->values);
-        for (size_t i = 0; i < f->nlabels; i++)
-            m->values[i] = lop_xstrdup(values[i]);
+        for (size_t i = 0; i < f->nlabels; i++) m->values[i] = lop_xstrdup(values[i]);
         atomic_init(&m->bits, lop_metric_dbits(0.0));
         atomic_init(&m->hidden, 0);
         if (f->type == LOP_METRIC_HISTOGRAM) {
             m->counts = lop_xcalloc(f->nbuckets + 1, sizeof *m->counts);
-            for (size_t i = 0; i <= f->nbuckets; i++)
-                atomic_init(&m->counts[i], 0);
+            for (size_t i = 0; i <= f->nbuckets; i++) atomic_init(&m->counts[i], 0);
         }
         m->next = atomic_load_explicit(&f->children, memory_order_relaxed);
         atomic_store_explicit(&f->children, m, memory_order_release);
@@ -441,8 +405,7 @@ lop_rc_t lop_metric_remove(lop_metric_family_t *f, const char *const *values)
     atomic_store(&m->hidden, 1);
     atomic_store(&m->bits, lop_metric_dbits(0.0));
     if (m->counts)
-        for (size_t i = 0; i <= f->nbuckets; i++)
-            atomic_store(&m->counts[i], 0);
+        for (size_t i = 0; i <= f->nbuckets; i++) atomic_store(&m->counts[i], 0);
     m->fn = NULL;
     m->fn_ud = NULL;
     pthread_mutex_unlock(&f->mu);
@@ -458,10 +421,7 @@ lop_rc_t lop_metric_add(lop_metric_t *m, double v)
     return LOP_OK;
 }
 
-lop_rc_t lop_metric_inc(lop_metric_t *m)
-{
-    return lop_metric_add(m, 1.0);
-}
+lop_rc_t lop_metric_inc(lop_metric_t *m) { return lop_metric_add(m, 1.0); }
 
 lop_rc_t lop_metric_set(lop_metric_t *m, double v)
 {
@@ -506,8 +466,7 @@ uint64_t lop_metric_count(const lop_metric_t *m)
 {
     if (!m || !m->counts) return 0;
     uint64_t n = 0;
-    for (size_t i = 0; i <= m->fam->nbuckets; i++)
-        n += atomic_load_explicit(&m->counts[i], memory_order_relaxed);
+    for (size_t i = 0; i <= m->fam->nbuckets; i++) n += atomic_load_explicit(&m->counts[i], memory_order_relaxed);
     return n;
 }
 
@@ -535,8 +494,7 @@ bool lop_metric_clear_fn_if(lop_metric_t *m, const void *ud)
     return match;
 }
 
-lop_rc_t lop_metric_counter_add(lop_metric_family_t *f, const char *const *values, double v,
-                                lop_err_t *err)
+lop_rc_t lop_metric_counter_add(lop_metric_family_t *f, const char *const *values, double v, lop_err_t *err)
 {
     lop_metric_t *m = lop_metric_child(f, values, err);
     if (!m) return LOP_EINVAL;
@@ -544,13 +502,12 @@ lop_rc_t lop_metric_counter_add(lop_metric_family_t *f, const char *const *value
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: %s is a %s, not a counter", f->name,
                            lop_metric_type_name(f->type));
     if (lop_metric_add(m, v) != LOP_OK)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL,
-                           "metrics: %s: a counter only goes up (add %g refused)", f->name, v);
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: %s: a counter only goes up (add %g refused)", f->name,
+                           v);
     return LOP_OK;
 }
 
-lop_rc_t lop_metric_gauge_set(lop_metric_family_t *f, const char *const *values, double v,
-                              lop_err_t *err)
+lop_rc_t lop_metric_gauge_set(lop_metric_family_t *f, const char *const *values, double v, lop_err_t *err)
 {
     lop_metric_t *m = lop_metric_child(f, values, err);
     if (!m) return LOP_EINVAL;
@@ -560,8 +517,7 @@ lop_rc_t lop_metric_gauge_set(lop_metric_family_t *f, const char *const *values,
     return LOP_OK;
 }
 
-lop_rc_t lop_metric_gauge_add(lop_metric_family_t *f, const char *const *values, double v,
-                              lop_err_t *err)
+lop_rc_t lop_metric_gauge_add(lop_metric_family_t *f, const char *const *values, double v, lop_err_t *err)
 {
     lop_metric_t *m = lop_metric_child(f, values, err);
     if (!m) return LOP_EINVAL;
@@ -573,14 +529,13 @@ lop_rc_t lop_metric_gauge_add(lop_metric_family_t *f, const char *const *values,
     return LOP_OK;
 }
 
-lop_rc_t lop_metric_histogram_observe(lop_metric_family_t *f, const char *const *values, double v,
-                                      lop_err_t *err)
+lop_rc_t lop_metric_histogram_observe(lop_metric_family_t *f, const char *const *values, double v, lop_err_t *err)
 {
     lop_metric_t *m = lop_metric_child(f, values, err);
     if (!m) return LOP_EINVAL;
     if (f->type != LOP_METRIC_HISTOGRAM)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: %s is a %s, not a histogram",
-                           f->name, lop_metric_type_name(f->type));
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: %s is a %s, not a histogram", f->name,
+                           lop_metric_type_name(f->type));
     if (lop_metric_observe(m, v) != LOP_OK)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: %s: cannot observe NaN", f->name);
     return LOP_OK;

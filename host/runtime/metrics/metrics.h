@@ -41,9 +41,9 @@ typedef struct lop_metric_family lop_metric_family_t;
 typedef struct lop_metric lop_metric_t;
 
 /* Limits: label names per family, buckets per histogram, bytes per name / label value. */
-#define LOP_METRIC_MAX_LABELS 8
-#define LOP_METRIC_MAX_BUCKETS 64
-#define LOP_METRIC_MAX_NAME 128
+#define LOP_METRIC_MAX_LABELS      8
+#define LOP_METRIC_MAX_BUCKETS     64
+#define LOP_METRIC_MAX_NAME        128
 #define LOP_METRIC_MAX_LABEL_VALUE 1024
 /* Default cap on children per family, so a label fed with unbounded values (an object name, a
  * request path) cannot grow memory without limit; see lop_metric_family_set_max_children. */
@@ -68,11 +68,11 @@ void lop_metrics_free(lop_metrics_t *r);
  */
 lop_metric_family_t *lop_metrics_counter(lop_metrics_t *r, const char *name, const char *help,
                                          const char *const *labels, lop_err_t *err);
-lop_metric_family_t *lop_metrics_gauge(lop_metrics_t *r, const char *name, const char *help,
-                                       const char *const *labels, lop_err_t *err);
+lop_metric_family_t *lop_metrics_gauge(lop_metrics_t *r, const char *name, const char *help, const char *const *labels,
+                                       lop_err_t *err);
 lop_metric_family_t *lop_metrics_histogram(lop_metrics_t *r, const char *name, const char *help,
-                                           const char *const *labels, const double *buckets,
-                                           size_t nbuckets, lop_err_t *err);
+                                           const char *const *labels, const double *buckets, size_t nbuckets,
+                                           lop_err_t *err);
 
 /* The family declared under name, or NULL. Borrowed until lop_metrics_free. */
 lop_metric_family_t *lop_metrics_find(lop_metrics_t *r, const char *name);
@@ -147,14 +147,10 @@ bool lop_metric_clear_fn_if(lop_metric_t *m, const void *ud);
  */
 
 /* lop_metric_child + the operation, in one call. Errors as for the two parts. */
-lop_rc_t lop_metric_counter_add(lop_metric_family_t *f, const char *const *values, double v,
-                                lop_err_t *err);
-lop_rc_t lop_metric_gauge_set(lop_metric_family_t *f, const char *const *values, double v,
-                              lop_err_t *err);
-lop_rc_t lop_metric_gauge_add(lop_metric_family_t *f, const char *const *values, double v,
-                              lop_err_t *err);
-lop_rc_t lop_metric_histogram_observe(lop_metric_family_t *f, const char *const *values, double v,
-                                      lop_err_t *err);
+lop_rc_t lop_metric_counter_add(lop_metric_family_t *f, const char *const *values, double v, lop_err_t *err);
+lop_rc_t lop_metric_gauge_set(lop_metric_family_t *f, const char *const *values, double v, lop_err_t *err);
+lop_rc_t lop_metric_gauge_add(lop_metric_family_t *f, const char *const *values, double v, lop_err_t *err);
+lop_rc_t lop_metric_histogram_observe(lop_metric_family_t *f, const char *const *values, double v, lop_err_t *err);
 
 /* ---------------------------------------------------------------- buckets */
 

@@ -19,26 +19,11 @@ static lop_workqueue_stats_t queue_stats(void *ud)
     return st;
 }
 
-static double q_depth(void *ud)
-{
-    return (double)queue_stats(ud).depth;
-}
-static double q_adds(void *ud)
-{
-    return (double)queue_stats(ud).adds;
-}
-static double q_retries(void *ud)
-{
-    return (double)queue_stats(ud).retries;
-}
-static double q_unfinished(void *ud)
-{
-    return (double)queue_stats(ud).unfinished_work_ns / 1e9;
-}
-static double q_longest(void *ud)
-{
-    return (double)queue_stats(ud).longest_running_ns / 1e9;
-}
+static double q_depth(void *ud) { return (double)queue_stats(ud).depth; }
+static double q_adds(void *ud) { return (double)queue_stats(ud).adds; }
+static double q_retries(void *ud) { return (double)queue_stats(ud).retries; }
+static double q_unfinished(void *ud) { return (double)queue_stats(ud).unfinished_work_ns / 1e9; }
+static double q_longest(void *ud) { return (double)queue_stats(ud).longest_running_ns / 1e9; }
 
 lop_rc_t lop_metrics_bind_queue(const lop_metrics_std_t *std, const char *name, lop_workqueue_t *q,
                                 lop_metrics_queue_t *out, lop_err_t *err)
@@ -89,8 +74,7 @@ static double c_timeouts(void *ud)
     return (double)st.timeouts;
 }
 
-lop_rc_t lop_metrics_bind_controller(const lop_metrics_std_t *std, const char *name,
-                                     lop_controller_t *c, int workers,
+lop_rc_t lop_metrics_bind_controller(const lop_metrics_std_t *std, const char *name, lop_controller_t *c, int workers,
                                      lop_metrics_controller_t *out, lop_err_t *err)
 {
     if (!c) return lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: bind controller: no controller");
@@ -109,23 +93,16 @@ void lop_metrics_unbind_controller(const lop_metrics_controller_t *m, const lop_
     lop_metrics_unbind(kids, sizeof kids / sizeof kids[0], c);
 }
 
-void lop_metrics_reconcile_observer(void *ud, const char *controller, lop_result_kind_t kind,
-                                    int64_t duration_ns)
+void lop_metrics_reconcile_observer(void *ud, const char *controller, lop_result_kind_t kind, int64_t duration_ns)
 {
     const lop_metrics_std_t *std = ud;
     if (!std || !std->reconcile_total || !controller) return;
     const char *v[] = {controller};
     const char *result;
     switch (kind) {
-    case LOP_RESULT_DONE:
-        result = "success";
-        break;
-    case LOP_RESULT_REQUEUE:
-        result = "requeue";
-        break;
-    case LOP_RESULT_REQUEUE_AFTER:
-        result = "requeue_after";
-        break;
+    case LOP_RESULT_DONE: result = "success"; break;
+    case LOP_RESULT_REQUEUE: result = "requeue"; break;
+    case LOP_RESULT_REQUEUE_AFTER: result = "requeue_after"; break;
     case LOP_RESULT_TERMINAL:
         /* A terminal error is also an error, as controller-runtime counts it. */
         lop_metric_counter_add(std->terminal_reconcile_errors_total, v, 1, NULL);
@@ -162,8 +139,8 @@ static double s_bytes(void *ud)
 }
 
 /* Bind the child of family f for label value v to fn(component). */
-static lop_rc_t bind_one(lop_metric_family_t *f, const char *v, lop_metric_fn fn, void *component,
-                         lop_metric_t **out, lop_err_t *err)
+static lop_rc_t bind_one(lop_metric_family_t *f, const char *v, lop_metric_fn fn, void *component, lop_metric_t **out,
+                         lop_err_t *err)
 {
     if (!f || !v || !component)
         return lop_err_set(err, LOP_EINVAL, 0, NULL,
@@ -176,8 +153,8 @@ static lop_rc_t bind_one(lop_metric_family_t *f, const char *v, lop_metric_fn fn
     return LOP_OK;
 }
 
-lop_rc_t lop_metrics_bind_store(const lop_metrics_std_t *std, const char *gvr, lop_store_t *s,
-                                lop_metric_t *out[2], lop_err_t *err)
+lop_rc_t lop_metrics_bind_store(const lop_metrics_std_t *std, const char *gvr, lop_store_t *s, lop_metric_t *out[2],
+                                lop_err_t *err)
 {
     if (!std) return lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: bind store: no std");
     out[0] = out[1] = NULL;
@@ -207,8 +184,8 @@ static double r_relists(void *ud)
     return l > 0 ? (double)(l - 1) : 0;
 }
 
-lop_rc_t lop_metrics_bind_reflector(const lop_metrics_std_t *std, const char *gvr,
-                                    lop_reflector_t *r, lop_metric_t *out[2], lop_err_t *err)
+lop_rc_t lop_metrics_bind_reflector(const lop_metrics_std_t *std, const char *gvr, lop_reflector_t *r,
+                                    lop_metric_t *out[2], lop_err_t *err)
 {
     if (!std) return lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: bind reflector: no std");
     out[0] = out[1] = NULL;
@@ -255,27 +232,15 @@ static double gvr_sum(lop_metrics_gvr_t *g, int i)
     return sum;
 }
 
-static double g_objects(void *ud)
-{
-    return gvr_sum(ud, GVR_OBJECTS);
-}
-static double g_bytes(void *ud)
-{
-    return gvr_sum(ud, GVR_BYTES);
-}
-static double g_watch_restarts(void *ud)
-{
-    return gvr_sum(ud, GVR_WATCH_RESTARTS);
-}
-static double g_relists(void *ud)
-{
-    return gvr_sum(ud, GVR_RELISTS);
-}
+static double g_objects(void *ud) { return gvr_sum(ud, GVR_OBJECTS); }
+static double g_bytes(void *ud) { return gvr_sum(ud, GVR_BYTES); }
+static double g_watch_restarts(void *ud) { return gvr_sum(ud, GVR_WATCH_RESTARTS); }
+static double g_relists(void *ud) { return gvr_sum(ud, GVR_RELISTS); }
 
 static lop_metric_family_t *gvr_family(const lop_metrics_std_t *std, int i)
 {
-    lop_metric_family_t *fams[GVR_NSERIES] = {std->informer_objects, std->informer_bytes,
-                                              std->watch_restarts_total, std->relists_total};
+    lop_metric_family_t *fams[GVR_NSERIES] = {std->informer_objects, std->informer_bytes, std->watch_restarts_total,
+                                              std->relists_total};
     return fams[i];
 }
 
@@ -299,10 +264,7 @@ lop_metrics_gvr_t *lop_metrics_gvr_new(const lop_metrics_std_t *std, const char 
     return g;
 }
 
-const char *lop_metrics_gvr_name(const lop_metrics_gvr_t *g)
-{
-    return g->gvr;
-}
+const char *lop_metrics_gvr_name(const lop_metrics_gvr_t *g) { return g->gvr; }
 
 void lop_metrics_gvr_add(lop_metrics_gvr_t *g, lop_store_t *s, lop_reflector_t *r)
 {
@@ -338,8 +300,7 @@ void lop_metrics_gvr_free(lop_metrics_gvr_t *g)
     for (int i = 0; i < GVR_NSERIES; i++) {
         /* Once the clear returns no scrape runs g's function (it runs under the family lock the
          * clear takes); a series taken over by someone else since is left alone. */
-        if (g->kids[i] && lop_metric_clear_fn_if(g->kids[i], g))
-            lop_metric_remove(gvr_family(g->std, i), v);
+        if (g->kids[i] && lop_metric_clear_fn_if(g->kids[i], g)) lop_metric_remove(gvr_family(g->std, i), v);
     }
     pthread_mutex_destroy(&g->mu);
     free(g->members);
@@ -347,13 +308,10 @@ void lop_metrics_gvr_free(lop_metrics_gvr_t *g)
     free(g);
 }
 
-static double e_leading(void *ud)
-{
-    return lop_elector_is_leader(ud) ? 1 : 0;
-}
+static double e_leading(void *ud) { return lop_elector_is_leader(ud) ? 1 : 0; }
 
-lop_rc_t lop_metrics_bind_elector(const lop_metrics_std_t *std, const char *name, lop_elector_t *e,
-                                  lop_metric_t **out, lop_err_t *err)
+lop_rc_t lop_metrics_bind_elector(const lop_metrics_std_t *std, const char *name, lop_elector_t *e, lop_metric_t **out,
+                                  lop_err_t *err)
 {
     if (!std) return lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: bind elector: no std");
     *out = NULL;
@@ -362,8 +320,8 @@ lop_rc_t lop_metrics_bind_elector(const lop_metrics_std_t *std, const char *name
 
 /* ---------------------------------------------------------------- REST client */
 
-void lop_metrics_observe_rest(const lop_metrics_std_t *std, const char *method, int code,
-                              const char *host, int64_t duration_ns)
+void lop_metrics_observe_rest(const lop_metrics_std_t *std, const char *method, int code, const char *host,
+                              int64_t duration_ns)
 {
     if (!std || !std->rest_requests_total || !method || !host) return;
     char codestr[16];

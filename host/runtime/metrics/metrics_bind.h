@@ -46,8 +46,7 @@ void lop_metrics_observe_work_duration(const lop_metrics_queue_t *m, int64_t ns)
  * luaop_reconcile_timeouts_total read lop_controller_stats. Results and durations come from
  * lop_metrics_reconcile_observer.
  */
-lop_rc_t lop_metrics_bind_controller(const lop_metrics_std_t *std, const char *name,
-                                     lop_controller_t *c, int workers,
+lop_rc_t lop_metrics_bind_controller(const lop_metrics_std_t *std, const char *name, lop_controller_t *c, int workers,
                                      lop_metrics_controller_t *out, lop_err_t *err);
 
 /*
@@ -56,17 +55,16 @@ lop_rc_t lop_metrics_bind_controller(const lop_metrics_std_t *std, const char *n
  * ERROR "error" + reconcile_errors_total, TERMINAL "error" + reconcile_errors_total +
  * terminal_reconcile_errors_total; and observes the duration in reconcile_time_seconds.
  */
-void lop_metrics_reconcile_observer(void *ud, const char *controller, lop_result_kind_t kind,
-                                    int64_t duration_ns);
+void lop_metrics_reconcile_observer(void *ud, const char *controller, lop_result_kind_t kind, int64_t duration_ns);
 
 /* Informer cache of gvr (e.g. "apps/v1/deployments"): luaop_informer_objects / _bytes. */
-lop_rc_t lop_metrics_bind_store(const lop_metrics_std_t *std, const char *gvr, lop_store_t *s,
-                                lop_metric_t *out[2], lop_err_t *err);
+lop_rc_t lop_metrics_bind_store(const lop_metrics_std_t *std, const char *gvr, lop_store_t *s, lop_metric_t *out[2],
+                                lop_err_t *err);
 
 /* Reflector of gvr: luaop_watch_restarts_total = watches after the first, luaop_relists_total =
  * syncs after the first (LIST or watch-list, lop_reflector_stats_syncs). */
-lop_rc_t lop_metrics_bind_reflector(const lop_metrics_std_t *std, const char *gvr,
-                                    lop_reflector_t *r, lop_metric_t *out[2], lop_err_t *err);
+lop_rc_t lop_metrics_bind_reflector(const lop_metrics_std_t *std, const char *gvr, lop_reflector_t *r,
+                                    lop_metric_t *out[2], lop_err_t *err);
 
 /*
  * The informer series of one GVR name (the {gvr} label) as the sum over several informers of it
@@ -99,16 +97,16 @@ size_t lop_metrics_gvr_remove(lop_metrics_gvr_t *g, const lop_store_t *s);
 void lop_metrics_gvr_free(lop_metrics_gvr_t *g);
 
 /* Elector for lease name: leader_election_master_status 1 while lop_elector_is_leader. */
-lop_rc_t lop_metrics_bind_elector(const lop_metrics_std_t *std, const char *name, lop_elector_t *e,
-                                  lop_metric_t **out, lop_err_t *err);
+lop_rc_t lop_metrics_bind_elector(const lop_metrics_std_t *std, const char *name, lop_elector_t *e, lop_metric_t **out,
+                                  lop_err_t *err);
 
 /*
  * One API request as client-go counts it: rest_client_requests_total{code, method, host}
  * (code "<error>" when no response arrived, i.e. code <= 0) and
  * rest_client_request_duration_seconds{verb, host}. For the REST client's per-attempt hook.
  */
-void lop_metrics_observe_rest(const lop_metrics_std_t *std, const char *method, int code,
-                              const char *host, int64_t duration_ns);
+void lop_metrics_observe_rest(const lop_metrics_std_t *std, const char *method, int code, const char *host,
+                              int64_t duration_ns);
 
 /* Stop bound children reading component (the pointer given when binding). Children bound to
  * another component since are left alone. Their value reads 0 afterwards. NULLs are skipped. */

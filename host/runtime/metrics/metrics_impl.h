@@ -60,12 +60,9 @@ static inline double lop_metric_bitsd(uint64_t u)
 static inline const char *lop_metric_type_name(lop_metric_type_t t)
 {
     switch (t) {
-    case LOP_METRIC_COUNTER:
-        return "counter";
-    case LOP_METRIC_GAUGE:
-        return "gauge";
-    case LOP_METRIC_HISTOGRAM:
-        return "histogram";
+    case LOP_METRIC_COUNTER: return "counter";
+    case LOP_METRIC_GAUGE: return "gauge";
+    case LOP_METRIC_HISTOGRAM: return "histogram";
     }
     return "untyped";
 }

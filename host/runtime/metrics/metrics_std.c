@@ -29,13 +29,10 @@ static const std_def_t defs[] = {
      "Reconciliations per controller and result.", L_CONTROLLER_RESULT, 0},
     {F(reconcile_errors_total), LOP_METRIC_COUNTER, "controller_runtime_reconcile_errors_total",
      "Reconciliations per controller that returned an error.", L_CONTROLLER, 0},
-    {F(terminal_reconcile_errors_total), LOP_METRIC_COUNTER,
-     "controller_runtime_terminal_reconcile_errors_total",
-     "Reconciliations per controller that returned a terminal (not retried) error.", L_CONTROLLER,
-     0},
+    {F(terminal_reconcile_errors_total), LOP_METRIC_COUNTER, "controller_runtime_terminal_reconcile_errors_total",
+     "Reconciliations per controller that returned a terminal (not retried) error.", L_CONTROLLER, 0},
     {F(reconcile_panics_total), LOP_METRIC_COUNTER, "controller_runtime_reconcile_panics_total",
-     "Reconciliations per controller that raised instead of returning (Lua errors).", L_CONTROLLER,
-     0},
+     "Reconciliations per controller that raised instead of returning (Lua errors).", L_CONTROLLER, 0},
     {F(reconcile_time), LOP_METRIC_HISTOGRAM, "controller_runtime_reconcile_time_seconds",
      "Time spent in each reconciliation, per controller, in seconds.", L_CONTROLLER, 1},
     {F(max_concurrent_reconciles), LOP_METRIC_GAUGE, "controller_runtime_max_concurrent_reconciles",
@@ -43,16 +40,14 @@ static const std_def_t defs[] = {
     {F(active_workers), LOP_METRIC_GAUGE, "controller_runtime_active_workers",
      "Workers of each controller busy in a reconciliation right now.", L_CONTROLLER, 0},
 
-    {F(wq_depth), LOP_METRIC_GAUGE, "workqueue_depth", "Items waiting in the workqueue.", L_NAME,
-     0},
-    {F(wq_adds_total), LOP_METRIC_COUNTER, "workqueue_adds_total", "Items added to the workqueue.",
-     L_NAME, 0},
+    {F(wq_depth), LOP_METRIC_GAUGE, "workqueue_depth", "Items waiting in the workqueue.", L_NAME, 0},
+    {F(wq_adds_total), LOP_METRIC_COUNTER, "workqueue_adds_total", "Items added to the workqueue.", L_NAME, 0},
     {F(wq_queue_duration), LOP_METRIC_HISTOGRAM, "workqueue_queue_duration_seconds",
      "Seconds an item waited in the workqueue before a worker took it.", L_NAME, 2},
     {F(wq_work_duration), LOP_METRIC_HISTOGRAM, "workqueue_work_duration_seconds",
      "Seconds a worker spent processing an item taken from the workqueue.", L_NAME, 2},
-    {F(wq_retries_total), LOP_METRIC_COUNTER, "workqueue_retries_total",
-     "Rate-limited re-adds to the workqueue.", L_NAME, 0},
+    {F(wq_retries_total), LOP_METRIC_COUNTER, "workqueue_retries_total", "Rate-limited re-adds to the workqueue.",
+     L_NAME, 0},
     {F(wq_unfinished_work), LOP_METRIC_GAUGE, "workqueue_unfinished_work_seconds",
      "Sum of the seconds every item now in processing has been running; a value growing "
      "without its items finishing points to stuck workers.",
@@ -68,12 +63,11 @@ static const std_def_t defs[] = {
     {F(leader_master_status), LOP_METRIC_GAUGE, "leader_election_master_status",
      "1 while this process holds the named leader election lease, 0 otherwise.", L_NAME, 0},
 
-    {F(script_reload_total), LOP_METRIC_COUNTER, "luaop_script_reload_total",
-     "Script set reload attempts by result.", L_RESULT, 0},
+    {F(script_reload_total), LOP_METRIC_COUNTER, "luaop_script_reload_total", "Script set reload attempts by result.",
+     L_RESULT, 0},
     {F(script_active_version), LOP_METRIC_GAUGE, "luaop_script_active_version",
      "1 for the version (content hash) of the script set now running.", L_VERSION, 0},
-    {F(lua_memory_bytes), LOP_METRIC_GAUGE, "luaop_lua_memory_bytes",
-     "Bytes allocated by each Lua VM.", L_VM, 0},
+    {F(lua_memory_bytes), LOP_METRIC_GAUGE, "luaop_lua_memory_bytes", "Bytes allocated by each Lua VM.", L_VM, 0},
     {F(reconcile_timeouts_total), LOP_METRIC_COUNTER, "luaop_reconcile_timeouts_total",
      "Reconciliations interrupted at their deadline, per controller.", L_CONTROLLER, 0},
     {F(informer_objects), LOP_METRIC_GAUGE, "luaop_informer_objects",
@@ -88,32 +82,23 @@ static const std_def_t defs[] = {
 
 lop_rc_t lop_metrics_std_init(lop_metrics_std_t *std, lop_metrics_t *r, lop_err_t *err)
 {
-    if (!std || !r)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL,
-                           "metrics: std init needs a struct and a registry");
+    if (!std || !r) return lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: std init needs a struct and a registry");
     memset(std, 0, sizeof *std);
     std->registry = r;
     double wq[LOP_METRIC_WORKQUEUE_BUCKETS];
-    lop_metric_exp_buckets(wq, LOP_METRIC_WORKQUEUE_BUCKETS, 10e-9, 10,
-                           LOP_METRIC_WORKQUEUE_BUCKETS);
+    lop_metric_exp_buckets(wq, LOP_METRIC_WORKQUEUE_BUCKETS, 10e-9, 10, LOP_METRIC_WORKQUEUE_BUCKETS);
     for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++) {
         const std_def_t *d = &defs[i];
         lop_metric_family_t *f = NULL;
         switch (d->type) {
-        case LOP_METRIC_COUNTER:
-            f = lop_metrics_counter(r, d->name, d->help, d->labels, err);
-            break;
-        case LOP_METRIC_GAUGE:
-            f = lop_metrics_gauge(r, d->name, d->help, d->labels, err);
-            break;
+        case LOP_METRIC_COUNTER: f = lop_metrics_counter(r, d->name, d->help, d->labels, err); break;
+        case LOP_METRIC_GAUGE: f = lop_metrics_gauge(r, d->name, d->help, d->labels, err); break;
         case LOP_METRIC_HISTOGRAM:
             if (d->buckets == 1)
-                f = lop_metrics_histogram(r, d->name, d->help, d->labels,
-                                          lop_metric_reconcile_buckets,
+                f = lop_metrics_histogram(r, d->name, d->help, d->labels, lop_metric_reconcile_buckets,
                                           lop_metric_reconcile_buckets_len, err);
             else if (d->buckets == 2)
-                f = lop_metrics_histogram(r, d->name, d->help, d->labels, wq,
-                                          LOP_METRIC_WORKQUEUE_BUCKETS, err);
+                f = lop_metrics_histogram(r, d->name, d->help, d->labels, wq, LOP_METRIC_WORKQUEUE_BUCKETS, err);
             else
                 f = lop_metrics_histogram(r, d->name, d->help, d->labels, lop_metric_rest_buckets,
                                           lop_metric_rest_buckets_len, err);
@@ -125,8 +110,8 @@ lop_rc_t lop_metrics_std_init(lop_metrics_std_t *std, lop_metrics_t *r, lop_err_
     return LOP_OK;
 }
 
-lop_rc_t lop_metrics_std_set_active_version(lop_metrics_std_t *std, const char *old_version,
-                                            const char *new_version, lop_err_t *err)
+lop_rc_t lop_metrics_std_set_active_version(lop_metrics_std_t *std, const char *old_version, const char *new_version,
+                                            lop_err_t *err)
 {
     if (!std || !std->script_active_version || !new_version)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: active version needs a version");
@@ -143,32 +128,25 @@ lop_rc_t lop_metrics_std_set_active_version(lop_metrics_std_t *std, const char *
 const char *lop_metrics_result_name(lop_metrics_result_t r)
 {
     switch (r) {
-    case LOP_METRICS_RESULT_SUCCESS:
-        return "success";
-    case LOP_METRICS_RESULT_ERROR:
-        return "error";
-    case LOP_METRICS_RESULT_REQUEUE:
-        return "requeue";
-    case LOP_METRICS_RESULT_REQUEUE_AFTER:
-        return "requeue_after";
-    case LOP_METRICS_RESULT_COUNT_:
-        break;
+    case LOP_METRICS_RESULT_SUCCESS: return "success";
+    case LOP_METRICS_RESULT_ERROR: return "error";
+    case LOP_METRICS_RESULT_REQUEUE: return "requeue";
+    case LOP_METRICS_RESULT_REQUEUE_AFTER: return "requeue_after";
+    case LOP_METRICS_RESULT_COUNT_: break;
     }
     return "unknown";
 }
 
-lop_rc_t lop_metrics_std_controller(const lop_metrics_std_t *std, const char *controller,
-                                    lop_metrics_controller_t *out, lop_err_t *err)
+lop_rc_t lop_metrics_std_controller(const lop_metrics_std_t *std, const char *controller, lop_metrics_controller_t *out,
+                                    lop_err_t *err)
 {
     if (!std || !std->reconcile_total || !controller || !out)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL,
-                           "metrics: controller children need an initialised std and a name");
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: controller children need an initialised std and a name");
     memset(out, 0, sizeof *out);
     const char *v[] = {controller};
     for (int r = 0; r < LOP_METRICS_RESULT_COUNT_; r++) {
         const char *vr[] = {controller, lop_metrics_result_name((lop_metrics_result_t)r)};
-        if (!(out->reconcile_total[r] = lop_metric_child(std->reconcile_total, vr, err)))
-            return LOP_EINVAL;
+        if (!(out->reconcile_total[r] = lop_metric_child(std->reconcile_total, vr, err))) return LOP_EINVAL;
     }
     if (!(out->reconcile_errors = lop_metric_child(std->reconcile_errors_total, v, err)) ||
         !(out->terminal_errors = lop_metric_child(std->terminal_reconcile_errors_total, v, err)) ||
@@ -181,12 +159,10 @@ lop_rc_t lop_metrics_std_controller(const lop_metrics_std_t *std, const char *co
     return LOP_OK;
 }
 
-lop_rc_t lop_metrics_std_queue(const lop_metrics_std_t *std, const char *name,
-                               lop_metrics_queue_t *out, lop_err_t *err)
+lop_rc_t lop_metrics_std_queue(const lop_metrics_std_t *std, const char *name, lop_metrics_queue_t *out, lop_err_t *err)
 {
     if (!std || !std->wq_depth || !name || !out)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL,
-                           "metrics: queue children need an initialised std and a name");
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: queue children need an initialised std and a name");
     memset(out, 0, sizeof *out);
     const char *v[] = {name};
     if (!(out->depth = lop_metric_child(std->wq_depth, v, err)) ||
@@ -202,8 +178,8 @@ lop_rc_t lop_metrics_std_queue(const lop_metrics_std_t *std, const char *name,
 
 bool lop_metrics_reserved_name(const char *name)
 {
-    static const char *const prefixes[] = {"controller_runtime_", "workqueue_", "rest_client_",
-                                           "leader_election_", "luaop_"};
+    static const char *const prefixes[] = {"controller_runtime_", "workqueue_", "rest_client_", "leader_election_",
+                                           "luaop_"};
     if (!name) return false;
     for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
         if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0) return true;

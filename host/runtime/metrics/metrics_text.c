@@ -57,8 +57,8 @@ static void put_escaped(lop_buf_t *out, const char *s, bool quote)
 }
 
 /* name{l1="v1",...[,le="x"]} value\n */
-static void put_sample(lop_buf_t *out, const lop_metric_family_t *f, const char *suffix,
-                       const lop_metric_t *m, const char *le, double v)
+static void put_sample(lop_buf_t *out, const lop_metric_family_t *f, const char *suffix, const lop_metric_t *m,
+                       const char *le, double v)
 {
     char num[64];
     lop_buf_puts(out, f->name);
@@ -124,8 +124,7 @@ static void render_family(lop_metric_family_t *f, lop_buf_t *out)
         char le[64];
         for (size_t b = 0; b < f->nbuckets; b++) {
             cum += atomic_load_explicit(&m->counts[b], memory_order_relaxed);
-            put_sample(out, f, "_bucket", m, lop_metric_format_value(f->buckets[b], le, sizeof le),
-                       (double)cum);
+            put_sample(out, f, "_bucket", m, lop_metric_format_value(f->buckets[b], le, sizeof le), (double)cum);
         }
         cum += atomic_load_explicit(&m->counts[f->nbuckets], memory_order_relaxed);
         put_sample(out, f, "_bucket", m, "+Inf", (double)cum);
@@ -146,7 +145,6 @@ void lop_metrics_render(lop_metrics_t *r, lop_buf_t *out)
     pthread_mutex_unlock(&r->mu);
     /* Families are never removed before lop_metrics_free, so the copied pointers stay valid. */
     qsort(fams, n, sizeof *fams, cmp_families);
-    for (size_t i = 0; i < n; i++)
-        render_family(fams[i], out);
+    for (size_t i = 0; i < n; i++) render_family(fams[i], out);
     free(fams);
 }

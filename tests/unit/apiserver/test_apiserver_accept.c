@@ -11,20 +11,19 @@
 static lop_apiserver_t *srv;
 
 /* client-go's metadata client, with and without its protobuf entry (luaop sends the latter) */
-#define LIST_PB                                                                                    \
-    "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,"         \
+#define LIST_PB                                                                            \
+    "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1," \
     "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
-#define LIST_JSON                                                                                  \
-    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
-#define WATCH_JSON "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
-#define ONLY_PARTIAL "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+#define LIST_JSON         "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+#define WATCH_JSON        "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+#define ONLY_PARTIAL      "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 #define ONLY_PARTIAL_LIST "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
-#define KUBECTL_TABLE                                                                              \
-    "application/json;as=Table;v=v1;g=meta.k8s.io,application/"                                    \
-    "json;as=Table;v=v1beta1;g=meta.k8s.io,"                                                       \
+#define KUBECTL_TABLE                                           \
+    "application/json;as=Table;v=v1;g=meta.k8s.io,application/" \
+    "json;as=Table;v=v1beta1;g=meta.k8s.io,"                    \
     "application/json"
-#define DISCOVERY                                                                                  \
-    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"                        \
+#define DISCOVERY                                                           \
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList," \
     "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"
 
 static void test_negotiation_table(void)
@@ -44,8 +43,8 @@ static void test_negotiation_table(void)
         {LIST_JSON, true, true, AS_CONV_PARTIAL_LIST, "meta.k8s.io/v1"},
         {LIST_PB, true, true, AS_CONV_PARTIAL_LIST, "meta.k8s.io/v1"}, /* protobuf skipped */
         {WATCH_JSON, true, true, AS_CONV_PARTIAL, "meta.k8s.io/v1"},
-        {"application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1beta1", true, true,
-         AS_CONV_PARTIAL, "meta.k8s.io/v1beta1"},
+        {"application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1beta1", true, true, AS_CONV_PARTIAL,
+         "meta.k8s.io/v1beta1"},
         {" application/json ; as=\"PartialObjectMetadataList\" ; g=meta.k8s.io ; v=v1 ", true, true,
          AS_CONV_PARTIAL_LIST, "meta.k8s.io/v1"},
         /* off resource endpoints no conversion is granted: the plain range is served */
@@ -59,10 +58,8 @@ static void test_negotiation_table(void)
         /* incomplete or foreign targets are not conversions the server knows */
         {"application/json;as=PartialObjectMetadata", true, false, AS_CONV_NONE, ""},
         {"application/json;as=PartialObjectMetadata;g=apps;v=v1", true, false, AS_CONV_NONE, ""},
-        {"application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v2", true, false, AS_CONV_NONE,
-         ""},
-        {"application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v2,application/json", true,
-         true, AS_CONV_NONE, ""},
+        {"application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v2", true, false, AS_CONV_NONE, ""},
+        {"application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v2,application/json", true, true, AS_CONV_NONE, ""},
         /* quality first (q=0 refuses), then specificity, then the header's order */
         {"application/json;q=0.5," ONLY_PARTIAL, true, true, AS_CONV_PARTIAL, "meta.k8s.io/v1"},
         {ONLY_PARTIAL ";q=0.2,application/json;q=0.9", true, true, AS_CONV_NONE, ""},
@@ -81,12 +78,10 @@ static void test_negotiation_table(void)
         as_conv_t c;
         memset(&c, 0x5a, sizeof c);
         bool ok = as_accept_negotiate(cases[i].accept, cases[i].resource, &c);
-        if (ok != cases[i].ok || c.kind != cases[i].kind ||
-            strcmp(c.api_version, cases[i].api_version)) {
+        if (ok != cases[i].ok || c.kind != cases[i].kind || strcmp(c.api_version, cases[i].api_version)) {
             fprintf(stderr, "case %zu: Accept \"%s\" (%s): got %s kind %d \"%s\"\n", i,
-                    cases[i].accept ? cases[i].accept : "(none)",
-                    cases[i].resource ? "resource" : "other", ok ? "ok" : "406", (int)c.kind,
-                    c.api_version);
+                    cases[i].accept ? cases[i].accept : "(none)", cases[i].resource ? "resource" : "other",
+                    ok ? "ok" : "406", (int)c.kind, c.api_version);
             T_CHECK(false);
         }
     }
@@ -151,9 +146,7 @@ static void test_list_as_partial_object_metadata_list(void)
     /* paged: continue tokens and remainingItemCount as for the full list */
     r = t_http_accept(srv, "GET", CMPATH "?limit=2", NULL, NULL, LIST_JSON);
     T_EQ_INT(json_array_size(json_object_get(r.json, "items")), 2);
-    T_EQ_INT(json_integer_value(
-                 json_object_get(json_object_get(r.json, "metadata"), "remainingItemCount")),
-             1);
+    T_EQ_INT(json_integer_value(json_object_get(json_object_get(r.json, "metadata"), "remainingItemCount")), 1);
     const char *tok = jstr(r.json, "metadata.continue");
     T_CHECK(tok != NULL);
     char path[1024];
@@ -161,8 +154,7 @@ static void test_list_as_partial_object_metadata_list(void)
     resp_t r2 = t_http_accept(srv, "GET", path, NULL, NULL, LIST_JSON);
     T_EQ_INT(r2.code, 200);
     T_EQ_INT(json_array_size(json_object_get(r2.json, "items")), 1);
-    check_partial(json_array_get(json_object_get(r2.json, "items"), 0), json_array_get(fitems, 2),
-                  "meta.k8s.io/v1");
+    check_partial(json_array_get(json_object_get(r2.json, "items"), 0), json_array_get(fitems, 2), "meta.k8s.io/v1");
     T_CHECK(jstr(r2.json, "metadata.continue") == NULL);
     resp_free(&r2);
     resp_free(&r);
@@ -178,11 +170,9 @@ static void test_list_as_partial_object_metadata_list(void)
     resp_free(&r);
 
     /* an empty list is still a list */
-    r = t_http_accept(srv, "GET", "/apis/apps/v1/namespaces/acc/deployments", NULL, NULL,
-                      LIST_JSON);
+    r = t_http_accept(srv, "GET", "/apis/apps/v1/namespaces/acc/deployments", NULL, NULL, LIST_JSON);
     T_EQ_INT(r.code, 200);
-    T_CHECK(json_is_array(json_object_get(r.json, "items")) &&
-            json_array_size(json_object_get(r.json, "items")) == 0);
+    T_CHECK(json_is_array(json_object_get(r.json, "items")) && json_array_size(json_object_get(r.json, "items")) == 0);
     resp_free(&r);
     resp_free(&full);
 }
@@ -217,8 +207,8 @@ static void test_mismatched_conversion_is_not_acceptable(void)
     static const struct {
         const char *path, *accept;
     } cases[] = {
-        {CMPATH, WATCH_JSON},     /* an object view of a list */
-        {CMPATH "/a", LIST_JSON}, /* a list view of an object */
+        {CMPATH, WATCH_JSON},                                          /* an object view of a list */
+        {CMPATH "/a", LIST_JSON},                                      /* a list view of an object */
         {CMPATH "/a", "application/json;as=Table;g=meta.k8s.io;v=v1"}, /* no Table */
         {CMPATH, "application/vnd.kubernetes.protobuf"},
     };
@@ -241,8 +231,7 @@ static void test_mismatched_conversion_is_not_acceptable(void)
     T_EQ_STR(jstr(r.json, "kind"), "APIGroupList");
     check_content_type_json(&r);
     resp_free(&r);
-    r = t_http_accept(srv, "GET", "/api/v1", NULL, NULL,
-                      LIST_JSON); /* discovery grants no conversion */
+    r = t_http_accept(srv, "GET", "/api/v1", NULL, NULL, LIST_JSON); /* discovery grants no conversion */
     T_EQ_INT(r.code, 200);
     T_EQ_STR(jstr(r.json, "kind"), "APIResourceList");
     resp_free(&r);
@@ -262,15 +251,13 @@ static const char crd[] =
 
 static void test_watch_as_partial_object_metadata(void)
 {
-    resp_t r =
-        t_http(srv, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd, NULL);
+    resp_t r = t_http(srv, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd, NULL);
     T_EQ_INT(r.code, 201);
     resp_free(&r);
-    r = t_http(
-        srv, "POST", GPATH,
-        "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Gadget\",\"metadata\":{\"name\":\"g1\","
-        "\"labels\":{\"z\":\"1\",\"a\":\"2\"}},\"spec\":{\"size\":3}}",
-        NULL);
+    r = t_http(srv, "POST", GPATH,
+               "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Gadget\",\"metadata\":{\"name\":\"g1\","
+               "\"labels\":{\"z\":\"1\",\"a\":\"2\"}},\"spec\":{\"size\":3}}",
+               NULL);
     T_EQ_INT(r.code, 201);
     resp_free(&r);
     /* a custom resource's list (keys sorted) converts the same way */
@@ -285,8 +272,7 @@ static void test_watch_as_partial_object_metadata(void)
     watch_t w;
     watch_start_accept(&w, srv, GPATH "?watch=1&allowWatchBookmarks=true", WATCH_JSON);
     T_EQ_INT(watch_wait_lines(&w, 2), 2); /* initial ADDED, initial-events-end BOOKMARK */
-    r = t_http(srv, "PATCH", GPATH "/g1", "{\"spec\":{\"size\":4}}",
-               "application/merge-patch+json");
+    r = t_http(srv, "PATCH", GPATH "/g1", "{\"spec\":{\"size\":4}}", "application/merge-patch+json");
     resp_t after = r;
     T_EQ_INT(watch_wait_lines(&w, 3), 3);
     r = t_http(srv, "DELETE", GPATH "/g1", NULL, NULL);
@@ -307,9 +293,8 @@ static void test_watch_as_partial_object_metadata(void)
         T_CHECK(json_object_get(o, "spec") == NULL);
     }
     check_partial(json_object_get(json_array_get(ev, 2), "object"), after.json, "meta.k8s.io/v1");
-    json_t *ann = json_object_get(
-        json_object_get(json_object_get(json_array_get(ev, 1), "object"), "metadata"),
-        "annotations");
+    json_t *ann =
+        json_object_get(json_object_get(json_object_get(json_array_get(ev, 1), "object"), "metadata"), "annotations");
     T_EQ_STR(json_string_value(json_object_get(ann, "k8s.io/initial-events-end")), "true");
     json_decref(ev);
     resp_free(&after);

@@ -68,7 +68,8 @@ static void test_optimistic_concurrency(void)
     const char *rv = jstr(a.json, "metadata.resourceVersion");
     char body[512];
     snprintf(body, sizeof body,
-             "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"occ\",\"resourceVersion\":\"%s\"},\"data\":{\"k\":\"2\"}}",
+             "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"occ\",\"resourceVersion\":\"%s\"},"
+             "\"data\":{\"k\":\"2\"}}",
              rv);
     resp_t u1 = t_http(srv, "PUT", "/api/v1/namespaces/default/configmaps/occ", body, NULL);
     T_EQ_INT(u1.code, 200);
@@ -80,8 +81,9 @@ static void test_optimistic_concurrency(void)
              "Operation cannot be fulfilled on configmaps \"occ\": the object has been modified; "
              "please apply your changes to the latest version and try again");
     /* PUT without RV is last-writer-wins for ConfigMaps (Q.4) */
-    resp_t u3 = t_http(srv, "PUT", "/api/v1/namespaces/default/configmaps/occ",
-                       "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"occ\"},\"data\":{\"k\":\"3\"}}", NULL);
+    resp_t u3 = t_http(
+        srv, "PUT", "/api/v1/namespaces/default/configmaps/occ",
+        "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"occ\"},\"data\":{\"k\":\"3\"}}", NULL);
     T_EQ_INT(u3.code, 200);
     resp_free(&a);
     resp_free(&u1);
@@ -100,8 +102,7 @@ static void test_bad_bodies(void)
     T_EQ_INT(r.code, 400);
     resp_free(&r);
     r = t_http(srv, "POST", "/api/v1/namespaces/default/configmaps",
-               "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fromyaml\ndata:\n  n: \"7\"\n",
-               "application/yaml");
+               "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fromyaml\ndata:\n  n: \"7\"\n", "application/yaml");
     T_EQ_INT(r.code, 201);
     T_EQ_STR(jstr(r.json, "data.n"), "7");
     resp_free(&r);
@@ -111,15 +112,18 @@ static void test_bad_bodies(void)
     T_EQ_INT(r.code, 400);
     resp_free(&r);
     /* POST with a resourceVersion is a 500 (C.2, Q.14) */
-    r = t_http(srv, "POST", "/api/v1/namespaces/default/configmaps",
-               "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"rv\",\"resourceVersion\":\"5\"}}", NULL);
+    r = t_http(
+        srv, "POST", "/api/v1/namespaces/default/configmaps",
+        "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"rv\",\"resourceVersion\":\"5\"}}",
+        NULL);
     T_EQ_INT(r.code, 500);
     T_EQ_STR(jstr(r.json, "message"), "resourceVersion should not be set on objects to be created");
     resp_free(&r);
     /* over 3 MiB */
     size_t n = 3u * 1024u * 1024u + 100;
     char *big = malloc(n + 200);
-    int off = snprintf(big, 200, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"big\"},\"data\":{\"k\":\"");
+    int off = snprintf(
+        big, 200, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"big\"},\"data\":{\"k\":\"");
     memset(big + off, 'x', n);
     strcpy(big + off + n, "\"}}");
     r = t_http(srv, "POST", "/api/v1/namespaces/default/configmaps", big, NULL);
@@ -148,12 +152,12 @@ static void test_noop_write_keeps_rv_and_emits_nothing(void)
     resp_t same = t_http(srv, "PUT", "/api/v1/namespaces/default/configmaps/noop", body, NULL);
     T_EQ_INT(same.code, 200);
     T_EQ_INT(rv_of(&same), rv0);
-    resp_t p = t_http(srv, "PATCH", "/api/v1/namespaces/default/configmaps/noop",
-                      "{\"data\":{\"k\":\"1\"}}", "application/merge-patch+json");
+    resp_t p = t_http(srv, "PATCH", "/api/v1/namespaces/default/configmaps/noop", "{\"data\":{\"k\":\"1\"}}",
+                      "application/merge-patch+json");
     T_EQ_INT(p.code, 200);
     T_EQ_INT(rv_of(&p), rv0);
-    resp_t p2 = t_http(srv, "PATCH", "/api/v1/namespaces/default/configmaps/noop",
-                       "{\"data\":{\"k\":\"2\"}}", "application/merge-patch+json");
+    resp_t p2 = t_http(srv, "PATCH", "/api/v1/namespaces/default/configmaps/noop", "{\"data\":{\"k\":\"2\"}}",
+                       "application/merge-patch+json");
     T_CHECK(rv_of(&p2) > rv0);
     /* a watch from rv0 replays exactly one MODIFIED (the real change) */
     char path[256];
@@ -263,9 +267,8 @@ static void test_list_options_validation(void)
 {
     resp_t r = t_http(srv, "GET", "/api/v1/configmaps?resourceVersionMatch=Exact", NULL, NULL);
     T_EQ_INT(r.code, 422);
-    T_EQ_STR(jstr(r.json, "message"),
-             "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: "
-             "resourceVersionMatch is forbidden unless resourceVersion is provided");
+    T_EQ_STR(jstr(r.json, "message"), "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: "
+                                      "resourceVersionMatch is forbidden unless resourceVersion is provided");
     T_EQ_STR(jstr(r.json, "details.group"), "meta.k8s.io");
     resp_free(&r);
     r = t_http(srv, "GET", "/api/v1/configmaps?resourceVersion=99999999", NULL, NULL);
@@ -314,7 +317,8 @@ static void test_lease_rules(void)
     resp_free(&r);
     r = t_http(srv, "PUT", "/apis/coordination.k8s.io/v1/namespaces/default/leases/lk2",
                "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\",\"metadata\":{\"name\":\"lk2\"},"
-               "\"spec\":{\"renewTime\":\"2025-03-01T10:05:12Z\"}}", NULL);
+               "\"spec\":{\"renewTime\":\"2025-03-01T10:05:12Z\"}}",
+               NULL);
     T_EQ_INT(r.code, 400); /* MicroTime needs six digits (Q.9) */
     resp_free(&r);
     r = t_http(srv, "POST", "/apis/coordination.k8s.io/v1/namespaces/default/leases",
@@ -330,10 +334,9 @@ static void test_lease_rules(void)
 static void test_protobuf_body(void)
 {
     static const unsigned char secret[] = {
-        0x6b, 0x38, 0x73, 0x00, 0x0a, 0x0c, 0x0a, 0x02, 0x76, 0x31, 0x12, 0x06, 0x53, 0x65, 0x63,
-        0x72, 0x65, 0x74, 0x12, 0x1e, 0x0a, 0x12, 0x0a, 0x02, 0x73, 0x31, 0x12, 0x00, 0x1a, 0x00,
-        0x22, 0x00, 0x2a, 0x00, 0x32, 0x00, 0x38, 0x00, 0x42, 0x00, 0x12, 0x06, 0x0a, 0x01, 0x61,
-        0x12, 0x01, 0x62, 0x1a, 0x00, 0x1a, 0x00, 0x22, 0x00};
+        0x6b, 0x38, 0x73, 0x00, 0x0a, 0x0c, 0x0a, 0x02, 0x76, 0x31, 0x12, 0x06, 0x53, 0x65, 0x63, 0x72, 0x65, 0x74,
+        0x12, 0x1e, 0x0a, 0x12, 0x0a, 0x02, 0x73, 0x31, 0x12, 0x00, 0x1a, 0x00, 0x22, 0x00, 0x2a, 0x00, 0x32, 0x00,
+        0x38, 0x00, 0x42, 0x00, 0x12, 0x06, 0x0a, 0x01, 0x61, 0x12, 0x01, 0x62, 0x1a, 0x00, 0x1a, 0x00, 0x22, 0x00};
     char url[256];
     snprintf(url, sizeof url, "%s/api/v1/namespaces/default/secrets", lop_apiserver_url(srv));
     resp_t r;
@@ -406,7 +409,8 @@ static void test_dry_run_and_delete_collection(void)
     r = t_http(srv, "GET", "/api/v1/namespaces/default/configmaps/dry", NULL, NULL);
     T_EQ_INT(r.code, 404);
     resp_free(&r);
-    r = t_http(srv, "POST", "/api/v1/namespaces/default/configmaps?dryRun=Some", "{\"metadata\":{\"name\":\"dry\"}}", NULL);
+    r = t_http(srv, "POST", "/api/v1/namespaces/default/configmaps?dryRun=Some", "{\"metadata\":{\"name\":\"dry\"}}",
+               NULL);
     T_EQ_INT(r.code, 422);
     resp_free(&r);
     for (int i = 0; i < 3; i++) {
@@ -429,21 +433,28 @@ static void test_events_validation(void)
     resp_t r = t_http(srv, "POST", "/apis/events.k8s.io/v1/namespaces/default/events",
                       "{\"metadata\":{\"name\":\"e1\"},\"reason\":\"R\",\"type\":\"Normal\"}", NULL);
     T_EQ_INT(r.code, 422); /* eventTime required */
-    T_EQ_STR(jstr(json_array_get(json_object_get(json_object_get(r.json, "details"), "causes"), 0), "field"), "eventTime");
+    T_EQ_STR(jstr(json_array_get(json_object_get(json_object_get(r.json, "details"), "causes"), 0), "field"),
+             "eventTime");
     resp_free(&r);
     r = t_http(srv, "POST", "/apis/events.k8s.io/v1/namespaces/default/events",
-               "{\"metadata\":{\"name\":\"e2\"},\"eventTime\":\"2025-03-01T10:02:00.120000Z\",\"reason\":\"R\",\"type\":\"Normal\","
-               "\"action\":\"A\",\"reportingController\":\"x/y\",\"reportingInstance\":\"i\"}", NULL);
+               "{\"metadata\":{\"name\":\"e2\"},\"eventTime\":\"2025-03-01T10:02:00.120000Z\",\"reason\":\"R\","
+               "\"type\":\"Normal\","
+               "\"action\":\"A\",\"reportingController\":\"x/y\",\"reportingInstance\":\"i\"}",
+               NULL);
     T_EQ_INT(r.code, 201);
     resp_free(&r);
-    r = t_http(srv, "POST", "/api/v1/namespaces/default/events",
-               "{\"metadata\":{\"name\":\"e3\"},\"involvedObject\":{\"kind\":\"Pod\",\"namespace\":\"other\",\"name\":\"p\"}}", NULL);
+    r = t_http(
+        srv, "POST", "/api/v1/namespaces/default/events",
+        "{\"metadata\":{\"name\":\"e3\"},\"involvedObject\":{\"kind\":\"Pod\",\"namespace\":\"other\",\"name\":\"p\"}}",
+        NULL);
     T_EQ_INT(r.code, 422); /* L.2 */
     resp_free(&r);
     /* one store, two views (L.7) */
     r = t_http(srv, "POST", "/api/v1/namespaces/default/events",
-               "{\"metadata\":{\"name\":\"e4\"},\"involvedObject\":{\"kind\":\"Pod\",\"namespace\":\"default\",\"name\":\"p\"},"
-               "\"message\":\"hello\",\"reason\":\"R\",\"type\":\"Normal\",\"count\":1}", NULL);
+               "{\"metadata\":{\"name\":\"e4\"},\"involvedObject\":{\"kind\":\"Pod\",\"namespace\":\"default\","
+               "\"name\":\"p\"},"
+               "\"message\":\"hello\",\"reason\":\"R\",\"type\":\"Normal\",\"count\":1}",
+               NULL);
     T_EQ_INT(r.code, 201);
     resp_free(&r);
     r = t_http(srv, "GET", "/apis/events.k8s.io/v1/namespaces/default/events/e4", NULL, NULL);
@@ -510,8 +521,7 @@ int main(void)
 {
     curl_global_init(CURL_GLOBAL_ALL);
     srv = t_start(0);
-    if (!T_SETUP("start the API server", srv != NULL))
-        return T_DONE();
+    if (!T_SETUP("start the API server", srv != NULL)) return T_DONE();
     T_RUN(test_create_get_and_system_fields);
     T_RUN(test_exact_error_bodies);
     T_RUN(test_optimistic_concurrency);

@@ -17,24 +17,33 @@ static const bad_case_t cases[] = {
     {"POST", "/api/v1/namespaces/default/configmaps", "\"str\"", NULL, 400},
     {"POST", "/api/v1/namespaces/default/configmaps", "{\"metadata\":\"x\"}", NULL, 400},
     {"POST", "/api/v1/namespaces/default/configmaps", "{\"metadata\":{\"name\":5}}", NULL, 400},
-    {"POST", "/api/v1/namespaces/default/configmaps", "{\"metadata\":{\"name\":\"a\",\"labels\":{\"x\":1}}}", NULL, 400},
-    {"POST", "/api/v1/namespaces/default/configmaps", "{\"metadata\":{\"name\":\"a\",\"finalizers\":\"x\"}}", NULL, 400},
+    {"POST", "/api/v1/namespaces/default/configmaps", "{\"metadata\":{\"name\":\"a\",\"labels\":{\"x\":1}}}", NULL,
+     400},
+    {"POST", "/api/v1/namespaces/default/configmaps", "{\"metadata\":{\"name\":\"a\",\"finalizers\":\"x\"}}", NULL,
+     400},
     {"POST", "/api/v1/namespaces/default/configmaps", "{\"metadata\":{}}", NULL, 422},
-    {"POST", "/api/v1/namespaces/default/configmaps", "{\"metadata\":{\"name\":\"ok\",\"namespace\":\"other\"}}", NULL, 400},
+    {"POST", "/api/v1/namespaces/default/configmaps", "{\"metadata\":{\"name\":\"ok\",\"namespace\":\"other\"}}", NULL,
+     400},
     {"POST", "/api/v1/namespaces/default/configmaps", "- a\n- : b: c\n", "application/yaml", 400},
     {"POST", "/api/v1/namespaces/default/configmaps", "\x01\x02\x03", "application/vnd.kubernetes.protobuf", 415},
     {"POST", "/api/v1/namespaces/default/configmaps/x", "{}", NULL, 405},
     {"POST", "/api/v1/configmaps", "{\"metadata\":{\"name\":\"a\"}}", NULL, 405},
     {"PUT", "/api/v1/namespaces/default/configmaps/target", "{\"metadata\":{\"name\":\"other\"}}", NULL, 400},
-    {"PUT", "/api/v1/namespaces/default/configmaps/target", "{\"metadata\":{\"name\":\"target\",\"uid\":\"nope\"}}", NULL, 422},
+    {"PUT", "/api/v1/namespaces/default/configmaps/target", "{\"metadata\":{\"name\":\"target\",\"uid\":\"nope\"}}",
+     NULL, 422},
     {"PATCH", "/api/v1/namespaces/default/configmaps/target", "{bad", "application/merge-patch+json", 400},
     {"PATCH", "/api/v1/namespaces/default/configmaps/target", "{}", "text/plain", 415},
-    {"PATCH", "/api/v1/namespaces/default/configmaps/target", "[{\"op\":\"explode\"}]", "application/json-patch+json", 0},
+    {"PATCH", "/api/v1/namespaces/default/configmaps/target", "[{\"op\":\"explode\"}]", "application/json-patch+json",
+     0},
     {"PATCH", "/api/v1/namespaces/default/configmaps/target", "{\"op\":\"add\"}", "application/json-patch+json", 0},
-    {"PATCH", "/api/v1/namespaces/default/configmaps/target", "[{\"op\":\"remove\",\"path\":\"/nope/deeper\"}]", "application/json-patch+json", 422},
-    {"PATCH", "/api/v1/namespaces/default/configmaps/target", "[{\"op\":\"replace\",\"path\":\"\",\"value\":7}]", "application/json-patch+json", 0},
-    {"PATCH", "/api/v1/namespaces/default/configmaps/target", "{\"metadata\":{\"name\":\"x\"}}", "application/apply-patch+yaml", 422},
-    {"PATCH", "/api/v1/namespaces/default/configmaps/target?fieldManager=m", ":::", "application/apply-patch+yaml", 400},
+    {"PATCH", "/api/v1/namespaces/default/configmaps/target", "[{\"op\":\"remove\",\"path\":\"/nope/deeper\"}]",
+     "application/json-patch+json", 422},
+    {"PATCH", "/api/v1/namespaces/default/configmaps/target", "[{\"op\":\"replace\",\"path\":\"\",\"value\":7}]",
+     "application/json-patch+json", 0},
+    {"PATCH", "/api/v1/namespaces/default/configmaps/target", "{\"metadata\":{\"name\":\"x\"}}",
+     "application/apply-patch+yaml", 422},
+    {"PATCH", "/api/v1/namespaces/default/configmaps/target?fieldManager=m", ":::", "application/apply-patch+yaml",
+     400},
     {"PATCH", "/api/v1/namespaces/default/configmaps/target?force=true", "{}", "application/merge-patch+json", 422},
     {"PATCH", "/api/v1/namespaces/default/configmaps/missing", "{}", "application/merge-patch+json", 404},
     {"DELETE", "/api/v1/namespaces/default/configmaps/target", "{not json", NULL, 400},
@@ -53,10 +62,13 @@ static const bad_case_t cases[] = {
     {"GET", "/luaop-fault/compact", NULL, NULL, 405},
     {"POST", "/luaop-fault/fail?code=99", "", NULL, 400},
     {"POST", "/luaop-fault/unknown", "", NULL, 404},
-    {"POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "{\"metadata\":{\"name\":\"x\"},\"spec\":{}}", NULL, 422},
+    {"POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "{\"metadata\":{\"name\":\"x\"},\"spec\":{}}",
+     NULL, 422},
     {"POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-     "{\"metadata\":{\"name\":\"as.b.c\"},\"spec\":{\"group\":\"b.c\",\"scope\":\"Namespaced\",\"names\":{\"plural\":\"as\",\"kind\":\"A\"},"
-     "\"versions\":[{\"name\":\"v1\",\"served\":true,\"storage\":false}]}}", NULL, 422},
+     "{\"metadata\":{\"name\":\"as.b.c\"},\"spec\":{\"group\":\"b.c\",\"scope\":\"Namespaced\",\"names\":{\"plural\":"
+     "\"as\",\"kind\":\"A\"},"
+     "\"versions\":[{\"name\":\"v1\",\"served\":true,\"storage\":false}]}}",
+     NULL, 422},
 };
 
 static void test_bad_requests_get_status_answers(void)
@@ -72,14 +84,12 @@ static void test_bad_requests_get_status_answers(void)
         const bad_case_t *c = &cases[i];
         resp_t r = t_http(srv, c->method, c->path, c->body, c->ctype);
         if (c->want) {
-            if (r.code != c->want)
-                fprintf(stderr, "case %zu: %s %s -> %ld\n", i, c->method, c->path, r.code);
+            if (r.code != c->want) fprintf(stderr, "case %zu: %s %s -> %ld\n", i, c->method, c->path, r.code);
             T_EQ_INT(r.code, c->want);
         } else {
             T_CHECK(r.code >= 400 && r.code < 500);
         }
-        if (r.code >= 400)
-            T_EQ_STR(jstr(r.json, "kind"), "Status");
+        if (r.code >= 400) T_EQ_STR(jstr(r.json, "kind"), "Status");
         resp_free(&r);
     }
     /* the target object is untouched */
@@ -94,10 +104,8 @@ static void test_deep_and_odd_json(void)
 {
     lop_buf_t b = LOP_BUF_INIT;
     lop_buf_puts(&b, "{\"metadata\":{\"name\":\"deep\"},\"data\":{\"k\":\"v\"},\"x\":");
-    for (int i = 0; i < 5000; i++)
-        lop_buf_putc(&b, '[');
-    for (int i = 0; i < 5000; i++)
-        lop_buf_putc(&b, ']');
+    for (int i = 0; i < 5000; i++) lop_buf_putc(&b, '[');
+    for (int i = 0; i < 5000; i++) lop_buf_putc(&b, ']');
     lop_buf_putc(&b, '}');
     resp_t r = t_http(srv, "POST", "/api/v1/namespaces/default/configmaps", b.data, NULL);
     T_CHECK(r.code == 201 || r.code == 400);
@@ -119,11 +127,13 @@ static void test_deep_and_odd_json(void)
 
 static void test_crd_must_be_structural(void)
 {
-    resp_t r = t_http(srv, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-                      "{\"metadata\":{\"name\":\"things.ex.com\"},\"spec\":{\"group\":\"ex.com\",\"scope\":\"Cluster\","
-                      "\"names\":{\"plural\":\"things\",\"kind\":\"Thing\"},\"versions\":[{\"name\":\"v1\",\"served\":true,"
-                      "\"storage\":true,\"schema\":{\"openAPIV3Schema\":{\"type\":\"object\",\"properties\":{\"spec\":{\"properties\":{}}}}}}]}}",
-                      NULL);
+    resp_t r =
+        t_http(srv, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+               "{\"metadata\":{\"name\":\"things.ex.com\"},\"spec\":{\"group\":\"ex.com\",\"scope\":\"Cluster\","
+               "\"names\":{\"plural\":\"things\",\"kind\":\"Thing\"},\"versions\":[{\"name\":\"v1\",\"served\":true,"
+               "\"storage\":true,\"schema\":{\"openAPIV3Schema\":{\"type\":\"object\",\"properties\":{\"spec\":{"
+               "\"properties\":{}}}}}}]}}",
+               NULL);
     T_EQ_INT(r.code, 422);
     T_EQ_STR(jstr(r.json, "message"),
              "CustomResourceDefinition.apiextensions.k8s.io \"things.ex.com\" is invalid: "
@@ -159,10 +169,10 @@ static void test_one_log_line_per_rejection(void)
     unlink(path);
     T_CHECK(n > 0);
     int lines = 0;
-    for (char *p = buf; (p = strstr(p, "request rejected")) != NULL; p++)
-        lines++;
+    for (char *p = buf; (p = strstr(p, "request rejected")) != NULL; p++) lines++;
     T_EQ_INT(lines, 2);
-    T_CHECK(strstr(buf, "method=GET path=/api/v1/namespaces/default/configmaps/absent code=404 reason=NotFound") != NULL);
+    T_CHECK(strstr(buf, "method=GET path=/api/v1/namespaces/default/configmaps/absent code=404 reason=NotFound") !=
+            NULL);
     T_CHECK(strstr(buf, "method=POST path=/api/v1/namespaces/default/configmaps code=400 reason=BadRequest") != NULL);
 }
 
@@ -170,8 +180,7 @@ int main(void)
 {
     curl_global_init(CURL_GLOBAL_ALL);
     srv = t_start(0);
-    if (!T_SETUP("start the API server", srv != NULL))
-        return T_DONE();
+    if (!T_SETUP("start the API server", srv != NULL)) return T_DONE();
     T_RUN(test_bad_requests_get_status_answers);
     T_RUN(test_deep_and_odd_json);
     T_RUN(test_crd_must_be_structural);

@@ -10,10 +10,13 @@ static const char crd[] =
     "\"metadata\":{\"name\":\"widgets.example.com\"},\"spec\":{\"group\":\"example.com\",\"scope\":\"Namespaced\","
     "\"names\":{\"plural\":\"widgets\",\"singular\":\"widget\",\"kind\":\"Widget\"},"
     "\"versions\":[{\"name\":\"v1\",\"served\":true,\"storage\":true,"
-    "\"subresources\":{\"status\":{},\"scale\":{\"specReplicasPath\":\".spec.replicas\",\"statusReplicasPath\":\".status.replicas\"}},"
+    "\"subresources\":{\"status\":{},\"scale\":{\"specReplicasPath\":\".spec.replicas\",\"statusReplicasPath\":\"."
+    "status.replicas\"}},"
     "\"schema\":{\"openAPIV3Schema\":{\"type\":\"object\",\"properties\":{"
-    "\"spec\":{\"type\":\"object\",\"properties\":{\"replicas\":{\"type\":\"integer\"},\"color\":{\"type\":\"string\",\"default\":\"red\"}}},"
-    "\"status\":{\"type\":\"object\",\"properties\":{\"phase\":{\"type\":\"string\"},\"replicas\":{\"type\":\"integer\"}}}}}}}]}}";
+    "\"spec\":{\"type\":\"object\",\"properties\":{\"replicas\":{\"type\":\"integer\"},\"color\":{\"type\":\"string\","
+    "\"default\":\"red\"}}},"
+    "\"status\":{\"type\":\"object\",\"properties\":{\"phase\":{\"type\":\"string\"},\"replicas\":{\"type\":"
+    "\"integer\"}}}}}}}]}}";
 
 #define WPATH "/apis/example.com/v1/namespaces/default/widgets"
 
@@ -39,12 +42,15 @@ static void test_cr_status_and_generation(void)
 {
     resp_t r = t_http(srv, "POST", WPATH,
                       "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"w1\"},"
-                      "\"spec\":{\"replicas\":1,\"unknown\":true},\"status\":{\"phase\":\"X\"}}", NULL);
+                      "\"spec\":{\"replicas\":1,\"unknown\":true},\"status\":{\"phase\":\"X\"}}",
+                      NULL);
     T_EQ_INT(r.code, 201);
     /* status dropped on create (Q.5), unknown fields pruned, keys sorted (C.18), generation 1 */
     T_CHECK(json_object_get(r.json, "status") == NULL);
     T_CHECK(json_object_get(json_object_get(r.json, "spec"), "unknown") == NULL);
-    T_CHECK(strncmp(r.body.data, "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"creationTimestamp\"", 78) == 0);
+    T_CHECK(strncmp(r.body.data,
+                    "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"creationTimestamp\"",
+                    78) == 0);
     T_EQ_INT(json_integer_value(json_object_get(json_object_get(r.json, "metadata"), "generation")), 1);
     T_EQ_STR(jstr(r.json, "spec.color"), "red"); /* schema default (J.12) */
     resp_free(&r);
@@ -63,21 +69,24 @@ static void test_cr_status_and_generation(void)
     T_EQ_STR(jstr(r.json, "status.phase"), "Ready");
     T_EQ_INT(json_integer_value(json_object_get(json_object_get(r.json, "metadata"), "generation")), 2);
     resp_free(&r);
-    r = t_http(srv, "PATCH", WPATH "/w1", "{\"metadata\":{\"labels\":{\"a\":\"b\"}}}",
-               "application/merge-patch+json");
+    r = t_http(srv, "PATCH", WPATH "/w1", "{\"metadata\":{\"labels\":{\"a\":\"b\"}}}", "application/merge-patch+json");
     T_EQ_INT(json_integer_value(json_object_get(json_object_get(r.json, "metadata"), "generation")), 2);
     resp_free(&r);
     /* strategic merge patch on a CR → 415; PUT without RV → 422 with the 0x0 wording */
     r = t_http(srv, "PATCH", WPATH "/w1", "{}", "application/strategic-merge-patch+json");
     T_EQ_INT(r.code, 415);
     resp_free(&r);
-    r = t_http(srv, "PUT", WPATH "/w1", "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"w1\"}}", NULL);
+    r = t_http(srv, "PUT", WPATH "/w1",
+               "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"w1\"}}", NULL);
     T_EQ_INT(r.code, 422);
     T_EQ_STR(jstr(r.json, "message"), "widgets.example.com \"w1\" is invalid: metadata.resourceVersion: "
                                       "Invalid value: 0x0: must be specified for an update");
     resp_free(&r);
     /* schema type check */
-    r = t_http(srv, "POST", WPATH, "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"bad\"},\"spec\":{\"replicas\":\"three\"}}", NULL);
+    r = t_http(srv, "POST", WPATH,
+               "{\"apiVersion\":\"example.com/"
+               "v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"bad\"},\"spec\":{\"replicas\":\"three\"}}",
+               NULL);
     T_EQ_INT(r.code, 422);
     T_EQ_STR(jstr(r.json, "details.kind"), "Widget");
     resp_free(&r);
@@ -111,7 +120,8 @@ static void test_watch_initial_events_and_bookmark(void)
     T_EQ_INT(json_array_size(ev), 2);
     T_EQ_STR(ev_type(ev, 0), "ADDED");
     T_EQ_STR(ev_type(ev, 1), "BOOKMARK"); /* Q.11 */
-    json_t *ann = json_object_get(json_object_get(json_object_get(json_array_get(ev, 1), "object"), "metadata"), "annotations");
+    json_t *ann =
+        json_object_get(json_object_get(json_object_get(json_array_get(ev, 1), "object"), "metadata"), "annotations");
     T_EQ_STR(json_string_value(json_object_get(ann, "k8s.io/initial-events-end")), "true");
     json_decref(ev);
     resp_t r = t_http(srv, "GET", WPATH "?watch=1&sendInitialEvents=true", NULL, NULL);
@@ -126,7 +136,7 @@ static void test_watch_410_after_compaction(void)
     watch_start(&w, srv, WPATH "?watch=1&resourceVersion=2");
     watch_wait_lines(&w, 1);
     json_t *ev = watch_finish(&w); /* the server ends the stream itself */
-    T_EQ_INT(w.code, 200);          /* Q.1: 200 stream with an ERROR event */
+    T_EQ_INT(w.code, 200);         /* Q.1: 200 stream with an ERROR event */
     T_EQ_INT(json_array_size(ev), 1);
     T_EQ_STR(ev_type(ev, 0), "ERROR");
     json_t *st = json_object_get(json_array_get(ev, 0), "object");
@@ -135,7 +145,9 @@ static void test_watch_410_after_compaction(void)
     T_CHECK(strncmp(jstr(st, "message"), "too old resource version: 2 (", 29) == 0);
     json_decref(ev);
     /* sendInitialEvents=false with RV "0" starts now: no 410 even after compaction (F.24) */
-    watch_start(&w, srv, WPATH "?watch=1&resourceVersion=0&sendInitialEvents=false&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true");
+    watch_start(&w, srv,
+                WPATH "?watch=1&resourceVersion=0&sendInitialEvents=false&resourceVersionMatch=NotOlderThan&"
+                      "allowWatchBookmarks=true");
     T_CHECK(watch_wait_live(&w));
     pthread_mutex_lock(&w.mu);
     int before = w.lines;
@@ -165,7 +177,8 @@ static void test_history_ring_overflow(void)
     int64_t rev = lop_apiserver_revision(small);
     watch_t w;
     char path[200];
-    snprintf(path, sizeof path, "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=%lld", (long long)(rev - 2));
+    snprintf(path, sizeof path, "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=%lld",
+             (long long)(rev - 2));
     watch_start(&w, small, path); /* within history: two replayed ADDED */
     T_EQ_INT(watch_wait_lines(&w, 2), 2);
     lop_apiserver_close_watches(small);
@@ -173,7 +186,8 @@ static void test_history_ring_overflow(void)
     T_EQ_INT(json_array_size(ev), 2);
     T_EQ_STR(ev_type(ev, 0), "ADDED");
     json_decref(ev);
-    snprintf(path, sizeof path, "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=%lld", (long long)(rev - 5));
+    snprintf(path, sizeof path, "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=%lld",
+             (long long)(rev - 5));
     watch_start(&w, small, path);
     ev = watch_finish(&w);
     T_EQ_STR(ev_type(ev, 0), "ERROR");
@@ -208,8 +222,11 @@ static void test_selector_transitions(void)
 
 static void test_finalizer_single_deleted_event(void)
 {
-    resp_t r = t_http(srv, "POST", WPATH,
-                      "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"fin\",\"finalizers\":[\"example.com/cleanup\"]}}", NULL);
+    resp_t r =
+        t_http(srv, "POST", WPATH,
+               "{\"apiVersion\":\"example.com/"
+               "v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"fin\",\"finalizers\":[\"example.com/cleanup\"]}}",
+               NULL);
     int64_t rv = atoll(jstr(r.json, "metadata.resourceVersion"));
     resp_free(&r);
     r = t_http(srv, "DELETE", WPATH "/fin", NULL, NULL);
@@ -228,7 +245,8 @@ static void test_finalizer_single_deleted_event(void)
     T_EQ_INT(r.code, 404);
     resp_free(&r);
     char path[256];
-    snprintf(path, sizeof path, WPATH "?watch=1&fieldSelector=metadata.name%%3Dfin&resourceVersion=%lld", (long long)rv);
+    snprintf(path, sizeof path, WPATH "?watch=1&fieldSelector=metadata.name%%3Dfin&resourceVersion=%lld",
+             (long long)rv);
     watch_t w;
     watch_start(&w, srv, path);
     T_EQ_INT(watch_wait_lines(&w, 2), 2);
@@ -237,7 +255,8 @@ static void test_finalizer_single_deleted_event(void)
     T_EQ_INT(json_array_size(ev), 2);
     T_EQ_STR(ev_type(ev, 0), "MODIFIED");
     T_EQ_STR(ev_type(ev, 1), "DELETED"); /* Q.7: one DELETED still showing the finalizer */
-    json_t *fins = json_object_get(json_object_get(json_object_get(json_array_get(ev, 1), "object"), "metadata"), "finalizers");
+    json_t *fins =
+        json_object_get(json_object_get(json_object_get(json_array_get(ev, 1), "object"), "metadata"), "finalizers");
     T_EQ_INT(json_array_size(fins), 1);
     json_decref(ev);
     /* plain delete of a CR: Success Status */
@@ -250,18 +269,21 @@ static void test_finalizer_single_deleted_event(void)
 
 static void test_owner_gc(void)
 {
-    resp_t o = t_http(srv, "POST", "/api/v1/namespaces/default/configmaps", "{\"metadata\":{\"name\":\"owner\"}}", NULL);
+    resp_t o =
+        t_http(srv, "POST", "/api/v1/namespaces/default/configmaps", "{\"metadata\":{\"name\":\"owner\"}}", NULL);
     const char *uid = jstr(o.json, "metadata.uid");
     char body[512];
     for (int i = 0; i < 2; i++) {
         snprintf(body, sizeof body,
-                 "{\"metadata\":{\"name\":\"dep%d\",\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"owner\",\"uid\":\"%s\"}]}}",
+                 "{\"metadata\":{\"name\":\"dep%d\",\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
+                 "\"name\":\"owner\",\"uid\":\"%s\"}]}}",
                  i, uid);
         resp_t r = t_http(srv, "POST", "/api/v1/namespaces/default/secrets", body, NULL);
         T_EQ_INT(r.code, 201);
         resp_free(&r);
     }
-    resp_t r = t_http(srv, "DELETE", "/api/v1/namespaces/default/configmaps/owner?propagationPolicy=Orphan", NULL, NULL);
+    resp_t r =
+        t_http(srv, "DELETE", "/api/v1/namespaces/default/configmaps/owner?propagationPolicy=Orphan", NULL, NULL);
     resp_free(&r);
     r = t_http(srv, "GET", "/api/v1/namespaces/default/secrets/dep0", NULL, NULL);
     T_EQ_INT(r.code, 200); /* orphaned: survives, owner reference removed */
@@ -275,7 +297,8 @@ static void test_owner_gc(void)
     /* background: dependents go once the owner is gone */
     o = t_http(srv, "POST", "/api/v1/namespaces/default/configmaps", "{\"metadata\":{\"name\":\"owner2\"}}", NULL);
     snprintf(body, sizeof body,
-             "{\"metadata\":{\"name\":\"dep9\",\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"owner2\",\"uid\":\"%s\"}]}}",
+             "{\"metadata\":{\"name\":\"dep9\",\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
+             "\"name\":\"owner2\",\"uid\":\"%s\"}]}}",
              jstr(o.json, "metadata.uid"));
     r = t_http(srv, "POST", "/api/v1/namespaces/default/secrets", body, NULL);
     resp_free(&r);
@@ -291,7 +314,8 @@ static void test_namespace_terminating(void)
 {
     resp_t r = t_http(srv, "POST", "/api/v1/namespaces", "{\"metadata\":{\"name\":\"term\"}}", NULL);
     resp_free(&r);
-    r = t_http(srv, "POST", "/api/v1/namespaces/term/configmaps", "{\"metadata\":{\"name\":\"held\",\"finalizers\":[\"x/y\"]}}", NULL);
+    r = t_http(srv, "POST", "/api/v1/namespaces/term/configmaps",
+               "{\"metadata\":{\"name\":\"held\",\"finalizers\":[\"x/y\"]}}", NULL);
     resp_free(&r);
     r = t_http(srv, "DELETE", "/api/v1/namespaces/term", NULL, NULL);
     T_EQ_INT(r.code, 200);
@@ -336,7 +360,8 @@ static void test_apply_and_status_ownership(void)
     resp_free(&r);
     /* but changing a spec field another manager owns does */
     r = t_http(srv, "PATCH", WPATH "/ap?fieldManager=other",
-               "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"ap\"},\"spec\":{\"replicas\":5}}",
+               "{\"apiVersion\":\"example.com/"
+               "v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"ap\"},\"spec\":{\"replicas\":5}}",
                "application/apply-patch+yaml");
     T_EQ_INT(r.code, 409);
     T_EQ_STR(jstr(r.json, "reason"), "Conflict");
@@ -348,7 +373,8 @@ static void test_apply_and_status_ownership(void)
 
 static void test_crd_update_keeps_watches(void)
 {
-    resp_t c = t_http(srv, "POST", WPATH, "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"keep\"}}", NULL);
+    resp_t c = t_http(srv, "POST", WPATH,
+                      "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"keep\"}}", NULL);
     T_EQ_INT(c.code, 201);
     resp_free(&c);
     watch_t w;
@@ -359,7 +385,9 @@ static void test_crd_update_keeps_watches(void)
     T_EQ_INT(r.code, 200);
     resp_free(&r);
     r = t_http(srv, "GET", "/apis/example.com/v1", NULL, NULL);
-    T_EQ_STR(json_string_value(json_array_get(json_object_get(json_array_get(json_object_get(r.json, "resources"), 0), "shortNames"), 0)), "wdg");
+    T_EQ_STR(json_string_value(json_array_get(
+                 json_object_get(json_array_get(json_object_get(r.json, "resources"), 0), "shortNames"), 0)),
+             "wdg");
     resp_free(&r);
     r = t_http(srv, "PATCH", WPATH "/keep", "{\"spec\":{\"replicas\":8}}", "application/merge-patch+json");
     resp_free(&r);
@@ -401,13 +429,15 @@ static void test_watch_from_future_rv(void)
 
 static void test_crd_delete_ends_watches(void)
 {
-    resp_t r = t_http(srv, "POST", WPATH, "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"last\"}}", NULL);
+    resp_t r = t_http(srv, "POST", WPATH,
+                      "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"last\"}}", NULL);
     T_EQ_INT(r.code, 201);
     resp_free(&r);
     watch_t w;
     watch_start(&w, srv, WPATH "?watch=1&allowWatchBookmarks=true");
     T_EQ_INT(watch_wait_lines(&w, 2), 2); /* ADDED + initial-events-end bookmark */
-    r = t_http(srv, "DELETE", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com", NULL, NULL);
+    r = t_http(srv, "DELETE", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com", NULL,
+               NULL);
     T_EQ_INT(r.code, 200);
     resp_free(&r);
     json_t *ev = watch_finish(&w); /* ends without close_watches: the resource is gone */
@@ -428,7 +458,8 @@ static void test_stall_and_resume(void)
     watch_start(&w, srv, "/api/v1/namespaces/kube-public/configmaps?watch=1&allowWatchBookmarks=true");
     T_EQ_INT(watch_wait_lines(&w, 1), 1); /* initial-events-end bookmark: the watch is live */
     lop_apiserver_stall_watches(srv, true);
-    resp_t r = t_http(srv, "POST", "/api/v1/namespaces/kube-public/configmaps", "{\"metadata\":{\"name\":\"st\"}}", NULL);
+    resp_t r =
+        t_http(srv, "POST", "/api/v1/namespaces/kube-public/configmaps", "{\"metadata\":{\"name\":\"st\"}}", NULL);
     T_EQ_INT(r.code, 201);
     resp_free(&r);
     pthread_mutex_lock(&w.mu);
@@ -451,12 +482,14 @@ static void test_foreground_deletion(void)
     resp_t o = t_http(srv, "POST", "/api/v1/namespaces/default/configmaps", "{\"metadata\":{\"name\":\"fg\"}}", NULL);
     char body[512];
     snprintf(body, sizeof body,
-             "{\"metadata\":{\"name\":\"fgdep\",\"finalizers\":[\"hold\"],\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"fg\",\"uid\":\"%s\",\"blockOwnerDeletion\":true}]}}",
+             "{\"metadata\":{\"name\":\"fgdep\",\"finalizers\":[\"hold\"],\"ownerReferences\":[{\"apiVersion\":\"v1\","
+             "\"kind\":\"ConfigMap\",\"name\":\"fg\",\"uid\":\"%s\",\"blockOwnerDeletion\":true}]}}",
              jstr(o.json, "metadata.uid"));
     resp_t d = t_http(srv, "POST", "/api/v1/namespaces/default/secrets", body, NULL);
     T_EQ_INT(d.code, 201);
     resp_free(&d);
-    resp_t r = t_http(srv, "DELETE", "/api/v1/namespaces/default/configmaps/fg", "{\"propagationPolicy\":\"Foreground\"}", NULL);
+    resp_t r = t_http(srv, "DELETE", "/api/v1/namespaces/default/configmaps/fg",
+                      "{\"propagationPolicy\":\"Foreground\"}", NULL);
     T_EQ_INT(r.code, 200);
     resp_free(&r);
     /* the owner waits, with foregroundDeletion, for its blocking dependent (held by a finalizer) */
@@ -482,8 +515,7 @@ int main(void)
 {
     curl_global_init(CURL_GLOBAL_ALL);
     srv = t_start(0);
-    if (!T_SETUP("start the API server", srv != NULL))
-        return T_DONE();
+    if (!T_SETUP("start the API server", srv != NULL)) return T_DONE();
     T_RUN(test_crd_install_and_discovery);
     T_RUN(test_cr_status_and_generation);
     T_RUN(test_watch_initial_events_and_bookmark);

@@ -76,14 +76,11 @@ static void test_json_patch_rfc6902_table(void)
         {"{\"foo\":[\"bar\",\"baz\"]}", "[{\"op\":\"add\",\"path\":\"/foo/1\",\"value\":\"qux\"}]",
          "{\"foo\":[\"bar\",\"qux\",\"baz\"]}"},
         {"{\"foo\":[1]}", "[{\"op\":\"add\",\"path\":\"/foo/-\",\"value\":2}]", "{\"foo\":[1,2]}"},
-        {"{\"foo\":[1,2]}", "[{\"op\":\"add\",\"path\":\"/foo/2\",\"value\":3}]",
-         "{\"foo\":[1,2,3]}"},
-        {"{\"baz\":\"qux\",\"foo\":\"bar\"}", "[{\"op\":\"remove\",\"path\":\"/baz\"}]",
-         "{\"foo\":\"bar\"}"},
+        {"{\"foo\":[1,2]}", "[{\"op\":\"add\",\"path\":\"/foo/2\",\"value\":3}]", "{\"foo\":[1,2,3]}"},
+        {"{\"baz\":\"qux\",\"foo\":\"bar\"}", "[{\"op\":\"remove\",\"path\":\"/baz\"}]", "{\"foo\":\"bar\"}"},
         {"{\"foo\":[\"bar\",\"qux\",\"baz\"]}", "[{\"op\":\"remove\",\"path\":\"/foo/1\"}]",
          "{\"foo\":[\"bar\",\"baz\"]}"},
-        {"{\"baz\":\"qux\"}", "[{\"op\":\"replace\",\"path\":\"/baz\",\"value\":\"boo\"}]",
-         "{\"baz\":\"boo\"}"},
+        {"{\"baz\":\"qux\"}", "[{\"op\":\"replace\",\"path\":\"/baz\",\"value\":\"boo\"}]", "{\"baz\":\"boo\"}"},
         {"{\"foo\":{\"bar\":\"baz\",\"waldo\":\"fred\"},\"qux\":{\"corge\":\"grault\"}}",
          "[{\"op\":\"move\",\"from\":\"/foo/waldo\",\"path\":\"/qux/thud\"}]",
          "{\"foo\":{\"bar\":\"baz\"},\"qux\":{\"corge\":\"grault\",\"thud\":\"fred\"}}"},
@@ -148,8 +145,7 @@ static void test_json_patch_failures(void)
         {"{\"a\":1}", "[{\"op\":\"add\",\"path\":\"/~2\",\"value\":1}]", 422, "Invalid"},
         {"{\"a\":1}", "[{\"op\":\"add\",\"path\":\"/b\"}]", 422, "Invalid"},
         {"{\"a\":1}", "[{\"op\":\"frobnicate\",\"path\":\"/a\"}]", 422, "Invalid"},
-        {"{\"a\":{\"b\":1}}", "[{\"op\":\"move\",\"from\":\"/a\",\"path\":\"/a/b/c\"}]", 422,
-         "Invalid"},
+        {"{\"a\":{\"b\":1}}", "[{\"op\":\"move\",\"from\":\"/a\",\"path\":\"/a/b/c\"}]", 422, "Invalid"},
         {"{\"a\":1}", "[{\"op\":\"copy\",\"from\":\"/zz\",\"path\":\"/b\"}]", 422, "Invalid"},
         {"{\"a\":1}", "{\"op\":\"add\"}", 400, "BadRequest"},
         {"{\"a\":1}", "[1]", 400, "BadRequest"},
@@ -291,8 +287,7 @@ static void test_smp_other_lists_and_keys(void)
              "{\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
              "{\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}");
     /* container ports by containerPort */
-    smp_case("Deployment",
-             DEPLOY("{\"containers\":[{\"name\":\"a\",\"ports\":[{\"containerPort\":80}]}]}"),
+    smp_case("Deployment", DEPLOY("{\"containers\":[{\"name\":\"a\",\"ports\":[{\"containerPort\":80}]}]}"),
              DEPLOY("{\"containers\":[{\"name\":\"a\",\"ports\":[{\"containerPort\":81}]}]}"),
              DEPLOY("{\"containers\":[{\"name\":\"a\",\"ports\":[{\"containerPort\":80},{\"containerPort\":81}]}]}"));
     /* a new map from the patch has its nulls dropped */

@@ -37,8 +37,7 @@ static lop_ssa_ctx_t cm_ctx(const char *manager, int64_t now)
 #define CM(data) "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cm\"},\"data\":" data "}"
 
 /* Apply cfg as manager; returns the new object or NULL. Always consumes live. */
-static json_t *apply(json_t *live, const char *cfg, const char *manager, bool force, int64_t now,
-                     json_t **status)
+static json_t *apply(json_t *live, const char *cfg, const char *manager, bool force, int64_t now, json_t **status)
 {
     json_t *c = J(cfg);
     lop_ssa_ctx_t ctx = cm_ctx(manager, now);
@@ -62,8 +61,9 @@ static const json_t *mf(const json_t *obj)
 
 static void test_apply_creates_with_managed_fields(void)
 {
-    json_t *o = apply(NULL, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cm\","
-                            "\"labels\":{\"a\":\"1\"}},\"data\":{\"x\":\"1\"}}",
+    json_t *o = apply(NULL,
+                      "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cm\","
+                      "\"labels\":{\"a\":\"1\"}},\"data\":{\"x\":\"1\"}}",
                       "mgr-a", false, T0, NULL);
     T_CHECK(o != NULL);
     T_CHECK(json_is(json_object_get(o, "data"), "{\"x\":\"1\"}"));
@@ -84,8 +84,7 @@ static void test_reapply_same_is_stable(void)
     json_decref(before);
     /* a real change moves the time */
     o = apply(o, CM("{\"x\":\"2\"}"), "a", false, T0 + 60 * LOP_NS_PER_S, NULL);
-    T_EQ_STR(json_string_value(json_object_get(json_array_get(mf(o), 0), "time")),
-             "2025-03-01T10:01:00Z");
+    T_EQ_STR(json_string_value(json_object_get(json_array_get(mf(o), 0), "time")), "2025-03-01T10:01:00Z");
     json_decref(o);
 }
 
@@ -159,8 +158,7 @@ static void test_multi_conflict_message(void)
     json_t *o = apply(NULL, CM("{\"x\":\"1\",\"y\":\"1\"}"), "a", false, T0, NULL);
     o = apply(o, CM("{\"z\":\"1\"}"), "b", false, T0, NULL);
     json_t *st = NULL;
-    T_CHECK(apply(json_incref(o), CM("{\"x\":\"2\",\"y\":\"2\",\"z\":\"2\"}"), "c", false, T0, &st) ==
-            NULL);
+    T_CHECK(apply(json_incref(o), CM("{\"x\":\"2\",\"y\":\"2\",\"z\":\"2\"}"), "c", false, T0, &st) == NULL);
     T_EQ_STR(json_string_value(json_object_get(st, "message")),
              "Apply failed with 3 conflicts: conflicts with \"a\":\n- .data.x\n- .data.y\n"
              "conflicts with \"b\":\n- .data.z");
@@ -189,22 +187,23 @@ static void test_builtin_associative_lists(void)
     json_t *o2 = lop_ssa_apply(o, cfg, false, &b, NULL, NULL);
     json_decref(cfg);
     T_CHECK(o2 != NULL);
-    json_t *cs = json_object_get(json_object_get(json_object_get(json_object_get(o2, "spec"), "template"), "spec"), "containers");
+    json_t *cs = json_object_get(json_object_get(json_object_get(json_object_get(o2, "spec"), "template"), "spec"),
+                                 "containers");
     T_EQ_INT(json_array_size(cs), 2);
     /* b changing app's image conflicts on the keyed path */
     json_t *st = NULL;
     cfg = J(DEP("[{\"name\":\"side\",\"image\":\"side:1\"},{\"name\":\"app\",\"image\":\"app:2\"}]"));
     T_CHECK(lop_ssa_apply(o2, cfg, false, &b, &st, NULL) == NULL);
     json_decref(cfg);
-    T_EQ_STR(json_string_value(json_object_get(st, "message")),
-             "Apply failed with 1 conflict: conflict with \"a\": "
-             ".spec.template.spec.containers[name=\"app\"].image");
+    T_EQ_STR(json_string_value(json_object_get(st, "message")), "Apply failed with 1 conflict: conflict with \"a\": "
+                                                                ".spec.template.spec.containers[name=\"app\"].image");
     json_decref(st);
     /* a drops its container: it goes, the sidecar stays */
     cfg = J(DEP("[]"));
     json_t *o3 = lop_ssa_apply(o2, cfg, false, &a, NULL, NULL);
     json_decref(cfg);
-    cs = json_object_get(json_object_get(json_object_get(json_object_get(o3, "spec"), "template"), "spec"), "containers");
+    cs = json_object_get(json_object_get(json_object_get(json_object_get(o3, "spec"), "template"), "spec"),
+                         "containers");
     T_EQ_INT(json_array_size(cs), 1);
     T_EQ_STR(json_string_value(json_object_get(json_array_get(cs, 0), "name")), "side");
     json_decref(o);
@@ -220,8 +219,8 @@ static void test_custom_resource_lists_are_atomic(void)
                     "\"w\"},\"spec\":{\"items\":[{\"name\":\"x\"}],\"size\":1}}");
     json_t *o = lop_ssa_apply(NULL, cfg, false, &a, NULL, NULL);
     json_decref(cfg);
-    T_CHECK(json_is(json_object_get(json_array_get(mf(o), 0), "fieldsV1"),
-                    "{\"f:spec\":{\"f:items\":{},\"f:size\":{}}}"));
+    T_CHECK(
+        json_is(json_object_get(json_array_get(mf(o), 0), "fieldsV1"), "{\"f:spec\":{\"f:items\":{},\"f:size\":{}}}"));
     cfg = J("{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"w\"},"
             "\"spec\":{\"items\":[{\"name\":\"y\"}]}}");
     json_t *st = NULL;

@@ -36,7 +36,8 @@ static lop_rc_t f_cache_get(void *ud, const char *av, const char *kind, const ch
 {
     fh.cache_gets++;
     if (strcmp(kind, "Secret") == 0) return LOP_EAGAIN; /* not cached: live GET */
-    if (strcmp(name, "a") != 0) return lop_err_set(err, LOP_ENOTFOUND, 404, "NotFound", "configmaps \"%s\" not found", name);
+    if (strcmp(name, "a") != 0)
+        return lop_err_set(err, LOP_ENOTFOUND, 404, "NotFound", "configmaps \"%s\" not found", name);
     out->json = cm_json;
     out->len = strlen(cm_json);
     out->ref = (void *)1;
@@ -70,7 +71,8 @@ static lop_rc_t f_request(void *ud, const lop_api_request_t *rq, lop_api_respons
     lop_rc_t rc = LOP_OK;
     if (strcmp(rq->verb, "list") == 0) {
         if (!strstr(rq->query, "continue="))
-            body = "{\"kind\":\"SecretList\",\"metadata\":{\"continue\":\"tok en\"},\"items\":[{\"metadata\":{\"name\":\"s1\"}}]}";
+            body = "{\"kind\":\"SecretList\",\"metadata\":{\"continue\":\"tok "
+                   "en\"},\"items\":[{\"metadata\":{\"name\":\"s1\"}}]}";
         else
             body = "{\"kind\":\"SecretList\",\"metadata\":{},\"items\":[{\"metadata\":{\"name\":\"s2\"}}]}";
     } else if (rq->name && strcmp(rq->name, "conflict") == 0) {
@@ -98,7 +100,8 @@ static lop_rc_t f_event(void *ud, const char *obj, size_t len, const char *type,
 static bool f_is_leader(void *ud) { return true; }
 static const char *f_identity(void *ud) { return "pod-1"; }
 
-static const lop_host_api_t host = {NULL, f_cache_get, f_cache_list, f_release, f_request, f_event, f_is_leader, f_identity, NULL, NULL};
+static const lop_host_api_t host = {NULL,    f_cache_get, f_cache_list, f_release, f_request,
+                                    f_event, f_is_leader, f_identity,   NULL,      NULL};
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -154,7 +157,8 @@ static void test_load_errors_name_file_line(void)
         {"local core = require('luaop.core')\ncore.register_controller{ name = 'm', for_ = { api_version = 'v1' },"
          " reconcile = function() end }\n",
          NULL, NULL, "main.lua:2: controller 'm': for_ kind must be a non-empty string"},
-        {"local core = require('luaop.core')\ncore.register_controller{ name = 'm', for_ = { api_version = 'v1', kind = 'A' },"
+        {"local core = require('luaop.core')\ncore.register_controller{ name = 'm', for_ = { api_version = 'v1', kind "
+         "= 'A' },"
          " owns = { { api_version = 'v1', kind = 'B', predicates = { { builtin = 'nope' } } } },"
          " reconcile = function() end }\n",
          NULL, NULL, "main.lua:2: controller 'm': owns[1].predicates[1] unknown builtin 'nope'"},
@@ -199,14 +203,17 @@ static const char decl_main[] =
     "  name = 'memcached',\n"
     "  for_ = { api_version = 'cache.example.com/v1alpha1', kind = 'Memcached',\n"
     "           predicates = { { builtin = 'generation_changed' },\n"
-    "                          { builtin = 'or', args = { { builtin = 'labels_changed' }, function(ev) return ev.type == 'add' end } } } },\n"
+    "                          { builtin = 'or', args = { { builtin = 'labels_changed' }, function(ev) return ev.type "
+    "== 'add' end } } } },\n"
     "  owns = { { api_version = 'apps/v1', kind = 'Deployment', namespace = 'ns1', label_selector = 'app=x' } },\n"
-    "  watches = { { api_version = 'v1', kind = 'ConfigMap', map = function(obj) return { { namespace = obj.metadata.namespace, name = 'm-' .. obj.metadata.name } } end,\n"
+    "  watches = { { api_version = 'v1', kind = 'ConfigMap', map = function(obj) return { { namespace = "
+    "obj.metadata.namespace, name = 'm-' .. obj.metadata.name } } end,\n"
     "                predicates = { function(ev) return ev.object.metadata.name ~= 'skip' end } } },\n"
     "  max_concurrent_reconciles = 3, leader_election = false, reconcile_timeout = 2.5,\n"
     "  reconcile = function(req) return nil end,\n"
     "}\n"
-    "core.register_controller{ name = 'second', for_ = { api_version = 'v1', kind = 'Secret' }, reconcile = function() end }\n";
+    "core.register_controller{ name = 'second', for_ = { api_version = 'v1', kind = 'Secret' }, reconcile = function() "
+    "end }\n";
 
 static void test_declarations(void)
 {
@@ -349,7 +356,10 @@ static size_t load_result_cases(result_case_t *out, size_t max)
     } else {
         for (int i = 1; n < max; i++) {
             lua_rawgeti(L, -1, i);
-            if (lua_isnil(L, -1)) { lua_pop(L, 1); break; }
+            if (lua_isnil(L, -1)) {
+                lua_pop(L, 1);
+                break;
+            }
             result_case_t *c = &out[n++];
             lua_getfield(L, -1, "body");
             snprintf(c->body, sizeof c->body, "%s", lua_tostring(L, -1));
@@ -422,11 +432,14 @@ static const char host_main[] =
     "    local l = core.list('v1', 'ConfigMap', 'default')\n"
     "    check(#l == 2 and json.is_array(l), 'cache list')\n"
     "    local sl = core.list('v1', 'Secret', 'default', 'app in (a,b)')\n"
-    "    check(#sl == 2 and sl[2].metadata.name == 's2' and sl[1].kind == 'Secret' and sl[1].apiVersion == 'v1', 'live list pages')\n"
-    "    local code, body = core.request('create', 'v1', 'Secret', 'default', nil, nil, nil, nil, json.encode({ a = 1 }))\n"
+    "    check(#sl == 2 and sl[2].metadata.name == 's2' and sl[1].kind == 'Secret' and sl[1].apiVersion == 'v1', 'live "
+    "list pages')\n"
+    "    local code, body = core.request('create', 'v1', 'Secret', 'default', nil, nil, nil, nil, json.encode({ a = 1 "
+    "}))\n"
     "    check(code == 200 and body.metadata.name == 'live', 'request')\n"
     "    local c2, e2 = core.request('update', 'v1', 'ConfigMap', 'default', 'conflict', nil, nil, nil, '{}')\n"
-    "    check(c2 == nil and e2.code == 409 and e2.reason == 'Conflict' and e2.details.name == 'conflict', 'conflict')\n"
+    "    check(c2 == nil and e2.code == 409 and e2.reason == 'Conflict' and e2.details.name == 'conflict', "
+    "'conflict')\n"
     "    check(core.event(cm, 'Warning', 'Failed', 'msg') == true, 'event')\n"
     "    check(not pcall(core.event, cm, 'Bogus', 'r', 'm'), 'event type checked')\n"
     "    check(not pcall(core.request, 'frobnicate', 'v1', 'A'), 'verb checked')\n"
@@ -503,8 +516,10 @@ static void test_luaop_library_cannot_be_shadowed(void)
     lop_err_t err;
     lop_vm_t *vm = e->vm_new(&b.set, &o, &host, &err);
     T_CHECK(vm != NULL);
-    if (!vm) fprintf(stderr, "%s\n", err.message);
-    else e->vm_free(vm);
+    if (!vm)
+        fprintf(stderr, "%s\n", err.message);
+    else
+        e->vm_free(vm);
 
     mkset(&b, "\nrequire('luaop.nothere')\n", NULL, NULL);
     vm = e->vm_new(&b.set, &o, &host, &err);

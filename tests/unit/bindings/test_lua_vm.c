@@ -46,8 +46,8 @@ static lop_engine_opts_t opts_default(void)
 
 static const lop_reconcile_req_t req = {"default", "x", "r-1"};
 
-#define CTRL_HEAD                                                                     \
-    "local core = require('luaop.core')\n"                                            \
+#define CTRL_HEAD                                                                                \
+    "local core = require('luaop.core')\n"                                                       \
     "core.register_controller{ name = 'c', for_ = { api_version = 'v1', kind = 'ConfigMap' },\n" \
     "  reconcile = function(req)\n"
 
@@ -81,14 +81,13 @@ static void test_infinite_loop_is_interrupted(void)
 static void test_pcall_cannot_swallow_the_deadline(void)
 {
     const lop_engine_t *e = lop_lua_engine();
-    lop_script_set_t s = one_file(CTRL_HEAD
-                                  "    local n = 0\n"
-                                  "    while true do\n"
-                                  "      local ok, err = pcall(function() while true do end end)\n"
-                                  "      n = n + 1\n"
-                                  "      if n > 3 then return { requeue = true } end\n"
-                                  "    end\n"
-                                  "  end }\n");
+    lop_script_set_t s = one_file(CTRL_HEAD "    local n = 0\n"
+                                            "    while true do\n"
+                                            "      local ok, err = pcall(function() while true do end end)\n"
+                                            "      n = n + 1\n"
+                                            "      if n > 3 then return { requeue = true } end\n"
+                                            "    end\n"
+                                            "  end }\n");
     lop_engine_opts_t o = opts_default();
     lop_err_t err;
     lop_vm_t *vm = e->vm_new(&s, &o, NULL, &err);
@@ -123,7 +122,8 @@ static void test_deadline_in_coroutines_and_sleep(void)
 {
     run_expect_timeout("    coroutine.wrap(function() while true do end end)()", false);
     run_expect_timeout("    local co = coroutine.create(function() while true do coroutine.yield() end end)\n"
-                       "    while true do coroutine.resume(co) end", false);
+                       "    while true do coroutine.resume(co) end",
+                       false);
     run_expect_timeout("    core.sleep(30)", false);
     run_expect_timeout("    core.sleep(30)", true);
     run_expect_timeout("    while true do pcall(string.rep, 'x', 10) end", false);
@@ -166,11 +166,10 @@ static void test_load_deadline(void)
 static void test_jit_deadline_is_cooperative(void)
 {
     /* With the JIT on there is no hook: the deadline is noticed by core.* calls. */
-    lop_script_set_t s = one_file(CTRL_HEAD
-                                  "    while true do\n"
-                                  "      pcall(core.get, 'v1', 'ConfigMap', 'default', 'x')\n"
-                                  "    end\n"
-                                  "  end }\n");
+    lop_script_set_t s = one_file(CTRL_HEAD "    while true do\n"
+                                            "      pcall(core.get, 'v1', 'ConfigMap', 'default', 'x')\n"
+                                            "    end\n"
+                                            "  end }\n");
     lop_engine_opts_t o = opts_default();
     o.jit = true;
     lop_reconcile_result_t res;
@@ -183,10 +182,9 @@ static void test_jit_deadline_is_cooperative(void)
 static void test_memory_cap_breaks_the_vm(void)
 {
     const lop_engine_t *e = lop_lua_engine();
-    lop_script_set_t s = one_file(CTRL_HEAD
-                                  "    local t = {}\n"
-                                  "    for i = 1, 1e8 do t[i] = { i } end\n"
-                                  "  end }\n");
+    lop_script_set_t s = one_file(CTRL_HEAD "    local t = {}\n"
+                                            "    for i = 1, 1e8 do t[i] = { i } end\n"
+                                            "  end }\n");
     lop_engine_opts_t o = opts_default();
     o.memory_limit_bytes = 4u << 20;
     o.reconcile_timeout_ns = 0;
@@ -209,10 +207,10 @@ static void test_memory_cap_breaks_the_vm(void)
 
 static void test_memory_cap_even_when_caught(void)
 {
-    lop_script_set_t s = one_file(CTRL_HEAD
-                                  "    local ok = pcall(function() local t = {} for i = 1, 1e8 do t[i] = {} end end)\n"
-                                  "    return nil\n"
-                                  "  end }\n");
+    lop_script_set_t s =
+        one_file(CTRL_HEAD "    local ok = pcall(function() local t = {} for i = 1, 1e8 do t[i] = {} end end)\n"
+                           "    return nil\n"
+                           "  end }\n");
     lop_engine_opts_t o = opts_default();
     o.memory_limit_bytes = 4u << 20;
     o.reconcile_timeout_ns = 0;
@@ -238,23 +236,23 @@ static void test_memory_cap_at_load(void)
 
 static void test_sandbox_has_no_io_os(void)
 {
-    lop_script_set_t s = one_file(CTRL_HEAD
-                                  "    local bad = {}\n"
-                                  "    for _, g in ipairs{'io','os','debug','jit','ffi','dofile','loadfile','module'} do\n"
-                                  "      if _G[g] ~= nil then bad[#bad+1] = g end\n"
-                                  "    end\n"
-                                  "    if string.dump ~= nil then bad[#bad+1] = 'string.dump' end\n"
-                                  "    if pcall(require, 'ffi') then bad[#bad+1] = 'require ffi' end\n"
-                                  "    if pcall(require, 'io') then bad[#bad+1] = 'require io' end\n"
-                                  "    local f, e = loadstring('\\27LJ\\2 bytecode')\n"
-                                  "    if f then bad[#bad+1] = 'bytecode' end\n"
-                                  "    if not loadstring('return 1') then bad[#bad+1] = 'no loadstring' end\n"
-                                  "    if not (string and table and math and coroutine and bit) then bad[#bad+1] = 'libs' end\n"
-                                  "    if pcall(collectgarbage, 'stop') then bad[#bad+1] = 'gc stop' end\n"
-                                  "    if type(collectgarbage('count')) ~= 'number' then bad[#bad+1] = 'gc count' end\n"
-                                  "    print('sandbox check', #bad)\n"
-                                  "    if #bad > 0 then return nil, table.concat(bad, ',') end\n"
-                                  "  end }\n");
+    lop_script_set_t s = one_file(
+        CTRL_HEAD "    local bad = {}\n"
+                  "    for _, g in ipairs{'io','os','debug','jit','ffi','dofile','loadfile','module'} do\n"
+                  "      if _G[g] ~= nil then bad[#bad+1] = g end\n"
+                  "    end\n"
+                  "    if string.dump ~= nil then bad[#bad+1] = 'string.dump' end\n"
+                  "    if pcall(require, 'ffi') then bad[#bad+1] = 'require ffi' end\n"
+                  "    if pcall(require, 'io') then bad[#bad+1] = 'require io' end\n"
+                  "    local f, e = loadstring('\\27LJ\\2 bytecode')\n"
+                  "    if f then bad[#bad+1] = 'bytecode' end\n"
+                  "    if not loadstring('return 1') then bad[#bad+1] = 'no loadstring' end\n"
+                  "    if not (string and table and math and coroutine and bit) then bad[#bad+1] = 'libs' end\n"
+                  "    if pcall(collectgarbage, 'stop') then bad[#bad+1] = 'gc stop' end\n"
+                  "    if type(collectgarbage('count')) ~= 'number' then bad[#bad+1] = 'gc count' end\n"
+                  "    print('sandbox check', #bad)\n"
+                  "    if #bad > 0 then return nil, table.concat(bad, ',') end\n"
+                  "  end }\n");
     lop_engine_opts_t o = opts_default();
     lop_reconcile_result_t res;
     if (!reconcile_once(&s, &o, &res)) return;
@@ -264,10 +262,10 @@ static void test_sandbox_has_no_io_os(void)
 
 static void test_unsafe_libs_opens_io_os(void)
 {
-    lop_script_set_t s = one_file(CTRL_HEAD
-                                  "    if io and os and debug and jit and require('ffi') then return nil end\n"
-                                  "    return nil, 'missing'\n"
-                                  "  end }\n");
+    lop_script_set_t s =
+        one_file(CTRL_HEAD "    if io and os and debug and jit and require('ffi') then return nil end\n"
+                           "    return nil, 'missing'\n"
+                           "  end }\n");
     lop_engine_opts_t o = opts_default();
     o.unsafe_libs = true;
     lop_reconcile_result_t res;
@@ -277,10 +275,9 @@ static void test_unsafe_libs_opens_io_os(void)
 
 static void test_cjson_is_available(void)
 {
-    lop_script_set_t s = one_file(CTRL_HEAD
-                                  "    local cjson = require('cjson')\n"
-                                  "    if cjson.encode({1}) ~= '[1]' then return nil, 'cjson' end\n"
-                                  "  end }\n");
+    lop_script_set_t s = one_file(CTRL_HEAD "    local cjson = require('cjson')\n"
+                                            "    if cjson.encode({1}) ~= '[1]' then return nil, 'cjson' end\n"
+                                            "  end }\n");
     lop_engine_opts_t o = opts_default();
     lop_reconcile_result_t res;
     if (!reconcile_once(&s, &o, &res)) return;

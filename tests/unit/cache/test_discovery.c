@@ -20,27 +20,35 @@ static void h_discovery(fs_server_t *s, int n, const char *m, const char *p, con
         body = "{\"kind\":\"APIVersions\",\"versions\":[\"v1\"]}";
     else if (!strcmp(p, "/api/v1"))
         body = "{\"kind\":\"APIResourceList\",\"groupVersion\":\"v1\",\"resources\":["
-               "{\"name\":\"configmaps\",\"singularName\":\"configmap\",\"namespaced\":true,\"kind\":\"ConfigMap\",\"verbs\":[\"get\"]},"
-               "{\"name\":\"namespaces\",\"singularName\":\"namespace\",\"namespaced\":false,\"kind\":\"Namespace\",\"verbs\":[\"get\"]},"
-               "{\"name\":\"namespaces/status\",\"singularName\":\"\",\"namespaced\":false,\"kind\":\"Namespace\",\"verbs\":[\"get\"]}]}";
+               "{\"name\":\"configmaps\",\"singularName\":\"configmap\",\"namespaced\":true,\"kind\":\"ConfigMap\","
+               "\"verbs\":[\"get\"]},"
+               "{\"name\":\"namespaces\",\"singularName\":\"namespace\",\"namespaced\":false,\"kind\":\"Namespace\","
+               "\"verbs\":[\"get\"]},"
+               "{\"name\":\"namespaces/"
+               "status\",\"singularName\":\"\",\"namespaced\":false,\"kind\":\"Namespace\",\"verbs\":[\"get\"]}]}";
     else if (!strcmp(p, "/apis"))
-        body = atomic_load(&crd_installed)
-                   ? "{\"kind\":\"APIGroupList\",\"apiVersion\":\"v1\",\"groups\":["
-                     "{\"name\":\"apps\",\"versions\":[{\"groupVersion\":\"apps/v1\",\"version\":\"v1\"}]},"
-                     "{\"name\":\"broken.io\",\"versions\":[{\"groupVersion\":\"broken.io/v1\",\"version\":\"v1\"}]},"
-                     "{\"name\":\"example.com\",\"versions\":[{\"groupVersion\":\"example.com/v1\",\"version\":\"v1\"}]}]}"
-                   : "{\"kind\":\"APIGroupList\",\"apiVersion\":\"v1\",\"groups\":["
-                     "{\"name\":\"apps\",\"versions\":[{\"groupVersion\":\"apps/v1\",\"version\":\"v1\"}]}]}";
+        body =
+            atomic_load(&crd_installed)
+                ? "{\"kind\":\"APIGroupList\",\"apiVersion\":\"v1\",\"groups\":["
+                  "{\"name\":\"apps\",\"versions\":[{\"groupVersion\":\"apps/v1\",\"version\":\"v1\"}]},"
+                  "{\"name\":\"broken.io\",\"versions\":[{\"groupVersion\":\"broken.io/v1\",\"version\":\"v1\"}]},"
+                  "{\"name\":\"example.com\",\"versions\":[{\"groupVersion\":\"example.com/v1\",\"version\":\"v1\"}]}]}"
+                : "{\"kind\":\"APIGroupList\",\"apiVersion\":\"v1\",\"groups\":["
+                  "{\"name\":\"apps\",\"versions\":[{\"groupVersion\":\"apps/v1\",\"version\":\"v1\"}]}]}";
     else if (!strcmp(p, "/apis/apps/v1"))
-        body = "{\"kind\":\"APIResourceList\",\"apiVersion\":\"v1\",\"groupVersion\":\"apps/v1\",\"resources\":["
-               "{\"name\":\"deployments/scale\",\"namespaced\":true,\"group\":\"autoscaling\",\"version\":\"v1\",\"kind\":\"Scale\",\"verbs\":[]},"
-               "{\"name\":\"deployments\",\"namespaced\":true,\"kind\":\"Deployment\",\"verbs\":[]}]}";
+        body =
+            "{\"kind\":\"APIResourceList\",\"apiVersion\":\"v1\",\"groupVersion\":\"apps/v1\",\"resources\":["
+            "{\"name\":\"deployments/"
+            "scale\",\"namespaced\":true,\"group\":\"autoscaling\",\"version\":\"v1\",\"kind\":\"Scale\",\"verbs\":[]},"
+            "{\"name\":\"deployments\",\"namespaced\":true,\"kind\":\"Deployment\",\"verbs\":[]}]}";
     else if (!strcmp(p, "/apis/example.com/v1"))
         body = "{\"kind\":\"APIResourceList\",\"apiVersion\":\"v1\",\"groupVersion\":\"example.com/v1\",\"resources\":["
                "{\"name\":\"gateways\",\"namespaced\":true,\"kind\":\"Gateway\",\"verbs\":[]},"
                "{\"name\":\"gateways/status\",\"namespaced\":true,\"kind\":\"Gateway\",\"verbs\":[]}]}";
-    if (body) out->owned = fs_resp(200, "OK", "", "application/json", body);
-    else out->owned = fs_resp(503, "Service Unavailable", "", "text/plain", "unavailable");
+    if (body)
+        out->owned = fs_resp(200, "OK", "", "application/json", body);
+    else
+        out->owned = fs_resp(503, "Service Unavailable", "", "text/plain", "unavailable");
 }
 
 static lop_rest_client_t *mk_client(fs_server_t *s) { return t_rest_client_port(s->port); }
@@ -64,7 +72,7 @@ static void test_resolve_kinds_from_discovery(void)
     T_EQ_INT(lop_restmapper_resolve(m, "apps/v1", "Deployment", &mp, &err), LOP_OK);
     T_EQ_STR(mp.group, "apps");
     T_EQ_STR(mp.resource, "deployments");
-    T_EQ_INT(lop_restmapper_refreshes(m), 1); /* cached after the first read */
+    T_EQ_INT(lop_restmapper_refreshes(m), 1);                                          /* cached after the first read */
     T_EQ_INT(lop_restmapper_resolve(m, "apps/v1", "Scale", &mp, &err), LOP_ENOTFOUND); /* subresource kind */
     T_EQ_INT(lop_restmapper_refreshes(m), 2);
     T_EQ_STR(err.reason, "NotFound");
@@ -99,18 +107,19 @@ static void test_paths(void)
     lop_rest_mapping_t w = {"example.com", "v1alpha1", "widgets", "Widget", true};
     lop_buf_t b = LOP_BUF_INIT;
     lop_err_t err;
-#define P(m, n, nm, sub, q, want)                                                  \
-    do {                                                                           \
-        lop_buf_reset(&b);                                                         \
-        T_EQ_INT(lop_rest_path(&b, &(m), n, nm, sub, q, &err), LOP_OK);            \
-        T_EQ_STR(b.data, want);                                                    \
+#define P(m, n, nm, sub, q, want)                                       \
+    do {                                                                \
+        lop_buf_reset(&b);                                              \
+        T_EQ_INT(lop_rest_path(&b, &(m), n, nm, sub, q, &err), LOP_OK); \
+        T_EQ_STR(b.data, want);                                         \
     } while (0)
     P(cm, "default", NULL, NULL, NULL, "/api/v1/namespaces/default/configmaps");
     P(cm, "default", "a", NULL, NULL, "/api/v1/namespaces/default/configmaps/a");
     P(cm, NULL, NULL, NULL, "watch=true", "/api/v1/configmaps?watch=true");
     P(ns, "ignored", "kube-system", NULL, NULL, "/api/v1/namespaces/kube-system");
     P(ns, NULL, "x", "status", NULL, "/api/v1/namespaces/x/status");
-    P(w, "team", "w1", "status", "fieldManager=luaop", "/apis/example.com/v1alpha1/namespaces/team/widgets/w1/status?fieldManager=luaop");
+    P(w, "team", "w1", "status", "fieldManager=luaop",
+      "/apis/example.com/v1alpha1/namespaces/team/widgets/w1/status?fieldManager=luaop");
     P(w, "team", "a b:c", NULL, NULL, "/apis/example.com/v1alpha1/namespaces/team/widgets/a%20b%3Ac");
     lop_buf_reset(&b);
     T_EQ_INT(lop_rest_path(&b, &w, "team", NULL, "status", NULL, &err), LOP_EINVAL);
@@ -121,8 +130,7 @@ static void test_paths(void)
 
 /* ---- REST listwatch ---- */
 
-static void h_lw(fs_server_t *s, int n, const char *m, const char *p, const char *h, const char *b,
-                 fs_reply_t *out)
+static void h_lw(fs_server_t *s, int n, const char *m, const char *p, const char *h, const char *b, fs_reply_t *out)
 {
     if (strstr(p, "watch=true"))
         out->owned = strdup("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 37\r\n\r\n"
@@ -149,8 +157,8 @@ static void test_rest_listwatch_queries(void)
     lop_list_opts_t lo = {.resource_version = "0", .limit = 500};
     T_EQ_INT(lw->list(lw->ud, &lo, &body, &err), LOP_OK);
     T_CHECK(strstr(body.data, "ConfigMapList") != NULL);
-    lop_list_opts_t lo2 = {.resource_version = "7", .resource_version_match = "Exact", .limit = 500,
-                           .continue_token = "tok=="};
+    lop_list_opts_t lo2 = {
+        .resource_version = "7", .resource_version_match = "Exact", .limit = 500, .continue_token = "tok=="};
     T_EQ_INT(lw->list(lw->ud, &lo2, &body, &err), LOP_OK);
     lop_buf_t ev = LOP_BUF_INIT;
     lop_watch_opts_t wo = {.resource_version = "7", .allow_bookmarks = true, .timeout_seconds = 300};
@@ -166,7 +174,8 @@ static void test_rest_listwatch_queries(void)
     T_CHECK(strstr(r1, "resourceVersion") == NULL);
     T_CHECK(strstr(r2, "GET /api/v1/namespaces/team/configmaps?watch=true&labelSelector=") == r2);
     T_CHECK(strstr(r2, "&resourceVersion=7&allowWatchBookmarks=true&timeoutSeconds=300 HTTP/1.1") != NULL);
-    T_CHECK(strstr(r3, "&allowWatchBookmarks=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan HTTP") != NULL);
+    T_CHECK(strstr(r3, "&allowWatchBookmarks=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan HTTP") !=
+            NULL);
     T_CHECK(strstr(r3, "resourceVersion=") == NULL || strstr(r3, "&resourceVersion=") == NULL);
     free(r0);
     free(r1);

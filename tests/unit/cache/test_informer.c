@@ -26,11 +26,9 @@ typedef struct fake {
 static lop_rc_t fake_list(void *ud, const lop_list_opts_t *o, lop_buf_t *body, lop_err_t *err)
 {
     fake_t *f = ud;
-    if (f->li >= f->nlists)
-        return lop_err_set(err, LOP_EAGAIN, 0, NULL, "script exhausted");
+    if (f->li >= f->nlists) return lop_err_set(err, LOP_EAGAIN, 0, NULL, "script exhausted");
     const char *b = f->lists[f->li++];
-    if (!b)
-        return lop_err_set(err, LOP_EGONE, 410, "Expired", "too old");
+    if (!b) return lop_err_set(err, LOP_EGONE, 410, "Expired", "too old");
     lop_buf_puts(body, b);
     return LOP_OK;
 }
@@ -38,22 +36,19 @@ static lop_rc_t fake_list(void *ud, const lop_list_opts_t *o, lop_buf_t *body, l
 static lop_rc_t fake_watch(void *ud, const lop_watch_opts_t *o, lop_stream_fn fn, void *fn_ud, lop_err_t *err)
 {
     fake_t *f = ud;
-    if (f->wi >= f->nwatches)
-        return lop_err_set(err, LOP_EAGAIN, 0, NULL, "script exhausted");
+    if (f->wi >= f->nwatches) return lop_err_set(err, LOP_EAGAIN, 0, NULL, "script exhausted");
     const char *w = f->watches[f->wi++];
     if (!w) {
         pthread_mutex_lock(&f->mu);
         int seen = f->cancels;
-        while (f->cancels == seen)
-            pthread_cond_wait(&f->cond, &f->mu);
+        while (f->cancels == seen) pthread_cond_wait(&f->cond, &f->mu);
         pthread_mutex_unlock(&f->mu);
         return LOP_ECLOSED;
     }
     size_t n = strlen(w), i = 0, piece = 1;
     while (i < n) { /* pieces of 1, 8, 64, 512, 4096, 1, ... bytes */
         size_t k = piece < n - i ? piece : n - i;
-        if (fn(fn_ud, w + i, k) != 0)
-            return LOP_ECLOSED;
+        if (fn(fn_ud, w + i, k) != 0) return LOP_ECLOSED;
         i += k;
         piece = piece >= 4096 ? 1 : piece * 8;
     }
@@ -125,13 +120,16 @@ static void step(env_t *e)
 }
 
 #define CM(name, rv) "{\"metadata\":{\"namespace\":\"d\",\"name\":\"" name "\",\"resourceVersion\":\"" rv "\"}}"
-#define LIST(rv, items) "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"" rv "\"},\"items\":[" items "]}"
+#define LIST(rv, items)                                                                         \
+    "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"" rv \
+    "\"},\"items\":[" items "]}"
 #define EV(type, obj) "{\"type\":\"" type "\",\"object\":" obj "}\n"
 
 static void test_handlers_fan_out_in_order(void)
 {
     static const char *const lists[] = {LIST("10", CM("a", "5"))};
-    static const char *const watches[] = {EV("ADDED", CM("b", "11")) EV("MODIFIED", CM("a", "12")) EV("DELETED", CM("b", "13"))};
+    static const char *const watches[] = {EV("ADDED", CM("b", "11")) EV("MODIFIED", CM("a", "12"))
+                                              EV("DELETED", CM("b", "13"))};
     env_t e;
     setup(&e, lists, 1, watches, 1);
     rec_t r1 = {'1', e.log, sizeof e.log}, r2 = {'2', e.log, sizeof e.log};
@@ -151,7 +149,8 @@ static void test_handlers_fan_out_in_order(void)
 static void test_late_handler_gets_replay_then_live_events(void)
 {
     static const char *const lists[] = {LIST("10", CM("a", "5") "," CM("b", "6")), LIST("30", CM("b", "6"))};
-    static const char *const watches[] = {EV("MODIFIED", CM("b", "20")) "{\"type\":\"ERROR\",\"object\":{\"code\":410}}\n"};
+    static const char *const watches[] = {
+        EV("MODIFIED", CM("b", "20")) "{\"type\":\"ERROR\",\"object\":{\"code\":410}}\n"};
     env_t e;
     setup(&e, lists, 2, watches, 1);
     rec_t r1 = {'1', e.log, sizeof e.log};
@@ -160,8 +159,8 @@ static void test_late_handler_gets_replay_then_live_events(void)
     int id = lop_informer_add_handler(e.inf, &h1);
     T_EQ_STR(e.log, "1add:a@5;1add:b@6;1synced;"); /* registered after the sync: told after the replay */
     e.log[0] = '\0';
-    step(&e); /* watch: update, then 410 */
-    step(&e); /* relist: a vanished → tombstone; b back at its listed state */
+    step(&e);                                         /* watch: update, then 410 */
+    step(&e);                                         /* relist: a vanished → tombstone; b back at its listed state */
     T_EQ_STR(e.log, "1upd:b@20;1upd:b@6;1tomb:a@5;"); /* a relist is not a second sync */
     lop_informer_remove_handler(e.inf, id);
     lop_informer_remove_handler(e.inf, 999);
@@ -176,13 +175,20 @@ static void test_ten_thousand_updates_of_100_objects_end_right(void)
     /* one watch stream carrying 10,000 MODIFIED events round-robin over 100 objects, streamed in
      * pieces of 1..4096 bytes so events straddle every kind of boundary */
     lop_buf_t list = LOP_BUF_INIT, w = LOP_BUF_INIT;
-    lop_buf_puts(&list, "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"100\"},\"items\":[");
+    lop_buf_puts(
+        &list,
+        "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"100\"},\"items\":[");
     for (int i = 0; i < 100; i++)
-        lop_buf_printf(&list, "%s{\"metadata\":{\"namespace\":\"d\",\"name\":\"o%d\",\"resourceVersion\":\"%d\"},\"data\":{\"v\":\"0\"}}",
-                       i ? "," : "", i, i + 1);
+        lop_buf_printf(
+            &list,
+            "%s{\"metadata\":{\"namespace\":\"d\",\"name\":\"o%d\",\"resourceVersion\":\"%d\"},\"data\":{\"v\":\"0\"}}",
+            i ? "," : "", i, i + 1);
     lop_buf_puts(&list, "]}");
     for (int k = 0; k < 10000; k++)
-        lop_buf_printf(&w, "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"namespace\":\"d\",\"name\":\"o%d\",\"resourceVersion\":\"%d\",\"managedFields\":[{\"manager\":\"x\"}]},\"data\":{\"v\":\"%d\"}}}\n",
+        lop_buf_printf(&w,
+                       "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{"
+                       "\"namespace\":\"d\",\"name\":\"o%d\",\"resourceVersion\":\"%d\",\"managedFields\":[{"
+                       "\"manager\":\"x\"}]},\"data\":{\"v\":\"%d\"}}}\n",
                        k % 100, 101 + k, k);
     const char *lists[] = {list.data}, *watches[] = {w.data};
     env_t e;
@@ -198,8 +204,7 @@ static void test_ten_thousand_updates_of_100_objects_end_right(void)
         snprintf(key, sizeof key, "d/o%d", i);
         lop_obj_t *o = lop_store_get(s, key);
         T_CHECK(o != NULL);
-        if (!o)
-            continue;
+        if (!o) continue;
         int last = 9900 + i; /* the last event for object i */
         snprintf(rv, sizeof rv, "%d", 101 + last);
         T_EQ_STR(o->rv, rv);
@@ -230,8 +235,7 @@ static void test_threaded_informer_syncs_and_stops_promptly(void)
     lop_reflector_handlers_t h1 = {h_add, h_upd, h_del, &r1, h_synced};
     lop_informer_add_handler(e.inf, &h1);
     T_EQ_INT(lop_informer_start(e.inf, NULL), LOP_OK);
-    while (!lop_informer_has_synced(e.inf))
-        sched_yield();
+    while (!lop_informer_has_synced(e.inf)) sched_yield();
     /* a handler added while the informer runs gets the replay */
     rec_t r2 = {'2', e.log, sizeof e.log};
     lop_reflector_handlers_t h2 = {h_add, h_upd, h_del, &r2, h_synced};

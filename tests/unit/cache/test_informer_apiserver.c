@@ -35,8 +35,16 @@ static void bump(rec_t *r, int *what)
     pthread_cond_broadcast(&r->cond);
     pthread_mutex_unlock(&r->mu);
 }
-static void h_add(void *ud, lop_obj_t *o) { rec_t *r = ud; bump(r, &r->adds); }
-static void h_upd(void *ud, lop_obj_t *old, lop_obj_t *o) { rec_t *r = ud; bump(r, &r->updates); }
+static void h_add(void *ud, lop_obj_t *o)
+{
+    rec_t *r = ud;
+    bump(r, &r->adds);
+}
+static void h_upd(void *ud, lop_obj_t *old, lop_obj_t *o)
+{
+    rec_t *r = ud;
+    bump(r, &r->updates);
+}
 static void h_del(void *ud, lop_obj_t *o, bool tomb)
 {
     rec_t *r = ud;
@@ -59,8 +67,7 @@ static bool wait_for(rec_t *r, bool (*pred)(void *), void *arg)
     while (!(ok = pred(arg))) {
         struct timespec tick; /* re-check at least every 50 ms: pred may read the store */
         clock_gettime(CLOCK_REALTIME, &tick);
-        if (tick.tv_sec > dl.tv_sec)
-            break;
+        if (tick.tv_sec > dl.tv_sec) break;
         tick.tv_nsec += 50 * 1000 * 1000;
         if (tick.tv_nsec >= 1000000000L) {
             tick.tv_sec++;
@@ -76,15 +83,16 @@ static lop_rc_t req(const char *method, const char *path, const char *ctype, con
 {
     lop_err_t err;
     lop_rc_t rc = lop_rest_do(cli, method, path, ctype, body, body ? strlen(body) : 0, NULL, &err);
-    if (rc != LOP_OK)
-        fprintf(stderr, "%s %s: %s\n", method, path, err.message);
+    if (rc != LOP_OK) fprintf(stderr, "%s %s: %s\n", method, path, err.message);
     return rc;
 }
 
 static void create_cm(const char *name, const char *v)
 {
     char body[256];
-    snprintf(body, sizeof body, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\"},\"data\":{\"v\":\"%s\"}}", name, v);
+    snprintf(body, sizeof body,
+             "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\"},\"data\":{\"v\":\"%s\"}}",
+             name, v);
     T_EQ_INT(req("POST", "/api/v1/namespaces/default/configmaps", NULL, body), LOP_OK);
 }
 
@@ -226,8 +234,7 @@ static bool all_final(void *arg)
     lop_obj_list_t l;
     lop_store_list(lop_informer_store(e->inf), &l);
     bool ok = l.n == 100;
-    for (size_t i = 0; ok && i < l.n; i++)
-        ok = strstr(l.items[i]->json, "\"v\":\"99\"") != NULL;
+    for (size_t i = 0; ok && i < l.n; i++) ok = strstr(l.items[i]->json, "\"v\":\"99\"") != NULL;
     lop_obj_list_free(&l);
     return ok;
 }
@@ -261,14 +268,14 @@ static void test_ten_thousand_rapid_updates_end_in_the_right_state(void)
     json_t *items = json_object_get(list, "items"), *it;
     size_t idx;
     T_EQ_INT(json_array_size(items), 100);
-    json_array_foreach(items, idx, it) {
+    json_array_foreach(items, idx, it)
+    {
         json_t *m = json_object_get(it, "metadata");
         char key[128];
         snprintf(key, sizeof key, "default/%s", json_string_value(json_object_get(m, "name")));
         lop_obj_t *o = lop_store_get(lop_informer_store(e.inf), key);
         T_CHECK(o != NULL);
-        if (o)
-            T_EQ_STR(o->rv, json_string_value(json_object_get(m, "resourceVersion")));
+        if (o) T_EQ_STR(o->rv, json_string_value(json_object_get(m, "resourceVersion")));
         lop_obj_unref(o);
     }
     json_decref(list);
@@ -279,8 +286,7 @@ static void test_ten_thousand_rapid_updates_end_in_the_right_state(void)
 
 int main(void)
 {
-    if (!T_SETUP("start the API server and a client", t_apiserver_client_start(&srv, &cli) == 0))
-        return T_DONE();
+    if (!T_SETUP("start the API server and a client", t_apiserver_client_start(&srv, &cli) == 0)) return T_DONE();
     for (int pass = 0; pass < 2; pass++) {
         g_watch_list = pass == 1;
         T_RUN(test_list_watch_sync);

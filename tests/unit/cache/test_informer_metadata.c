@@ -30,7 +30,8 @@ static const lop_rest_mapping_t cm_mapping = {"", "v1", "configmaps", "ConfigMap
 
 /* ---- a listwatch that counts what it receives ---- */
 
-#define BIG_MARK "vvvvvvvvvvvvvvvv" /* a run of the ConfigMaps' data: seen only with full objects  \
+#define BIG_MARK \
+    "vvvvvvvvvvvvvvvv" /* a run of the ConfigMaps' data: seen only with full objects  \
                                      */
 
 typedef struct counter {
@@ -79,15 +80,13 @@ static counter_t *intercept(void *ud, lop_stream_fn fn, void *fn_ud, bool in_lis
     return c;
 }
 
-static lop_rc_t c_list_stream(void *ud, const lop_list_opts_t *o, lop_stream_fn fn, void *fn_ud,
-                              lop_err_t *err)
+static lop_rc_t c_list_stream(void *ud, const lop_list_opts_t *o, lop_stream_fn fn, void *fn_ud, lop_err_t *err)
 {
     counter_t *c = intercept(ud, fn, fn_ud, true);
     return c->inner.list_stream(c->inner.ud, o, c_bytes, c, err);
 }
 
-static lop_rc_t c_watch(void *ud, const lop_watch_opts_t *o, lop_stream_fn fn, void *fn_ud,
-                        lop_err_t *err)
+static lop_rc_t c_watch(void *ud, const lop_watch_opts_t *o, lop_stream_fn fn, void *fn_ud, lop_err_t *err)
 {
     counter_t *c = intercept(ud, fn, fn_ud, false);
     return c->inner.watch(c->inner.ud, o, c_bytes, c, err);
@@ -131,18 +130,9 @@ static void bump(rec_t *r)
     pthread_cond_broadcast(&r->cond);
     pthread_mutex_unlock(&r->mu);
 }
-static void h_add(void *ud, lop_obj_t *o)
-{
-    bump(ud);
-}
-static void h_upd(void *ud, lop_obj_t *old, lop_obj_t *o)
-{
-    bump(ud);
-}
-static void h_del(void *ud, lop_obj_t *o, bool tomb)
-{
-    bump(ud);
-}
+static void h_add(void *ud, lop_obj_t *o) { bump(ud); }
+static void h_upd(void *ud, lop_obj_t *old, lop_obj_t *o) { bump(ud); }
+static void h_del(void *ud, lop_obj_t *o, bool tomb) { bump(ud); }
 
 typedef struct env {
     rec_t rec;
@@ -156,12 +146,10 @@ static void env_start(env_t *e, bool server_side, bool watch_list)
     memset(e, 0, sizeof *e);
     pthread_mutex_init(&e->rec.mu, NULL);
     pthread_cond_init(&e->rec.cond, NULL);
-    lop_listwatch_t *lw =
-        server_side ? lop_rest_listwatch_new_metadata(cli, &cm_mapping, "meta", NULL, NULL)
-                    : lop_rest_listwatch_new(cli, &cm_mapping, "meta", NULL, NULL);
+    lop_listwatch_t *lw = server_side ? lop_rest_listwatch_new_metadata(cli, &cm_mapping, "meta", NULL, NULL)
+                                      : lop_rest_listwatch_new(cli, &cm_mapping, "meta", NULL, NULL);
     lop_listwatch_t w = wrap(lw, &e->count);
-    lop_informer_config_t cfg = {.name =
-                                     server_side ? "v1/configmaps+metadata" : "v1/configmaps+strip",
+    lop_informer_config_t cfg = {.name = server_side ? "v1/configmaps+metadata" : "v1/configmaps+strip",
                                  .lw = &w,
                                  .obj_flags = LOP_OBJ_METADATA_ONLY,
                                  .api_version = "v1",
@@ -213,13 +201,12 @@ static char big[8001];
 static void create_cm(const char *name)
 {
     lop_buf_t b = LOP_BUF_INIT;
-    lop_buf_printf(
-        &b,
-        "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\",\"labels\":{"
-        "\"n\":\"%s\"},"
-        "\"annotations\":{\"note\":\"caf\\u00e9\"},\"finalizers\":[\"example.com/keep\"]},"
-        "\"data\":{\"big\":\"%s\"}}",
-        name, name, big);
+    lop_buf_printf(&b,
+                   "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\",\"labels\":{"
+                   "\"n\":\"%s\"},"
+                   "\"annotations\":{\"note\":\"caf\\u00e9\"},\"finalizers\":[\"example.com/keep\"]},"
+                   "\"data\":{\"big\":\"%s\"}}",
+                   name, name, big);
     req("POST", "/api/v1/namespaces/meta/configmaps", NULL, b.data);
     lop_buf_free(&b);
 }
@@ -239,8 +226,7 @@ static void check_same_cache(env_t *server_side, env_t *stripped, size_t want)
         T_CHECK(o != NULL);
         if (!o) continue;
         if (strcmp(a.items[i]->json, o->json)) {
-            fprintf(stderr, "%s differs:\n  server-side: %s\n  stripped:    %s\n", key,
-                    a.items[i]->json, o->json);
+            fprintf(stderr, "%s differs:\n  server-side: %s\n  stripped:    %s\n", key, a.items[i]->json, o->json);
             T_CHECK(false);
         }
         T_EQ_STR(a.items[i]->api_version, "v1");
@@ -273,8 +259,7 @@ static void run_against_apiserver(bool watch_list)
     req("PATCH", "/api/v1/namespaces/meta/configmaps/cm-2", "application/merge-patch+json",
         "{\"data\":{\"more\":\"" BIG_MARK "\"}}");
     create_cm("cm-new");
-    req("DELETE", "/api/v1/namespaces/meta/configmaps/cm-3", NULL,
-        NULL); /* finalizer: stays, deleting */
+    req("DELETE", "/api/v1/namespaces/meta/configmaps/cm-3", NULL, NULL); /* finalizer: stays, deleting */
     req("PATCH", "/api/v1/namespaces/meta/configmaps/cm-4", "application/merge-patch+json",
         "{\"metadata\":{\"finalizers\":null}}");
     req("DELETE", "/api/v1/namespaces/meta/configmaps/cm-4", NULL, NULL); /* gone */
@@ -306,14 +291,8 @@ static void run_against_apiserver(bool watch_list)
     env_stop(&st);
 }
 
-static void test_list_watch_receives_metadata_only(void)
-{
-    run_against_apiserver(false);
-}
-static void test_watch_list_receives_metadata_only(void)
-{
-    run_against_apiserver(true);
-}
+static void test_list_watch_receives_metadata_only(void) { run_against_apiserver(false); }
+static void test_watch_list_receives_metadata_only(void) { run_against_apiserver(true); }
 
 /* ---- a server that refuses or ignores the metadata-only media type ---- */
 
@@ -337,10 +316,9 @@ static const char list_partial[] = "{\"kind\":\"PartialObjectMetadataList\",\"ap
                                    "io/v1\",\"metadata\":{\"name\":\"b\",\"namespace\":\"ns\","
                                    "\"resourceVersion\":\"9\"}}]}";
 /* full objects of the watch: a changed, c added */
-static const char a2[] =
-    "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"a\",\"namespace\":"
-    "\"ns\","
-    "\"resourceVersion\":\"11\",\"labels\":{\"x\":\"2\"}},\"data\":{\"k\":\"" BIG_MARK "\"}}";
+static const char a2[] = "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"a\",\"namespace\":"
+                         "\"ns\","
+                         "\"resourceVersion\":\"11\",\"labels\":{\"x\":\"2\"}},\"data\":{\"k\":\"" BIG_MARK "\"}}";
 static const char c1[] = "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":"
                          "\"c\",\"namespace\":\"ns\","
                          "\"resourceVersion\":\"12\"},\"data\":{}}";
@@ -352,19 +330,16 @@ static const char status_406[] =
 static char *watch_reply(void)
 {
     lop_buf_t ev = LOP_BUF_INIT, b = LOP_BUF_INIT;
-    lop_buf_printf(
-        &ev, "{\"type\":\"MODIFIED\",\"object\":%s}\n{\"type\":\"ADDED\",\"object\":%s}\n", a2, c1);
-    lop_buf_printf(
-        &b,
-        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
-        "%zx\r\n%s\r\n0\r\n\r\n",
-        ev.len, ev.data);
+    lop_buf_printf(&ev, "{\"type\":\"MODIFIED\",\"object\":%s}\n{\"type\":\"ADDED\",\"object\":%s}\n", a2, c1);
+    lop_buf_printf(&b,
+                   "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+                   "%zx\r\n%s\r\n0\r\n\r\n",
+                   ev.len, ev.data);
     lop_buf_free(&ev);
     return lop_buf_steal(&b);
 }
 
-static void h_server(fs_server_t *s, int n, const char *m, const char *p, const char *h,
-                     const char *b, fs_reply_t *out)
+static void h_server(fs_server_t *s, int n, const char *m, const char *p, const char *h, const char *b, fs_reply_t *out)
 {
     enum mode mode = *(enum mode *)s->ud;
     bool watch = strstr(p, "watch=true") != NULL;
@@ -374,8 +349,8 @@ static void h_server(fs_server_t *s, int n, const char *m, const char *p, const 
     else if (watch)
         out->owned = watch_reply();
     else
-        out->owned = fs_resp(200, "OK", "", "application/json",
-                             partial && mode == REFUSE_WATCH ? list_partial : list_full);
+        out->owned =
+            fs_resp(200, "OK", "", "application/json", partial && mode == REFUSE_WATCH ? list_partial : list_full);
 }
 
 /* The entries a client-side strip of the full objects gives: what every mode must cache. */
@@ -392,9 +367,9 @@ static void check_entries(lop_store_t *st)
     for (size_t i = 0; i < 3; i++) {
         lop_obj_t *want = NULL, *got = lop_store_get(st, full[i][0]);
         lop_err_t err;
-        T_EQ_INT(lop_obj_new_item(full[i][1], strlen(full[i][1]), LOP_OBJ_METADATA_ONLY, "v1",
-                                  "ConfigMap", &want, &err),
-                 LOP_OK);
+        T_EQ_INT(
+            lop_obj_new_item(full[i][1], strlen(full[i][1]), LOP_OBJ_METADATA_ONLY, "v1", "ConfigMap", &want, &err),
+            LOP_OK);
         T_CHECK(got != NULL);
         if (got && want) T_EQ_STR(got->json, want->json);
         if (got) T_EQ_STR(got->kind, "ConfigMap");
@@ -436,8 +411,7 @@ static void run_against_fake(enum mode mode)
 
     int n = fs_nreqs(s);
     char *r[4];
-    for (int i = 0; i < 4; i++)
-        r[i] = fs_req(s, i);
+    for (int i = 0; i < 4; i++) r[i] = fs_req(s, i);
     switch (mode) {
     case REFUSE_ALL: /* LIST refused, LIST plain, then only plain: remembered */
         T_EQ_INT(n, 3);
@@ -460,26 +434,16 @@ static void run_against_fake(enum mode mode)
         T_CHECK(!lop_rest_listwatch_partial_refused(&held));
         break;
     }
-    for (int i = 0; i < 4; i++)
-        free(r[i]);
+    for (int i = 0; i < 4; i++) free(r[i]);
     T_CHECK(!lop_rest_listwatch_partial_refused(NULL));
     lop_informer_free(inf);
     lop_rest_client_free(c);
     fs_stop(s);
 }
 
-static void test_406_on_list_and_watch_falls_back_to_full_objects(void)
-{
-    run_against_fake(REFUSE_ALL);
-}
-static void test_406_on_watch_only_falls_back_for_the_watch(void)
-{
-    run_against_fake(REFUSE_WATCH);
-}
-static void test_ignored_accept_full_objects_are_stripped(void)
-{
-    run_against_fake(IGNORE);
-}
+static void test_406_on_list_and_watch_falls_back_to_full_objects(void) { run_against_fake(REFUSE_ALL); }
+static void test_406_on_watch_only_falls_back_for_the_watch(void) { run_against_fake(REFUSE_WATCH); }
+static void test_ignored_accept_full_objects_are_stripped(void) { run_against_fake(IGNORE); }
 
 int main(void)
 {
@@ -487,8 +451,7 @@ int main(void)
     T_RUN(test_406_on_list_and_watch_falls_back_to_full_objects);
     T_RUN(test_406_on_watch_only_falls_back_for_the_watch);
     T_RUN(test_ignored_accept_full_objects_are_stripped);
-    if (!T_SETUP("start the API server and a client", t_apiserver_client_start(&srv, &cli) == 0))
-        return T_DONE();
+    if (!T_SETUP("start the API server and a client", t_apiserver_client_start(&srv, &cli) == 0)) return T_DONE();
     T_RUN(test_list_watch_receives_metadata_only);
     T_RUN(test_watch_list_receives_metadata_only);
     lop_rest_client_free(cli);

@@ -52,8 +52,7 @@ typedef struct ref {
 
 static size_t r_ws(const ref_t *r, size_t i)
 {
-    while (i < r->n && (r->p[i] == ' ' || r->p[i] == '\t' || r->p[i] == '\n' || r->p[i] == '\r'))
-        i++;
+    while (i < r->n && (r->p[i] == ' ' || r->p[i] == '\t' || r->p[i] == '\n' || r->p[i] == '\r')) i++;
     return i;
 }
 
@@ -63,61 +62,50 @@ static size_t r_string(const ref_t *r, size_t i)
     i++; /* the opening quote */
     while (i < r->n) {
         unsigned char c = (unsigned char)r->p[i];
-        if (c == '"')
-            return i + 1;
-        if (c < 0x20)
-            return SIZE_MAX;
+        if (c == '"') return i + 1;
+        if (c < 0x20) return SIZE_MAX;
         i += c == '\\' ? 2 : 1;
     }
     return SIZE_MAX;
 }
 
-static bool r_numbyte(char c) { return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'; }
+static bool r_numbyte(char c)
+{
+    return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
+}
 
 static size_t r_value(const ref_t *r, size_t i, int depth)
 {
-    if (i >= r->n)
-        return SIZE_MAX;
+    if (i >= r->n) return SIZE_MAX;
     char c = r->p[i];
-    if (c == '"')
-        return r_string(r, i);
+    if (c == '"') return r_string(r, i);
     static const char *const words[] = {"true", "false", "null"};
     for (int w = 0; w < 3; w++) {
         size_t l = strlen(words[w]);
-        if (c == words[w][0])
-            return r->n - i >= l && memcmp(r->p + i, words[w], l) == 0 ? i + l : SIZE_MAX;
+        if (c == words[w][0]) return r->n - i >= l && memcmp(r->p + i, words[w], l) == 0 ? i + l : SIZE_MAX;
     }
     if (c == '-' || (c >= '0' && c <= '9')) {
         for (i++; i < r->n && r_numbyte(r->p[i]); i++)
             ;
         return i;
     }
-    if (c != '{' && c != '[')
-        return SIZE_MAX;
-    if (depth >= 10000)
-        return SIZE_MAX;
+    if (c != '{' && c != '[') return SIZE_MAX;
+    if (depth >= 10000) return SIZE_MAX;
     char close = c == '{' ? '}' : ']';
     i = r_ws(r, i + 1);
-    if (i < r->n && r->p[i] == close)
-        return i + 1;
+    if (i < r->n && r->p[i] == close) return i + 1;
     for (;;) {
         if (close == '}') {
-            if (i >= r->n || r->p[i] != '"' || (i = r_string(r, i)) == SIZE_MAX)
-                return SIZE_MAX;
+            if (i >= r->n || r->p[i] != '"' || (i = r_string(r, i)) == SIZE_MAX) return SIZE_MAX;
             i = r_ws(r, i);
-            if (i >= r->n || r->p[i] != ':')
-                return SIZE_MAX;
+            if (i >= r->n || r->p[i] != ':') return SIZE_MAX;
             i = r_ws(r, i + 1);
         }
-        if ((i = r_value(r, i, depth + 1)) == SIZE_MAX)
-            return SIZE_MAX;
+        if ((i = r_value(r, i, depth + 1)) == SIZE_MAX) return SIZE_MAX;
         i = r_ws(r, i);
-        if (i >= r->n)
-            return SIZE_MAX;
-        if (r->p[i] == close)
-            return i + 1;
-        if (r->p[i] != ',')
-            return SIZE_MAX;
+        if (i >= r->n) return SIZE_MAX;
+        if (r->p[i] == close) return i + 1;
+        if (r->p[i] != ',') return SIZE_MAX;
         i = r_ws(r, i + 1);
     }
 }
@@ -129,8 +117,7 @@ static int ref_value(const char *p, size_t n, size_t i, size_t *s, size_t *e)
     i = r_ws(&r, i);
     *s = i;
     size_t end = r_value(&r, i, 0);
-    if (end == SIZE_MAX)
-        return -1;
+    if (end == SIZE_MAX) return -1;
     *e = end;
     return 0;
 }
@@ -140,10 +127,8 @@ static int ref_value(const char *p, size_t n, size_t i, size_t *s, size_t *e)
 static void ws(lop_buf_t *b, bool nl)
 {
     static const char spaces[] = " \t\r\n";
-    if (rn(4))
-        return;
-    for (size_t k = rn(3) + 1; k; k--)
-        lop_buf_putc(b, spaces[rn(nl ? 4 : 3)]);
+    if (rn(4)) return;
+    for (size_t k = rn(3) + 1; k; k--) lop_buf_putc(b, spaces[rn(nl ? 4 : 3)]);
 }
 
 /* Strings long enough to cross 16-byte blocks, with runs of backslashes before quotes. */
@@ -155,8 +140,7 @@ static void gen_string(lop_buf_t *b, size_t maxlen)
         switch (rn(12)) {
         case 0: lop_buf_puts(b, "\\\""); break;
         case 1: /* a run of escaped backslashes, sometimes right before the closing quote */
-            for (size_t m = rn(4) + 1; m; m--)
-                lop_buf_puts(b, "\\\\");
+            for (size_t m = rn(4) + 1; m; m--) lop_buf_puts(b, "\\\\");
             break;
         case 2: lop_buf_puts(b, rn(2) ? "\\n" : "\\u00e9"); break;
         case 3: lop_buf_puts(b, "\xc3\xa9"); break; /* UTF-8 */
@@ -191,10 +175,13 @@ static void gen_value(lop_buf_t *b, int depth, bool nl)
     size_t kind = depth > 4 ? rn(5) : rn(8);
     static const char *const lits[] = {"true", "false", "null", "0", "-1", "12.5e+3", "1E-7", "123456789012345678"};
     switch (kind) {
-    case 0: case 1: gen_string(b, 40); break;
-    case 2: case 3: lop_buf_puts(b, lits[rn(8)]); break;
+    case 0:
+    case 1: gen_string(b, 40); break;
+    case 2:
+    case 3: lop_buf_puts(b, lits[rn(8)]); break;
     case 4: lop_buf_puts(b, rn(2) ? "{}" : "[]"); break;
-    case 5: case 6:
+    case 5:
+    case 6:
         lop_buf_putc(b, '{');
         ws(b, nl);
         gen_object_members(b, depth, nl, rn(5));
@@ -222,8 +209,7 @@ static void gen_value(lop_buf_t *b, int depth, bool nl)
 static void mutate(lop_buf_t *b)
 {
     static const char alpha[] = "{}[]\",:\\ \n\x01tfn0-e.a";
-    if (!b->len)
-        return;
+    if (!b->len) return;
     size_t at = rn(b->len);
     switch (rn(4)) {
     case 0: b->data[at] = alpha[rn(sizeof alpha - 1)]; break;
@@ -277,8 +263,7 @@ static void check_one(const char *p0, size_t n, long iter)
                 const char *bad = lop_jtrack_scan(t, q, lim - at, &i, &done);
                 T_CHECK(bad == NULL);
                 free(q);
-                if (bad)
-                    break;
+                if (bad) break;
                 end = at + i;
                 at = lim;
             }
@@ -297,18 +282,15 @@ static void test_jscan_value_matches_the_reference(void)
         lop_buf_reset(&b);
         ws(&b, true);
         gen_value(&b, 0, true);
-        if (rn(3) == 0)
-            ws(&b, true);
+        if (rn(3) == 0) ws(&b, true);
         size_t s, e;
         T_EQ_INT(ref_value(b.data, b.len, 0, &s, &e), 0); /* the generator makes valid JSON */
         check_one(b.data, b.len, iter);
-        for (size_t m = rn(3) + 1; m; m--)
-            mutate(&b);
+        for (size_t m = rn(3) + 1; m; m--) mutate(&b);
         check_one(b.data, b.len, iter);
         /* every prefix of a short document */
         if (iter % 50 == 0 && b.len < 200)
-            for (size_t k = 0; k <= b.len; k++)
-                check_one(b.data, k, iter);
+            for (size_t k = 0; k <= b.len; k++) check_one(b.data, k, iter);
     }
     lop_buf_free(&b);
 }
@@ -323,14 +305,11 @@ static void test_jscan_escapes_at_every_16_byte_offset(void)
                 size_t n = 0;
                 s[n++] = '[';
                 s[n++] = '"';
-                for (size_t k = 0; k < pad; k++)
-                    s[n++] = 'a';
-                for (size_t k = 0; k < run; k++)
-                    s[n++] = '\\';
+                for (size_t k = 0; k < pad; k++) s[n++] = 'a';
+                for (size_t k = 0; k < run; k++) s[n++] = '\\';
                 s[n++] = '"';
                 if (q)
-                    for (size_t k = 0; k < 20; k++)
-                        s[n++] = 'b';
+                    for (size_t k = 0; k < 20; k++) s[n++] = 'b';
                 s[n++] = '"';
                 s[n++] = ']';
                 check_one(s, n, (long)(pad * 100 + run * 2 + (size_t)q));
@@ -354,13 +333,11 @@ static void test_jsimd_close_end_matches_its_definition(void)
     char p[80];
     for (int iter = 0; iter < 3000; iter++) {
         size_t n = rn(sizeof p + 1);
-        for (size_t k = 0; k < n; k++)
-            p[k] = alpha[rn(sizeof alpha - 1)];
+        for (size_t k = 0; k < n; k++) p[k] = alpha[rn(sizeof alpha - 1)];
         char *c = exact(p, n);
         for (size_t i = 0; i <= n; i++) {
             size_t want = i;
-            while (want < n && !(p[want] == '}' && (want + 1 == n || !strchr(",}]\"\\", p[want + 1]))))
-                want++;
+            while (want < n && !(p[want] == '}' && (want + 1 == n || !strchr(",}]\"\\", p[want + 1])))) want++;
             size_t got = lop_jsimd_close_end(c, n, i);
             if (got != want) {
                 fprintf(stderr, "close_end(%.*s, %zu, %zu) = %zu, want %zu\n", (int)n, p, n, i, got, want);
@@ -423,8 +400,7 @@ static void modes_agree(feed_fn feed, const lop_buf_t *in, size_t limit, int sto
     static const int modes[] = {0, 1, 2, 2, 2};
     feed(in->data, in->len, limit, stop_after, ref, o);
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
-        if (modes[i] == ref && i < 2)
-            continue;
+        if (modes[i] == ref && i < 2) continue;
         feed(in->data, in->len, limit, stop_after, modes[i], a);
         if (strcmp(a->data, o->data) != 0) {
             fprintf(stderr, "iteration %d (%s, mode %d vs %d): %.*s\ngot  %s\nwant %s\n", iter, what, modes[i], ref,
@@ -452,11 +428,9 @@ static void limit_and_stop_agree(feed_fn feed, const lop_buf_t *in, size_t limit
 
 /* Mutate *in once or twice; then every split mode must give the outcome of mode ref (an
  * all-tracked reference). */
-static void mutated_agree(feed_fn feed, lop_buf_t *in, int ref, int iter, const char *what, lop_buf_t *a,
-                          lop_buf_t *o)
+static void mutated_agree(feed_fn feed, lop_buf_t *in, int ref, int iter, const char *what, lop_buf_t *a, lop_buf_t *o)
 {
-    for (size_t m = rn(2) + 1; m; m--)
-        mutate(in);
+    for (size_t m = rn(2) + 1; m; m--) mutate(in);
     modes_agree(feed, in, 0, 0, ref, iter, what, a, o);
 }
 
@@ -494,8 +468,7 @@ static void feed_watch_tracked(const char *st, size_t n, size_t max_doc, int sto
             lop_jtrack_begin(t, '{');
             i++;
             bad = lop_jtrack_scan(t, st, n, &i, &done);
-            if (!bad && i - start > (max_doc ? max_doc : (size_t)64 << 20))
-                bad = "document larger than the limit";
+            if (!bad && i - start > (max_doc ? max_doc : (size_t)64 << 20)) bad = "document larger than the limit";
         }
         if (bad) {
             snprintf(why, sizeof why, "watch stream: %s at byte %zu", bad, i);
@@ -525,8 +498,7 @@ static void feed_watch(const char *st, size_t n, size_t max_doc, int stop_after,
     lop_err_clear(&err);
     for (size_t at = 0; at < n && rc == LOP_OK;) {
         size_t piece = mode == 0 ? n : mode == 1 ? 1 : 1 + rn(rn(2) ? 8 : 300);
-        if (piece > n - at)
-            piece = n - at;
+        if (piece > n - at) piece = n - at;
         char *c = exact(st + at, piece);
         rc = lop_watchdecoder_feed(d, c, piece, &err);
         free(c);
@@ -551,15 +523,13 @@ static void delivered_on_time(const char *st, size_t n, const size_t *ends, size
     bool bytes = rn(3) == 0;
     for (size_t at = 0; at < n;) {
         size_t piece = bytes ? 1 : 1 + rn(rn(2) ? 8 : 300);
-        if (piece > n - at)
-            piece = n - at;
+        if (piece > n - at) piece = n - at;
         char *c = exact(st + at, piece);
         T_EQ_INT(lop_watchdecoder_feed(d, c, piece, NULL), LOP_OK);
         free(c);
         at += piece;
         size_t due = 0;
-        while (due < nd && ends[due] <= at)
-            due++;
+        while (due < nd && ends[due] <= at) due++;
         if ((size_t)s.ndocs != due) {
             fprintf(stderr, "iteration %d: %zu of %zu bytes fed, %d documents delivered, %zu due: %.*s\n", iter, at, n,
                     s.ndocs, due, (int)n, st);
@@ -600,8 +570,7 @@ static void test_watch_streams_split_anywhere(void)
             lop_buf_putc(&want, '\x1e');
             /* "" and " " only between documents (a document on the same line as the next) */
             const char *sep = seps[rn(8)];
-            if (k == nd - 1 && !strchr(sep, '\n') && rn(2))
-                sep = "\n";
+            if (k == nd - 1 && !strchr(sep, '\n') && rn(2)) sep = "\n";
             lop_buf_puts(&st, sep);
         }
         lop_buf_puts(&want, "|rc=0 partial=0");
@@ -610,8 +579,8 @@ static void test_watch_streams_split_anywhere(void)
         for (int mode = 0; mode < 5; mode++) {
             feed_watch(st.data, st.len, 0, 0, mode > 2 ? 2 : mode, &a);
             if (strcmp(a.data, exp) != 0) {
-                fprintf(stderr, "iteration %d mode %d: stream %.*s\ngot  %s\nwant %s\n", iter, mode, (int)st.len, st.data,
-                        a.data, exp);
+                fprintf(stderr, "iteration %d mode %d: stream %.*s\ngot  %s\nwant %s\n", iter, mode, (int)st.len,
+                        st.data, a.data, exp);
                 T_CHECK(0);
             }
         }
@@ -644,8 +613,7 @@ static int lcollect(void *ud, const char *item0, size_t len, size_t *end)
     lop_err_t err;
     lop_rc_t rc = end ? lop_obj_new_prefix(item, len, 0, NULL, NULL, end, &o, &err)
                       : lop_obj_new_item(item, len, 0, NULL, NULL, &o, &err);
-    if (end)
-        s->offered++;
+    if (end) s->offered++;
     if (rc != LOP_OK) {
         free(item);
         if (end) {
@@ -680,15 +648,13 @@ static void feed_list(const char *body, size_t n, size_t max_item, int stop_afte
     lop_err_t err;
     for (size_t at = 0; at < n && rc == LOP_OK;) {
         size_t piece = mode == 0 ? n : mode == 1 ? 1 : 1 + rn(rn(2) ? 8 : 400);
-        if (piece > n - at)
-            piece = n - at;
+        if (piece > n - at) piece = n - at;
         char *c = exact(body + at, piece);
         rc = lop_listdecoder_feed(s.d, c, piece, &err);
         free(c);
         at += piece;
     }
-    if (rc == LOP_OK)
-        rc = lop_listdecoder_finish(s.d, &err);
+    if (rc == LOP_OK) rc = lop_listdecoder_finish(s.d, &err);
     lop_buf_reset(out);
     lop_buf_append(out, s.got.data ? s.got.data : "", s.got.len);
     lop_buf_printf(out, "|rc=%d items=%zu rv=%s", (int)rc, lop_listdecoder_items(s.d),
@@ -729,7 +695,9 @@ static void test_list_bodies_split_anywhere(void)
     for (int iter = 0; iter < 2000; iter++) {
         lop_buf_reset(&body);
         lop_buf_reset(&want);
-        lop_buf_puts(&body, "{\"kind\":\"ThingList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"9\"},\"items\":[");
+        lop_buf_puts(
+            &body,
+            "{\"kind\":\"ThingList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"9\"},\"items\":[");
         size_t ni = rn(7), maxlen = 0;
         for (size_t k = 0; k < ni; k++) {
             if (k) {
@@ -759,8 +727,8 @@ static void test_list_bodies_split_anywhere(void)
         if (ni) {
             /* the item limit: the longest item passes (with at least 64, for the list's own short
              * members), one less than it fails at it; stop after k, whichever way */
-            limit_and_stop_agree(feed_list, &body, maxlen > 64 ? maxlen : 64, maxlen - 1, 1 + (int)rn(ni), 1,
-                                 iter, "body", exp, &a, &o);
+            limit_and_stop_agree(feed_list, &body, maxlen > 64 ? maxlen : 64, maxlen - 1, 1 + (int)rn(ni), 1, iter,
+                                 "body", exp, &a, &o);
         }
         free(exp);
         mutated_agree(feed_list, &body, 1, iter, "body", &a, &o); /* byte by byte: all tracked */
@@ -852,8 +820,7 @@ static void test_obj_key_matches_snprintf(void)
             snprintf(json, sizeof json, "{\"metadata\":{\"namespace\":\"%s\",\"name\":\"%s\"}}", nss[i], names[j]);
             lop_obj_t *o = NULL;
             T_EQ_INT(lop_obj_new(json, strlen(json), 0, &o, NULL), LOP_OK);
-            if (!o)
-                continue;
+            if (!o) continue;
             char want[128];
             int wl = nss[i][0] ? snprintf(want, sizeof want, "%s/%s", nss[i], names[j])
                                : snprintf(want, sizeof want, "%s", names[j]);
@@ -882,8 +849,7 @@ int main(void)
 {
     /* a fixed seed; JSON_DIFF_SEED explores others by hand */
     const char *seed = getenv("JSON_DIFF_SEED");
-    if (seed && strtoull(seed, NULL, 0))
-        g_rng = strtoull(seed, NULL, 0);
+    if (seed && strtoull(seed, NULL, 0)) g_rng = strtoull(seed, NULL, 0);
     T_RUN(test_jscan_value_matches_the_reference);
     T_RUN(test_jscan_escapes_at_every_16_byte_offset);
     T_RUN(test_jsimd_close_end_matches_its_definition);

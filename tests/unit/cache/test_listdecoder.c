@@ -12,7 +12,7 @@ typedef struct sink {
     char items[8][256];
     char kinds[8][32];
     int n;
-    int stop_after; /* 0 = never */
+    int stop_after;         /* 0 = never */
     int unchecked, refused; /* items offered unchecked; of those, refused */
     lop_listdecoder_t *d;
 } sink_t;
@@ -101,8 +101,7 @@ static void test_byte_by_byte_and_all_at_once(void)
     size_t n = strlen(b);
     sink_t s = {0};
     lop_listdecoder_t *d = new_decoder(&s, 0);
-    for (size_t i = 0; i < n; i++)
-        T_EQ_INT(lop_listdecoder_feed(d, b + i, 1, NULL), LOP_OK);
+    for (size_t i = 0; i < n; i++) T_EQ_INT(lop_listdecoder_feed(d, b + i, 1, NULL), LOP_OK);
     check_all(d, &s);
     memset(&s, 0, sizeof s);
     s.d = d;
@@ -117,8 +116,10 @@ static void test_byte_by_byte_and_all_at_once(void)
 static void test_items_before_kind_stream_too(void)
 {
     char b[1024];
-    snprintf(b, sizeof b, "{\"items\":[%s,%s],\"metadata\":{\"resourceVersion\":\"7\"},\"apiVersion\":\"v1\","
-                          "\"kind\":\"ConfigMapList\"}", item[0], item[1]);
+    snprintf(b, sizeof b,
+             "{\"items\":[%s,%s],\"metadata\":{\"resourceVersion\":\"7\"},\"apiVersion\":\"v1\","
+             "\"kind\":\"ConfigMapList\"}",
+             item[0], item[1]);
     size_t n = strlen(b);
     for (size_t cut = 0; cut <= n; cut++) {
         sink_t s = {0};
@@ -182,7 +183,8 @@ static void test_malformed_bodies_fail_naming_the_cause(void)
         {"{\"metadata\":{\"resourceVersion\":\"1\"},\"items\":[{\"a\":1}", "truncated"},
         {"{\"metadata\":{\"resourceVersion\":\"1\"},\"items\":[{\"a\":1},", "truncated"},
         {"{\"metadata\":{\"resourceVersion\":\"1\"}", "truncated"},
-        {"{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"1\"},\"items\":[{\"a\":tru}]}",
+        {"{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"1\"},\"items\":[{\"a\":tru}]"
+         "}",
          "malformed list item"},
         {"{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"1\"},\"items\":[1]}",
          "not an object"},
@@ -205,8 +207,7 @@ static void test_malformed_bodies_fail_naming_the_cause(void)
         lop_listdecoder_t *d = new_decoder(&s, 0);
         lop_err_t err = {0};
         lop_rc_t rc = lop_listdecoder_feed(d, cases[i].body, strlen(cases[i].body), &err);
-        if (rc == LOP_OK)
-            rc = lop_listdecoder_finish(d, &err);
+        if (rc == LOP_OK) rc = lop_listdecoder_finish(d, &err);
         T_EQ_INT(rc, LOP_EINVAL);
         if (!strstr(err.message, cases[i].needle))
             fprintf(stderr, "case %zu: \"%s\" does not name \"%s\"\n", i, err.message, cases[i].needle);
@@ -268,8 +269,7 @@ static int count_only(void *ud, const char *it, size_t len, size_t *end)
 {
     (void)it;
     (void)len;
-    if (end)
-        return LOP_LIST_RETRY; /* take every item tracked */
+    if (end) return LOP_LIST_RETRY; /* take every item tracked */
     (*(int *)ud)++;
     return 0;
 }

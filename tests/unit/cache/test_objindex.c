@@ -125,8 +125,7 @@ static void test_update_repoints(void)
     T_EQ_INT(under(&x, "U", &one), 0);
     lop_objindex_cleanup(&x);
     lop_obj_t *all[] = {a1, a2, b, b2, c};
-    for (int i = 0; i < 5; i++)
-        lop_obj_unref(all[i]);
+    for (int i = 0; i < 5; i++) lop_obj_unref(all[i]);
 }
 
 /* Every object its own owner (ConfigMaps each owned by a custom resource): one slot each. */
@@ -152,21 +151,18 @@ static void test_many_distinct_values(void)
         bad += under(&x, o[i]->owner_uids[0], &one) != 1 || one != o[i];
     }
     T_EQ_INT(bad, 0);
-    for (int i = 0; i < N; i += 2)
-        lop_objindex_del(&x, o[i], 0);
+    for (int i = 0; i < N; i += 2) lop_objindex_del(&x, o[i], 0);
     T_EQ_INT(x.count, N / 2);
     for (int i = 0; i < N; i++) {
         lop_obj_t *one;
         bad += under(&x, o[i]->owner_uids[0], &one) != (i % 2 ? 1u : 0u);
     }
     T_EQ_INT(bad, 0);
-    for (int i = 1; i < N; i += 2)
-        lop_objindex_del(&x, o[i], 0);
+    for (int i = 1; i < N; i += 2) lop_objindex_del(&x, o[i], 0);
     T_EQ_INT(x.count, 0);
     T_CHECK(x.slots == NULL);
     lop_objindex_cleanup(&x);
-    for (int i = 0; i < N; i++)
-        lop_obj_unref(o[i]);
+    for (int i = 0; i < N; i++) lop_obj_unref(o[i]);
     free(o);
 }
 

@@ -43,7 +43,7 @@ static void test_empty_set(void)
     T_EQ_INT(s.count, 0);
     it = 0;
     T_CHECK(lop_objset_next(&s, &it) == NULL); /* emptied again */
-    T_CHECK(s.slots == NULL);                 /* and the table given back */
+    T_CHECK(s.slots == NULL);                  /* and the table given back */
     lop_objset_cleanup(&s);
     lop_obj_unref(a);
 }
@@ -121,45 +121,37 @@ static void test_growth_and_many_deletes_then_inserts(void)
     size_t it = 0, visits = 0;
     for (lop_obj_t *m; (m = lop_objset_next(&s, &it));) {
         int i = atoi(m->name + 4);
-        if (i >= 0 && i < MANY && m == o[i])
-            seen[i]++;
+        if (i >= 0 && i < MANY && m == o[i]) seen[i]++;
         visits++;
     }
     T_EQ_INT(visits, MANY);
-    for (int i = 0; i < MANY; i++)
-        bad += seen[i] != 1;
+    for (int i = 0; i < MANY; i++) bad += seen[i] != 1;
     T_EQ_INT(bad, 0);
     free(seen);
 
     /* delete all but every 1000th: the table halves as the load falls below 1/8 */
     for (int i = 0; i < MANY; i++) {
-        if (i % 1000 == 0)
-            continue;
+        if (i % 1000 == 0) continue;
         snprintf(key, sizeof key, "%s/obj-%d", i % 2 ? "ns-a" : "ns-b", i);
         bad += lop_objset_del(&s, key, strlen(key), lop_key_hash(key, strlen(key))) != o[i];
     }
     T_EQ_INT(bad, 0);
     T_EQ_INT(s.count, 10);
     T_CHECK(s.cap <= 128);
-    for (int i = 0; i < MANY; i++)
-        bad += lop_objset_find_like(&s, o[i]) != (i % 1000 == 0 ? o[i] : NULL);
+    for (int i = 0; i < MANY; i++) bad += lop_objset_find_like(&s, o[i]) != (i % 1000 == 0 ? o[i] : NULL);
     T_EQ_INT(bad, 0);
 
-    for (int i = 0; i < MANY; i++)
-        lop_objset_add(&s, o[i]);
+    for (int i = 0; i < MANY; i++) lop_objset_add(&s, o[i]);
     T_EQ_INT(s.count, MANY);
-    for (int i = 0; i < MANY; i++)
-        bad += lop_objset_find_like(&s, o[i]) != o[i];
+    for (int i = 0; i < MANY; i++) bad += lop_objset_find_like(&s, o[i]) != o[i];
     T_EQ_INT(bad, 0);
-    for (int i = 0; i < MANY; i++)
-        bad += lop_objset_remove(&s, o[i]) != o[i];
+    for (int i = 0; i < MANY; i++) bad += lop_objset_remove(&s, o[i]) != o[i];
     T_EQ_INT(bad, 0);
     T_EQ_INT(s.count, 0);
     T_CHECK(s.slots == NULL);
     it = 0;
     T_CHECK(lop_objset_next(&s, &it) == NULL);
-    for (int i = 0; i < MANY; i++)
-        lop_obj_unref(o[i]);
+    for (int i = 0; i < MANY; i++) lop_obj_unref(o[i]);
     free(o);
 }
 
@@ -192,8 +184,7 @@ static void test_full_hash_collisions(void)
     lop_obj_t *o[2 * PAIRS];
     int np = 0;
     for (uint32_t i = 1; i < N && np < PAIRS; i++) {
-        if (hs[i].h != hs[i - 1].h)
-            continue;
+        if (hs[i].h != hs[i - 1].h) continue;
         for (int k = 0; k < 2; k++) {
             uint32_t j = hs[i - 1 + k].i;
             snprintf(name, sizeof name, "k%u-%x", j, j * 2654435761u);
@@ -202,14 +193,11 @@ static void test_full_hash_collisions(void)
         np++;
     }
     free(hs);
-    if (!T_SETUP("colliding key hashes", np == PAIRS))
-        return;
-    for (int p = 0; p < PAIRS; p++)
-        T_CHECK(lop_obj_key_hash(o[2 * p]) == lop_obj_key_hash(o[2 * p + 1]));
+    if (!T_SETUP("colliding key hashes", np == PAIRS)) return;
+    for (int p = 0; p < PAIRS; p++) T_CHECK(lop_obj_key_hash(o[2 * p]) == lop_obj_key_hash(o[2 * p + 1]));
 
     lop_objset_t s = LOP_OBJSET_INIT;
-    for (int i = 0; i < 2 * PAIRS; i++)
-        T_CHECK(lop_objset_put(&s, o[i]) == NULL);
+    for (int i = 0; i < 2 * PAIRS; i++) T_CHECK(lop_objset_put(&s, o[i]) == NULL);
     T_EQ_INT(s.count, 2 * PAIRS);
     for (int i = 0; i < 2 * PAIRS; i++) {
         T_CHECK(find(&s, o[i]->name) == o[i]);
@@ -223,11 +211,9 @@ static void test_full_hash_collisions(void)
     }
     for (int p = 0; p < PAIRS; p++) /* and back: add finds the partner is a different key */
         T_CHECK(lop_objset_add(&s, o[2 * p]) == NULL);
-    for (int i = 0; i < 2 * PAIRS; i++)
-        T_CHECK(find(&s, o[i]->name) == o[i]);
+    for (int i = 0; i < 2 * PAIRS; i++) T_CHECK(find(&s, o[i]->name) == o[i]);
     lop_objset_cleanup(&s);
-    for (int i = 0; i < 2 * PAIRS; i++)
-        lop_obj_unref(o[i]);
+    for (int i = 0; i < 2 * PAIRS; i++) lop_obj_unref(o[i]);
 }
 
 /* Five objects homed at the last slot of an 8-slot table fill slots 7, 0, 1, 2, 3: deleting
@@ -239,15 +225,13 @@ static void test_backward_shift_across_the_end(void)
     char name[32];
     for (int i = 0; n < 5; i++) {
         snprintf(name, sizeof name, "w-%d", i);
-        if (lop_objset_home(lop_key_hash(name, strlen(name)), 8) == 7)
-            o[n++] = mk("", name, "1");
+        if (lop_objset_home(lop_key_hash(name, strlen(name)), 8) == 7) o[n++] = mk("", name, "1");
     }
     for (int first = 0; first < 5; first++) {
         lop_objset_t s = LOP_OBJSET_INIT;
         lop_objset_reserve(&s, 6);
         T_EQ_INT(s.cap, 8);
-        for (int i = 0; i < 5; i++)
-            lop_objset_put(&s, o[i]);
+        for (int i = 0; i < 5; i++) lop_objset_put(&s, o[i]);
         T_CHECK(s.slots[7] != 0 && s.slots[0] != 0 && s.slots[3] != 0 && s.slots[4] == 0);
         /* delete starting at position `first` of the run, then the rest */
         for (int k = 0; k < 5; k++) {
@@ -255,15 +239,13 @@ static void test_backward_shift_across_the_end(void)
             T_CHECK(lop_objset_remove(&s, o[d]) == o[d]);
             for (int j = 0; j < 5; j++) {
                 bool gone = false;
-                for (int m = 0; m <= k; m++)
-                    gone |= j == (first + m) % 5;
+                for (int m = 0; m <= k; m++) gone |= j == (first + m) % 5;
                 T_CHECK(find(&s, o[j]->name) == (gone ? NULL : o[j]));
             }
         }
         lop_objset_cleanup(&s);
     }
-    for (int i = 0; i < 5; i++)
-        lop_obj_unref(o[i]);
+    for (int i = 0; i < 5; i++) lop_obj_unref(o[i]);
 }
 
 /* Random puts and removes over a small pool (small tables, high load, runs wrapping the end,
@@ -300,13 +282,11 @@ static void test_random_against_a_model(void)
         }
         bad += s.count != model;
         bad += s.count * 4 > s.cap * 3;
-        for (int j = 0; j < POOL; j++)
-            bad += lop_objset_find_like(&s, o[j]) != (in[j] ? o[j] : NULL);
+        for (int j = 0; j < POOL; j++) bad += lop_objset_find_like(&s, o[j]) != (in[j] ? o[j] : NULL);
     }
     T_EQ_INT(bad, 0);
     lop_objset_cleanup(&s);
-    for (int i = 0; i < POOL; i++)
-        lop_obj_unref(o[i]);
+    for (int i = 0; i < POOL; i++) lop_obj_unref(o[i]);
 }
 
 int main(void)

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #define MS LOP_NS_PER_MS
-#define S LOP_NS_PER_S
+#define S  LOP_NS_PER_S
 
 /* ---- the fake listwatch ---- */
 
@@ -56,11 +56,13 @@ static lop_rc_t fake_list(void *ud, const lop_list_opts_t *o, lop_buf_t *body, l
         rec(f->list_cont[i], o->continue_token);
         f->list_limit[i] = o->limit;
     }
-    if (i >= f->nlists)
-        return lop_err_set(err, LOP_EAGAIN, 0, NULL, "script exhausted");
+    if (i >= f->nlists) return lop_err_set(err, LOP_EAGAIN, 0, NULL, "script exhausted");
     const lresp_t *r = &f->lists[i];
     if (r->rc != LOP_OK)
-        return lop_err_set(err, r->rc, r->code, r->code == 410 ? "Expired" : r->code == 504 ? "Timeout" : "",
+        return lop_err_set(err, r->rc, r->code,
+                           r->code == 410   ? "Expired"
+                           : r->code == 504 ? "Timeout"
+                                            : "",
                            "scripted failure");
     lop_buf_puts(body, r->body);
     return LOP_OK;
@@ -77,24 +79,24 @@ static lop_rc_t fake_watch(void *ud, const lop_watch_opts_t *o, lop_stream_fn fn
         f->watch_bookmarks[i] = o->allow_bookmarks;
         f->watch_sie[i] = o->send_initial_events;
     }
-    if (i >= f->nwatches)
-        return lop_err_set(err, LOP_EAGAIN, 0, NULL, "script exhausted");
+    if (i >= f->nwatches) return lop_err_set(err, LOP_EAGAIN, 0, NULL, "script exhausted");
     const wresp_t *w = &f->watches[i];
     for (int c = 0; c < 8 && w->chunks[c]; c++)
-        if (fn(fn_ud, w->chunks[c], strlen(w->chunks[c])) != 0)
-            return LOP_ECLOSED;
-    if (w->advance_ns)
-        lop_fake_clock_step(f->fc, w->advance_ns);
+        if (fn(fn_ud, w->chunks[c], strlen(w->chunks[c])) != 0) return LOP_ECLOSED;
+    if (w->advance_ns) lop_fake_clock_step(f->fc, w->advance_ns);
     if (w->block) {
         pthread_mutex_lock(&f->mu);
         int seen = f->cancels;
-        while (f->cancels == seen)
-            pthread_cond_wait(&f->cond, &f->mu);
+        while (f->cancels == seen) pthread_cond_wait(&f->cond, &f->mu);
         pthread_mutex_unlock(&f->mu);
         return LOP_ECLOSED;
     }
     if (w->rc != LOP_OK)
-        return lop_err_set(err, w->rc, f->watch_code[i] ? f->watch_code[i] : w->rc == LOP_EGONE ? 410 : 0, NULL, "scripted watch failure");
+        return lop_err_set(err, w->rc,
+                           f->watch_code[i]     ? f->watch_code[i]
+                           : w->rc == LOP_EGONE ? 410
+                                                : 0,
+                           NULL, "scripted watch failure");
     return LOP_OK;
 }
 
@@ -105,7 +107,8 @@ static lop_rc_t fake_list_stream(void *ud, const lop_list_opts_t *o, lop_stream_
     fake_t *f = ud;
     lop_buf_t b = LOP_BUF_INIT;
     int i = f->li;
-    lop_rc_t rc = i < f->nlists && f->lists[i].rc == LOP_EAGAIN && f->lists[i].body ? LOP_OK : fake_list(ud, o, &b, err);
+    lop_rc_t rc =
+        i < f->nlists && f->lists[i].rc == LOP_EAGAIN && f->lists[i].body ? LOP_OK : fake_list(ud, o, &b, err);
     if (rc == LOP_OK && b.len == 0) {
         f->li++;
         lop_buf_puts(&b, f->lists[i].body);
@@ -118,8 +121,7 @@ static lop_rc_t fake_list_stream(void *ud, const lop_list_opts_t *o, lop_stream_
             return lop_err_set(err, LOP_ECLOSED, 0, NULL, "stopped by the consumer");
         }
     lop_buf_free(&b);
-    if (rc == LOP_EAGAIN)
-        return lop_err_set(err, LOP_EAGAIN, 0, NULL, "connection reset mid-body");
+    if (rc == LOP_EAGAIN) return lop_err_set(err, LOP_EAGAIN, 0, NULL, "connection reset mid-body");
     return rc;
 }
 
@@ -138,7 +140,6 @@ static void fake_cancel(void *ud)
 }
 
 /* ---- handler recorder ---- */
-
 
 typedef struct env {
     lop_fake_clock_t fc;
@@ -162,8 +163,13 @@ static void setup(env_t *e, const lresp_t *lists, int nl, const wresp_t *watches
     e->store = lop_store_new();
     lop_listwatch_t lw = {&e->f, fake_list, fake_watch, fake_cancel, NULL, g_stream ? fake_list_stream : NULL};
     lop_reflector_config_t cfg = {
-        .name = "v1/configmaps", .lw = &lw, .store = e->store, .clock = &e->fc.base,
-        .handlers = {h_add, h_update, h_delete, &e->log}, .seed = 42, .watch_list = g_watch_list,
+        .name = "v1/configmaps",
+        .lw = &lw,
+        .store = e->store,
+        .clock = &e->fc.base,
+        .handlers = {h_add, h_update, h_delete, &e->log},
+        .seed = 42,
+        .watch_list = g_watch_list,
     };
     e->r = lop_reflector_new(&cfg, NULL);
     T_CHECK(e->r != NULL);
@@ -191,13 +197,20 @@ static const char *rv_of(env_t *e)
     return b;
 }
 
-#define CM(name, rv) "{\"metadata\":{\"namespace\":\"d\",\"name\":\"" name "\",\"uid\":\"u-" name "\",\"resourceVersion\":\"" rv "\"}}"
-#define LIST(rv, cont, items) \
-    "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"" rv "\"" cont "},\"items\":[" items "]}"
+#define CM(name, rv) \
+    "{\"metadata\":{\"namespace\":\"d\",\"name\":\"" name "\",\"uid\":\"u-" name "\",\"resourceVersion\":\"" rv "\"}}"
+#define LIST(rv, cont, items)                                                                             \
+    "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"" rv "\"" cont \
+    "},\"items\":[" items "]}"
 #define EV(type, obj) "{\"type\":\"" type "\",\"object\":" obj "}\n"
-#define WCM(name, rv) "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"namespace\":\"d\",\"name\":\"" name "\",\"resourceVersion\":\"" rv "\"}}"
-#define BOOKMARK(rv) EV("BOOKMARK", "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"" rv "\"}}")
-#define ERR(code) EV("ERROR", "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"code\":" #code ",\"reason\":\"Expired\",\"message\":\"too old resource version\"}")
+#define WCM(name, rv)                                                                                  \
+    "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"namespace\":\"d\",\"name\":\"" name \
+    "\",\"resourceVersion\":\"" rv "\"}}"
+#define BOOKMARK(rv) \
+    EV("BOOKMARK", "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"" rv "\"}}")
+#define ERR(code)                                                                                   \
+    EV("ERROR", "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"code\":" #code \
+                ",\"reason\":\"Expired\",\"message\":\"too old resource version\"}")
 
 static const lresp_t two_pages[] = {
     {LOP_OK, 200, LIST("10", ",\"continue\":\"t1\"", CM("a", "5") "," CM("b", "6"))},
@@ -229,9 +242,11 @@ static void test_paginated_list_then_synced(void)
 static void test_watch_events_split_anywhere_update_store_and_rv(void)
 {
     static const wresp_t w[] = {
-        {LOP_OK, {EV("ADDED", WCM("x", "11")) EV("MODIFIED", WCM("a", "12")) "{\"type\":\"DEL", "ETED\",\"object\":",
-                  WCM("b", "13") "}\n" BOOKMARK("20"), NULL},
-         5 * S, false},
+        {LOP_OK,
+         {EV("ADDED", WCM("x", "11")) EV("MODIFIED", WCM("a", "12")) "{\"type\":\"DEL",
+          "ETED\",\"object\":", WCM("b", "13") "}\n" BOOKMARK("20"), NULL},
+         5 * S,
+         false},
         {LOP_OK, {NULL}, 300 * S, false},
     };
     env_t e;
@@ -261,8 +276,8 @@ static void test_watch_events_split_anywhere_update_store_and_rv(void)
 
 static void test_very_short_watch_backs_off_exponentially_and_resets(void)
 {
-    static const wresp_t w[] = {{LOP_OK, {NULL}, 0, false}, {LOP_OK, {NULL}, 0, false}, {LOP_OK, {NULL}, 0, false},
-                                {LOP_OK, {NULL}, 0, false}};
+    static const wresp_t w[] = {
+        {LOP_OK, {NULL}, 0, false}, {LOP_OK, {NULL}, 0, false}, {LOP_OK, {NULL}, 0, false}, {LOP_OK, {NULL}, 0, false}};
     env_t e;
     setup(&e, two_pages, 2, w, 4);
     step(&e);
@@ -284,8 +299,7 @@ static void test_backoff_caps_at_30s(void)
     setup(&e, two_pages, 2, NULL, 0); /* every watch fails (script exhausted → EAGAIN) */
     step(&e);
     int64_t d = 0;
-    for (int i = 0; i < 12; i++)
-        d = step(&e);
+    for (int i = 0; i < 12; i++) d = step(&e);
     T_CHECK(d >= 30 * S && d < 60 * S);
     teardown(&e);
 }
@@ -383,7 +397,7 @@ static void test_expired_continue_falls_back_to_full_list(void)
     env_t e;
     setup(&e, lists, 3, NULL, 0);
     T_EQ_INT(step(&e), 0);
-    T_EQ_STR(e.f.list_rv[2], "0"); /* the original RV */
+    T_EQ_STR(e.f.list_rv[2], "0");  /* the original RV */
     T_EQ_INT(e.f.list_limit[2], 0); /* unpaginated */
     T_EQ_STR(e.f.list_cont[2], "(unset)");
     T_EQ_STR(e.log.s, "add:a@5;add:b@6;"); /* the page-1 items are not delivered twice */
@@ -442,8 +456,12 @@ static void test_relist_keeps_unchanged_entries(void)
     lop_reflector_free(e.r);
     lop_listwatch_t lw = {&e.f, fake_list, fake_watch, fake_cancel, NULL, g_stream ? fake_list_stream : NULL};
     e.f.li = 1;
-    lop_reflector_config_t cfg = {.name = "x", .lw = &lw, .store = e.store, .clock = &e.fc.base,
-                                  .handlers = {NULL, count_same, NULL, &rec}, .seed = 1};
+    lop_reflector_config_t cfg = {.name = "x",
+                                  .lw = &lw,
+                                  .store = e.store,
+                                  .clock = &e.fc.base,
+                                  .handlers = {NULL, count_same, NULL, &rec},
+                                  .seed = 1};
     e.r = lop_reflector_new(&cfg, NULL);
     T_EQ_INT(step(&e), 0);
     T_EQ_INT(rec.updates, 3);
@@ -458,7 +476,9 @@ static void test_list_cut_mid_body_changes_nothing_and_retries(void)
     static const lresp_t lists[] = {
         {LOP_OK, 200, LIST("10", "", CM("a", "5"))},
         {LOP_EAGAIN, 0, LIST("20", "", CM("a", "6") "," CM("b", "7") "," CM("c", "8"))},
-        {LOP_OK, 200, "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"20\"},\"items\":[" CM("a", "6")},
+        {LOP_OK, 200,
+         "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"20\"},\"items\":[" CM(
+             "a", "6")},
         {LOP_OK, 200, LIST("20", "", CM("a", "6") "," CM("b", "7"))},
     };
     static const wresp_t w[] = {{LOP_EGONE, {NULL}, 0, false}};
@@ -470,7 +490,7 @@ static void test_list_cut_mid_body_changes_nothing_and_retries(void)
     if (g_stream)
         T_CHECK(step(&e) > 0); /* cut mid-body */
     else
-        e.f.li++; /* the buffered list never sees half a body: rest.c fails the whole request */
+        e.f.li++;          /* the buffered list never sees half a body: rest.c fails the whole request */
     T_CHECK(step(&e) > 0); /* truncated JSON */
     T_EQ_STR(e.log.s, "");
     lop_obj_t *a = lop_store_get(e.store, "d/a");
@@ -481,7 +501,7 @@ static void test_list_cut_mid_body_changes_nothing_and_retries(void)
     teardown(&e);
 }
 
-#define BOOKMARK_END(rv)                                                                                    \
+#define BOOKMARK_END(rv)                                                                                   \
     EV("BOOKMARK", "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"" rv \
                    "\",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}}}")
 
@@ -490,8 +510,11 @@ static void test_list_cut_mid_body_changes_nothing_and_retries(void)
 static void test_watch_list_syncs_at_its_bookmark_without_a_list(void)
 {
     static const wresp_t w[] = {
-        {LOP_OK, {EV("ADDED", WCM("a", "5")) EV("ADDED", WCM("b", "6")), BOOKMARK_END("10"),
-                  EV("MODIFIED", WCM("a", "11")), NULL}, 2 * S, false},
+        {LOP_OK,
+         {EV("ADDED", WCM("a", "5")) EV("ADDED", WCM("b", "6")), BOOKMARK_END("10"), EV("MODIFIED", WCM("a", "11")),
+          NULL},
+         2 * S,
+         false},
     };
     g_watch_list = true;
     env_t e;
@@ -556,9 +579,9 @@ static void test_watch_list_refused_uses_list_from_then_on(void)
     setup(&e, lists, 2, w, 2);
     g_watch_list = false;
     e.f.watch_code[0] = 422;
-    step(&e);         /* refused */
-    step(&e);         /* LIST */
-    step(&e);         /* watch: 410 */
+    step(&e);              /* refused */
+    step(&e);              /* LIST */
+    step(&e);              /* watch: 410 */
     T_EQ_INT(step(&e), 0); /* relist: a LIST again, not a watch-list */
     T_EQ_INT(e.f.li, 2);
     T_EQ_INT(e.f.wi, 2);
@@ -572,8 +595,11 @@ static void test_watch_list_refused_uses_list_from_then_on(void)
 static void test_watch_list_relist_keeps_unchanged_entries(void)
 {
     static const wresp_t w[] = {
-        {LOP_OK, {EV("ADDED", WCM("a", "5")) EV("ADDED", WCM("b", "6")) EV("ADDED", WCM("c", "7")),
-                  BOOKMARK_END("10"), ERR(410), NULL}, 2 * S, false},
+        {LOP_OK,
+         {EV("ADDED", WCM("a", "5")) EV("ADDED", WCM("b", "6")) EV("ADDED", WCM("c", "7")), BOOKMARK_END("10"),
+          ERR(410), NULL},
+         2 * S,
+         false},
         {LOP_OK, {EV("ADDED", WCM("a", "5")) EV("ADDED", WCM("b", "12")), BOOKMARK_END("20"), NULL}, 2 * S, false},
     };
     g_watch_list = true;
@@ -602,7 +628,9 @@ static void test_malformed_list_item_fails_the_list(void)
     static const lresp_t lists[] = {
         {LOP_OK, 200, LIST("10", "", CM("a", "5") ",{\"metadata\":{\"name\":\"b\"},\"x\":tru}")},
         {LOP_OK, 200, LIST("10", "", CM("a", "5"))},
-        {LOP_OK, 200, LIST("20", "", CM("a", "5") ",{\"metadata\":{\"name\":\"a\",\"namespace\":\"d\",\"resourceVersion\":\"5\"},\"x\":nul}")},
+        {LOP_OK, 200,
+         LIST("20", "",
+              CM("a", "5") ",{\"metadata\":{\"name\":\"a\",\"namespace\":\"d\",\"resourceVersion\":\"5\"},\"x\":nul}")},
     };
     static const wresp_t w[] = {{LOP_EGONE, {NULL}, 0, false}};
     env_t e;
@@ -624,8 +652,10 @@ static void test_malformed_list_item_fails_the_list(void)
 static void test_items_before_the_list_kind(void)
 {
     static const lresp_t lists[] = {
-        {LOP_OK, 200, "{\"apiVersion\":\"v1\",\"items\":[" WCM("a", "5") "," CM("b", "6") "],\"kind\":\"ConfigMapList\","
-                      "\"metadata\":{\"resourceVersion\":\"10\"}}"},
+        {LOP_OK, 200,
+         "{\"apiVersion\":\"v1\",\"items\":[" WCM("a", "5") "," CM("b",
+                                                                   "6") "],\"kind\":\"ConfigMapList\","
+                                                                        "\"metadata\":{\"resourceVersion\":\"10\"}}"},
     };
     env_t e;
     setup(&e, lists, 1, NULL, 0);
@@ -667,9 +697,9 @@ static void test_watch_list_404_falls_back_once(void)
     setup(&e, lists, 1, w, 3);
     g_watch_list = false;
     e.f.watch_code[0] = 404;
-    step(&e); /* 404 */
-    step(&e); /* LIST */
-    step(&e); /* watch: 410 */
+    step(&e);              /* 404 */
+    step(&e);              /* LIST */
+    step(&e);              /* watch: 410 */
     T_EQ_INT(step(&e), 0); /* the relist is a watch-list again */
     T_CHECK(e.f.watch_sie[0]);
     T_CHECK(e.f.watch_sie[2]);
@@ -715,8 +745,7 @@ static void test_garbage_restarts_watch_from_last_good_rv(void)
     setup(&e, two_pages, 2, w, 6);
     step(&e);
     e.log.s[0] = '\0';
-    for (int i = 0; i < 6; i++)
-        T_CHECK(step(&e) > 0);
+    for (int i = 0; i < 6; i++) T_CHECK(step(&e) > 0);
     T_EQ_STR(e.log.s, "add:x@11;add:y@12;");
     T_EQ_STR(e.f.watch_rv[1], "11");
     T_EQ_STR(e.f.watch_rv[2], "12");
@@ -739,10 +768,8 @@ static void test_other_error_event_and_transport_errors_rewatch(void)
     env_t e;
     setup(&e, two_pages, 2, w, 4);
     step(&e);
-    for (int i = 0; i < 4; i++)
-        T_CHECK(step(&e) > 0);
-    for (int i = 0; i < 4; i++)
-        T_EQ_STR(e.f.watch_rv[i], "10");
+    for (int i = 0; i < 4; i++) T_CHECK(step(&e) > 0);
+    for (int i = 0; i < 4; i++) T_EQ_STR(e.f.watch_rv[i], "10");
     T_EQ_INT(e.f.li, 2);
     teardown(&e);
 }
@@ -794,11 +821,19 @@ static void test_initial_added_burst_is_not_a_resume_point(void)
     static const lresp_t lists[] = {{LOP_OK, 200, LIST("0", "", "")}};
     static const wresp_t w[] = {
         {LOP_OK, {EV("ADDED", WCM("a", "50")) EV("ADDED", WCM("b", "40")), NULL}, 2 * S, false},
-        {LOP_OK, {EV("ADDED", WCM("a", "50")) EV("MODIFIED", WCM("b", "55")) EV("ADDED", WCM("c", "56")), NULL}, 2 * S, false},
+        {LOP_OK,
+         {EV("ADDED", WCM("a", "50")) EV("MODIFIED", WCM("b", "55")) EV("ADDED", WCM("c", "56")), NULL},
+         2 * S,
+         false},
         {LOP_OK, {NULL}, 2 * S, false},
     };
     static const wresp_t w2[] = {
-        {LOP_OK, {EV("ADDED", WCM("a", "50")) EV("BOOKMARK", "{\"kind\":\"ConfigMap\",\"metadata\":{\"resourceVersion\":\"60\",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}}}"), NULL}, 2 * S, false},
+        {LOP_OK,
+         {EV("ADDED", WCM("a", "50")) EV("BOOKMARK", "{\"kind\":\"ConfigMap\",\"metadata\":{\"resourceVersion\":\"60\","
+                                                     "\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}}}"),
+          NULL},
+         2 * S,
+         false},
     };
     env_t e;
     setup(&e, lists, 1, w, 3);

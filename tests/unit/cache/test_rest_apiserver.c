@@ -74,7 +74,8 @@ static void test_tls_token_crud_and_typed_errors(void)
     T_EQ_STR(cm.resource, "configmaps");
     lop_buf_t path = LOP_BUF_INIT;
     lop_rest_path(&path, &cm, "default", NULL, NULL, "fieldManager=luaop-test", &err);
-    const char *obj = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"c1\"},\"data\":{\"k\":\"v\"}}";
+    const char *obj =
+        "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"c1\"},\"data\":{\"k\":\"v\"}}";
     lop_rest_resp_t resp = LOP_REST_RESP_INIT;
     T_EQ_INT(lop_rest_do(e.c, "POST", path.data, NULL, obj, strlen(obj), &resp, &err), LOP_OK);
     T_EQ_INT(resp.code, 201);
@@ -183,7 +184,8 @@ static void test_client_certificate_auth(void)
              "openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=alice "
              "-keyout client.key -out client.csr >/dev/null 2>&1 && "
              "openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 1 "
-             "-out client.crt >/dev/null 2>&1", dir);
+             "-out client.crt >/dev/null 2>&1",
+             dir);
     T_EQ_INT(system(cmd), 0);
     char ca[300], crt[300], key[300];
     snprintf(ca, sizeof ca, "%s/ca.crt", dir);
@@ -263,11 +265,13 @@ static void test_crd_installed_after_start_is_mapped(void)
     const char *crd =
         "{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"CustomResourceDefinition\","
         "\"metadata\":{\"name\":\"gateways.example.com\"},\"spec\":{\"group\":\"example.com\",\"scope\":\"Namespaced\","
-        "\"names\":{\"plural\":\"gateways\",\"singular\":\"gateway\",\"kind\":\"Gateway\",\"listKind\":\"GatewayList\"},"
+        "\"names\":{\"plural\":\"gateways\",\"singular\":\"gateway\",\"kind\":\"Gateway\",\"listKind\":\"GatewayList\"}"
+        ","
         "\"versions\":[{\"name\":\"v1\",\"served\":true,\"storage\":true,\"subresources\":{\"status\":{}},"
         "\"schema\":{\"openAPIV3Schema\":{\"type\":\"object\",\"x-kubernetes-preserve-unknown-fields\":true}}}]}}";
-    T_EQ_INT(lop_rest_do(e.c, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", NULL, crd,
-                         strlen(crd), NULL, &err), LOP_OK);
+    T_EQ_INT(lop_rest_do(e.c, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", NULL, crd, strlen(crd),
+                         NULL, &err),
+             LOP_OK);
     T_EQ_INT(lop_restmapper_resolve(e.m, "example.com/v1", "Gateway", &mp, &err), LOP_OK);
     T_EQ_STR(mp.resource, "gateways");
     T_CHECK(mp.namespaced);
@@ -316,10 +320,14 @@ static void test_listwatch_against_apiserver(void)
     lop_rest_mapping_t cm;
     lop_err_t err;
     T_EQ_INT(lop_restmapper_resolve(e.m, "v1", "ConfigMap", &cm, &err), LOP_OK);
-    const char *o1 = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\",\"labels\":{\"app\":\"x\"}}}";
-    const char *o2 = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"b\",\"labels\":{\"app\":\"y\"}}}";
-    T_EQ_INT(lop_rest_do(e.c, "POST", "/api/v1/namespaces/default/configmaps", NULL, o1, strlen(o1), NULL, &err), LOP_OK);
-    T_EQ_INT(lop_rest_do(e.c, "POST", "/api/v1/namespaces/default/configmaps", NULL, o2, strlen(o2), NULL, &err), LOP_OK);
+    const char *o1 =
+        "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\",\"labels\":{\"app\":\"x\"}}}";
+    const char *o2 =
+        "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"b\",\"labels\":{\"app\":\"y\"}}}";
+    T_EQ_INT(lop_rest_do(e.c, "POST", "/api/v1/namespaces/default/configmaps", NULL, o1, strlen(o1), NULL, &err),
+             LOP_OK);
+    T_EQ_INT(lop_rest_do(e.c, "POST", "/api/v1/namespaces/default/configmaps", NULL, o2, strlen(o2), NULL, &err),
+             LOP_OK);
     lop_listwatch_t *lw = lop_rest_listwatch_new(e.c, &cm, "default", "app=x", NULL);
     lop_buf_t body = LOP_BUF_INIT;
     lop_list_opts_t lo = {.limit = 10};
@@ -327,7 +335,8 @@ static void test_listwatch_against_apiserver(void)
     json_t *list = json_loads(body.data, 0, NULL);
     T_EQ_INT(json_array_size(json_object_get(list, "items")), 1);
     char rv[64];
-    snprintf(rv, sizeof rv, "%s", json_string_value(json_object_get(json_object_get(list, "metadata"), "resourceVersion")));
+    snprintf(rv, sizeof rv, "%s",
+             json_string_value(json_object_get(json_object_get(list, "metadata"), "resourceVersion")));
     json_decref(list);
     lop_buf_free(&body);
 
@@ -339,8 +348,10 @@ static void test_listwatch_against_apiserver(void)
     pthread_cond_init(&w.cond, NULL);
     pthread_t t;
     pthread_create(&t, NULL, watch_main, &w);
-    const char *o3 = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"c\",\"labels\":{\"app\":\"x\"}}}";
-    T_EQ_INT(lop_rest_do(e.c, "POST", "/api/v1/namespaces/default/configmaps", NULL, o3, strlen(o3), NULL, &err), LOP_OK);
+    const char *o3 =
+        "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"c\",\"labels\":{\"app\":\"x\"}}}";
+    T_EQ_INT(lop_rest_do(e.c, "POST", "/api/v1/namespaces/default/configmaps", NULL, o3, strlen(o3), NULL, &err),
+             LOP_OK);
     pthread_mutex_lock(&w.mu);
     while (!strstr(w.got.data ? w.got.data : "", "\n")) pthread_cond_wait(&w.cond, &w.mu);
     pthread_mutex_unlock(&w.mu);
@@ -349,7 +360,8 @@ static void test_listwatch_against_apiserver(void)
     T_EQ_INT(w.rc, LOP_ECLOSED);
     json_t *ev = json_loads(w.got.data, JSON_DISABLE_EOF_CHECK, NULL);
     T_EQ_STR(json_string_value(json_object_get(ev, "type")), "ADDED");
-    T_EQ_STR(json_string_value(json_object_get(json_object_get(json_object_get(ev, "object"), "metadata"), "name")), "c");
+    T_EQ_STR(json_string_value(json_object_get(json_object_get(json_object_get(ev, "object"), "metadata"), "name")),
+             "c");
     json_decref(ev);
     lop_buf_free(&w.got);
     lop_rest_listwatch_free(lw);
@@ -369,11 +381,18 @@ static void test_listwatch_against_apiserver(void)
     env_stop(&e);
 }
 
-static lop_rc_t obj(env_t *e, const char *verb, const char *ns, const char *name, const char *sub,
-                    const char *ptype, const char *body, lop_rest_resp_t *resp, lop_err_t *err)
+static lop_rc_t obj(env_t *e, const char *verb, const char *ns, const char *name, const char *sub, const char *ptype,
+                    const char *body, lop_rest_resp_t *resp, lop_err_t *err)
 {
-    lop_object_req_t r = {.verb = verb, .api_version = "v1", .kind = "ConfigMap", .ns = ns, .name = name,
-                          .subresource = sub, .patch_type = ptype, .body = body, .len = body ? strlen(body) : 0};
+    lop_object_req_t r = {.verb = verb,
+                          .api_version = "v1",
+                          .kind = "ConfigMap",
+                          .ns = ns,
+                          .name = name,
+                          .subresource = sub,
+                          .patch_type = ptype,
+                          .body = body,
+                          .len = body ? strlen(body) : 0};
     return lop_rest_object(e->c, e->m, &r, resp, NULL, err);
 }
 
@@ -395,25 +414,33 @@ static void test_object_verbs(void)
     lop_err_t err;
     char v[256];
     /* create strips a stale resourceVersion (a POST carrying one is a 500, §C.2) */
-    T_EQ_INT(obj(&e, "create", "default", NULL, NULL, NULL,
-                 "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"o1\",\"resourceVersion\":\"99\"},"
-                 "\"data\":{\"a\":\"1\"}}", &resp, &err), LOP_OK);
+    T_EQ_INT(
+        obj(&e, "create", "default", NULL, NULL, NULL,
+            "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"o1\",\"resourceVersion\":\"99\"},"
+            "\"data\":{\"a\":\"1\"}}",
+            &resp, &err),
+        LOP_OK);
     T_EQ_INT(resp.code, 201);
     T_CHECK(strstr(resp.body.data, "\"manager\":\"luaop\"") != NULL); /* explicit fieldManager */
     T_EQ_INT(obj(&e, "get", "default", "o1", NULL, NULL, NULL, &resp, &err), LOP_OK);
     T_EQ_STR(field(&resp, "data", "a", v, sizeof v), "1");
     T_EQ_INT(obj(&e, "patch", "default", "o1", NULL, NULL, "{\"data\":{\"b\":\"2\"}}", &resp, &err), LOP_OK);
     T_EQ_STR(field(&resp, "data", "b", v, sizeof v), "2");
-    T_EQ_INT(obj(&e, "patch", "default", "o1", NULL, "json", "[{\"op\":\"replace\",\"path\":\"/data/a\",\"value\":\"3\"}]",
-                 &resp, &err), LOP_OK);
+    T_EQ_INT(obj(&e, "patch", "default", "o1", NULL, "json",
+                 "[{\"op\":\"replace\",\"path\":\"/data/a\",\"value\":\"3\"}]", &resp, &err),
+             LOP_OK);
     T_EQ_STR(field(&resp, "data", "a", v, sizeof v), "3");
     T_EQ_INT(obj(&e, "apply", "default", "o1", NULL, NULL,
                  "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"o1\"},\"data\":{\"c\":\"4\"}}",
-                 &resp, &err), LOP_OK);
+                 &resp, &err),
+             LOP_OK);
     T_EQ_STR(field(&resp, "data", "c", v, sizeof v), "4");
-    T_EQ_INT(obj(&e, "update", "default", "o1", NULL, NULL,
-                 "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"o1\",\"resourceVersion\":\"1\"},"
-                 "\"data\":{}}", &resp, &err), LOP_ECONFLICT);
+    T_EQ_INT(
+        obj(&e, "update", "default", "o1", NULL, NULL,
+            "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"o1\",\"resourceVersion\":\"1\"},"
+            "\"data\":{}}",
+            &resp, &err),
+        LOP_ECONFLICT);
     T_EQ_STR(err.reason, "Conflict");
     T_EQ_INT(obj(&e, "list", NULL, NULL, NULL, NULL, NULL, &resp, &err), LOP_OK);
     T_CHECK(strstr(resp.body.data, "\"o1\"") != NULL);

@@ -13,8 +13,7 @@ static lop_obj_t *mk(const char *json)
     lop_obj_t *o = NULL;
     lop_err_t err;
     lop_rc_t rc = lop_obj_new(json, strlen(json), 0, &o, &err);
-    if (rc != LOP_OK)
-        fprintf(stderr, "lop_obj_new: %s\n", err.message);
+    if (rc != LOP_OK) fprintf(stderr, "lop_obj_new: %s\n", err.message);
     T_EQ_INT(rc, LOP_OK);
     return o;
 }
@@ -33,8 +32,7 @@ static lop_obj_t *pod(const char *ns, const char *name, const char *rv, const ch
 /* Drop the test's references (a NULL-terminated array) and the store. */
 static void free_all(lop_store_t *s, lop_obj_t *const *objs)
 {
-    for (; *objs; objs++)
-        lop_obj_unref(*objs);
+    for (; *objs; objs++) lop_obj_unref(*objs);
     lop_store_free(s);
 }
 
@@ -84,7 +82,8 @@ static void test_obj_strips_managed_fields_in_every_position(void)
     static const struct {
         const char *in, *out;
     } cases[] = {
-        {"{\"metadata\":{\"name\":\"a\",\"managedFields\":[{\"manager\":\"m\",\"fieldsV1\":{\"f:x\":{}}}],\"uid\":\"u\"}}",
+        {"{\"metadata\":{\"name\":\"a\",\"managedFields\":[{\"manager\":\"m\",\"fieldsV1\":{\"f:x\":{}}}],\"uid\":"
+         "\"u\"}}",
          "{\"metadata\":{\"name\":\"a\",\"uid\":\"u\"}}"},
         {"{\"metadata\":{\"managedFields\":[{\"a\":\"]}\"}], \"name\":\"a\"},\"spec\":{}}",
          "{\"metadata\":{\"name\":\"a\"},\"spec\":{}}"},
@@ -95,8 +94,7 @@ static void test_obj_strips_managed_fields_in_every_position(void)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         lop_obj_t *o = mk(cases[i].in);
-        if (!o)
-            continue;
+        if (!o) continue;
         T_EQ_STR(o->json, cases[i].out);
         T_EQ_INT(o->json_len, strlen(cases[i].out));
         lop_obj_unref(o);
@@ -116,7 +114,8 @@ static void test_obj_list_item_gets_kind(void)
     T_EQ_INT(lop_obj_new_item(in, strlen(in), 0, "v1", "ConfigMap", &o, NULL), LOP_OK);
     T_EQ_STR(o->kind, "ConfigMap");
     T_EQ_STR(o->api_version, "v1");
-    T_EQ_STR(o->json, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cm\",\"namespace\":\"d\"},\"data\":{}}");
+    T_EQ_STR(o->json, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cm\",\"namespace\":\"d\"}"
+                      ",\"data\":{}}");
     T_EQ_STR(o->name, "cm");
     lop_obj_unref(o);
 }
@@ -124,9 +123,18 @@ static void test_obj_list_item_gets_kind(void)
 static void test_obj_rejects_bad_input_with_a_cause(void)
 {
     static const char *bad[] = {
-        "", "[]", "{", "{\"metadata\":{\"name\":1}}", "{\"metadata\":[]}", "{\"metadata\":{}} x",
-        "{\"metadata\":{\"labels\":{\"a\":1}}}", "{\"metadata\":{\"ownerReferences\":{}}}",
-        "{\"a\":tru}", "{\"a\":1,}", "{\"a\" 1}", "{\"metadata\":{\"generation\":\"x\"}}",
+        "",
+        "[]",
+        "{",
+        "{\"metadata\":{\"name\":1}}",
+        "{\"metadata\":[]}",
+        "{\"metadata\":{}} x",
+        "{\"metadata\":{\"labels\":{\"a\":1}}}",
+        "{\"metadata\":{\"ownerReferences\":{}}}",
+        "{\"a\":tru}",
+        "{\"a\":1,}",
+        "{\"a\" 1}",
+        "{\"metadata\":{\"generation\":\"x\"}}",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         lop_obj_t *o = NULL;
@@ -152,8 +160,7 @@ static void test_jscan_values(void)
     lop_jscan_iter_t it;
     T_EQ_INT(lop_jscan_array_begin(&it, arr, strlen(arr), 0), 0);
     int n = 0;
-    while (lop_jscan_array_next(&it) == 1)
-        n++;
+    while (lop_jscan_array_next(&it) == 1) n++;
     T_EQ_INT(n, 4);
     T_EQ_INT(lop_jscan_value("[1,]", 4, 0, &s, &e), -1);
     T_EQ_INT(lop_jscan_value("[1 2]", 5, 0, &s, &e), -1);
@@ -163,8 +170,7 @@ static void test_jscan_values(void)
 static void test_store_put_get_delete_and_indexes(void)
 {
     lop_store_t *s = lop_store_new();
-    lop_obj_t *a = pod("ns1", "a", "1", "owner1"), *b = pod("ns1", "b", "2", "owner1"),
-              *c = pod("ns2", "c", "3", NULL);
+    lop_obj_t *a = pod("ns1", "a", "1", "owner1"), *b = pod("ns1", "b", "2", "owner1"), *c = pod("ns2", "c", "3", NULL);
     lop_store_put(s, a, NULL);
     lop_store_put(s, b, NULL);
     lop_store_put(s, c, NULL);
@@ -186,8 +192,10 @@ static void test_store_put_get_delete_and_indexes(void)
     char longname[400], lj[600];
     memset(longname, 'n', sizeof longname - 1);
     longname[sizeof longname - 1] = '\0';
-    snprintf(lj, sizeof lj, "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"namespace\":\"ns3\","
-             "\"name\":\"%s\",\"uid\":\"u-long\",\"resourceVersion\":\"5\"}}", longname);
+    snprintf(lj, sizeof lj,
+             "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"namespace\":\"ns3\","
+             "\"name\":\"%s\",\"uid\":\"u-long\",\"resourceVersion\":\"5\"}}",
+             longname);
     lop_obj_t *cl = pod("", "node-1", "4", NULL), *lg = mk(lj);
     lop_store_put(s, cl, NULL);
     lop_store_put(s, lg, NULL);
@@ -248,8 +256,7 @@ static void test_store_put_get_delete_and_indexes(void)
     T_EQ_INT(nk, 2);
     T_EQ_STR(keys[0], "ns1/a");
     T_EQ_STR(keys[1], "ns1/b");
-    for (size_t i = 0; i < nk; i++)
-        free(keys[i]);
+    for (size_t i = 0; i < nk; i++) free(keys[i]);
     free(keys);
 
     lop_obj_unref(a);
@@ -274,11 +281,11 @@ static void on_change(void *ud, lop_store_change_t what, lop_obj_t *old, lop_obj
 
 /* Replace s's content with objs[0..n) and check the changes reported, in order
  * ("what:name:old rv:new rv;" each). A macro, so that a failure names the caller's line. */
-#define REPLACE_LOGS(s, objs, n, want)                                                                          \
-    do {                                                                                                        \
-        rec_t r_ = {{0}};                                                                                       \
-        lop_store_replace((s), (objs), (n), on_change, &r_);                                                    \
-        T_EQ_STR(r_.log, (want));                                                                               \
+#define REPLACE_LOGS(s, objs, n, want)                       \
+    do {                                                     \
+        rec_t r_ = {{0}};                                    \
+        lop_store_replace((s), (objs), (n), on_change, &r_); \
+        T_EQ_STR(r_.log, (want));                            \
     } while (0)
 
 static void test_store_replace_reports_tombstones(void)
@@ -336,8 +343,7 @@ static void test_store_replace_into_an_empty_store(void)
     lop_obj_list_t l;
     lop_store_list_by_owner_uid(s, "o", &l); /* a's owner went with its first occurrence */
     T_EQ_INT(l.n, 1);
-    if (l.n == 1)
-        T_EQ_STR(l.items[0]->name, "d");
+    if (l.n == 1) T_EQ_STR(l.items[0]->name, "d");
     lop_obj_list_free(&l);
     /* the same list into the filled store: the general path, updates only */
     REPLACE_LOGS(s, list, 4, "upd:c:3:3;upd:a:5:5;upd:d:8:8;");
@@ -482,15 +488,13 @@ static void test_store_namespace_emptied_and_refilled(void)
     lop_store_list_by_namespace(s, "big", &l);
     T_EQ_INT(l.n, 30);
     bool ordered = l.n == 30;
-    for (size_t i = 0; ordered && i < l.n; i++)
-        ordered = l.items[i] == o[i];
+    for (size_t i = 0; ordered && i < l.n; i++) ordered = l.items[i] == o[i];
     T_CHECK(ordered);
     lop_obj_list_free(&l);
     lop_store_list_by_namespace(s, "small", &l);
     T_EQ_INT(l.n, 10);
     lop_obj_list_free(&l);
-    for (int i = 0; i < 40; i++)
-        lop_obj_unref(o[i]);
+    for (int i = 0; i < 40; i++) lop_obj_unref(o[i]);
     lop_store_free(s);
 }
 
@@ -502,16 +506,13 @@ static void test_store_key_order_and_replace_deletes(void)
     lop_obj_t *ay = pod("a", "y", "1", NULL), *abx = pod("a-b", "x", "1", NULL), *ab = pod("a", "b", "1", NULL),
               *zq = pod("z", "q", "1", NULL), *cl = pod("", "a.c", "1", NULL);
     lop_obj_t *objs[] = {ay, abx, ab, zq, cl};
-    for (int i = 0; i < 5; i++)
-        lop_store_put(s, objs[i], NULL);
+    for (int i = 0; i < 5; i++) lop_store_put(s, objs[i], NULL);
     size_t nk;
     char **keys = lop_store_keys(s, &nk);
     T_EQ_INT(nk, 5);
     static const char *want[] = {"a-b/x", "a.c", "a/b", "a/y", "z/q"};
-    for (size_t i = 0; i < nk && i < 5; i++)
-        T_EQ_STR(keys[i], want[i]);
-    for (size_t i = 0; i < nk; i++)
-        free(keys[i]);
+    for (size_t i = 0; i < nk && i < 5; i++) T_EQ_STR(keys[i], want[i]);
+    for (size_t i = 0; i < nk; i++) free(keys[i]);
     free(keys);
     /* a relist holding only z/q, listed twice (the same object): deletes in key order after it */
     lop_obj_t *list[] = {zq, zq};
@@ -539,8 +540,7 @@ static void test_store_key_order_and_replace_deletes(void)
     T_CHECK(got == a3);
     lop_obj_unref(got);
     free_all(e, (lop_obj_t *[]){a1, b1, a2, c1, b2, a3, NULL});
-    for (int i = 0; i < 5; i++)
-        lop_obj_unref(objs[i]);
+    for (int i = 0; i < 5; i++) lop_obj_unref(objs[i]);
     lop_store_free(s);
 }
 
@@ -556,8 +556,7 @@ static void test_store_many_objects_indexes_agree(void)
     size_t bytes = 0;
     for (int i = 0; i < N; i++) {
         char own[32] = "";
-        if (i % 3 == 0)
-            snprintf(own, sizeof own, ",{\"uid\":\"own-%d\"}", i);
+        if (i % 3 == 0) snprintf(own, sizeof own, ",{\"uid\":\"own-%d\"}", i);
         snprintf(buf, sizeof buf,
                  "{\"metadata\":{\"namespace\":\"ns-%d\",\"name\":\"o-%d\",\"ownerReferences\":["
                  "{\"uid\":\"rs-%d\"}%s]}}",
@@ -569,8 +568,7 @@ static void test_store_many_objects_indexes_agree(void)
         snprintf(buf, sizeof buf, "ns-%d/o-%d", i % 7, i);
         lop_obj_unref(lop_store_delete(s, buf));
     }
-    for (int i = 1; i < N; i += 2)
-        bytes += o[i]->json_len;
+    for (int i = 1; i < N; i += 2) bytes += o[i]->json_len;
     lop_store_stats_t st;
     lop_store_stats(s, &st);
     T_EQ_INT(st.count, N / 2);
@@ -582,8 +580,7 @@ static void test_store_many_objects_indexes_agree(void)
         snprintf(buf, sizeof buf, "rs-%d", r);
         lop_store_list_by_owner_uid(s, buf, &l);
         bad += r % 2 == 0 ? l.n != 0 : l.n != N / 10; /* odd i only: even r owns only even i */
-        for (size_t i = 1; i < l.n; i++)
-            bad += lop_obj_key_cmp(l.items[i - 1], l.items[i]) >= 0;
+        for (size_t i = 1; i < l.n; i++) bad += lop_obj_key_cmp(l.items[i - 1], l.items[i]) >= 0;
         lop_obj_list_free(&l);
     }
     for (int i = 0; i < N; i += 3) {
@@ -603,8 +600,7 @@ static void test_store_many_objects_indexes_agree(void)
     }
     T_EQ_INT(total, N / 2);
     T_EQ_INT(bad, 0);
-    for (int i = 0; i < N; i++)
-        lop_obj_unref(o[i]);
+    for (int i = 0; i < N; i++) lop_obj_unref(o[i]);
     free(o);
     lop_store_free(s);
 }

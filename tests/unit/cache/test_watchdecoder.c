@@ -9,7 +9,7 @@
 typedef struct sink {
     char docs[8][256];
     int n;
-    int stop_after; /* 0 = never */
+    int stop_after;         /* 0 = never */
     int unchecked, retried; /* documents handed over unchecked; of those, refused */
     int checked;            /* documents handed over checked (tracked) */
 } sink_t;
@@ -52,8 +52,7 @@ static char *stream(void)
 static void check_three(sink_t *s)
 {
     T_EQ_INT(s->n, 3);
-    for (int i = 0; i < 3 && i < s->n; i++)
-        T_EQ_STR(s->docs[i], ev[i]);
+    for (int i = 0; i < 3 && i < s->n; i++) T_EQ_STR(s->docs[i], ev[i]);
 }
 
 /* Feed st[0..n) in two pieces cut at cut; every byte consumed, no document left partial. */
@@ -91,8 +90,7 @@ static lop_rc_t feed_to_end(lop_watchdecoder_t *d, const char *const *chunks, lo
     lop_err_clear(err);
     for (size_t i = 0; chunks[i]; i++) {
         lop_rc_t rc = lop_watchdecoder_feed(d, chunks[i], strlen(chunks[i]), err);
-        if (rc != LOP_OK)
-            return rc;
+        if (rc != LOP_OK) return rc;
     }
     return lop_watchdecoder_finish(d, err);
 }
@@ -112,8 +110,7 @@ static void test_byte_by_byte_and_all_at_once(void)
     const char *st = stream();
     sink_t s = {0};
     lop_watchdecoder_t *d = lop_watchdecoder_new(0, collect, &s);
-    for (size_t i = 0; st[i]; i++)
-        T_EQ_INT(lop_watchdecoder_feed(d, st + i, 1, NULL), LOP_OK);
+    for (size_t i = 0; st[i]; i++) T_EQ_INT(lop_watchdecoder_feed(d, st + i, 1, NULL), LOP_OK);
     check_three(&s);
     memset(&s, 0, sizeof s);
     T_EQ_INT(lop_watchdecoder_feed(d, st, strlen(st), NULL), LOP_OK);
@@ -232,8 +229,7 @@ static void test_lines_that_are_not_one_event(void)
     for (size_t cut = 0; cut <= n; cut++) {
         sink_t s = feed_in_two(st, n, cut);
         T_EQ_INT(s.n, 4);
-        for (int i = 0; i < 4 && i < s.n; i++)
-            T_EQ_STR(s.docs[i], want[i]);
+        for (int i = 0; i < 4 && i < s.n; i++) T_EQ_STR(s.docs[i], want[i]);
     }
     sink_t s = {0};
     lop_watchdecoder_t *d = lop_watchdecoder_new(0, collect, &s);
@@ -271,12 +267,10 @@ static void test_cut_event_goes_untracked(void)
     int nev = 0, tracked = 0;
     while (at + 9800 < big) {
         at += (size_t)sprintf(pods + at, "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"p%d\"}", nev++);
-        for (int k = 0; k < 800; k++)
-            at += (size_t)sprintf(pods + at, ",\"f:%03d\":{}", k);
+        for (int k = 0; k < 800; k++) at += (size_t)sprintf(pods + at, ",\"f:%03d\":{}", k);
         at += (size_t)sprintf(pods + at, "}}\n");
     }
-    for (size_t off = 16384; off < at; off += 16384)
-        tracked += pods[off - 1] == '}';
+    for (size_t off = 16384; off < at; off += 16384) tracked += pods[off - 1] == '}';
     sink_t s = {0};
     lop_watchdecoder_t *d = lop_watchdecoder_new(0, collect, &s);
     for (size_t off = 0; off < at; off += 16384)
@@ -303,8 +297,7 @@ static void test_held_line_that_is_not_one_event_falls_back(void)
         for (size_t c2 = c1; c2 <= n; c2++) {
             sink_t s = feed_in_three(st, n, c1, c2);
             T_EQ_INT(s.n, 4);
-            for (int i = 0; i < 4 && i < s.n; i++)
-                T_EQ_STR(s.docs[i], want[i]);
+            for (int i = 0; i < 4 && i < s.n; i++) T_EQ_STR(s.docs[i], want[i]);
         }
     /* the paths, one by one */
     static const struct {
@@ -343,7 +336,7 @@ static void test_complete_event_is_not_held_for_its_newline(void)
 {
     static const struct {
         const char *chunks[4];
-        int n;       /* delivered by the end of the chunks, before any newline */
+        int n; /* delivered by the end of the chunks, before any newline */
         bool partial;
     } cases[] = {
         {{"{\"a\":{}}", NULL}, 1, false},
@@ -431,8 +424,7 @@ static void test_errors_after_a_fallback_name_the_stream_offset(void)
         lop_watchdecoder_t *d = lop_watchdecoder_new(0, collect, &s);
         lop_err_t err;
         T_EQ_INT(feed_to_end(d, cases[i].chunks, &err), LOP_EINVAL);
-        if (!strstr(err.message, cases[i].want))
-            fprintf(stderr, "case %zu: %s\n", i, err.message);
+        if (!strstr(err.message, cases[i].want)) fprintf(stderr, "case %zu: %s\n", i, err.message);
         T_CHECK(strstr(err.message, cases[i].want) != NULL);
         T_CHECK(s.n >= 1);
         T_EQ_STR(s.docs[0], "{\"ok\":1}");

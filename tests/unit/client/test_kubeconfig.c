@@ -144,7 +144,8 @@ static void test_merge_first_wins_and_relative_paths(void)
     mkdir(path_of(".kube"), 0755);
     write_file(".kube/config",
                "current-context: h\nclusters:\n- name: h\n  cluster: {server: 'http://home:80'}\n"
-               "contexts:\n- name: h\n  context: {cluster: h}\n", 0);
+               "contexts:\n- name: h\n  context: {cluster: h}\n",
+               0);
     setenv("HOME", dir, 1);
     o.path = NULL;
     T_EQ_INT(lop_kubeconfig_load(&o, &cfg, &err), LOP_OK);
@@ -217,13 +218,16 @@ static void test_errors_name_file_and_field(void)
                  NULL, "clusters[c].cluster.server", "must be a string");
     expect_error("argstype.yaml",
                  "current-context: x\nclusters:\n- name: c\n  cluster: {server: 'https://h'}\n"
-                 "users:\n- name: u\n  user:\n    exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: x, args: oops}\n"
+                 "users:\n- name: u\n  user:\n    exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: x, "
+                 "args: oops}\n"
                  "contexts:\n- name: x\n  context: {cluster: c, user: u}\n",
                  NULL, "users[u].user.exec.args", "must be a list");
     /* insecure alone is accepted (with a loud warning) */
-    write_file("insecure-ok.yaml",
-               "current-context: x\nclusters:\n- name: c\n  cluster: {server: 'https://h', insecure-skip-tls-verify: true}\n"
-               "contexts:\n- name: x\n  context: {cluster: c}\n", 0);
+    write_file(
+        "insecure-ok.yaml",
+        "current-context: x\nclusters:\n- name: c\n  cluster: {server: 'https://h', insecure-skip-tls-verify: true}\n"
+        "contexts:\n- name: x\n  context: {cluster: c}\n",
+        0);
     lop_rest_config_t cfg;
     lop_err_t err;
     T_EQ_INT(load1("insecure-ok.yaml", NULL, &cfg, &err), LOP_OK);
@@ -358,13 +362,19 @@ static void test_exec_plugin_bad_output_and_failures(void)
     T_EQ_INT(run_plugin_output("not json", &err), LOP_EINVAL);
     T_CHECK(strstr(err.message, "not a JSON ExecCredential") != NULL);
     T_EQ_INT(run_plugin_output("{\"kind\":\"ExecCredential\",\"apiVersion\":\"client.authentication.k8s.io/v1beta1\","
-                               "\"status\":{\"token\":\"x\"}}", &err), LOP_EINVAL);
+                               "\"status\":{\"token\":\"x\"}}",
+                               &err),
+             LOP_EINVAL);
     T_CHECK(strstr(err.message, "does not match") != NULL);
     T_EQ_INT(run_plugin_output("{\"kind\":\"ExecCredential\",\"apiVersion\":\"client.authentication.k8s.io/v1\","
-                               "\"status\":{\"clientCertificateData\":\"C\"}}", &err), LOP_EINVAL);
+                               "\"status\":{\"clientCertificateData\":\"C\"}}",
+                               &err),
+             LOP_EINVAL);
     T_CHECK(strstr(err.message, "both") != NULL);
     T_EQ_INT(run_plugin_output("{\"kind\":\"ExecCredential\",\"apiVersion\":\"client.authentication.k8s.io/v1\","
-                               "\"status\":{\"clientCertificateData\":\"C\",\"clientKeyData\":\"K\"}}", &err), LOP_OK);
+                               "\"status\":{\"clientCertificateData\":\"C\",\"clientKeyData\":\"K\"}}",
+                               &err),
+             LOP_OK);
     /* a command that does not exist: the install hint is shown */
     lop_auth_exec_t e = {0};
     e.api_version = strdup("client.authentication.k8s.io/v1");

@@ -16,13 +16,9 @@
 
 #include "stepper.h"
 
-static void stepper_start(stepper_t *s, lop_fake_clock_t *fc)
-{
-    stepper_start_by(s, fc, 100 * LOP_NS_PER_MS);
-}
+static void stepper_start(stepper_t *s, lop_fake_clock_t *fc) { stepper_start_by(s, fc, 100 * LOP_NS_PER_MS); }
 
-static lop_rest_client_t *mk_client(fs_server_t *s, lop_fake_clock_t *fc, double qps, int burst,
-                                    lop_auth_t *auth)
+static lop_rest_client_t *mk_client(fs_server_t *s, lop_fake_clock_t *fc, double qps, int burst, lop_auth_t *auth)
 {
     lop_rest_config_t cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -182,8 +178,10 @@ static void test_retries_stop_after_ten(void)
 static void h_close_first(fs_server_t *s, int n, const char *m, const char *p, const char *h, const char *b,
                           fs_reply_t *out)
 {
-    if (n == 0) out->action = FS_CLOSE;
-    else out->owned = fs_resp(200, "OK", "", "application/json", OK_BODY);
+    if (n == 0)
+        out->action = FS_CLOSE;
+    else
+        out->owned = fs_resp(200, "OK", "", "application/json", OK_BODY);
 }
 
 static void test_get_retried_on_connection_reset_but_not_post(void)
@@ -216,8 +214,7 @@ static void test_get_retried_on_connection_reset_but_not_post(void)
 static void h_conflict(fs_server_t *s, int n, const char *m, const char *p, const char *h, const char *b,
                        fs_reply_t *out)
 {
-    out->owned = fs_resp(409, "Conflict", "Warning: 299 - \"unknown field \\\"spec.foo\\\"\"\r\n",
-                         "application/json",
+    out->owned = fs_resp(409, "Conflict", "Warning: 299 - \"unknown field \\\"spec.foo\\\"\"\r\n", "application/json",
                          "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
                          "\"message\":\"Operation cannot be fulfilled on configmaps \\\"a\\\": the object has been "
                          "modified; please apply your changes to the latest version and try again\","
@@ -242,8 +239,7 @@ static void test_json_status_becomes_typed_error(void)
 
 /* ---- headers and credentials ---- */
 
-static void h_ok(fs_server_t *s, int n, const char *m, const char *p, const char *h, const char *b,
-                 fs_reply_t *out)
+static void h_ok(fs_server_t *s, int n, const char *m, const char *p, const char *h, const char *b, fs_reply_t *out)
 {
     out->owned = fs_resp(200, "OK", "", "application/json", OK_BODY);
 }
@@ -272,8 +268,8 @@ static void test_request_headers(void)
     lop_rest_config_cleanup(&cfg);
     T_EQ_STR(lop_rest_client_user_agent(c), "luaop/" LUAOP_VERSION " (linux/amd64)");
     T_EQ_STR(lop_rest_client_namespace(c), "default");
-    T_EQ_INT(lop_rest_do(c, "POST", "/api/v1/namespaces/d/configmaps?fieldManager=x", NULL, "{\"a\":1}", 7, NULL,
-                         &err), LOP_OK);
+    T_EQ_INT(lop_rest_do(c, "POST", "/api/v1/namespaces/d/configmaps?fieldManager=x", NULL, "{\"a\":1}", 7, NULL, &err),
+             LOP_OK);
     char *r = fs_req(s, 0);
     T_CHECK(strstr(r, "POST /api/v1/namespaces/d/configmaps?fieldManager=x HTTP/1.1") == r);
     T_CHECK(strstr(r, "Authorization: Bearer s3cret") != NULL);
@@ -326,27 +322,26 @@ static void test_header_values_cannot_inject_lines(void)
 
 /* gzip of a 1524-byte ConfigMapList with items cm-0..cm-49 (made with Python's gzip module). */
 static const unsigned char gz_list[] = {
-    0x1f,0x8b,0x08,0x00,0x00,0x00,0x00,0x00,0x02,0xff,0x7d,0xd4,0x39,0x0e,0xc2,0x40,
-    0x0c,0x40,0xd1,0xbb,0xb8,0x0e,0x12,0x5e,0xd8,0xd2,0xd2,0xc2,0x09,0x10,0xc5,0x88,
-    0x04,0x34,0x42,0x13,0x90,0x32,0x5d,0x34,0x77,0x07,0x0e,0xc0,0xaf,0xbf,0xab,0x27,
-    0xdb,0x8b,0x3c,0xf3,0x34,0x48,0x2f,0xc7,0xd7,0x74,0xcf,0x8f,0x73,0x7a,0x9f,0xf2,
-    0x5c,0xa5,0x93,0x5c,0xc7,0x32,0x4b,0x7f,0x59,0xa4,0x8c,0x35,0x0d,0xa9,0x26,0xe9,
-    0x17,0x99,0x52,0x19,0xbf,0xc3,0xb7,0xb2,0x5a,0x4b,0x6b,0xdd,0xbf,0xa8,0x14,0x8d,
-    0xa2,0x53,0x0c,0x8a,0x1b,0x8a,0x5b,0x8a,0x3b,0x8a,0x7b,0x8a,0x07,0x44,0x60,0x22,
-    0x34,0x52,0x44,0x52,0x54,0x52,0x64,0x52,0x74,0x52,0x84,0x52,0x94,0x52,0xa4,0x52,
-    0xb4,0x32,0xb4,0x32,0xde,0x27,0xb4,0x32,0xb4,0x32,0xb4,0x32,0xb4,0x32,0xb4,0x32,
-    0xb4,0x32,0xb4,0x32,0xb4,0x72,0xb4,0x72,0xb4,0x72,0x3e,0x3e,0xb4,0x72,0xb4,0x72,
-    0xb4,0x72,0xb4,0x72,0xb4,0x72,0xb4,0x72,0xb4,0x0a,0xb4,0x0a,0xb4,0x0a,0xb4,0x0a,
-    0xfe,0x54,0x68,0x15,0x68,0x15,0x68,0x15,0x68,0x15,0x68,0x15,0x3f,0xab,0x6b,0xfb,
-    0x00,0x92,0x14,0x4f,0xa3,0xf4,0x05,0x00,0x00,
+    0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0x7d, 0xd4, 0x39, 0x0e, 0xc2, 0x40, 0x0c, 0x40, 0xd1,
+    0xbb, 0xb8, 0x0e, 0x12, 0x5e, 0xd8, 0xd2, 0xd2, 0xc2, 0x09, 0x10, 0xc5, 0x88, 0x04, 0x34, 0x42, 0x13, 0x90, 0x32,
+    0x5d, 0x34, 0x77, 0x07, 0x0e, 0xc0, 0xaf, 0xbf, 0xab, 0x27, 0xdb, 0x8b, 0x3c, 0xf3, 0x34, 0x48, 0x2f, 0xc7, 0xd7,
+    0x74, 0xcf, 0x8f, 0x73, 0x7a, 0x9f, 0xf2, 0x5c, 0xa5, 0x93, 0x5c, 0xc7, 0x32, 0x4b, 0x7f, 0x59, 0xa4, 0x8c, 0x35,
+    0x0d, 0xa9, 0x26, 0xe9, 0x17, 0x99, 0x52, 0x19, 0xbf, 0xc3, 0xb7, 0xb2, 0x5a, 0x4b, 0x6b, 0xdd, 0xbf, 0xa8, 0x14,
+    0x8d, 0xa2, 0x53, 0x0c, 0x8a, 0x1b, 0x8a, 0x5b, 0x8a, 0x3b, 0x8a, 0x7b, 0x8a, 0x07, 0x44, 0x60, 0x22, 0x34, 0x52,
+    0x44, 0x52, 0x54, 0x52, 0x64, 0x52, 0x74, 0x52, 0x84, 0x52, 0x94, 0x52, 0xa4, 0x52, 0xb4, 0x32, 0xb4, 0x32, 0xde,
+    0x27, 0xb4, 0x32, 0xb4, 0x32, 0xb4, 0x32, 0xb4, 0x32, 0xb4, 0x32, 0xb4, 0x32, 0xb4, 0x32, 0xb4, 0x72, 0xb4, 0x72,
+    0xb4, 0x72, 0x3e, 0x3e, 0xb4, 0x72, 0xb4, 0x72, 0xb4, 0x72, 0xb4, 0x72, 0xb4, 0x72, 0xb4, 0x72, 0xb4, 0x0a, 0xb4,
+    0x0a, 0xb4, 0x0a, 0xb4, 0x0a, 0xfe, 0x54, 0x68, 0x15, 0x68, 0x15, 0x68, 0x15, 0x68, 0x15, 0x68, 0x15, 0x3f, 0xab,
+    0x6b, 0xfb, 0x00, 0x92, 0x14, 0x4f, 0xa3, 0xf4, 0x05, 0x00, 0x00,
 };
 
-static void h_gzip(fs_server_t *s, int n, const char *m, const char *p, const char *h, const char *b,
-                   fs_reply_t *out)
+static void h_gzip(fs_server_t *s, int n, const char *m, const char *p, const char *h, const char *b, fs_reply_t *out)
 {
     char head[256];
-    int hl = snprintf(head, sizeof head, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                                         "Content-Encoding: gzip\r\nContent-Length: %zu\r\n\r\n", sizeof gz_list);
+    int hl = snprintf(head, sizeof head,
+                      "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                      "Content-Encoding: gzip\r\nContent-Length: %zu\r\n\r\n",
+                      sizeof gz_list);
     out->owned = malloc((size_t)hl + sizeof gz_list);
     memcpy(out->owned, head, (size_t)hl);
     memcpy(out->owned + hl, gz_list, sizeof gz_list);
@@ -432,7 +427,8 @@ static void test_401_reruns_exec_plugin(void)
     snprintf(text, sizeof text,
              "#!/bin/sh\nn=$(cat %s); n=$((n+1)); echo $n > %s\n"
              "printf '{\"kind\":\"ExecCredential\",\"apiVersion\":\"client.authentication.k8s.io/v1\","
-             "\"status\":{\"token\":\"tok%%s\"}}' $n\n", counter, counter);
+             "\"status\":{\"token\":\"tok%%s\"}}' $n\n",
+             counter, counter);
     write_file(script, text, 0755);
     lop_auth_exec_t e;
     memset(&e, 0, sizeof e);
@@ -460,15 +456,10 @@ static void test_401_reruns_exec_plugin(void)
 static const char *const watch_pieces[] = {
     "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
     /* one chunk ends in the middle of an event, the next holds the rest and a whole second event */
-    "19\r\n{\"type\":\"ADDED\",\"object\":\r\n",
-    "2e\r\n{\"kind\":\"A\"}}\n{\"type\":\"BOOKMARK\",\"object\":{}}\n\r\n",
-    "1\r\n{\r\n",
-    "1a\r\n\"type\":\"DELETED\",\"obj\":1}\n\r\n",
-    "0\r\n\r\n",
-    NULL};
+    "19\r\n{\"type\":\"ADDED\",\"object\":\r\n", "2e\r\n{\"kind\":\"A\"}}\n{\"type\":\"BOOKMARK\",\"object\":{}}\n\r\n",
+    "1\r\n{\r\n", "1a\r\n\"type\":\"DELETED\",\"obj\":1}\n\r\n", "0\r\n\r\n", NULL};
 
-static void h_watch(fs_server_t *s, int n, const char *m, const char *p, const char *h, const char *b,
-                    fs_reply_t *out)
+static void h_watch(fs_server_t *s, int n, const char *m, const char *p, const char *h, const char *b, fs_reply_t *out)
 {
     for (int i = 0; watch_pieces[i]; i++) out->pieces[i] = watch_pieces[i];
 }
@@ -506,8 +497,7 @@ static char *big_body(void)
     return b;
 }
 
-static void h_big(fs_server_t *s, int n, const char *m, const char *p, const char *h, const char *b,
-                  fs_reply_t *out)
+static void h_big(fs_server_t *s, int n, const char *m, const char *p, const char *h, const char *b, fs_reply_t *out)
 {
     char *body = big_body();
     out->owned = fs_resp(200, "OK", "", "application/json", body);
@@ -575,16 +565,16 @@ static void test_watch_http_error_is_typed(void)
     lop_rest_client_t *c = mk_client(s, NULL, -1, 0, NULL);
     lop_err_t err;
     int calls = 0;
-    T_EQ_INT(lop_rest_stream(c, "/api/v1/configmaps?watch=true&resourceVersion=1", must_not_be_called, &calls,
-                             NULL, NULL, &err), LOP_EGONE);
+    T_EQ_INT(lop_rest_stream(c, "/api/v1/configmaps?watch=true&resourceVersion=1", must_not_be_called, &calls, NULL,
+                             NULL, &err),
+             LOP_EGONE);
     T_EQ_STR(err.reason, "Expired");
     T_EQ_INT(calls, 0);
     lop_rest_client_free(c);
     fs_stop(s);
 }
 
-static void h_stall(fs_server_t *s, int n, const char *m, const char *p, const char *h, const char *b,
-                    fs_reply_t *out)
+static void h_stall(fs_server_t *s, int n, const char *m, const char *p, const char *h, const char *b, fs_reply_t *out)
 {
     out->action = FS_STALL;
     out->pieces[0] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";

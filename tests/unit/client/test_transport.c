@@ -32,8 +32,8 @@ static void test_content_length_body(void)
     T_EQ_STR(g.headers.data, "Content-Length: 11\nX-Spaced: a b\n");
     T_EQ_STR(g.body.data, "hello world");
     char want[256];
-    snprintf(want, sizeof want, "GET /some/path?q=1 HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nX-Extra: 1\r\nAccept: */*\r\n\r\n",
-             s->port);
+    snprintf(want, sizeof want,
+             "GET /some/path?q=1 HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nX-Extra: 1\r\nAccept: */*\r\n\r\n", s->port);
     T_EQ_STR(srv_req(s, 0).head, want);
     teardown(s, t, &g);
 }
@@ -72,7 +72,7 @@ static void test_request_bodies_and_headers(void)
 }
 
 /* chunk extensions, lowercase and uppercase hex, whitespace before an extension, trailers */
-#define CHUNKED_BODY                                                                    \
+#define CHUNKED_BODY                                                                            \
     "5;name=value\r\nhello\r\n1a\r\nabcdefghijklmnopqrstuvwxyz\r\nA ;x=\"q\"\r\n0123456789\r\n" \
     "0;last\r\nX-Trailer: t\r\nX-Other: u\r\n\r\n"
 #define CHUNKED_DECODED "helloabcdefghijklmnopqrstuvwxyz0123456789"
@@ -120,7 +120,8 @@ static int client_end(int fd)
 {
     struct sockaddr_storage peer, self, a;
     socklen_t pl = sizeof peer, sl = sizeof self, al;
-    if (getpeername(fd, (struct sockaddr *)&peer, &pl) < 0 || getsockname(fd, (struct sockaddr *)&self, &sl) < 0) return -1;
+    if (getpeername(fd, (struct sockaddr *)&peer, &pl) < 0 || getsockname(fd, (struct sockaddr *)&self, &sl) < 0)
+        return -1;
     for (int c = 0; c < 1024; c++) {
         if (c == fd) continue;
         al = sizeof a;
@@ -137,8 +138,8 @@ static bool client_read_all(int cfd, uint64_t sent)
     struct tcp_info ti;
     socklen_t tl = sizeof ti;
     int unread = -1;
-    return getsockopt(cfd, IPPROTO_TCP, TCP_INFO, &ti, &tl) == 0 && tl == sizeof ti &&
-           ti.tcpi_bytes_received == sent && ioctl(cfd, FIONREAD, &unread) == 0 && unread == 0;
+    return getsockopt(cfd, IPPROTO_TCP, TCP_INFO, &ti, &tl) == 0 && tl == sizeof ti && ti.tcpi_bytes_received == sent &&
+           ioctl(cfd, FIONREAD, &unread) == 0 && unread == 0;
 }
 
 /* Request n gets the response in two writes split at offset n + 1. Before the second, the server
@@ -191,7 +192,8 @@ static void test_response_split_at_every_offset(void)
         lop_http_exchange_t x;
         lop_http_result_t res = get(t, "/", &x, &g);
         /* body bytes in the first part: 1 to 12 make two on_body calls */
-        size_t before = (k > abc ? (k - abc < 3 ? k - abc : 3) : 0) + (k > digits ? (k - digits < 10 ? k - digits : 10) : 0);
+        size_t before =
+            (k > abc ? (k - abc < 3 ? k - abc : 3) : 0) + (k > digits ? (k - digits < 10 ? k - digits : 10) : 0);
         int pieces = before > 0 && before < 13 ? 2 : 1;
         if (res != LOP_HTTP_OK || x.code != 201 || strcmp(g.body.data, "abc0123456789") != 0 ||
             strcmp(g.headers.data, "X-A: 1\nTransfer-Encoding: chunked\n") != 0 || g.pieces != pieces) {
@@ -258,8 +260,8 @@ static void test_responses_without_body(void)
 static void test_interim_responses_skipped(void)
 {
     reply_t r[] = {{.data = "HTTP/1.1 100 Continue\r\n\r\n"
-                    "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n"
-                    "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Final: yes\r\n\r\nok"}};
+                            "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n"
+                            "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Final: yes\r\n\r\nok"}};
     SETUP(r, 1);
     lop_http_exchange_t x;
     T_EQ_INT(get(t, "/", &x, &g), LOP_HTTP_OK);
@@ -348,8 +350,8 @@ static void run_bad_cases(const bad_case_t *cases, int n)
         lop_http_exchange_t x;
         lop_http_result_t res = get(t, "/", &x, &g);
         if (res != cases[i].want || !has(x.error, cases[i].error) || !has(x.error, hp)) {
-            fprintf(stderr, "case %d %.30s...: result %d, want %d; error \"%s\", want \"%s\"\n", i, cases[i].resp,
-                    res, cases[i].want, x.error, cases[i].error);
+            fprintf(stderr, "case %d %.30s...: result %d, want %d; error \"%s\", want \"%s\"\n", i, cases[i].resp, res,
+                    cases[i].want, x.error, cases[i].error);
             bad++;
         }
     }
@@ -370,15 +372,18 @@ static void test_malformed_responses(void)
         {"HTTP/1.1 200 OK\r\nX-A: 1\r\n folded\r\n\r\n", LOP_HTTP_EPROTO, "bad header line"},
         {"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 100 Continue\r\n\r\n"
          "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 100 Continue\r\n\r\n"
-         "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", LOP_HTTP_EPROTO, "more than 5 interim"},
+         "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+         LOP_HTTP_EPROTO, "more than 5 interim"},
         {"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", LOP_HTTP_EPROTO,
          "unsupported Transfer-Encoding \"gzip, chunked\""},
         {"ICY 200 OK\r\n\r\n", LOP_HTTP_EPROTO, "not HTTP/1.x"},
         {"HTTP/1.1 20 OK\r\n\r\n", LOP_HTTP_EPROTO, "not HTTP/1.x"},
         {"HTTP/1.1 2000 OK\r\n\r\n", LOP_HTTP_EPROTO, "not HTTP/1.x"},
         {"HTTP/1.1 200 OK\r\nContent-Length: x1\r\n\r\n", LOP_HTTP_EPROTO, "bad Content-Length"},
-        {"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello", LOP_HTTP_EPROTO, "bad Content-Length"},
-        {"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n", LOP_HTTP_EPROTO, "unsupported Transfer-Encoding \"gzip\""},
+        {"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello", LOP_HTTP_EPROTO,
+         "bad Content-Length"},
+        {"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n", LOP_HTTP_EPROTO,
+         "unsupported Transfer-Encoding \"gzip\""},
         {CHUNKED_HEAD "zz\r\nhello\r\n0\r\n\r\n", LOP_HTTP_EPROTO, "bad chunk size line"},
         {CHUNKED_HEAD "\r\nhello\r\n0\r\n\r\n", LOP_HTTP_EPROTO, "bad chunk size line"},
         {CHUNKED_HEAD "-5\r\nhello\r\n0\r\n\r\n", LOP_HTTP_EPROTO, "bad chunk size line"},
@@ -452,7 +457,6 @@ static void compress_into(lop_buf_t *out, const char *p, size_t n, int bits, int
     deflateEnd(&z);
 }
 
-
 static char *text_body(size_t *n)
 {
     lop_buf_t b = LOP_BUF_INIT;
@@ -491,7 +495,7 @@ static void test_gzip(void)
     response_into(&resp[5], "Content-Encoding: deflate\r\n", zl.data, zl.len, 0);
     response_into(&resp[6], gz, bad_crc.data, bad_crc.len, 0);
     response_into(&resp[7], gz, cut.data, cut.len, 0);
-    response_into(&resp[8], gz, one.data, one.len, 0); /* asked without gzip */
+    response_into(&resp[8], gz, one.data, one.len, 0);                         /* asked without gzip */
     response_into(&resp[9], "Content-Encoding: br\r\n", one.data, one.len, 0); /* a coding it cannot read */
     reply_t r[10];
     for (int i = 0; i < 10; i++) r[i] = (reply_t){.data = resp[i].data, .len = resp[i].len};
@@ -599,7 +603,8 @@ static void test_read_bytes_bound_on_body(void)
             T_EQ_INT(run(t, &x, &g), LOP_HTTP_OK);
             T_CHECK(g.body.len == len[i] && memcmp(g.body.data, body, len[i]) == 0);
             size_t bound = read_bytes[i] ? read_bytes[i] : 16 * 1024;
-            if (g.max_piece > bound) fprintf(stderr, "read_bytes %zu: an on_body call passed %zu bytes\n", bound, g.max_piece);
+            if (g.max_piece > bound)
+                fprintf(stderr, "read_bytes %zu: an on_body call passed %zu bytes\n", bound, g.max_piece);
             T_CHECK(g.max_piece <= bound);
         }
         got_free(&g);
@@ -614,8 +619,9 @@ static void test_read_bytes_bound_on_body(void)
  * not reused. */
 static void test_101_is_final(void)
 {
-    reply_t r[2] = {{.data = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: Upgrade\r\n\r\n", .stall = true},
-                    {.data = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"}};
+    reply_t r[2] = {
+        {.data = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: Upgrade\r\n\r\n", .stall = true},
+        {.data = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"}};
     SETUP(r, 2);
     lop_http_exchange_t x;
     T_EQ_INT(get(t, "/", &x, &g), LOP_HTTP_OK);

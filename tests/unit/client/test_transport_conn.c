@@ -232,7 +232,8 @@ static void test_on_tick_abort(void)
  * response and in the middle of a body. */
 static void test_timeout(void)
 {
-    reply_t r[] = {{.data = "", .stall = true}, {.data = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", .stall = true}};
+    reply_t r[] = {{.data = "", .stall = true},
+                   {.data = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", .stall = true}};
     SETUP(r, 2);
     lop_http_exchange_t x = {.timeout_ms = 200};
     int64_t t0 = now_ns();
@@ -312,12 +313,12 @@ static void test_url_parsing(void)
         lop_transport_free(t);
     }
     static const char *const bad[] = {
-        "ftp://host",         "host:80",          "http:/host",        "http//host",
-        "http://[::1",        "http://[::1]x",    "http://[::1]:x",    "http://host:0",
-        "http://host:65536",  "http://host:8o",   "http://host:-1",    "http://host: 80",
-        "http://host:+80",    "http://user@host", "http://u:pw@host/", "http://",
-        "http://:80",         "http://[]:80",     "http:///path",      "http://host?x=1",
-        "http://host/api?x=1", "http://host#f",   "http://host/api#f", "http://ho st",
+        "ftp://host",          "host:80",          "http:/host",        "http//host",
+        "http://[::1",         "http://[::1]x",    "http://[::1]:x",    "http://host:0",
+        "http://host:65536",   "http://host:8o",   "http://host:-1",    "http://host: 80",
+        "http://host:+80",     "http://user@host", "http://u:pw@host/", "http://",
+        "http://:80",          "http://[]:80",     "http:///path",      "http://host?x=1",
+        "http://host/api?x=1", "http://host#f",    "http://host/api#f", "http://ho st",
         "http://host/a b",
     };
     int nbad = 0;
@@ -372,7 +373,6 @@ static void test_url_prefix_and_ipv6(void)
 }
 
 /* ---- TLS, against the embedded API server ---- */
-
 
 /* GET /version over TLS verified with the kubeconfig's CA (the certificate names 127.0.0.1, and
  * localhost for tls_server_name); sequential exchanges share one connection. */
@@ -451,7 +451,9 @@ static void test_request_line_injection_refused(void)
 {
     reply_t r[1] = {{.data = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"}};
     SETUP(r, 1);
-    static const struct { const char *method, *target; } cases[] = {
+    static const struct {
+        const char *method, *target;
+    } cases[] = {
         {"GET", "/api/v1/pods?x HTTP/1.1\r\nHost: x\r\n\r\nDELETE /api/v1/namespaces/d/pods/p"},
         {"GET", "/a b"},
         {"GET", "/a\tb"},
@@ -491,8 +493,7 @@ static void serve_early_answer(srv_t *s, int fd, int conn)
     const char *a = "HTTP/1.1 413 Request Entity Too Large\r\nContent-Length: 5\r\nConnection: close\r\n\r\nlarge";
     srv_send(fd, a, strlen(a));
     struct pollfd pf = {fd, POLLRDHUP, 0}; /* (not POLLIN: the unread body keeps it readable) */
-    while (poll(&pf, 1, -1) == 1 && !(pf.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
-    }
+    while (poll(&pf, 1, -1) == 1 && !(pf.revents & (POLLRDHUP | POLLHUP | POLLERR))) {}
 }
 
 /* An answer that arrives while the request body is still being written (kube-apiserver refuses a
@@ -507,8 +508,11 @@ static void test_answer_before_the_body_is_sent(void)
     char *body = malloc(n);
     memset(body, '{', n);
     got_t g = {0};
-    lop_http_exchange_t x = {.method = "PUT", .target = "/api/v1/namespaces/d/configmaps/big", .body = body,
-                             .body_len = n, .timeout_ms = 10000};
+    lop_http_exchange_t x = {.method = "PUT",
+                             .target = "/api/v1/namespaces/d/configmaps/big",
+                             .body = body,
+                             .body_len = n,
+                             .timeout_ms = 10000};
     T_EQ_INT(run(t, &x, &g), LOP_HTTP_OK);
     T_EQ_INT(x.code, 413);
     T_CHECK(g.body.len == 5 && memcmp(g.body.data, "large", 5) == 0);

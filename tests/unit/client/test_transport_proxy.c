@@ -10,7 +10,10 @@
 
 static void test_no_proxy_match(void)
 {
-    static const struct { const char *list, *host, *port; bool want; } cases[] = {
+    static const struct {
+        const char *list, *host, *port;
+        bool want;
+    } cases[] = {
         {"*", "api.example.com", "443", true},
         {"", "api.example.com", "443", false},
         {"example.com", "example.com", "443", true},
@@ -45,8 +48,8 @@ static void test_no_proxy_match(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         bool got = lop_no_proxy_match(cases[i].list, cases[i].host, cases[i].port);
         if (got != cases[i].want)
-            fprintf(stderr, "NO_PROXY=\"%s\" host %s port %s: got %d\n", cases[i].list, cases[i].host,
-                    cases[i].port, got);
+            fprintf(stderr, "NO_PROXY=\"%s\" host %s port %s: got %d\n", cases[i].list, cases[i].host, cases[i].port,
+                    got);
         T_EQ_INT(got, cases[i].want);
     }
     T_CHECK(!lop_no_proxy_match(NULL, "a.com", "443"));
@@ -87,8 +90,8 @@ static void test_proxy_select(void)
     T_EQ_STR(p.host_port, "[fd00::5]:8080");
     lop_proxy_cleanup(&p);
 
-    static const char *direct[] = {"127.0.0.1", "127.9.9.9", "::1", "::ffff:127.0.0.1", "localhost", "LocalHost",
-                                   "x.corp", "10.1.2.3"};
+    static const char *direct[] = {"127.0.0.1", "127.9.9.9", "::1",    "::ffff:127.0.0.1",
+                                   "localhost", "LocalHost", "x.corp", "10.1.2.3"};
     setenv("NO_PROXY", ".corp,10.0.0.0/8", 1);
     for (size_t i = 0; i < sizeof direct / sizeof direct[0]; i++) {
         T_EQ_INT(lop_proxy_select(NULL, true, direct[i], "443", &p, &err), LOP_OK);
@@ -125,11 +128,13 @@ static void test_proxy_select(void)
     T_CHECK(strstr(err.message, "cret") == NULL && strstr(err.message, "u:se") == NULL);
 
     /* user info is percent-decoded; the colon is there even without a password (RFC 7617) */
-    static const struct { const char *url, *header; } auth[] = {
+    static const struct {
+        const char *url, *header;
+    } auth[] = {
         {"http://user:p%40ss@h:1", "Proxy-Authorization: Basic dXNlcjpwQHNz\r\n"}, /* user:p@ss */
-        {"http://user@h:1", "Proxy-Authorization: Basic dXNlcjo=\r\n"},          /* user: */
-        {"http://@h:1", "Proxy-Authorization: Basic Og==\r\n"},                  /* : */
-        {"http://a%3Ab:c@h:1", "Proxy-Authorization: Basic YTpiOmM=\r\n"},       /* a:b:c */
+        {"http://user@h:1", "Proxy-Authorization: Basic dXNlcjo=\r\n"},            /* user: */
+        {"http://@h:1", "Proxy-Authorization: Basic Og==\r\n"},                    /* : */
+        {"http://a%3Ab:c@h:1", "Proxy-Authorization: Basic YTpiOmM=\r\n"},         /* a:b:c */
     };
     for (size_t i = 0; i < sizeof auth / sizeof auth[0]; i++) {
         T_EQ_INT(lop_proxy_select(auth[i].url, true, "api.example.com", "443", &p, &err), LOP_OK);

@@ -16,7 +16,9 @@ static char *dump(const char *yaml)
 
 static void test_scalars_follow_the_core_schema(void)
 {
-    static const struct { const char *in, *out; } cases[] = {
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
         {"a: 1", "[{\"a\":1}]"},
         {"a: -12", "[{\"a\":-12}]"},
         {"a: 1.5", "[{\"a\":1.5}]"},

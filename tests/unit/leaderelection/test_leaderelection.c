@@ -11,8 +11,8 @@
 
 #include <stdlib.h>
 
-#define S LOP_NS_PER_S
-#define MS LOP_NS_PER_MS
+#define S    LOP_NS_PER_S
+#define MS   LOP_NS_PER_MS
 #define MAXC 3
 
 typedef struct cand {
@@ -306,7 +306,7 @@ static void takeover_after_crash(int64_t standby_skew, bool watch)
 
     lop_lease_record_t last = stored(&s);
     int64_t last_write = s.last_write; /* a's last renewal */
-    a->live = false;                /* crash */
+    a->live = false;                   /* crash */
     int64_t at = 0;
     T_CHECK(sim_run(&s, 60 * S, c1_leads, &at));
     int64_t waited = at - last_write;
@@ -368,9 +368,9 @@ static void test_renew_deadline_stops_leading_before_expiry(void)
     }
     T_CHECK(a_stopped > 0 && b_started > 0);
     T_CHECK(a_stopped < b_started);
-    T_CHECK(a_stopped - last_renew >= 10 * S);           /* renew deadline from the last success */
+    T_CHECK(a_stopped - last_renew >= 10 * S); /* renew deadline from the last success */
     T_CHECK(a_stopped - last_renew <= 10 * S + 50 * MS);
-    T_CHECK(b_started - last_renew >= 15 * S);           /* lease duration, as b observed it */
+    T_CHECK(b_started - last_renew >= 15 * S); /* lease duration, as b observed it */
     T_EQ_INT(a->stopped_cb, 1);
     T_CHECK(lop_elector_lost(a->e)); /* default on loss: exit; the host exits non-zero */
     T_EQ_INT(lop_elector_tick(a->e), INT64_MAX);
@@ -740,7 +740,7 @@ static void test_twenty_forced_handovers_never_overlap(void)
         }
         T_CHECK(next >= 0 && next != who);
         T_EQ_INT(old->stopped_cb, stops_before + 1); /* stopped before the other started */
-        T_CHECK(!lop_elector_lost(old->e));           /* restart mode: still campaigning */
+        T_CHECK(!lop_elector_lost(old->e));          /* restart mode: still campaigning */
         lop_lease_client_memory_fail(old->client, 0, LOP_OK, 0);
         lop_lease_record_t r = stored(&s);
         T_EQ_INT(r.lease_transitions, round + 1);

@@ -31,8 +31,7 @@ static void test_encode_microtime_six_digits(void)
     r.lease_duration_seconds = 1;
     obj = lop_lease_to_json("demo", "lock", "48290", &r);
     T_EQ_STR(json_string_value(json_object_get(json_object_get(obj, "spec"), "holderIdentity")), "");
-    T_EQ_STR(json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion")),
-             "48290");
+    T_EQ_STR(json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion")), "48290");
     json_decref(obj);
     lop_lease_record_cleanup(&r);
 }
@@ -40,12 +39,11 @@ static void test_encode_microtime_six_digits(void)
 static void test_decode_reference_payload(void)
 {
     /* Reference P18 (the released Lease). */
-    const char *p18 =
-        "{\"kind\":\"Lease\",\"apiVersion\":\"coordination.k8s.io/v1\",\"metadata\":{\"name\":"
-        "\"my-operator-lock\",\"namespace\":\"demo\",\"uid\":\"1c8d5e0f\",\"resourceVersion\":\"48290\","
-        "\"creationTimestamp\":\"2025-03-01T09:00:00Z\"},\"spec\":{\"holderIdentity\":\"\","
-        "\"leaseDurationSeconds\":1,\"acquireTime\":\"2025-03-01T10:05:20.000317Z\",\"renewTime\":"
-        "\"2025-03-01T10:05:20.000317Z\",\"leaseTransitions\":3}}";
+    const char *p18 = "{\"kind\":\"Lease\",\"apiVersion\":\"coordination.k8s.io/v1\",\"metadata\":{\"name\":"
+                      "\"my-operator-lock\",\"namespace\":\"demo\",\"uid\":\"1c8d5e0f\",\"resourceVersion\":\"48290\","
+                      "\"creationTimestamp\":\"2025-03-01T09:00:00Z\"},\"spec\":{\"holderIdentity\":\"\","
+                      "\"leaseDurationSeconds\":1,\"acquireTime\":\"2025-03-01T10:05:20.000317Z\",\"renewTime\":"
+                      "\"2025-03-01T10:05:20.000317Z\",\"leaseTransitions\":3}}";
     lop_lease_record_t r = LOP_LEASE_RECORD_INIT;
     char rv[LOP_LEASE_RV_MAX];
     lop_err_t err;

@@ -25,9 +25,9 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define NS "leader-test"
+#define NS    "leader-test"
 #define LEASE "luaop-lock"
-#define N 3
+#define N     3
 
 static lop_apiserver_t *srv;
 
@@ -84,7 +84,8 @@ static void test_rest_lease_client(void)
     const char *patch = "{\"metadata\":{\"labels\":{\"team\":\"x\"}}}";
     lop_rest_resp_t resp = LOP_REST_RESP_INIT;
     T_EQ_INT(lop_rest_do(rest, "PATCH", "/apis/coordination.k8s.io/v1/namespaces/" NS "/leases/codec-check",
-                         "application/merge-patch+json", patch, strlen(patch), &resp, &err), LOP_OK);
+                         "application/merge-patch+json", patch, strlen(patch), &resp, &err),
+             LOP_OK);
     lop_rest_resp_cleanup(&resp);
     T_EQ_INT(lop_lease_update(c, &r, rv, rv3, &err), LOP_ECONFLICT); /* the patch moved the rv */
     T_EQ_INT(err.code, 409);
@@ -93,8 +94,9 @@ static void test_rest_lease_client(void)
     T_EQ_INT(lop_lease_update(c, &r, rv2, rv3, &err), LOP_OK);
     T_CHECK(strcmp(rv2, rv3) != 0);
     lop_rest_resp_init(&resp);
-    T_EQ_INT(lop_rest_do(rest, "GET", "/apis/coordination.k8s.io/v1/namespaces/" NS "/leases/codec-check",
-                         NULL, NULL, 0, &resp, &err), LOP_OK);
+    T_EQ_INT(lop_rest_do(rest, "GET", "/apis/coordination.k8s.io/v1/namespaces/" NS "/leases/codec-check", NULL, NULL,
+                         0, &resp, &err),
+             LOP_OK);
     json_t *obj = json_loadb(resp.body.data, resp.body.len, 0, NULL);
     T_EQ_STR(json_string_value(json_object_get(json_object_get(json_object_get(obj, "metadata"), "labels"), "team")),
              "x");
@@ -237,8 +239,7 @@ static void test_three_replicas_one_leader_fast_release_handover(void)
     T_CHECK(wait_started_locked(1));
     pthread_mutex_unlock(&mu);
     /* Make sure every watch is connected (it has delivered the Lease) before the handover. */
-    for (int i = 0; i < N; i++)
-        T_CHECK(watches[i] && lop_lease_watch_wait_events(watches[i], 1, 15 * LOP_NS_PER_S));
+    for (int i = 0; i < N; i++) T_CHECK(watches[i] && lop_lease_watch_wait_events(watches[i], 1, 15 * LOP_NS_PER_S));
     int leader = -1, n = 0;
     for (int i = 0; i < N; i++)
         if (lop_elector_is_leader(reps[i].e)) {
@@ -321,14 +322,22 @@ static void say(const char *what, const char *extra)
     pthread_mutex_unlock(&out_mu);
 }
 
-static void r_started(void *ud) { (void)ud; say("LEADING", NULL); }
+static void r_started(void *ud)
+{
+    (void)ud;
+    say("LEADING", NULL);
+}
 static void r_stopped(void *ud)
 {
     (void)ud;
     say("STOPPED", NULL);
     kill(getpid(), SIGUSR1); /* wake the main thread: it checks whether leadership is lost */
 }
-static void r_new_leader(void *ud, const char *id) { (void)ud; say("NEWLEADER", id[0] ? id : "-"); }
+static void r_new_leader(void *ud, const char *id)
+{
+    (void)ud;
+    say("NEWLEADER", id[0] ? id : "-");
+}
 
 static int replica_main(int argc, char **argv)
 {
@@ -338,23 +347,48 @@ static int replica_main(int argc, char **argv)
     lop_elector_on_loss_t on_loss = LOP_ELECTOR_ON_LOSS_EXIT;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--no-watch")) { watch = false; continue; }
-        if (!strcmp(a, "--no-release")) { release = false; continue; }
-        if (!v) { fprintf(stderr, "replica: %s needs a value\n", a); return 2; }
+        if (!strcmp(a, "--no-watch")) {
+            watch = false;
+            continue;
+        }
+        if (!strcmp(a, "--no-release")) {
+            release = false;
+            continue;
+        }
+        if (!v) {
+            fprintf(stderr, "replica: %s needs a value\n", a);
+            return 2;
+        }
         i++;
-        if (!strcmp(a, "--kubeconfig")) kubeconfig = v;
-        else if (!strcmp(a, "--identity")) id = v;
-        else if (!strcmp(a, "--namespace")) ns = v;
-        else if (!strcmp(a, "--name")) name = v;
-        else if (!strcmp(a, "--lease-duration-ms")) lease_ms = atol(v);
-        else if (!strcmp(a, "--renew-deadline-ms")) renew_ms = atol(v);
-        else if (!strcmp(a, "--retry-period-ms")) retry_ms = atol(v);
-        else if (!strcmp(a, "--wall-skew-s")) skew_s = atol(v);
-        else if (!strcmp(a, "--on-loss") && !strcmp(v, "restart")) on_loss = LOP_ELECTOR_ON_LOSS_RESTART;
-        else if (!strcmp(a, "--on-loss") && !strcmp(v, "exit")) on_loss = LOP_ELECTOR_ON_LOSS_EXIT;
-        else { fprintf(stderr, "replica: unknown option %s\n", a); return 2; }
+        if (!strcmp(a, "--kubeconfig"))
+            kubeconfig = v;
+        else if (!strcmp(a, "--identity"))
+            id = v;
+        else if (!strcmp(a, "--namespace"))
+            ns = v;
+        else if (!strcmp(a, "--name"))
+            name = v;
+        else if (!strcmp(a, "--lease-duration-ms"))
+            lease_ms = atol(v);
+        else if (!strcmp(a, "--renew-deadline-ms"))
+            renew_ms = atol(v);
+        else if (!strcmp(a, "--retry-period-ms"))
+            retry_ms = atol(v);
+        else if (!strcmp(a, "--wall-skew-s"))
+            skew_s = atol(v);
+        else if (!strcmp(a, "--on-loss") && !strcmp(v, "restart"))
+            on_loss = LOP_ELECTOR_ON_LOSS_RESTART;
+        else if (!strcmp(a, "--on-loss") && !strcmp(v, "exit"))
+            on_loss = LOP_ELECTOR_ON_LOSS_EXIT;
+        else {
+            fprintf(stderr, "replica: unknown option %s\n", a);
+            return 2;
+        }
     }
-    if (!kubeconfig || !id) { fprintf(stderr, "replica: --kubeconfig and --identity are required\n"); return 2; }
+    if (!kubeconfig || !id) {
+        fprintf(stderr, "replica: --kubeconfig and --identity are required\n");
+        return 2;
+    }
     snprintf(replica_id, sizeof replica_id, "%s", id);
 
     /* Signals are taken by sigwait in this thread only. */
@@ -390,7 +424,10 @@ static int replica_main(int argc, char **argv)
     lop_rest_config_cleanup(&rc_cfg);
     lop_rest_config_cleanup(&rc_cfg2);
     lop_lease_client_t *lease = lop_lease_client_rest_new(rest, ns, name, renew_ms, &err);
-    if (!lease) { fprintf(stderr, "replica: %s\n", err.message); return 2; }
+    if (!lease) {
+        fprintf(stderr, "replica: %s\n", err.message);
+        return 2;
+    }
 
     skew_clock_t clock = {{skew_mono, skew_wall, false}, (int64_t)skew_s * LOP_NS_PER_S};
     lop_elector_config_t cfg;
@@ -405,12 +442,18 @@ static int replica_main(int argc, char **argv)
     cfg.on_loss = on_loss;
     cfg.callbacks = (lop_elector_callbacks_t){r_started, r_stopped, r_new_leader, NULL};
     lop_elector_t *e = lop_elector_new(&cfg, &err);
-    if (!e) { fprintf(stderr, "replica: %s\n", err.message); return 2; }
+    if (!e) {
+        fprintf(stderr, "replica: %s\n", err.message);
+        return 2;
+    }
 
     lop_lease_watch_t *lw = NULL;
     if (watch) {
         lw = lop_lease_watch_start(watch_rest, ns, name, e, NULL, &err);
-        if (!lw) { fprintf(stderr, "replica: %s\n", err.message); return 2; }
+        if (!lw) {
+            fprintf(stderr, "replica: %s\n", err.message);
+            return 2;
+        }
     }
     say("CANDIDATE", NULL);
     lop_elector_start(e);

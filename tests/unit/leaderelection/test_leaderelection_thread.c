@@ -159,8 +159,7 @@ static lop_rc_t hc_create(void *ud, const lop_lease_record_t *rec, char *rv, lop
     return lop_lease_create(h->inner, rec, rv, err);
 }
 
-static lop_rc_t hc_update(void *ud, const lop_lease_record_t *rec, const char *rv, char *rv_out,
-                          lop_err_t *err)
+static lop_rc_t hc_update(void *ud, const lop_lease_record_t *rec, const char *rv, char *rv_out, lop_err_t *err)
 {
     hang_client_t *h = ud;
     pthread_mutex_lock(&h->mu);

@@ -115,8 +115,7 @@ static void test_label_parse_errors_table(void)
                 "operators, the value must be an integer"},
         {"a<-1", "unable to parse requirement: values[0][a]: Invalid value: \"-1\": " VMSG},
         {"a>-x", "unable to parse requirement: [values[0]: Invalid value: \"-x\": for 'Gt', 'Lt' "
-                 "operators, the value must be an integer, values[0][a]: Invalid value: \"-x\": "
-                 VMSG "]"},
+                 "operators, the value must be an integer, values[0][a]: Invalid value: \"-x\": " VMSG "]"},
         {"a=-x", "unable to parse requirement: values[0][a]: Invalid value: \"-x\": " VMSG},
         {"-a=b", "unable to parse requirement: <nil>: Invalid value: \"-a\": name part " QMSG},
         {"a/b/c", "unable to parse requirement: <nil>: Invalid value: \"a/b/c\": a qualified name " QMSG
@@ -142,8 +141,7 @@ static void test_label_parse_errors_table(void)
         T_CHECK(sel == NULL);
         T_EQ_INT(err.code, 400);
         T_EQ_STR(err.reason, "BadRequest");
-        if (strcmp(err.message, cases[i].message) != 0)
-            fprintf(stderr, "case %zu '%s'\n", i, cases[i].sel);
+        if (strcmp(err.message, cases[i].message) != 0) fprintf(stderr, "case %zu '%s'\n", i, cases[i].sel);
         T_EQ_STR(err.message, cases[i].message);
     }
 }
@@ -206,12 +204,10 @@ static void test_field_selectors(void)
 {
     lop_field_selector_t *sel = NULL;
     lop_err_t err;
-    json_t *obj = json_pack("{s:s,s:s,s:s}", "metadata.name", "a,b=c\\d", "metadata.namespace",
-                            "ns1", "status.phase", "Running");
+    json_t *obj =
+        json_pack("{s:s,s:s,s:s}", "metadata.name", "a,b=c\\d", "metadata.namespace", "ns1", "status.phase", "Running");
 
-    T_EQ_INT(lop_field_selector_parse("metadata.name=a\\,b\\=c\\\\d,metadata.namespace==ns1", &sel,
-                                      &err),
-             LOP_OK);
+    T_EQ_INT(lop_field_selector_parse("metadata.name=a\\,b\\=c\\\\d,metadata.namespace==ns1", &sel, &err), LOP_OK);
     T_EQ_INT(lop_field_selector_count(sel), 2);
     T_EQ_STR(lop_field_selector_field(sel, 0), "metadata.name");
     T_EQ_STR(lop_field_selector_field(sel, 1), "metadata.namespace");

@@ -21,8 +21,8 @@ static char last_code[64];
 static pthread_mutex_t last_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t reconciled = PTHREAD_COND_INITIALIZER; /* broadcast after every reconcile */
 
-static lop_vm_t *fake_vm_new(const lop_script_set_t *set, const lop_engine_opts_t *opts,
-                             const lop_host_api_t *host, lop_err_t *err)
+static lop_vm_t *fake_vm_new(const lop_script_set_t *set, const lop_engine_opts_t *opts, const lop_host_api_t *host,
+                             lop_err_t *err)
 {
     (void)opts;
     (void)host;
@@ -48,15 +48,18 @@ static void fake_reconcile(lop_vm_t *v, const char *controller, const lop_reconc
     pthread_cond_broadcast(&reconciled);
     pthread_mutex_unlock(&last_mu);
     memset(res, 0, sizeof *res);
-    if (strcmp(req->name, "requeue") == 0) res->kind = LOP_RESULT_REQUEUE;
+    if (strcmp(req->name, "requeue") == 0)
+        res->kind = LOP_RESULT_REQUEUE;
     else if (strcmp(req->name, "after") == 0) {
         res->kind = LOP_RESULT_REQUEUE_AFTER;
         res->requeue_after_ns = 30 * LOP_NS_PER_S;
     } else if (strcmp(req->name, "error") == 0) {
         res->kind = LOP_RESULT_ERROR;
         snprintf(res->message, sizeof res->message, "boom");
-    } else if (strcmp(req->name, "terminal") == 0) res->kind = LOP_RESULT_TERMINAL;
-    else res->kind = LOP_RESULT_DONE;
+    } else if (strcmp(req->name, "terminal") == 0)
+        res->kind = LOP_RESULT_TERMINAL;
+    else
+        res->kind = LOP_RESULT_DONE;
 }
 
 /* Wait until n reconciles have run on the workers' threads (bounded: 20 s of the real clock,
@@ -68,8 +71,7 @@ static int wait_reconciles(int n)
     until.tv_sec += 20;
     pthread_mutex_lock(&last_mu);
     while (__atomic_load_n(&reconciles, __ATOMIC_RELAXED) < n &&
-           pthread_cond_timedwait(&reconciled, &last_mu, &until) == 0) {
-    }
+           pthread_cond_timedwait(&reconciled, &last_mu, &until) == 0) {}
     int got = __atomic_load_n(&reconciles, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&last_mu);
     return got;
@@ -92,7 +94,10 @@ static void fake_vm_free(lop_vm_t *vm)
 }
 
 static const lop_engine_t fake_engine = {
-    .name = "fake", .vm_new = fake_vm_new, .reconcile = fake_reconcile, .vm_free = fake_vm_free,
+    .name = "fake",
+    .vm_new = fake_vm_new,
+    .reconcile = fake_reconcile,
+    .vm_free = fake_vm_free,
 };
 
 static lop_script_set_t *set_with(const char *main)
@@ -189,7 +194,7 @@ static void test_requeue_and_terminal(void)
     T_EQ_INT(lop_controller_process_one(f.c, &f.slot), LOP_OK);
     T_EQ_INT(lop_workqueue_num_requeues(lop_controller_queue(f.c), "ns/terminal"), 0);
     lop_fake_clock_step(&f.fc, 3600 * LOP_NS_PER_S);
-    T_EQ_INT(lop_controller_process_one(f.c, &f.slot), LOP_OK); /* the requeue */
+    T_EQ_INT(lop_controller_process_one(f.c, &f.slot), LOP_OK);     /* the requeue */
     T_EQ_INT(lop_controller_process_one(f.c, &f.slot), LOP_EAGAIN); /* terminal never retried */
     lop_controller_stats_t st;
     lop_controller_stats(f.c, &st);
@@ -248,8 +253,8 @@ static void test_threaded_workers_process_everything_once(void)
 static void start_gated(fixture_t *f, const char *name, int workers)
 {
     lop_controller_free(f->c);
-    lop_controller_opts_t co = {.name = name, .workers = workers, .clock = &f->fc.base, .rt = f->rt,
-                                .wait_for_sync = true};
+    lop_controller_opts_t co = {
+        .name = name, .workers = workers, .clock = &f->fc.base, .rt = f->rt, .wait_for_sync = true};
     f->c = lop_controller_new(&co);
     T_CHECK(!lop_controller_sources_ready(f->c));
     lop_err_t err;
@@ -267,8 +272,7 @@ static int wait_gated(lop_controller_t *c, int n)
     for (;;) {
         lop_controller_stats(c, &st);
         clock_gettime(CLOCK_MONOTONIC, &now);
-        if ((int)st.waiting_for_sync == n || now.tv_sec - t0.tv_sec > 20)
-            return (int)st.waiting_for_sync;
+        if ((int)st.waiting_for_sync == n || now.tv_sec - t0.tv_sec > 20) return (int)st.waiting_for_sync;
         sched_yield();
     }
 }

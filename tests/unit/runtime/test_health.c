@@ -23,8 +23,8 @@ typedef struct answer {
     char body[1024];
 } answer_t;
 
-static answer_t run(lop_health_t *h, lop_health_kind_t kind, const char *only, bool verbose,
-                    const char *const *exclude, size_t nexclude)
+static answer_t run(lop_health_t *h, lop_health_kind_t kind, const char *only, bool verbose, const char *const *exclude,
+                    size_t nexclude)
 {
     answer_t a;
     lop_buf_t b = LOP_BUF_INIT;
@@ -152,17 +152,15 @@ static void test_heartbeat_fails_when_beats_stop(void)
     lop_health_heartbeat_t hb;
     lop_health_heartbeat_init(&hb, &fc.base, 10 * LOP_NS_PER_S, "event loop");
     lop_health_t *h = lop_health_new();
-    T_EQ_INT(lop_health_add(h, LOP_HEALTHZ, "event-loop", lop_health_heartbeat_check, &hb, NULL),
-             LOP_OK);
+    T_EQ_INT(lop_health_add(h, LOP_HEALTHZ, "event-loop", lop_health_heartbeat_check, &hb, NULL), LOP_OK);
     T_EQ_INT(run(h, LOP_HEALTHZ, NULL, false, NULL, 0).status, 200);
     lop_fake_clock_step(&fc, 10 * LOP_NS_PER_S); /* exactly at the limit: still healthy */
     T_EQ_INT(run(h, LOP_HEALTHZ, NULL, false, NULL, 0).status, 200);
     lop_fake_clock_step(&fc, 2500 * LOP_NS_PER_MS);
     answer_t a = run(h, LOP_HEALTHZ, NULL, false, NULL, 0);
     T_EQ_INT(a.status, 500);
-    T_EQ_STR(a.body,
-             "[+]ping ok\n[-]event-loop failed: event loop last beat 12.5s ago (limit 10.0s)\n"
-             "healthz check failed\n");
+    T_EQ_STR(a.body, "[+]ping ok\n[-]event-loop failed: event loop last beat 12.5s ago (limit 10.0s)\n"
+                     "healthz check failed\n");
     lop_health_heartbeat_beat(&hb); /* the loop runs again */
     T_EQ_INT(run(h, LOP_HEALTHZ, NULL, false, NULL, 0).status, 200);
     lop_health_free(h);

@@ -30,8 +30,7 @@ static void create_cm(const char *name)
              "\"data\":{\"v\":\"%s\"}}",
              name, name);
     lop_err_t err;
-    T_EQ_INT(lop_rest_do(cli, "POST", "/api/v1/namespaces/default/configmaps", NULL, body,
-                         strlen(body), NULL, &err),
+    T_EQ_INT(lop_rest_do(cli, "POST", "/api/v1/namespaces/default/configmaps", NULL, body, strlen(body), NULL, &err),
              LOP_OK);
 }
 
@@ -78,8 +77,7 @@ static void setup_flags(fx_t *f, bool meta_only)
     T_EQ_INT(lop_manager_new(&mc, &f->m, &err), LOP_OK);
     /* An informer entry as the manager makes one for a watched kind, driven by hand. */
     lop_listwatch_t *lw = lop_rest_listwatch_new(cli, &cm_mapping, NULL, NULL, NULL);
-    lop_informer_config_t ic = {.name = "v1/configmaps", .lw = lw,
-                                .obj_flags = meta_only ? LOP_OBJ_METADATA_ONLY : 0};
+    lop_informer_config_t ic = {.name = "v1/configmaps", .lw = lw, .obj_flags = meta_only ? LOP_OBJ_METADATA_ONLY : 0};
     inf_entry_t *e = calloc(1, sizeof *e);
     e->inf = lop_informer_new(&ic, &err);
     free(lw);
@@ -216,8 +214,7 @@ typedef struct two_sources {
     int ids[2]; /* handler ids once registered */
 } two_sources_t;
 
-static void two_sources_init(two_sources_t *t, const char *name, lop_controller_t *ctrl, inf_entry_t *a,
-                             inf_entry_t *b)
+static void two_sources_init(two_sources_t *t, const char *name, lop_controller_t *ctrl, inf_entry_t *a, inf_entry_t *b)
 {
     memset(t, 0, sizeof *t);
     if (!ctrl) {
@@ -304,7 +301,7 @@ static void test_reload_moving_a_gated_controller_waits_for_its_new_sources(void
     int64_t wait = 0;
     T_EQ_INT(lop_informer_step(a->inf, &wait), LOP_OK); /* old and new bindings of a are told */
     T_CHECK(!lop_controller_sources_ready(ctrl));       /* b has not synced: still held */
-    lop_ctrl_check_synced(&fresh.c);                      /* what the rewire runs at its end */
+    lop_ctrl_check_synced(&fresh.c);                    /* what the rewire runs at its end */
     T_CHECK(!lop_controller_sources_ready(ctrl));
     lop_ctrl_bindings_free(&old); /* the old wiring goes: its handler is removed, a and b stay */
     T_EQ_INT(old.nbindings, 0);
@@ -324,8 +321,7 @@ static void test_reload_moving_a_gated_controller_waits_for_its_new_sources(void
 
 int main(void)
 {
-    if (!T_SETUP("start the API server and a client", t_apiserver_client_start(&srv, &cli) == 0))
-        return T_DONE();
+    if (!T_SETUP("start the API server and a client", t_apiserver_client_start(&srv, &cli) == 0)) return T_DONE();
     for (int i = 0; i < NCM; i++) {
         char name[32];
         snprintf(name, sizeof name, "cm-%02d", i);

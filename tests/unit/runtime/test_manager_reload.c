@@ -27,10 +27,9 @@ static lop_metrics_std_t std;
 
 /* ------------------------------------------------------------------ the fake engine */
 
-static char s_gated[] = "gated", s_v1[] = "v1", s_cm[] = "ConfigMap", s_default[] = "default",
-            s_sel[] = "tier=new";
+static char s_gated[] = "gated", s_v1[] = "v1", s_cm[] = "ConfigMap", s_default[] = "default", s_sel[] = "tier=new";
 /* the informers' keys (inf_entry_t.key): the for_ watch's, the owns watch's */
-#define KEY_FOR "/v1/configmaps|default|"
+#define KEY_FOR  "/v1/configmaps|default|"
 #define KEY_OWNS "/v1/configmaps|default|tier=new"
 
 /* tier=new ConfigMaps of "default", owned (a second informer of v1/configmaps) */
@@ -41,9 +40,11 @@ static char s_other[] = "other", s_ks[] = "kube-system", s_ks_ctrl[] = "ks";
 
 /* Controller cname_ over the ConfigMaps of namespace ns_, with workers_ workers, owning owns_
  * (n_ watches; NULL, 0: none). */
-#define CTRL(cname_, ns_, owns_, n_, workers_)                                                   \
-    {.name = (cname_), .for_ = {.gvk = {s_v1, s_cm}, .map = LOP_MAP_SELF, .namespace_ = (ns_)}, \
-     .owns = (owns_), .nowns = (n_), .max_concurrent_reconciles = (workers_)}
+#define CTRL(cname_, ns_, owns_, n_, workers_)                                                                      \
+    {                                                                                                               \
+        .name = (cname_), .for_ = {.gvk = {s_v1, s_cm}, .map = LOP_MAP_SELF, .namespace_ = (ns_)}, .owns = (owns_), \
+        .nowns = (n_), .max_concurrent_reconciles = (workers_)                                                      \
+    }
 
 /* "keep": controller "gated" over the ConfigMaps of "default". */
 static lop_ctrl_decl_t keep_decls[] = {CTRL(s_gated, s_default, NULL, 0, 1)};
@@ -58,8 +59,7 @@ static lop_ctrl_decl_t workers2_decls[] = {CTRL(s_gated, s_default, owns_new, 1,
 
 /* "other": "gated" as in "keep", plus controller "other" over the ConfigMaps of kube-system (an
  * informer of the same kind, so of the same informer metric series) that owns tier=new ones. */
-static lop_ctrl_decl_t other_decls[] = {CTRL(s_gated, s_default, NULL, 0, 1),
-                                        CTRL(s_other, s_ks, owns_new, 1, 1)};
+static lop_ctrl_decl_t other_decls[] = {CTRL(s_gated, s_default, NULL, 0, 1), CTRL(s_other, s_ks, owns_new, 1, 1)};
 
 /* "two": "gated" as in "keep", plus controller "ks" over the ConfigMaps of kube-system: two
  * informers of v1/configmaps, summed in one series. */
@@ -79,8 +79,8 @@ typedef struct fake_vm {
     size_t n;
 } fake_vm_t;
 
-static lop_vm_t *fake_vm_new(const lop_script_set_t *set, const lop_engine_opts_t *opts,
-                             const lop_host_api_t *host, lop_err_t *err)
+static lop_vm_t *fake_vm_new(const lop_script_set_t *set, const lop_engine_opts_t *opts, const lop_host_api_t *host,
+                             lop_err_t *err)
 {
     (void)opts;
     (void)host;
@@ -91,8 +91,9 @@ static lop_vm_t *fake_vm_new(const lop_script_set_t *set, const lop_engine_opts_
         const lop_ctrl_decl_t *decls;
         size_t n;
     } scripts[] = {
-        {"keep", keep_decls, 1},   {"keep+owns", keep_owns_decls, 1}, {"workers2", workers2_decls, 1},
-        {"other", other_decls, 2}, {"two", two_decls, 2},             {"meta", meta_decls, 1},
+        {"keep", keep_decls, 1},         {"keep+owns", keep_owns_decls, 1},
+        {"workers2", workers2_decls, 1}, {"other", other_decls, 2},
+        {"two", two_decls, 2},           {"meta", meta_decls, 1},
     };
     for (size_t i = 0; f && i < sizeof scripts / sizeof scripts[0]; i++) {
         if (strcmp(f->data, scripts[i].script) != 0) continue;
@@ -112,10 +113,7 @@ static void fake_declarations(lop_vm_t *v, const lop_ctrl_decl_t **decls, size_t
     *n = vm->n;
 }
 
-static void fake_vm_free(lop_vm_t *vm)
-{
-    free(vm);
-}
+static void fake_vm_free(lop_vm_t *vm) { free(vm); }
 
 static const lop_engine_t fake_engine = {
     .name = "fake",
@@ -238,8 +236,7 @@ static void sync_informer(fx_t *f, const char *key)
 {
     inf_entry_t *e = inf_of(f->m, key);
     T_CHECK(e != NULL);
-    if (!e)
-        return;
+    if (!e) return;
     int64_t wait = 0;
     T_EQ_INT(lop_informer_step(e->inf, &wait), LOP_OK);
     T_CHECK(lop_informer_has_synced(e->inf));
@@ -349,8 +346,7 @@ static double metric(const char *series)
     double v = -1;
     size_t n = strlen(series);
     for (const char *l = b.data; l && *l;) {
-        if (!strncmp(l, series, n) && l[n] == ' ')
-            v = strtod(l + n + 1, NULL);
+        if (!strncmp(l, series, n) && l[n] == ' ') v = strtod(l + n + 1, NULL);
         const char *nl = strchr(l, '\n');
         l = nl ? nl + 1 : NULL;
     }
@@ -358,10 +354,10 @@ static double metric(const char *series)
     return v;
 }
 
-#define Q_ADDS "workqueue_adds_total{name=\"gated\"}"
+#define Q_ADDS  "workqueue_adds_total{name=\"gated\"}"
 #define Q_DEPTH "workqueue_depth{name=\"gated\"}"
-#define C_MAX "controller_runtime_max_concurrent_reconciles{controller=\"gated\"}"
-#define I_OBJS "luaop_informer_objects{gvr=\"v1/configmaps\"}"
+#define C_MAX   "controller_runtime_max_concurrent_reconciles{controller=\"gated\"}"
+#define I_OBJS  "luaop_informer_objects{gvr=\"v1/configmaps\"}"
 
 /* A reload that would replace "gated" by a controller of 2 workers fails: the series of the
  * running controller still read its queue and its worker count (the staged controller had bound
@@ -403,9 +399,9 @@ static void test_failed_reload_leaves_the_informer_metrics(void)
     teardown(&f);
 }
 
-#define I_BYTES "luaop_informer_bytes{gvr=\"v1/configmaps\"}"
-#define I_RESTARTS "luaop_watch_restarts_total{gvr=\"v1/configmaps\"}"
-#define I_RELISTS "luaop_relists_total{gvr=\"v1/configmaps\"}"
+#define I_BYTES     "luaop_informer_bytes{gvr=\"v1/configmaps\"}"
+#define I_RESTARTS  "luaop_watch_restarts_total{gvr=\"v1/configmaps\"}"
+#define I_RELISTS   "luaop_relists_total{gvr=\"v1/configmaps\"}"
 #define I_META_OBJS "luaop_informer_objects{gvr=\"v1/configmaps+metadata\"}"
 
 static double store_bytes(fx_t *f, const char *key)
@@ -465,8 +461,8 @@ static void create_configmaps(const char *ns, const char *prefix, int n)
 {
     for (int i = 0; i < n; i++) {
         char body[256], path[128];
-        snprintf(body, sizeof body,
-                 "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s-%d\"}}", prefix, i);
+        snprintf(body, sizeof body, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s-%d\"}}",
+                 prefix, i);
         snprintf(path, sizeof path, "/api/v1/namespaces/%s/configmaps", ns);
         lop_err_t err;
         T_EQ_INT(lop_rest_do(cli, "POST", path, NULL, body, strlen(body), NULL, &err), LOP_OK);
@@ -475,12 +471,10 @@ static void create_configmaps(const char *ns, const char *prefix, int n)
 
 int main(void)
 {
-    if (!T_SETUP("start the API server and a client", t_apiserver_client_start(&srv, &cli) == 0))
-        return T_DONE();
+    if (!T_SETUP("start the API server and a client", t_apiserver_client_start(&srv, &cli) == 0)) return T_DONE();
     reg = lop_metrics_new();
     lop_err_t merr;
-    if (!T_SETUP("the standard metrics", lop_metrics_std_init(&std, reg, &merr) == LOP_OK))
-        return T_DONE();
+    if (!T_SETUP("the standard metrics", lop_metrics_std_init(&std, reg, &merr) == LOP_OK)) return T_DONE();
     create_configmaps("default", "cm", NCM);
     create_configmaps("kube-system", "ks", NKS);
     T_RUN(test_failed_rewire_gives_a_gated_controller_back_to_the_old_wiring);

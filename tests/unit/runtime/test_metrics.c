@@ -30,8 +30,7 @@ typedef struct parsed {
 
 static bool name_char(char c, bool first)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':' ||
-           (!first && c >= '0' && c <= '9');
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':' || (!first && c >= '0' && c <= '9');
 }
 
 /* Parse one sample line; false when it does not follow the grammar. */
@@ -40,16 +39,14 @@ static bool parse_sample(const char *line, sample_t *s)
     const char *p = line;
     size_t n = 0;
     memset(s, 0, sizeof *s);
-    while (name_char(*p, n == 0) && n < sizeof s->name - 1)
-        s->name[n++] = *p++;
+    while (name_char(*p, n == 0) && n < sizeof s->name - 1) s->name[n++] = *p++;
     if (n == 0) return false;
     if (*p == '{') {
         p++;
         while (*p != '}') {
             if (s->nlabels == 9) return false;
             size_t k = 0;
-            while (name_char(*p, k == 0) && *p != ':' && k < 63)
-                s->lname[s->nlabels][k++] = *p++;
+            while (name_char(*p, k == 0) && *p != ':' && k < 63) s->lname[s->nlabels][k++] = *p++;
             if (k == 0 || *p++ != '=' || *p++ != '"') return false;
             size_t v = 0;
             while (*p && *p != '"' && v < 255) {
@@ -102,8 +99,7 @@ static void parse(const char *text, parsed_t *out)
         if (strncmp(line, "# HELP ", 7) == 0) {
             if (out->nhelp < 64) sscanf(line + 7, "%127s", out->help[out->nhelp++]);
         } else if (strncmp(line, "# TYPE ", 7) == 0) {
-            if (out->ntype < 64)
-                snprintf(out->type[out->ntype++], sizeof out->type[0], "%.150s", line + 7);
+            if (out->ntype < 64) snprintf(out->type[out->ntype++], sizeof out->type[0], "%.150s", line + 7);
         } else if (line[0] == '#') {
             out->errors++;
         } else if (out->n < 512) {
@@ -125,16 +121,14 @@ static double get(const parsed_t *ps, const char *name, ...)
     int nkv = 0;
     va_list ap;
     va_start(ap, name);
-    for (const char *k; (k = va_arg(ap, const char *)) && nkv < 18;)
-        kv[nkv++] = k;
+    for (const char *k; (k = va_arg(ap, const char *)) && nkv < 18;) kv[nkv++] = k;
     va_end(ap);
     for (int i = 0; i < ps->n; i++) {
         const sample_t *s = &ps->s[i];
         if (strcmp(s->name, name) != 0 || s->nlabels * 2 != nkv) continue;
         int j = 0;
         for (; j < s->nlabels; j++)
-            if (strcmp(s->lname[j], kv[2 * j]) != 0 || strcmp(s->lvalue[j], kv[2 * j + 1]) != 0)
-                break;
+            if (strcmp(s->lname[j], kv[2 * j]) != 0 || strcmp(s->lvalue[j], kv[2 * j + 1]) != 0) break;
         if (j == s->nlabels) return s->value;
     }
     return NAN;
@@ -157,13 +151,11 @@ static void test_counter_and_gauge_exposition(void)
 {
     lop_metrics_t *r = lop_metrics_new();
     const char *labels[] = {"controller", "result", NULL};
-    lop_metric_family_t *c =
-        lop_metrics_counter(r, "x_reconcile_total", "Reconciles.", labels, NULL);
+    lop_metric_family_t *c = lop_metrics_counter(r, "x_reconcile_total", "Reconciles.", labels, NULL);
     lop_metric_family_t *g = lop_metrics_gauge(r, "a_depth", "Depth.", NULL, NULL);
     T_CHECK(c && g);
     T_EQ_INT(lop_metric_counter_add(c, (const char *[]){"memcached", "success"}, 1, NULL), LOP_OK);
-    T_EQ_INT(lop_metric_counter_add(c, (const char *[]){"memcached", "success"}, 2.5, NULL),
-             LOP_OK);
+    T_EQ_INT(lop_metric_counter_add(c, (const char *[]){"memcached", "success"}, 2.5, NULL), LOP_OK);
     T_EQ_INT(lop_metric_counter_add(c, (const char *[]){"memcached", "error"}, 1, NULL), LOP_OK);
     T_EQ_INT(lop_metric_gauge_set(g, NULL, 7, NULL), LOP_OK);
     T_EQ_INT(lop_metric_gauge_add(g, NULL, -2, NULL), LOP_OK);
@@ -184,8 +176,7 @@ static void test_counter_and_gauge_exposition(void)
     T_EQ_INT(ps.ntype, 2);
     T_EQ_STR(ps.type[0], "a_depth gauge");
     T_EQ_STR(ps.type[1], "x_reconcile_total counter");
-    T_CHECK(get(&ps, "x_reconcile_total", "controller", "memcached", "result", "success", NULL) ==
-            3.5);
+    T_CHECK(get(&ps, "x_reconcile_total", "controller", "memcached", "result", "success", NULL) == 3.5);
     T_CHECK(get(&ps, "a_depth", NULL) == 5);
     lop_metrics_free(r);
 }
@@ -193,8 +184,7 @@ static void test_counter_and_gauge_exposition(void)
 static void test_family_without_children_prints_help_and_type(void)
 {
     lop_metrics_t *r = lop_metrics_new();
-    T_CHECK(
-        lop_metrics_counter(r, "empty_total", "Nothing yet.", (const char *[]){"k", NULL}, NULL));
+    T_CHECK(lop_metrics_counter(r, "empty_total", "Nothing yet.", (const char *[]){"k", NULL}, NULL));
     lop_buf_t b = LOP_BUF_INIT;
     lop_metrics_render(r, &b);
     T_EQ_STR(b.data, "# HELP empty_total Nothing yet.\n# TYPE empty_total counter\n");
@@ -205,8 +195,8 @@ static void test_family_without_children_prints_help_and_type(void)
 static void test_label_value_and_help_escaping(void)
 {
     lop_metrics_t *r = lop_metrics_new();
-    lop_metric_family_t *g = lop_metrics_gauge(r, "esc", "Line one\nback\\slash \"quoted\"",
-                                               (const char *[]){"v", NULL}, NULL);
+    lop_metric_family_t *g =
+        lop_metrics_gauge(r, "esc", "Line one\nback\\slash \"quoted\"", (const char *[]){"v", NULL}, NULL);
     const char *nasty = "a\"b\\c\nd é";
     T_EQ_INT(lop_metric_gauge_set(g, (const char *[]){nasty}, 1, NULL), LOP_OK);
     lop_buf_t b = LOP_BUF_INIT;
@@ -225,8 +215,8 @@ static void test_histogram_buckets_sum_count(void)
 {
     lop_metrics_t *r = lop_metrics_new();
     const double bk[] = {0.1, 0.5, 1};
-    lop_metric_family_t *h = lop_metrics_histogram(r, "lat_seconds", "Latency.",
-                                                   (const char *[]){"name", NULL}, bk, 3, NULL);
+    lop_metric_family_t *h =
+        lop_metrics_histogram(r, "lat_seconds", "Latency.", (const char *[]){"name", NULL}, bk, 3, NULL);
     T_CHECK(h != NULL);
     const char *v[] = {"q"};
     /* 0.1 sits exactly on a bound: le is inclusive. */
@@ -285,16 +275,12 @@ static void test_bucket_helpers(void)
 }
 
 static double fake_depth;
-static double depth_fn(void *ud)
-{
-    return *(double *)ud;
-}
+static double depth_fn(void *ud) { return *(double *)ud; }
 
 static void test_gauge_callback_evaluated_at_scrape(void)
 {
     lop_metrics_t *r = lop_metrics_new();
-    lop_metric_family_t *g =
-        lop_metrics_gauge(r, "workqueue_depth", "D.", (const char *[]){"name", NULL}, NULL);
+    lop_metric_family_t *g = lop_metrics_gauge(r, "workqueue_depth", "D.", (const char *[]){"name", NULL}, NULL);
     lop_metric_t *m = lop_metric_child(g, (const char *[]){"q"}, NULL);
     T_EQ_INT(lop_metric_set_fn(m, depth_fn, &fake_depth), LOP_OK);
     fake_depth = 4;
@@ -327,8 +313,7 @@ static void test_remove_hides_child_until_reused(void)
     render(r, &ps);
     T_CHECK(get(&ps, "luaop_script_active_version", "version", "aaaa", NULL) == 1);
     T_CHECK(isnan(get(&ps, "luaop_script_active_version", "version", "bbbb", NULL)));
-    T_EQ_INT(lop_metric_remove(std.script_active_version, (const char *[]){"never"}),
-             LOP_ENOTFOUND);
+    T_EQ_INT(lop_metric_remove(std.script_active_version, (const char *[]){"never"}), LOP_ENOTFOUND);
     /* Asking for a removed child again shows it (at 0). */
     T_EQ_INT(lop_metric_remove(std.script_active_version, (const char *[]){"aaaa"}), LOP_OK);
     T_CHECK(lop_metric_child(std.script_active_version, (const char *[]){"aaaa"}, NULL) != NULL);
@@ -353,8 +338,7 @@ static void test_bad_input_is_refused_with_reason(void)
     T_CHECK(!lop_metrics_histogram(r, "h", "", NULL, (const double[]){NAN}, 1, &err));
     T_CHECK(lop_metrics_histogram(r, "h2", "", NULL, (const double[]){1, INFINITY}, 2, &err));
 
-    lop_metric_family_t *c =
-        lop_metrics_counter(r, "ok_total", "x", (const char *[]){"a", NULL}, &err);
+    lop_metric_family_t *c = lop_metrics_counter(r, "ok_total", "x", (const char *[]){"a", NULL}, &err);
     T_CHECK(c != NULL);
     /* Identical re-declaration returns the same family; a different shape is refused. */
     T_CHECK(lop_metrics_counter(r, "ok_total", "x", (const char *[]){"a", NULL}, &err) == c);
@@ -414,10 +398,9 @@ static void test_concurrent_updates_sum_correctly(void)
     lop_metrics_t *r = lop_metrics_new();
     worker_arg_t args[THREADS];
     pthread_t th[THREADS];
-    lop_metric_family_t *c =
-        lop_metrics_counter(r, "ops_total", "Ops.", (const char *[]){"k", NULL}, NULL);
-    lop_metric_family_t *h = lop_metrics_histogram(r, "op_seconds", "Op time.", NULL,
-                                                   (const double[]){0.01, 1}, 2, NULL);
+    lop_metric_family_t *c = lop_metrics_counter(r, "ops_total", "Ops.", (const char *[]){"k", NULL}, NULL);
+    lop_metric_family_t *h =
+        lop_metrics_histogram(r, "op_seconds", "Op time.", NULL, (const double[]){0.01, 1}, 2, NULL);
     lop_metric_family_t *g = lop_metrics_gauge(r, "inflight", "In flight.", NULL, NULL);
     for (int i = 0; i < THREADS; i++) {
         args[i] = (worker_arg_t){c, h, g, i};
@@ -429,8 +412,7 @@ static void test_concurrent_updates_sum_correctly(void)
         lop_metrics_render(r, &b);
         lop_buf_free(&b);
     }
-    for (int i = 0; i < THREADS; i++)
-        pthread_join(th[i], NULL);
+    for (int i = 0; i < THREADS; i++) pthread_join(th[i], NULL);
 
     render(r, &ps);
     T_CHECK(get(&ps, "ops_total", "k", "shared", NULL) == THREADS * PER_THREAD);
@@ -464,10 +446,8 @@ static void test_standard_families(void)
 
     lop_metric_histogram_observe(std.reconcile_time, (const char *[]){"memcached"}, 0.2, NULL);
     lop_metric_histogram_observe(std.wq_queue_duration, (const char *[]){"memcached"}, 2e-6, NULL);
-    lop_metric_histogram_observe(std.rest_request_duration,
-                                 (const char *[]){"GET", "127.0.0.1:6443"}, 0.03, NULL);
-    lop_metric_counter_add(std.rest_requests_total,
-                           (const char *[]){"200", "GET", "127.0.0.1:6443"}, 1, NULL);
+    lop_metric_histogram_observe(std.rest_request_duration, (const char *[]){"GET", "127.0.0.1:6443"}, 0.03, NULL);
+    lop_metric_counter_add(std.rest_requests_total, (const char *[]){"200", "GET", "127.0.0.1:6443"}, 1, NULL);
     render(r, &ps);
 
     static const char *const expect[] = {
@@ -507,36 +487,27 @@ static void test_standard_families(void)
     for (int i = 0; i < ps.n; i++)
         if (strcmp(ps.s[i].name, "controller_runtime_reconcile_time_seconds_bucket") == 0) nb++;
     T_EQ_INT(nb, 41);
-    T_CHECK(get(&ps, "controller_runtime_reconcile_time_seconds_bucket", "controller", "memcached",
-                "le", "0.15", NULL) == 0);
-    T_CHECK(get(&ps, "controller_runtime_reconcile_time_seconds_bucket", "controller", "memcached",
-                "le", "0.2", NULL) == 1);
-    T_CHECK(get(&ps, "controller_runtime_reconcile_time_seconds_bucket", "controller", "memcached",
-                "le", "60", NULL) == 1);
+    T_CHECK(get(&ps, "controller_runtime_reconcile_time_seconds_bucket", "controller", "memcached", "le", "0.15",
+                NULL) == 0);
+    T_CHECK(get(&ps, "controller_runtime_reconcile_time_seconds_bucket", "controller", "memcached", "le", "0.2",
+                NULL) == 1);
+    T_CHECK(get(&ps, "controller_runtime_reconcile_time_seconds_bucket", "controller", "memcached", "le", "60", NULL) ==
+            1);
     /* client-go's workqueue buckets: 1e-08 … 10 by factor 10, with Go's float spelling. */
-    static const char *const wq_le[] = {"1e-08",
-                                        "1e-07",
-                                        "1e-06",
-                                        "9.999999999999999e-06",
-                                        "9.999999999999999e-05",
-                                        "0.001",
-                                        "0.01",
-                                        "0.1",
-                                        "1",
-                                        "10",
-                                        "+Inf"};
+    static const char *const wq_le[] = {
+        "1e-08", "1e-07", "1e-06", "9.999999999999999e-06", "9.999999999999999e-05", "0.001", "0.01", "0.1",
+        "1",     "10",    "+Inf"};
     for (size_t i = 0; i < sizeof wq_le / sizeof wq_le[0]; i++) {
-        double v = get(&ps, "workqueue_queue_duration_seconds_bucket", "name", "memcached", "le",
-                       wq_le[i], NULL);
+        double v = get(&ps, "workqueue_queue_duration_seconds_bucket", "name", "memcached", "le", wq_le[i], NULL);
         T_CHECK(!isnan(v));
         T_CHECK(v == (i < 3 ? 0 : 1));
     }
-    T_CHECK(get(&ps, "rest_client_request_duration_seconds_bucket", "verb", "GET", "host",
-                "127.0.0.1:6443", "le", "0.025", NULL) == 0);
-    T_CHECK(get(&ps, "rest_client_request_duration_seconds_bucket", "verb", "GET", "host",
-                "127.0.0.1:6443", "le", "0.1", NULL) == 1);
-    T_CHECK(get(&ps, "rest_client_requests_total", "code", "200", "method", "GET", "host",
-                "127.0.0.1:6443", NULL) == 1);
+    T_CHECK(get(&ps, "rest_client_request_duration_seconds_bucket", "verb", "GET", "host", "127.0.0.1:6443", "le",
+                "0.025", NULL) == 0);
+    T_CHECK(get(&ps, "rest_client_request_duration_seconds_bucket", "verb", "GET", "host", "127.0.0.1:6443", "le",
+                "0.1", NULL) == 1);
+    T_CHECK(get(&ps, "rest_client_requests_total", "code", "200", "method", "GET", "host", "127.0.0.1:6443", NULL) ==
+            1);
 
     T_CHECK(lop_metrics_reserved_name("workqueue_depth"));
     T_CHECK(lop_metrics_reserved_name("luaop_anything"));
@@ -567,31 +538,25 @@ static void test_controller_and_queue_children_start_at_zero(void)
     /* Every series exists (at 0) before the first reconcile, as dashboards expect. */
     static const char *const results[] = {"success", "error", "requeue", "requeue_after"};
     for (int i = 0; i < 4; i++)
-        T_CHECK(get(&ps, "controller_runtime_reconcile_total", "controller", "memcached", "result",
-                    results[i], NULL) == 0);
-    T_CHECK(get(&ps, "controller_runtime_reconcile_time_seconds_count", "controller", "memcached",
-                NULL) == 0);
+        T_CHECK(get(&ps, "controller_runtime_reconcile_total", "controller", "memcached", "result", results[i], NULL) ==
+                0);
+    T_CHECK(get(&ps, "controller_runtime_reconcile_time_seconds_count", "controller", "memcached", NULL) == 0);
     T_CHECK(get(&ps, "workqueue_depth", "name", "memcached", NULL) == 0);
     T_CHECK(get(&ps, "luaop_reconcile_timeouts_total", "controller", "memcached", NULL) == 0);
-    T_CHECK(get(&ps, "controller_runtime_reconcile_panics_total", "controller", "memcached",
-                NULL) == 0);
-    T_CHECK(get(&ps, "workqueue_longest_running_processor_seconds", "name", "memcached", NULL) ==
-            0);
+    T_CHECK(get(&ps, "controller_runtime_reconcile_panics_total", "controller", "memcached", NULL) == 0);
+    T_CHECK(get(&ps, "workqueue_longest_running_processor_seconds", "name", "memcached", NULL) == 0);
 
     lop_metric_inc(c.reconcile_total[LOP_METRICS_RESULT_REQUEUE_AFTER]);
     lop_metric_set(c.max_concurrent, 4);
     lop_metric_inc(q.adds);
     lop_metric_observe(q.work_duration, 0.02);
     render(r, &ps);
-    T_CHECK(get(&ps, "controller_runtime_reconcile_total", "controller", "memcached", "result",
-                "requeue_after", NULL) == 1);
-    T_CHECK(get(&ps, "controller_runtime_max_concurrent_reconciles", "controller", "memcached",
-                NULL) == 4);
-    T_CHECK(get(&ps, "workqueue_adds_total", "name", "memcached", NULL) == 1);
-    T_CHECK(get(&ps, "workqueue_work_duration_seconds_bucket", "name", "memcached", "le", "0.01",
-                NULL) == 0);
-    T_CHECK(get(&ps, "workqueue_work_duration_seconds_bucket", "name", "memcached", "le", "0.1",
+    T_CHECK(get(&ps, "controller_runtime_reconcile_total", "controller", "memcached", "result", "requeue_after",
                 NULL) == 1);
+    T_CHECK(get(&ps, "controller_runtime_max_concurrent_reconciles", "controller", "memcached", NULL) == 4);
+    T_CHECK(get(&ps, "workqueue_adds_total", "name", "memcached", NULL) == 1);
+    T_CHECK(get(&ps, "workqueue_work_duration_seconds_bucket", "name", "memcached", "le", "0.01", NULL) == 0);
+    T_CHECK(get(&ps, "workqueue_work_duration_seconds_bucket", "name", "memcached", "le", "0.1", NULL) == 1);
 
     lop_err_t err;
     T_EQ_INT(lop_metrics_std_controller(&std, "\xc3", &c, &err), LOP_EINVAL);
@@ -602,8 +567,7 @@ static void test_controller_and_queue_children_start_at_zero(void)
 static void test_children_are_capped(void)
 {
     lop_metrics_t *r = lop_metrics_new();
-    lop_metric_family_t *c =
-        lop_metrics_counter(r, "per_object_total", "", (const char *[]){"obj", NULL}, NULL);
+    lop_metric_family_t *c = lop_metrics_counter(r, "per_object_total", "", (const char *[]){"obj", NULL}, NULL);
     lop_metric_family_set_max_children(c, 3);
     lop_err_t err;
     T_EQ_INT(lop_metric_counter_add(c, (const char *[]){"a"}, 1, &err), LOP_OK);

@@ -18,8 +18,7 @@ static double val(lop_metrics_t *r, const char *name, const char *const *values)
     if (!f) return NAN;
     lop_metric_t *m = lop_metric_child(f, values, NULL);
     if (!m) return NAN;
-    return lop_metric_family_type(f) == LOP_METRIC_HISTOGRAM ? (double)lop_metric_count(m)
-                                                             : lop_metric_value(m);
+    return lop_metric_family_type(f) == LOP_METRIC_HISTOGRAM ? (double)lop_metric_count(m) : lop_metric_value(m);
 }
 
 #define Q(name) ((const char *[]){name})
@@ -75,8 +74,7 @@ static void test_rebind_then_unbind_old_keeps_new(void)
     lop_metrics_t *r = lop_metrics_new();
     lop_metrics_std_t std;
     lop_metrics_std_init(&std, r, NULL);
-    lop_workqueue_t *oldq = lop_workqueue_new("c", NULL, NULL),
-                    *newq = lop_workqueue_new("c", NULL, NULL);
+    lop_workqueue_t *oldq = lop_workqueue_new("c", NULL, NULL), *newq = lop_workqueue_new("c", NULL, NULL);
     lop_metrics_queue_t om, nm;
     lop_workqueue_add(newq, "x");
     T_EQ_INT(lop_metrics_bind_queue(&std, "c", oldq, &om, NULL), LOP_OK);
@@ -99,20 +97,15 @@ static void test_reconcile_observer_counts_like_controller_runtime(void)
     static const struct {
         lop_result_kind_t kind;
         int64_t ns;
-    } seq[] = {
-        {LOP_RESULT_DONE, 5 * LOP_NS_PER_MS},    {LOP_RESULT_DONE, 7 * LOP_NS_PER_MS},
-        {LOP_RESULT_REQUEUE, 1 * LOP_NS_PER_MS}, {LOP_RESULT_REQUEUE_AFTER, 2 * LOP_NS_PER_S},
-        {LOP_RESULT_ERROR, 300 * LOP_NS_PER_MS}, {LOP_RESULT_TERMINAL, 90 * LOP_NS_PER_S}};
+    } seq[] = {{LOP_RESULT_DONE, 5 * LOP_NS_PER_MS},    {LOP_RESULT_DONE, 7 * LOP_NS_PER_MS},
+               {LOP_RESULT_REQUEUE, 1 * LOP_NS_PER_MS}, {LOP_RESULT_REQUEUE_AFTER, 2 * LOP_NS_PER_S},
+               {LOP_RESULT_ERROR, 300 * LOP_NS_PER_MS}, {LOP_RESULT_TERMINAL, 90 * LOP_NS_PER_S}};
     for (size_t i = 0; i < sizeof seq / sizeof seq[0]; i++)
         lop_metrics_reconcile_observer(&std, "memcached", seq[i].kind, seq[i].ns);
-    T_CHECK(val(r, "controller_runtime_reconcile_total",
-                ((const char *[]){"memcached", "success"})) == 2);
-    T_CHECK(val(r, "controller_runtime_reconcile_total",
-                ((const char *[]){"memcached", "requeue"})) == 1);
-    T_CHECK(val(r, "controller_runtime_reconcile_total",
-                ((const char *[]){"memcached", "requeue_after"})) == 1);
-    T_CHECK(val(r, "controller_runtime_reconcile_total",
-                ((const char *[]){"memcached", "error"})) == 2);
+    T_CHECK(val(r, "controller_runtime_reconcile_total", ((const char *[]){"memcached", "success"})) == 2);
+    T_CHECK(val(r, "controller_runtime_reconcile_total", ((const char *[]){"memcached", "requeue"})) == 1);
+    T_CHECK(val(r, "controller_runtime_reconcile_total", ((const char *[]){"memcached", "requeue_after"})) == 1);
+    T_CHECK(val(r, "controller_runtime_reconcile_total", ((const char *[]){"memcached", "error"})) == 2);
     T_CHECK(val(r, "controller_runtime_reconcile_errors_total", Q("memcached")) == 2);
     T_CHECK(val(r, "controller_runtime_terminal_reconcile_errors_total", Q("memcached")) == 1);
     T_CHECK(val(r, "controller_runtime_reconcile_time_seconds", Q("memcached")) == 6);
@@ -260,19 +253,13 @@ static void test_rest_observations(void)
     lop_metrics_observe_rest(&std, "GET", 200, "127.0.0.1:6443", 30 * LOP_NS_PER_MS);
     lop_metrics_observe_rest(&std, "PUT", 409, "127.0.0.1:6443", 5 * LOP_NS_PER_MS);
     lop_metrics_observe_rest(&std, "GET", 0, "127.0.0.1:6443", 1 * LOP_NS_PER_S);
-    T_CHECK(val(r, "rest_client_requests_total",
-                ((const char *[]){"200", "GET", "127.0.0.1:6443"})) == 2);
-    T_CHECK(val(r, "rest_client_requests_total",
-                ((const char *[]){"409", "PUT", "127.0.0.1:6443"})) == 1);
-    T_CHECK(val(r, "rest_client_requests_total",
-                ((const char *[]){"<error>", "GET", "127.0.0.1:6443"})) == 1);
-    T_CHECK(val(r, "rest_client_request_duration_seconds",
-                ((const char *[]){"GET", "127.0.0.1:6443"})) == 3);
+    T_CHECK(val(r, "rest_client_requests_total", ((const char *[]){"200", "GET", "127.0.0.1:6443"})) == 2);
+    T_CHECK(val(r, "rest_client_requests_total", ((const char *[]){"409", "PUT", "127.0.0.1:6443"})) == 1);
+    T_CHECK(val(r, "rest_client_requests_total", ((const char *[]){"<error>", "GET", "127.0.0.1:6443"})) == 1);
+    T_CHECK(val(r, "rest_client_request_duration_seconds", ((const char *[]){"GET", "127.0.0.1:6443"})) == 3);
     lop_buf_t b = LOP_BUF_INIT;
     lop_metrics_render(r, &b);
-    T_CHECK(strstr(
-        b.data,
-        "rest_client_requests_total{code=\"<error>\",method=\"GET\",host=\"127.0.0.1:6443\"} 1\n"));
+    T_CHECK(strstr(b.data, "rest_client_requests_total{code=\"<error>\",method=\"GET\",host=\"127.0.0.1:6443\"} 1\n"));
     lop_buf_free(&b);
     lop_metrics_free(r);
 }

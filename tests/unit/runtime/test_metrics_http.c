@@ -86,17 +86,13 @@ static void test_serves_metrics_and_probes(void)
     T_EQ_INT(fetch(port, NULL, "/metrics", &r), 200);
     T_CHECK(strstr(r.ctype, "text/plain") && strstr(r.ctype, "version=0.0.4"));
     T_CHECK(strstr(r.body.data, "# TYPE controller_runtime_reconcile_total counter\n") != NULL);
-    T_CHECK(strstr(
-        r.body.data,
-        "controller_runtime_reconcile_total{controller=\"memcached\",result=\"success\"} 3\n"));
+    T_CHECK(strstr(r.body.data, "controller_runtime_reconcile_total{controller=\"memcached\",result=\"success\"} 3\n"));
     lop_buf_free(&r.body);
 
     /* The counter moves between scrapes. */
     lop_metric_counter_add(std.reconcile_total, (const char *[]){"memcached", "success"}, 1, NULL);
     T_EQ_INT(fetch(port, NULL, "/metrics", &r), 200);
-    T_CHECK(strstr(
-        r.body.data,
-        "controller_runtime_reconcile_total{controller=\"memcached\",result=\"success\"} 4\n"));
+    T_CHECK(strstr(r.body.data, "controller_runtime_reconcile_total{controller=\"memcached\",result=\"success\"} 4\n"));
     lop_buf_free(&r.body);
 
     T_EQ_INT(fetch(port, NULL, "/healthz", &r), 200);
@@ -108,10 +104,9 @@ static void test_serves_metrics_and_probes(void)
 
     /* Not ready before the caches sync... */
     T_EQ_INT(fetch(port, NULL, "/readyz?verbose", &r), 500);
-    T_EQ_STR(r.body.data,
-             "[+]scripts ok\n"
-             "[-]informers-synced failed: informer for apps/v1/deployments not synced\n"
-             "readyz check failed\n");
+    T_EQ_STR(r.body.data, "[+]scripts ok\n"
+                          "[-]informers-synced failed: informer for apps/v1/deployments not synced\n"
+                          "readyz check failed\n");
     lop_buf_free(&r.body);
     T_EQ_INT(fetch(port, NULL, "/readyz", &r), 500);
     lop_buf_free(&r.body);

@@ -19,8 +19,7 @@ static lop_obj_t *mk(const char *json, int flags)
     lop_obj_t *o = NULL;
     lop_err_t err;
     lop_rc_t rc = lop_obj_new(json, strlen(json), flags, &o, &err);
-    if (rc != LOP_OK)
-        fprintf(stderr, "lop_obj_new: %s\n", err.message);
+    if (rc != LOP_OK) fprintf(stderr, "lop_obj_new: %s\n", err.message);
     T_EQ_INT(rc, LOP_OK);
     return o;
 }
@@ -49,10 +48,14 @@ static void test_escapes_and_repeated_keys(void)
     lop_obj_unref(o);
 
     static const char *bad[] = {
-        "{\"metadata\":{\"generation\":9223372036854775808}}", "{\"metadata\":{\"generation\":1.5}}",
-        "{\"metadata\":{\"name\":\"\\u0000\"}}", "{\"metadata\":{\"name\":\"\\ud83d\"}}",
-        "{\"metadata\":{\"labels\":{\"a\":null}}}", "{\"metadata\":{\"ownerReferences\":[1]}}",
-        "{\"metadata\":{\"ownerReferences\":[{\"uid\":2}]}}", "{\"metadata\":{\"annotations\":[]}}",
+        "{\"metadata\":{\"generation\":9223372036854775808}}",
+        "{\"metadata\":{\"generation\":1.5}}",
+        "{\"metadata\":{\"name\":\"\\u0000\"}}",
+        "{\"metadata\":{\"name\":\"\\ud83d\"}}",
+        "{\"metadata\":{\"labels\":{\"a\":null}}}",
+        "{\"metadata\":{\"ownerReferences\":[1]}}",
+        "{\"metadata\":{\"ownerReferences\":[{\"uid\":2}]}}",
+        "{\"metadata\":{\"annotations\":[]}}",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         lop_obj_t *b = NULL;
@@ -107,7 +110,7 @@ static void test_metadata_tree_is_lazy_and_leaves_out_managed_fields(void)
 {
     const char *j = "{\"metadata\":{\"name\":\"a\",\"managedFields\":[{\"manager\":\"m\"}],\"uid\":\"u\"},\"spec\":{}}";
     lop_obj_t *o = mk(j, LOP_OBJ_KEEP_MANAGED_FIELDS);
-    T_EQ_STR(o->json, j); /* kept in the bytes */
+    T_EQ_STR(o->json, j);         /* kept in the bytes */
     T_CHECK(o->metadata == NULL); /* not built until asked */
     const json_t *m = lop_obj_metadata(o);
     T_CHECK(json_is_object(m));
@@ -168,8 +171,9 @@ static void test_metadata_only_entry(void)
     lop_obj_unref(o);
 
     /* no labels: the string arena holds exactly what is read (apiVersion and kind decoded once) */
-    const char *sec = "{\"kind\":\"Secret\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"s1\",\"namespace\":\"default\","
-                      "\"uid\":\"0b6f7a2e-1\",\"resourceVersion\":\"12\"},\"data\":{\"k\":\"dg==\"},\"type\":\"Opaque\"}";
+    const char *sec =
+        "{\"kind\":\"Secret\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"s1\",\"namespace\":\"default\","
+        "\"uid\":\"0b6f7a2e-1\",\"resourceVersion\":\"12\"},\"data\":{\"k\":\"dg==\"},\"type\":\"Opaque\"}";
     o = mk(sec, LOP_OBJ_METADATA_ONLY);
     T_EQ_STR(o->name, "s1");
     T_EQ_STR(o->uid, "0b6f7a2e-1");
@@ -254,12 +258,9 @@ static void test_metadata_first_call_races_agree(void)
         lop_obj_t *o = mk("{\"metadata\":{\"name\":\"r\",\"labels\":{\"a\":\"b\"}}}", 0);
         pthread_t t[4];
         void *got[4];
-        for (int i = 0; i < 4; i++)
-            pthread_create(&t[i], NULL, get_meta, o);
-        for (int i = 0; i < 4; i++)
-            pthread_join(t[i], &got[i]);
-        for (int i = 1; i < 4; i++)
-            T_CHECK(got[i] == got[0]);
+        for (int i = 0; i < 4; i++) pthread_create(&t[i], NULL, get_meta, o);
+        for (int i = 0; i < 4; i++) pthread_join(t[i], &got[i]);
+        for (int i = 1; i < 4; i++) T_CHECK(got[i] == got[0]);
         T_CHECK(got[0] == lop_obj_metadata(o));
         lop_obj_unref(o);
     }
@@ -271,7 +272,10 @@ static void test_trusted_skip_agrees_with_validation(void)
     static const char *docs[] = {
         "{\"a\":\"x\\\"}\",\"b\":[1,{\"c\":\"]\"}],\"d\":\"\\\\\"} tail",
         "[ \"\\\\\\\"\" , {} , [] , -1.5e3 , true , null ] ,",
-        "\"a\\\\\" x", "12.5,", "true}", "{\"k\":{\"n\":{\"m\":[[[\"}}]]\"]]]}}} ]",
+        "\"a\\\\\" x",
+        "12.5,",
+        "true}",
+        "{\"k\":{\"n\":{\"m\":[[[\"}}]]\"]]]}}} ]",
     };
     for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
         size_t n = strlen(docs[i]), s, e;
@@ -283,7 +287,8 @@ static void test_trusted_skip_agrees_with_validation(void)
     T_EQ_INT(lop_jscan_skip_trusted("\"abc", 4, 0), 4);
 
     /* a trusted list item builds the same object as a validated one */
-    const char *j = "{\"metadata\":{\"name\":\"a\\\"\",\"managedFields\":[{\"x\":\"]\\\\\"}],\"uid\":\"u\"},\"spec\":{\"q\":\"}\"}}";
+    const char *j = "{\"metadata\":{\"name\":\"a\\\"\",\"managedFields\":[{\"x\":\"]\\\\\"}],\"uid\":\"u\"},\"spec\":{"
+                    "\"q\":\"}\"}}";
     lop_obj_t *a = mk(j, 0), *b = mk(j, LOP_OBJ_TRUSTED);
     T_EQ_STR(a->json, b->json);
     T_EQ_STR(b->name, "a\"");
@@ -317,8 +322,7 @@ static void test_counted_wakeups_lose_no_item(void)
     lop_workqueue_t *q = lop_workqueue_new("wake", NULL, NULL);
     worker_t w[2] = {{q, 0}, {q, 0}};
     pthread_t t[2];
-    for (int i = 0; i < 2; i++)
-        pthread_create(&t[i], NULL, worker, &w[i]);
+    for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, worker, &w[i]);
     char key[32];
     int n = 20000;
     for (int i = 0; i < n; i++) {
@@ -326,11 +330,9 @@ static void test_counted_wakeups_lose_no_item(void)
         lop_workqueue_add(q, key);
     }
     /* every item is taken by a worker: wait for the queue to empty, then drain */
-    while (lop_workqueue_len(q) > 0)
-        sched_yield();
+    while (lop_workqueue_len(q) > 0) sched_yield();
     lop_workqueue_shutdown_with_drain(q);
-    for (int i = 0; i < 2; i++)
-        pthread_join(t[i], NULL);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
     T_EQ_INT(w[0].got + w[1].got, n);
     lop_workqueue_free(q);
 }
@@ -362,8 +364,7 @@ static void test_batched_wakeups_reach_workers(void)
         lop_workqueue_batch_end();
     }
     for (int i = 0; i < NQ; i++) {
-        while (lop_workqueue_len(q[i]) > 0)
-            sched_yield();
+        while (lop_workqueue_len(q[i]) > 0) sched_yield();
         lop_workqueue_shutdown_with_drain(q[i]);
         pthread_join(t[i], NULL);
         T_EQ_INT(w[i].got, rounds);
@@ -472,8 +473,8 @@ static void test_many_labels(void)
 static void test_key_hash_eq_and_order_agree_with_the_formatted_key(void)
 {
     static const char *const keys[][2] = {
-        {"a", "x"}, {"a-b", "y"}, {"a.b", "a"}, {"", "a"}, {"", "a/x"}, {"", "a0"}, {"a", "x-1"}, {"a", ""},
-        {"ab", "c"}, {"a", "b/c"}, {"", "\xc3\xa9"}, {"z", "x"},
+        {"a", "x"},   {"a-b", "y"}, {"a.b", "a"}, {"", "a"},    {"", "a/x"},      {"", "a0"},
+        {"a", "x-1"}, {"a", ""},    {"ab", "c"},  {"a", "b/c"}, {"", "\xc3\xa9"}, {"z", "x"},
     };
     size_t n = sizeof keys / sizeof keys[0];
     lop_obj_t *o[sizeof keys / sizeof keys[0]];
@@ -494,8 +495,7 @@ static void test_key_hash_eq_and_order_agree_with_the_formatted_key(void)
             T_CHECK(lop_obj_key_eq(o[i], k[m], strlen(k[m])) == (want == 0));
         }
     T_CHECK(!lop_obj_key_eq(o[0], "a/", 2) && !lop_obj_key_eq(o[0], "a/xy", 4) && !lop_obj_key_eq(o[0], "x", 1));
-    for (size_t i = 0; i < n; i++)
-        lop_obj_unref(o[i]);
+    for (size_t i = 0; i < n; i++) lop_obj_unref(o[i]);
 }
 
 /* Labels and annotations are checked at build but decoded on the first ask, once: concurrent
@@ -512,19 +512,17 @@ static void *labels_of(void *o)
 static void test_labels_are_decoded_on_demand(void)
 {
     lop_obj_t *o = mk("{\"metadata\":{\"name\":\"n\",\"labels\":{\"a\":\"1\",\"b\":\"x\\u00e9\"},"
-                      "\"annotations\":{\"c\":\"3\"}}}", 0);
+                      "\"annotations\":{\"c\":\"3\"}}}",
+                      0);
     T_CHECK(o->lab_kv_ == NULL && o->ann_kv_ == NULL);
     pthread_t th[4];
     void *got[4];
     pthread_barrier_init(&first_ask, NULL, 4);
-    for (int i = 0; i < 4; i++)
-        pthread_create(&th[i], NULL, labels_of, o);
-    for (int i = 0; i < 4; i++)
-        pthread_join(th[i], &got[i]);
+    for (int i = 0; i < 4; i++) pthread_create(&th[i], NULL, labels_of, o);
+    for (int i = 0; i < 4; i++) pthread_join(th[i], &got[i]);
     pthread_barrier_destroy(&first_ask);
     T_CHECK(o->ann_kv_ == NULL); /* each map is decoded on its own ask */
-    for (int i = 1; i < 4; i++)
-        T_CHECK(got[i] == got[0]);
+    for (int i = 1; i < 4; i++) T_CHECK(got[i] == got[0]);
     size_t nl, na;
     const lop_kv_t *l = lop_obj_labels(o, &nl), *a = lop_obj_annotations(o, &na);
     T_CHECK((void *)l == got[0] && nl == 2 && na == 1);
@@ -538,7 +536,8 @@ static void test_labels_are_decoded_on_demand(void)
 
     /* equality: the same bytes are equal undecoded; otherwise as maps */
     lop_obj_t *same = mk("{\"metadata\":{\"name\":\"m\",\"labels\":{\"a\":\"1\",\"b\":\"x\\u00e9\"}}}", 0);
-    lop_obj_t *reord = mk("{\"metadata\":{\"labels\":{\"b\":\"x\xc3\xa9\",\"a\":\"1\"},\"annotations\":{\"c\":\"3\"}}}", 0);
+    lop_obj_t *reord =
+        mk("{\"metadata\":{\"labels\":{\"b\":\"x\xc3\xa9\",\"a\":\"1\"},\"annotations\":{\"c\":\"3\"}}}", 0);
     lop_obj_t *fewer = mk("{\"metadata\":{\"labels\":{\"a\":\"1\"},\"annotations\":{}}}", 0);
     lop_obj_t *empty = mk("{\"metadata\":{\"labels\":{}}}", 0);
     T_CHECK(lop_obj_labels_equal(same, o) && same->lab_kv_ == NULL);
@@ -547,8 +546,7 @@ static void test_labels_are_decoded_on_demand(void)
     T_CHECK(!lop_obj_labels_equal(fewer, o) && !lop_obj_annotations_equal(fewer, o));
     T_CHECK(lop_obj_labels_equal(none, empty) && lop_obj_annotations_equal(fewer, empty));
     lop_obj_t *objs[] = {o, none, same, reord, fewer, empty};
-    for (size_t i = 0; i < sizeof objs / sizeof objs[0]; i++)
-        lop_obj_unref(objs[i]);
+    for (size_t i = 0; i < sizeof objs / sizeof objs[0]; i++) lop_obj_unref(objs[i]);
 }
 
 /* A bad label or annotation is refused at build, though it is not decoded then. */
@@ -573,7 +571,8 @@ static void test_bad_labels_are_refused_at_build(void)
 static void test_repeated_managed_fields_never_reach_the_tree(void)
 {
     lop_obj_t *o = mk("{\"metadata\":{\"managedFields\":[{\"manager\":\"a\"}],\"name\":\"x\","
-                      "\"managedFields\":[{\"manager\":\"b\"}]}}", 0);
+                      "\"managedFields\":[{\"manager\":\"b\"}]}}",
+                      0);
     const json_t *m = lop_obj_metadata(o);
     T_CHECK(json_object_get(m, "managedFields") == NULL);
     T_EQ_STR(json_string_value(json_object_get(m, "name")), "x");

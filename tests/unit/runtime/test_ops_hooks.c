@@ -17,10 +17,7 @@
 
 #include "stepper.h"
 
-static void stepper_start(stepper_t *s, lop_fake_clock_t *fc)
-{
-    stepper_start_by(s, fc, 10 * LOP_NS_PER_MS);
-}
+static void stepper_start(stepper_t *s, lop_fake_clock_t *fc) { stepper_start_by(s, fc, 10 * LOP_NS_PER_MS); }
 
 /* ---- workqueue observer ---- */
 
@@ -102,8 +99,8 @@ static pthread_cond_t block_cond = PTHREAD_COND_INITIALIZER;
 static bool block_release;
 static atomic_int in_reconcile;
 
-static lop_vm_t *fake_vm_new(const lop_script_set_t *set, const lop_engine_opts_t *opts,
-                             const lop_host_api_t *host, lop_err_t *err)
+static lop_vm_t *fake_vm_new(const lop_script_set_t *set, const lop_engine_opts_t *opts, const lop_host_api_t *host,
+                             lop_err_t *err)
 {
     (void)set, (void)opts, (void)host, (void)err;
     return (lop_vm_t *)calloc(1, 16);
@@ -116,17 +113,13 @@ static void fake_reconcile(lop_vm_t *v, const char *controller, const lop_reconc
     if (strcmp(req->name, "block") == 0) {
         atomic_store(&in_reconcile, 1);
         pthread_mutex_lock(&block_mu);
-        while (!block_release)
-            pthread_cond_wait(&block_cond, &block_mu);
+        while (!block_release) pthread_cond_wait(&block_cond, &block_mu);
         pthread_mutex_unlock(&block_mu);
         atomic_store(&in_reconcile, 2);
     }
     res->kind = LOP_RESULT_DONE;
 }
-static void fake_vm_free(lop_vm_t *vm)
-{
-    free(vm);
-}
+static void fake_vm_free(lop_vm_t *vm) { free(vm); }
 static size_t fake_memory(lop_vm_t *vm)
 {
     (void)vm;
@@ -148,8 +141,7 @@ static lop_scriptrt_t *mk_rt(lop_engine_opts_t *opts, lop_host_api_t *host, lop_
     lop_scriptrt_t *rt = lop_scriptrt_new(&fake_engine, opts, host);
     lop_script_file_t f = {"main.lua", (char *)"1", 1};
     lop_err_t err;
-    T_EQ_INT(lop_scriptrt_install(rt, lop_scripts_from_files(&f, 1, "t"), NULL, NULL, &err),
-             LOP_OK);
+    T_EQ_INT(lop_scriptrt_install(rt, lop_scripts_from_files(&f, 1, "t"), NULL, NULL, &err), LOP_OK);
     return rt;
 }
 
@@ -169,8 +161,7 @@ static void test_controller_reports_vm_memory(void)
     lop_engine_opts_t opts;
     lop_host_api_t host;
     lop_scriptrt_t *rt = mk_rt(&opts, &host, &fc);
-    lop_controller_opts_t co = {
-        .name = "memc", .workers = 1, .clock = &fc.base, .rt = rt, .memory_observer = on_mem};
+    lop_controller_opts_t co = {.name = "memc", .workers = 1, .clock = &fc.base, .rt = rt, .memory_observer = on_mem};
     lop_controller_t *c = lop_controller_new(&co);
     lop_vm_slot_t slot = {NULL, 0};
     lop_controller_enqueue(c, "ns", "a");
@@ -201,8 +192,7 @@ static void test_controller_stop_abandons_after_grace(void)
     lop_err_t err;
     T_EQ_INT(lop_controller_start(c, &err), LOP_OK);
     lop_controller_enqueue(c, "ns", "block");
-    while (atomic_load(&in_reconcile) != 1)
-        sched_yield(); /* the worker is inside reconcile */
+    while (atomic_load(&in_reconcile) != 1) sched_yield(); /* the worker is inside reconcile */
     stepper_t st;
     stepper_start(&st, &fc);
     int64_t t0 = lop_clock_mono(&fc.base);
@@ -216,8 +206,7 @@ static void test_controller_stop_abandons_after_grace(void)
     block_release = true;
     pthread_cond_broadcast(&block_cond);
     pthread_mutex_unlock(&block_mu);
-    while (atomic_load(&in_reconcile) != 2)
-        sched_yield();
+    while (atomic_load(&in_reconcile) != 2) sched_yield();
     abandoned_controller = c;
     abandoned_rt = rt;
 }
@@ -258,16 +247,15 @@ static void test_controller_stop_drains_within_grace(void)
 
 /* ---- REST client observer -> rest_client_* metrics ---- */
 
-static void h_ok_then_404(fs_server_t *s, int n, const char *m, const char *p, const char *h,
-                          const char *b, fs_reply_t *out)
+static void h_ok_then_404(fs_server_t *s, int n, const char *m, const char *p, const char *h, const char *b,
+                          fs_reply_t *out)
 {
     (void)s, (void)m, (void)p, (void)h, (void)b;
     if (n == 0)
         out->owned = fs_resp(200, "OK", "", "application/json", "{}");
     else
-        out->owned =
-            fs_resp(404, "Not Found", "", "application/json",
-                    "{\"kind\":\"Status\",\"code\":404,\"reason\":\"NotFound\",\"message\":\"x\"}");
+        out->owned = fs_resp(404, "Not Found", "", "application/json",
+                             "{\"kind\":\"Status\",\"code\":404,\"reason\":\"NotFound\",\"message\":\"x\"}");
 }
 
 typedef struct rest_obs {
@@ -309,10 +297,8 @@ static void test_rest_observer_feeds_client_go_metrics(void)
     T_EQ_INT(lop_metrics_std_init(&std, reg, &err), LOP_OK);
     rest_obs_t o = {.std = &std};
     lop_rest_client_set_observer(c, on_rest, &o);
-    T_EQ_INT(lop_rest_do(c, "GET", "/api/v1/namespaces/d/configmaps/a", NULL, NULL, 0, NULL, &err),
-             LOP_OK);
-    T_EQ_INT(lop_rest_do(c, "GET", "/api/v1/namespaces/d/configmaps/b", NULL, NULL, 0, NULL, &err),
-             LOP_ENOTFOUND);
+    T_EQ_INT(lop_rest_do(c, "GET", "/api/v1/namespaces/d/configmaps/a", NULL, NULL, 0, NULL, &err), LOP_OK);
+    T_EQ_INT(lop_rest_do(c, "GET", "/api/v1/namespaces/d/configmaps/b", NULL, NULL, 0, NULL, &err), LOP_ENOTFOUND);
     T_EQ_INT(o.n, 2);
     T_EQ_INT(fs_nreqs(s), 2);
     char *r0 = fs_req(s, 0);
@@ -325,14 +311,11 @@ static void test_rest_observer_feeds_client_go_metrics(void)
     lop_buf_t out = LOP_BUF_INIT;
     lop_metrics_render(reg, &out);
     char want[256];
-    snprintf(want, sizeof want,
-             "rest_client_requests_total{code=\"200\",method=\"GET\",host=\"%s\"} 1\n", host);
+    snprintf(want, sizeof want, "rest_client_requests_total{code=\"200\",method=\"GET\",host=\"%s\"} 1\n", host);
     T_CHECK(strstr(out.data, want) != NULL);
-    snprintf(want, sizeof want,
-             "rest_client_requests_total{code=\"404\",method=\"GET\",host=\"%s\"} 1\n", host);
+    snprintf(want, sizeof want, "rest_client_requests_total{code=\"404\",method=\"GET\",host=\"%s\"} 1\n", host);
     T_CHECK(strstr(out.data, want) != NULL);
-    snprintf(want, sizeof want,
-             "rest_client_request_duration_seconds_count{verb=\"GET\",host=\"%s\"} 2\n", host);
+    snprintf(want, sizeof want, "rest_client_request_duration_seconds_count{verb=\"GET\",host=\"%s\"} 2\n", host);
     T_CHECK(strstr(out.data, want) != NULL);
     if (!strstr(out.data, want)) fprintf(stderr, "%s\n", out.data);
     lop_buf_free(&out);

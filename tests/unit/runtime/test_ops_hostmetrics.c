@@ -30,10 +30,8 @@ static void setup(fx_t *f, bool with_metrics)
     f->mapper = lop_restmapper_new(f->rest);
     f->reg = lop_metrics_new();
     T_EQ_INT(lop_metrics_std_init(&f->std, f->reg, &err), LOP_OK);
-    lop_manager_config_t mc = {.rest = f->rest,
-                               .mapper = f->mapper,
-                               .engine = &no_engine,
-                               .metrics = with_metrics ? &f->std : NULL};
+    lop_manager_config_t mc = {
+        .rest = f->rest, .mapper = f->mapper, .engine = &no_engine, .metrics = with_metrics ? &f->std : NULL};
     T_EQ_INT(lop_manager_new(&mc, &f->m, &err), LOP_OK);
 }
 
@@ -53,17 +51,15 @@ static void test_declare_and_update_show_in_the_registry(void)
     T_CHECK(h->metric_declare != NULL && h->metric_update != NULL);
     lop_err_t err;
     const char *labels[] = {"namespace", NULL};
-    void *c = h->metric_declare(h->ud, LOP_HOST_METRIC_COUNTER, "app_things_total", "things",
-                                labels, NULL, 0, &err);
+    void *c = h->metric_declare(h->ud, LOP_HOST_METRIC_COUNTER, "app_things_total", "things", labels, NULL, 0, &err);
     T_CHECK(c != NULL);
     /* every worker VM declares it again: the same handle */
-    T_CHECK(h->metric_declare(h->ud, LOP_HOST_METRIC_COUNTER, "app_things_total", "things", labels,
-                              NULL, 0, &err) == c);
+    T_CHECK(h->metric_declare(h->ud, LOP_HOST_METRIC_COUNTER, "app_things_total", "things", labels, NULL, 0, &err) ==
+            c);
     const char *vals[] = {"ns1"};
     T_EQ_INT(h->metric_update(h->ud, c, LOP_HOST_METRIC_ADD, vals, 1, 2, &err), LOP_OK);
     double b[] = {1, 5};
-    void *hist =
-        h->metric_declare(h->ud, LOP_HOST_METRIC_HISTOGRAM, "app_seconds", "", NULL, b, 2, &err);
+    void *hist = h->metric_declare(h->ud, LOP_HOST_METRIC_HISTOGRAM, "app_seconds", "", NULL, b, 2, &err);
     T_CHECK(hist != NULL);
     T_EQ_INT(h->metric_update(h->ud, hist, LOP_HOST_METRIC_OBSERVE, NULL, 0, 3, &err), LOP_OK);
     void *g = h->metric_declare(h->ud, LOP_HOST_METRIC_GAUGE, "app_level", "", NULL, NULL, 0, &err);
@@ -85,25 +81,20 @@ static void test_reserved_names_and_misuse_are_refused(void)
     setup(&f, true);
     const lop_host_api_t *h = &f.m->host;
     lop_err_t err;
-    const char *reserved[] = {"controller_runtime_reconcile_total", "workqueue_depth",
-                              "rest_client_x", "leader_election_master_status",
-                              "luaop_lua_memory_bytes"};
+    const char *reserved[] = {"controller_runtime_reconcile_total", "workqueue_depth", "rest_client_x",
+                              "leader_election_master_status", "luaop_lua_memory_bytes"};
     for (size_t i = 0; i < 5; i++) {
         lop_err_clear(&err);
-        T_CHECK(h->metric_declare(h->ud, LOP_HOST_METRIC_COUNTER, reserved[i], "", NULL, NULL, 0,
-                                  &err) == NULL);
+        T_CHECK(h->metric_declare(h->ud, LOP_HOST_METRIC_COUNTER, reserved[i], "", NULL, NULL, 0, &err) == NULL);
         T_CHECK(strstr(err.message, "reserved") != NULL);
     }
-    T_CHECK(h->metric_declare(h->ud, LOP_HOST_METRIC_COUNTER, "bad name", "", NULL, NULL, 0,
-                              &err) == NULL);
+    T_CHECK(h->metric_declare(h->ud, LOP_HOST_METRIC_COUNTER, "bad name", "", NULL, NULL, 0, &err) == NULL);
     T_CHECK(h->metric_declare(h->ud, 7, "app_x", "", NULL, NULL, 0, &err) == NULL);
     const char *labels[] = {"a", NULL};
-    void *c =
-        h->metric_declare(h->ud, LOP_HOST_METRIC_COUNTER, "app_c_total", "", labels, NULL, 0, &err);
+    void *c = h->metric_declare(h->ud, LOP_HOST_METRIC_COUNTER, "app_c_total", "", labels, NULL, 0, &err);
     T_CHECK(c != NULL);
     /* another shape under the same name */
-    T_CHECK(h->metric_declare(h->ud, LOP_HOST_METRIC_GAUGE, "app_c_total", "", labels, NULL, 0,
-                              &err) == NULL);
+    T_CHECK(h->metric_declare(h->ud, LOP_HOST_METRIC_GAUGE, "app_c_total", "", labels, NULL, 0, &err) == NULL);
     const char *two[] = {"x", "y"};
     T_EQ_INT(h->metric_update(h->ud, c, LOP_HOST_METRIC_ADD, two, 2, 1, &err), LOP_EINVAL);
     T_CHECK(strstr(err.message, "2 label values given, 1 declared") != NULL);

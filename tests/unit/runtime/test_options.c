@@ -7,12 +7,21 @@
 
 static void test_go_durations(void)
 {
-    static const struct { const char *in; int64_t ns; int rc; } cases[] = {
-        {"15s", 15 * LOP_NS_PER_S, 0},   {"250ms", 250 * LOP_NS_PER_MS, 0},
-        {"1m30s", 90 * LOP_NS_PER_S, 0}, {"1.5s", 1500 * LOP_NS_PER_MS, 0},
-        {"0", 0, 0},                     {"2h", 7200 * LOP_NS_PER_S, 0},
-        {"10", 0, -1},                   {"abc", 0, -1},
-        {"", 0, -1},                     {"-1s", 0, -1},
+    static const struct {
+        const char *in;
+        int64_t ns;
+        int rc;
+    } cases[] = {
+        {"15s", 15 * LOP_NS_PER_S, 0},
+        {"250ms", 250 * LOP_NS_PER_MS, 0},
+        {"1m30s", 90 * LOP_NS_PER_S, 0},
+        {"1.5s", 1500 * LOP_NS_PER_MS, 0},
+        {"0", 0, 0},
+        {"2h", 7200 * LOP_NS_PER_S, 0},
+        {"10", 0, -1},
+        {"abc", 0, -1},
+        {"", 0, -1},
+        {"-1s", 0, -1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int64_t ns = 0;
@@ -25,9 +34,16 @@ static void test_flags_parse_like_controller_runtime(void)
 {
     lop_run_opts_t o;
     lop_run_opts_defaults(&o);
-    char *argv[] = {"run", "--scripts", "d", "--leader-elect", "--leader-election-id=x",
-                    "--leader-elect-lease-duration=2s", "--metrics-bind-address", "0",
-                    "--lua-memory-limit=32Mi", "--leader-elect-release-on-cancel=false"};
+    char *argv[] = {"run",
+                    "--scripts",
+                    "d",
+                    "--leader-elect",
+                    "--leader-election-id=x",
+                    "--leader-elect-lease-duration=2s",
+                    "--metrics-bind-address",
+                    "0",
+                    "--lua-memory-limit=32Mi",
+                    "--leader-elect-release-on-cancel=false"};
     T_EQ_INT(lop_run_opts_parse(&o, 10, argv, false), 0);
     T_EQ_STR(o.scripts_dir, "d");
     T_CHECK(o.leader_elect);

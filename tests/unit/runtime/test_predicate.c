@@ -13,16 +13,22 @@ static lop_obj_t *obj(const char *json)
 static int lua_calls;
 static bool lua_says_no(void *ud, int id, lop_event_type_t t, const lop_obj_t *o, const lop_obj_t *n)
 {
-    (void)ud; (void)t; (void)o; (void)n;
+    (void)ud;
+    (void)t;
+    (void)o;
+    (void)n;
     lua_calls++;
     return id != 7;
 }
 
 static void test_builtin_predicates_table(void)
 {
-    lop_obj_t *g1 = obj("{\"metadata\":{\"name\":\"a\",\"generation\":1,\"resourceVersion\":\"10\",\"labels\":{\"x\":\"1\",\"y\":\"2\"}}}");
-    lop_obj_t *g1rv = obj("{\"metadata\":{\"name\":\"a\",\"generation\":1,\"resourceVersion\":\"11\",\"labels\":{\"y\":\"2\",\"x\":\"1\"}}}");
-    lop_obj_t *g2 = obj("{\"metadata\":{\"name\":\"a\",\"generation\":2,\"resourceVersion\":\"12\",\"labels\":{\"x\":\"1\"},\"annotations\":{\"a\":\"b\"}}}");
+    lop_obj_t *g1 = obj("{\"metadata\":{\"name\":\"a\",\"generation\":1,\"resourceVersion\":\"10\",\"labels\":{\"x\":"
+                        "\"1\",\"y\":\"2\"}}}");
+    lop_obj_t *g1rv = obj("{\"metadata\":{\"name\":\"a\",\"generation\":1,\"resourceVersion\":\"11\",\"labels\":{\"y\":"
+                          "\"2\",\"x\":\"1\"}}}");
+    lop_obj_t *g2 = obj("{\"metadata\":{\"name\":\"a\",\"generation\":2,\"resourceVersion\":\"12\",\"labels\":{\"x\":"
+                        "\"1\"},\"annotations\":{\"a\":\"b\"}}}");
     T_CHECK(g1 && g1rv && g2);
     if (!g1 || !g1rv || !g2) return;
     lop_pred_t gen = {LOP_PRED_GENERATION_CHANGED, NULL, 0, 0};
@@ -51,8 +57,7 @@ static void test_builtin_predicates_table(void)
     lop_obj_t *objs[] = {g1, g1rv, g2};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         bool got = lop_predicate_eval(preds[cases[i].pred], cases[i].type,
-                                      cases[i].old >= 0 ? objs[cases[i].old] : NULL,
-                                      objs[cases[i].new_], NULL, NULL);
+                                      cases[i].old >= 0 ? objs[cases[i].old] : NULL, objs[cases[i].new_], NULL, NULL);
         if (got != cases[i].want) fprintf(stderr, "case: %s\n", cases[i].what);
         T_EQ_INT(got, cases[i].want);
     }

@@ -73,8 +73,10 @@ static void test_repeat_aggregates_across_other_events(void)
     T_EQ_INT(lop_recorder_record(r, b, strlen(b), "Normal", "Again", "reconciled b", &err), LOP_OK);
     for (int i = 0; i < 300; i++) {
         char o[256];
-        snprintf(o, sizeof o, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"o%d\","
-                              "\"namespace\":\"default\",\"uid\":\"u-o%d\",\"resourceVersion\":\"5\"}}", i, i);
+        snprintf(o, sizeof o,
+                 "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"o%d\","
+                 "\"namespace\":\"default\",\"uid\":\"u-o%d\",\"resourceVersion\":\"5\"}}",
+                 i, i);
         T_EQ_INT(lop_recorder_record(r, o, strlen(o), "Normal", "Other", "other", &err), LOP_OK);
     }
     T_EQ_INT(lop_recorder_record(r, b, strlen(b), "Normal", "Again", "reconciled b", &err), LOP_OK);

@@ -14,9 +14,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define MiB (1u << 20)
-#define BLOCK 4000 /* below the mmap threshold: served by the heap, as cached objects are */
-#define GROW (48 * MiB)
+#define MiB     (1u << 20)
+#define BLOCK   4000 /* below the mmap threshold: served by the heap, as cached objects are */
+#define GROW    (48 * MiB)
 #define NBLOCKS (GROW / BLOCK)
 
 /* Whether the kernel gives transparent huge pages to advised memory on this machine. */
@@ -24,8 +24,7 @@ static bool thp_offered(void)
 {
     char line[128] = "";
     FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
-    if (!f)
-        return false;
+    if (!f) return false;
     bool ok = fgets(line, sizeof line, f) != NULL;
     fclose(f);
     return ok && (strstr(line, "[always]") || strstr(line, "[madvise]"));
@@ -37,12 +36,10 @@ static char *read_smaps(void)
 {
     static char text[1 << 20];
     int fd = open("/proc/self/smaps", O_RDONLY);
-    if (fd < 0)
-        return NULL;
+    if (fd < 0) return NULL;
     size_t n = 0;
     ssize_t r;
-    while (n < sizeof text - 1 && (r = read(fd, text + n, sizeof text - 1 - n)) > 0)
-        n += (size_t)r;
+    while (n < sizeof text - 1 && (r = read(fd, text + n, sizeof text - 1 - n)) > 0) n += (size_t)r;
     close(fd);
     text[n] = 0;
     return text;
@@ -52,21 +49,18 @@ static char *read_smaps(void)
 static bool mapping_advised(const void *p)
 {
     char *text = read_smaps();
-    if (!text)
-        return false;
+    if (!text) return false;
     uintptr_t a = (uintptr_t)p;
     bool in = false;
     for (char *line = text; *line;) {
         char *nl = strchr(line, '\n');
-        if (nl)
-            *nl = 0;
+        if (nl) *nl = 0;
         unsigned long lo, hi;
         if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2)
             in = a >= lo && a < hi;
         else if (in && !strncmp(line, "VmFlags:", 8))
             return strstr(line, " hg") != NULL;
-        if (!nl)
-            break;
+        if (!nl) break;
         line = nl + 1;
     }
     return false;
@@ -76,8 +70,7 @@ static bool mapping_advised(const void *p)
 static long heap_huge_kb(void)
 {
     char *text = read_smaps();
-    if (!text)
-        return -1;
+    if (!text) return -1;
     long kb = 0;
     bool heap = false;
     for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
@@ -98,28 +91,20 @@ static char **grow_n(size_t n, bool advise)
     for (size_t i = 0; i < n; i++) {
         v[i] = malloc(BLOCK);
         v[i][0] = 1;
-        if (advise)
-            lop_heap_advise();
+        if (advise) lop_heap_advise();
     }
     return v;
 }
 
-static char **grow(void)
-{
-    return grow_n(NBLOCKS, true);
-}
+static char **grow(void) { return grow_n(NBLOCKS, true); }
 
 static void release_n(char **v, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
-        free(v[i]);
+    for (size_t i = 0; i < n; i++) free(v[i]);
     free(v);
 }
 
-static void release(char **v)
-{
-    release_n(v, NBLOCKS);
-}
+static void release(char **v) { release_n(v, NBLOCKS); }
 
 extern char **environ;
 
@@ -128,8 +113,7 @@ extern char **environ;
 static int run_scenario(const char *scenario, const char *env)
 {
     size_t n = 0;
-    while (environ[n])
-        n++;
+    while (environ[n]) n++;
     char **envp = calloc(n + 2, sizeof *envp);
     memcpy(envp, environ, n * sizeof *envp);
     envp[n] = (char *)env;
@@ -139,8 +123,7 @@ static int run_scenario(const char *scenario, const char *env)
     int rc = posix_spawn(&pid, "/proc/self/exe", NULL, NULL, argv, envp);
     free(envp);
     int st = 0;
-    if (rc != 0 || waitpid(pid, &st, 0) != pid)
-        return -1;
+    if (rc != 0 || waitpid(pid, &st, 0) != pid) return -1;
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
@@ -210,8 +193,7 @@ static void scenario_default(void)
     malloc_trim(0);
     v = grow_n(NBLOCKS, false);
     T_CHECK(!mapping_advised(v[NBLOCKS / 2]));
-    for (int i = 0; i < 4096; i++)
-        lop_heap_advise();
+    for (int i = 0; i < 4096; i++) lop_heap_advise();
     T_CHECK(mapping_advised(v[NBLOCKS / 2]));
     release(v);
     release_n(small, nsmall);
@@ -226,10 +208,7 @@ static void scenario_off(void)
     release(v);
 }
 
-static void test_large_heap_advised(void)
-{
-    T_EQ_INT(run_scenario("default", NULL), 0);
-}
+static void test_large_heap_advised(void) { T_EQ_INT(run_scenario("default", NULL), 0); }
 
 static void test_opt_out(void)
 {

@@ -12,8 +12,7 @@ static void test_microtime_has_six_digits(void)
     char buf[40];
     int64_t t = INT64_C(1740823512) * LOP_NS_PER_S + 650001 * INT64_C(1000);
     T_EQ_STR(lop_microtime_format(t, buf, sizeof buf), "2025-03-01T10:05:12.650001Z");
-    T_EQ_STR(lop_microtime_format(INT64_C(1740823512) * LOP_NS_PER_S, buf, sizeof buf),
-             "2025-03-01T10:05:12.000000Z");
+    T_EQ_STR(lop_microtime_format(INT64_C(1740823512) * LOP_NS_PER_S, buf, sizeof buf), "2025-03-01T10:05:12.000000Z");
     T_EQ_STR(lop_time_format(t, buf, sizeof buf), "2025-03-01T10:05:12Z");
 }
 
@@ -88,9 +87,10 @@ static void test_rc_from_http(void)
 
 static void test_base64_both_alphabets_round_trip(void)
 {
-    static const struct { const char *in, *std, *url; } cases[] = {
-        {"", "", ""}, {"f", "Zg==", "Zg"}, {"fo", "Zm8=", "Zm8"}, {"foo", "Zm9v", "Zm9v"},
-        {"\xfb\xff", "+/8=", "-_8"},
+    static const struct {
+        const char *in, *std, *url;
+    } cases[] = {
+        {"", "", ""}, {"f", "Zg==", "Zg"}, {"fo", "Zm8=", "Zm8"}, {"foo", "Zm9v", "Zm9v"}, {"\xfb\xff", "+/8=", "-_8"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         size_t n = strlen(cases[i].in);
@@ -102,7 +102,10 @@ static void test_base64_both_alphabets_round_trip(void)
         T_CHECK(d1 && dn == n && memcmp(d1, cases[i].in, n) == 0);
         char *d2 = lop_base64_decode(u, &dn);
         T_CHECK(d2 && dn == n && memcmp(d2, cases[i].in, n) == 0);
-        free(s); free(u); free(d1); free(d2);
+        free(s);
+        free(u);
+        free(d1);
+        free(d2);
     }
     T_CHECK(lop_base64_decode("Zm9v!", NULL) == NULL);
     T_CHECK(lop_base64_decode("Zg==Zg", NULL) == NULL);
@@ -111,13 +114,17 @@ static void test_base64_both_alphabets_round_trip(void)
 
 static void test_utf8_sanitize_replaces_invalid_sequences(void)
 {
-    static const struct { const char *in; size_t n; const char *out; } cases[] = {
+    static const struct {
+        const char *in;
+        size_t n;
+        const char *out;
+    } cases[] = {
         {"plain", 5, "plain"},
-        {"caf\xc3\xa9", 5, "caf\xc3\xa9"},           /* valid 2-byte */
-        {"cut \xc3", 5, "cut \xef\xbf\xbd"},            /* truncated sequence */
+        {"caf\xc3\xa9", 5, "caf\xc3\xa9"},                           /* valid 2-byte */
+        {"cut \xc3", 5, "cut \xef\xbf\xbd"},                         /* truncated sequence */
         {"\xed\xa0\x80", 3, "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"}, /* surrogate */
-        {"\xc0\xaf", 2, "\xef\xbf\xbd\xef\xbf\xbd"},      /* overlong */
-        {"\xf0\x9f\x98\x80!", 5, "\xf0\x9f\x98\x80!"}, /* 4-byte emoji */
+        {"\xc0\xaf", 2, "\xef\xbf\xbd\xef\xbf\xbd"},                 /* overlong */
+        {"\xf0\x9f\x98\x80!", 5, "\xf0\x9f\x98\x80!"},               /* 4-byte emoji */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         lop_buf_t b = LOP_BUF_INIT;

@@ -3,14 +3,13 @@
 #include "t.h"
 
 #define MS LOP_NS_PER_MS
-#define S LOP_NS_PER_S
+#define S  LOP_NS_PER_S
 
 static void test_exponential_doubles_per_item_and_forget_resets(void)
 {
     lop_ratelimiter_t *rl = lop_ratelimiter_exponential_new(1 * MS, 1 * S);
     int64_t want[] = {1 * MS, 2 * MS, 4 * MS, 8 * MS, 16 * MS};
-    for (int i = 0; i < 5; i++)
-        T_EQ_INT(lop_ratelimiter_when(rl, "one"), want[i]);
+    for (int i = 0; i < 5; i++) T_EQ_INT(lop_ratelimiter_when(rl, "one"), want[i]);
     T_EQ_INT(lop_ratelimiter_num_requeues(rl, "one"), 5);
     T_EQ_INT(lop_ratelimiter_when(rl, "two"), 1 * MS);
     T_EQ_INT(lop_ratelimiter_when(rl, "two"), 2 * MS);
@@ -24,20 +23,16 @@ static void test_exponential_doubles_per_item_and_forget_resets(void)
 static void test_exponential_overflow_caps_at_max(void)
 {
     lop_ratelimiter_t *rl = lop_ratelimiter_exponential_new(1 * MS, 1000 * S);
-    for (int i = 0; i < 5; i++)
-        lop_ratelimiter_when(rl, "one");
+    for (int i = 0; i < 5; i++) lop_ratelimiter_when(rl, "one");
     T_EQ_INT(lop_ratelimiter_when(rl, "one"), 32 * MS);
-    for (int i = 0; i < 1000; i++)
-        lop_ratelimiter_when(rl, "overflow1");
+    for (int i = 0; i < 1000; i++) lop_ratelimiter_when(rl, "overflow1");
     T_EQ_INT(lop_ratelimiter_when(rl, "overflow1"), 1000 * S);
     lop_ratelimiter_free(rl);
 
     rl = lop_ratelimiter_exponential_new(60 * S, 1000 * 3600 * S);
-    for (int i = 0; i < 2; i++)
-        lop_ratelimiter_when(rl, "two");
+    for (int i = 0; i < 2; i++) lop_ratelimiter_when(rl, "two");
     T_EQ_INT(lop_ratelimiter_when(rl, "two"), 4 * 60 * S);
-    for (int i = 0; i < 1000; i++)
-        lop_ratelimiter_when(rl, "overflow2");
+    for (int i = 0; i < 1000; i++) lop_ratelimiter_when(rl, "overflow2");
     T_EQ_INT(lop_ratelimiter_when(rl, "overflow2"), 1000 * 3600 * S);
     lop_ratelimiter_free(rl);
 }
@@ -46,8 +41,7 @@ static void test_fast_slow(void)
 {
     lop_ratelimiter_t *rl = lop_ratelimiter_fast_slow_new(5 * MS, 10 * S, 3);
     int64_t want[] = {5 * MS, 5 * MS, 5 * MS, 10 * S, 10 * S};
-    for (int i = 0; i < 5; i++)
-        T_EQ_INT(lop_ratelimiter_when(rl, "one"), want[i]);
+    for (int i = 0; i < 5; i++) T_EQ_INT(lop_ratelimiter_when(rl, "one"), want[i]);
     T_EQ_INT(lop_ratelimiter_num_requeues(rl, "one"), 5);
     T_EQ_INT(lop_ratelimiter_when(rl, "two"), 5 * MS);
     T_EQ_INT(lop_ratelimiter_when(rl, "two"), 5 * MS);
@@ -64,8 +58,7 @@ static void test_max_of(void)
                                   lop_ratelimiter_exponential_new(1 * MS, 1 * S)};
     lop_ratelimiter_t *rl = lop_ratelimiter_max_of_new(kids, 2);
     int64_t want[] = {5 * MS, 5 * MS, 5 * MS, 3 * S, 3 * S};
-    for (int i = 0; i < 5; i++)
-        T_EQ_INT(lop_ratelimiter_when(rl, "one"), want[i]);
+    for (int i = 0; i < 5; i++) T_EQ_INT(lop_ratelimiter_when(rl, "one"), want[i]);
     T_EQ_INT(lop_ratelimiter_num_requeues(rl, "one"), 5);
     T_EQ_INT(lop_ratelimiter_when(rl, "two"), 5 * MS);
     T_EQ_INT(lop_ratelimiter_when(rl, "two"), 5 * MS);
@@ -81,14 +74,12 @@ static void test_bucket_burst_then_qps(void)
     lop_fake_clock_t fc;
     lop_fake_clock_init(&fc, 0);
     lop_ratelimiter_t *rl = lop_ratelimiter_bucket_new(&fc.base, 10.0, 100);
-    for (int i = 0; i < 100; i++)
-        T_EQ_INT(lop_ratelimiter_when(rl, "x"), 0);
+    for (int i = 0; i < 100; i++) T_EQ_INT(lop_ratelimiter_when(rl, "x"), 0);
     T_EQ_INT(lop_ratelimiter_when(rl, "x"), 100 * MS); /* token 101 exists in 0.1 s */
     T_EQ_INT(lop_ratelimiter_when(rl, "y"), 200 * MS); /* shared by all items */
     T_EQ_INT(lop_ratelimiter_num_requeues(rl, "x"), 0);
     lop_fake_clock_step(&fc, 1 * S); /* 10 tokens refilled, 2 already spoken for */
-    for (int i = 0; i < 8; i++)
-        T_EQ_INT(lop_ratelimiter_when(rl, "x"), 0);
+    for (int i = 0; i < 8; i++) T_EQ_INT(lop_ratelimiter_when(rl, "x"), 0);
     T_EQ_INT(lop_ratelimiter_when(rl, "x"), 100 * MS);
     lop_ratelimiter_free(rl);
 }
@@ -102,11 +93,9 @@ static void test_default_controller_limiter(void)
     T_EQ_INT(lop_ratelimiter_when(rl, "a"), 10 * MS);
     T_EQ_INT(lop_ratelimiter_num_requeues(rl, "a"), 2);
     /* 98 tokens left in the bucket; then the bucket dominates a fresh item */
-    for (int i = 0; i < 98; i++)
-        lop_ratelimiter_when(rl, "b");
+    for (int i = 0; i < 98; i++) lop_ratelimiter_when(rl, "b");
     T_EQ_INT(lop_ratelimiter_when(rl, "c"), 100 * MS);
-    for (int i = 0; i < 40; i++)
-        lop_ratelimiter_when(rl, "a");
+    for (int i = 0; i < 40; i++) lop_ratelimiter_when(rl, "a");
     T_EQ_INT(lop_ratelimiter_when(rl, "a"), 1000 * S); /* per-item cap */
     lop_ratelimiter_forget(rl, "a");
     T_EQ_INT(lop_ratelimiter_num_requeues(rl, "a"), 0);

@@ -10,13 +10,12 @@
 #include <stdlib.h>
 
 #define MS LOP_NS_PER_MS
-#define S LOP_NS_PER_S
+#define S  LOP_NS_PER_S
 
 static char *get_now(lop_workqueue_t *q)
 {
     char *it = NULL;
-    if (lop_workqueue_try_get(q, &it) != LOP_OK)
-        return NULL;
+    if (lop_workqueue_try_get(q, &it) != LOP_OK) return NULL;
     return it;
 }
 
@@ -48,8 +47,7 @@ static void *consumer(void *arg)
     while (lop_workqueue_get(c->q, &item) == LOP_OK) {
         int k = atoi(item + 4);
         pthread_mutex_lock(&c->mu);
-        if (c->in_flight[k]++)
-            c->overlaps++;
+        if (c->in_flight[k]++) c->overlaps++;
         c->processed++;
         pthread_mutex_unlock(&c->mu);
         sched_yield();
@@ -67,15 +65,11 @@ static void test_basic_concurrent_never_two_workers(void)
     basic_ctx_t c = {.q = lop_workqueue_new("basic", NULL, NULL)};
     pthread_mutex_init(&c.mu, NULL);
     pthread_t p[4], w[4];
-    for (int i = 0; i < 4; i++)
-        pthread_create(&w[i], NULL, consumer, &c);
-    for (int i = 0; i < 4; i++)
-        pthread_create(&p[i], NULL, producer, &c);
-    for (int i = 0; i < 4; i++)
-        pthread_join(p[i], NULL);
+    for (int i = 0; i < 4; i++) pthread_create(&w[i], NULL, consumer, &c);
+    for (int i = 0; i < 4; i++) pthread_create(&p[i], NULL, producer, &c);
+    for (int i = 0; i < 4; i++) pthread_join(p[i], NULL);
     lop_workqueue_shutdown_with_drain(c.q);
-    for (int i = 0; i < 4; i++)
-        pthread_join(w[i], NULL);
+    for (int i = 0; i < 4; i++) pthread_join(w[i], NULL);
     T_EQ_INT(c.overlaps, 0);
     T_CHECK(c.processed >= 10);
     T_EQ_INT(lop_workqueue_len(c.q), 0);
@@ -157,8 +151,7 @@ static void test_shutdown_with_drain_waits_for_done(void)
     char *a = get_now(d.q), *b = get_now(d.q);
     pthread_t t;
     pthread_create(&t, NULL, drainer, &d);
-    while (!lop_workqueue_shutting_down(d.q))
-        sched_yield();
+    while (!lop_workqueue_shutting_down(d.q)) sched_yield();
     lop_workqueue_done(d.q, a);
     T_EQ_INT(atomic_load(&d.finished), 0); /* b still processing */
     lop_workqueue_done(d.q, b);
@@ -178,8 +171,7 @@ static void drain_after_requeue(drain_ctx_t *d, const char *name, pthread_t *t)
     char *a = get_now(d->q);
     lop_workqueue_add(d->q, "a"); /* dirty while processing */
     pthread_create(t, NULL, drainer, d);
-    while (!lop_workqueue_shutting_down(d->q))
-        sched_yield();
+    while (!lop_workqueue_shutting_down(d->q)) sched_yield();
     lop_workqueue_done(d->q, a);
     free(a);
 }
