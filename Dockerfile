@@ -13,7 +13,7 @@ RUN cmake -S /src -B /build -DCMAKE_BUILD_TYPE=Release -DLUAOP_WERROR=ON \
 # Runtime stage: only the shared libraries luaop links.
 FROM debian:12-slim
 RUN apt-get update \
- && apt-get install -y --no-install-recommends libluajit-5.1-2 zlib1g libjansson4 libevent-2.1-7 \
+ && apt-get install -y --no-install-recommends libluajit-5.1-2 libcurl4 libjansson4 libevent-2.1-7 \
       libevent-openssl-2.1-7 libevent-pthreads-2.1-7 libyaml-0-2 libssl3 ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 65532 --no-create-home luaop

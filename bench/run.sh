@@ -52,7 +52,7 @@ cc_prog luaop sync.c "$build/liblop_workqueue.a" "$build/liblop_cache.a" "$build
 # startup-idle's floor: the luaop executable's shared libraries, every one loaded (--no-as-needed),
 # and luaop's own transport for its one GET
 cc_prog floor floor.c "$build/liblop_cache.a" "$build/liblop_meta.a" "$build/liblop_client.a" "$build/liblop_codec.a" "$build/liblop_util.a" -Wl,--no-as-needed -lm -lpthread \
-  $(pkg-config --cflags --libs zlib libevent_openssl libevent_pthreads libevent jansson yaml-0.1 openssl luajit)
+  $(pkg-config --cflags --libs libcurl zlib libevent_openssl libevent_pthreads libevent jansson yaml-0.1 openssl luajit)
 
 # The peer: @kubernetes/client-node pinned by bench/peers/package-lock.json.
 if [ "${BENCH_PEER_INSTALL:-1}" = 1 ] && [ "${BENCH_NO_PEER:-0}" != 1 ] &&

@@ -25,7 +25,14 @@ typedef struct lop_buf {
 
 void lop_buf_init(lop_buf_t *b);
 void lop_buf_free(lop_buf_t *b);
-void lop_buf_reset(lop_buf_t *b);                 /* len = 0, keeps the allocation */
+void lop_buf_reset(lop_buf_t *b); /* len = 0, keeps the allocation */
+/* Exchange the contents (data, len, capacity) of a and b. */
+static inline void lop_buf_swap(lop_buf_t *a, lop_buf_t *b)
+{
+    lop_buf_t tmp = *a;
+    *a = *b;
+    *b = tmp;
+}
 void lop_buf_reserve(lop_buf_t *b, size_t extra); /* ensure room for extra more bytes + NUL */
 /* Like lop_buf_reserve, but when it must grow it allocates exactly len + extra + 1 bytes (no
  * power-of-two slack): for buffers whose final size is known up front and that are kept (stolen)

@@ -328,6 +328,8 @@ static lop_rc_t run(lop_rest_client_t *c, const lop_rest_req_t *req, lop_stream_
     bool is_get = strcmp(req->method, "GET") == 0;
     bool auth_retried = false;
     long timeout = fn ? -1 : (req->timeout_ms == 0 ? DEFAULT_TIMEOUT_MS : req->timeout_ms);
+    /* what Retry-After waits may still take of the request's timeout (ns); < 0 = unbounded */
+    int64_t wait_budget = timeout > 0 ? timeout * LOP_NS_PER_MS : -1;
     lop_rest_resp_cleanup(resp);
     lop_rest_resp_init(resp);
     for (int attempt = 0;; attempt++) {
@@ -395,8 +397,15 @@ static lop_rc_t run(lop_rest_client_t *c, const lop_rest_req_t *req, lop_stream_
             snprintf(n, sizeof n, "%d", attempt + 1);
             lop_log(LOP_LOG_DEBUG, "retrying after Retry-After", "method", req->method, "path", req->path, "code",
                     code == 429 ? "429" : "5xx", "retry_after_s", ra, "attempt", n, NULL);
+            int64_t until = lop_clock_mono(c->clock) + retry_after * LOP_NS_PER_S;
+            if (wait_budget >= 0 && retry_after * LOP_NS_PER_S > wait_budget) {
+                lop_log(LOP_LOG_DEBUG, "Retry-After passes the request's deadline; not retrying", "method", req->method,
+                        "path", req->path, "retry_after_s", ra, NULL);
+                return lop_rest_status_parse(code, resp->body.data, resp->body.len, err, &resp->status);
+            }
+            if (wait_budget >= 0) wait_budget -= retry_after * LOP_NS_PER_S;
             resp->retries++;
-            if (!wait_until(c, lop_clock_mono(c->clock) + retry_after * LOP_NS_PER_S, req->cancel))
+            if (!wait_until(c, until, req->cancel))
                 return lop_err_set(err, LOP_ECLOSED, 0, NULL, "%s %s: cancelled", req->method, req->path);
             continue;
         }

@@ -1,8 +1,8 @@
 /*
  * rest.h — the Kubernetes REST client: one lop_rest_client_t per API server, shared by every
- * thread. Built on luaop's HTTP/1.1 transport (transport.h): a pool of keep-alive connections
- * shared by all threads, OpenSSL TLS with session resumption, transparent gzip; every request
- * runs on the calling thread.
+ * thread. Built on the libcurl transport (transport.h): one I/O thread multiplexes every request
+ * and watch of a server, over HTTP/2 when the server offers it; each request blocks its calling
+ * thread until it ends.
  *
  * Behaviour (reference §A, §D, §M, §N):
  *  - client-side token bucket (QPS 5 / burst 10 by default, see qps.h); a watch takes one token
@@ -115,7 +115,10 @@ typedef struct lop_rest_req {
     const char *body; /* may be NULL */
     size_t len;
     const atomic_bool *cancel; /* optional: set from another thread to abort (LOP_ECLOSED) */
-    long timeout_ms;           /* whole-request limit per attempt; 0 = 120 s; < 0 = none */
+    long timeout_ms;           /* limit of each attempt; 0 = 120 s; < 0 = none. It also bounds the
+                                * Retry-After waits: one longer than what is left of it (less the
+                                * waits before) is not waited, the 429/5xx is returned at once, as
+                                * client-go does when the wait would pass the context's deadline. */
     /* Optional: a 2xx body is passed to sink as it arrives instead of being collected in
      * resp->body (a non-2xx body is still collected and parsed as a Status). sink returning
      * non-zero ends the transfer (LOP_ECLOSED). Retries (Retry-After, 401) happen only before any
@@ -167,8 +170,10 @@ lop_rc_t lop_rest_status_parse(int code, const char *body, size_t len, lop_err_t
 /* The reason client-go assigns to a bare HTTP code ("NotFound", "TooManyRequests", ... or ""). */
 const char *lop_rest_reason_for_code(int code);
 
-/* Parse a Retry-After header value: non-negative integer seconds, else -1 (HTTP dates ignored,
- * as client-go does). */
+/* Parse a Retry-After header value: non-negative integer seconds, at most
+ * LOP_REST_RETRY_AFTER_MAX (larger values saturate, no overflow), else -1 (HTTP dates ignored, as
+ * client-go does). */
+#define LOP_REST_RETRY_AFTER_MAX 86400L
 long lop_rest_parse_retry_after(const char *v);
 
 #endif

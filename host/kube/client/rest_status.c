@@ -51,11 +51,13 @@ long lop_rest_parse_retry_after(const char *v)
     if (!v) return -1;
     while (*v == ' ' || *v == '\t') v++;
     if (!isdigit((unsigned char)*v)) return -1;
-    char *end;
-    long n = strtol(v, &end, 10);
+    long n = 0;
+    const char *end = v;
+    for (; isdigit((unsigned char)*end); end++) /* saturating: no overflow for any digit string */
+        if (n < LOP_REST_RETRY_AFTER_MAX) n = n * 10 + (*end - '0');
     while (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n') end++;
-    if (*end || n < 0) return -1;
-    return n;
+    if (*end) return -1;
+    return n < LOP_REST_RETRY_AFTER_MAX ? n : LOP_REST_RETRY_AFTER_MAX;
 }
 
 lop_rc_t lop_rest_status_parse(int code, const char *body, size_t len, lop_err_t *err, json_t **status_out)

@@ -1,48 +1,23 @@
-/* transport.c — HTTP/1.1 over TCP or TLS with a shared keep-alive pool (see transport.h): the
- * server URL, the pool, waiting and raw I/O, connecting (through a proxy too), the exchange. */
+/* transport.c — the caller's side of the libcurl transport (see transport.h): the server URL,
+ * the transport's lifetime, and lop_transport_exchange, which hands an exchange to the I/O thread
+ * (transport_io.c) and passes what arrives to the exchange's callbacks on the calling thread. */
 #include "host/kube/client/transport_impl.h"
 
-#include "host/util/buf.h"
+#include "host/util/log.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <openssl/err.h>
-#include <poll.h>
-#include <stdarg.h>
+#include <openssl/bio.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
-int64_t lop_tr_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static uint64_t fnv64(uint64_t h, const char *s)
-{
-    for (; s && *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-    return h;
-}
-
-/* Identity of a client certificate + key pair for pooling and session reuse; 0 = none. */
-static uint64_t cert_identity(const char *cert, const char *key)
-{
-    if (!cert || !key) return 0;
-    uint64_t h = fnv64(fnv64(0xcbf29ce484222325ULL, cert), key);
-    return h ? h : 1;
-}
-
 /* Up to 40 bytes of p for an error message, bytes outside printable ASCII as '.'. */
-const char *lop_tr_excerpt(char *dst, size_t cap, const char *p, size_t n)
+static const char *excerpt(char *dst, size_t cap, const char *p, size_t n)
 {
     if (n > 40) n = 40;
     if (n >= cap) n = cap - 1;
@@ -120,18 +95,86 @@ port_default:
 
 /* ---- lifecycle ---- */
 
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc;
+static void curl_init(void) { curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT); }
+
+/* Whether pem holds at least one certificate. */
+static bool pem_has_cert(const char *pem)
+{
+    BIO *b = BIO_new_mem_buf(pem, -1);
+    X509 *x = b ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
+    bool ok = x != NULL;
+    X509_free(x);
+    BIO_free(b);
+    return ok;
+}
+
+/* A duration in seconds from the environment (client-go's HTTP2_* switches), else def_ms. */
+static long env_seconds_ms(const char *name, long def_ms)
+{
+    const char *v = getenv(name);
+    if (!v || !*v) return def_ms;
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (errno || *end || n < 0 || n > 86400) {
+        lop_log(LOP_LOG_WARN, "ignoring a malformed environment variable (want whole seconds)", "name", name, "value",
+                v, NULL);
+        return def_ms;
+    }
+    return n * 1000;
+}
+
+static bool env_true(const char *name)
+{
+    const char *v = getenv(name);
+    return v && (strcmp(v, "1") == 0 || strcasecmp(v, "true") == 0);
+}
+
 lop_rc_t lop_transport_new(const lop_transport_config_t *cfg, lop_transport_t **out, lop_err_t *err)
 {
     *out = NULL;
     if (!cfg->server || !*cfg->server) return lop_err_set(err, LOP_EINVAL, 0, NULL, "no server URL");
+    pthread_once(&curl_once, curl_init);
+    if (curl_init_rc != CURLE_OK)
+        return lop_err_set(err, LOP_ERR, 0, NULL, "libcurl could not initialise: %s", curl_easy_strerror(curl_init_rc));
     lop_transport_t *t = lop_xcalloc(1, sizeof *t);
     pthread_mutex_init(&t->mu, NULL);
+    t->wake_fd = -1;
     lop_rc_t rc = parse_url(t, cfg->server, err);
+    if (rc == LOP_OK && t->tls && cfg->ca_pem && *cfg->ca_pem && !pem_has_cert(cfg->ca_pem))
+        rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "the certificate authority data for %s holds no PEM certificate",
+                         cfg->server);
+    if (rc == LOP_OK) rc = lop_proxy_select(cfg->proxy, t->tls, t->host, t->port, &t->proxy, err);
     if (rc == LOP_OK) {
         t->insecure = cfg->insecure;
-        t->verify_name = lop_xstrdup(cfg->tls_server_name && *cfg->tls_server_name ? cfg->tls_server_name : t->host);
-        rc = lop_proxy_select(cfg->proxy, t->tls, t->host, t->port, &t->proxy, err);
-        if (rc == LOP_OK && t->tls) rc = lop_tr_tls_setup(t, cfg, err);
+        t->ca_pem = cfg->ca_pem && *cfg->ca_pem ? lop_xstrdup(cfg->ca_pem) : NULL;
+        t->disable_http2 = cfg->disable_http2 || env_true("DISABLE_HTTP2");
+        long idle =
+            cfg->h2_read_idle_ms ? cfg->h2_read_idle_ms : env_seconds_ms("HTTP2_READ_IDLE_TIMEOUT_SECONDS", 30000);
+        long ping =
+            cfg->h2_ping_timeout_ms > 0 ? cfg->h2_ping_timeout_ms : env_seconds_ms("HTTP2_PING_TIMEOUT_SECONDS", 15000);
+        t->read_idle_ns = idle > 0 ? (int64_t)idle * 1000000 : 0; /* 0 s disables, as in client-go */
+        t->ping_timeout_ns = (int64_t)(ping > 0 ? ping : 15000) * 1000000;
+        bool v6 = strchr(t->host, ':') != NULL;
+        const char *sni = t->tls && cfg->tls_server_name && *cfg->tls_server_name ? cfg->tls_server_name : NULL;
+        lop_buf_t b = LOP_BUF_INIT;
+        if (sni && strcasecmp(sni, t->host) != 0) {
+            /* verify and send SNI for sni, connect to the real host, keep the real Host header */
+            bool sv6 = strchr(sni, ':') != NULL;
+            lop_buf_printf(&b, "https://%s%s%s:%s", sv6 ? "[" : "", sni, sv6 ? "]" : "", t->port);
+            t->base_url = lop_buf_steal(&b);
+            lop_buf_printf(&b, "%s%s%s:%s:%s%s%s:%s", sv6 ? "[" : "", sni, sv6 ? "]" : "", t->port, v6 ? "[" : "",
+                           t->host, v6 ? "]" : "", t->port);
+            t->connect_to = lop_buf_steal(&b);
+            t->tls_server_name = lop_xstrdup(sni);
+        } else {
+            lop_buf_printf(&b, "%s://%s%s%s:%s", t->tls ? "https" : "http", v6 ? "[" : "", t->host, v6 ? "]" : "",
+                           t->port);
+            t->base_url = lop_buf_steal(&b);
+        }
+        rc = lop_tr_io_start(t, err);
     }
     if (rc != LOP_OK) {
         lop_transport_free(t);
@@ -141,38 +184,21 @@ lop_rc_t lop_transport_new(const lop_transport_config_t *cfg, lop_transport_t **
     return LOP_OK;
 }
 
-/* Close. clean: the connection ended between responses, so its TLS session stays resumable (an
- * SSL freed without a shutdown marks its session bad). No close_notify is sent: the peer sees the
- * TCP close. */
-static void conn_close(conn_t *cn, bool clean)
-{
-    if (!cn) return;
-    if (cn->ssl) {
-        if (clean) SSL_set_shutdown(cn->ssl, SSL_SENT_SHUTDOWN);
-        SSL_free(cn->ssl);
-    }
-    if (cn->fd >= 0) close(cn->fd);
-    free(cn);
-}
-
 void lop_transport_free(lop_transport_t *t)
 {
     if (!t) return;
-    while (t->idle) {
-        conn_t *cn = t->idle;
-        t->idle = cn->next;
-        conn_close(cn, true);
-    }
-    if (t->session) SSL_SESSION_free(t->session);
+    lop_tr_io_stop(t);
     lop_proxy_cleanup(&t->proxy);
-    SSL_CTX_free(t->ctx);
     pthread_mutex_destroy(&t->mu);
     free(t->host);
     free(t->port);
     free(t->host_hdr);
     free(t->host_port);
     free(t->prefix);
-    free(t->verify_name);
+    free(t->base_url);
+    free(t->connect_to);
+    free(t->tls_server_name);
+    if (t->ca_pem) free(t->ca_pem);
     free(t);
 }
 
@@ -180,343 +206,10 @@ const char *lop_transport_host_port(const lop_transport_t *t) { return t->host_p
 bool lop_transport_is_tls(const lop_transport_t *t) { return t->tls; }
 const char *lop_transport_proxy(const lop_transport_t *t) { return t->proxy.host_port; }
 long lop_transport_connects(lop_transport_t *t) { return atomic_load(&t->connects); }
+long lop_transport_open_connections(lop_transport_t *t) { return atomic_load(&t->open); }
+long lop_transport_dead_connections(lop_transport_t *t) { return atomic_load(&t->dead); }
 
-/* ---- the pool ---- */
-
-/* An idle connection presenting cert_id, or NULL. Connections idle too long, or readable (the
- * server closed them or sent something unasked), are closed. */
-static conn_t *pool_take(lop_transport_t *t, uint64_t cert_id)
-{
-    for (;;) {
-        conn_t *found = NULL, *stale = NULL;
-        int64_t now = lop_tr_now_ns();
-        pthread_mutex_lock(&t->mu);
-        for (conn_t **pp = &t->idle; *pp;) {
-            conn_t *cn = *pp;
-            if (now - cn->idle_since > IDLE_MAX_NS) {
-                *pp = cn->next;
-                cn->next = stale;
-                stale = cn;
-                t->nidle--;
-            } else if (!found && cn->cert_id == cert_id) {
-                *pp = cn->next;
-                found = cn;
-                t->nidle--;
-            } else {
-                pp = &cn->next;
-            }
-        }
-        pthread_mutex_unlock(&t->mu);
-        while (stale) {
-            conn_t *n = stale->next;
-            conn_close(stale, true);
-            stale = n;
-        }
-        if (!found) return NULL;
-        struct pollfd pf = {found->fd, POLLIN, 0};
-        if (poll(&pf, 1, 0) == 0 && !(found->ssl && SSL_has_pending(found->ssl))) return found;
-        conn_close(found, false);
-    }
-}
-
-static void pool_put(lop_transport_t *t, conn_t *cn)
-{
-    cn->idle_since = lop_tr_now_ns();
-    pthread_mutex_lock(&t->mu);
-    if (t->nidle < POOL_MAX) {
-        cn->next = t->idle;
-        t->idle = cn;
-        t->nidle++;
-        cn = NULL;
-    }
-    pthread_mutex_unlock(&t->mu);
-    conn_close(cn, true);
-}
-
-/* ---- waiting and raw I/O ---- */
-
-int lop_tr_failf(io_t *io, lop_http_result_t res, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(io->x->error, sizeof io->x->error, fmt, ap);
-    va_end(ap);
-    io->res = res;
-    return -1;
-}
-
-/* Wait for events on fd until deadline (0 = none), ticking every TICK_MS. 0 ready, -1 failed. */
-int lop_tr_io_wait(io_t *io, int fd, short events, int64_t deadline, const char *doing)
-{
-    for (;;) {
-        if (io->x->on_tick && io->x->on_tick(io->x->ud))
-            return lop_tr_failf(io, LOP_HTTP_EABORTED, "%s %s: aborted", doing, io->t->host_port);
-        int ms = TICK_MS;
-        if (deadline) {
-            int64_t left = deadline - lop_tr_now_ns();
-            if (left <= 0) {
-                if (deadline == io->deadline)
-                    return lop_tr_failf(io, LOP_HTTP_ETIMEDOUT, "%s %s: timed out after %ld ms", doing,
-                                        io->t->host_port, io->timeout_ms);
-                return lop_tr_failf(io, LOP_HTTP_ETIMEDOUT, "%s %s: timed out", doing, io->t->host_port);
-            }
-            if (left < (int64_t)TICK_MS * 1000000) ms = (int)((left + 999999) / 1000000);
-        }
-        struct pollfd pf = {fd, events, 0};
-        int r = poll(&pf, 1, ms);
-        if (r > 0) { /* also POLLERR / POLLHUP: the next read or write says what */
-            io->revents = pf.revents;
-            return 0;
-        }
-        if (r < 0 && errno != EINTR)
-            return lop_tr_failf(io, LOP_HTTP_ERESET, "%s %s: poll: %s", doing, io->t->host_port, strerror(errno));
-    }
-}
-
-/* Read up to cap bytes: > 0 read, 0 end of stream, -1 failed (io->res set). */
-ssize_t lop_tr_conn_read(io_t *io, conn_t *cn, char *p, size_t cap)
-{
-    for (;;) {
-        if (cn->ssl) {
-            ERR_clear_error();
-            errno = 0;
-            int n = SSL_read(cn->ssl, p, cap > INT32_MAX ? INT32_MAX : (int)cap);
-            if (n > 0) return n;
-            int e = SSL_get_error(cn->ssl, n);
-            short ev = e == SSL_ERROR_WANT_READ ? POLLIN : e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
-            if (e == SSL_ERROR_ZERO_RETURN) return 0;
-            if (!ev) {
-                char why[240];
-                lop_tr_ssl_error_text(NULL, why, sizeof why);
-                return lop_tr_failf(io, LOP_HTTP_ERESET, "reading from %s: %s", io->t->host_port, why);
-            }
-            if (lop_tr_io_wait(io, cn->fd, ev, io->deadline, "reading the response from") < 0) return -1;
-        } else {
-            ssize_t n = recv(cn->fd, p, cap, 0);
-            if (n >= 0) return n;
-            if (errno == EINTR) continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK)
-                return lop_tr_failf(io, LOP_HTTP_ERESET, "reading from %s: %s", io->t->host_port, strerror(errno));
-            if (lop_tr_io_wait(io, cn->fd, POLLIN, io->deadline, "reading the response from") < 0) return -1;
-        }
-    }
-}
-
-/* Write p. A server may answer before it has read the whole request (a 413 for a large body, a
- * 401) and close: while waiting to write, input is watched for and read into rbuf (room bytes,
- * *got of them used); the write is abandoned once it holds a final answer (not only 1xx, which
- * a server may send unasked), at its end, or when rbuf is full. Returns 0 when all was written,
- * 1 when the server answered or hung up first (*got bytes of its answer in rbuf, maybe 0), -1 on
- * failure. */
-static int conn_write(io_t *io, conn_t *cn, const char *p, size_t len, char *rbuf, size_t room, size_t *got)
-{
-    while (len) {
-        ssize_t w;
-        short ev = POLLOUT;
-        if (cn->ssl) {
-            ERR_clear_error();
-            errno = 0;
-            size_t n = len > INT32_MAX ? INT32_MAX : len;
-            int r = SSL_write(cn->ssl, p, (int)n);
-            w = r;
-            if (r <= 0) {
-                int e = SSL_get_error(cn->ssl, r);
-                if (e == SSL_ERROR_WANT_READ)
-                    ev = POLLIN;
-                else if (e != SSL_ERROR_WANT_WRITE) {
-                    if (errno == EPIPE || errno == ECONNRESET) return 1; /* maybe it answered: read */
-                    char why[240];
-                    lop_tr_ssl_error_text(NULL, why, sizeof why);
-                    return lop_tr_failf(io, LOP_HTTP_ERESET, "writing to %s: %s", io->t->host_port, why);
-                }
-            }
-        } else {
-            w = send(cn->fd, p, len, MSG_NOSIGNAL);
-            if (w < 0 && (errno == EPIPE || errno == ECONNRESET)) return 1;
-            if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-                return lop_tr_failf(io, LOP_HTTP_ERESET, "writing to %s: %s", io->t->host_port, strerror(errno));
-        }
-        if (w > 0) {
-            p += w;
-            len -= (size_t)w;
-            continue;
-        }
-        if (lop_tr_io_wait(io, cn->fd, ev | POLLIN, io->deadline, "sending the request to") < 0) return -1;
-        if (ev == POLLIN || !(io->revents & (POLLIN | POLLHUP | POLLERR))) continue;
-        /* input while the request is not all written: the answer, a close, or (TLS) a session
-         * ticket, which SSL_read takes in without returning data */
-        size_t left = room - *got;
-        if (!left) return 1;
-        if (cn->ssl) {
-            ERR_clear_error();
-            int r = SSL_read(cn->ssl, rbuf + *got, left > INT32_MAX ? INT32_MAX : (int)left);
-            if (r > 0) {
-                *got += (size_t)r;
-                if (lop_tr_final_answer(rbuf, *got)) return 1;
-                continue;
-            }
-            int e = SSL_get_error(cn->ssl, r);
-            if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) return 1;
-        } else {
-            ssize_t r = recv(cn->fd, rbuf + *got, left, 0);
-            if (r > 0) {
-                *got += (size_t)r;
-                if (lop_tr_final_answer(rbuf, *got)) return 1;
-                continue;
-            }
-            if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return 1;
-        }
-    }
-    return 0;
-}
-
-/* ---- connecting ---- */
-
-/* Open a tunnel to the server through the proxy (CONNECT, RFC 9110 §9.3.6) on cn, before TLS. */
-static int proxy_connect(io_t *io, conn_t *cn, int64_t deadline)
-{
-    lop_transport_t *t = io->t;
-    lop_buf_t req = LOP_BUF_INIT;
-    lop_buf_printf(&req, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n%s\r\n", t->host_port, t->host_port,
-                   t->proxy.auth_header ? t->proxy.auth_header : "");
-    char buf[8192], ex[48];
-    size_t len = 0, got = 0, end = 0;
-    int64_t saved = io->deadline;
-    io->deadline = deadline; /* the connect timeout covers the tunnel */
-    int w = conn_write(io, cn, req.data, req.len, buf, sizeof buf, &got);
-    explicit_bzero(req.data, req.len);
-    lop_buf_free(&req);
-    len = got;
-    while (w >= 0 && !(end = lop_tr_head_end(buf, len))) {
-        if (len == sizeof buf) {
-            lop_tr_failf(io, LOP_HTTP_ECONNECT, "an answer over %zu bytes", sizeof buf);
-            w = -1;
-            break;
-        }
-        ssize_t n = lop_tr_conn_read(io, cn, buf + len, sizeof buf - len);
-        if (n <= 0) {
-            if (n == 0) lop_tr_failf(io, LOP_HTTP_ECONNECT, "the proxy closed the connection without answering");
-            w = -1;
-            break;
-        }
-        len += (size_t)n;
-    }
-    io->deadline = saved;
-    if (w < 0) { /* name the proxy, not the server the I/O messages name */
-        char why[sizeof io->x->error];
-        snprintf(why, sizeof why, "%s", io->res == LOP_HTTP_ETIMEDOUT ? "timed out" : io->x->error);
-        if (io->res != LOP_HTTP_ETIMEDOUT && io->res != LOP_HTTP_EABORTED) io->res = LOP_HTTP_ECONNECT;
-        return lop_tr_failf(io, io->res, "CONNECT to %s through proxy %s: %s", t->host_port, t->proxy.host_port, why);
-    }
-    size_t sl = strcspn(buf, "\r\n");
-    bool ok = sl >= 12 && memcmp(buf, "HTTP/1.", 7) == 0 && buf[8] == ' ' && buf[9] == '2' && buf[10] >= '0' &&
-              buf[10] <= '9' && buf[11] >= '0' && buf[11] <= '9' && (sl == 12 || buf[12] == ' ');
-    if (!ok)
-        return lop_tr_failf(io, LOP_HTTP_ECONNECT, "proxy %s refused CONNECT to %s: \"%s\"", t->proxy.host_port,
-                            t->host_port, lop_tr_excerpt(ex, sizeof ex, buf, sl));
-    if (end != len) /* the server speaks first only in TLS after our hello */
-        return lop_tr_failf(io, LOP_HTTP_ECONNECT, "proxy %s sent data after its CONNECT answer", t->proxy.host_port);
-    return 0;
-}
-
-static conn_t *dial(io_t *io, uint64_t cert_id)
-{
-    lop_transport_t *t = io->t;
-    lop_http_exchange_t *x = io->x;
-    long cto =
-        x->connect_timeout_ms > 0 && x->connect_timeout_ms < 3600000L ? x->connect_timeout_ms : CONNECT_TIMEOUT_MS;
-    int64_t deadline = lop_tr_now_ns() + (int64_t)cto * 1000000;
-    if (io->deadline && io->deadline < deadline) deadline = io->deadline;
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
-    struct addrinfo *res = NULL;
-    const char *dhost = t->proxy.host ? t->proxy.host : t->host;
-    const char *dport = t->proxy.host ? t->proxy.port : t->port;
-    const char *dhp = t->proxy.host ? t->proxy.host_port : t->host_port; /* for messages */
-    const char *via = t->proxy.host ? "proxy " : "";
-    int gr = getaddrinfo(dhost, dport, &hints, &res);
-    if (gr != 0) {
-        lop_tr_failf(io, LOP_HTTP_ECONNECT, "cannot resolve %s%s: %s", via, dhost, gai_strerror(gr));
-        return NULL;
-    }
-    conn_t *cn = lop_xcalloc(1, sizeof *cn);
-    cn->fd = -1;
-    cn->cert_id = cert_id;
-    int last = 0, naddr = 0;
-    bool timed_out = false;
-    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) naddr++;
-    for (struct addrinfo *ai = res; ai && cn->fd < 0; ai = ai->ai_next, naddr--) {
-        /* each address gets its share of the time left (at least 2 s), so a blackholed first
-         * address does not use it all (as Go's dialSerial) */
-        int64_t now = lop_tr_now_ns(), until = deadline;
-        if (naddr > 1) {
-            int64_t share = (deadline - now) / naddr;
-            if (share < 2000000000LL) share = 2000000000LL;
-            if (now + share < deadline) until = now + share;
-        }
-        int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
-        if (fd < 0) {
-            last = errno;
-            continue;
-        }
-        if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0 && errno != EINPROGRESS) {
-            last = errno;
-            close(fd);
-            continue;
-        }
-        if (lop_tr_io_wait(io, fd, POLLOUT, until, "connecting to") < 0) {
-            close(fd);
-            if (io->res == LOP_HTTP_ETIMEDOUT && until < deadline) { /* the next address */
-                io->res = LOP_HTTP_OK;
-                x->error[0] = '\0';
-                timed_out = true;
-                continue;
-            }
-            freeaddrinfo(res);
-            free(cn);
-            if (io->res == LOP_HTTP_ERESET) io->res = LOP_HTTP_ECONNECT;
-            if (io->res == LOP_HTTP_ETIMEDOUT)
-                snprintf(x->error, sizeof x->error, "connecting to %s%s: timed out", via, dhp);
-            return NULL;
-        }
-        int soerr = 0;
-        socklen_t sl = sizeof soerr;
-        getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
-        if (soerr) {
-            last = soerr;
-            close(fd);
-            continue;
-        }
-        cn->fd = fd;
-    }
-    freeaddrinfo(res);
-    if (cn->fd < 0) {
-        free(cn);
-        lop_tr_failf(io, LOP_HTTP_ECONNECT, "connecting to %s%s: %s", via, dhp,
-                     last        ? strerror(last)
-                     : timed_out ? "timed out"
-                                 : strerror(ECONNREFUSED));
-        return NULL;
-    }
-    int one = 1, idle = KEEPALIVE_S;
-    setsockopt(cn->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    setsockopt(cn->fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
-    setsockopt(cn->fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
-    setsockopt(cn->fd, IPPROTO_TCP, TCP_KEEPINTVL, &idle, sizeof idle);
-    atomic_fetch_add(&t->connects, 1);
-    if (t->proxy.host && t->tls && proxy_connect(io, cn, deadline) < 0) {
-        conn_close(cn, false);
-        return NULL;
-    }
-    if (t->tls && lop_tr_tls_handshake(io, cn, deadline) < 0) {
-        conn_close(cn, false);
-        return NULL;
-    }
-    return cn;
-}
-
-/* ---- one exchange ---- */
-
-#define TIMEOUT_MAX_MS (100LL * 365 * 24 * 3600 * 1000) /* a century: no overflow in ns */
+/* ---- an exchange ---- */
 
 /* The method is a token and the target starts with '/' and holds no space or control byte, so
  * neither can end the request line early or add lines (request splitting). */
@@ -532,101 +225,238 @@ static bool request_line_ok(const char *method, const char *target)
     return true;
 }
 
-static void build_request(lop_transport_t *t, const lop_http_exchange_t *x, lop_buf_t *b)
+/* The request's header list for libcurl: the caller's lines, the Host header when the URL names
+ * tls_server_name instead, and empty Expect / Content-Type so libcurl adds neither of its own. */
+static struct curl_slist *header_list(const lop_transport_t *t, const lop_http_exchange_t *x)
 {
-    if (t->proxy.host && !t->tls) { /* absolute-form through a proxy (RFC 9112 §3.2.2) */
-        lop_buf_printf(b, "%s http://%s%s%s HTTP/1.1\r\nHost: %s\r\n", x->method, t->host_hdr, t->prefix, x->target,
-                       t->host_hdr);
-        if (t->proxy.auth_header) lop_buf_append(b, t->proxy.auth_header, strlen(t->proxy.auth_header));
-    } else {
-        lop_buf_printf(b, "%s %s%s HTTP/1.1\r\nHost: %s\r\n", x->method, t->prefix, x->target, t->host_hdr);
+    struct curl_slist *l = NULL;
+    bool has_ctype = false, has_accept = false;
+    lop_buf_t line = LOP_BUF_INIT;
+    for (const char *p = x->headers; p && *p;) {
+        size_t n = strcspn(p, "\r\n");
+        if (n) {
+            lop_buf_reset(&line);
+            lop_buf_append(&line, p, n);
+            if (n >= 13 && strncasecmp(p, "Content-Type:", 13) == 0) has_ctype = true;
+            if (n >= 7 && strncasecmp(p, "Accept:", 7) == 0) has_accept = true;
+            l = curl_slist_append(l, line.data);
+        }
+        p += n;
+        p += strspn(p, "\r\n");
     }
-    if (x->headers) lop_buf_append(b, x->headers, strlen(x->headers));
-    if (x->gzip) lop_buf_append(b, "Accept-Encoding: gzip\r\n", 23);
-    if (x->body || x->send_length) lop_buf_printf(b, "Content-Length: %zu\r\n", x->body ? x->body_len : 0);
-    lop_buf_append(b, "\r\n", 2);
-    if (x->body && x->body_len <= ONE_WRITE_MAX) lop_buf_append(b, x->body, x->body_len);
+    if (line.data) explicit_bzero(line.data, line.len); /* it may have held credentials */
+    lop_buf_free(&line);
+    if (t->connect_to) {
+        lop_buf_printf(&line, "Host: %s", t->host_hdr);
+        l = curl_slist_append(l, line.data);
+        lop_buf_free(&line);
+    }
+    if (!has_accept) l = curl_slist_append(l, "Accept:"); /* not libcurl's default Accept */
+    l = curl_slist_append(l, "Expect:");
+    if (!has_ctype) l = curl_slist_append(l, "Content-Type:");
+    return l;
 }
 
-/* Send the request and read the response on cn. *sent: the whole request was written. */
-static int exchange_on(io_t *io, conn_t *cn, const lop_buf_t *head, resp_t *r, bool *sent)
+/* Pass the final response's head (status first) to the exchange's callbacks. */
+static void deliver_head(lop_http_exchange_t *x, int code, const lop_buf_t *head)
 {
-    lop_http_exchange_t *x = io->x;
-    size_t got = 0;
-    int w = conn_write(io, cn, head->data, head->len, r->buf, r->cap, &got);
-    if (w == 0 && x->body && x->body_len > ONE_WRITE_MAX)
-        w = conn_write(io, cn, x->body, x->body_len, r->buf, r->cap, &got);
-    if (w < 0) return -1;
-    *sent = w == 0;
-    r->end = got; /* what came while writing: interim responses, or the answer itself */
-    if (got) x->response_started = true;
-    if (w == 1) r->close = true; /* answered (or closed) before the request was all written */
-    if (lop_tr_read_head(io, cn, r) < 0) return -1;
-    /* both framings, or chunked from an HTTP/1.0 server: read as chunked, never reused (RFC 9112
-     * §6.1, §6.3) */
-    if (r->chunked && (r->have_length || r->http10)) r->close = true;
-    if (r->code == 101) r->close = true; /* switched protocols: not HTTP any more */
-    bool no_body = strcmp(x->method, "HEAD") == 0 || r->code == 204 || r->code == 304 || r->code == 101;
-    r->mode = no_body ? BODY_NONE : r->chunked ? BODY_CHUNKED : r->have_length ? BODY_LENGTH : BODY_EOF;
-    if (r->mode == BODY_LENGTH && r->left == 0) r->mode = BODY_NONE;
-    if (r->mode != BODY_NONE && lop_tr_read_body(io, cn, r) < 0) return -1;
-    return 0;
+    x->code = code;
+    if (x->on_status) x->on_status(x->ud, code);
+    if (!x->on_header || !head->data) return;
+    for (const char *p = head->data, *end = head->data + head->len; p < end;) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl) nl = end;
+        const char *colon = memchr(p, ':', (size_t)(nl - p));
+        if (colon && colon > p) {
+            const char *v = colon + 1, *ve = nl;
+            while (v < ve && (*v == ' ' || *v == '\t')) v++;
+            while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t')) ve--;
+            x->on_header(x->ud, p, (size_t)(colon - p), v, (size_t)(ve - v));
+        }
+        p = nl + 1;
+    }
+}
+
+/* How a finished transfer ended, for the caller. */
+static lop_http_result_t map_result(lop_transport_t *t, lop_tr_xfer_t *xf, lop_http_exchange_t *x)
+{
+    CURLcode c = xf->result;
+    const char *why = xf->errbuf[0] ? xf->errbuf : curl_easy_strerror(c);
+    lop_http_result_t r;
+    if (xf->bomb) {
+        snprintf(x->error, sizeof x->error,
+                 "%s: the response body decompressed to over %d times its size (a decompression bomb); refused",
+                 t->host_port, LOP_TR_BOMB_RATIO);
+        return LOP_HTTP_EPROTO;
+    }
+    if (xf->head_too_big) {
+        snprintf(x->error, sizeof x->error, "%s: the response header block is over %d KiB", t->host_port,
+                 LOP_TR_HEAD_MAX / 1024);
+        return LOP_HTTP_EPROTO;
+    }
+    if (c != CURLE_OK && xf->connect_code && xf->connect_code != 200) {
+        snprintf(x->error, sizeof x->error, "proxy %s refused CONNECT to %s: HTTP %ld", t->proxy.host_port,
+                 t->host_port, xf->connect_code);
+        return LOP_HTTP_ECONNECT;
+    }
+    if (c == CURLE_OK && !xf->head_done) {
+        snprintf(x->error, sizeof x->error, "%s: the connection closed in the middle of the response headers",
+                 t->host_port);
+        return LOP_HTTP_ERESET;
+    }
+    switch (c) {
+    case CURLE_OK: return LOP_HTTP_OK;
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_INVALIDCERTSTATUS:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_ENGINE_INITFAILED:
+    case CURLE_PROXY: r = LOP_HTTP_ECONNECT; break;
+    case CURLE_OPERATION_TIMEDOUT:
+        snprintf(x->error, sizeof x->error, "%s: timed out after %ld ms", t->host_port,
+                 xf->started || x->timeout_ms > 0 ? x->timeout_ms
+                 : x->connect_timeout_ms > 0      ? x->connect_timeout_ms
+                                                  : LOP_TR_CONNECT_TIMEOUT_MS);
+        return LOP_HTTP_ETIMEDOUT;
+    case CURLE_SEND_FAIL_REWIND:
+        snprintf(x->error, sizeof x->error,
+                 "%s: the server closed the connection before responding; a %s is not sent again", t->host_port,
+                 x->method);
+        return LOP_HTTP_ERESET;
+    case CURLE_WEIRD_SERVER_REPLY:
+    case CURLE_BAD_CONTENT_ENCODING:
+    case CURLE_UNSUPPORTED_PROTOCOL:
+    case CURLE_HTTP2:
+    case CURLE_HTTP3:
+    case CURLE_FILESIZE_EXCEEDED: r = LOP_HTTP_EPROTO; break;
+    case CURLE_URL_MALFORMAT: r = LOP_HTTP_EREQUEST; break;
+    default: r = LOP_HTTP_ERESET; break; /* RECV/SEND errors, GOT_NOTHING, PARTIAL_FILE, HTTP2_STREAM */
+    }
+    if (r == LOP_HTTP_ECONNECT && t->proxy.url && c == CURLE_COULDNT_CONNECT)
+        snprintf(x->error, sizeof x->error, "connecting to proxy %s for %s: %.120s (%s)", t->proxy.host_port,
+                 t->host_port, why, xf->os_errno ? strerror((int)xf->os_errno) : "failed");
+    else if (r == LOP_HTTP_ECONNECT && xf->os_errno)
+        snprintf(x->error, sizeof x->error, "%s: %.160s (%s)", t->host_port, why, strerror((int)xf->os_errno));
+    else
+        snprintf(x->error, sizeof x->error, "%s: %.200s", t->host_port, why);
+    return r;
+}
+
+/* Ask the I/O thread to drop the transfer and wait until it has. */
+static void cancel_and_wait(lop_transport_t *t, lop_tr_xfer_t *xf)
+{
+    pthread_mutex_lock(&t->mu);
+    if (!xf->done) {
+        xf->cancel = true;
+        xf->op_cancel = true;
+        lop_tr_io_queue(xf);
+        while (!xf->done) pthread_cond_wait(&xf->cond, &t->mu);
+    }
+    pthread_mutex_unlock(&t->mu);
+}
+
+static void timed_wait(pthread_cond_t *cond, pthread_mutex_t *mu, long ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_nsec += ms * 1000000L;
+    ts.tv_sec += ts.tv_nsec / 1000000000L;
+    ts.tv_nsec %= 1000000000L;
+    pthread_cond_timedwait(cond, mu, &ts);
 }
 
 lop_http_result_t lop_transport_exchange(lop_transport_t *t, lop_http_exchange_t *x)
 {
-    io_t io = {.t = t, .x = x, .timeout_ms = x->timeout_ms, .res = LOP_HTTP_OK};
-    if (x->timeout_ms > 0)
-        io.deadline =
-            lop_tr_now_ns() + (int64_t)(x->timeout_ms < TIMEOUT_MAX_MS ? x->timeout_ms : TIMEOUT_MAX_MS) * 1000000;
     x->code = 0;
     x->response_started = false;
     x->error[0] = '\0';
     if (!request_line_ok(x->method, x->target)) {
         char ex[48];
-        lop_tr_failf(&io, LOP_HTTP_EREQUEST, "request to %s: the method or target is not valid on the wire: \"%s\"",
-                     t->host_port,
-                     lop_tr_excerpt(ex, sizeof ex, x->target ? x->target : "", x->target ? strlen(x->target) : 0));
-        return io.res;
+        snprintf(x->error, sizeof x->error, "request to %s: the method or target is not valid on the wire: \"%s\"",
+                 t->host_port, excerpt(ex, sizeof ex, x->target ? x->target : "", x->target ? strlen(x->target) : 0));
+        return LOP_HTTP_EREQUEST;
     }
-    uint64_t cert_id = t->tls ? cert_identity(x->cert_pem, x->key_pem) : 0;
-    lop_buf_t head = LOP_BUF_INIT;
-    build_request(t, x, &head);
-    size_t rb = x->read_bytes ? x->read_bytes : READ_DEFAULT;
-    resp_t r;
-    for (int attempt = 0;; attempt++) {
-        memset(&r, 0, sizeof r);
-        r.read_bytes = rb;
-        r.cap = rb < READ_DEFAULT ? READ_DEFAULT : rb;
-        r.buf = lop_xmalloc(r.cap);
-        conn_t *cn = attempt == 0 ? pool_take(t, cert_id) : NULL; /* a resend: a new connection */
-        bool reused = cn != NULL;
-        if (!cn) cn = dial(&io, cert_id);
-        if (!cn) {
-            free(r.buf);
-            break;
+    size_t rb = x->read_bytes ? x->read_bytes : LOP_TR_READ_DEFAULT;
+    lop_tr_xfer_t *xf = lop_xcalloc(1, sizeof *xf);
+    xf->t = t;
+    xf->x = x;
+    xf->hwm = 8 * rb > LOP_TR_INBOX_MIN ? 8 * rb : LOP_TR_INBOX_MIN;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&xf->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    lop_buf_t u = LOP_BUF_INIT;
+    lop_buf_printf(&u, "%s%s%s", t->base_url, t->prefix, x->target);
+    xf->url = lop_buf_steal(&u);
+    xf->headers = header_list(t, x);
+
+    pthread_mutex_lock(&t->mu);
+    xf->op_add = true;
+    lop_tr_io_queue(xf);
+    pthread_mutex_unlock(&t->mu);
+
+    lop_http_result_t res = LOP_HTTP_OK;
+    bool head_delivered = false, finished = false;
+    lop_buf_t got = LOP_BUF_INIT, head = LOP_BUF_INIT;
+    int code = 0;
+    while (!finished) {
+        pthread_mutex_lock(&t->mu);
+        if (!xf->inbox.len && !(xf->head_done && !head_delivered) && !xf->done)
+            timed_wait(&xf->cond, &t->mu, LOP_TR_TICK_MS);
+        bool new_head = xf->head_done && !head_delivered;
+        if (new_head) {
+            lop_buf_swap(&head, &xf->head);
+            code = xf->code;
         }
-        bool sent = false;
-        int rc = exchange_on(&io, cn, &head, &r, &sent);
-        bool reusable = rc == 0 && r.mode != BODY_EOF && !r.close && (!r.http10 || r.keep_alive) && r.start == r.end &&
-                        !(cn->ssl && SSL_has_pending(cn->ssl));
-        if (reusable)
-            pool_put(t, cn);
-        else
-            conn_close(cn, rc == 0);
-        if (r.z_on) inflateEnd(&r.z);
-        free(r.zout);
-        free(r.buf);
-        /* a kept-alive connection the server had closed meanwhile: send once more on a new one */
-        if (rc < 0 && io.res == LOP_HTTP_ERESET && reused && attempt == 0 && !x->response_started &&
-            (!sent || strcmp(x->method, "GET") == 0)) {
-            io.res = LOP_HTTP_OK;
-            x->error[0] = '\0';
-            continue;
+        if (xf->started) x->response_started = true;
+        if (head_delivered || new_head) lop_buf_swap(&got, &xf->inbox);
+        if (xf->paused && !xf->op_resume) {
+            xf->op_resume = true;
+            lop_tr_io_queue(xf);
         }
-        break;
+        bool done = xf->done && !xf->inbox.len;
+        pthread_mutex_unlock(&t->mu);
+
+        if (new_head) {
+            deliver_head(x, code, &head);
+            head_delivered = true;
+        }
+        for (size_t off = 0; off < got.len && res == LOP_HTTP_OK;) {
+            size_t n = got.len - off < rb ? got.len - off : rb;
+            if (x->on_body && x->on_body(x->ud, got.data + off, n)) res = LOP_HTTP_ESTOPPED;
+            off += n;
+        }
+        lop_buf_reset(&got);
+        if (res == LOP_HTTP_OK && x->on_tick && x->on_tick(x->ud)) res = LOP_HTTP_EABORTED;
+        if (res != LOP_HTTP_OK || (head_delivered && code == 101)) {
+            /* stopped by the caller, or switched protocols: what follows is not HTTP */
+            cancel_and_wait(t, xf);
+            finished = true;
+            if (res == LOP_HTTP_ESTOPPED)
+                snprintf(x->error, sizeof x->error, "%s: stopped by the body consumer", t->host_port);
+            else if (res == LOP_HTTP_EABORTED)
+                snprintf(x->error, sizeof x->error, "%s: aborted by the caller", t->host_port);
+        } else if (done) {
+            res = map_result(t, xf, x);
+            finished = true;
+        }
     }
-    explicit_bzero(head.data, head.len); /* it held the credentials */
+    if (!head_delivered) x->code = 0;
+    lop_buf_free(&got);
     lop_buf_free(&head);
-    return io.res;
+    lop_buf_free(&xf->inbox);
+    lop_buf_free(&xf->head);
+    pthread_cond_destroy(&xf->cond);
+    free(xf->url);
+    free(xf);
+    return res;
 }

@@ -1,29 +1,39 @@
 /*
- * transport.h — HTTP/1.1 over TCP or TLS for the REST client (rest.h): one lop_transport_t per API
- * server, holding the parsed server URL, the TLS context and a pool of idle keep-alive
- * connections shared by every thread. An exchange runs on the calling thread with non-blocking
- * sockets waited on with poll(2), so a timeout, a cancel flag or a silent watch is noticed within
- * one tick (50 ms) without a thread of its own.
+ * transport.h — HTTP for the REST client (rest.h), on libcurl: one lop_transport_t per API server.
  *
- * What it speaks (RFC 9112 as a client): requests with Content-Length bodies; responses framed by
- * Content-Length, chunked transfer coding, or the end of the connection; 1xx interim responses
- * skipped; `Content-Encoding: gzip` (and `deflate`) decoded with zlib when the exchange asked for
- * it. TLS is OpenSSL's (TLS 1.2 or later, ALPN "http/1.1", SNI, certificate and host name or IP
- * verification, client certificates, session resumption across connections), through an HTTP
- * proxy when one is configured (below). No HTTP/2: a watch holds one connection, as client-go's
- * does over HTTP/1.1.
+ * One I/O thread per transport drives every exchange of the process through one curl multi handle
+ * (curl_multi_socket_action over poll(2), woken through an eventfd when work arrives: no polling
+ * tick). The calling thread submits an exchange and blocks in lop_transport_exchange; the I/O
+ * thread moves the response's bytes into the exchange's inbox and the caller passes them to its
+ * callbacks, so a slow consumer never stalls the other transfers: when an inbox holds more than
+ * its high-water mark the transfer is paused (CURL_WRITEFUNC_PAUSE; over HTTP/2 that stream's flow
+ * control window closes, the other streams go on) until the caller has drained it.
  *
- * Why not libcurl (used before): Debian's libcurl links ~30 libraries (Kerberos, LDAP, GnuTLS,
- * libssh2, ...) whose loading alone holds ~6 MB of resident memory in every luaop process, and
- * initialises OpenSSL even for a plain-HTTP server. See bench/README.md "Idle memory".
+ * Protocol: https servers are offered HTTP/2 through ALPN and HTTP/1.1 is used when the server
+ * does not choose h2 (as client-go does by default); every stream to one server is multiplexed
+ * over one connection (CURLOPT_PIPEWAIT), at most the server's SETTINGS_MAX_CONCURRENT_STREAMS at
+ * once (libcurl opens another connection beyond that). disable_http2 (client-go's DISABLE_HTTP2)
+ * forces HTTP/1.1. http:// servers always get HTTP/1.1 (no h2c), one connection per concurrent
+ * exchange, kept alive and reused. Bodies are decoded from gzip when the exchange asks for it.
  *
- * Connection reuse: a connection returns to the pool after a complete response that did not ask
- * for `Connection: close`; pooled connections idle for more than 90 s (Go's IdleConnTimeout, which
- * client-go uses) or found readable/closed when taken are dropped. A request on a reused
- * connection that fails before any response byte arrives is sent once more on a new connection
- * when that is safe: always for GET, and for other methods when the request could not be written.
+ * Dead HTTP/2 connections: client-go's transport sends a PING after a connection has read nothing
+ * for ReadIdleTimeout (30 s) and closes it when no answer comes within PingTimeout (15 s)
+ * (k8s.io/apimachinery/pkg/util/net/http.go, HTTP2_READ_IDLE_TIMEOUT_SECONDS and
+ * HTTP2_PING_TIMEOUT_SECONDS). libcurl sends no PING we could wait on, so the transport does the
+ * equivalent with a probe: after read_idle with nothing read on an h2 connection that carries
+ * streams, it sends `GET <prefix>/version` (no credentials: any answer, even 401, proves the
+ * connection alive) multiplexed on that connection; when no answer comes within ping_timeout the
+ * connection is shut down, every stream on it fails with LOP_HTTP_ERESET (callers reconnect) and
+ * libcurl never reuses it. HTTP/1.1 connections rely on TCP keep-alive (30 s, as client-go's
+ * dialer).
  *
- * Thread-safety: lop_transport_exchange may run on any number of threads at once.
+ * TLS is libcurl's over OpenSSL: CA and client certificate from memory (CURLOPT_*_BLOB), SNI and
+ * verification against tls_server_name when one is given (the Host header stays the server's),
+ * TLS sessions and DNS answers shared by all transfers. Names are resolved by libcurl's threaded
+ * resolver: connect_timeout_ms, timeout_ms and cancellation cover resolution.
+ *
+ * Thread-safety: lop_transport_exchange may run on any number of threads at once; each call
+ * blocks its thread until the exchange ends. Every libcurl call runs on the I/O thread.
  */
 #ifndef LOP_KUBE_CLIENT_TRANSPORT_H
 #define LOP_KUBE_CLIENT_TRANSPORT_H
@@ -41,44 +51,54 @@ typedef struct lop_transport_config {
     const char *tls_server_name; /* https: name for SNI and verification instead of the host; or NULL */
     const char *ca_pem;          /* https: trusted CAs (PEM, one or more); NULL = the system's store */
     bool insecure;               /* https: do not verify the server's certificate or name */
-    /* HTTP proxy "http://[user:password@]host[:port]" (kubeconfig proxy-url), used for every
-     * connection; "" = none; NULL = from the environment as Go's net/http reads it:
-     * HTTPS_PROXY (for an https server) or HTTP_PROXY, upper case first, then lower; never for
-     * localhost or a loopback address, nor for a host NO_PROXY matches (lop_no_proxy_match).
-     * Only http:// proxies: an https server is reached through a CONNECT tunnel, an http one
-     * with absolute-form requests; user:password (percent-decoded) becomes
-     * Proxy-Authorization: Basic. Unlike Go, a proxy URL that cannot be used (another scheme, a
-     * bad URL) is an error at lop_transport_new, not ignored or tried. */
+    /* Proxy URL (kubeconfig proxy-url): "http://", "https://" or "socks5://" (the proxy resolves
+     * the name, as Go's SOCKS5 dialer asks it to), with optional percent-encoded user:password;
+     * no scheme means http://. "" = none; NULL = from the environment as Go's net/http reads it
+     * (golang.org/x/net/http/httpproxy): HTTPS_PROXY for an https server, else HTTP_PROXY, upper
+     * case first, then lower; never for localhost or a loopback address, nor for a host NO_PROXY
+     * matches (lop_no_proxy_match). Unlike Go, a proxy URL that cannot be used (another scheme, a
+     * bad URL) is an error at lop_transport_new, not ignored. */
     const char *proxy;
+    bool disable_http2;      /* HTTP/1.1 only (client-go's DISABLE_HTTP2 environment switch) */
+    long h2_read_idle_ms;    /* dead-connection probe after this long without a read; 0 = from
+                               * HTTP2_READ_IDLE_TIMEOUT_SECONDS, else 30 s; < 0 = never probe */
+    long h2_ping_timeout_ms; /* the probe's answer must come within this; 0 = from
+                               * HTTP2_PING_TIMEOUT_SECONDS, else 15 s */
 } lop_transport_config_t;
 
 /*
- * New transport (the config's strings are copied). Errors: LOP_EINVAL naming the URL for an
- * unparsable server URL or a scheme other than http/https, or the CA bundle for a PEM that holds no
- * certificate; LOP_ERR when OpenSSL cannot build a context.
+ * New transport (the config's strings are copied) and its I/O thread. Errors: LOP_EINVAL naming
+ * the URL for an unparsable server URL or a scheme other than http/https, the proxy source for a
+ * bad proxy URL, or the CA bundle for a PEM that holds no certificate; LOP_ERR when libcurl or
+ * the thread cannot be set up.
  */
-lop_rc_t lop_transport_new(const lop_transport_config_t *cfg, lop_transport_t **out, lop_err_t *err);
-/* Close the pooled connections and free. No exchange may be running. */
+LOP_MUST_CHECK lop_rc_t lop_transport_new(const lop_transport_config_t *cfg, lop_transport_t **out, lop_err_t *err);
+/* Stop the I/O thread, close every connection and free. No exchange may be running. */
 void lop_transport_free(lop_transport_t *t);
 /* "host:port" of the server URL (the default port filled in); borrowed, the transport's lifetime. */
 const char *lop_transport_host_port(const lop_transport_t *t);
 bool lop_transport_is_tls(const lop_transport_t *t);
 /* "host:port" of the proxy in use, or NULL (borrowed; for logs). */
 const char *lop_transport_proxy(const lop_transport_t *t);
-/* Connections opened so far (for tests of reuse). */
+/* Connections (TCP sockets, to the server or a proxy) opened so far (for tests of reuse). */
 long lop_transport_connects(lop_transport_t *t);
+/* Connections open now. */
+long lop_transport_open_connections(lop_transport_t *t);
+/* Connections shut down by the dead-connection probe so far. */
+long lop_transport_dead_connections(lop_transport_t *t);
 
 /* How an exchange ended. */
 typedef enum lop_http_result {
     LOP_HTTP_OK = 0,    /* a whole response was read (any status code) */
     LOP_HTTP_ECONNECT,  /* name resolution, TCP connect or TLS handshake failed: nothing sent */
     LOP_HTTP_ERESET,    /* the connection failed or closed before the response was complete */
-    LOP_HTTP_EPROTO,    /* the response is not HTTP/1.x, or its framing or encoding is broken */
+    LOP_HTTP_EPROTO,    /* the response is not HTTP, its framing or encoding is broken, or its body
+                         * decompressed past the bomb bound (see gzip below) */
     LOP_HTTP_ETIMEDOUT, /* timeout_ms or connect_timeout_ms passed */
     LOP_HTTP_EABORTED,  /* on_tick returned non-zero */
     LOP_HTTP_ESTOPPED,  /* on_body returned non-zero */
     LOP_HTTP_EREQUEST,  /* the method is not a token, or the target does not start with '/' or
-                          * holds a space or control byte (it could split the request): nothing sent */
+                         * holds a space or control byte (it could split the request): nothing sent */
 } lop_http_result_t;
 
 typedef struct lop_http_exchange {
@@ -86,23 +106,25 @@ typedef struct lop_http_exchange {
     const char *method;   /* "GET", "POST", ... */
     const char *target;   /* path and query, starting with '/', appended to the URL's prefix */
     const char *headers;  /* extra header lines, each "Name: value\r\n" (may be NULL); the
-                              * transport adds Host, Content-Length and Accept-Encoding itself */
+                           * transport adds Host, Content-Length and Accept-Encoding itself */
     const char *body;     /* request body (may be NULL) */
     size_t body_len;      /* bytes */
     bool send_length;     /* send Content-Length even without a body (0), e.g. an empty POST */
-    bool gzip;            /* ask for and decode `Content-Encoding: gzip` */
+    bool gzip;            /* ask for and decode `Content-Encoding: gzip`. A body that decodes to more
+                           * than 64 MiB at over 200 times its size on the wire is refused
+                           * (LOP_HTTP_EPROTO): a decompression bomb, not JSON */
     const char *cert_pem; /* https: client certificate and key (PEM) for this exchange, or NULL */
     const char *key_pem;
     long timeout_ms;         /* the whole exchange, connect included; <= 0 = none */
     long connect_timeout_ms; /* DNS + TCP + TLS; <= 0 = 30 s */
-    size_t read_bytes;       /* read size: each on_body call passes at most this much; 0 = 16 KiB */
+    size_t read_bytes;       /* each on_body call passes at most this much; 0 = 16 KiB. What arrived
+                              * while the caller was busy is passed in pieces of this size */
     /* callbacks (ud is passed to each). on_header: once per response header of the final
      * response, the status code first known through on_status; value trimmed; not NUL-terminated.
-     * on_body: the decoded body (de-chunked, decompressed) as it arrives, one call per read
-     * (more when a read holds more than read_bytes of it, e.g. the one with the headers);
-     * non-zero ends the exchange (LOP_HTTP_ESTOPPED). on_tick (may be NULL): called before every
-     * wait, at least every 50 ms while waiting, and after each read of the body; non-zero ends
-     * it (LOP_HTTP_EABORTED). */
+     * on_body: the decoded body (de-chunked, decompressed) as it arrives, on the calling thread,
+     * cut anywhere; non-zero ends the exchange (LOP_HTTP_ESTOPPED). on_tick (may be NULL):
+     * called at least every 50 ms while the caller waits, and after each batch of the body;
+     * non-zero ends it (LOP_HTTP_EABORTED). Every callback runs on the calling thread. */
     void *ud;
     void (*on_status)(void *ud, int code);
     void (*on_header)(void *ud, const char *name, size_t name_len, const char *value, size_t value_len);
@@ -114,26 +136,27 @@ typedef struct lop_http_exchange {
     char error[256];       /* why it failed (names the server), "" on LOP_HTTP_OK */
 } lop_http_exchange_t;
 
-/* Run one exchange (see the header comment for reuse and the one safe resend). */
+/* Run one exchange on the calling thread's behalf (blocks until it ends). A request on a reused
+ * connection that fails before any response byte is sent once more by libcurl. */
 lop_http_result_t lop_transport_exchange(lop_transport_t *t, lop_http_exchange_t *x);
 
 /* ---- proxy selection (transport_proxy.c; public for tests) ---- */
 
 typedef struct lop_proxy {
-    char *host; /* NULL = no proxy */
-    char *port;
-    char *host_port;
-    char *auth_header; /* "Proxy-Authorization: Basic ...\r\n" or NULL */
+    char *url;       /* for libcurl: "http://host:port", "https://...", "socks5h://..."; NULL = none */
+    char *host_port; /* "host:port" (IPv6 bracketed), for logs */
+    char *user;      /* percent-decoded user and password, or NULL */
+    char *password;
 } lop_proxy_t;
 
 /*
  * The proxy for a server at host (no brackets) and port: explicit_url as lop_transport_config_t's
- * proxy, else the environment. out is zeroed first; out->host stays NULL for none. Errors:
+ * proxy, else the environment. out is zeroed first; out->url stays NULL for none. Errors:
  * LOP_EINVAL naming the source (proxy-url, HTTPS_PROXY, ...) for a URL that does not parse or
- * a scheme other than http. Free with lop_proxy_cleanup.
+ * a scheme other than http, https and socks5. Free with lop_proxy_cleanup.
  */
-lop_rc_t lop_proxy_select(const char *explicit_url, bool tls, const char *host, const char *port, lop_proxy_t *out,
-                          lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_proxy_select(const char *explicit_url, bool tls, const char *host, const char *port,
+                                         lop_proxy_t *out, lop_err_t *err);
 void lop_proxy_cleanup(lop_proxy_t *p);
 
 /*

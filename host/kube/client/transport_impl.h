@@ -1,110 +1,122 @@
 /*
- * transport_impl.h — what the transport's files share (transport.c: URL, pool, I/O, connecting,
- * the exchange; transport_tls.c: OpenSSL; transport_read.c: the response). Not a public header.
+ * transport_impl.h — what the transport's two files share: transport.c (the server URL, the
+ * caller's side of an exchange) calls transport_io.c (the I/O thread and every libcurl call).
+ * Not a public header.
+ *
+ * Locking: one mutex per transport (t->mu) guards the operations list and every field of an
+ * exchange marked "mu" below; each exchange has its own condition variable on that mutex.
  */
 #ifndef LOP_KUBE_CLIENT_TRANSPORT_IMPL_H
 #define LOP_KUBE_CLIENT_TRANSPORT_IMPL_H
 
 #include "host/kube/client/transport.h"
+#include "host/util/buf.h"
 
-#include <openssl/ssl.h>
+#include <curl/curl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <sys/types.h>
-#include <zlib.h>
 
-#define TICK_MS            50
-#define POOL_MAX           16
-#define IDLE_MAX_NS        (90LL * 1000000000LL) /* Go's IdleConnTimeout, used by client-go */
-#define CONNECT_TIMEOUT_MS 30000L
-#define HEADER_MAX         (64 * 1024) /* bytes of one response's header block */
-#define READ_DEFAULT       (16 * 1024)
-#define KEEPALIVE_S        30          /* TCP keep-alive, as client-go's dialer */
-#define ONE_WRITE_MAX      (64 * 1024) /* a body up to this size goes out with the headers */
+#define LOP_TR_TICK_MS            50     /* the caller's wait between on_tick calls */
+#define LOP_TR_CONNECT_TIMEOUT_MS 30000L /* client-go's dialer: 30 s */
+#define LOP_TR_KEEPALIVE_S        30L    /* TCP keep-alive, as client-go's dialer */
+#define LOP_TR_READ_DEFAULT       (16 * 1024)
+#define LOP_TR_HEAD_MAX           (64 * 1024)            /* bytes of one response's header lines */
+#define LOP_TR_INBOX_MIN          (256 * 1024)           /* smallest high-water mark of an inbox (bytes) */
+#define LOP_TR_BOMB_BYTES         ((curl_off_t)64 << 20) /* decoded bytes before the ratio is checked */
+#define LOP_TR_BOMB_RATIO         200                    /* decoded : wire bytes that marks a bomb */
 
-typedef struct conn {
+/* One exchange in flight. */
+typedef struct lop_tr_xfer {
+    lop_transport_t *t;
+    lop_http_exchange_t *x; /* the caller's; read by the I/O thread only while setting up */
+    struct curl_slist *headers;
+    char *url;
+    bool probe;          /* the transport's own dead-connection probe (no caller) */
+    int probe_fd;        /* probe: the socket it checks */
+    pthread_cond_t cond; /* signalled (with t->mu) when inbox, head or done change */
+    size_t hwm;          /* inbox high-water mark (bytes) */
+    /* mu: shared between the I/O thread and the caller */
+    lop_buf_t inbox;   /* body bytes not yet passed to on_body */
+    lop_buf_t head;    /* the final response's header lines, "Name: value\n" each */
+    int code;          /* status of the response being read */
+    bool head_done;    /* head holds the final response's whole header block */
+    bool started;      /* a byte of the response arrived */
+    bool paused;       /* the write callback paused the transfer; the caller resumes it */
+    bool cancel;       /* the caller gave up: remove the transfer */
+    bool done;         /* the I/O thread is finished with it (the easy handle is freed) */
+    bool bomb;         /* stopped as a decompression bomb */
+    bool head_too_big; /* stopped: the header block passed LOP_TR_HEAD_MAX */
+    CURLcode result;
+    long os_errno;     /* errno of the failed connect, or 0 */
+    long connect_code; /* the proxy's answer to CONNECT, or 0 */
+    char errbuf[CURL_ERROR_SIZE];
+    /* mu: the operations list */
+    bool op_add, op_resume, op_cancel, in_ops;
+    struct lop_tr_xfer *next_op;
+    /* I/O thread only */
+    CURL *easy;
+    curl_off_t decoded; /* body bytes decoded so far */
+    size_t body_off;    /* request body bytes handed to libcurl */
+    bool idempotent;    /* the request may be sent again after its body went out */
+} lop_tr_xfer_t;
+
+/* A socket libcurl asked us to watch (I/O thread only). */
+typedef struct lop_tr_sock {
     int fd;
-    SSL *ssl;
-    uint64_t cert_id; /* which client certificate the TLS session presented (0 = none) */
-    int64_t idle_since;
-    struct conn *next;
-} conn_t;
+    int what;           /* CURL_POLL_IN/OUT/INOUT */
+    bool h2;            /* carries HTTP/2 streams: subject to the dead-connection probe */
+    int64_t last_read;  /* monotonic ns of the last readable event */
+    int64_t probe_sent; /* when the probe went out; 0 = none in flight */
+} lop_tr_sock_t;
 
 struct lop_transport {
     bool tls;
-    char *host; /* without brackets: for getaddrinfo and verification */
+    char *host; /* without brackets */
     char *port;
-    char *host_hdr;    /* the Host header: host (bracketed for IPv6), ":port" unless the default */
-    char *host_port;   /* host:port (bracketed for IPv6) */
-    char *prefix;      /* the URL's path without a trailing '/', "" for none */
-    char *verify_name; /* tls_server_name or host */
+    char *host_hdr;   /* the Host header: host (bracketed for IPv6), ":port" unless the default */
+    char *host_port;  /* host:port (bracketed for IPv6) */
+    char *prefix;     /* the URL's path without a trailing '/', "" for none */
+    char *base_url;   /* scheme://name:port of every request URL (name = tls_server_name if set) */
+    char *connect_to; /* CURLOPT_CONNECT_TO entry when tls_server_name differs from the host */
+    char *tls_server_name;
+    char *ca_pem;
     bool insecure;
-    lop_proxy_t proxy; /* proxy.host NULL = direct */
-    SSL_CTX *ctx;
-    pthread_mutex_t mu; /* pool, session */
-    conn_t *idle;
-    int nidle;
-    SSL_SESSION *session; /* the last resumable session, for connections with session_cert */
-    uint64_t session_cert;
+    bool disable_http2;
+    int64_t read_idle_ns; /* <= 0: no probe */
+    int64_t ping_timeout_ns;
+    lop_proxy_t proxy;
+
+    pthread_mutex_t mu;
+    lop_tr_xfer_t *ops;    /* mu: exchanges with an operation for the I/O thread */
+    lop_tr_xfer_t *probes; /* I/O thread: probes in flight, linked through next_op */
+    bool stopping;         /* mu */
+    int wake_fd;           /* eventfd: write 1 to wake the I/O thread */
+    pthread_t io;
+    bool io_started;
+
+    /* I/O thread only */
+    CURLM *multi;
+    CURLSH *share;
+    lop_tr_sock_t *socks;
+    int nsocks, capsocks;
+    long timer_ms; /* libcurl's requested timeout; -1 = none */
+    int running;
+
     atomic_long connects;
+    atomic_long open;
+    atomic_long dead;
 };
 
-typedef struct io {
-    lop_transport_t *t;
-    lop_http_exchange_t *x;
-    int64_t deadline; /* whole exchange, 0 = none */
-    long timeout_ms;
-    lop_http_result_t res;
-    short revents; /* what the last successful io_wait saw */
-} io_t;
-
-/* A response being read (transport_read.c). */
-typedef enum { BODY_NONE, BODY_LENGTH, BODY_CHUNKED, BODY_EOF } body_mode_t;
-typedef enum { CK_SIZE, CK_DATA, CK_DATA_END, CK_TRAILER, CK_DONE } chunk_state_t;
-
-typedef struct resp {
-    char *buf;
-    size_t cap, start, end; /* unparsed bytes are buf[start, end) */
-    size_t read_bytes;
-    int code;
-    bool http10, keep_alive, close;
-    body_mode_t mode;
-    uint64_t left; /* BODY_LENGTH: bytes to come; CK_DATA: bytes of the chunk */
-    chunk_state_t ck;
-    bool chunked, have_length;
-    int coding; /* 0 identity, 16 + MAX_WBITS gzip, 32 + MAX_WBITS deflate (zlib or gzip) */
-    z_stream z;
-    bool z_on, z_end;
-    char *zout;
-} resp_t;
-
-/* transport.c */
+/* transport_io.c */
 int64_t lop_tr_now_ns(void);
-/* Up to 40 bytes of p for an error message into dst, bytes outside printable ASCII as '.'. */
-const char *lop_tr_excerpt(char *dst, size_t cap, const char *p, size_t n);
-/* Set io->res and x->error (printf-style); returns -1. */
-int lop_tr_failf(io_t *io, lop_http_result_t res, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* Wait for events on fd until deadline (0 = none), ticking every TICK_MS. 0 ready, -1 failed. */
-int lop_tr_io_wait(io_t *io, int fd, short events, int64_t deadline, const char *doing);
-/* Read up to cap bytes: > 0 read, 0 end of stream, -1 failed (io->res set). */
-ssize_t lop_tr_conn_read(io_t *io, conn_t *cn, char *p, size_t cap);
-
-/* transport_tls.c */
-lop_rc_t lop_tr_tls_setup(lop_transport_t *t, const lop_transport_config_t *cfg, lop_err_t *err);
-/* OpenSSL's error queue (and ssl's verification result, ssl may be NULL) as one line. */
-void lop_tr_ssl_error_text(SSL *ssl, char *out, size_t cap);
-/* The TLS handshake on cn (SNI, name checks, client certificate, resumption) until deadline. */
-int lop_tr_tls_handshake(io_t *io, conn_t *cn, int64_t deadline);
-
-/* transport_read.c */
-/* The end of a header block in p[0, n) (after "\r\n\r\n" or a bare "\n\n"), or 0. */
-size_t lop_tr_head_end(const char *p, size_t n);
-/* Whether p[0, n) holds the start of a final answer after any complete 1xx responses. */
-bool lop_tr_final_answer(const char *p, size_t n);
-/* The status line and headers (1xx skipped), then the body by its framing, to x's callbacks. */
-int lop_tr_read_head(io_t *io, conn_t *cn, resp_t *r);
-int lop_tr_read_body(io_t *io, conn_t *cn, resp_t *r);
+/* Create the multi handle and start the I/O thread. LOP_ERR naming the cause. */
+LOP_MUST_CHECK lop_rc_t lop_tr_io_start(lop_transport_t *t, lop_err_t *err);
+/* Stop the I/O thread (no exchange may be running) and free the multi handle. */
+void lop_tr_io_stop(lop_transport_t *t);
+/* Queue an operation (op_add, op_resume or op_cancel already set) and wake the I/O thread.
+ * Call with t->mu held. */
+void lop_tr_io_queue(lop_tr_xfer_t *xf);
 
 #endif

@@ -1,9 +1,8 @@
-/* transport_proxy.c — which HTTP proxy a transport goes through (see transport.h): an explicit
+/* transport_proxy.c — which proxy a transport goes through (see transport.h): an explicit
  * proxy URL (kubeconfig proxy-url), or the environment read as Go's net/http reads it
  * (golang.org/x/net/http/httpproxy, which client-go uses through http.ProxyFromEnvironment). */
 #include "host/kube/client/transport.h"
 
-#include "host/util/base64.h"
 #include "host/util/buf.h"
 
 #include <arpa/inet.h>
@@ -14,11 +13,11 @@
 
 void lop_proxy_cleanup(lop_proxy_t *p)
 {
-    free(p->host);
-    free(p->port);
+    free(p->url);
     free(p->host_port);
-    if (p->auth_header) explicit_bzero(p->auth_header, strlen(p->auth_header));
-    free(p->auth_header);
+    free(p->user);
+    if (p->password) explicit_bzero(p->password, strlen(p->password));
+    free(p->password);
     memset(p, 0, sizeof *p);
 }
 
@@ -132,45 +131,47 @@ static bool pct_decode(lop_buf_t *b, const char *p, size_t n)
     return true;
 }
 
-/* "Proxy-Authorization: Basic base64(user:password)\r\n" from the URL's user info, decoded as
- * Go's url.Parse does (RFC 7617: the colon is there even without a password). */
-static char *basic_auth(const char *ui, size_t n)
-{
-    const char *colon = memchr(ui, ':', n);
-    lop_buf_t cred = LOP_BUF_INIT, b = LOP_BUF_INIT;
-    bool ok = pct_decode(&cred, ui, colon ? (size_t)(colon - ui) : n);
-    lop_buf_putc(&cred, ':');
-    if (ok && colon) ok = pct_decode(&cred, colon + 1, (size_t)(ui + n - colon - 1));
-    char *enc = ok ? lop_base64_encode(cred.data, cred.len, false) : NULL;
-    if (enc) lop_buf_printf(&b, "Proxy-Authorization: Basic %s\r\n", enc);
-    if (cred.data) explicit_bzero(cred.data, cred.len);
-    lop_buf_free(&cred);
-    if (enc) explicit_bzero(enc, strlen(enc));
-    free(enc);
-    return ok ? lop_buf_steal(&b) : NULL;
-}
-
-/* Parse "http://[user[:password]@]host[:port]" (no scheme = http://, as Go assumes). */
+/* Parse "[scheme://][user[:password]@]host[:port]" (no scheme = http://, as Go assumes): http,
+ * https and socks5 (the name resolved by the proxy, as Go's SOCKS5 dialer does: libcurl's
+ * socks5h). Default ports: http 80, https 443, socks5 1080. */
 static lop_rc_t parse_proxy(const char *url, const char *source, lop_proxy_t *out, lop_err_t *err)
 {
     const char *p = url;
     const char *sep = strstr(p, "://");
+    const char *scheme = "http", *curl_scheme = "http";
+    long port = 80;
     size_t sl = sep ? strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+-.") : 0;
     if (sep && sl == (size_t)(sep - p) && sl > 0) { /* a scheme (not "://" inside the user info) */
-        if (sl != 4 || strncasecmp(p, "http", 4) != 0)
+        if (sl == 4 && strncasecmp(p, "http", 4) == 0) {
+        } else if (sl == 5 && strncasecmp(p, "https", 5) == 0) {
+            scheme = curl_scheme = "https";
+            port = 443;
+        } else if (sl == 6 && strncasecmp(p, "socks5", 6) == 0) {
+            scheme = "socks5";
+            curl_scheme = "socks5h";
+            port = 1080;
+        } else {
             return lop_err_set(err, LOP_EINVAL, 0, NULL,
-                               "%s: proxy scheme %.*s is not supported (only http:// proxies)", source,
+                               "%s: proxy scheme %.*s is not supported (http://, https:// or socks5://)", source,
                                (int)(sl > 16 ? 16 : sl), p);
+        }
         p = sep + 3;
     }
+    (void)scheme;
     size_t alen = strcspn(p, "/?#");
     const char *at = NULL;
     for (const char *q = p; q < p + alen; q++)
         if (*q == '@') at = q;
     lop_buf_t b = LOP_BUF_INIT;
     if (at) {
-        out->auth_header = basic_auth(p, (size_t)(at - p));
-        if (!out->auth_header) goto bad;
+        const char *colon = memchr(p, ':', (size_t)(at - p));
+        bool ok = pct_decode(&b, p, colon ? (size_t)(colon - p) : (size_t)(at - p));
+        out->user = lop_buf_steal(&b);
+        if (!out->user) out->user = lop_xstrdup("");
+        if (ok) ok = pct_decode(&b, colon ? colon + 1 : at, colon ? (size_t)(at - colon - 1) : 0);
+        out->password = lop_buf_steal(&b);
+        if (!out->password) out->password = lop_xstrdup("");
+        if (!ok) goto bad;
         alen -= (size_t)(at + 1 - p);
         p = at + 1;
     }
@@ -190,23 +191,23 @@ static lop_rc_t parse_proxy(const char *url, const char *source, lop_proxy_t *ou
         if (colon) he = colon, ps = colon + 1;
     }
     if (he == hs) goto bad;
-    long port = 80;
+    for (const char *q = hs; q < he; q++)
+        if ((unsigned char)*q <= ' ' || *q == '\\' || *q == '@') goto bad;
     if (ps && ps < p + alen) { /* an empty port is the default one */
         char *end;
         if (*ps < '0' || *ps > '9') goto bad;
         port = strtol(ps, &end, 10);
         if (end != p + alen || port < 1 || port > 65535) goto bad;
     }
-    out->host = lop_xstrndup(hs, (size_t)(he - hs));
-    lop_buf_printf(&b, "%ld", port);
-    out->port = lop_buf_steal(&b);
-    lop_buf_printf(&b, "%s%s%s:%ld", v6 ? "[" : "", out->host, v6 ? "]" : "", port);
+    lop_buf_printf(&b, "%s%.*s%s:%ld", v6 ? "[" : "", (int)(he - hs), hs, v6 ? "]" : "", port);
     out->host_port = lop_buf_steal(&b);
+    lop_buf_printf(&b, "%s://%s", curl_scheme, out->host_port);
+    out->url = lop_buf_steal(&b);
     return LOP_OK;
 bad:
     lop_proxy_cleanup(out);
-    return lop_err_set(err, LOP_EINVAL, 0, NULL, "%s: invalid proxy URL (want http://[user:password@]host[:port])",
-                       source);
+    return lop_err_set(err, LOP_EINVAL, 0, NULL,
+                       "%s: invalid proxy URL (want http[s]://[user:password@]host[:port] or socks5://...)", source);
 }
 
 lop_rc_t lop_proxy_select(const char *explicit_url, bool tls, const char *host, const char *port, lop_proxy_t *out,

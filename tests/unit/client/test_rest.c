@@ -90,6 +90,10 @@ static void test_retry_after_parse(void)
     T_EQ_INT(lop_rest_parse_retry_after("-3"), -1);
     T_EQ_INT(lop_rest_parse_retry_after(""), -1);
     T_EQ_INT(lop_rest_parse_retry_after(NULL), -1);
+    /* saturates instead of overflowing (seconds * 1e9 ns must fit in int64) */
+    T_EQ_INT(lop_rest_parse_retry_after("9223372036854775807"), LOP_REST_RETRY_AFTER_MAX);
+    T_EQ_INT(lop_rest_parse_retry_after("99999999999999999999999999"), LOP_REST_RETRY_AFTER_MAX);
+    T_EQ_INT(lop_rest_parse_retry_after("86401"), LOP_REST_RETRY_AFTER_MAX);
 }
 
 /* ---- retries ---- */
@@ -122,6 +126,34 @@ static void test_429_text_with_retry_after_is_retried(void)
     T_EQ_STR(resp.body.data, OK_BODY);
     T_EQ_INT(fs_nreqs(s), 3);
     T_CHECK(lop_clock_mono(&fc.base) - t0 >= 4 * LOP_NS_PER_S); /* waited 2 s twice (fake) */
+    lop_rest_resp_cleanup(&resp);
+    lop_rest_client_free(c);
+    fs_stop(s);
+}
+
+static void h_429_wait_30(fs_server_t *s, int n, const char *m, const char *p, const char *h, const char *b,
+                          fs_reply_t *out)
+{
+    out->owned = fs_resp(429, "Too Many Requests", "Retry-After: 30\r\n", "text/plain", "slow down\n");
+}
+
+/* A Retry-After longer than what is left of the request's timeout is not waited: the 429 comes
+ * back at once (no fake time passes, one request on the wire). */
+static void test_retry_after_past_the_timeout_is_not_waited(void)
+{
+    lop_fake_clock_t fc;
+    lop_fake_clock_init(&fc, 0);
+    fs_server_t *s = fs_start(h_429_wait_30, NULL);
+    lop_rest_client_t *c = mk_client(s, &fc, -1, 0, NULL);
+    int64_t t0 = lop_clock_mono(&fc.base);
+    lop_rest_req_t req = {.method = "GET", .path = "/api/v1/namespaces/d/configmaps/a", .timeout_ms = 2000};
+    lop_rest_resp_t resp = LOP_REST_RESP_INIT;
+    lop_err_t err;
+    T_EQ_INT(lop_rest_request(c, &req, &resp, &err), LOP_EAGAIN);
+    T_EQ_INT(err.code, 429);
+    T_EQ_INT(resp.retries, 0);
+    T_EQ_INT(fs_nreqs(s), 1);
+    T_EQ_INT(lop_clock_mono(&fc.base) - t0, 0);
     lop_rest_resp_cleanup(&resp);
     lop_rest_client_free(c);
     fs_stop(s);
@@ -804,6 +836,7 @@ int main(void)
     T_RUN(test_status_parse_json_and_text);
     T_RUN(test_retry_after_parse);
     T_RUN(test_429_text_with_retry_after_is_retried);
+    T_RUN(test_retry_after_past_the_timeout_is_not_waited);
     T_RUN(test_5xx_without_retry_after_is_not_retried);
     T_RUN(test_retries_stop_after_ten);
     T_RUN(test_get_retried_on_connection_reset_but_not_post);

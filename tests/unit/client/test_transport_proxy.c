@@ -69,7 +69,7 @@ static void test_proxy_select(void)
     lop_err_t err;
     clear_proxy_env();
     T_EQ_INT(lop_proxy_select(NULL, true, "api.example.com", "443", &p, &err), LOP_OK);
-    T_CHECK(p.host == NULL);
+    T_CHECK(p.url == NULL);
 
     setenv("https_proxy", "http://lower.example:3128", 1);
     T_EQ_INT(lop_proxy_select(NULL, true, "api.example.com", "443", &p, &err), LOP_OK);
@@ -77,16 +77,16 @@ static void test_proxy_select(void)
     lop_proxy_cleanup(&p);
     setenv("HTTPS_PROXY", "user:pa ss@upper.example", 1); /* no scheme: http://, port 80 */
     T_EQ_INT(lop_proxy_select(NULL, true, "api.example.com", "443", &p, &err), LOP_OK);
-    T_EQ_STR(p.host, "upper.example");
-    T_EQ_STR(p.port, "80");
-    T_EQ_STR(p.auth_header, "Proxy-Authorization: Basic dXNlcjpwYSBzcw==\r\n"); /* base64("user:pa ss") */
+    T_EQ_STR(p.url, "http://upper.example:80");
+    T_EQ_STR(p.user, "user");
+    T_EQ_STR(p.password, "pa ss");
     lop_proxy_cleanup(&p);
     /* an http server reads HTTP_PROXY, not HTTPS_PROXY */
     T_EQ_INT(lop_proxy_select(NULL, false, "api.example.com", "80", &p, &err), LOP_OK);
-    T_CHECK(p.host == NULL);
+    T_CHECK(p.url == NULL);
     setenv("HTTP_PROXY", "http://[fd00::5]:8080", 1);
     T_EQ_INT(lop_proxy_select(NULL, false, "api.example.com", "80", &p, &err), LOP_OK);
-    T_EQ_STR(p.host, "fd00::5");
+    T_EQ_STR(p.url, "http://[fd00::5]:8080");
     T_EQ_STR(p.host_port, "[fd00::5]:8080");
     lop_proxy_cleanup(&p);
 
@@ -95,32 +95,41 @@ static void test_proxy_select(void)
     setenv("NO_PROXY", ".corp,10.0.0.0/8", 1);
     for (size_t i = 0; i < sizeof direct / sizeof direct[0]; i++) {
         T_EQ_INT(lop_proxy_select(NULL, true, direct[i], "443", &p, &err), LOP_OK);
-        if (p.host) fprintf(stderr, "%s went through %s\n", direct[i], p.host_port);
-        T_CHECK(p.host == NULL);
+        if (p.url) fprintf(stderr, "%s went through %s\n", direct[i], p.host_port);
+        T_CHECK(p.url == NULL);
         lop_proxy_cleanup(&p);
     }
     T_EQ_INT(lop_proxy_select(NULL, true, "corp.example", "443", &p, &err), LOP_OK);
-    T_CHECK(p.host != NULL);
+    T_CHECK(p.url != NULL);
     lop_proxy_cleanup(&p);
 
     /* explicit: always, even to loopback and past NO_PROXY; "" = direct whatever the environment */
     T_EQ_INT(lop_proxy_select("http://p.example:8888", true, "127.0.0.1", "443", &p, &err), LOP_OK);
     T_EQ_STR(p.host_port, "p.example:8888");
-    T_CHECK(p.auth_header == NULL);
+    T_CHECK(p.user == NULL && p.password == NULL);
+    lop_proxy_cleanup(&p);
+    /* https:// and socks5:// proxies, as client-go accepts; socks5 lets the proxy resolve names */
+    T_EQ_INT(lop_proxy_select("https://p.example", true, "api.example.com", "443", &p, &err), LOP_OK);
+    T_EQ_STR(p.url, "https://p.example:443");
+    lop_proxy_cleanup(&p);
+    T_EQ_INT(lop_proxy_select("socks5://u:p@s.example", true, "api.example.com", "443", &p, &err), LOP_OK);
+    T_EQ_STR(p.url, "socks5h://s.example:1080");
+    T_EQ_STR(p.user, "u");
+    T_EQ_STR(p.password, "p");
     lop_proxy_cleanup(&p);
     T_EQ_INT(lop_proxy_select("", true, "api.example.com", "443", &p, &err), LOP_OK);
-    T_CHECK(p.host == NULL);
+    T_CHECK(p.url == NULL);
 
     /* errors name the source */
-    setenv("HTTPS_PROXY", "socks5://s.example:1080", 1);
+    setenv("HTTPS_PROXY", "ftp://s.example:1080", 1);
     T_EQ_INT(lop_proxy_select(NULL, true, "api.example.com", "443", &p, &err), LOP_EINVAL);
-    T_CHECK(strstr(err.message, "HTTPS_PROXY") && strstr(err.message, "socks5"));
-    T_CHECK(p.host == NULL);
+    T_CHECK(strstr(err.message, "HTTPS_PROXY") && strstr(err.message, "ftp"));
+    T_CHECK(p.url == NULL);
     static const char *bad[] = {"http://", "http://h:0", "http://h:99999", "http://h:8x", "http://[fd00::1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         T_EQ_INT(lop_proxy_select(bad[i], true, "api.example.com", "443", &p, &err), LOP_EINVAL);
         T_CHECK(strstr(err.message, "proxy-url") != NULL);
-        T_CHECK(p.host == NULL && p.auth_header == NULL);
+        T_CHECK(p.url == NULL && p.user == NULL);
     }
     T_EQ_INT(lop_proxy_select("http://u:secret@", true, "api.example.com", "443", &p, &err), LOP_EINVAL);
     T_CHECK(strstr(err.message, "secret") == NULL); /* credentials never in a message */
@@ -129,16 +138,17 @@ static void test_proxy_select(void)
 
     /* user info is percent-decoded; the colon is there even without a password (RFC 7617) */
     static const struct {
-        const char *url, *header;
+        const char *url, *user, *password;
     } auth[] = {
-        {"http://user:p%40ss@h:1", "Proxy-Authorization: Basic dXNlcjpwQHNz\r\n"}, /* user:p@ss */
-        {"http://user@h:1", "Proxy-Authorization: Basic dXNlcjo=\r\n"},            /* user: */
-        {"http://@h:1", "Proxy-Authorization: Basic Og==\r\n"},                    /* : */
-        {"http://a%3Ab:c@h:1", "Proxy-Authorization: Basic YTpiOmM=\r\n"},         /* a:b:c */
+        {"http://user:p%40ss@h:1", "user", "p@ss"},
+        {"http://user@h:1", "user", ""},
+        {"http://@h:1", "", ""},
+        {"http://a%3Ab:c@h:1", "a:b", "c"},
     };
     for (size_t i = 0; i < sizeof auth / sizeof auth[0]; i++) {
         T_EQ_INT(lop_proxy_select(auth[i].url, true, "api.example.com", "443", &p, &err), LOP_OK);
-        T_EQ_STR(p.auth_header, auth[i].header);
+        T_EQ_STR(p.user, auth[i].user);
+        T_EQ_STR(p.password, auth[i].password);
         lop_proxy_cleanup(&p);
     }
     T_EQ_INT(lop_proxy_select("http://u:p%zz@h:1", true, "api.example.com", "443", &p, &err), LOP_EINVAL);
@@ -274,8 +284,7 @@ static void test_connect_refused(void)
         got_t g = {0};
         lop_http_exchange_t x;
         T_EQ_INT(get(t, "/version", &x, &g), LOP_HTTP_ECONNECT);
-        T_CHECK(strstr(x.error, "refused CONNECT to api.example.com:6443") != NULL);
-        T_CHECK(strstr(x.error, "\"HTTP/1.1 407 Proxy Authentication") != NULL); /* (cut at 40 bytes) */
+        T_CHECK(strstr(x.error, "refused CONNECT to api.example.com:6443: HTTP 407") != NULL);
         T_CHECK(strstr(x.error, hp) != NULL);
         T_EQ_INT(x.code, 0);
         got_free(&g);
@@ -293,7 +302,7 @@ static void test_connect_refused(void)
         got_t g = {0};
         lop_http_exchange_t x;
         T_EQ_INT(get(t2, "/version", &x, &g), LOP_HTTP_ECONNECT); /* get's timeout is 10 s: not reached */
-        T_CHECK(strstr(x.error, "refused CONNECT") && strstr(x.error, "403 Forbidden"));
+        T_CHECK(strstr(x.error, "refused CONNECT") && strstr(x.error, "HTTP 403"));
         got_free(&g);
         lop_transport_free(t2);
     }
