@@ -57,6 +57,7 @@ typedef struct lop_tr_xfer {
     struct lop_tr_xfer *next_op;
     /* I/O thread only */
     CURL *easy;
+    int sock_fd;        /* its connection's socket when libcurl told us, else -1 */
     curl_off_t decoded; /* body bytes decoded so far */
     size_t body_off;    /* request body bytes handed to libcurl */
     bool idempotent;    /* the request may be sent again after its body went out */

@@ -51,9 +51,11 @@ static lop_tr_sock_t *sock_find(lop_transport_t *t, int fd)
 
 static int on_socket(CURL *easy, curl_socket_t fd, int what, void *ud, void *socketp)
 {
-    (void)easy;
     (void)socketp;
     lop_transport_t *t = ud;
+    lop_tr_xfer_t *xf = NULL;
+    if (what != CURL_POLL_REMOVE && easy && curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&xf) == CURLE_OK && xf)
+        xf->sock_fd = fd; /* the connection this transfer runs on (libcurl tells the first user) */
     lop_tr_sock_t *s = sock_find(t, fd);
     if (what == CURL_POLL_REMOVE) {
         if (s) *s = t->socks[--t->nsocks];
@@ -108,9 +110,7 @@ static size_t on_header_line(char *p, size_t size, size_t n, void *ud)
     lop_transport_t *t = xf->t;
     bool status_line = len > 5 && memcmp(p, "HTTP/", 5) == 0;
     if (xf->probe) {
-        if (status_line) { /* an answer: the connection is alive if the probe went over it */
-            curl_socket_t fd = CURL_SOCKET_BAD;
-            curl_easy_getinfo(xf->easy, CURLINFO_ACTIVESOCKET, &fd);
+        if (status_line) { /* an answer: the connection is alive */
             lop_tr_sock_t *s = sock_find(t, xf->probe_fd);
             if (s) {
                 s->probe_sent = 0;
@@ -150,12 +150,9 @@ static size_t on_header_line(char *p, size_t size, size_t n, void *ud)
         lop_buf_putc(&xf->head, '\n');
     }
     pthread_mutex_unlock(&t->mu);
-    if (h2) { /* the connection carries h2 streams: watch it for silence */
-        curl_socket_t fd = CURL_SOCKET_BAD;
-        if (curl_easy_getinfo(xf->easy, CURLINFO_ACTIVESOCKET, &fd) == CURLE_OK && fd != CURL_SOCKET_BAD) {
-            lop_tr_sock_t *s = sock_find(t, fd);
-            if (s) s->h2 = true;
-        }
+    if (h2 && xf->sock_fd >= 0) { /* the connection carries h2 streams: watch it for silence */
+        lop_tr_sock_t *s = sock_find(t, xf->sock_fd);
+        if (s) s->h2 = true;
     }
     return len;
 }
@@ -392,6 +389,7 @@ static void start(lop_transport_t *t, lop_tr_xfer_t *xf)
         return;
     }
     xf->easy = e;
+    xf->sock_fd = -1;
     set_common(t, xf, e);
     if (xf->probe)
         set_probe(t, e);

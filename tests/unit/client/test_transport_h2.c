@@ -1,0 +1,398 @@
+/*
+ * HTTP/2 tests of the libcurl transport (host/kube/client/transport.h) without a real cluster:
+ * Debian's nghttpx (nghttp2-proxy) terminates TLS and speaks h2 to the client, HTTP/1.1 to the
+ * local API server behind it. Checked: twelve watches and a write share one connection;
+ * DISABLE_HTTP2 gives one connection per watch; a connection that stops answering (nghttpx
+ * SIGSTOPped) is found by the dead-connection probe, every watch on it ends with
+ * LOP_HTTP_ERESET, and the next request opens a fresh connection; a stalled watch consumer does
+ * not hold up the other streams.
+ *
+ * Time: the probe's read-idle and answer timeouts are set to 300 ms, the only real time these
+ * tests spend; nothing sleeps — threads wait for each other on condition variables.
+ */
+#include "apiserver/apiserver.h"
+#include "host/kube/client/transport.h"
+#include "host/util/buf.h"
+#include "t.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define NWATCH 12
+
+static char dir[256];
+static pid_t proxy_pid;
+static int proxy_port;
+static char *ca_pem;
+static lop_apiserver_t *srv;
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    lop_buf_t b = LOP_BUF_INIT;
+    char tmp[4096];
+    size_t n;
+    while ((n = fread(tmp, 1, sizeof tmp, f)) > 0) lop_buf_append(&b, tmp, n);
+    fclose(f);
+    return lop_buf_steal(&b);
+}
+
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t l = sizeof a;
+    int port = -1;
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(fd, (struct sockaddr *)&a, &l) == 0)
+        port = ntohs(a.sin_port);
+    if (fd >= 0) close(fd);
+    return port;
+}
+
+/* Whether something accepts connections on the port now. */
+static bool accepting(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {
+        .sin_family = AF_INET, .sin_port = htons((uint16_t)port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    bool ok = fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    if (fd >= 0) close(fd);
+    return ok;
+}
+
+/* The API server on plain HTTP, nghttpx in front of it with a self-signed certificate for
+ * 127.0.0.1. */
+static bool env_start(void)
+{
+    lop_err_t err;
+    if (lop_apiserver_start(NULL, &srv, &err) != LOP_OK) {
+        fprintf(stderr, "API server: %s\n", err.message);
+        return false;
+    }
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && openssl req -x509 -newkey rsa:2048 -nodes -keyout key.pem -out cert.pem -days 1 "
+             "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 >/dev/null 2>&1",
+             dir);
+    if (system(cmd) != 0) return false;
+    snprintf(cmd, sizeof cmd, "%s/cert.pem", dir);
+    ca_pem = slurp(cmd);
+    proxy_port = free_port();
+    char front[64], back[64], key[300], cert[300], errlog[300];
+    snprintf(front, sizeof front, "--frontend=127.0.0.1,%d", proxy_port);
+    snprintf(back, sizeof back, "--backend=127.0.0.1,%d", lop_apiserver_port(srv));
+    snprintf(key, sizeof key, "%s/key.pem", dir);
+    snprintf(cert, sizeof cert, "%s/cert.pem", dir);
+    snprintf(errlog, sizeof errlog, "--errorlog-file=%s/nghttpx.log", dir);
+    proxy_pid = fork();
+    if (proxy_pid == 0) {
+        setpgid(0, 0); /* its own group: nghttpx serves from a worker process it forks */
+        execlp("nghttpx", "nghttpx", "--conf=/dev/null", front, back, "--workers=1", "--log-level=WARN", errlog,
+               "--accesslog-file=/dev/null", "--no-ocsp", "--backend-read-timeout=1h", "--frontend-read-timeout=1h",
+               "--stream-read-timeout=0", "--backend-connections-per-host=64", key, cert, (char *)NULL);
+        _exit(127);
+    }
+    if (proxy_pid < 0 || !ca_pem) return false;
+    /* ready when it accepts (it exits at once on a bad flag: then waitpid says so) */
+    for (int i = 0; i < 500; i++) {
+        if (accepting(proxy_port)) return true;
+        int st;
+        if (waitpid(proxy_pid, &st, WNOHANG) == proxy_pid) {
+            fprintf(stderr, "nghttpx exited (status %d); see %s/nghttpx.log\n", st, dir);
+            proxy_pid = 0;
+            return false;
+        }
+        poll(NULL, 0, 10); /* waiting for a process to start listening, not for time */
+    }
+    return false;
+}
+
+static void env_stop(void)
+{
+    if (proxy_pid > 0) {
+        kill(-proxy_pid, SIGCONT);
+        kill(proxy_pid, SIGTERM);
+        waitpid(proxy_pid, NULL, 0);
+    }
+    lop_apiserver_stop(srv);
+    free(ca_pem);
+}
+
+static lop_transport_t *h2_transport(bool disable_http2)
+{
+    char url[64];
+    snprintf(url, sizeof url, "https://127.0.0.1:%d", proxy_port);
+    lop_transport_config_t cfg = {.server = url,
+                                  .ca_pem = ca_pem,
+                                  .disable_http2 = disable_http2,
+                                  .h2_read_idle_ms = 300,
+                                  .h2_ping_timeout_ms = 300};
+    lop_transport_t *t = NULL;
+    lop_err_t err;
+    if (lop_transport_new(&cfg, &t, &err) != LOP_OK) fprintf(stderr, "transport: %s\n", err.message);
+    return t;
+}
+
+/* ---- watchers ---- */
+
+typedef struct watch {
+    lop_transport_t *t;
+    pthread_t thr;
+    pthread_mutex_t *mu;
+    pthread_cond_t *cond;
+    int code;
+    int events; /* lines of the watch stream */
+    bool stall; /* block in on_body until released */
+    atomic_bool release, stop;
+    lop_http_result_t res;
+    bool ended;
+} watch_t;
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+
+static void w_status(void *ud, int code)
+{
+    watch_t *w = ud;
+    pthread_mutex_lock(&mu);
+    w->code = code;
+    pthread_cond_broadcast(&cond);
+    pthread_mutex_unlock(&mu);
+}
+
+static int w_body(void *ud, const char *p, size_t n)
+{
+    watch_t *w = ud;
+    pthread_mutex_lock(&mu);
+    for (size_t i = 0; i < n; i++) w->events += p[i] == '\n';
+    pthread_cond_broadcast(&cond);
+    while (w->stall && !atomic_load(&w->release)) pthread_cond_wait(&cond, &mu);
+    pthread_mutex_unlock(&mu);
+    return 0;
+}
+
+static int w_tick(void *ud) { return atomic_load(&((watch_t *)ud)->stop); }
+
+static void *w_main(void *arg)
+{
+    watch_t *w = arg;
+    lop_http_exchange_t x = {.method = "GET",
+                             .target = "/api/v1/namespaces/default/configmaps?watch=1",
+                             .headers = "Accept: application/json\r\n",
+                             .ud = w,
+                             .on_status = w_status,
+                             .on_body = w_body,
+                             .on_tick = w_tick};
+    lop_http_result_t r = lop_transport_exchange(w->t, &x);
+    pthread_mutex_lock(&mu);
+    w->res = r;
+    w->ended = true;
+    pthread_cond_broadcast(&cond);
+    pthread_mutex_unlock(&mu);
+    return NULL;
+}
+
+static void watches_start(watch_t *w, int n, lop_transport_t *t)
+{
+    for (int i = 0; i < n; i++) {
+        memset(&w[i], 0, sizeof w[i]);
+        w[i].t = t;
+        pthread_create(&w[i].thr, NULL, w_main, &w[i]);
+    }
+    /* until every stream has its 200 */
+    pthread_mutex_lock(&mu);
+    for (;;) {
+        int ok = 0;
+        for (int i = 0; i < n; i++) ok += w[i].code == 200 || w[i].ended;
+        if (ok == n) break;
+        pthread_cond_wait(&cond, &mu);
+    }
+    pthread_mutex_unlock(&mu);
+}
+
+static void watches_stop(watch_t *w, int n)
+{
+    for (int i = 0; i < n; i++) atomic_store(&w[i].stop, true);
+    for (int i = 0; i < n; i++) pthread_join(w[i].thr, NULL);
+}
+
+static int collect_body(void *ud, const char *p, size_t n)
+{
+    lop_buf_append(ud, p, n);
+    return 0;
+}
+
+static lop_http_result_t request(lop_transport_t *t, const char *method, const char *target, const char *body,
+                                 int *code)
+{
+    lop_buf_t b = LOP_BUF_INIT;
+    lop_http_exchange_t x = {.method = method,
+                             .target = target,
+                             .headers = "Content-Type: application/json\r\nAccept: application/json\r\n",
+                             .body = body,
+                             .body_len = body ? strlen(body) : 0,
+                             .timeout_ms = 10000,
+                             .ud = &b,
+                             .on_body = collect_body};
+    lop_http_result_t r = lop_transport_exchange(t, &x);
+    if (r != LOP_HTTP_OK) fprintf(stderr, "%s %s: %s\n", method, target, x.error);
+    *code = x.code;
+    lop_buf_free(&b);
+    return r;
+}
+
+static void create_configmap(lop_transport_t *t, const char *name)
+{
+    char body[256];
+    snprintf(body, sizeof body, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\"}}", name);
+    int code = 0;
+    T_EQ_INT(request(t, "POST", "/api/v1/namespaces/default/configmaps", body, &code), LOP_HTTP_OK);
+    T_EQ_INT(code, 201);
+}
+
+/* Until every watch but `except` saw at least `n` events. */
+static void wait_events(watch_t *w, int nw, int n, int except)
+{
+    pthread_mutex_lock(&mu);
+    for (;;) {
+        int ok = 0;
+        for (int i = 0; i < nw; i++) ok += i == except || w[i].events >= n || w[i].ended;
+        if (ok == nw) break;
+        pthread_cond_wait(&cond, &mu);
+    }
+    pthread_mutex_unlock(&mu);
+}
+
+/* ---- tests ---- */
+
+/* Twelve watches and the writes beside them: one connection, every stream gets its events. */
+static void test_watches_share_one_connection(void)
+{
+    lop_transport_t *t = h2_transport(false);
+    T_CHECK(t != NULL);
+    if (!t) return;
+    watch_t w[NWATCH];
+    watches_start(w, NWATCH, t);
+    for (int i = 0; i < NWATCH; i++) T_EQ_INT(w[i].code, 200);
+    create_configmap(t, "h2-one");
+    wait_events(w, NWATCH, 1, -1);
+    for (int i = 0; i < NWATCH; i++) T_CHECK(w[i].events >= 1 && !w[i].ended);
+    T_EQ_INT(lop_transport_open_connections(t), 1);
+    T_EQ_INT(lop_transport_connects(t), 1);
+    watches_stop(w, NWATCH);
+    for (int i = 0; i < NWATCH; i++) T_EQ_INT(w[i].res, LOP_HTTP_EABORTED);
+    lop_transport_free(t);
+}
+
+/* DISABLE_HTTP2: HTTP/1.1, one connection per watch. */
+static void test_disable_http2(void)
+{
+    lop_transport_t *t = h2_transport(true);
+    T_CHECK(t != NULL);
+    if (!t) return;
+    watch_t w[3];
+    watches_start(w, 3, t);
+    T_EQ_INT(lop_transport_open_connections(t), 3);
+    watches_stop(w, 3);
+    lop_transport_free(t);
+}
+
+/* A consumer that stops reading pauses only its stream: the others still get their events. */
+static void test_stalled_stream_does_not_block_others(void)
+{
+    lop_transport_t *t = h2_transport(false);
+    T_CHECK(t != NULL);
+    if (!t) return;
+    watch_t w[3];
+    watches_start(w, 3, t);
+    pthread_mutex_lock(&mu);
+    w[0].stall = true;
+    pthread_mutex_unlock(&mu);
+    /* far more than the stalled stream's inbox and h2 window take: 600 objects of ~4 KiB */
+    char *big = lop_xmalloc(8192);
+    memset(big, 'x', 4000);
+    big[4000] = '\0';
+    int before = w[1].events;
+    for (int i = 0; i < 600; i++) {
+        char body[4200];
+        snprintf(
+            body, sizeof body,
+            "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"big-%d\"},\"data\":{\"x\":\"%s\"}}",
+            i, big);
+        int code = 0;
+        T_EQ_INT(request(t, "POST", "/api/v1/namespaces/default/configmaps", body, &code), LOP_HTTP_OK);
+    }
+    wait_events(w, 3, before + 600, 0); /* streams 1 and 2 got all; stream 0 is still stalled */
+    pthread_mutex_lock(&mu);
+    T_CHECK(w[0].events < w[1].events);
+    atomic_store(&w[0].release, true);
+    pthread_cond_broadcast(&cond);
+    pthread_mutex_unlock(&mu);
+    wait_events(w, 3, before + 600, -1); /* and the stalled one catches up */
+    T_CHECK(w[0].events >= before + 600);
+    watches_stop(w, 3);
+    free(big);
+    lop_transport_free(t);
+}
+
+/* nghttpx stops answering: the probe finds the connection dead, every watch ends with ERESET, and
+ * the next request gets a fresh connection. */
+static void test_dead_connection_found_by_probe(void)
+{
+    lop_transport_t *t = h2_transport(false);
+    T_CHECK(t != NULL);
+    if (!t) return;
+    watch_t w[NWATCH];
+    watches_start(w, NWATCH, t);
+    T_EQ_INT(lop_transport_open_connections(t), 1);
+    kill(-proxy_pid, SIGSTOP); /* the whole group: master and worker */
+    pthread_mutex_lock(&mu);
+    for (;;) {
+        int ended = 0;
+        for (int i = 0; i < NWATCH; i++) ended += w[i].ended;
+        if (ended == NWATCH) break;
+        pthread_cond_wait(&cond, &mu);
+    }
+    pthread_mutex_unlock(&mu);
+    for (int i = 0; i < NWATCH; i++) T_EQ_INT(w[i].res, LOP_HTTP_ERESET);
+    T_EQ_INT(lop_transport_dead_connections(t), 1);
+    watches_stop(w, NWATCH);
+    kill(-proxy_pid, SIGCONT);
+    int code = 0;
+    T_EQ_INT(request(t, "GET", "/version", NULL, &code), LOP_HTTP_OK);
+    T_EQ_INT(code, 200);
+    T_EQ_INT(lop_transport_connects(t), 2); /* a fresh connection, not the dead one */
+    lop_transport_free(t);
+}
+
+int main(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/luaop-h2-XXXXXX");
+    if (!mkdtemp(dir)) return 2;
+    signal(SIGPIPE, SIG_IGN);
+    bool up = env_start();
+    T_CHECK(up);
+    if (up) {
+        T_RUN(test_watches_share_one_connection);
+        T_RUN(test_disable_http2);
+        T_RUN(test_stalled_stream_does_not_block_others);
+        T_RUN(test_dead_connection_found_by_probe);
+    }
+    env_stop();
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    return T_DONE();
+}
