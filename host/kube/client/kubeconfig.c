@@ -420,7 +420,15 @@ static lop_rc_t build_cluster(json_t *cluster, const char *cname, lop_rest_confi
     cfg->server = lop_xstrdup(server);
     size_t sl = strlen(cfg->server);
     while (sl > 0 && cfg->server[sl - 1] == '/') cfg->server[--sl] = '\0';
-    cfg->insecure = bool_field(cluster, "insecure-skip-tls-verify");
+    /* a YAML boolean only: kubectl refuses a quoted "true" (a string cannot unmarshal into the
+     * bool of clientcmd's Cluster), and so do we rather than guess */
+    json_t *insecure = json_object_get(cluster, "insecure-skip-tls-verify");
+    if (insecure && !json_is_boolean(insecure) && !json_is_null(insecure))
+        return lop_err_set(
+            err, LOP_EINVAL, 0, NULL,
+            "kubeconfig %s: %s.insecure-skip-tls-verify: want a boolean (true or false, unquoted), got %s", file, where,
+            json_is_string(insecure) ? "a string" : "another type");
+    cfg->insecure = json_is_true(insecure);
     const char *cad = str_field(cluster, "certificate-authority-data");
     const char *caf = str_field(cluster, "certificate-authority");
     if (cfg->insecure && ((cad && *cad) || (caf && *caf)))

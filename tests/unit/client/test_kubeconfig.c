@@ -222,6 +222,12 @@ static void test_errors_name_file_and_field(void)
                  "args: oops}\n"
                  "contexts:\n- name: x\n  context: {cluster: c, user: u}\n",
                  NULL, "users[u].user.exec.args", "must be a list");
+    /* insecure-skip-tls-verify must be a YAML boolean, as kubectl requires */
+    expect_error(
+        "insecure-quoted.yaml",
+        "current-context: x\nclusters:\n- name: c\n  cluster: {server: 'https://h', insecure-skip-tls-verify: "
+        "\"true\"}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\nusers:\n- name: u\n  user: {token: t}\n",
+        NULL, "insecure-skip-tls-verify: want a boolean", NULL);
     /* insecure alone is accepted (with a loud warning) */
     write_file(
         "insecure-ok.yaml",
