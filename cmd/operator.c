@@ -395,6 +395,7 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
     }
     cfg->qps = o->qps;
     cfg->burst = o->burst;
+    cfg->disable_http2 = o->disable_http2;
     if (lop_rest_client_new(cfg, &rest, &err) != LOP_OK) {
         lop_log(LOP_LOG_ERROR, "cannot create the API client", "error", err.message, NULL);
         free(identity);

@@ -118,6 +118,7 @@ enum {
     O_RTIMEOUT,
     O_QPS,
     O_BURST,
+    O_NOH2,
     O_WATCH_LIST,
     O_APPLY,
     O_KCOUT,
@@ -151,6 +152,7 @@ static const struct option long_opts[] = {
     {"reconcile-timeout", required_argument, NULL, O_RTIMEOUT},
     {"kube-api-qps", required_argument, NULL, O_QPS},
     {"kube-api-burst", required_argument, NULL, O_BURST},
+    {"kube-api-disable-http2", optional_argument, NULL, O_NOH2},
     {"watch-list", optional_argument, NULL, O_WATCH_LIST},
     {"apply", required_argument, NULL, O_APPLY},
     {"kubeconfig-out", required_argument, NULL, O_KCOUT},
@@ -186,6 +188,7 @@ static void usage(FILE *f, const char *cmd, bool dev)
             "  --lua-memory-limit BYTES            per VM (64Mi)\n"
             "  --reconcile-timeout DUR             per-reconcile deadline (60s)\n"
             "  --kube-api-qps N --kube-api-burst N client-side rate limit (20, 30)\n"
+            "  --kube-api-disable-http2[=BOOL]     HTTP/1.1 only to the API server ($DISABLE_HTTP2, false)\n"
             "  --watch-list[=BOOL]                 informers sync with one watch (sendInitialEvents) instead of\n"
             "                                      LIST; falls back to LIST ($KUBE_FEATURE_WatchListClient, false)\n",
             cmd);
@@ -255,6 +258,7 @@ int lop_run_opts_parse(lop_run_opts_t *o, int argc, char **argv, bool dev)
         case O_RTIMEOUT: bad = lop_parse_duration(v, &o->reconcile_timeout_ns); break;
         case O_QPS: o->qps = strtod(v, NULL); break;
         case O_BURST: o->burst = atoi(v); break;
+        case O_NOH2: bad = parse_bool(v, &o->disable_http2); break;
         case O_WATCH_LIST: bad = parse_bool(v, &o->watch_list); break;
         case O_APPLY:
         case O_KCOUT:

@@ -37,6 +37,7 @@ typedef struct lop_run_opts {
     int64_t reconcile_timeout_ns; /* --reconcile-timeout (60s) */
     double qps;                   /* --kube-api-qps (20) */
     int burst;                    /* --kube-api-burst (30) */
+    bool disable_http2;           /* --kube-api-disable-http2: HTTP/1.1 only (default: $DISABLE_HTTP2) */
     bool watch_list;              /* --watch-list (default: $KUBE_FEATURE_WatchListClient, else false) */
     /* dev only */
     const char *apply[64]; /* --apply FILE (repeatable) */

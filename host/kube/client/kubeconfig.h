@@ -43,6 +43,7 @@ typedef struct lop_rest_config {
     size_t n_impersonate_extra;
     double qps;               /* 0 = default 5; < 0 disables client-side limiting */
     int burst;                /* 0 = default 10 */
+    bool disable_http2;       /* HTTP/1.1 only (also when $DISABLE_HTTP2 is 1 or true) */
     char *user_agent;         /* NULL = "luaop/<version> (linux/amd64)" */
     const lop_clock_t *clock; /* borrowed; NULL = system clock */
     char *source;             /* where this came from, for logs: file path(s) or "in-cluster" */

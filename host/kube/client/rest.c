@@ -56,7 +56,8 @@ lop_rc_t lop_rest_client_new(lop_rest_config_t *cfg, lop_rest_client_t **out, lo
                                  .tls_server_name = c->cfg.tls_server_name,
                                  .ca_pem = c->cfg.ca_pem,
                                  .insecure = c->cfg.insecure,
-                                 .proxy = c->cfg.proxy_url};
+                                 .proxy = c->cfg.proxy_url,
+                                 .disable_http2 = c->cfg.disable_http2};
     lop_rc_t rc = lop_transport_new(&tc, &c->tr, err);
     if (rc != LOP_OK) {
         lop_rest_config_cleanup(&c->cfg);
