@@ -198,6 +198,7 @@ void lop_transport_free(lop_transport_t *t)
     free(t->base_url);
     free(t->connect_to);
     free(t->tls_server_name);
+    free(t->dns_addrs);
     if (t->ca_pem) free(t->ca_pem);
     free(t);
 }
@@ -384,6 +385,11 @@ lop_http_result_t lop_transport_exchange(lop_transport_t *t, lop_http_exchange_t
                  t->host_port, excerpt(ex, sizeof ex, x->target ? x->target : "", x->target ? strlen(x->target) : 0));
         return LOP_HTTP_EREQUEST;
     }
+    /* the name libcurl would connect to (the proxy's, when there is one), resolved here, bounded */
+    struct curl_slist *resolve = NULL;
+    lop_http_result_t rr = t->proxy.url ? lop_tr_resolve(t, t->proxy.host, t->proxy.port, x, &resolve)
+                                        : lop_tr_resolve(t, t->host, t->port, x, &resolve);
+    if (rr != LOP_HTTP_OK) return rr;
     size_t rb = x->read_bytes ? x->read_bytes : LOP_TR_READ_DEFAULT;
     lop_tr_xfer_t *xf = lop_xcalloc(1, sizeof *xf);
     xf->t = t;
@@ -398,6 +404,7 @@ lop_http_result_t lop_transport_exchange(lop_transport_t *t, lop_http_exchange_t
     lop_buf_printf(&u, "%s%s%s", t->base_url, t->prefix, x->target);
     xf->url = lop_buf_steal(&u);
     xf->headers = header_list(t, x);
+    xf->resolve = resolve;
 
     pthread_mutex_lock(&t->mu);
     xf->op_add = true;

@@ -29,8 +29,9 @@
  *
  * TLS is libcurl's over OpenSSL: CA and client certificate from memory (CURLOPT_*_BLOB), SNI and
  * verification against tls_server_name when one is given (the Host header stays the server's),
- * TLS sessions and DNS answers shared by all transfers. Names are resolved by libcurl's threaded
- * resolver: connect_timeout_ms, timeout_ms and cancellation cover resolution.
+ * TLS sessions shared by all transfers. Names are resolved on the calling thread's behalf by a
+ * detached helper (transport_dns.c), so connect_timeout_ms, timeout_ms and on_tick cover
+ * resolution even when getaddrinfo never returns.
  *
  * Thread-safety: lop_transport_exchange may run on any number of threads at once; each call
  * blocks its thread until the exchange ends. Every libcurl call runs on the I/O thread.
@@ -145,7 +146,9 @@ lop_http_result_t lop_transport_exchange(lop_transport_t *t, lop_http_exchange_t
 typedef struct lop_proxy {
     char *url;       /* for libcurl: "http://host:port", "https://...", "socks5h://..."; NULL = none */
     char *host_port; /* "host:port" (IPv6 bracketed), for logs */
-    char *user;      /* percent-decoded user and password, or NULL */
+    char *host;      /* the host without brackets, and the port */
+    char *port;
+    char *user; /* percent-decoded user and password, or NULL */
     char *password;
 } lop_proxy_t;
 

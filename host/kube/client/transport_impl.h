@@ -32,6 +32,7 @@ typedef struct lop_tr_xfer {
     lop_transport_t *t;
     lop_http_exchange_t *x; /* the caller's; read by the I/O thread only while setting up */
     struct curl_slist *headers;
+    struct curl_slist *resolve; /* CURLOPT_RESOLVE entry from lop_tr_resolve, or NULL */
     char *url;
     bool probe;          /* the transport's own dead-connection probe (no caller) */
     int probe_fd;        /* probe: the socket it checks */
@@ -105,10 +106,20 @@ struct lop_transport {
     long timer_ms; /* libcurl's requested timeout; -1 = none */
     int running;
 
+    char *dns_addrs; /* mu: the last answer for the name connected to ("a,b"), or NULL */
+    int64_t dns_expires;
+
     atomic_long connects;
     atomic_long open;
     atomic_long dead;
 };
+
+/* transport_dns.c */
+/* Resolve host (no brackets) for x on the calling thread, bounded by x's connect timeout (and
+ * timeout) and on_tick: LOP_HTTP_OK with *resolve a CURLOPT_RESOLVE entry (NULL for an IP
+ * literal); LOP_HTTP_ETIMEDOUT, LOP_HTTP_EABORTED or LOP_HTTP_ECONNECT with x->error set. */
+lop_http_result_t lop_tr_resolve(lop_transport_t *t, const char *host, const char *port, lop_http_exchange_t *x,
+                                 struct curl_slist **resolve);
 
 /* transport_io.c */
 int64_t lop_tr_now_ns(void);

@@ -213,6 +213,7 @@ static void set_common(lop_transport_t *t, lop_tr_xfer_t *xf, CURL *e)
     curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, on_close_socket);
     curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, t);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, xf->headers);
+    if (xf->resolve) curl_easy_setopt(e, CURLOPT_RESOLVE, xf->resolve);
     curl_easy_setopt(e, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1L);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, LOP_TR_KEEPALIVE_S);
@@ -360,6 +361,8 @@ static void finish(lop_transport_t *t, lop_tr_xfer_t *xf, CURLcode res)
     }
     curl_slist_free_all(xf->headers);
     xf->headers = NULL;
+    curl_slist_free_all(xf->resolve);
+    xf->resolve = NULL;
     if (xf->probe) {
         for (lop_tr_xfer_t **pp = &t->probes; *pp; pp = &(*pp)->next_op)
             if (*pp == xf) {

@@ -15,6 +15,8 @@ void lop_proxy_cleanup(lop_proxy_t *p)
 {
     free(p->url);
     free(p->host_port);
+    free(p->host);
+    free(p->port);
     free(p->user);
     if (p->password) explicit_bzero(p->password, strlen(p->password));
     free(p->password);
@@ -199,6 +201,9 @@ static lop_rc_t parse_proxy(const char *url, const char *source, lop_proxy_t *ou
         port = strtol(ps, &end, 10);
         if (end != p + alen || port < 1 || port > 65535) goto bad;
     }
+    out->host = lop_xstrndup(hs, (size_t)(he - hs));
+    lop_buf_printf(&b, "%ld", port);
+    out->port = lop_buf_steal(&b);
     lop_buf_printf(&b, "%s%.*s%s:%ld", v6 ? "[" : "", (int)(he - hs), hs, v6 ? "]" : "", port);
     out->host_port = lop_buf_steal(&b);
     lop_buf_printf(&b, "%s://%s", curl_scheme, out->host_port);
