@@ -458,6 +458,9 @@ lop_http_result_t lop_transport_exchange(lop_transport_t *t, lop_http_exchange_t
         }
     }
     if (!head_delivered) x->code = 0;
+    pthread_mutex_lock(&t->mu); /* until the I/O thread lets go of it */
+    while (xf->in_ops || xf->busy) pthread_cond_wait(&xf->cond, &t->mu);
+    pthread_mutex_unlock(&t->mu);
     lop_buf_free(&got);
     lop_buf_free(&head);
     lop_buf_free(&xf->inbox);

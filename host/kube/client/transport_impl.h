@@ -55,6 +55,7 @@ typedef struct lop_tr_xfer {
     char errbuf[CURL_ERROR_SIZE];
     /* mu: the operations list */
     bool op_add, op_resume, op_cancel, in_ops;
+    bool busy; /* the I/O thread is running one of its operations */
     struct lop_tr_xfer *next_op;
     /* I/O thread only */
     CURL *easy;
@@ -101,6 +102,8 @@ struct lop_transport {
     /* I/O thread only */
     CURLM *multi;
     CURLSH *share;
+    lop_tr_xfer_t **batch; /* run_ops' copy of the operations list */
+    int capbatch;
     lop_tr_sock_t *socks;
     int nsocks, capsocks;
     long timer_ms; /* libcurl's requested timeout; -1 = none */

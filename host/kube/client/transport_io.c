@@ -170,6 +170,7 @@ static size_t on_write(char *p, size_t size, size_t n, void *ud)
     }
     if (xf->inbox.len >= xf->hwm) {
         xf->paused = true;
+        pthread_cond_signal(&xf->cond); /* the caller resumes it once it has drained the inbox */
         pthread_mutex_unlock(&t->mu);
         return CURL_WRITEFUNC_PAUSE; /* the same bytes come again after the resume */
     }
@@ -445,17 +446,27 @@ static long health_check(lop_transport_t *t)
 
 /* ---- the loop ---- */
 
+/* Take the operations list into an array (an exchange queued again while its operation runs is
+ * relinked, which must not disturb this walk) and run each operation. An exchange stays "busy"
+ * until its operation is over: its caller frees it only when it is neither listed nor busy. */
 static void run_ops(lop_transport_t *t)
 {
     pthread_mutex_lock(&t->mu);
-    lop_tr_xfer_t *ops = t->ops;
+    int n = 0;
+    for (lop_tr_xfer_t *xf = t->ops; xf; xf = xf->next_op) {
+        if (n == t->capbatch) {
+            t->capbatch = t->capbatch ? t->capbatch * 2 : 16;
+            t->batch = lop_xrealloc(t->batch, (size_t)t->capbatch * sizeof *t->batch);
+        }
+        t->batch[n++] = xf;
+        xf->in_ops = false;
+        xf->busy = true;
+    }
     t->ops = NULL;
-    for (lop_tr_xfer_t *xf = ops; xf; xf = xf->next_op) xf->in_ops = false;
     pthread_mutex_unlock(&t->mu);
-    while (ops) {
-        lop_tr_xfer_t *xf = ops;
+    for (int i = 0; i < n; i++) {
+        lop_tr_xfer_t *xf = t->batch[i];
         pthread_mutex_lock(&t->mu);
-        ops = xf->next_op;
         bool add = xf->op_add, resume = xf->op_resume, cancel = xf->op_cancel;
         xf->op_add = xf->op_resume = xf->op_cancel = false;
         if (resume) xf->paused = false;
@@ -466,6 +477,10 @@ static void run_ops(lop_transport_t *t)
         } else if (resume && xf->easy) {
             curl_easy_pause(xf->easy, CURLPAUSE_CONT);
         }
+        pthread_mutex_lock(&t->mu);
+        xf->busy = false;
+        pthread_cond_signal(&xf->cond);
+        pthread_mutex_unlock(&t->mu);
     }
 }
 
@@ -594,4 +609,6 @@ void lop_tr_io_stop(lop_transport_t *t)
     t->wake_fd = -1;
     free(t->socks);
     t->socks = NULL;
+    free(t->batch);
+    t->batch = NULL;
 }
