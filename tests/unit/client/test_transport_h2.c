@@ -324,7 +324,9 @@ static void test_stalled_stream_does_not_block_others(void)
     char *big = lop_xmalloc(8192);
     memset(big, 'x', 4000);
     big[4000] = '\0';
+    pthread_mutex_lock(&mu);
     int before = w[1].events;
+    pthread_mutex_unlock(&mu);
     for (int i = 0; i < 600; i++) {
         char body[4200];
         snprintf(
