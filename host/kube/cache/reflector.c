@@ -1,5 +1,6 @@
 /* reflector.c — the reflector's watch loop, event handling, backoff and thread (see reflector.h). */
-#include "host/kube/cache/reflector_impl.h"
+#include "host/kube/cache/reflector_list.h"
+#include "host/kube/cache/reflector_state.h"
 
 #include "host/codec/jsonscan.h"
 #include "host/util/buf.h"
@@ -16,27 +17,7 @@
 #define MIN_WATCH_TIMEOUT_S 300
 #define SHORT_WATCH         (1 * LOP_NS_PER_S)
 
-uint64_t lop_reflector_rand(lop_reflector_t *r)
-{
-    /* xorshift64* */
-    uint64_t x = r->rng;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    r->rng = x;
-    return x * UINT64_C(2685821657736338717);
-}
-
 static double rand01(lop_reflector_t *r) { return (double)(lop_reflector_rand(r) >> 11) / 9007199254740992.0; }
-
-void lop_reflector_set_rv(lop_reflector_t *r, const char *rv)
-{
-    char *n = lop_xstrdup(rv ? rv : "");
-    pthread_mutex_lock(&r->mu);
-    free(r->last_rv);
-    r->last_rv = n;
-    pthread_mutex_unlock(&r->mu);
-}
 
 /* client-go's exponential backoff manager: 800 ms ×2, cap 30 s, jitter 1.0, reset after 2 min. */
 static int64_t backoff(lop_reflector_t *r)
@@ -105,15 +86,6 @@ void lop_reflector_free(lop_reflector_t *r)
 }
 
 bool lop_reflector_has_synced(lop_reflector_t *r) { return atomic_load(&r->synced); }
-
-void lop_reflector_mark_synced(lop_reflector_t *r)
-{
-    /* under the delivery lock: a handler an informer registers meanwhile either sees HasSynced
-     * already true (and is told after its replay) or is told here */
-    if (r->dlock) pthread_mutex_lock(r->dlock);
-    if (!atomic_exchange(&r->synced, true) && r->h.on_synced) r->h.on_synced(r->h.ud);
-    if (r->dlock) pthread_mutex_unlock(r->dlock);
-}
 
 void lop_reflector_last_rv(lop_reflector_t *r, char *buf, size_t len)
 {

@@ -1,7 +1,7 @@
 /* Unit tests for host/kube/reflector against a scripted fake listwatch that lies: paginated
  * lists, 410s in both forms, expired continue tokens, garbage, short watches, stalls, stop. */
 #include "host/kube/cache/reflector.h"
-#include "host/kube/cache/reflector_impl.h" /* lop_reflector_do_list: the error of one list */
+#include "host/kube/cache/reflector_list.h" /* lop_reflector_do_list: the error of one list */
 #include "handler_log.h"
 #include "t.h"
 

@@ -1,7 +1,8 @@
-/* reflector_impl.h — internals shared by reflector.c (loop, watch, thread) and
- * reflector_list.c (paginated list). Not a public header. */
-#ifndef LOP_KUBE_CACHE_REFLECTOR_IMPL_H
-#define LOP_KUBE_CACHE_REFLECTOR_IMPL_H
+/* reflector_state.h — the reflector's state and the helpers that change it, shared by the watch loop
+ * (reflector.c) and the list (reflector_list.c); the helpers are defined in reflector_state.c, which
+ * calls neither of them. Not a public header. */
+#ifndef LOP_KUBE_CACHE_REFLECTOR_STATE_H
+#define LOP_KUBE_CACHE_REFLECTOR_STATE_H
 
 #include "host/kube/cache/reflector.h"
 #include "host/kube/cache/listdecoder.h"
@@ -68,9 +69,9 @@ void lop_reflector_mark_synced(lop_reflector_t *r);
 /* The cached entry for a listed (or initially watched) object whose resourceVersion is the
  * cached one (a new reference), else NULL. item: the object's validated JSON bytes. */
 lop_obj_t *lop_reflector_cached_same_rv(lop_reflector_t *r, const char *item, size_t len);
-/* One list, replacing the store and delivering the changes. LOP_OK or the failing rc. */
-lop_rc_t lop_reflector_do_list(lop_reflector_t *r, lop_err_t *err);
+/* The resume point becomes rv (copied; NULL = ""), under r->mu. */
 void lop_reflector_set_rv(lop_reflector_t *r, const char *rv);
+/* The next number of the reflector's own generator (xorshift64*; the jitter and watch timeouts). */
 uint64_t lop_reflector_rand(lop_reflector_t *r);
 
 /* The apiVersion and kind objects are built with (lop_obj_new_item/_prefix; NULL = none): the
