@@ -11,6 +11,8 @@
  *     blocked Get waits until the earliest ready time, so no background thread is needed.
  *   rate limited (workqueue_ratelimited.c): AddRateLimited = AddAfter(limiter.When(item));
  *     Forget and NumRequeues forward to the limiter.
+ *   (Internally, workqueue.c and workqueue_delaying.c stand on workqueue_core.c: the FIFO, the add
+ *   path and batching; it stands on workqueue_heap.c, the delay heap.)
  *
  * Shutdown: ShutDown makes Get return LOP_ECLOSED once the FIFO is empty (items already queued are
  * still handed out, as client-go does) and makes Add/AddAfter no-ops. ShutDownWithDrain also

@@ -1,5 +1,5 @@
 /* workqueue_ratelimited.c — AddRateLimited/Forget/NumRequeues over a lop_ratelimiter_t. */
-#include "host/kube/workqueue/workqueue_impl.h"
+#include "host/kube/workqueue/workqueue_core.h"
 
 void lop_workqueue_add_rate_limited(lop_workqueue_t *q, const char *item)
 {
