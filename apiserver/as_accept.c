@@ -1,9 +1,8 @@
-/* as_accept.c — Accept negotiation (reference §A.9) and the metadata-only views of objects
- * (k8s.io/apimachinery/pkg/apis/meta/v1 PartialObjectMetadata, PartialObjectMetadataList) that
- * an `as=` media type parameter asks for. See as_internal.h. */
+/* as_accept.c — Accept negotiation (reference §A.9): which media range of the request a response
+ * is encoded for, and whether it asks for a metadata-only view (k8s.io/apimachinery/pkg/apis/meta/v1
+ * PartialObjectMetadata, PartialObjectMetadataList) with `as=`. The views themselves are in
+ * as_view.c. See as_internal.h. */
 #include "apiserver/as_internal.h"
-
-#include "host/codec/jsonscan.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,47 +152,4 @@ bool as_accept_negotiate(const char *accept, bool allow_conv, as_conv_t *out)
         if (acceptable(&cl[i], allow_conv, out)) return true;
     memset(out, 0, sizeof *out);
     return false;
-}
-
-/* ---- metadata-only views ---- */
-
-bool as_partial_meta_span(const char *json, size_t len, size_t *ms, size_t *me)
-{
-    size_t s, e;
-    if (lop_jscan_find(json, len, 0, "metadata", &s, &e) != 1 || json[s] != '{') return false;
-    *ms = s;
-    *me = e;
-    return true;
-}
-
-void as_partial_head(lop_buf_t *b, const as_conv_t *conv)
-{
-    lop_buf_puts(b, "{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":");
-    lop_buf_json_str(b, conv->api_version, strlen(conv->api_version));
-    lop_buf_puts(b, ",\"metadata\":");
-}
-
-void as_partial_from_json(lop_buf_t *b, const as_conv_t *conv, const char *json, size_t len)
-{
-    size_t ms, me;
-    as_partial_head(b, conv);
-    if (as_partial_meta_span(json, len, &ms, &me))
-        lop_buf_append(b, json + ms, me - ms);
-    else
-        lop_buf_puts(b, "{}");
-    lop_buf_putc(b, '}');
-}
-
-void as_reply_not_acceptable_conv(as_req_t *q, bool is_list)
-{
-    if (is_list)
-        as_reply_status(q, 406, "NotAcceptable", NULL,
-                        "PartialObjectMetadata was asked for, but the requested object is a list (%s); "
-                        "ask for PartialObjectMetadataList",
-                        q->res->list_kind);
-    else
-        as_reply_status(q, 406, "NotAcceptable", NULL,
-                        "PartialObjectMetadataList was asked for, but the requested object is not a list "
-                        "(%s); ask for PartialObjectMetadata",
-                        q->res->kind);
 }

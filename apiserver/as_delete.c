@@ -2,6 +2,8 @@
  * deletionTimestamp, propagation policies, a synchronous owner-reference garbage collector and
  * namespace termination. */
 #include "apiserver/as_internal.h"
+#include "apiserver/as_select.h"
+#include "apiserver/as_view.h"
 
 #include "host/util/log.h"
 

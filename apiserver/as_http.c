@@ -1,6 +1,7 @@
 /* as_http.c — request entry point: authentication, injected faults and latency, URL routing to
  * discovery / resources / subresources, and verb dispatch (reference §A). */
 #include "apiserver/as_internal.h"
+#include "apiserver/as_fault.h"
 
 #include "host/util/log.h"
 
@@ -15,8 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-void as_fault_http(as_req_t *q);
 
 static bool authenticated(as_req_t *q)
 {
@@ -37,55 +36,6 @@ static bool authenticated(as_req_t *q)
             X509_free(cert);
             if (ok) return true;
         }
-    }
-    return false;
-}
-
-static const char *method_name(enum evhttp_cmd_type m)
-{
-    switch (m) {
-    case EVHTTP_REQ_GET: return "GET";
-    case EVHTTP_REQ_POST: return "POST";
-    case EVHTTP_REQ_PUT: return "PUT";
-    case EVHTTP_REQ_PATCH: return "PATCH";
-    case EVHTTP_REQ_DELETE: return "DELETE";
-    case EVHTTP_REQ_HEAD: return "HEAD";
-    default: return "OTHER";
-    }
-}
-
-/* Returns true when an injected fault answered the request. */
-static bool apply_fault(as_req_t *q)
-{
-    lop_apiserver_t *srv = q->srv;
-    for (int i = 0; i < srv->nfaults; i++) {
-        as_fault_t *f = &srv->faults[i];
-        if (f->count <= 0) continue;
-        if (f->verb[0] && strcasecmp(f->verb, q->verb ? q->verb : "") && strcasecmp(f->verb, method_name(q->method)))
-            continue;
-        if (f->prefix[0] && strncmp(q->path, f->prefix, strlen(f->prefix))) continue;
-        f->count--;
-        if (f->text) {
-            char ra[16];
-            snprintf(ra, sizeof ra, "%d", f->retry_after > 0 ? f->retry_after : 1);
-            evhttp_add_header(evhttp_request_get_output_headers(q->r), "Retry-After", ra);
-            as_log_reject(q, f->code, "injected");
-            static const char msg[] = "Too many requests, please try again later.\n";
-            as_reply_raw(q, f->code, "text/plain; charset=utf-8", msg, sizeof msg - 1);
-            return true;
-        }
-        json_t *d = NULL;
-        if (f->retry_after > 0) {
-            d = json_object();
-            json_object_set_new(d, "retryAfterSeconds", json_integer(f->retry_after));
-        }
-        const char *reason = f->code == 429   ? "TooManyRequests"
-                             : f->code == 503 ? "ServiceUnavailable"
-                             : f->code == 504 ? "Timeout"
-                             : f->code == 500 ? "InternalError"
-                                              : "";
-        as_reply_status(q, f->code, reason, d, "injected fault (%d)", f->code);
-        return true;
     }
     return false;
 }
@@ -246,7 +196,7 @@ static void route(as_req_t *q)
     case EVHTTP_REQ_DELETE: q->verb = name ? "delete" : "deletecollection"; break;
     default: q->verb = "other"; break;
     }
-    if (apply_fault(q) || !negotiate(q, true)) goto done;
+    if (as_fault_apply(q) || !negotiate(q, true)) goto done;
     if (!name) {
         if (q->method == EVHTTP_REQ_GET) {
             if (!strcmp(q->verb, "watch"))

@@ -213,6 +213,10 @@ void as_reply_invalid(as_req_t *q, const char *kind_qual, const char *dkind, con
 const char *as_query(as_req_t *q, const char *key);
 bool as_query_bool(const char *s); /* true for Go's ParseBool true spellings */
 void as_log_reject(as_req_t *q, int code, const char *reason);
+/* 406 for a conversion that does not fit the response: PartialObjectMetadata of a list
+ * (is_list), or PartialObjectMetadataList of one object (the API server decides this after
+ * negotiation, so no later Accept range is tried). */
+void as_reply_not_acceptable_conv(as_req_t *q, bool is_list);
 
 /* ---- accept.c ---- */
 /* Negotiate an Accept header (NULL or blank = no preference) as the API server does: its media
@@ -224,20 +228,6 @@ void as_log_reject(as_req_t *q, int code, const char *reason);
  * skipped, so a later plain range is served. *out gets the winner's conversion. False when no
  * range is acceptable (the caller answers 406 NotAcceptable). Pure function. */
 bool as_accept_negotiate(const char *accept, bool allow_conv, as_conv_t *out);
-/* The span [*ms, *me) of the "metadata" object member of the serialized object json[0..len).
- * False when there is none (or it is not an object). */
-bool as_partial_meta_span(const char *json, size_t len, size_t *ms, size_t *me);
-/* Append {"kind":"PartialObjectMetadata","apiVersion":<conv's>,"metadata": (the caller appends
- * the metadata bytes and the closing brace). */
-void as_partial_head(lop_buf_t *b, const as_conv_t *conv);
-/* Append the PartialObjectMetadata of the serialized object json[0..len): its metadata bytes
- * as they are (an empty object when it has none). */
-void as_partial_from_json(lop_buf_t *b, const as_conv_t *conv, const char *json, size_t len);
-/* 406 for a conversion that does not fit the response: PartialObjectMetadata of a list
- * (is_list), or PartialObjectMetadataList of one object (the API server decides this after
- * negotiation, so no later Accept range is tried). */
-void as_reply_not_acceptable_conv(as_req_t *q, bool is_list);
-
 /* ---- registry.c ---- */
 void as_registry_init(lop_apiserver_t *srv);
 void as_registry_free(lop_apiserver_t *srv);
@@ -273,14 +263,6 @@ void as_watch_close_all(lop_apiserver_t *srv);
 void as_watch_close_res(lop_apiserver_t *srv, as_res_t *res);
 void as_watch_set_stall(lop_apiserver_t *srv, bool stall);
 void as_watch_bookmark_all(lop_apiserver_t *srv);
-bool as_obj_matches(as_res_t *res, const char *ns, lop_label_selector_t *ls, lop_field_selector_t *fs,
-                    const json_t *obj);
-/* Validate field selector fields against res. 0 ok, else replies 400 and returns -1. */
-int as_check_field_selector(as_req_t *q, lop_field_selector_t *fs);
-int as_parse_selectors(as_req_t *q, lop_label_selector_t **ls, lop_field_selector_t **fs);
-/* Serialize an object as served by res (apiVersion rewritten when needed). */
-char *as_dump_obj(const as_res_t *res, const json_t *obj, size_t *len);
-json_t *as_served_obj(const as_res_t *res, const json_t *obj); /* new ref */
 
 /* ---- handlers.c / write.c / delete.c ---- */
 void as_handle_get(as_req_t *q);

@@ -2,6 +2,7 @@
  * patch (built-ins only, 415 for custom resources) and server-side apply, on the main endpoint
  * and the /status and /scale subresources. The patch algorithms live in patch.c / ssa.c. */
 #include "apiserver/as_internal.h"
+#include "apiserver/as_view.h"
 
 #include "apiserver/patch.h"
 #include "apiserver/ssa.h"

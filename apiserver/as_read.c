@@ -1,6 +1,8 @@
 /* as_read.c — GET and LIST (reference §E): selectors, limit/continue over consistent snapshots,
  * resourceVersion / resourceVersionMatch semantics, and the /scale view of custom resources. */
 #include "apiserver/as_internal.h"
+#include "apiserver/as_select.h"
+#include "apiserver/as_view.h"
 #include "host/util/base64.h"
 
 #include <event2/buffer.h>

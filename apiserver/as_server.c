@@ -1,6 +1,8 @@
 /* as_server.c — server lifecycle: listening socket, the loop thread, the cross-thread command
- * queue, bootstrap objects, fault-injection API (C and HTTP) and kubeconfig output. */
+ * queue, the fault-injection C API (queued to the loop) and kubeconfig output. */
 #include "apiserver/as_internal.h"
+#include "apiserver/as_fault.h"
+#include "apiserver/as_state.h"
 #include "host/util/base64.h"
 
 #include "host/util/log.h"
@@ -18,32 +20,6 @@
 void as_http_handle(struct evhttp_request *r, void *arg);
 int as_tls_setup(lop_apiserver_t *srv, const char *client_ca, lop_err_t *err);
 void as_tls_free(lop_apiserver_t *srv);
-
-/* ---- bootstrap ---- */
-
-static void bootstrap(lop_apiserver_t *srv)
-{
-    as_registry_init(srv);
-    as_store_init(srv);
-    as_res_t *nsr = as_res_find(srv, "", "v1", "namespaces");
-    const char *names[] = {"default", "kube-system", "kube-public", "kube-node-lease", NULL};
-    for (int i = 0; names[i]; i++) {
-        char uid[37], t[32];
-        as_uuid(uid);
-        json_t *o = json_pack("{s:s,s:s,s:{s:s,s:s,s:s,s:{s:s}},s:{s:[s]},s:{s:s}}", "kind", "Namespace", "apiVersion",
-                              "v1", "metadata", "name", names[i], "uid", uid, "creationTimestamp",
-                              as_now_time(t, sizeof t), "labels", "kubernetes.io/metadata.name", names[i], "spec",
-                              "finalizers", "kubernetes", "status", "phase", "Active");
-        as_store_commit(srv, nsr->coll, names[i], o);
-    }
-}
-
-static void teardown_state(lop_apiserver_t *srv)
-{
-    as_watch_close_all(srv);
-    as_store_free(srv);
-    as_registry_free(srv);
-}
 
 /* ---- command queue ---- */
 
@@ -187,14 +163,14 @@ lop_rc_t lop_apiserver_start(const lop_apiserver_opts_t *opts, lop_apiserver_t *
              host, srv->port);
     srv->cmd_ev = event_new(srv->base, -1, EV_PERSIST, cmd_cb, srv);
     event_add(srv->cmd_ev, NULL);
-    bootstrap(srv);
+    as_state_init(srv);
     if (opts->kubeconfig_out && lop_apiserver_write_kubeconfig(srv, opts->kubeconfig_out, err) != LOP_OK) {
-        teardown_state(srv);
+        as_state_free(srv);
         free_server(srv);
         return LOP_EINVAL;
     }
     if (pthread_create(&srv->thread, NULL, loop_main, srv) != 0) {
-        teardown_state(srv);
+        as_state_free(srv);
         free_server(srv);
         return lop_err_set(err, LOP_ERR, 0, NULL, "cannot start the server thread");
     }
@@ -254,20 +230,7 @@ static void cmd_compact(lop_apiserver_t *srv, void *arg)
 }
 void lop_apiserver_compact(lop_apiserver_t *srv) { run_cmd(srv, cmd_compact, NULL); }
 
-static void cmd_fail(lop_apiserver_t *srv, void *arg)
-{
-    as_fault_t *f = arg;
-    int slot = -1;
-    for (int i = 0; i < srv->nfaults; i++)
-        if (srv->faults[i].count <= 0) slot = i;
-    if (slot < 0) {
-        if (srv->nfaults == (int)(sizeof srv->faults / sizeof srv->faults[0]))
-            slot = 0;
-        else
-            slot = srv->nfaults++;
-    }
-    srv->faults[slot] = *f;
-}
+static void cmd_fail(lop_apiserver_t *srv, void *arg) { as_fault_add(srv, arg); }
 
 void lop_apiserver_fail_next_text(lop_apiserver_t *srv, const char *verb, const char *path_prefix, int count, int code,
                                   int retry_after_s)
@@ -296,11 +259,7 @@ void lop_apiserver_set_latency(lop_apiserver_t *srv, int ms) { run_cmd(srv, cmd_
 static void cmd_reset(lop_apiserver_t *srv, void *arg)
 {
     (void)arg;
-    teardown_state(srv);
-    srv->nfaults = 0;
-    srv->stall = false;
-    srv->latency_ms = 0;
-    bootstrap(srv);
+    as_state_reset(srv);
 }
 void lop_apiserver_reset(lop_apiserver_t *srv) { run_cmd(srv, cmd_reset, NULL); }
 
@@ -310,57 +269,6 @@ static void cmd_bookmark(lop_apiserver_t *srv, void *arg)
     as_watch_bookmark_all(srv);
 }
 void lop_apiserver_bookmark_now(lop_apiserver_t *srv) { run_cmd(srv, cmd_bookmark, NULL); }
-
-/* POST /luaop-fault/<action>?... (loop thread). */
-void as_fault_http(as_req_t *q);
-void as_fault_http(as_req_t *q)
-{
-    lop_apiserver_t *srv = q->srv;
-    if (!srv->fault_control) {
-        as_reply_status(q, 404, "NotFound", NULL, "the server could not find the requested resource");
-        return;
-    }
-    if (q->method != EVHTTP_REQ_POST) {
-        as_reply_status(q, 405, "MethodNotAllowed", NULL, "fault control takes POST");
-        return;
-    }
-    const char *action = q->path + strlen("/luaop-fault/");
-    if (strlen(q->path) < strlen("/luaop-fault/")) action = "";
-    if (!strcmp(action, "close-watches")) {
-        as_watch_close_all(srv);
-    } else if (!strcmp(action, "compact")) {
-        as_store_compact(srv);
-    } else if (!strcmp(action, "fail")) {
-        const char *c = as_query(q, "code"), *n = as_query(q, "count"), *ra = as_query(q, "retryAfter");
-        as_fault_t f = {.count = n ? atoi(n) : 1, .code = c ? atoi(c) : 500, .retry_after = ra ? atoi(ra) : 0};
-        if (f.code < 400 || f.code > 599) {
-            as_reply_status(q, 400, "BadRequest", NULL, "code must be 400..599");
-            return;
-        }
-        f.text = as_query_bool(as_query(q, "text"));
-        snprintf(f.verb, sizeof f.verb, "%s", as_query(q, "verb") ? as_query(q, "verb") : "");
-        snprintf(f.prefix, sizeof f.prefix, "%s", as_query(q, "path") ? as_query(q, "path") : "");
-        cmd_fail(srv, &f);
-    } else if (!strcmp(action, "stall")) {
-        const char *on = as_query(q, "on");
-        as_watch_set_stall(srv, !on || !strcmp(on, "true") || !strcmp(on, "1"));
-    } else if (!strcmp(action, "latency")) {
-        const char *ms = as_query(q, "ms");
-        srv->latency_ms = ms ? atoi(ms) : 0;
-    } else if (!strcmp(action, "reset")) {
-        json_t *ok = json_pack("{s:b}", "ok", 1);
-        as_reply_json(q, 200, ok, false);
-        cmd_reset(srv, NULL);
-        return;
-    } else if (!strcmp(action, "bookmark")) {
-        as_watch_bookmark_all(srv);
-    } else {
-        as_reply_status(q, 404, "NotFound", NULL, "unknown fault action \"%s\"", action);
-        return;
-    }
-    json_t *ok = json_pack("{s:b,s:I}", "ok", 1, "revision", (json_int_t)srv->rev);
-    as_reply_json(q, 200, ok, false);
-}
 
 /* ---- kubeconfig ---- */
 

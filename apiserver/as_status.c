@@ -1,5 +1,6 @@
 /* as_status.c — responses: JSON bodies, metav1.Status errors (reference §D), rejection logging. */
 #include "apiserver/as_internal.h"
+#include "apiserver/as_view.h"
 
 #include "host/util/log.h"
 
@@ -288,4 +289,17 @@ void as_reply_stored(as_req_t *q, int code, as_res_t *res, const json_t *obj, as
     evbuffer_add(b, "\n", 1);
     evhttp_send_reply(q->r, code, reason_phrase(code), b);
     evbuffer_free(b);
+}
+void as_reply_not_acceptable_conv(as_req_t *q, bool is_list)
+{
+    if (is_list)
+        as_reply_status(q, 406, "NotAcceptable", NULL,
+                        "PartialObjectMetadata was asked for, but the requested object is a list (%s); "
+                        "ask for PartialObjectMetadataList",
+                        q->res->list_kind);
+    else
+        as_reply_status(q, 406, "NotAcceptable", NULL,
+                        "PartialObjectMetadataList was asked for, but the requested object is not a list "
+                        "(%s); ask for PartialObjectMetadata",
+                        q->res->kind);
 }

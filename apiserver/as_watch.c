@@ -1,6 +1,8 @@
 /* as_watch.c — WATCH streams (reference §F): chunked JSON events serialized once per event and
  * shared by reference between watchers, selector transitions, bookmarks, history replay, 410. */
 #include "apiserver/as_internal.h"
+#include "apiserver/as_select.h"
+#include "apiserver/as_view.h"
 
 #include "host/util/log.h"
 
@@ -12,56 +14,6 @@
 #include <string.h>
 
 #define AS_WATCH_MAX_BACKLOG (256u * 1024u * 1024u)
-
-/* core/v1 Event <-> events.k8s.io/v1 Event field names (L.7): one store, two views. */
-static const char *const event_fields_map[][2] = {{"involvedObject", "regarding"},
-                                                  {"message", "note"},
-                                                  {"source", "deprecatedSource"},
-                                                  {"firstTimestamp", "deprecatedFirstTimestamp"},
-                                                  {"lastTimestamp", "deprecatedLastTimestamp"},
-                                                  {"count", "deprecatedCount"},
-                                                  {"reportingComponent", "reportingController"}};
-
-static void convert_event(json_t *c, bool to_events_api)
-{
-    for (size_t i = 0; i < sizeof event_fields_map / sizeof event_fields_map[0]; i++) {
-        const char *from = event_fields_map[i][to_events_api ? 0 : 1];
-        const char *to = event_fields_map[i][to_events_api ? 1 : 0];
-        json_t *v = json_object_get(c, from);
-        if (v) {
-            json_object_set(c, to, v);
-            json_object_del(c, from);
-        }
-    }
-}
-
-json_t *as_served_obj(const as_res_t *res, const json_t *obj)
-{
-    const json_t *av = json_object_get(obj, "apiVersion");
-    if (json_is_string(av) && !strcmp(json_string_value(av), res->api_version)) return json_incref((json_t *)obj);
-    json_t *c = json_copy((json_t *)obj);
-    if (!strcmp(res->kind, "Event") && !res->is_cr) {
-        json_t *o = json_object(); /* keep kind/apiVersion/metadata first */
-        json_object_set_new(o, "kind", json_string("Event"));
-        json_object_set_new(o, "apiVersion", json_string(res->api_version));
-        json_object_update(o, c);
-        json_decref(c);
-        c = o;
-        convert_event(c, !strcmp(res->group, "events.k8s.io"));
-    }
-    json_object_set_new(c, "apiVersion", json_string(res->api_version));
-    return c;
-}
-
-char *as_dump_obj(const as_res_t *res, const json_t *obj, size_t *len)
-{
-    json_t *o = as_served_obj(res, obj);
-    char *s = json_dumps(o, JSON_COMPACT | (res->coll->sort_keys ? JSON_SORT_KEYS : 0));
-    json_decref(o);
-    if (!s) s = lop_xstrdup("{}");
-    *len = strlen(s);
-    return s;
-}
 
 static as_blob_t *event_blob(const as_res_t *res, const char *type, const json_t *obj)
 {
@@ -75,102 +27,6 @@ static as_blob_t *event_blob(const as_res_t *res, const char *type, const json_t
     as_blob_t *blob = as_blob_new(b.data, b.len);
     lop_buf_free(&b);
     return blob;
-}
-
-typedef struct field_ud {
-    const json_t *obj;
-    char num[64];
-} field_ud_t;
-
-static const char *field_lookup(void *ud, const char *key)
-{
-    field_ud_t *f = ud;
-    const json_t *v = as_path_get(f->obj, key);
-    if (json_is_string(v)) return json_string_value(v);
-    if (json_is_integer(v)) {
-        snprintf(f->num, sizeof f->num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-        return f->num;
-    }
-    if (json_is_boolean(v)) return json_is_true(v) ? "true" : "false";
-    return NULL;
-}
-
-bool as_obj_matches(as_res_t *res, const char *ns, lop_label_selector_t *ls, lop_field_selector_t *fs,
-                    const json_t *obj)
-{
-    (void)res;
-    if (!obj) return false;
-    if (ns) {
-        const char *ons = as_meta_str(obj, "namespace");
-        if (!ons || strcmp(ons, ns)) return false;
-    }
-    if (ls && !lop_label_selector_empty(ls)) {
-        const json_t *m = json_object_get(obj, "metadata");
-        if (!lop_label_selector_match_json(ls, m ? json_object_get(m, "labels") : NULL)) return false;
-    }
-    if (fs && !lop_field_selector_empty(fs)) {
-        field_ud_t f = {.obj = obj};
-        if (!lop_field_selector_match(fs, field_lookup, &f)) return false;
-    }
-    return true;
-}
-
-int as_check_field_selector(as_req_t *q, lop_field_selector_t *fs)
-{
-    as_res_t *res = q->res;
-    for (size_t i = 0; i < lop_field_selector_count(fs); i++) {
-        const char *f = lop_field_selector_field(fs, i);
-        bool ok = !strcmp(f, "metadata.name") || !strcmp(f, "metadata.namespace");
-        for (const char *const *e = res->extra_fields; e && *e && !ok; e++) ok = !strcmp(*e, f);
-        if (res->selectable && !ok) {
-            size_t j;
-            json_t *v;
-            json_array_foreach(res->selectable, j, v)
-            {
-                const char *p = json_string_value(v);
-                if (p && *p == '.') p++;
-                if (p && !strcmp(p, f)) ok = true;
-            }
-        }
-        if (!ok) {
-            if (res->is_cr)
-                as_reply_status(q, 400, "BadRequest", NULL, "field label not supported: %s", f);
-            else
-                as_reply_status(q, 400, "BadRequest", NULL,
-                                "\"%s\" is not a known field selector: only \"metadata.name\", "
-                                "\"metadata.namespace\"",
-                                f);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-/* Parse the request's labelSelector and fieldSelector and check the fields are supported.
- * 0 with *ls and *fs set (caller frees), or -1 after replying 400 (nothing to free). */
-int as_parse_selectors(as_req_t *q, lop_label_selector_t **ls, lop_field_selector_t **fs)
-{
-    lop_err_t err;
-    *ls = NULL;
-    *fs = NULL;
-    if (lop_label_selector_parse(as_query(q, "labelSelector"), ls, &err) != LOP_OK) {
-        as_reply_status(q, 400, "BadRequest", NULL, "%s", err.message);
-        return -1;
-    }
-    if (lop_field_selector_parse(as_query(q, "fieldSelector"), fs, &err) != LOP_OK) {
-        lop_label_selector_free(*ls);
-        *ls = NULL;
-        as_reply_status(q, 400, "BadRequest", NULL, "%s", err.message);
-        return -1;
-    }
-    if (as_check_field_selector(q, *fs) < 0) {
-        lop_label_selector_free(*ls);
-        lop_field_selector_free(*fs);
-        *ls = NULL;
-        *fs = NULL;
-        return -1;
-    }
-    return 0;
 }
 
 /* ---- watcher lifecycle ---- */

@@ -2,6 +2,7 @@
  * subresource rules, generation, finalizer rules, no-op detection, dry run, commit
  * (reference §C, §G.1–G.7, §H, §I.9–I.10). PATCH lives in as_patch_handler.c. */
 #include "apiserver/as_internal.h"
+#include "apiserver/as_view.h"
 
 #include "apiserver/ssa.h"
 #include "host/util/clock.h"
