@@ -2,7 +2,7 @@
  * is encoded for, and whether it asks for a metadata-only view (k8s.io/apimachinery/pkg/apis/meta/v1
  * PartialObjectMetadata, PartialObjectMetadataList) with `as=`. The views themselves are in
  * as_view.c. See as_internal.h. */
-#include "apiserver/as_internal.h"
+#include "apiserver/as_accept.h"
 
 #include <stdio.h>
 #include <stdlib.h>

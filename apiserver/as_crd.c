@@ -1,6 +1,10 @@
 /* as_crd.c — CustomResourceDefinitions (reference §J): validation and defaults on write, status
  * conditions (NamesAccepted, Established set at once) and installing the CR resources. */
-#include "apiserver/as_internal.h"
+#include "apiserver/as_crd.h"
+
+#include "apiserver/as_registry.h"
+#include "apiserver/as_store.h"
+#include "apiserver/as_util.h"
 
 #include <ctype.h>
 #include <stdio.h>

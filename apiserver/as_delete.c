@@ -1,8 +1,14 @@
 /* as_delete.c — DELETE and DELETE collection (reference §I): options, preconditions, finalizers and
  * deletionTimestamp, propagation policies, a synchronous owner-reference garbage collector and
  * namespace termination. */
-#include "apiserver/as_internal.h"
+#include "apiserver/as_delete.h"
+
+#include "apiserver/as_crd.h"
+#include "apiserver/as_registry.h"
 #include "apiserver/as_select.h"
+#include "apiserver/as_status.h"
+#include "apiserver/as_store.h"
+#include "apiserver/as_util.h"
 #include "apiserver/as_view.h"
 
 #include "host/util/log.h"
@@ -11,8 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-void as_gc_schedule(lop_apiserver_t *srv);
 
 static bool str_in(const json_t *arr, const char *s)
 {
@@ -42,7 +46,7 @@ static as_res_t *res_for_coll(lop_apiserver_t *srv, as_coll_t *c)
 
 /* Delete (or mark deleting) the object at key. policy NULL = Background. Returns the resulting
  * object (borrowed: store object, or the deleted state) and sets *removed. NULL if missing. */
-json_t *as_delete_object(lop_apiserver_t *srv, as_res_t *res, const char *key, const char *policy, bool *removed)
+static json_t *delete_object(lop_apiserver_t *srv, as_res_t *res, const char *key, const char *policy, bool *removed)
 {
     as_entry_t *e = as_store_find(res->coll, key);
     *removed = false;
@@ -195,7 +199,7 @@ void as_handle_delete(as_req_t *q)
         return;
     }
     bool removed;
-    json_t *obj = as_delete_object(srv, res, key, pol, &removed);
+    json_t *obj = delete_object(srv, res, key, pol, &removed);
     free(pol);
     json_incref(obj);
     if (removed && !res->delete_returns_obj) {
@@ -230,7 +234,7 @@ void as_handle_deletecollection(as_req_t *q)
             json_array_append(items, e->obj);
         } else if (e) {
             bool removed;
-            json_t *o = as_delete_object(srv, res, keys[i], policy, &removed);
+            json_t *o = delete_object(srv, res, keys[i], policy, &removed);
             if (o) json_array_append(items, o);
         }
         free(keys[i]);
@@ -354,7 +358,7 @@ static bool gc_pass(lop_apiserver_t *srv)
             if (!any_live) {
                 char *key = lop_xstrdup(c->items[j].key);
                 bool removed;
-                as_delete_object(srv, res, key, owner_fg ? "Foreground" : "Background", &removed);
+                delete_object(srv, res, key, owner_fg ? "Foreground" : "Background", &removed);
                 free(key);
                 changed = true;
             }
@@ -434,7 +438,7 @@ static bool ns_pass(lop_apiserver_t *srv)
                 if (!as_meta_str(c->items[j].obj, "deletionTimestamp")) {
                     char *key = lop_xstrdup(k);
                     bool removed;
-                    as_delete_object(srv, res, key, NULL, &removed);
+                    delete_object(srv, res, key, NULL, &removed);
                     free(key);
                     changed = true;
                     break;
@@ -452,7 +456,7 @@ static bool ns_pass(lop_apiserver_t *srv)
     return false;
 }
 
-void as_gc_run(lop_apiserver_t *srv)
+static void gc_run(lop_apiserver_t *srv)
 {
     srv->gc_pending = false;
     for (int guard = 0; guard < 100000; guard++) {
@@ -466,7 +470,7 @@ static void gc_cb(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    as_gc_run(arg);
+    gc_run(arg);
 }
 
 void as_gc_schedule(lop_apiserver_t *srv)

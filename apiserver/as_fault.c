@@ -3,6 +3,9 @@
 #include "apiserver/as_fault.h"
 
 #include "apiserver/as_state.h"
+#include "apiserver/as_status.h"
+#include "apiserver/as_store.h"
+#include "apiserver/as_watch.h"
 
 #include <stdio.h>
 #include <stdlib.h>

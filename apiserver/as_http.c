@@ -1,7 +1,17 @@
 /* as_http.c — request entry point: authentication, injected faults and latency, URL routing to
  * discovery / resources / subresources, and verb dispatch (reference §A). */
-#include "apiserver/as_internal.h"
+#include "apiserver/as_http.h"
+
+#include "apiserver/as_accept.h"
+#include "apiserver/as_delete.h"
 #include "apiserver/as_fault.h"
+#include "apiserver/as_patch_handler.h"
+#include "apiserver/as_read.h"
+#include "apiserver/as_registry.h"
+#include "apiserver/as_status.h"
+#include "apiserver/as_util.h"
+#include "apiserver/as_watch.h"
+#include "apiserver/as_write.h"
 
 #include "host/util/log.h"
 
@@ -295,7 +305,6 @@ static void delayed_cb(evutil_socket_t fd, short what, void *arg)
     free(d);
 }
 
-void as_http_handle(struct evhttp_request *r, void *arg);
 void as_http_handle(struct evhttp_request *r, void *arg)
 {
     lop_apiserver_t *srv = arg;

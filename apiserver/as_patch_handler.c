@@ -1,8 +1,14 @@
 /* as_patch_handler.c — PATCH (reference §G.8–G.16): JSON patch, merge patch, strategic merge
  * patch (built-ins only, 415 for custom resources) and server-side apply, on the main endpoint
  * and the /status and /scale subresources. The patch algorithms live in patch.c / ssa.c. */
-#include "apiserver/as_internal.h"
+#include "apiserver/as_patch_handler.h"
+
+#include "apiserver/as_registry.h"
+#include "apiserver/as_status.h"
+#include "apiserver/as_store.h"
+#include "apiserver/as_util.h"
 #include "apiserver/as_view.h"
+#include "apiserver/as_write.h"
 
 #include "apiserver/patch.h"
 #include "apiserver/ssa.h"
@@ -11,9 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-json_t *as_scale_view(as_res_t *res, const json_t *obj);
-void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, bool managed_done);
 
 enum ptype { P_JSON, P_MERGE, P_STRATEGIC, P_APPLY, P_UNKNOWN };
 

@@ -5,9 +5,13 @@
  * Field numbers follow k8s.io/api's generated.proto. Proto2 optional fields arrive even when
  * empty; like Go's omitempty JSON, empty strings, zero numbers, false and empty messages are
  * left out. Unknown field numbers are skipped. */
-#include "apiserver/as_internal.h"
-#include "host/util/base64.h"
+#include "apiserver/as_proto.h"
 
+#include "host/util/base64.h"
+#include "host/util/buf.h"
+
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -324,7 +328,6 @@ static json_t *decode_msg(const unsigned char *p, size_t n, const pmsg_t *m, int
     return o;
 }
 
-json_t *as_proto_decode(const char *body, size_t len, char *errbuf, size_t errlen);
 json_t *as_proto_decode(const char *body, size_t len, char *errbuf, size_t errlen)
 {
     if (len < 4 || memcmp(body, "k8s\0", 4) != 0) {

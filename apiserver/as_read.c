@@ -1,7 +1,10 @@
 /* as_read.c — GET and LIST (reference §E): selectors, limit/continue over consistent snapshots,
  * resourceVersion / resourceVersionMatch semantics, and the /scale view of custom resources. */
-#include "apiserver/as_internal.h"
+#include "apiserver/as_read.h"
+
 #include "apiserver/as_select.h"
+#include "apiserver/as_status.h"
+#include "apiserver/as_store.h"
 #include "apiserver/as_view.h"
 #include "host/util/base64.h"
 
@@ -356,35 +359,6 @@ void as_handle_list(as_req_t *q)
     evbuffer_free(out);
 }
 
-static json_t *scale_of(as_res_t *res, const json_t *obj)
-{
-    json_t *s = json_object();
-    json_object_set_new(s, "kind", json_string("Scale"));
-    json_object_set_new(s, "apiVersion", json_string("autoscaling/v1"));
-    json_t *m = json_object();
-    const char *keys[] = {"name", "namespace", "uid", "resourceVersion", "creationTimestamp", NULL};
-    const json_t *om = json_object_get(obj, "metadata");
-    for (int i = 0; keys[i]; i++) {
-        json_t *v = json_object_get(om, keys[i]);
-        if (v) json_object_set(m, keys[i], v);
-    }
-    json_object_set_new(s, "metadata", m);
-    json_t *spec = json_object();
-    json_t *sr = res->scale_spec ? as_path_get(obj, res->scale_spec) : NULL;
-    json_object_set_new(spec, "replicas", json_integer(json_is_integer(sr) ? json_integer_value(sr) : 0));
-    json_object_set_new(s, "spec", spec);
-    json_t *st = json_object();
-    json_t *rr = res->scale_status ? as_path_get(obj, res->scale_status) : NULL;
-    json_object_set_new(st, "replicas", json_integer(json_is_integer(rr) ? json_integer_value(rr) : 0));
-    json_t *sel = res->scale_selector ? as_path_get(obj, res->scale_selector) : NULL;
-    if (json_is_string(sel)) json_object_set(st, "selector", sel);
-    json_object_set_new(s, "status", st);
-    return s;
-}
-
-json_t *as_scale_view(as_res_t *res, const json_t *obj);
-json_t *as_scale_view(as_res_t *res, const json_t *obj) { return scale_of(res, obj); }
-
 void as_handle_get(as_req_t *q)
 {
     as_res_t *res = q->res;
@@ -402,7 +376,7 @@ void as_handle_get(as_req_t *q)
         return;
     }
     if (!strcmp(q->sub, "scale")) {
-        as_reply_json(q, 200, scale_of(res, e->obj), false);
+        as_reply_json(q, 200, as_scale_view(res, e->obj), false);
         return;
     }
     as_reply_stored(q, 200, res, e->obj, e->wire);

@@ -1,6 +1,9 @@
 /* as_registry.c — the table of servable resources (built-ins + CRD-made), their storage
  * collections, and the discovery / OpenAPI documents derived from the table (reference §B). */
-#include "apiserver/as_internal.h"
+#include "apiserver/as_registry.h"
+
+#include "apiserver/as_status.h"
+#include "apiserver/as_watch.h"
 
 #include <stdio.h>
 #include <stdlib.h>

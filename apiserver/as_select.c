@@ -2,6 +2,9 @@
  * the supported fields of each resource, matching. See as_select.h. */
 #include "apiserver/as_select.h"
 
+#include "apiserver/as_status.h"
+#include "apiserver/as_util.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -43,7 +46,7 @@ bool as_obj_matches(as_res_t *res, const char *ns, lop_label_selector_t *ls, lop
     return true;
 }
 
-int as_check_field_selector(as_req_t *q, lop_field_selector_t *fs)
+static int check_field_selector(as_req_t *q, lop_field_selector_t *fs)
 {
     as_res_t *res = q->res;
     for (size_t i = 0; i < lop_field_selector_count(fs); i++) {
@@ -89,7 +92,7 @@ int as_parse_selectors(as_req_t *q, lop_label_selector_t **ls, lop_field_selecto
         as_reply_status(q, 400, "BadRequest", NULL, "%s", err.message);
         return -1;
     }
-    if (as_check_field_selector(q, *fs) < 0) {
+    if (check_field_selector(q, *fs) < 0) {
         lop_label_selector_free(*ls);
         lop_field_selector_free(*fs);
         *ls = NULL;

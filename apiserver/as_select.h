@@ -14,10 +14,8 @@
  * everything). Field selectors read string, integer and boolean fields by dotted path. */
 bool as_obj_matches(as_res_t *res, const char *ns, lop_label_selector_t *ls, lop_field_selector_t *fs,
                     const json_t *obj);
-/* Check that every field of fs is selectable on q->res: metadata.name, metadata.namespace, the
- * built-in extra fields and a CRD's selectableFields. 0 when they are, else -1 after replying 400. */
-int as_check_field_selector(as_req_t *q, lop_field_selector_t *fs);
-/* Parse the request's labelSelector and fieldSelector and check the fields are supported.
+/* Parse the request's labelSelector and fieldSelector and check that every field is selectable on
+ * q->res (metadata.name, metadata.namespace, the built-in extra fields, a CRD's selectableFields).
  * 0 with *ls and *fs set (the caller frees both), or -1 after replying 400 (nothing to free). */
 int as_parse_selectors(as_req_t *q, lop_label_selector_t **ls, lop_field_selector_t **fs);
 

@@ -1,8 +1,14 @@
 /* as_server.c — server lifecycle: listening socket, the loop thread, the cross-thread command
  * queue, the fault-injection C API (queued to the loop) and kubeconfig output. */
 #include "apiserver/as_internal.h"
+
 #include "apiserver/as_fault.h"
+#include "apiserver/as_http.h"
+#include "apiserver/as_registry.h"
 #include "apiserver/as_state.h"
+#include "apiserver/as_store.h"
+#include "apiserver/as_tls.h"
+#include "apiserver/as_watch.h"
 #include "host/util/base64.h"
 
 #include "host/util/log.h"
@@ -16,10 +22,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
-
-void as_http_handle(struct evhttp_request *r, void *arg);
-int as_tls_setup(lop_apiserver_t *srv, const char *client_ca, lop_err_t *err);
-void as_tls_free(lop_apiserver_t *srv);
 
 /* ---- command queue ---- */
 

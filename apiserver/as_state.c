@@ -2,6 +2,11 @@
  * namespaces), torn down at stop, rebuilt by a reset. See as_state.h. */
 #include "apiserver/as_state.h"
 
+#include "apiserver/as_registry.h"
+#include "apiserver/as_store.h"
+#include "apiserver/as_util.h"
+#include "apiserver/as_watch.h"
+
 void as_state_init(lop_apiserver_t *srv)
 {
     as_registry_init(srv);

@@ -1,5 +1,6 @@
 /* as_status.c — responses: JSON bodies, metav1.Status errors (reference §D), rejection logging. */
-#include "apiserver/as_internal.h"
+#include "apiserver/as_status.h"
+
 #include "apiserver/as_view.h"
 
 #include "host/util/log.h"

@@ -1,6 +1,9 @@
 /* as_store.c — the in-memory object store: sorted collections, one global revision, the bounded
  * event history (ring) and point-in-time snapshots rebuilt from it (reference §C.10–C.11, E.13). */
-#include "apiserver/as_internal.h"
+#include "apiserver/as_store.h"
+
+#include "apiserver/as_util.h"
+#include "apiserver/as_watch.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* as_tls.c — HTTPS for the local API server: a self-signed certificate (EC P-256, SANs
  * 127.0.0.1 / ::1 / localhost, CA:TRUE so it is its own CA) made at start, optional client-cert
  * verification against --client-ca, and libevent's OpenSSL bufferevents. */
-#include "apiserver/as_internal.h"
+#include "apiserver/as_tls.h"
 
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
@@ -13,9 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-int as_tls_setup(lop_apiserver_t *srv, const char *client_ca, lop_err_t *err);
-void as_tls_free(lop_apiserver_t *srv);
 
 static struct bufferevent *bevcb(struct event_base *base, void *arg)
 {
@@ -36,7 +33,7 @@ static int add_ext(X509 *cert, int nid, const char *value)
     return 0;
 }
 
-int as_tls_setup(lop_apiserver_t *srv, const char *client_ca, lop_err_t *err)
+lop_rc_t as_tls_setup(lop_apiserver_t *srv, const char *client_ca, lop_err_t *err)
 {
     EVP_PKEY *key = EVP_EC_gen("P-256");
     X509 *cert = X509_new();

@@ -1,5 +1,5 @@
 /* as_util.c — small helpers for the local API server: ids, time, JSON paths, base64, names, YAML. */
-#include "apiserver/as_internal.h"
+#include "apiserver/as_util.h"
 
 #include "host/util/clock.h"
 

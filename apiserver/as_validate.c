@@ -1,7 +1,10 @@
 /* as_validate.c — write validation: MicroTime fields (C.14), ownerReferences (I.13),
  * events.k8s.io rules (L.6), and structural-schema type checks + pruning for custom resources
  * (J.10, J.13). */
-#include "apiserver/as_internal.h"
+#include "apiserver/as_validate.h"
+
+#include "apiserver/as_status.h"
+#include "apiserver/as_util.h"
 #include "host/util/base64.h"
 
 #include "host/util/clock.h"
@@ -10,9 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-int as_validate_builtin(as_req_t *q, json_t *obj);
-void as_default_builtin(as_res_t *res, json_t *obj);
 
 /* Defaults the server applies to built-ins on every write (a small subset): Secret.type Opaque,
  * Secret.stringData merged into data (base64) and dropped. */

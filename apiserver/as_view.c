@@ -2,6 +2,8 @@
  * (the two Event APIs share one store) and its PartialObjectMetadata view. See as_view.h. */
 #include "apiserver/as_view.h"
 
+#include "apiserver/as_util.h"
+
 #include "host/codec/jsonscan.h"
 
 #include <stdlib.h>
@@ -85,4 +87,32 @@ void as_partial_from_json(lop_buf_t *b, const as_conv_t *conv, const char *json,
     else
         lop_buf_puts(b, "{}");
     lop_buf_putc(b, '}');
+}
+
+/* ---- the /scale view (autoscaling/v1 Scale) ---- */
+
+json_t *as_scale_view(as_res_t *res, const json_t *obj)
+{
+    json_t *s = json_object();
+    json_object_set_new(s, "kind", json_string("Scale"));
+    json_object_set_new(s, "apiVersion", json_string("autoscaling/v1"));
+    json_t *m = json_object();
+    const char *keys[] = {"name", "namespace", "uid", "resourceVersion", "creationTimestamp", NULL};
+    const json_t *om = json_object_get(obj, "metadata");
+    for (int i = 0; keys[i]; i++) {
+        json_t *v = json_object_get(om, keys[i]);
+        if (v) json_object_set(m, keys[i], v);
+    }
+    json_object_set_new(s, "metadata", m);
+    json_t *spec = json_object();
+    json_t *sr = res->scale_spec ? as_path_get(obj, res->scale_spec) : NULL;
+    json_object_set_new(spec, "replicas", json_integer(json_is_integer(sr) ? json_integer_value(sr) : 0));
+    json_object_set_new(s, "spec", spec);
+    json_t *st = json_object();
+    json_t *rr = res->scale_status ? as_path_get(obj, res->scale_status) : NULL;
+    json_object_set_new(st, "replicas", json_integer(json_is_integer(rr) ? json_integer_value(rr) : 0));
+    json_t *sel = res->scale_selector ? as_path_get(obj, res->scale_selector) : NULL;
+    if (json_is_string(sel)) json_object_set(st, "selector", sel);
+    json_object_set_new(s, "status", st);
+    return s;
 }

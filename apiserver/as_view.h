@@ -2,7 +2,7 @@
  * as_view.h — how a stored object is shown to a client: in the apiVersion of the endpoint that
  * serves it (core/v1 and events.k8s.io/v1 Events are two views of one store), and as the
  * metadata-only PartialObjectMetadata an `as=` Accept parameter asks for
- * (k8s.io/apimachinery/pkg/apis/meta/v1/types.go).
+ * (k8s.io/apimachinery/pkg/apis/meta/v1/types.go), and the Scale a /scale subresource shows.
  *
  * Pure functions over immutable stored objects; loop thread or any thread (no server state).
  */
@@ -28,5 +28,10 @@ void as_partial_head(lop_buf_t *b, const as_conv_t *conv);
 /* Append the PartialObjectMetadata of the serialized object json[0..len): its metadata bytes
  * as they are (an empty object when it has none). */
 void as_partial_from_json(lop_buf_t *b, const as_conv_t *conv, const char *json, size_t len);
+
+/* The autoscaling/v1 Scale of obj for a resource with a scale subresource: metadata (name,
+ * namespace, uid, resourceVersion, creationTimestamp) copied, spec.replicas and status.replicas
+ * read from res's paths (0 when absent), status.selector when it is a string. New reference. */
+json_t *as_scale_view(as_res_t *res, const json_t *obj);
 
 #endif

@@ -1,7 +1,10 @@
 /* as_watch.c — WATCH streams (reference §F): chunked JSON events serialized once per event and
  * shared by reference between watchers, selector transitions, bookmarks, history replay, 410. */
-#include "apiserver/as_internal.h"
+#include "apiserver/as_watch.h"
+
 #include "apiserver/as_select.h"
+#include "apiserver/as_status.h"
+#include "apiserver/as_util.h"
 #include "apiserver/as_view.h"
 
 #include "host/util/log.h"

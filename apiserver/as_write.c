@@ -1,8 +1,18 @@
 /* as_write.c — create (POST), update (PUT) and the shared write step: system metadata, status
  * subresource rules, generation, finalizer rules, no-op detection, dry run, commit
  * (reference §C, §G.1–G.7, §H, §I.9–I.10). PATCH lives in as_patch_handler.c. */
-#include "apiserver/as_internal.h"
+#include "apiserver/as_write.h"
+
+#include "apiserver/as_crd.h"
+#include "apiserver/as_delete.h"
+#include "apiserver/as_proto.h"
+#include "apiserver/as_registry.h"
+#include "apiserver/as_status.h"
+#include "apiserver/as_store.h"
+#include "apiserver/as_util.h"
+#include "apiserver/as_validate.h"
 #include "apiserver/as_view.h"
+#include "apiserver/as_write_checks.h"
 
 #include "apiserver/ssa.h"
 #include "host/util/clock.h"
@@ -10,12 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-json_t *as_scale_view(as_res_t *res, const json_t *obj);
-json_t *as_proto_decode(const char *body, size_t len, char *errbuf, size_t errlen);
-void as_gc_schedule(lop_apiserver_t *srv);
-int as_validate_builtin(as_req_t *q, json_t *obj);
-void as_default_builtin(as_res_t *res, json_t *obj);
 
 json_t *as_parse_body(as_req_t *q)
 {
@@ -123,8 +127,7 @@ static char *field_manager(as_req_t *q)
     return lop_ssa_manager_from_user_agent(ua ? ua : "unknown");
 }
 
-void as_track_managed(as_req_t *q, const json_t *old, json_t *obj, const char *sub);
-void as_track_managed(as_req_t *q, const json_t *old, json_t *obj, const char *sub)
+static void track_managed(as_req_t *q, const json_t *old, json_t *obj, const char *sub)
 {
     char *mgr = field_manager(q);
     lop_ssa_ctx_t ctx = {.manager = mgr,
@@ -207,7 +210,6 @@ static void namespace_exists_or_reply(as_req_t *q, int *ok)
 }
 
 /* Finish a create (old == NULL) or update. obj is stolen. code_ok is the success status. */
-void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, bool managed_done);
 void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, bool managed_done)
 {
     lop_apiserver_t *srv = q->srv;
@@ -429,7 +431,7 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
         }
         json_object_set_new(labels, "kubernetes.io/metadata.name", json_string(name));
     }
-    if (!managed_done) as_track_managed(q, old, obj, q->sub);
+    if (!managed_done) track_managed(q, old, obj, q->sub);
     as_scrub_managed_fields(obj, res->has_status, status_sub, pruned);
     json_decref(pruned);
     pruned = NULL;
@@ -547,8 +549,7 @@ void as_handle_create(as_req_t *q)
 }
 
 /* RV precondition for PUT: -1 when replied. */
-int as_check_update_rv(as_req_t *q, const json_t *old, const char *brv, bool required);
-int as_check_update_rv(as_req_t *q, const json_t *old, const char *brv, bool required)
+static int check_update_rv(as_req_t *q, const json_t *old, const char *brv, bool required)
 {
     as_res_t *res = q->res;
     char qual[300];
@@ -630,7 +631,7 @@ void as_handle_update(as_req_t *q)
     json_t *old = json_incref(e->obj);
     const char *brv = as_meta_str(obj, "resourceVersion");
     bool required = res->require_rv || (res->is_cr && !strcmp(q->sub, "status"));
-    if (as_check_update_rv(q, old, brv, required && !scale) < 0) {
+    if (check_update_rv(q, old, brv, required && !scale) < 0) {
         json_decref(obj);
         json_decref(old);
         return;

@@ -1,7 +1,9 @@
 /* as_write_checks.c — checks and bookkeeping around a write: Go-decoder type checks on metadata,
  * fieldValidation handling of unknown fields (G.17, J.11) and the managedFields the server never
  * records (reset fields and pruned fields). */
-#include "apiserver/as_internal.h"
+#include "apiserver/as_write_checks.h"
+
+#include "apiserver/as_status.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
  * write of built-in and custom resources answered as PartialObjectMetadata(List) with the
  * object's own metadata, conversions that do not fit refused with 406, unsupported `as=` values
  * refused unless a later Accept range is plain, and discovery unchanged for kubectl. */
-#include "apiserver/as_internal.h"
+#include "apiserver/as_accept.h"
 #include "t.h"
 #include "test_apiserver_util.h"
 

@@ -1,0 +1,16 @@
+/*
+ * as_http.h — the request entry point: authentication, injected latency and faults, URL routing
+ * to discovery, OpenAPI, resources and subresources (kubernetes.io/docs/reference/using-api/api-concepts/),
+ * Accept negotiation and verb dispatch.
+ *
+ * Loop thread only.
+ */
+#ifndef LOP_APISERVER_AS_HTTP_H
+#define LOP_APISERVER_AS_HTTP_H
+
+#include "apiserver/as_internal.h"
+
+/* evhttp's generic callback (arg is the lop_apiserver_t): serves r, after srv->latency_ms when set. */
+void as_http_handle(struct evhttp_request *r, void *arg);
+
+#endif

@@ -1,0 +1,24 @@
+/*
+ * as_validate.h — validation and defaulting of a write: MicroTime fields, ownerReferences, the
+ * events.k8s.io rules and a few defaults of built-in kinds (Secret), and for custom resources the
+ * structural schema's type/enum/required checks, defaults and pruning
+ * (k8s.io/apiextensions-apiserver/pkg/apiserver/schema).
+ *
+ * Loop thread only.
+ */
+#ifndef LOP_APISERVER_AS_VALIDATE_H
+#define LOP_APISERVER_AS_VALIDATE_H
+
+#include "apiserver/as_internal.h"
+
+/* The defaults the server applies to built-ins on every write (a small subset): Secret.type
+ * Opaque, Secret.stringData merged into data (base64) and dropped. Modifies obj in place. */
+void as_default_builtin(as_res_t *res, json_t *obj);
+/* Check a built-in object about to be written to q->res: 0 when valid, -1 after replying 422. */
+int as_validate_builtin(as_req_t *q, json_t *obj);
+/* Type-check a custom resource against res->schema, applying its defaults and pruning unknown
+ * fields in place; each pruned field's dotted path is appended to pruned (an array of strings).
+ * 0 when valid; -1 with *causes a new array of {reason, message, field} (the caller owns it). */
+int as_validate_cr(as_res_t *res, json_t *obj, json_t **causes, json_t *pruned);
+
+#endif
