@@ -138,14 +138,14 @@ void as_handle_patch(as_req_t *q)
             }
         }
         json_t *live = e ? json_incref(e->obj) : NULL;
-        lop_ssa_ctx_t ctx = {.manager = fm,
-                             .api_version = res->api_version,
-                             .subresource = q->sub[0] ? q->sub : NULL,
-                             .now_wall_ns = lop_clock_wall(&lop_clock_system),
-                             .builtin = !res->is_cr,
-                             .kind = res->kind};
+        as_ssa_ctx_t ctx = {.manager = fm,
+                            .api_version = res->api_version,
+                            .subresource = q->sub[0] ? q->sub : NULL,
+                            .now_wall_ns = lop_clock_wall(&lop_clock_system),
+                            .builtin = !res->is_cr,
+                            .kind = res->kind};
         json_t *status = NULL;
-        json_t *out = lop_ssa_apply(live, patch, forced, &ctx, &status, &err);
+        json_t *out = as_ssa_apply(live, patch, forced, &ctx, &status, &err);
         json_decref(patch);
         if (!out) {
             json_decref(live);
@@ -180,11 +180,11 @@ void as_handle_patch(as_req_t *q)
     json_t *target = scale ? as_scale_view(res, old) : as_served_obj(res, old);
     json_t *out = NULL;
     switch (pt) {
-    case P_JSON: out = lop_json_patch(target, patch, &err); break;
-    case P_MERGE: out = lop_merge_patch(target, patch); break;
+    case P_JSON: out = as_patch_json(target, patch, &err); break;
+    case P_MERGE: out = as_patch_merge(target, patch); break;
     case P_STRATEGIC:
-        out = lop_strategic_merge_patch(target, patch, scale ? "autoscaling/v1" : res->api_version,
-                                        scale ? "Scale" : res->kind, &err);
+        out = as_patch_strategic(target, patch, scale ? "autoscaling/v1" : res->api_version,
+                                 scale ? "Scale" : res->kind, &err);
         break;
     default: break;
     }

@@ -124,19 +124,19 @@ static char *field_manager(as_req_t *q)
     const char *fm = as_query(q, "fieldManager");
     if (fm && *fm) return lop_xstrdup(fm);
     const char *ua = evhttp_find_header(evhttp_request_get_input_headers(q->r), "User-Agent");
-    return lop_ssa_manager_from_user_agent(ua ? ua : "unknown");
+    return as_ssa_manager_from_user_agent(ua ? ua : "unknown");
 }
 
 static void track_managed(as_req_t *q, const json_t *old, json_t *obj, const char *sub)
 {
     char *mgr = field_manager(q);
-    lop_ssa_ctx_t ctx = {.manager = mgr,
-                         .api_version = q->res->api_version,
-                         .subresource = sub && *sub ? sub : NULL,
-                         .now_wall_ns = lop_clock_wall(&lop_clock_system),
-                         .builtin = !q->res->is_cr,
-                         .kind = q->res->kind};
-    lop_ssa_track_update(old, obj, &ctx);
+    as_ssa_ctx_t ctx = {.manager = mgr,
+                        .api_version = q->res->api_version,
+                        .subresource = sub && *sub ? sub : NULL,
+                        .now_wall_ns = lop_clock_wall(&lop_clock_system),
+                        .builtin = !q->res->is_cr,
+                        .kind = q->res->kind};
+    as_ssa_track_update(old, obj, &ctx);
     free(mgr);
 }
 
@@ -432,7 +432,7 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
         json_object_set_new(labels, "kubernetes.io/metadata.name", json_string(name));
     }
     if (!managed_done) track_managed(q, old, obj, q->sub);
-    as_scrub_managed_fields(obj, res->has_status, status_sub, pruned);
+    as_ssa_scrub_managed_fields(obj, res->has_status, status_sub, pruned);
     json_decref(pruned);
     pruned = NULL;
     char key[600];

@@ -75,7 +75,7 @@ static void fieldsv1_remove_path(json_t *f, const char *path)
 /* Ownership the server never records (reset fields): main-endpoint managers never own .status
  * when the status subresource is on; /status managers own only .status; nobody owns fields that
  * pruning removed. Entries left empty are dropped. */
-void as_scrub_managed_fields(json_t *obj, bool has_status, bool status_sub, const json_t *pruned)
+void as_ssa_scrub_managed_fields(json_t *obj, bool has_status, bool status_sub, const json_t *pruned)
 {
     json_t *mf = json_object_get(json_object_get(obj, "metadata"), "managedFields");
     if (!json_is_array(mf)) return;

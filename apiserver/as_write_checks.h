@@ -22,6 +22,6 @@ int as_check_field_validation(as_req_t *q);
  * the main endpoint when the status subresource is on (has_status), everything but .status for
  * /status managers (status_sub), fields pruning removed (pruned: array of dotted paths, may be
  * NULL); entries left empty go, and managedFields itself when none is left. */
-void as_scrub_managed_fields(json_t *obj, bool has_status, bool status_sub, const json_t *pruned);
+void as_ssa_scrub_managed_fields(json_t *obj, bool has_status, bool status_sub, const json_t *pruned);
 
 #endif

@@ -22,7 +22,7 @@
 /* ------------------------------------------------------------------------------------------ */
 /* RFC 7386                                                                                   */
 
-json_t *lop_merge_patch(const json_t *target, const json_t *patch)
+json_t *as_patch_merge(const json_t *target, const json_t *patch)
 {
     if (!json_is_object(patch)) return patch ? json_deep_copy(patch) : json_null();
     json_t *out = json_is_object(target) ? json_deep_copy(target) : json_object();
@@ -34,7 +34,7 @@ json_t *lop_merge_patch(const json_t *target, const json_t *patch)
             json_object_del(out, k);
             continue;
         }
-        json_t *merged = lop_merge_patch(json_object_get(out, k), v);
+        json_t *merged = as_patch_merge(json_object_get(out, k), v);
         json_object_set_new(out, k, merged);
     }
     return out;
@@ -292,7 +292,7 @@ static bool apply_one(json_t **doc, const json_t *op)
     return ok;
 }
 
-json_t *lop_json_patch(const json_t *target, const json_t *ops, lop_err_t *err)
+json_t *as_patch_json(const json_t *target, const json_t *ops, lop_err_t *err)
 {
     if (!json_is_array(ops)) {
         lop_err_set(err, LOP_EINVAL, 400, "BadRequest",

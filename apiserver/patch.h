@@ -13,13 +13,13 @@
 #include <jansson.h>
 
 /* RFC 7386: null deletes a key, objects merge recursively, anything else (arrays) replaces. */
-json_t *lop_merge_patch(const json_t *target, const json_t *patch);
+json_t *as_patch_merge(const json_t *target, const json_t *patch);
 
 /* RFC 6902 (add, remove, replace, move, copy, test). On failure returns NULL and err: code 422,
  * reason "Invalid", message "the server rejected our request due to an error in our request"
  * (a failing test or a bad path, G.8); code 400 "invalid JSON patch" if ops is not an array of
  * operation objects; code 413 with more than 10000 operations. */
-json_t *lop_json_patch(const json_t *target, const json_t *ops, lop_err_t *err);
+json_t *as_patch_json(const json_t *target, const json_t *ops, lop_err_t *err);
 
 /* Strategic merge patch for built-in kinds, keyed by apiVersion+kind: lists with a merge key
  * (containers/initContainers/ephemeralContainers by name, env by name, ports by containerPort,
@@ -27,10 +27,10 @@ json_t *lop_json_patch(const json_t *target, const json_t *ops, lop_err_t *err);
  * are merged element-wise; `$patch: delete|replace|merge` and `$retainKeys`,
  * `$deleteFromPrimitiveList/<field>` and `$setElementOrder/<field>` directives are honoured;
  * other lists replace; null deletes. Returns NULL with err (400) on a malformed patch. */
-json_t *lop_strategic_merge_patch(const json_t *target, const json_t *patch, const char *api_version, const char *kind,
-                                  lop_err_t *err);
+json_t *as_patch_strategic(const json_t *target, const json_t *patch, const char *api_version, const char *kind,
+                           lop_err_t *err);
 
 /* 1 when apiVersion/kind is a built-in type that accepts strategic merge patch, else 0. */
-int lop_strategic_merge_supported(const char *api_version, const char *kind);
+int as_patch_strategic_supported(const char *api_version, const char *kind);
 
 #endif

@@ -20,31 +20,31 @@ static const char *const K_TOPO[] = {"topologyKey", "whenUnsatisfiable", NULL};
 
 typedef struct entry {
     const char *path;
-    lop_list_type_t type;
+    as_patch_list_type_t type;
     const char *const *keys;
 } entry_t;
 
 /* Fields of every kind. */
 static const entry_t common[] = {
-    {"metadata.ownerReferences", LOP_LIST_MAP, K_UID},
-    {"metadata.finalizers", LOP_LIST_SET, NULL},
-    {"status.conditions", LOP_LIST_MAP, K_TYPE},
+    {"metadata.ownerReferences", AS_PATCH_LIST_MAP, K_UID},
+    {"metadata.finalizers", AS_PATCH_LIST_SET, NULL},
+    {"status.conditions", AS_PATCH_LIST_MAP, K_TYPE},
 };
 
 /* Relative to a PodSpec. */
 static const entry_t podspec[] = {
-    {"volumes", LOP_LIST_MAP, K_NAME},         {"imagePullSecrets", LOP_LIST_MAP, K_NAME},
-    {"hostAliases", LOP_LIST_MAP, K_IP},       {"topologySpreadConstraints", LOP_LIST_MAP, K_TOPO},
-    {"schedulingGates", LOP_LIST_MAP, K_NAME}, {"resourceClaims", LOP_LIST_MAP, K_NAME},
+    {"volumes", AS_PATCH_LIST_MAP, K_NAME},         {"imagePullSecrets", AS_PATCH_LIST_MAP, K_NAME},
+    {"hostAliases", AS_PATCH_LIST_MAP, K_IP},       {"topologySpreadConstraints", AS_PATCH_LIST_MAP, K_TOPO},
+    {"schedulingGates", AS_PATCH_LIST_MAP, K_NAME}, {"resourceClaims", AS_PATCH_LIST_MAP, K_NAME},
 };
 
 /* Relative to a Container. */
 static const entry_t container[] = {
-    {"env", LOP_LIST_MAP, K_NAME},
-    {"ports", LOP_LIST_MAP, K_CPORT},
-    {"volumeMounts", LOP_LIST_MAP, K_MOUNT},
-    {"volumeDevices", LOP_LIST_MAP, K_DEVICE},
-    {"resources.claims", LOP_LIST_MAP, K_NAME},
+    {"env", AS_PATCH_LIST_MAP, K_NAME},
+    {"ports", AS_PATCH_LIST_MAP, K_CPORT},
+    {"volumeMounts", AS_PATCH_LIST_MAP, K_MOUNT},
+    {"volumeDevices", AS_PATCH_LIST_MAP, K_DEVICE},
+    {"resources.claims", AS_PATCH_LIST_MAP, K_NAME},
 };
 
 /* Kind-specific fields from the object root. */
@@ -54,9 +54,11 @@ typedef struct kind_entry {
 } kind_entry_t;
 
 static const kind_entry_t by_kind[] = {
-    {"Service", {"spec.ports", LOP_LIST_MAP, K_SPORT}},    {"Node", {"status.addresses", LOP_LIST_MAP, K_TYPE}},
-    {"Node", {"spec.podCIDRs", LOP_LIST_SET, NULL}},       {"Pod", {"status.podIPs", LOP_LIST_MAP, K_IP}},
-    {"ServiceAccount", {"secrets", LOP_LIST_MAP, K_NAME}},
+    {"Service", {"spec.ports", AS_PATCH_LIST_MAP, K_SPORT}},
+    {"Node", {"status.addresses", AS_PATCH_LIST_MAP, K_TYPE}},
+    {"Node", {"spec.podCIDRs", AS_PATCH_LIST_SET, NULL}},
+    {"Pod", {"status.podIPs", AS_PATCH_LIST_MAP, K_IP}},
+    {"ServiceAccount", {"secrets", AS_PATCH_LIST_MAP, K_NAME}},
 };
 
 /* Where the PodSpec sits in each kind that embeds one. */
@@ -75,7 +77,7 @@ static const struct {
     {"PodTemplate", "template.spec"},
 };
 
-static lop_list_type_t find(const entry_t *t, size_t n, const char *path, const char *const **keys)
+static as_patch_list_type_t find(const entry_t *t, size_t n, const char *path, const char *const **keys)
 {
     for (size_t i = 0; i < n; i++) {
         if (strcmp(t[i].path, path) == 0) {
@@ -83,7 +85,7 @@ static lop_list_type_t find(const entry_t *t, size_t n, const char *path, const 
             return t[i].type;
         }
     }
-    return LOP_LIST_ATOMIC;
+    return AS_PATCH_LIST_ATOMIC;
 }
 
 /* If path starts with prefix followed by '.', return the rest, else NULL. */
@@ -94,13 +96,13 @@ static const char *under(const char *path, const char *prefix)
     return path + n + 1;
 }
 
-static lop_list_type_t podspec_type(const char *rel, const char *const **keys)
+static as_patch_list_type_t podspec_type(const char *rel, const char *const **keys)
 {
     static const char *const lists[] = {"containers", "initContainers", "ephemeralContainers"};
     for (size_t i = 0; i < 3; i++) {
         if (strcmp(rel, lists[i]) == 0) {
             if (keys) *keys = K_NAME;
-            return LOP_LIST_MAP;
+            return AS_PATCH_LIST_MAP;
         }
         const char *c = under(rel, lists[i]);
         if (c) return find(container, sizeof container / sizeof container[0], c, keys);
@@ -108,12 +110,12 @@ static lop_list_type_t podspec_type(const char *rel, const char *const **keys)
     return find(podspec, sizeof podspec / sizeof podspec[0], rel, keys);
 }
 
-lop_list_type_t lop_builtin_list_type(const char *kind, const char *path, const char *const **keys)
+as_patch_list_type_t as_patch_builtin_list_type(const char *kind, const char *path, const char *const **keys)
 {
     if (keys) *keys = NULL;
-    if (!path) return LOP_LIST_ATOMIC;
-    lop_list_type_t t = find(common, sizeof common / sizeof common[0], path, keys);
-    if (t != LOP_LIST_ATOMIC || !kind) return t;
+    if (!path) return AS_PATCH_LIST_ATOMIC;
+    as_patch_list_type_t t = find(common, sizeof common / sizeof common[0], path, keys);
+    if (t != AS_PATCH_LIST_ATOMIC || !kind) return t;
     for (size_t i = 0; i < sizeof by_kind / sizeof by_kind[0]; i++)
         if (strcmp(by_kind[i].kind, kind) == 0 && strcmp(by_kind[i].e.path, path) == 0) {
             if (keys) *keys = by_kind[i].e.keys;
@@ -124,10 +126,10 @@ lop_list_type_t lop_builtin_list_type(const char *kind, const char *path, const 
         const char *rel = under(path, podspec_roots[i].root);
         if (rel) return podspec_type(rel, keys);
     }
-    return LOP_LIST_ATOMIC;
+    return AS_PATCH_LIST_ATOMIC;
 }
 
-bool lop_builtin_api_version(const char *api_version)
+bool as_patch_builtin_api_version(const char *api_version)
 {
     static const char *const groups[] = {"apps",
                                          "batch",

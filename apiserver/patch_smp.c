@@ -208,11 +208,11 @@ static void merge_field(smp_t *s, json_t *out, const char *k, const json_t *v, c
             json_object_del(out, k);
     } else if (json_is_array(v)) {
         const char *const *keys = NULL;
-        lop_list_type_t lt = lop_builtin_list_type(s->kind, cp, &keys);
+        as_patch_list_type_t lt = as_patch_builtin_list_type(s->kind, cp, &keys);
         json_t *m = NULL;
-        if (lt == LOP_LIST_MAP)
+        if (lt == AS_PATCH_LIST_MAP)
             m = merge_list_map(s, json_is_array(cur) ? cur : NULL, v, keys[0], cp);
-        else if (lt == LOP_LIST_SET)
+        else if (lt == AS_PATCH_LIST_SET)
             m = merge_list_set(json_is_array(cur) ? cur : NULL, v);
         else
             m = json_deep_copy(v);
@@ -297,9 +297,9 @@ static json_t *merge_map(smp_t *s, const json_t *orig, const json_t *patch, cons
         if (!json_is_array(list)) continue;
         char *cp = child_path(path, field);
         const char *const *keys = NULL;
-        lop_list_type_t lt = lop_builtin_list_type(s->kind, cp, &keys);
+        as_patch_list_type_t lt = as_patch_builtin_list_type(s->kind, cp, &keys);
         free(cp);
-        json_object_set_new(out, field, apply_order(list, v, lt == LOP_LIST_MAP ? keys[0] : NULL));
+        json_object_set_new(out, field, apply_order(list, v, lt == AS_PATCH_LIST_MAP ? keys[0] : NULL));
     }
     if (s->failed) {
         json_decref(out);
@@ -308,8 +308,8 @@ static json_t *merge_map(smp_t *s, const json_t *orig, const json_t *patch, cons
     return out;
 }
 
-json_t *lop_strategic_merge_patch(const json_t *target, const json_t *patch, const char *api_version, const char *kind,
-                                  lop_err_t *err)
+json_t *as_patch_strategic(const json_t *target, const json_t *patch, const char *api_version, const char *kind,
+                           lop_err_t *err)
 {
     if (!json_is_object(patch)) {
         lop_err_set(err, LOP_EINVAL, 400, "BadRequest",
@@ -324,7 +324,7 @@ json_t *lop_strategic_merge_patch(const json_t *target, const json_t *patch, con
     return out;
 }
 
-int lop_strategic_merge_supported(const char *api_version, const char *kind)
+int as_patch_strategic_supported(const char *api_version, const char *kind)
 {
-    return kind && *kind && lop_builtin_api_version(api_version);
+    return kind && *kind && as_patch_builtin_api_version(api_version);
 }

@@ -22,10 +22,10 @@
 
 static char *dup_or_empty(const char *s) { return lop_xstrdup(s ? s : ""); }
 
-void lop_ssa_mgrs_free(lop_ssa_mgrs_t *ms)
+void as_ssa_mgrs_free(as_ssa_mgrs_t *ms)
 {
     for (size_t i = 0; i < ms->n; i++) {
-        lop_ssa_mgr_t *m = &ms->v[i];
+        as_ssa_mgr_t *m = &ms->v[i];
         free(m->manager);
         free(m->operation);
         free(m->api_version);
@@ -38,11 +38,11 @@ void lop_ssa_mgrs_free(lop_ssa_mgrs_t *ms)
     ms->n = 0;
 }
 
-static lop_ssa_mgr_t *mgrs_add(lop_ssa_mgrs_t *ms, const char *manager, const char *op, const char *api_version,
-                               const char *time, const char *sub, json_t *set)
+static as_ssa_mgr_t *mgrs_add(as_ssa_mgrs_t *ms, const char *manager, const char *op, const char *api_version,
+                              const char *time, const char *sub, json_t *set)
 {
     ms->v = lop_xrealloc(ms->v, (ms->n + 1) * sizeof *ms->v);
-    lop_ssa_mgr_t *m = &ms->v[ms->n++];
+    as_ssa_mgr_t *m = &ms->v[ms->n++];
     m->manager = dup_or_empty(manager);
     m->operation = dup_or_empty(op);
     m->api_version = dup_or_empty(api_version);
@@ -53,7 +53,7 @@ static lop_ssa_mgr_t *mgrs_add(lop_ssa_mgrs_t *ms, const char *manager, const ch
 }
 
 /* Decode managedFields (a JSON array); malformed entries are skipped. */
-static void mgrs_decode(lop_ssa_mgrs_t *ms, const json_t *mf)
+static void mgrs_decode(as_ssa_mgrs_t *ms, const json_t *mf)
 {
     ms->v = NULL;
     ms->n = 0;
@@ -64,7 +64,7 @@ static void mgrs_decode(lop_ssa_mgrs_t *ms, const json_t *mf)
         if (!json_is_object(e) || !op) continue;
         mgrs_add(ms, manager, op, json_string_value(json_object_get(e, "apiVersion")),
                  json_string_value(json_object_get(e, "time")), json_string_value(json_object_get(e, "subresource")),
-                 lop_fs_from_fieldsv1(json_object_get(e, "fieldsV1")));
+                 as_ssa_fs_from_fieldsv1(json_object_get(e, "fieldsV1")));
     }
 }
 
@@ -73,11 +73,11 @@ static const json_t *managed_fields_of(const json_t *obj)
     return json_object_get(json_object_get(obj, "metadata"), "managedFields");
 }
 
-static lop_ssa_mgr_t *mgrs_find(lop_ssa_mgrs_t *ms, const char *manager, const char *op, const char *api_version,
-                                const char *sub)
+static as_ssa_mgr_t *mgrs_find(as_ssa_mgrs_t *ms, const char *manager, const char *op, const char *api_version,
+                               const char *sub)
 {
     for (size_t i = 0; i < ms->n; i++) {
-        lop_ssa_mgr_t *m = &ms->v[i];
+        as_ssa_mgr_t *m = &ms->v[i];
         if (strcmp(m->manager, manager) != 0 || strcmp(m->operation, op) != 0 ||
             strcmp(m->subresource, sub ? sub : "") != 0)
             continue;
@@ -90,7 +90,7 @@ static lop_ssa_mgr_t *mgrs_find(lop_ssa_mgrs_t *ms, const char *manager, const c
 
 static int cmp_mgr(const void *a, const void *b)
 {
-    const lop_ssa_mgr_t *p = a, *q = b;
+    const as_ssa_mgr_t *p = a, *q = b;
     int c = strcmp(p->operation, q->operation);
     if (c) return c;
     int64_t tp = 0, tq = 0;
@@ -105,20 +105,20 @@ static int cmp_mgr(const void *a, const void *b)
 }
 
 /* Write the managers (empty ones dropped) to obj's metadata.managedFields. */
-static void mgrs_encode(lop_ssa_mgrs_t *ms, json_t *obj)
+static void mgrs_encode(as_ssa_mgrs_t *ms, json_t *obj)
 {
     if (ms->n > 1) qsort(ms->v, ms->n, sizeof *ms->v, cmp_mgr);
     json_t *arr = json_array();
     for (size_t i = 0; i < ms->n; i++) {
-        lop_ssa_mgr_t *m = &ms->v[i];
-        if (lop_fs_empty(m->set)) continue;
+        as_ssa_mgr_t *m = &ms->v[i];
+        if (as_ssa_fs_empty(m->set)) continue;
         json_t *e = json_object();
         json_object_set_new(e, "manager", json_string(m->manager));
         json_object_set_new(e, "operation", json_string(m->operation));
         json_object_set_new(e, "apiVersion", json_string(m->api_version));
         if (*m->time) json_object_set_new(e, "time", json_string(m->time));
         json_object_set_new(e, "fieldsType", json_string("FieldsV1"));
-        json_object_set_new(e, "fieldsV1", lop_fs_to_fieldsv1(m->set));
+        json_object_set_new(e, "fieldsV1", as_ssa_fs_to_fieldsv1(m->set));
         if (*m->subresource) json_object_set_new(e, "subresource", json_string(m->subresource));
         json_array_append_new(arr, e);
     }
@@ -135,7 +135,7 @@ static void mgrs_encode(lop_ssa_mgrs_t *ms, json_t *obj)
     }
 }
 
-static void set_time_now(lop_ssa_mgr_t *m, const lop_ssa_ctx_t *ctx)
+static void set_time_now(as_ssa_mgr_t *m, const as_ssa_ctx_t *ctx)
 {
     char buf[40];
     free(m->time);
@@ -153,7 +153,7 @@ static json_t *without_managed(const json_t *obj)
 /* ------------------------------------------------------------------------------------------ */
 /* Merging the applied configuration                                                          */
 
-static json_t *merge_value(const json_t *live, const json_t *cfg, const lop_fs_schema_t *sc, const char *path);
+static json_t *merge_value(const json_t *live, const json_t *cfg, const as_ssa_fs_schema_t *sc, const char *path);
 
 static bool keys_match(const json_t *a, const json_t *cfg, const char *const *keys)
 {
@@ -168,22 +168,22 @@ static bool keys_match(const json_t *a, const json_t *cfg, const char *const *ke
     return any;
 }
 
-static json_t *merge_list(const json_t *live, const json_t *cfg, const lop_fs_schema_t *sc, const char *path)
+static json_t *merge_list(const json_t *live, const json_t *cfg, const as_ssa_fs_schema_t *sc, const char *path)
 {
     const char *const *keys = NULL;
-    lop_list_type_t lt = sc->builtin ? lop_builtin_list_type(sc->kind, path, &keys) : LOP_LIST_ATOMIC;
-    if (lt == LOP_LIST_ATOMIC || !json_is_array(live)) return merge_value(NULL, cfg, sc, path);
+    as_patch_list_type_t lt = sc->builtin ? as_patch_builtin_list_type(sc->kind, path, &keys) : AS_PATCH_LIST_ATOMIC;
+    if (lt == AS_PATCH_LIST_ATOMIC || !json_is_array(live)) return merge_value(NULL, cfg, sc, path);
     json_t *out = json_deep_copy(live);
     for (size_t i = 0; i < json_array_size(cfg); i++) {
         const json_t *e = json_array_get(cfg, i);
         long at = -1;
         for (size_t j = 0; j < json_array_size(out) && at < 0; j++) {
             const json_t *o = json_array_get(out, j);
-            if (lt == LOP_LIST_SET ? json_equal((json_t *)o, (json_t *)e)
-                                   : (json_is_object(o) && json_is_object(e) && keys_match(o, e, keys)))
+            if (lt == AS_PATCH_LIST_SET ? json_equal((json_t *)o, (json_t *)e)
+                                        : (json_is_object(o) && json_is_object(e) && keys_match(o, e, keys)))
                 at = (long)j;
         }
-        if (at >= 0 && lt == LOP_LIST_SET) continue;
+        if (at >= 0 && lt == AS_PATCH_LIST_SET) continue;
         json_t *m = merge_value(at >= 0 ? json_array_get(out, (size_t)at) : NULL, e, sc, path);
         if (at >= 0)
             json_array_set_new(out, (size_t)at, m);
@@ -194,7 +194,7 @@ static json_t *merge_list(const json_t *live, const json_t *cfg, const lop_fs_sc
 }
 
 /* Merge cfg into live (NULL = absent): maps merge, lists follow the schema, nulls drop. */
-static json_t *merge_value(const json_t *live, const json_t *cfg, const lop_fs_schema_t *sc, const char *path)
+static json_t *merge_value(const json_t *live, const json_t *cfg, const as_ssa_fs_schema_t *sc, const char *path)
 {
     if (json_is_array(cfg)) {
         if (json_is_array(live)) return merge_list(live, cfg, sc, path);
@@ -241,7 +241,7 @@ static void protect_shared(json_t *prune, const json_t *others)
 /* ------------------------------------------------------------------------------------------ */
 /* Apply                                                                                      */
 
-static bool check_applied(const json_t *applied, const lop_ssa_ctx_t *ctx, lop_err_t *err)
+static bool check_applied(const json_t *applied, const as_ssa_ctx_t *ctx, lop_err_t *err)
 {
     if (!ctx || !ctx->manager || !*ctx->manager) {
         lop_err_set(err, LOP_EINVAL, 422, "Invalid",
@@ -266,13 +266,13 @@ static bool check_applied(const json_t *applied, const lop_ssa_ctx_t *ctx, lop_e
     return true;
 }
 
-json_t *lop_ssa_apply(const json_t *live, const json_t *applied, bool force, const lop_ssa_ctx_t *ctx,
-                      json_t **status_out, lop_err_t *err)
+json_t *as_ssa_apply(const json_t *live, const json_t *applied, bool force, const as_ssa_ctx_t *ctx,
+                     json_t **status_out, lop_err_t *err)
 {
     if (status_out) *status_out = NULL;
     if (!check_applied(applied, ctx, err)) return NULL;
     const char *only_top = ctx->subresource && *ctx->subresource ? ctx->subresource : NULL;
-    lop_fs_schema_t sc = {ctx->builtin, ctx->kind, false};
+    as_ssa_fs_schema_t sc = {ctx->builtin, ctx->kind, false};
 
     /* The configuration proper: no managedFields, and only the subresource's part. */
     json_t *cfg = json_deep_copy(applied);
@@ -286,28 +286,28 @@ json_t *lop_ssa_apply(const json_t *live, const json_t *applied, bool force, con
     }
     json_t *base = without_managed(live);
     json_t *merged = merge_value(base, cfg, &sc, "");
-    json_t *applied_set = lop_fs_of_object(cfg, &sc, only_top);
+    json_t *applied_set = as_ssa_fs_of_object(cfg, &sc, only_top);
     json_decref(cfg);
 
-    lop_ssa_mgrs_t ms;
+    as_ssa_mgrs_t ms;
     mgrs_decode(&ms, managed_fields_of(live));
-    lop_ssa_mgr_t *self = mgrs_find(&ms, ctx->manager, "Apply", NULL, ctx->subresource);
+    as_ssa_mgr_t *self = mgrs_find(&ms, ctx->manager, "Apply", NULL, ctx->subresource);
 
     /* Conflicts: fields other managers own whose value this apply changes. */
     json_t *conflicts = json_array();
     for (size_t i = 0; i < ms.n; i++) {
         if (&ms.v[i] == self) continue;
-        json_t *c = lop_fs_changed(ms.v[i].set, base, merged);
-        json_t *owned = lop_fs_intersect(c, applied_set);
+        json_t *c = as_ssa_fs_changed(ms.v[i].set, base, merged);
+        json_t *owned = as_ssa_fs_intersect(c, applied_set);
         json_decref(c);
-        if (!lop_fs_empty(owned)) {
+        if (!as_ssa_fs_empty(owned)) {
             json_array_append_new(conflicts, json_pack("{s:I,s:o}", "index", (json_int_t)i, "set", owned));
         } else {
             json_decref(owned);
         }
     }
     if (json_array_size(conflicts) && !force) {
-        json_t *st = lop_ssa_conflict_status(&ms, conflicts);
+        json_t *st = as_ssa_conflict_status(&ms, conflicts);
         lop_err_set(err, LOP_ECONFLICT, 409, "Conflict", "%s", json_string_value(json_object_get(st, "message")));
         if (status_out)
             *status_out = st;
@@ -317,13 +317,13 @@ json_t *lop_ssa_apply(const json_t *live, const json_t *applied, bool force, con
         json_decref(applied_set);
         json_decref(merged);
         json_decref(base);
-        lop_ssa_mgrs_free(&ms);
+        as_ssa_mgrs_free(&ms);
         return NULL;
     }
     for (size_t i = 0; i < json_array_size(conflicts); i++) { /* force: take ownership */
         const json_t *c = json_array_get(conflicts, i);
-        lop_ssa_mgr_t *m = &ms.v[json_integer_value(json_object_get(c, "index"))];
-        json_t *rest = lop_fs_diff(m->set, json_object_get(c, "set"));
+        as_ssa_mgr_t *m = &ms.v[json_integer_value(json_object_get(c, "index"))];
+        json_t *rest = as_ssa_fs_diff(m->set, json_object_get(c, "set"));
         json_decref(m->set);
         m->set = rest;
     }
@@ -340,14 +340,14 @@ json_t *lop_ssa_apply(const json_t *live, const json_t *applied, bool force, con
     json_t *others = json_object();
     for (size_t i = 0; i < ms.n; i++) {
         if (&ms.v[i] == self) continue;
-        json_t *u = lop_fs_union(others, ms.v[i].set);
+        json_t *u = as_ssa_fs_union(others, ms.v[i].set);
         json_decref(others);
         others = u;
     }
-    json_t *dropped = lop_fs_diff(prev, applied_set);
-    json_t *prune = lop_fs_diff(dropped, others);
+    json_t *dropped = as_ssa_fs_diff(prev, applied_set);
+    json_t *prune = as_ssa_fs_diff(dropped, others);
     protect_shared(prune, others);
-    lop_fs_remove(merged, prune);
+    as_ssa_fs_remove(merged, prune);
     json_decref(dropped);
     json_decref(prune);
     json_decref(others);
@@ -359,22 +359,22 @@ json_t *lop_ssa_apply(const json_t *live, const json_t *applied, bool force, con
     json_decref(base);
 
     mgrs_encode(&ms, merged);
-    lop_ssa_mgrs_free(&ms);
+    as_ssa_mgrs_free(&ms);
     return merged;
 }
 
 /* ------------------------------------------------------------------------------------------ */
 /* Update tracking                                                                            */
 
-void lop_ssa_track_update(const json_t *old, json_t *new_obj, const lop_ssa_ctx_t *ctx)
+void as_ssa_track_update(const json_t *old, json_t *new_obj, const as_ssa_ctx_t *ctx)
 {
     if (!json_is_object(new_obj) || !ctx) return;
     const char *manager = ctx->manager && *ctx->manager ? ctx->manager : "unknown";
     const char *only_top = ctx->subresource && *ctx->subresource ? ctx->subresource : NULL;
-    lop_fs_schema_t sc = {ctx->builtin, ctx->kind, true};
+    as_ssa_fs_schema_t sc = {ctx->builtin, ctx->kind, true};
 
     /* The request's managedFields win when it carries some ([{}] clears them); else keep old. */
-    lop_ssa_mgrs_t ms;
+    as_ssa_mgrs_t ms;
     const json_t *req_mf = managed_fields_of(new_obj);
     const json_t *old_mf = managed_fields_of(old);
     if (json_array_size(req_mf) > 0 && (!old_mf || !json_equal((json_t *)req_mf, (json_t *)old_mf)))
@@ -382,25 +382,25 @@ void lop_ssa_track_update(const json_t *old, json_t *new_obj, const lop_ssa_ctx_
     else
         mgrs_decode(&ms, managed_fields_of(old));
 
-    json_t *newset = lop_fs_of_object(new_obj, &sc, only_top);
-    json_t *oldset = lop_fs_of_object(old, &sc, only_top);
-    json_t *changed = lop_fs_changed(newset, old, new_obj);
-    json_t *removed = lop_fs_diff(oldset, newset);
+    json_t *newset = as_ssa_fs_of_object(new_obj, &sc, only_top);
+    json_t *oldset = as_ssa_fs_of_object(old, &sc, only_top);
+    json_t *changed = as_ssa_fs_changed(newset, old, new_obj);
+    json_t *removed = as_ssa_fs_diff(oldset, newset);
 
-    lop_ssa_mgr_t *self = mgrs_find(&ms, manager, "Update", ctx->api_version, ctx->subresource);
+    as_ssa_mgr_t *self = mgrs_find(&ms, manager, "Update", ctx->api_version, ctx->subresource);
     for (size_t i = 0; i < ms.n; i++) {
         if (&ms.v[i] == self) continue;
-        json_t *rest = lop_fs_diff(ms.v[i].set, changed);
+        json_t *rest = as_ssa_fs_diff(ms.v[i].set, changed);
         json_decref(ms.v[i].set);
         ms.v[i].set = rest;
     }
-    if (!self && !lop_fs_empty(changed))
+    if (!self && !as_ssa_fs_empty(changed))
         self = mgrs_add(&ms, manager, "Update", ctx->api_version, NULL, ctx->subresource, NULL);
     if (self) {
-        json_t *u = lop_fs_union(self->set, changed);
-        json_t *next = lop_fs_diff(u, removed);
+        json_t *u = as_ssa_fs_union(self->set, changed);
+        json_t *next = as_ssa_fs_diff(u, removed);
         json_decref(u);
-        if (!json_equal(next, self->set) || !lop_fs_empty(changed)) set_time_now(self, ctx);
+        if (!json_equal(next, self->set) || !as_ssa_fs_empty(changed)) set_time_now(self, ctx);
         json_decref(self->set);
         self->set = next;
     }
@@ -409,5 +409,5 @@ void lop_ssa_track_update(const json_t *old, json_t *new_obj, const lop_ssa_ctx_
     json_decref(changed);
     json_decref(removed);
     mgrs_encode(&ms, new_obj);
-    lop_ssa_mgrs_free(&ms);
+    as_ssa_mgrs_free(&ms);
 }

@@ -18,14 +18,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-typedef struct lop_ssa_ctx {
+typedef struct as_ssa_ctx {
     const char *manager;     /* field manager name (required for apply) */
     const char *api_version; /* apiVersion recorded in the managedFields entry */
     const char *subresource; /* NULL or "status" */
     int64_t now_wall_ns;     /* for the entry's time (metav1.Time) */
     bool builtin;            /* true: built-in kind (associative lists by merge key) */
     const char *kind;
-} lop_ssa_ctx_t;
+} as_ssa_ctx_t;
 
 /*
  * Apply `applied` (the request body: apiVersion, kind, metadata.name, the fields the manager
@@ -37,18 +37,18 @@ typedef struct lop_ssa_ctx {
  * FieldManagerConflict entries and messages formatted as §G.13). *status_out is NULL otherwise.
  * Other failures: NULL with err (422 / 400).
  */
-json_t *lop_ssa_apply(const json_t *live, const json_t *applied, bool force, const lop_ssa_ctx_t *ctx,
-                      json_t **status_out, lop_err_t *err);
+json_t *as_ssa_apply(const json_t *live, const json_t *applied, bool force, const as_ssa_ctx_t *ctx,
+                     json_t **status_out, lop_err_t *err);
 
 /*
  * Record a non-apply write (create, update, patch) by ctx->manager (operation "Update"):
  * the fields that changed between old (NULL on create) and new_obj become owned by the manager
  * and are removed from other managers' sets. Modifies new_obj's metadata.managedFields in place.
  */
-void lop_ssa_track_update(const json_t *old, json_t *new_obj, const lop_ssa_ctx_t *ctx);
+void as_ssa_track_update(const json_t *old, json_t *new_obj, const as_ssa_ctx_t *ctx);
 
 /* The default manager name for a request without ?fieldManager=: the User-Agent up to the first
  * '/', non-printables dropped, truncated to 128 (C.15). Returns a malloc'd string. */
-char *lop_ssa_manager_from_user_agent(const char *user_agent);
+char *as_ssa_manager_from_user_agent(const char *user_agent);
 
 #endif

@@ -13,7 +13,7 @@
 
 static void put_qstr(lop_buf_t *b, const char *s) { lop_buf_json_str(b, s, strlen(s)); }
 
-char *lop_ssa_print_manager(const lop_ssa_mgr_t *m)
+char *as_ssa_print_manager(const as_ssa_mgr_t *m)
 {
     lop_buf_t b = LOP_BUF_INIT;
     put_qstr(&b, m->manager);
@@ -29,7 +29,7 @@ char *lop_ssa_print_manager(const lop_ssa_mgr_t *m)
 }
 
 /* The identity the API server sorts managers by: the JSON of the entry without time/fields. */
-static char *identifier(const lop_ssa_mgr_t *m)
+static char *identifier(const as_ssa_mgr_t *m)
 {
     lop_buf_t b = LOP_BUF_INIT;
     lop_buf_puts(&b, "{\"manager\":");
@@ -59,18 +59,18 @@ static int cmp_group(const void *a, const void *b)
     return strcmp(((const group_t *)a)->id, ((const group_t *)b)->id);
 }
 
-json_t *lop_ssa_conflict_status(const lop_ssa_mgrs_t *ms, const json_t *conflicts)
+json_t *as_ssa_conflict_status(const as_ssa_mgrs_t *ms, const json_t *conflicts)
 {
     size_t ng = json_array_size(conflicts), total = 0;
     group_t *g = lop_xcalloc(ng ? ng : 1, sizeof *g);
     for (size_t i = 0; i < ng; i++) {
         const json_t *c = json_array_get(conflicts, i);
         json_int_t idx = json_integer_value(json_object_get(c, "index"));
-        const lop_ssa_mgr_t *m = &ms->v[idx];
+        const as_ssa_mgr_t *m = &ms->v[idx];
         g[i].id = identifier(m);
-        g[i].printed = lop_ssa_print_manager(m);
+        g[i].printed = as_ssa_print_manager(m);
         g[i].paths = json_array();
-        lop_fs_paths(json_object_get(c, "set"), g[i].paths);
+        as_ssa_fs_paths(json_object_get(c, "set"), g[i].paths);
         total += json_array_size(g[i].paths);
     }
     qsort(g, ng, sizeof *g, cmp_group);
@@ -139,7 +139,7 @@ static bool printable(uint32_t c)
     return true;
 }
 
-char *lop_ssa_manager_from_user_agent(const char *ua)
+char *as_ssa_manager_from_user_agent(const char *ua)
 {
     lop_buf_t b = LOP_BUF_INIT;
     lop_buf_puts(&b, "");

@@ -21,7 +21,7 @@ static json_t *member_leaf(void)
     return n;
 }
 
-json_t *lop_fs_from_fieldsv1(const json_t *f)
+json_t *as_ssa_fs_from_fieldsv1(const json_t *f)
 {
     json_t *out = json_object();
     if (!json_is_object(f)) return out;
@@ -37,7 +37,7 @@ json_t *lop_fs_from_fieldsv1(const json_t *f)
             json_object_set_new(out, ".", json_object());
             continue;
         }
-        json_t *c = lop_fs_from_fieldsv1(v);
+        json_t *c = as_ssa_fs_from_fieldsv1(v);
         if (json_object_size(c))
             json_object_set_new(out, k, c);
         else
@@ -46,7 +46,7 @@ json_t *lop_fs_from_fieldsv1(const json_t *f)
     return out;
 }
 
-json_t *lop_fs_to_fieldsv1(const json_t *s)
+json_t *as_ssa_fs_to_fieldsv1(const json_t *s)
 {
     json_t *out = json_object();
     const char *k;
@@ -55,16 +55,16 @@ json_t *lop_fs_to_fieldsv1(const json_t *s)
     json_object_foreach((json_t *)s, k, v)
     {
         if (strcmp(k, ".") == 0) continue;
-        json_object_set_new(out, k, lop_fs_to_fieldsv1(v));
+        json_object_set_new(out, k, as_ssa_fs_to_fieldsv1(v));
         children++;
     }
     if (children && is_member(s)) json_object_set_new(out, ".", json_object());
     return out;
 }
 
-bool lop_fs_empty(const json_t *s) { return !s || json_object_size(s) == 0; }
+bool as_ssa_fs_empty(const json_t *s) { return !s || json_object_size(s) == 0; }
 
-json_t *lop_fs_union(const json_t *a, const json_t *b)
+json_t *as_ssa_fs_union(const json_t *a, const json_t *b)
 {
     json_t *out = a ? json_deep_copy(a) : json_object();
     const char *k;
@@ -75,7 +75,7 @@ json_t *lop_fs_union(const json_t *a, const json_t *b)
             json_object_set_new(out, ".", json_object());
             continue;
         }
-        json_object_set_new(out, k, lop_fs_union(json_object_get(out, k), v));
+        json_object_set_new(out, k, as_ssa_fs_union(json_object_get(out, k), v));
     }
     return out;
 }
@@ -108,9 +108,9 @@ static json_t *combine(const json_t *a, const json_t *b, char op)
     return out;
 }
 
-json_t *lop_fs_diff(const json_t *a, const json_t *b) { return combine(a, b, 'd'); }
+json_t *as_ssa_fs_diff(const json_t *a, const json_t *b) { return combine(a, b, 'd'); }
 
-json_t *lop_fs_intersect(const json_t *a, const json_t *b) { return combine(a, b, 'i'); }
+json_t *as_ssa_fs_intersect(const json_t *a, const json_t *b) { return combine(a, b, 'i'); }
 
 /* ------------------------------------------------------------------------------------------ */
 /* Field sets of objects                                                                      */
@@ -160,10 +160,10 @@ static char *item_key(const json_t *elem, const char *const *keys)
     return s;
 }
 
-static json_t *fs_of_map(const json_t *obj, const lop_fs_schema_t *sc, const char *path, const char *only_top);
+static json_t *fs_of_map(const json_t *obj, const as_ssa_fs_schema_t *sc, const char *path, const char *only_top);
 
 /* Built-in fields that are string maps (not structs): an Update that creates one owns it too. */
-static bool is_builtin_map(const lop_fs_schema_t *sc, const char *path)
+static bool is_builtin_map(const as_ssa_fs_schema_t *sc, const char *path)
 {
     static const char *const names[] = {"labels",      "annotations",  "data",   "binaryData", "stringData",
                                         "matchLabels", "nodeSelector", "limits", "requests"};
@@ -176,7 +176,7 @@ static bool is_builtin_map(const lop_fs_schema_t *sc, const char *path)
            (strcmp(sc->kind, "Service") == 0 || strcmp(sc->kind, "ReplicationController") == 0);
 }
 
-static json_t *fs_of_value(const json_t *v, const lop_fs_schema_t *sc, const char *path)
+static json_t *fs_of_value(const json_t *v, const as_ssa_fs_schema_t *sc, const char *path)
 {
     if (json_is_object(v)) {
         if (json_object_size(v) == 0) return member_leaf(); /* {} is a value of its own */
@@ -186,13 +186,13 @@ static json_t *fs_of_value(const json_t *v, const lop_fs_schema_t *sc, const cha
     }
     if (!json_is_array(v) || json_array_size(v) == 0 || !sc->builtin) return member_leaf();
     const char *const *keys = NULL;
-    lop_list_type_t lt = lop_builtin_list_type(sc->kind, path, &keys);
-    if (lt == LOP_LIST_ATOMIC) return member_leaf();
+    as_patch_list_type_t lt = as_patch_builtin_list_type(sc->kind, path, &keys);
+    if (lt == AS_PATCH_LIST_ATOMIC) return member_leaf();
     json_t *node = json_object();
     for (size_t i = 0; i < json_array_size(v); i++) {
         const json_t *e = json_array_get(v, i);
         char *key = NULL;
-        if (lt == LOP_LIST_MAP)
+        if (lt == AS_PATCH_LIST_MAP)
             key = item_key(e, keys);
         else if (!json_is_object(e) && !json_is_array(e))
             key = prefixed("v:", e);
@@ -200,7 +200,7 @@ static json_t *fs_of_value(const json_t *v, const lop_fs_schema_t *sc, const cha
             json_decref(node);
             return member_leaf();
         }
-        json_t *item = lt == LOP_LIST_MAP ? fs_of_map(e, sc, path, NULL) : json_object();
+        json_t *item = lt == AS_PATCH_LIST_MAP ? fs_of_map(e, sc, path, NULL) : json_object();
         json_object_set_new(item, ".", json_object());
         json_object_set_new(node, key, item);
         free(key);
@@ -208,7 +208,7 @@ static json_t *fs_of_value(const json_t *v, const lop_fs_schema_t *sc, const cha
     return node;
 }
 
-static json_t *fs_of_map(const json_t *obj, const lop_fs_schema_t *sc, const char *path, const char *only_top)
+static json_t *fs_of_map(const json_t *obj, const as_ssa_fs_schema_t *sc, const char *path, const char *only_top)
 {
     json_t *out = json_object();
     const char *k;
@@ -233,7 +233,7 @@ static json_t *fs_of_map(const json_t *obj, const lop_fs_schema_t *sc, const cha
     return out;
 }
 
-json_t *lop_fs_of_object(const json_t *obj, const lop_fs_schema_t *sc, const char *only_top)
+json_t *as_ssa_fs_of_object(const json_t *obj, const as_ssa_fs_schema_t *sc, const char *only_top)
 {
     if (!json_is_object(obj)) return json_object();
     return fs_of_map(obj, sc, "", only_top);
@@ -289,7 +289,7 @@ static bool same_value(const json_t *a, const json_t *b)
     return json_equal((json_t *)a, (json_t *)b);
 }
 
-json_t *lop_fs_changed(const json_t *set, const json_t *a, const json_t *b)
+json_t *as_ssa_fs_changed(const json_t *set, const json_t *a, const json_t *b)
 {
     json_t *out = json_object();
     const char *k;
@@ -303,7 +303,7 @@ json_t *lop_fs_changed(const json_t *set, const json_t *a, const json_t *b)
         if (leaf) {
             c = same_value(va, vb) ? json_object() : member_leaf();
         } else {
-            c = lop_fs_changed(child, va, vb);
+            c = as_ssa_fs_changed(child, va, vb);
             if (is_member(child) && (va == NULL) != (vb == NULL)) json_object_set_new(c, ".", json_object());
         }
         if (json_object_size(c))
@@ -314,7 +314,7 @@ json_t *lop_fs_changed(const json_t *set, const json_t *a, const json_t *b)
     return out;
 }
 
-void lop_fs_remove(json_t *obj, const json_t *set)
+void as_ssa_fs_remove(json_t *obj, const json_t *set)
 {
     const char *k;
     json_t *child;
@@ -331,7 +331,7 @@ void lop_fs_remove(json_t *obj, const json_t *set)
             continue;
         }
         json_t *v = (json_t *)resolve(obj, k);
-        if (v) lop_fs_remove(v, child);
+        if (v) as_ssa_fs_remove(v, child);
     }
 }
 
@@ -397,7 +397,7 @@ static void paths_rec(const json_t *set, lop_buf_t *prefix, json_t *out)
     free(keys);
 }
 
-void lop_fs_paths(const json_t *set, json_t *out)
+void as_ssa_fs_paths(const json_t *set, json_t *out)
 {
     lop_buf_t prefix = LOP_BUF_INIT;
     lop_buf_puts(&prefix, "");

@@ -9,24 +9,24 @@
 #include <jansson.h>
 #include <stddef.h>
 
-typedef struct lop_ssa_mgr {
+typedef struct as_ssa_mgr {
     char *manager, *operation, *api_version, *time, *subresource; /* "" when absent */
     json_t *set;                                                  /* ssa_fieldset.h form */
-} lop_ssa_mgr_t;
+} as_ssa_mgr_t;
 
-typedef struct lop_ssa_mgrs {
-    lop_ssa_mgr_t *v;
+typedef struct as_ssa_mgrs {
+    as_ssa_mgr_t *v;
     size_t n;
-} lop_ssa_mgrs_t;
+} as_ssa_mgrs_t;
 
-void lop_ssa_mgrs_free(lop_ssa_mgrs_t *ms);
+void as_ssa_mgrs_free(as_ssa_mgrs_t *ms);
 
 /* The manager as the API server prints it in conflicts: "name" [with subresource "s"]
  * [using <apiVersion> at <time>] (the last part for Update managers). Malloc'd. */
-char *lop_ssa_print_manager(const lop_ssa_mgr_t *m);
+char *as_ssa_print_manager(const as_ssa_mgr_t *m);
 
 /* Build the 409 metav1.Status for conflicts: an array of {"index": manager index in ms,
  * "set": conflicting members}. Returns a new reference. */
-json_t *lop_ssa_conflict_status(const lop_ssa_mgrs_t *ms, const json_t *conflicts);
+json_t *as_ssa_conflict_status(const as_ssa_mgrs_t *ms, const json_t *conflicts);
 
 #endif

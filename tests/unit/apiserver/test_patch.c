@@ -55,7 +55,7 @@ static void test_merge_patch_rfc7386_table(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         json_t *t = J(cases[i].target), *p = J(cases[i].patch);
         char *before = json_dumps(t, JSON_ENCODE_ANY | JSON_SORT_KEYS);
-        if (!same(lop_merge_patch(t, p), cases[i].want)) {
+        if (!same(as_patch_merge(t, p), cases[i].want)) {
             fprintf(stderr, "merge case %zu\n", i);
             T_CHECK(0);
         }
@@ -116,7 +116,7 @@ static void test_json_patch_rfc6902_table(void)
         json_t *t = J(ok[i].target), *p = J(ok[i].patch);
         lop_err_t err;
         lop_err_clear(&err);
-        if (!same(lop_json_patch(t, p, &err), ok[i].want)) {
+        if (!same(as_patch_json(t, p, &err), ok[i].want)) {
             fprintf(stderr, "json patch case %zu: %s\n", i, err.message);
             T_CHECK(0);
         }
@@ -155,7 +155,7 @@ static void test_json_patch_failures(void)
         json_t *t = J(bad[i].target), *p = J(bad[i].patch);
         lop_err_t err;
         lop_err_clear(&err);
-        json_t *r = lop_json_patch(t, p, &err);
+        json_t *r = as_patch_json(t, p, &err);
         if (r || err.code != bad[i].code) fprintf(stderr, "bad json patch case %zu\n", i);
         T_CHECK(r == NULL);
         T_EQ_INT(err.code, bad[i].code);
@@ -172,7 +172,7 @@ static void test_json_patch_failures(void)
     json_t *t = J("{\"a\":1}");
     json_t *p = J("[{\"op\":\"add\",\"path\":\"/b\",\"value\":2},{\"op\":\"test\",\"path\":\"/a\","
                   "\"value\":9}]");
-    T_CHECK(lop_json_patch(t, p, NULL) == NULL);
+    T_CHECK(as_patch_json(t, p, NULL) == NULL);
     T_CHECK(same(json_incref(t), "{\"a\":1}"));
     json_decref(t);
     json_decref(p);
@@ -185,11 +185,11 @@ static void test_json_patch_too_many_ops(void)
         json_array_append_new(ops, json_pack("{s:s,s:s,s:i}", "op", "add", "path", "/a", "value", i));
     json_t *t = json_object();
     lop_err_t err;
-    T_CHECK(lop_json_patch(t, ops, &err) == NULL);
+    T_CHECK(as_patch_json(t, ops, &err) == NULL);
     T_EQ_INT(err.code, 413);
     T_EQ_STR(err.reason, "RequestEntityTooLarge");
     json_array_remove(ops, 0); /* exactly 10000 is allowed */
-    T_CHECK(same(lop_json_patch(t, ops, &err), "{\"a\":10000}"));
+    T_CHECK(same(as_patch_json(t, ops, &err), "{\"a\":10000}"));
     json_decref(ops);
     json_decref(t);
 }
@@ -202,7 +202,7 @@ static void smp_case(const char *kind, const char *target, const char *patch, co
     lop_err_t err;
     lop_err_clear(&err);
     const char *av = strcmp(kind, "Deployment") == 0 ? "apps/v1" : "v1";
-    if (!same(lop_strategic_merge_patch(t, p, av, kind, &err), want)) {
+    if (!same(as_patch_strategic(t, p, av, kind, &err), want)) {
         fprintf(stderr, "smp %s: %s (%s)\n", kind, patch, err.message);
         T_CHECK(0);
     }
@@ -299,26 +299,26 @@ static void test_smp_errors_and_support(void)
     lop_err_t err;
     json_t *t = J("{\"spec\":{\"containers\":[{\"name\":\"a\"}]}}");
     json_t *p = J("{\"spec\":{\"containers\":[{\"image\":\"x\"}]}}");
-    T_CHECK(lop_strategic_merge_patch(t, p, "v1", "Pod", &err) == NULL);
+    T_CHECK(as_patch_strategic(t, p, "v1", "Pod", &err) == NULL);
     T_EQ_INT(err.code, 400);
     T_CHECK(strstr(err.message, "merge key: name") != NULL);
     json_decref(p);
     p = J("{\"metadata\":{\"$patch\":\"bogus\"}}");
-    T_CHECK(lop_strategic_merge_patch(t, p, "v1", "Pod", &err) == NULL);
+    T_CHECK(as_patch_strategic(t, p, "v1", "Pod", &err) == NULL);
     T_EQ_INT(err.code, 400);
     json_decref(p);
     p = J("[1]");
-    T_CHECK(lop_strategic_merge_patch(t, p, "v1", "Pod", &err) == NULL);
+    T_CHECK(as_patch_strategic(t, p, "v1", "Pod", &err) == NULL);
     T_EQ_INT(err.code, 400);
     json_decref(p);
     json_decref(t);
 
-    T_CHECK(lop_strategic_merge_supported("v1", "ConfigMap"));
-    T_CHECK(lop_strategic_merge_supported("apps/v1", "Deployment"));
-    T_CHECK(lop_strategic_merge_supported("coordination.k8s.io/v1", "Lease"));
-    T_CHECK(!lop_strategic_merge_supported("example.com/v1", "Widget"));
-    T_CHECK(!lop_strategic_merge_supported("v2", "Foo"));
-    T_CHECK(!lop_strategic_merge_supported(NULL, "Foo"));
+    T_CHECK(as_patch_strategic_supported("v1", "ConfigMap"));
+    T_CHECK(as_patch_strategic_supported("apps/v1", "Deployment"));
+    T_CHECK(as_patch_strategic_supported("coordination.k8s.io/v1", "Lease"));
+    T_CHECK(!as_patch_strategic_supported("example.com/v1", "Widget"));
+    T_CHECK(!as_patch_strategic_supported("v2", "Foo"));
+    T_CHECK(!as_patch_strategic_supported(NULL, "Foo"));
 }
 
 /* Malformed directives and shapes fail with 400 or are ignored, never crash. */
@@ -341,7 +341,7 @@ static void test_smp_malformed_inputs(void)
         json_t *p = J(patches[i]);
         lop_err_t err;
         lop_err_clear(&err);
-        json_t *r = lop_strategic_merge_patch(t, p, "v1", "Pod", &err);
+        json_t *r = as_patch_strategic(t, p, "v1", "Pod", &err);
         T_CHECK(r != NULL || err.code == 400);
         json_decref(r);
         json_decref(p);
@@ -349,7 +349,7 @@ static void test_smp_malformed_inputs(void)
     /* a non-object target is treated as empty */
     json_t *p = J("{\"a\":1}");
     json_t *arr = J("[1]");
-    T_CHECK(same(lop_strategic_merge_patch(arr, p, "v1", "ConfigMap", NULL), "{\"a\":1}"));
+    T_CHECK(same(as_patch_strategic(arr, p, "v1", "ConfigMap", NULL), "{\"a\":1}"));
     json_decref(arr);
     json_decref(p);
     json_decref(t);

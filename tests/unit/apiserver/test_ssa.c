@@ -28,9 +28,9 @@ static bool json_is(const json_t *v, const char *want)
     return ok;
 }
 
-static lop_ssa_ctx_t cm_ctx(const char *manager, int64_t now)
+static as_ssa_ctx_t cm_ctx(const char *manager, int64_t now)
 {
-    lop_ssa_ctx_t c = {manager, "v1", NULL, now, true, "ConfigMap"};
+    as_ssa_ctx_t c = {manager, "v1", NULL, now, true, "ConfigMap"};
     return c;
 }
 
@@ -40,11 +40,11 @@ static lop_ssa_ctx_t cm_ctx(const char *manager, int64_t now)
 static json_t *apply(json_t *live, const char *cfg, const char *manager, bool force, int64_t now, json_t **status)
 {
     json_t *c = J(cfg);
-    lop_ssa_ctx_t ctx = cm_ctx(manager, now);
+    as_ssa_ctx_t ctx = cm_ctx(manager, now);
     lop_err_t err;
     lop_err_clear(&err);
     json_t *st = NULL;
-    json_t *out = lop_ssa_apply(live, c, force, &ctx, &st, &err);
+    json_t *out = as_ssa_apply(live, c, force, &ctx, &st, &err);
     json_decref(c);
     if (status)
         *status = st;
@@ -139,8 +139,8 @@ static void test_removing_field_from_config_deletes_it(void)
 static void test_update_then_apply_conflict_names_update_manager(void)
 {
     json_t *o = J(CM("{\"x\":\"1\"}"));
-    lop_ssa_ctx_t ctx = cm_ctx("kubectl-edit", T0);
-    lop_ssa_track_update(NULL, o, &ctx);
+    as_ssa_ctx_t ctx = cm_ctx("kubectl-edit", T0);
+    as_ssa_track_update(NULL, o, &ctx);
     T_CHECK(json_is(mf(o), "[{\"manager\":\"kubectl-edit\",\"operation\":\"Update\",\"apiVersion\":"
                            "\"v1\",\"time\":\"2025-03-01T10:00:00Z\",\"fieldsType\":\"FieldsV1\","
                            "\"fieldsV1\":{\"f:data\":{\".\":{},\"f:x\":{}}}}]"));
@@ -174,17 +174,17 @@ static void test_multi_conflict_message(void)
 
 static void test_builtin_associative_lists(void)
 {
-    lop_ssa_ctx_t a = {"a", "apps/v1", NULL, T0, true, "Deployment"};
-    lop_ssa_ctx_t b = {"b", "apps/v1", NULL, T0, true, "Deployment"};
+    as_ssa_ctx_t a = {"a", "apps/v1", NULL, T0, true, "Deployment"};
+    as_ssa_ctx_t b = {"b", "apps/v1", NULL, T0, true, "Deployment"};
     json_t *cfg = J(DEP("[{\"name\":\"app\",\"image\":\"app:1\"}]"));
-    json_t *o = lop_ssa_apply(NULL, cfg, false, &a, NULL, NULL);
+    json_t *o = as_ssa_apply(NULL, cfg, false, &a, NULL, NULL);
     json_decref(cfg);
     T_CHECK(json_is(json_object_get(json_array_get(mf(o), 0), "fieldsV1"),
                     "{\"f:spec\":{\"f:template\":{\"f:spec\":{\"f:containers\":{"
                     "\"k:{\\\"name\\\":\\\"app\\\"}\":{\".\":{},\"f:image\":{},\"f:name\":{}}}}}}}"));
     /* another manager adds a sidecar: no conflict, both containers kept */
     cfg = J(DEP("[{\"name\":\"side\",\"image\":\"side:1\"}]"));
-    json_t *o2 = lop_ssa_apply(o, cfg, false, &b, NULL, NULL);
+    json_t *o2 = as_ssa_apply(o, cfg, false, &b, NULL, NULL);
     json_decref(cfg);
     T_CHECK(o2 != NULL);
     json_t *cs = json_object_get(json_object_get(json_object_get(json_object_get(o2, "spec"), "template"), "spec"),
@@ -193,14 +193,14 @@ static void test_builtin_associative_lists(void)
     /* b changing app's image conflicts on the keyed path */
     json_t *st = NULL;
     cfg = J(DEP("[{\"name\":\"side\",\"image\":\"side:1\"},{\"name\":\"app\",\"image\":\"app:2\"}]"));
-    T_CHECK(lop_ssa_apply(o2, cfg, false, &b, &st, NULL) == NULL);
+    T_CHECK(as_ssa_apply(o2, cfg, false, &b, &st, NULL) == NULL);
     json_decref(cfg);
     T_EQ_STR(json_string_value(json_object_get(st, "message")), "Apply failed with 1 conflict: conflict with \"a\": "
                                                                 ".spec.template.spec.containers[name=\"app\"].image");
     json_decref(st);
     /* a drops its container: it goes, the sidecar stays */
     cfg = J(DEP("[]"));
-    json_t *o3 = lop_ssa_apply(o2, cfg, false, &a, NULL, NULL);
+    json_t *o3 = as_ssa_apply(o2, cfg, false, &a, NULL, NULL);
     json_decref(cfg);
     cs = json_object_get(json_object_get(json_object_get(json_object_get(o3, "spec"), "template"), "spec"),
                          "containers");
@@ -213,21 +213,21 @@ static void test_builtin_associative_lists(void)
 
 static void test_custom_resource_lists_are_atomic(void)
 {
-    lop_ssa_ctx_t a = {"a", "example.com/v1", NULL, T0, false, "Widget"};
-    lop_ssa_ctx_t b = {"b", "example.com/v1", NULL, T0, false, "Widget"};
+    as_ssa_ctx_t a = {"a", "example.com/v1", NULL, T0, false, "Widget"};
+    as_ssa_ctx_t b = {"b", "example.com/v1", NULL, T0, false, "Widget"};
     json_t *cfg = J("{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":"
                     "\"w\"},\"spec\":{\"items\":[{\"name\":\"x\"}],\"size\":1}}");
-    json_t *o = lop_ssa_apply(NULL, cfg, false, &a, NULL, NULL);
+    json_t *o = as_ssa_apply(NULL, cfg, false, &a, NULL, NULL);
     json_decref(cfg);
     T_CHECK(
         json_is(json_object_get(json_array_get(mf(o), 0), "fieldsV1"), "{\"f:spec\":{\"f:items\":{},\"f:size\":{}}}"));
     cfg = J("{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"w\"},"
             "\"spec\":{\"items\":[{\"name\":\"y\"}]}}");
     json_t *st = NULL;
-    T_CHECK(lop_ssa_apply(o, cfg, false, &b, &st, NULL) == NULL);
+    T_CHECK(as_ssa_apply(o, cfg, false, &b, &st, NULL) == NULL);
     T_CHECK(strstr(json_string_value(json_object_get(st, "message")), ": .spec.items") != NULL);
     json_decref(st);
-    json_t *o2 = lop_ssa_apply(o, cfg, true, &b, NULL, NULL);
+    json_t *o2 = as_ssa_apply(o, cfg, true, &b, NULL, NULL);
     T_CHECK(json_is(json_object_get(o2, "spec"), "{\"items\":[{\"name\":\"y\"}],\"size\":1}"));
     json_decref(cfg);
     json_decref(o);
@@ -240,14 +240,14 @@ static void test_status_subresource_manager_printing(void)
                     "\"w\"},\"status\":{\"phase\":\"A\"}}");
     json_t *o = json_deep_copy(old);
     json_object_set_new(json_object_get(o, "status"), "phase", json_string("B"));
-    lop_ssa_ctx_t u = {"ctl", "example.com/v1", "status", T0, false, "Widget"};
-    lop_ssa_track_update(old, o, &u);
+    as_ssa_ctx_t u = {"ctl", "example.com/v1", "status", T0, false, "Widget"};
+    as_ssa_track_update(old, o, &u);
     T_EQ_STR(json_string_value(json_object_get(json_array_get(mf(o), 0), "subresource")), "status");
-    lop_ssa_ctx_t a = {"op", "example.com/v1", "status", T0, false, "Widget"};
+    as_ssa_ctx_t a = {"op", "example.com/v1", "status", T0, false, "Widget"};
     json_t *cfg = J("{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":"
                     "\"w\"},\"status\":{\"phase\":\"C\"}}");
     json_t *st = NULL;
-    T_CHECK(lop_ssa_apply(o, cfg, false, &a, &st, NULL) == NULL);
+    T_CHECK(as_ssa_apply(o, cfg, false, &a, &st, NULL) == NULL);
     T_EQ_STR(json_string_value(json_object_get(st, "message")),
              "Apply failed with 1 conflict: conflict with \"ctl\" with subresource \"status\" using "
              "example.com/v1 at 2025-03-01T10:00:00Z: .status.phase");
@@ -262,8 +262,8 @@ static void test_track_update_moves_ownership(void)
     json_t *o = apply(NULL, CM("{\"x\":\"1\",\"y\":\"1\"}"), "a", false, T0, NULL);
     json_t *n = json_deep_copy(o);
     json_object_set_new(json_object_get(n, "data"), "x", json_string("2"));
-    lop_ssa_ctx_t ctx = cm_ctx("editor", T0 + LOP_NS_PER_S);
-    lop_ssa_track_update(o, n, &ctx);
+    as_ssa_ctx_t ctx = cm_ctx("editor", T0 + LOP_NS_PER_S);
+    as_ssa_track_update(o, n, &ctx);
     T_CHECK(json_is(mf(n), "[{\"manager\":\"a\",\"operation\":\"Apply\",\"apiVersion\":\"v1\","
                            "\"time\":\"2025-03-01T10:00:00Z\",\"fieldsType\":\"FieldsV1\","
                            "\"fieldsV1\":{\"f:data\":{\"f:y\":{}}}},"
@@ -272,8 +272,8 @@ static void test_track_update_moves_ownership(void)
                            "\"fieldsV1\":{\"f:data\":{\"f:x\":{}}}}]"));
     /* a no-op update adds nothing and changes nothing */
     json_t *n2 = json_deep_copy(n);
-    lop_ssa_ctx_t ctx2 = cm_ctx("other", T0 + 2 * LOP_NS_PER_S);
-    lop_ssa_track_update(n, n2, &ctx2);
+    as_ssa_ctx_t ctx2 = cm_ctx("other", T0 + 2 * LOP_NS_PER_S);
+    as_ssa_track_update(n, n2, &ctx2);
     T_CHECK(json_equal(n, n2));
     json_decref(o);
     json_decref(n);
@@ -286,14 +286,14 @@ static void test_update_owns_added_maps(void)
     json_t *old = J(CM("{\"x\":\"1\"}"));
     json_t *n = J("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cm\","
                   "\"labels\":{\"app\":\"a\"}},\"data\":{\"x\":\"1\"}}");
-    lop_ssa_ctx_t ctx = cm_ctx("ctl", T0);
-    lop_ssa_track_update(old, n, &ctx);
+    as_ssa_ctx_t ctx = cm_ctx("ctl", T0);
+    as_ssa_track_update(old, n, &ctx);
     T_CHECK(json_is(json_object_get(json_array_get(mf(n), 0), "fieldsV1"),
                     "{\"f:metadata\":{\"f:labels\":{\".\":{},\"f:app\":{}}}}"));
     /* removing the label drops it from the manager's set; the empty entry disappears */
     json_t *n2 = json_deep_copy(n);
     json_object_del(json_object_get(n2, "metadata"), "labels");
-    lop_ssa_track_update(n, n2, &ctx);
+    as_ssa_track_update(n, n2, &ctx);
     T_CHECK(mf(n2) == NULL);
     json_decref(old);
     json_decref(n);
@@ -305,18 +305,18 @@ static void test_apply_input_errors(void)
     lop_err_t err;
     json_t *st = NULL;
     json_t *cfg = J(CM("{}"));
-    lop_ssa_ctx_t none = cm_ctx(NULL, T0);
-    T_CHECK(lop_ssa_apply(NULL, cfg, false, &none, &st, &err) == NULL);
+    as_ssa_ctx_t none = cm_ctx(NULL, T0);
+    T_CHECK(as_ssa_apply(NULL, cfg, false, &none, &st, &err) == NULL);
     T_EQ_INT(err.code, 422);
     T_CHECK(st == NULL);
     json_decref(cfg);
-    lop_ssa_ctx_t ctx = cm_ctx("a", T0);
+    as_ssa_ctx_t ctx = cm_ctx("a", T0);
     cfg = J("{\"metadata\":{\"name\":\"x\"}}");
-    T_CHECK(lop_ssa_apply(NULL, cfg, false, &ctx, &st, &err) == NULL);
+    T_CHECK(as_ssa_apply(NULL, cfg, false, &ctx, &st, &err) == NULL);
     T_EQ_INT(err.code, 400);
     json_decref(cfg);
     cfg = json_string("x");
-    T_CHECK(lop_ssa_apply(NULL, cfg, false, &ctx, &st, &err) == NULL);
+    T_CHECK(as_ssa_apply(NULL, cfg, false, &ctx, &st, &err) == NULL);
     T_EQ_INT(err.code, 400);
     json_decref(cfg);
 }
@@ -334,17 +334,17 @@ static void test_manager_from_user_agent(void)
         {"caf\xc3\xa9/1", "caf\xc3\xa9"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char *m = lop_ssa_manager_from_user_agent(cases[i].ua);
+        char *m = as_ssa_manager_from_user_agent(cases[i].ua);
         T_EQ_STR(m, cases[i].want);
         free(m);
     }
     char longua[300];
     memset(longua, 'a', 299);
     longua[299] = '\0';
-    char *m = lop_ssa_manager_from_user_agent(longua);
+    char *m = as_ssa_manager_from_user_agent(longua);
     T_EQ_INT(strlen(m), 128);
     free(m);
-    m = lop_ssa_manager_from_user_agent(NULL);
+    m = as_ssa_manager_from_user_agent(NULL);
     T_EQ_STR(m, "");
     free(m);
 }
