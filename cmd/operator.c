@@ -360,70 +360,91 @@ static void leader_stop(leader_t *l)
     l->client = NULL;
 }
 
-int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_operator_poll_fn poll, void *poll_ud)
-{
-    int status = 1;
+/* ------------------------------------------------------------------ the operator process, step by step */
+
+/* Everything the process holds between start-up and shutdown (the steps below fill it in order;
+ * teardown frees whatever was made). Lives on lop_operator_main's stack: the manager, the probes
+ * and the leader keep pointers into it. */
+typedef struct operator_state {
+    const lop_run_opts_t *o;
     lop_err_t err;
-    lop_err_clear(&err);
-    lop_rest_client_t *rest = NULL;
-    lop_restmapper_t *mapper = NULL;
-    lop_manager_t *m = NULL;
-    lop_metrics_t *metrics = NULL;
-    lop_health_t *health = NULL;
-    lop_httpserver_t *metrics_srv = NULL, *probe_srv = NULL;
-    ready_ctx_t ready = {NULL};
-    lop_script_source_t *source = NULL;
-    lop_script_reloader_t *reloader = NULL;
-    workers_ctx_t workers = {NULL, LOP_STUCK_GRACE_NS};
+    lop_rest_client_t *rest;
+    lop_restmapper_t *mapper;
+    lop_manager_t *m;
+    lop_metrics_t *metrics;
+    lop_metrics_std_t std;
+    lop_health_t *health;
+    lop_httpserver_t *metrics_srv, *probe_srv;
+    ready_ctx_t ready;
+    lop_script_source_t *source;
+    lop_script_reloader_t *reloader;
+    workers_ctx_t workers;
     lop_health_heartbeat_t loop_hb;
     lop_gate_t gate;
-    lop_gate_init(&gate, false);
-    int wake_fd = -1;       /* the main loop's wake-up, opened after the flag checks; -1: its tick */
-    bool shut_down = false; /* reached the end of a graceful shutdown */
-    leader_t leader = {.gate = &gate, .wake_fd = -1};
-    char *identity = lop_elector_identity_new();
+    int wake_fd;    /* the main loop's wake-up, opened after the flag checks; -1: its tick */
+    bool shut_down; /* reached the end of a graceful shutdown */
+    leader_t leader;
+    char *identity;
+} operator_t;
 
-    if (!o->scripts_dir && !o->scripts_configmap) {
+/* The flags no later step can do without. 0, or the exit status (2: usage) after saying why. */
+static int check_flags(operator_t *op)
+{
+    if (!op->o->scripts_dir && !op->o->scripts_configmap) {
         fprintf(stderr, "luaop: --scripts DIR (or --scripts-configmap NS/NAME) is required\n");
-        free(identity);
         return 2;
     }
-    if (leader_check_flags(o, identity, &err) != LOP_OK) {
-        fprintf(stderr, "luaop: %s\n", err.message);
-        free(identity);
+    if (leader_check_flags(op->o, op->identity, &op->err) != LOP_OK) {
+        fprintf(stderr, "luaop: %s\n", op->err.message);
         return 2;
     }
-    cfg->qps = o->qps;
-    cfg->burst = o->burst;
-    cfg->disable_http2 = o->disable_http2;
-    if (lop_rest_client_new(cfg, &rest, &err) != LOP_OK) {
-        lop_log(LOP_LOG_ERROR, "cannot create the API client", "error", err.message, NULL);
-        free(identity);
-        return 1;
-    }
-    mapper = lop_restmapper_new(rest);
-    wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    leader.wake_fd = wake_fd;
+    return 0;
+}
 
-    metrics = lop_metrics_new();
-    lop_metrics_std_t std;
-    lop_metrics_std_init(&std, metrics, NULL);
-    lop_rest_client_set_observer(rest, rest_observed, &std);
-    health = lop_health_new();
-    lop_health_heartbeat_init(&loop_hb, &lop_clock_system, LOP_EVENT_LOOP_TIMEOUT_NS, "operator main loop");
-    lop_health_add(health, LOP_HEALTHZ, "event-loop", lop_health_heartbeat_check, &loop_hb, NULL);
-    if (lop_httpserver_start(o->metrics_addr, metrics, NULL, &metrics_srv, &err) != LOP_OK ||
-        lop_httpserver_start(o->probe_addr, NULL, health, &probe_srv, &err) != LOP_OK) {
-        lop_log(LOP_LOG_ERROR, "cannot start the metrics/probes server", "error", err.message, "hint",
+/* The REST client (cfg's contents move into it) and the REST mapper over it. */
+static bool open_client(operator_t *op, lop_rest_config_t *cfg)
+{
+    cfg->qps = op->o->qps;
+    cfg->burst = op->o->burst;
+    cfg->disable_http2 = op->o->disable_http2;
+    if (lop_rest_client_new(cfg, &op->rest, &op->err) != LOP_OK) {
+        lop_log(LOP_LOG_ERROR, "cannot create the API client", "error", op->err.message, NULL);
+        return false;
+    }
+    op->mapper = lop_restmapper_new(op->rest);
+    return true;
+}
+
+/* The main loop's wake-up, the metrics registry (fed by the REST client), the health checks, and
+ * the metrics and probe servers. False (logged) when a server cannot listen. */
+static bool start_metrics_and_probes(operator_t *op)
+{
+    op->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    op->leader.wake_fd = op->wake_fd;
+    op->metrics = lop_metrics_new();
+    lop_metrics_std_init(&op->std, op->metrics, NULL);
+    lop_rest_client_set_observer(op->rest, rest_observed, &op->std);
+    op->health = lop_health_new();
+    lop_health_heartbeat_init(&op->loop_hb, &lop_clock_system, LOP_EVENT_LOOP_TIMEOUT_NS, "operator main loop");
+    lop_health_add(op->health, LOP_HEALTHZ, "event-loop", lop_health_heartbeat_check, &op->loop_hb, NULL);
+    if (lop_httpserver_start(op->o->metrics_addr, op->metrics, NULL, &op->metrics_srv, &op->err) != LOP_OK ||
+        lop_httpserver_start(op->o->probe_addr, NULL, op->health, &op->probe_srv, &op->err) != LOP_OK) {
+        lop_log(LOP_LOG_ERROR, "cannot start the metrics/probes server", "error", op->err.message, "hint",
                 "pick free addresses with --metrics-bind-address / --health-probe-bind-address "
                 "(0 disables, 127.0.0.1:0 picks a free port)",
                 NULL);
-        goto out;
+        return false;
     }
+    return true;
+}
 
+/* The manager (with the Lua engine), and the probes that ask it. False (logged) on failure. */
+static bool create_manager(operator_t *op)
+{
+    const lop_run_opts_t *o = op->o;
     lop_manager_config_t mc = {
-        .rest = rest,
-        .mapper = mapper,
+        .rest = op->rest,
+        .mapper = op->mapper,
         .engine = lop_lua_engine(),
         .engine_opts = {.memory_limit_bytes = o->lua_memory_limit,
                         .reconcile_timeout_ns = o->reconcile_timeout_ns,
@@ -431,124 +452,144 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
                         .jit = o->lua_jit,
                         .unsafe_libs = o->lua_unsafe},
         .namespace_ = o->namespace_,
-        .metrics = &std,
-        .leader_gate = o->leader_elect ? &gate : NULL,
+        .metrics = &op->std,
+        .leader_gate = o->leader_elect ? &op->gate : NULL,
         .still_leading = still_leading,
-        .still_leading_ud = &leader,
-        .identity = identity,
+        .still_leading_ud = &op->leader,
+        .identity = op->identity,
         .watch_list = o->watch_list,
         .on_informer_synced = on_informer_synced,
-        .on_informer_synced_ud = &wake_fd,
+        .on_informer_synced_ud = &op->wake_fd,
     };
-    if (lop_manager_new(&mc, &m, &err) != LOP_OK) {
-        lop_log(LOP_LOG_ERROR, "cannot create the manager", "error", err.message, NULL);
-        goto out;
+    if (lop_manager_new(&mc, &op->m, &op->err) != LOP_OK) {
+        lop_log(LOP_LOG_ERROR, "cannot create the manager", "error", op->err.message, NULL);
+        return false;
     }
-    ready.m = m;
-    workers.m = m;
-    lop_health_add(health, LOP_HEALTHZ, "workers", check_workers, &workers, NULL);
-    lop_health_add(health, LOP_READYZ, "informers-synced", check_synced, &ready, NULL);
+    op->ready.m = op->m;
+    op->workers.m = op->m;
+    lop_health_add(op->health, LOP_HEALTHZ, "workers", check_workers, &op->workers, NULL);
+    lop_health_add(op->health, LOP_READYZ, "informers-synced", check_synced, &op->ready, NULL);
+    return true;
+}
 
-    /* scripts: the first set from the source (a ConfigMap may not exist yet: wait for it, not
-     * ready meanwhile), then reloads from the main loop */
+/* The scripts: the first set from the source (a ConfigMap may not exist yet: wait for it, not
+ * ready meanwhile; an API server that is not up yet: retry, readyz "scripts" not ready), later
+ * reloads from the main loop. -1 once a set is active, else the exit status: 0 when a signal came
+ * first, 1 on an error (logged). */
+static int load_first_scripts(operator_t *op)
+{
+    const lop_run_opts_t *o = op->o;
     lop_script_source_config_t sc = {.dir = o->scripts_dir,
                                      .configmap = o->scripts_dir ? NULL : o->scripts_configmap,
-                                     .rest = rest,
-                                     .mapper = mapper};
-    if (lop_script_source_new(&sc, &source, &err) != LOP_OK) {
-        lop_log(LOP_LOG_ERROR, "cannot watch the scripts", "error", err.message, NULL);
-        goto out;
+                                     .rest = op->rest,
+                                     .mapper = op->mapper};
+    if (lop_script_source_new(&sc, &op->source, &op->err) != LOP_OK) {
+        lop_log(LOP_LOG_ERROR, "cannot watch the scripts", "error", op->err.message, NULL);
+        return 1;
     }
-    reloader = lop_script_reloader_new(source, m, metrics, health);
-    /* an API server that is not up yet: retry (readyz "scripts" reports not ready meanwhile) */
-    int early_sig = wait_for_apiserver(rest, &loop_hb);
+    op->reloader = lop_script_reloader_new(op->source, op->m, op->metrics, op->health);
+    int early_sig = wait_for_apiserver(op->rest, &op->loop_hb);
     if (early_sig) {
         lop_log(LOP_LOG_INFO, "shutting down", "signal", strsignal(early_sig), NULL);
-        status = 0;
-        goto out;
+        return 0;
     }
-    while (!lop_script_reloader_active(reloader)) {
-        lop_health_heartbeat_beat(&loop_hb); /* waiting for a ConfigMap is not a stall */
-        lop_rc_t rc = lop_script_reloader_tick(reloader, &err);
-        if (rc != LOP_OK && rc != LOP_EAGAIN && rc != LOP_ENOTFOUND && !lop_script_source_is_configmap(source))
-            goto out;                          /* --scripts DIR: a broken set at start-up is fatal (logged) */
-        if (rc != LOP_OK && wait_signal(50)) { /* stopped before any set loaded */
-            status = 0;
-            goto out;
-        }
+    while (!lop_script_reloader_active(op->reloader)) {
+        lop_health_heartbeat_beat(&op->loop_hb); /* waiting for a ConfigMap is not a stall */
+        lop_rc_t rc = lop_script_reloader_tick(op->reloader, &op->err);
+        if (rc != LOP_OK && rc != LOP_EAGAIN && rc != LOP_ENOTFOUND && !lop_script_source_is_configmap(op->source))
+            return 1;                                  /* --scripts DIR: a broken set at start-up is fatal (logged) */
+        if (rc != LOP_OK && wait_signal(50)) return 0; /* stopped before any set loaded */
     }
+    return -1;
+}
 
-    if (lop_manager_start(m, &err) != LOP_OK) {
-        lop_log(LOP_LOG_ERROR, "cannot start", "error", err.message, NULL);
-        goto out;
+/* Sleep until a signal (returned), a script change, an informer's sync, a lost lease, or the next
+ * due time of the script source (100 ms at most); 0 when woken for anything but a signal. */
+static int sleep_until_event(operator_t *op)
+{
+    int fds[3];
+    int nfds = lop_script_source_fds(op->source, fds);
+    if (op->wake_fd >= 0) fds[nfds++] = op->wake_fd;
+    long ms = 100;
+    int64_t due = lop_script_source_due_at(op->source);
+    if (due != INT64_MAX) {
+        int64_t left = due - lop_clock_mono(&lop_clock_system);
+        ms = left <= 0 ? 0 : left / LOP_NS_PER_MS + 1 < ms ? left / LOP_NS_PER_MS + 1 : ms;
     }
-    bool synced = false, campaigning = false, fatal = false;
+    int sig = wait_event(ms, fds, nfds);
+    if (sig) return sig;
+    if (op->wake_fd >= 0) {
+        uint64_t v;
+        ssize_t r = read(op->wake_fd, &v, sizeof v); /* reset (EAGAIN when it did not fire) */
+        (void)r;
+    }
+    return 0;
+}
+
+/* A list that keeps failing (say, RBAC forbids a watched kind) holds the workers of every
+ * controller watching it: say which, every 30 s — also for an informer a reload added later
+ * (controller-runtime gives up after its CacheSyncTimeout; we keep retrying, and say so). */
+static void warn_unsynced(operator_t *op, int64_t *warn_at)
+{
+    if (lop_clock_mono(&lop_clock_system) < *warn_at) return;
+    char names[512];
+    if (lop_manager_unsynced(op->m, names, sizeof names))
+        lop_log(LOP_LOG_WARN,
+                "informers not synced yet (see the reflectors' errors above); a "
+                "controller's workers wait for its informers before their first reconcile",
+                "informers", names, NULL);
+    *warn_at = lop_clock_mono(&lop_clock_system) + 30 * LOP_NS_PER_S;
+}
+
+/* The running operator: sync, then leader election (once the caches are warm, so a new leader
+ * reconciles at once), script reloads, the caller's poll. Returns the termination signal, or 0
+ * when poll asked to stop or *fatal was set (leader election failed or the lease was lost). */
+static int main_loop(operator_t *op, lop_operator_poll_fn poll, void *poll_ud, bool *fatal)
+{
+    const lop_run_opts_t *o = op->o;
+    bool synced = false, campaigning = false;
     int64_t unsynced_warn_at = lop_clock_mono(&lop_clock_system) + 30 * LOP_NS_PER_S;
-    int sig = 0;
     for (;;) {
-        lop_health_heartbeat_beat(&loop_hb);
-        /* Sleep until a signal, a script change, an informer's sync, a lost lease, or the next
-         * due time (100 ms at most). */
-        int fds[3];
-        int nfds = lop_script_source_fds(source, fds);
-        if (wake_fd >= 0) fds[nfds++] = wake_fd;
-        long ms = 100;
-        int64_t due = lop_script_source_due_at(source);
-        if (due != INT64_MAX) {
-            int64_t left = due - lop_clock_mono(&lop_clock_system);
-            ms = left <= 0 ? 0 : left / LOP_NS_PER_MS + 1 < ms ? left / LOP_NS_PER_MS + 1 : ms;
-        }
-        sig = wait_event(ms, fds, nfds);
-        if (sig) break;
-        if (wake_fd >= 0) {
-            uint64_t v;
-            ssize_t r = read(wake_fd, &v, sizeof v); /* reset (EAGAIN when it did not fire) */
-            (void)r;
-        }
-        if (!synced && lop_manager_synced(m)) {
+        lop_health_heartbeat_beat(&op->loop_hb);
+        int sig = sleep_until_event(op);
+        if (sig) return sig;
+        if (!synced && lop_manager_synced(op->m)) {
             synced = true;
             lop_log(LOP_LOG_INFO, "caches synced; ready", NULL);
         }
-        if (lop_clock_mono(&lop_clock_system) >= unsynced_warn_at) {
-            /* A list that keeps failing (say, RBAC forbids a watched kind) holds the workers of
-             * every controller watching it: say which, every 30 s — also for an informer a
-             * reload added later (controller-runtime gives up after its CacheSyncTimeout; we keep
-             * retrying, and say so). */
-            char names[512];
-            if (lop_manager_unsynced(m, names, sizeof names))
-                lop_log(LOP_LOG_WARN,
-                        "informers not synced yet (see the reflectors' errors above); a "
-                        "controller's workers wait for its informers before their first reconcile",
-                        "informers", names, NULL);
-            unsynced_warn_at = lop_clock_mono(&lop_clock_system) + 30 * LOP_NS_PER_S;
-        }
-        /* Leader election starts once the caches are warm: a new leader reconciles at once. */
+        warn_unsynced(op, &unsynced_warn_at);
         if (synced && o->leader_elect && !campaigning) {
             campaigning = true;
-            if (leader_start(&leader, o, rest, mapper, identity, &std, lop_manager_recorder(m), &err) != LOP_OK) {
-                lop_log(LOP_LOG_ERROR, "leader election", "error", err.message, NULL);
-                fatal = true;
-                break;
+            if (leader_start(&op->leader, o, op->rest, op->mapper, op->identity, &op->std, lop_manager_recorder(op->m),
+                             &op->err) != LOP_OK) {
+                lop_log(LOP_LOG_ERROR, "leader election", "error", op->err.message, NULL);
+                *fatal = true;
+                return 0;
             }
         }
-        if (leader.elector && lop_elector_lost(leader.elector)) {
-            lop_log(LOP_LOG_ERROR, "leader election lost; exiting so a fresh process campaigns", "lease", leader.name,
-                    NULL);
-            fatal = true;
-            break;
+        if (op->leader.elector && lop_elector_lost(op->leader.elector)) {
+            lop_log(LOP_LOG_ERROR, "leader election lost; exiting so a fresh process campaigns", "lease",
+                    op->leader.name, NULL);
+            *fatal = true;
+            return 0;
         }
-        lop_script_reloader_tick(reloader, &err); /* reports its own outcome */
-        if (synced && poll && poll(poll_ud, m)) break;
+        lop_script_reloader_tick(op->reloader, &op->err); /* reports its own outcome */
+        if (synced && poll && poll(poll_ud, op->m)) return 0;
     }
+}
+
+/* Finish in-flight reconciles first (bounded by --graceful-shutdown-timeout), then release the
+ * Lease; a second signal meanwhile exits at once. Reconciles still running at the timeout end the
+ * process here (_exit(1), nothing freed: the abandoned workers still use everything). Returns the
+ * exit status. */
+static int shut_down_gracefully(operator_t *op, int sig, bool fatal)
+{
     if (sig) lop_log(LOP_LOG_INFO, "shutting down", "signal", strsignal(sig), NULL);
-    status = fatal ? 1 : 0;
     pthread_t second;
     bool watching = pthread_create(&second, NULL, second_signal_main, NULL) == 0;
-    /* Finish in-flight reconciles first (bounded by --graceful-shutdown-timeout), then release
-     * the Lease. */
-    lop_gate_shutdown(&gate);
-    size_t abandoned = lop_manager_stop(m, o->graceful_shutdown_ns);
-    leader_stop(&leader);
+    lop_gate_shutdown(&op->gate);
+    size_t abandoned = lop_manager_stop(op->m, op->o->graceful_shutdown_ns);
+    leader_stop(&op->leader);
     if (watching) {
         pthread_cancel(second);
         pthread_join(second, NULL);
@@ -558,24 +599,58 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
         snprintf(n, sizeof n, "%zu", abandoned);
         lop_log(LOP_LOG_ERROR, "graceful shutdown timed out; exiting with reconciles in flight", "abandoned", n, NULL);
         fflush(NULL);
-        _exit(1); /* the abandoned workers still use everything: free nothing */
+        _exit(1);
     }
-    shut_down = true; /* logged once the informers and servers below are stopped too */
+    op->shut_down = true; /* logged once the informers and servers below are stopped too */
+    return fatal ? 1 : 0;
+}
 
+/* Free whatever the steps made, in reverse dependency order. */
+static void teardown(operator_t *op)
+{
+    leader_stop(&op->leader);
+    lop_script_source_free(op->source); /* stops the ConfigMap informer */
+    lop_script_reloader_free(op->reloader);
+    lop_httpserver_free(op->metrics_srv);
+    lop_httpserver_free(op->probe_srv);
+    lop_manager_free(op->m);
+    lop_health_free(op->health);
+    lop_metrics_free(op->metrics);
+    lop_restmapper_free(op->mapper);
+    lop_rest_client_free(op->rest);
+    lop_gate_cleanup(&op->gate);
+    if (op->wake_fd >= 0) close(op->wake_fd); /* after everything that could write it is gone */
+    free(op->identity);
+    if (op->shut_down) lop_log(LOP_LOG_INFO, "shutdown complete", NULL);
+}
+
+int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_operator_poll_fn poll, void *poll_ud)
+{
+    operator_t op = {.o = o, .workers = {NULL, LOP_STUCK_GRACE_NS}, .wake_fd = -1};
+    lop_err_clear(&op.err);
+    lop_gate_init(&op.gate, false);
+    op.leader = (leader_t){.gate = &op.gate, .wake_fd = -1};
+    op.identity = lop_elector_identity_new();
+
+    int status = check_flags(&op);
+    if (status == 0 && !open_client(&op, cfg)) status = 1;
+    if (status != 0) {
+        free(op.identity);
+        return status;
+    }
+    status = 1;
+    if (!start_metrics_and_probes(&op) || !create_manager(&op)) goto out;
+    status = load_first_scripts(&op);
+    if (status >= 0) goto out;
+    status = 1;
+    if (lop_manager_start(op.m, &op.err) != LOP_OK) {
+        lop_log(LOP_LOG_ERROR, "cannot start", "error", op.err.message, NULL);
+        goto out;
+    }
+    bool fatal = false;
+    int sig = main_loop(&op, poll, poll_ud, &fatal);
+    status = shut_down_gracefully(&op, sig, fatal);
 out:
-    leader_stop(&leader);
-    lop_script_source_free(source); /* stops the ConfigMap informer */
-    lop_script_reloader_free(reloader);
-    lop_httpserver_free(metrics_srv);
-    lop_httpserver_free(probe_srv);
-    lop_manager_free(m);
-    lop_health_free(health);
-    lop_metrics_free(metrics);
-    lop_restmapper_free(mapper);
-    lop_rest_client_free(rest);
-    lop_gate_cleanup(&gate);
-    if (wake_fd >= 0) close(wake_fd); /* after everything that could write it is gone */
-    free(identity);
-    if (shut_down) lop_log(LOP_LOG_INFO, "shutdown complete", NULL);
+    teardown(&op);
     return status;
 }

@@ -398,177 +398,260 @@ static bool has_members(const char *json, size_t len, const size_t span[2])
  * decoders' max_doc caps them; build() refuses a larger one). */
 static uint32_t off32(size_t v) { return (uint32_t)v; }
 
-/* endp NULL: json[0..len) is exactly one object (whitespace around it allowed); else the object
- * starts at json[0] (whitespace allowed), may be followed by anything, and *endp gets its end. */
-static lop_rc_t build(const char *json, size_t len, int flags, const char *dflt_api_version, const char *dflt_kind,
-                      size_t *endp, lop_obj_t **out, lop_err_t *err)
+/* What the validating pass over a document records: the object's span and the spans of the
+ * members the entry needs (offsets into the document; 0..0 = absent). */
+typedef struct obj_scan {
+    size_t s, e;                   /* the object's '{' and its end */
+    size_t ms, me, as, ae, ks, ke; /* metadata, apiVersion and kind values */
+    size_t cut_s, cut_e;           /* managedFields with one adjacent comma: the bytes to splice out */
+    size_t sp[M_COUNT][2];         /* metadata members (meta_keys) */
+} obj_scan_t;
+
+/* The metadata object at json[vs]: records the spans of meta_keys' members and managedFields'
+ * cut in sc (a repeated metadata member: the last one wins) and its end in *ve. */
+static lop_rc_t scan_metadata(const char *json, size_t len, bool trusted, size_t vs, obj_scan_t *sc, size_t *ve,
+                              lop_err_t *err)
 {
-    lop_heap_advise(); /* the cache grows here: huge pages for a large heap (host/util/malloc_tune.h) */
-    /* One pass validates the whole document (unless the caller already did) and, inside
-     * metadata, records the spans we read and managedFields with one adjacent comma (the bytes
-     * to splice out). Every later walk is over validated bytes and only skips. */
+    lop_jscan_iter_t mt;
+    memset(sc->sp, 0, sizeof sc->sp);
+    sc->cut_s = sc->cut_e = 0;
+    (trusted ? lop_jscan_object_begin_trusted : lop_jscan_object_begin)(&mt, json, len, vs);
+    size_t prev_end = 0;
+    bool first = true;
+    int rr;
+    while ((rr = lop_jscan_object_next(&mt)) == 1) {
+        if (lop_jscan_key_is(&mt, "managedFields")) {
+            if (!first) {
+                sc->cut_s = prev_end; /* from the end of the previous value: ",\"managedFields\":[...]" */
+                sc->cut_e = mt.val_end;
+            } else {
+                sc->cut_s = mt.member_start;
+                size_t j = lop_jscan_ws(json, len, mt.val_end);
+                sc->cut_e = j < len && json[j] == ',' ? lop_jscan_ws(json, len, j + 1) : mt.val_end;
+            }
+        } else {
+            for (int k = 0; k < M_COUNT; k++)
+                if (mt.key_len == meta_keys[k].len && !memcmp(mt.key, meta_keys[k].key, mt.key_len)) {
+                    sc->sp[k][0] = mt.val_start, sc->sp[k][1] = mt.val_end;
+                    break;
+                }
+        }
+        first = false;
+        prev_end = mt.val_end;
+    }
+    if (rr < 0) return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata: malformed or truncated JSON");
+    *ve = mt.pos;
+    return LOP_OK;
+}
+
+/* One pass validates the whole document (unless the caller already did: LOP_OBJ_TRUSTED) and
+ * records in sc the spans build() reads, inside metadata too. Every later walk is over validated
+ * bytes and only skips. endp as for build(). */
+static lop_rc_t scan_object(const char *json, size_t len, int flags, size_t *endp, obj_scan_t *sc, lop_err_t *err)
+{
     bool trusted = flags & LOP_OBJ_TRUSTED;
-    lop_jscan_iter_t it, mt;
+    lop_jscan_iter_t it;
+    memset(sc, 0, sizeof *sc);
     if (!json || (trusted ? lop_jscan_object_begin_trusted : lop_jscan_object_begin)(&it, json, len, 0) != 0)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "object is not a JSON object");
-    size_t s = lop_jscan_ws(json, len, 0), ms = 0, me = 0, as = 0, ae = 0, ks = 0, ke = 0;
-    size_t cut_s = 0, cut_e = 0, sp[M_COUNT][2];
-    memset(sp, 0, sizeof sp);
+    sc->s = lop_jscan_ws(json, len, 0);
     int r;
     while ((r = lop_jscan_object_key(&it)) == 1) {
         size_t vs = it.val_start, ve, ignored;
         bool is_meta = lop_jscan_key_is(&it, "metadata");
         if (is_meta && json[vs] == '{') {
-            /* a repeated metadata member: the last one wins */
-            memset(sp, 0, sizeof sp);
-            cut_s = cut_e = 0;
-            (trusted ? lop_jscan_object_begin_trusted : lop_jscan_object_begin)(&mt, json, len, vs);
-            size_t prev_end = 0;
-            bool first = true;
-            int rr;
-            while ((rr = lop_jscan_object_next(&mt)) == 1) {
-                if (lop_jscan_key_is(&mt, "managedFields")) {
-                    if (!first) {
-                        cut_s = prev_end; /* from the end of the previous value: ",\"managedFields\":[...]" */
-                        cut_e = mt.val_end;
-                    } else {
-                        cut_s = mt.member_start;
-                        size_t j = lop_jscan_ws(json, len, mt.val_end);
-                        cut_e = j < len && json[j] == ',' ? lop_jscan_ws(json, len, j + 1) : mt.val_end;
-                    }
-                } else {
-                    for (int k = 0; k < M_COUNT; k++)
-                        if (mt.key_len == meta_keys[k].len && !memcmp(mt.key, meta_keys[k].key, mt.key_len)) {
-                            sp[k][0] = mt.val_start, sp[k][1] = mt.val_end;
-                            break;
-                        }
-                }
-                first = false;
-                prev_end = mt.val_end;
-            }
-            if (rr < 0) return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata: malformed or truncated JSON");
-            ve = mt.pos;
+            if (scan_metadata(json, len, trusted, vs, sc, &ve, err) != LOP_OK) return LOP_EINVAL;
         } else if (trusted) {
             ve = lop_jscan_skip_trusted(json, len, vs);
         } else if (lop_jscan_value(json, len, vs, &ignored, &ve) != 0) {
             return lop_err_set(err, LOP_EINVAL, 0, NULL, "object: malformed or truncated JSON");
         }
         if (is_meta)
-            ms = vs, me = ve;
+            sc->ms = vs, sc->me = ve;
         else if (lop_jscan_key_is(&it, "apiVersion"))
-            as = vs, ae = ve;
+            sc->as = vs, sc->ae = ve;
         else if (lop_jscan_key_is(&it, "kind"))
-            ks = vs, ke = ve;
+            sc->ks = vs, sc->ke = ve;
         it.pos = ve;
     }
     if (r < 0) return lop_err_set(err, LOP_EINVAL, 0, NULL, "object: malformed or truncated JSON");
-    size_t e = it.pos;
+    sc->e = it.pos;
     if (endp)
-        *endp = e;
-    else if (lop_jscan_ws(json, len, e) != len)
+        *endp = sc->e;
+    else if (lop_jscan_ws(json, len, sc->e) != len)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "object: trailing bytes after the JSON object");
-    if (me && json[ms] != '{') return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata is not an object");
-    if (e - s > UINT32_MAX / 2)
-        return lop_err_set(err, LOP_EINVAL, 0, NULL, "object: %zu bytes is too large for a cache entry", e - s);
+    if (sc->me && json[sc->ms] != '{') return lop_err_set(err, LOP_EINVAL, 0, NULL, "object metadata is not an object");
+    if (sc->e - sc->s > UINT32_MAX / 2)
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "object: %zu bytes is too large for a cache entry", sc->e - sc->s);
+    return LOP_OK;
+}
 
-    size_t dal = dflt_api_version ? strlen(dflt_api_version) : 0, dkl = dflt_kind ? strlen(dflt_kind) : 0;
+/* The apiVersion and kind an entry gets when its document has none (a list's, or a
+ * metadata-only reflector's watched kind), and whether they are added. */
+typedef struct dflt_gvk {
+    const char *api, *kind;
+    size_t api_len, kind_len;
+    bool add_api, add_kind;
+} dflt_gvk_t;
+
+/* How source offsets map into the entry's json: a source offset x >= from lands at
+ * meta_at + (x - from), less the cut when x is past it and the cut is stripped. */
+typedef struct entry_map {
+    size_t from, until, meta_at, cut;
+    bool strip;
+} entry_map_t;
+
+static uint32_t entry_at(const entry_map_t *m, const obj_scan_t *sc, size_t x)
+{
+    return off32(m->meta_at + (x - m->from) - (m->strip && x >= sc->cut_e ? m->cut : 0));
+}
+
+/* A metadata-only entry's head: {"apiVersion":..,"kind":.., then "metadata": when there is one.
+ * Sets m->meta_at, m->from and m->until. */
+static void lay_metadata_only_head(layout_t *l, const char *json, const obj_scan_t *sc, const dflt_gvk_t *d,
+                                   entry_map_t *m)
+{
+    lay_lit(l, "{");
+    if (sc->as || d->add_api) {
+        lay_lit(l, "\"apiVersion\":");
+        sc->as ? lay(l, P_SRC, json + sc->as, sc->ae - sc->as) : lay(l, P_STR, d->api, d->api_len);
+    }
+    if (sc->ks || d->add_kind) {
+        lay_lit(l, l->len > 1 ? ",\"kind\":" : "\"kind\":");
+        sc->ks ? lay(l, P_SRC, json + sc->ks, sc->ke - sc->ks) : lay(l, P_STR, d->kind, d->kind_len);
+    }
+    if (sc->me) {
+        lay_lit(l, l->len > 1 ? ",\"metadata\":" : "\"metadata\":");
+        m->meta_at = l->len;
+    }
+    m->from = sc->me ? sc->ms : 0;
+    m->until = sc->me ? sc->me : 0;
+}
+
+/* A full entry's head: '{', then the default apiVersion and kind that list items of built-in kinds
+ * lack. Sets m->meta_at, m->from and m->until. */
+static void lay_full_head(layout_t *l, const char *json, size_t len, const obj_scan_t *sc, const dflt_gvk_t *d,
+                          entry_map_t *m)
+{
+    lay(l, P_SRC, json + sc->s, 1); /* '{' */
+    if (d->add_api) {
+        lay_lit(l, "\"apiVersion\":");
+        lay(l, P_STR, d->api, d->api_len);
+        lay_lit(l, ",");
+    }
+    if (d->add_kind) {
+        lay_lit(l, "\"kind\":");
+        lay(l, P_STR, d->kind, d->kind_len);
+        lay_lit(l, ",");
+    }
+    if (l->len > 1 && json[lop_jscan_ws(json, len, sc->s + 1)] == '}') {
+        l->n--, l->len--; /* empty object: drop our trailing comma */
+    }
+    m->meta_at = l->len;
+    m->from = sc->s + 1;
+    m->until = sc->e;
+}
+
+/* Lay out the entry's json (the source's bytes less a stripped managedFields, with the heads
+ * above) and record where metadata, managedFields, labels and annotations lie in it. */
+static void lay_entry(layout_t *l, lop_obj_t *t, const char *json, size_t len, const obj_scan_t *sc, int flags,
+                      const dflt_gvk_t *d)
+{
     bool meta_only = flags & LOP_OBJ_METADATA_ONLY;
-    /* the API server's metadata-only view of an object: cached as the watched kind's entry */
-    if (meta_only && dal && dkl && is_partial_metadata(json, as, ae, ks, ke)) as = ae = ks = ke = 0;
-    /* The arena holds the strings decoded from the members we read, each no longer than its
-     * token: sized by those members' spans, not by all of metadata (managedFields alone is
-     * ~3.6 KB of a served Pod). Labels and annotations are not decoded here. */
-    size_t strs = (ae - as) + (ke - ks) + dal + dkl + 2;
+    entry_map_t m = {.cut = sc->cut_e > sc->cut_s ? sc->cut_e - sc->cut_s : 0};
+    m.strip = m.cut && !(flags & LOP_OBJ_KEEP_MANAGED_FIELDS);
+    if (meta_only)
+        lay_metadata_only_head(l, json, sc, d, &m);
+    else
+        lay_full_head(l, json, len, sc, d, &m);
+    if (m.strip) {
+        lay(l, P_SRC, json + m.from, sc->cut_s - m.from);
+        lay(l, P_SRC, json + sc->cut_e, m.until - sc->cut_e);
+    } else {
+        lay(l, P_SRC, json + m.from, m.until - m.from);
+    }
+    if (meta_only) lay_lit(l, "}");
+    if (!sc->me) return;
+    t->meta_s_ = entry_at(&m, sc, sc->ms);
+    t->meta_e_ = entry_at(&m, sc, sc->me);
+    if (m.cut && !m.strip) {
+        t->mf_s_ = entry_at(&m, sc, sc->cut_s);
+        t->mf_e_ = entry_at(&m, sc, sc->cut_e);
+    }
+    if (has_members(json, len, sc->sp[M_LABELS])) {
+        t->lab_s_ = entry_at(&m, sc, sc->sp[M_LABELS][0]);
+        t->lab_e_ = entry_at(&m, sc, sc->sp[M_LABELS][1]);
+    }
+    if (has_members(json, len, sc->sp[M_ANNOTATIONS])) {
+        t->ann_s_ = entry_at(&m, sc, sc->sp[M_ANNOTATIONS][0]);
+        t->ann_e_ = entry_at(&m, sc, sc->sp[M_ANNOTATIONS][1]);
+    }
+}
+
+/* The arena's size: the strings decoded from the members we read, each no longer than its token,
+ * sized by those members' spans, not by all of metadata (managedFields alone is ~3.6 KB of a
+ * served Pod). Labels and annotations are not decoded here. */
+static size_t arena_size(const obj_scan_t *sc, const dflt_gvk_t *d)
+{
+    size_t strs = (sc->ae - sc->as) + (sc->ke - sc->ks) + d->api_len + d->kind_len + 2;
     for (int k = 0; k < M_COUNT; k++)
-        if (k != M_GENERATION && k != M_DELETION && k != M_LABELS && k != M_ANNOTATIONS) strs += sp[k][1] - sp[k][0];
+        if (k != M_GENERATION && k != M_DELETION && k != M_LABELS && k != M_ANNOTATIONS)
+            strs += sc->sp[k][1] - sc->sp[k][0];
+    return strs;
+}
+
+/* t's apiVersion and kind, decoded into the arena (a non-string one reads as "", the server
+ * rejects such objects anyway), or the defaults when the document has none. */
+static void decode_gvk(lop_obj_t *t, arena_t *a, const char *json, const obj_scan_t *sc, const dflt_gvk_t *d)
+{
+    const char *api_version = sc->as ? arena_str(a, json, sc->as, sc->ae) : NULL;
+    const char *kind = sc->ks ? arena_str(a, json, sc->ks, sc->ke) : NULL;
+    if (d->add_api) {
+        api_version = memcpy(a->p + a->len, d->api, d->api_len + 1);
+        a->len += d->api_len + 1;
+    }
+    if (d->add_kind) {
+        kind = memcpy(a->p + a->len, d->kind, d->kind_len + 1);
+        a->len += d->kind_len + 1;
+    }
+    t->api_version = api_version ? api_version : "";
+    t->kind = kind ? kind : "";
+}
+
+/* endp NULL: json[0..len) is exactly one object (whitespace around it allowed); else the object
+ * starts at json[0] (whitespace allowed), may be followed by anything, and *endp gets its end.
+ * Steps: scan (validate, record spans), decode the fields the struct holds into an arena, lay out
+ * the entry's json, assemble the one allocation. */
+static lop_rc_t build(const char *json, size_t len, int flags, const char *dflt_api_version, const char *dflt_kind,
+                      size_t *endp, lop_obj_t **out, lop_err_t *err)
+{
+    lop_heap_advise(); /* the cache grows here: huge pages for a large heap (host/util/malloc_tune.h) */
+    obj_scan_t sc;
+    if (scan_object(json, len, flags, endp, &sc, err) != LOP_OK) return LOP_EINVAL;
+    dflt_gvk_t d = {dflt_api_version,
+                    dflt_kind,
+                    dflt_api_version ? strlen(dflt_api_version) : 0,
+                    dflt_kind ? strlen(dflt_kind) : 0,
+                    false,
+                    false};
+    /* the API server's metadata-only view of an object: cached as the watched kind's entry */
+    if ((flags & LOP_OBJ_METADATA_ONLY) && d.api_len && d.kind_len &&
+        is_partial_metadata(json, sc.as, sc.ae, sc.ks, sc.ke))
+        sc.as = sc.ae = sc.ks = sc.ke = 0;
+    d.add_api = !sc.as && d.api_len;
+    d.add_kind = !sc.ks && d.kind_len;
+    size_t strs = arena_size(&sc, &d);
     char stack_strs[1024];
     arena_t a = {strs <= sizeof stack_strs ? stack_strs : lop_xmalloc(strs), 0, strs};
     uidvec_t uids = {NULL, 0, 8, {NULL}};
     uids.v = uids.small;
     lop_obj_t t = {0};
     t.refs_ = 1;
-    /* a non-string apiVersion or kind reads as "" (the server rejects such objects anyway) */
-    const char *api_version = as ? arena_str(&a, json, as, ae) : NULL;
-    const char *kind = ks ? arena_str(&a, json, ks, ke) : NULL;
-    bool add_av = !as && dal, add_kind = !ks && dkl;
-    if (add_av) {
-        api_version = memcpy(a.p + a.len, dflt_api_version, dal + 1);
-        a.len += dal + 1;
-    }
-    if (add_kind) {
-        kind = memcpy(a.p + a.len, dflt_kind, dkl + 1);
-        a.len += dkl + 1;
-    }
-    t.api_version = api_version ? api_version : "";
-    t.kind = kind ? kind : "";
-    lop_rc_t rc = fill_meta(&t, &a, &uids, json, len, sp, err);
+    decode_gvk(&t, &a, json, &sc, &d);
+    lop_rc_t rc = fill_meta(&t, &a, &uids, json, len, sc.sp, err);
     if (rc == LOP_OK) {
-        size_t cut = cut_e > cut_s ? cut_e - cut_s : 0, meta_at = 0;
-        bool strip = cut && !(flags & LOP_OBJ_KEEP_MANAGED_FIELDS);
         layout_t l = {.n = 0, .len = 0};
-        if (meta_only) {
-            /* {"apiVersion":..,"kind":..,"metadata":{..}} from the recorded spans */
-            lay_lit(&l, "{");
-            if (as || add_av) {
-                lay_lit(&l, "\"apiVersion\":");
-                as ? lay(&l, P_SRC, json + as, ae - as) : lay(&l, P_STR, dflt_api_version, dal);
-            }
-            if (ks || add_kind) {
-                lay_lit(&l, l.len > 1 ? ",\"kind\":" : "\"kind\":");
-                ks ? lay(&l, P_SRC, json + ks, ke - ks) : lay(&l, P_STR, dflt_kind, dkl);
-            }
-            if (me) {
-                lay_lit(&l, l.len > 1 ? ",\"metadata\":" : "\"metadata\":");
-                meta_at = l.len;
-            }
-        } else {
-            lay(&l, P_SRC, json + s, 1); /* '{' */
-            /* list items of built-in kinds carry no kind/apiVersion: add the list's */
-            if (add_av) {
-                lay_lit(&l, "\"apiVersion\":");
-                lay(&l, P_STR, dflt_api_version, dal);
-                lay_lit(&l, ",");
-            }
-            if (add_kind) {
-                lay_lit(&l, "\"kind\":");
-                lay(&l, P_STR, dflt_kind, dkl);
-                lay_lit(&l, ",");
-            }
-            if (l.len > 1 && json[lop_jscan_ws(json, len, s + 1)] == '}') {
-                l.n--, l.len--; /* empty object: drop our trailing comma */
-            }
-            meta_at = l.len;
-        }
-        /* where the source's bytes from `from` start in the entry, and what lies before a cut */
-        size_t from = meta_only ? ms : s + 1, until = meta_only ? me : e;
-        if (meta_only && !me) from = until = 0;
-        if (strip) {
-            lay(&l, P_SRC, json + from, cut_s - from);
-            lay(&l, P_SRC, json + cut_e, until - cut_e);
-        } else {
-            lay(&l, P_SRC, json + from, until - from);
-        }
-        if (meta_only) lay_lit(&l, "}");
-            /* spans in the entry: a source offset x >= from maps to meta_at + (x - from), less the cut
-         * when x is past it */
-#define AT(x) (meta_at + ((x)-from) - (strip && (x) >= cut_e ? cut : 0))
-        if (me) {
-            t.meta_s_ = off32(AT(ms));
-            t.meta_e_ = off32(AT(me));
-            if (cut && !strip) {
-                t.mf_s_ = off32(AT(cut_s));
-                t.mf_e_ = off32(AT(cut_e));
-            }
-            if (has_members(json, len, sp[M_LABELS])) {
-                t.lab_s_ = off32(AT(sp[M_LABELS][0]));
-                t.lab_e_ = off32(AT(sp[M_LABELS][1]));
-            }
-            if (has_members(json, len, sp[M_ANNOTATIONS])) {
-                t.ann_s_ = off32(AT(sp[M_ANNOTATIONS][0]));
-                t.ann_e_ = off32(AT(sp[M_ANNOTATIONS][1]));
-            }
-        }
-#undef AT
+        lay_entry(&l, &t, json, len, &sc, flags, &d);
         *out = assemble(&t, &l, &a, &uids);
     }
     if (a.p != stack_strs) free(a.p);

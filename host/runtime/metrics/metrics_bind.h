@@ -3,8 +3,8 @@
  * keep the numbers, so nothing has to push: at scrape time the bound children read the
  * component's stats (workqueue, controller, store, reflector, elector) through gauge/counter
  * callbacks. Per-event values that only exist at the moment they happen (reconcile results and
- * durations, REST requests) are recorded by the small observe functions below, which a component
- * calls from its hook.
+ * durations, REST requests, each item's queue and work durations) are recorded by the small observe
+ * functions below, which a component calls from its hook.
  *
  *   lop_metrics_queue_t qm;
  *   lop_metrics_bind_queue(&std, "memcached", queue, &qm, &err);   // after creating the queue
@@ -31,9 +31,11 @@
 
 /*
  * Workqueue: depth (ready items, as client-go's depth), adds_total, retries_total,
- * unfinished_work_seconds and longest_running_processor_seconds read lop_workqueue_stats.
- * queue_duration/work_duration histograms need per-item observations the queue does not report
- * yet; they stay empty until it does (lop_metrics_observe_queue_latency / _work_duration).
+ * unfinished_work_seconds and longest_running_processor_seconds read lop_workqueue_stats at
+ * scrape time. The queue_duration_seconds and work_duration_seconds histograms are per item: they
+ * are fed by lop_metrics_observe_queue_latency / _work_duration from the queue's observer
+ * (lop_workqueue_set_observer; the manager installs one per controller queue, manager.c), not by
+ * this binding, so a queue without that observer leaves them empty.
  */
 lop_rc_t lop_metrics_bind_queue(const lop_metrics_std_t *std, const char *name, lop_workqueue_t *q,
                                 lop_metrics_queue_t *out, lop_err_t *err);
