@@ -14,6 +14,7 @@
 #include "host/runtime/manager.h"
 #include "host/runtime/metrics/metrics.h"
 #include "host/runtime/metrics/metrics_bind.h"
+#include "host/runtime/metrics/metrics_process.h"
 #include "host/runtime/metrics/metrics_std.h"
 #include "host/runtime/scripts.h"
 #include "host/util/log.h"
@@ -423,6 +424,7 @@ static bool start_metrics_and_probes(operator_t *op)
     op->leader.wake_fd = op->wake_fd;
     op->metrics = lop_metrics_new();
     lop_metrics_std_init(&op->std, op->metrics, NULL);
+    lop_metrics_process_init(op->metrics, NULL);
     lop_rest_client_set_observer(op->rest, rest_observed, &op->std);
     op->health = lop_health_new();
     lop_health_heartbeat_init(&op->loop_hb, &lop_clock_system, LOP_EVENT_LOOP_TIMEOUT_NS, "operator main loop");

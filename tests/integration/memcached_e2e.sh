@@ -24,15 +24,16 @@ lop_wait_for "status Available condition" 20 lop_jsonpath_is "$cr" \
   '{.status.conditions[?(@.type=="Available")].observedGeneration}' 1
 
 ok_before=$(metric 'controller_runtime_reconcile_total{controller="memcached",result="success"}')
-adds_before=$(metric 'workqueue_adds_total{name="memcached"}')
+adds_before=$(metric 'workqueue_adds_total{controller="memcached",name="memcached"}')
 [ "$(metric 'luaop_informer_objects{gvr="apps/v1/deployments"}')" = 1 ] || { echo "FAIL: informer objects metric" >&2; exit 1; }
+[ "$(metric process_resident_memory_bytes)" -gt 1000000 ] 2>/dev/null || { echo "FAIL: process_resident_memory_bytes missing from /metrics" >&2; exit 1; }
 echo "scale to 3"
 kubectl patch "$cr" --type=merge -p '{"spec":{"size":3}}'
 lop_wait_for "3 replicas" 20 lop_jsonpath_is "$dep" '{.spec.replicas}' 3
 lop_wait_for "observedGeneration 2" 20 lop_jsonpath_is "$cr" '{.status.observedGeneration}' 2
 
 ok_after=$(metric 'controller_runtime_reconcile_total{controller="memcached",result="success"}')
-adds_after=$(metric 'workqueue_adds_total{name="memcached"}')
+adds_after=$(metric 'workqueue_adds_total{controller="memcached",name="memcached"}')
 [ "$ok_after" -gt "$ok_before" ] && [ "$adds_after" -gt "$adds_before" ] || {
   echo "FAIL: metrics did not move: reconciles $ok_before -> $ok_after, adds $adds_before -> $adds_after" >&2; exit 1; }
 echo "metrics: successful reconciles $ok_before -> $ok_after, queue adds $adds_before -> $adds_after"

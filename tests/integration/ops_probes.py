@@ -226,9 +226,9 @@ current-context: c
 
     series = wait_for("a successful reconcile in /metrics", 20, scraped) or {}
     check(series.get(sel, 0) >= 1, "B: " + sel + " >= 1")
-    check(series.get('workqueue_queue_duration_seconds_count{name="opstest"}', 0) >= 1,
+    check(series.get('workqueue_queue_duration_seconds_count{controller="opstest",name="opstest"}', 0) >= 1,
           "B: workqueue_queue_duration_seconds observed")
-    check(series.get('workqueue_work_duration_seconds_count{name="opstest"}', 0) >= 1,
+    check(series.get('workqueue_work_duration_seconds_count{controller="opstest",name="opstest"}', 0) >= 1,
           "B: workqueue_work_duration_seconds observed")
     rest = [k for k, v in series.items() if k.startswith("rest_client_requests_total{") and 'code="200"' in k
             and 'method="GET"' in k and v >= 1]

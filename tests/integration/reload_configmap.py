@@ -62,7 +62,7 @@ try:
     ok(dev.proc.poll() is None and dev.proc.pid == pid, "same process (pid %d)" % pid)
     dev.wait_for("the reconcile counter to reach +%d" % N, 10, lambda: reconciles() - before >= N)
     dev.wait_for("the queue to drain", 10,
-                 lambda: dev.metric("workqueue_depth", 'name="widgets"') == 0)
+                 lambda: dev.metric("workqueue_depth", 'controller="widgets",name="widgets"') == 0)
     ok(reconciles() - before == N,
        "each primary object requeued once by the reload (reconciles +%d, want +%d)"
        % (reconciles() - before, N))

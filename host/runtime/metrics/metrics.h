@@ -168,7 +168,7 @@ extern const size_t lop_metric_rest_buckets_len;
  * Fill out[0..count) with start, start*factor, start*factor^2, ... (computed by repeated
  * multiplication, as Prometheus clients do, so the le values match theirs). count <= cap.
  * Returns count, or 0 when start <= 0, factor <= 1 or count is 0 or > cap.
- * client-go's workqueue duration buckets are lop_metric_exp_buckets(out, 10, 10e-9, 10, 10).
+ * controller-runtime's workqueue duration buckets are lop_metric_exp_buckets(out, 12, 10e-9, 10, 12).
  */
 size_t lop_metric_exp_buckets(double *out, size_t cap, double start, double factor, size_t count);
 

@@ -6,6 +6,7 @@
 static const char *const L_CONTROLLER[] = {"controller", NULL};
 static const char *const L_CONTROLLER_RESULT[] = {"controller", "result", NULL};
 static const char *const L_NAME[] = {"name", NULL};
+static const char *const L_QUEUE[] = {"controller", "name", NULL};
 static const char *const L_REST_REQ[] = {"code", "method", "host", NULL};
 static const char *const L_REST_DUR[] = {"verb", "host", NULL};
 static const char *const L_RESULT[] = {"result", NULL};
@@ -40,20 +41,20 @@ static const std_def_t defs[] = {
     {F(active_workers), LOP_METRIC_GAUGE, "controller_runtime_active_workers",
      "Workers of each controller busy in a reconciliation right now.", L_CONTROLLER, 0},
 
-    {F(wq_depth), LOP_METRIC_GAUGE, "workqueue_depth", "Items waiting in the workqueue.", L_NAME, 0},
-    {F(wq_adds_total), LOP_METRIC_COUNTER, "workqueue_adds_total", "Items added to the workqueue.", L_NAME, 0},
+    {F(wq_depth), LOP_METRIC_GAUGE, "workqueue_depth", "Items waiting in the workqueue.", L_QUEUE, 0},
+    {F(wq_adds_total), LOP_METRIC_COUNTER, "workqueue_adds_total", "Items added to the workqueue.", L_QUEUE, 0},
     {F(wq_queue_duration), LOP_METRIC_HISTOGRAM, "workqueue_queue_duration_seconds",
-     "Seconds an item waited in the workqueue before a worker took it.", L_NAME, 2},
+     "Seconds an item waited in the workqueue before a worker took it.", L_QUEUE, 2},
     {F(wq_work_duration), LOP_METRIC_HISTOGRAM, "workqueue_work_duration_seconds",
-     "Seconds a worker spent processing an item taken from the workqueue.", L_NAME, 2},
+     "Seconds a worker spent processing an item taken from the workqueue.", L_QUEUE, 2},
     {F(wq_retries_total), LOP_METRIC_COUNTER, "workqueue_retries_total", "Rate-limited re-adds to the workqueue.",
-     L_NAME, 0},
+     L_QUEUE, 0},
     {F(wq_unfinished_work), LOP_METRIC_GAUGE, "workqueue_unfinished_work_seconds",
      "Sum of the seconds every item now in processing has been running; a value growing "
      "without its items finishing points to stuck workers.",
-     L_NAME, 0},
+     L_QUEUE, 0},
     {F(wq_longest_running), LOP_METRIC_GAUGE, "workqueue_longest_running_processor_seconds",
-     "Seconds the longest running item of the workqueue has been in processing.", L_NAME, 0},
+     "Seconds the longest running item of the workqueue has been in processing.", L_QUEUE, 0},
 
     {F(rest_requests_total), LOP_METRIC_COUNTER, "rest_client_requests_total",
      "HTTP requests to the API server, by status code, method and host.", L_REST_REQ, 0},
@@ -164,7 +165,7 @@ lop_rc_t lop_metrics_std_queue(const lop_metrics_std_t *std, const char *name, l
     if (!std || !std->wq_depth || !name || !out)
         return lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: queue children need an initialised std and a name");
     memset(out, 0, sizeof *out);
-    const char *v[] = {name};
+    const char *v[] = {name, name};
     if (!(out->depth = lop_metric_child(std->wq_depth, v, err)) ||
         !(out->adds = lop_metric_child(std->wq_adds_total, v, err)) ||
         !(out->queue_duration = lop_metric_child(std->wq_queue_duration, v, err)) ||

@@ -16,18 +16,18 @@
  * that raised, as Go counts panics) controller_runtime_reconcile_time_seconds          {controller}
  * histogram (0.005…60 s) controller_runtime_max_concurrent_reconciles       {controller} gauge
  *   controller_runtime_active_workers                  {controller}          gauge
- *   workqueue_depth                                    {name}                gauge
- *   workqueue_adds_total                               {name}                counter
- *   workqueue_queue_duration_seconds                   {name}                histogram (1e-8…10 s)
- *   workqueue_work_duration_seconds                    {name}                histogram (1e-8…10 s)
- *   workqueue_retries_total                            {name}                counter
- *   workqueue_unfinished_work_seconds                  {name}                gauge
- *   workqueue_longest_running_processor_seconds        {name}                gauge
+ *   workqueue_depth                                    {controller, name}    gauge
+ *   workqueue_adds_total                               {controller, name}    counter
+ *   workqueue_queue_duration_seconds                   {controller, name}    histogram (1e-8…1000 s)
+ *   workqueue_work_duration_seconds                    {controller, name}    histogram (1e-8…1000 s)
+ *   workqueue_retries_total                            {controller, name}    counter
+ *   workqueue_unfinished_work_seconds                  {controller, name}    gauge
+ *   workqueue_longest_running_processor_seconds        {controller, name}    gauge
  *   rest_client_requests_total                         {code, method, host}  counter
  *   rest_client_request_duration_seconds               {verb, host}          histogram (0.005…60 s)
  *   leader_election_master_status                      {name}                gauge (1 leading, 0
  * not) luaop_script_reload_total                          {result}              counter
- * ("success"|"error") luaop_script_active_version                        {version} gauge (1 for the
+ * ("success"|"failure") luaop_script_active_version                        {version} gauge (1 for the
  * active) luaop_lua_memory_bytes                             {vm}                  gauge
  *   luaop_reconcile_timeouts_total                     {controller}          counter
  *   luaop_informer_objects                             {gvr}                 gauge
@@ -47,8 +47,10 @@
 
 #include "host/runtime/metrics/metrics.h"
 
-/* client-go's workqueue duration buckets: 10 buckets from 1e-8 s, factor 10. */
-#define LOP_METRIC_WORKQUEUE_BUCKETS 10
+/* controller-runtime's workqueue duration buckets (pkg/metrics/workqueue.go:
+ * ExponentialBuckets(10e-9, 10, 12)): 12 bounds from 1e-8 s to 1000 s, factor 10. client-go's own
+ * provider stops at 10 s; controller-runtime's is what operator dashboards are built on. */
+#define LOP_METRIC_WORKQUEUE_BUCKETS 12
 
 typedef struct lop_metrics_std {
     lop_metrics_t *registry; /* borrowed */
@@ -138,7 +140,9 @@ typedef struct lop_metrics_controller {
     lop_metric_t *timeouts;
 } lop_metrics_controller_t;
 
-/* The children of one workqueue (label name = the queue's name, usually the controller's). */
+/* The children of one workqueue. As in controller-runtime (pkg/metrics/workqueue.go), a
+ * controller's queue is named after the controller, and both the `controller` and the `name` label
+ * carry that name, so dashboards selecting on either work. */
 typedef struct lop_metrics_queue {
     lop_metric_t *depth;
     lop_metric_t *adds;

@@ -354,8 +354,8 @@ static double metric(const char *series)
     return v;
 }
 
-#define Q_ADDS  "workqueue_adds_total{name=\"gated\"}"
-#define Q_DEPTH "workqueue_depth{name=\"gated\"}"
+#define Q_ADDS  "workqueue_adds_total{controller=\"gated\",name=\"gated\"}"
+#define Q_DEPTH "workqueue_depth{controller=\"gated\",name=\"gated\"}"
 #define C_MAX   "controller_runtime_max_concurrent_reconciles{controller=\"gated\"}"
 #define I_OBJS  "luaop_informer_objects{gvr=\"v1/configmaps\"}"
 

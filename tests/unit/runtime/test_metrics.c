@@ -1,6 +1,7 @@
 /* Unit tests for host/runtime/metrics: exposition format (parsed back), escaping, histograms,
  * callbacks, bad input and concurrent updates. */
 #include "host/runtime/metrics/metrics.h"
+#include "host/runtime/metrics/metrics_process.h"
 #include "host/runtime/metrics/metrics_std.h"
 #include "t.h"
 
@@ -8,6 +9,10 @@
 #include <stdarg.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <dirent.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
 
 /* ---------------------------------------------------------------- a small 0.0.4 text parser */
 
@@ -445,7 +450,7 @@ static void test_standard_families(void)
     T_CHECK(again.reconcile_total == std.reconcile_total);
 
     lop_metric_histogram_observe(std.reconcile_time, (const char *[]){"memcached"}, 0.2, NULL);
-    lop_metric_histogram_observe(std.wq_queue_duration, (const char *[]){"memcached"}, 2e-6, NULL);
+    lop_metric_histogram_observe(std.wq_queue_duration, (const char *[]){"memcached", "memcached"}, 2e-6, NULL);
     lop_metric_histogram_observe(std.rest_request_duration, (const char *[]){"GET", "127.0.0.1:6443"}, 0.03, NULL);
     lop_metric_counter_add(std.rest_requests_total, (const char *[]){"200", "GET", "127.0.0.1:6443"}, 1, NULL);
     render(r, &ps);
@@ -493,12 +498,17 @@ static void test_standard_families(void)
                 NULL) == 1);
     T_CHECK(get(&ps, "controller_runtime_reconcile_time_seconds_bucket", "controller", "memcached", "le", "60", NULL) ==
             1);
-    /* client-go's workqueue buckets: 1e-08 … 10 by factor 10, with Go's float spelling. */
+    /* controller-runtime's workqueue buckets: 1e-08 … 1000 by factor 10, with Go's float spelling. */
     static const char *const wq_le[] = {
-        "1e-08", "1e-07", "1e-06", "9.999999999999999e-06", "9.999999999999999e-05", "0.001", "0.01", "0.1",
-        "1",     "10",    "+Inf"};
+        "1e-08", "1e-07", "1e-06", "9.999999999999999e-06", "9.999999999999999e-05", "0.001", "0.01", "0.1", "1", "10",
+        "100",   "1000",  "+Inf"};
+    int nwq = 0;
+    for (int i = 0; i < ps.n; i++)
+        if (strcmp(ps.s[i].name, "workqueue_queue_duration_seconds_bucket") == 0) nwq++;
+    T_EQ_INT(nwq, (int)(sizeof wq_le / sizeof wq_le[0]));
     for (size_t i = 0; i < sizeof wq_le / sizeof wq_le[0]; i++) {
-        double v = get(&ps, "workqueue_queue_duration_seconds_bucket", "name", "memcached", "le", wq_le[i], NULL);
+        double v = get(&ps, "workqueue_queue_duration_seconds_bucket", "controller", "memcached", "name", "memcached",
+                       "le", wq_le[i], NULL);
         T_CHECK(!isnan(v));
         T_CHECK(v == (i < 3 ? 0 : 1));
     }
@@ -541,10 +551,11 @@ static void test_controller_and_queue_children_start_at_zero(void)
         T_CHECK(get(&ps, "controller_runtime_reconcile_total", "controller", "memcached", "result", results[i], NULL) ==
                 0);
     T_CHECK(get(&ps, "controller_runtime_reconcile_time_seconds_count", "controller", "memcached", NULL) == 0);
-    T_CHECK(get(&ps, "workqueue_depth", "name", "memcached", NULL) == 0);
+    T_CHECK(get(&ps, "workqueue_depth", "controller", "memcached", "name", "memcached", NULL) == 0);
     T_CHECK(get(&ps, "luaop_reconcile_timeouts_total", "controller", "memcached", NULL) == 0);
     T_CHECK(get(&ps, "controller_runtime_reconcile_panics_total", "controller", "memcached", NULL) == 0);
-    T_CHECK(get(&ps, "workqueue_longest_running_processor_seconds", "name", "memcached", NULL) == 0);
+    T_CHECK(get(&ps, "workqueue_longest_running_processor_seconds", "controller", "memcached", "name", "memcached",
+                NULL) == 0);
 
     lop_metric_inc(c.reconcile_total[LOP_METRICS_RESULT_REQUEUE_AFTER]);
     lop_metric_set(c.max_concurrent, 4);
@@ -554,9 +565,11 @@ static void test_controller_and_queue_children_start_at_zero(void)
     T_CHECK(get(&ps, "controller_runtime_reconcile_total", "controller", "memcached", "result", "requeue_after",
                 NULL) == 1);
     T_CHECK(get(&ps, "controller_runtime_max_concurrent_reconciles", "controller", "memcached", NULL) == 4);
-    T_CHECK(get(&ps, "workqueue_adds_total", "name", "memcached", NULL) == 1);
-    T_CHECK(get(&ps, "workqueue_work_duration_seconds_bucket", "name", "memcached", "le", "0.01", NULL) == 0);
-    T_CHECK(get(&ps, "workqueue_work_duration_seconds_bucket", "name", "memcached", "le", "0.1", NULL) == 1);
+    T_CHECK(get(&ps, "workqueue_adds_total", "controller", "memcached", "name", "memcached", NULL) == 1);
+    T_CHECK(get(&ps, "workqueue_work_duration_seconds_bucket", "controller", "memcached", "name", "memcached", "le",
+                "0.01", NULL) == 0);
+    T_CHECK(get(&ps, "workqueue_work_duration_seconds_bucket", "controller", "memcached", "name", "memcached", "le",
+                "0.1", NULL) == 1);
 
     lop_err_t err;
     T_EQ_INT(lop_metrics_std_controller(&std, "\xc3", &c, &err), LOP_EINVAL);
@@ -582,6 +595,51 @@ static void test_children_are_capped(void)
     lop_metrics_free(r);
 }
 
+/* The process_* families: every name client_golang's process collector exports on Linux (the ones
+ * controller-runtime's /metrics carries), with values checked against what the test reads itself. */
+static void test_process_families(void)
+{
+    lop_metrics_t *r = lop_metrics_new();
+    T_EQ_INT(lop_metrics_process_init(r, NULL), LOP_OK);
+    T_EQ_INT(lop_metrics_process_init(r, NULL), LOP_OK); /* idempotent */
+    /* Burn a little CPU so the counter has something to count. */
+    volatile double x = 0;
+    for (long i = 0; i < 30000000; i++) x += (double)i * 0.5;
+    render(r, &ps);
+    static const char *const expect[] = {
+        "process_cpu_seconds_total counter",
+        "process_max_fds gauge",
+        "process_open_fds gauge",
+        "process_resident_memory_bytes gauge",
+        "process_start_time_seconds gauge",
+        "process_virtual_memory_bytes gauge",
+        "process_virtual_memory_max_bytes gauge",
+    };
+    T_EQ_INT(ps.ntype, (int)(sizeof expect / sizeof expect[0]));
+    for (size_t i = 0; i < sizeof expect / sizeof expect[0] && (int)i < ps.ntype; i++) T_EQ_STR(ps.type[i], expect[i]);
+
+    double cpu = get(&ps, "process_cpu_seconds_total", NULL);
+    T_CHECK(cpu > 0 && cpu < 3600);
+    struct rlimit rl;
+    T_EQ_INT(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    T_CHECK(get(&ps, "process_max_fds", NULL) == (double)rl.rlim_cur);
+    /* open fds: count them here (the directory stream's own descriptor excluded, as the family does) */
+    DIR *d = opendir("/proc/self/fd");
+    T_CHECK(d != NULL);
+    int nfd = -1;
+    for (struct dirent *e; d && (e = readdir(d));)
+        if (e->d_name[0] != '.') nfd++;
+    if (d) closedir(d);
+    T_CHECK(get(&ps, "process_open_fds", NULL) == (double)nfd);
+    double rss = get(&ps, "process_resident_memory_bytes", NULL), vm = get(&ps, "process_virtual_memory_bytes", NULL);
+    T_CHECK(rss > 1 << 20 && rss < vm);
+    double start = get(&ps, "process_start_time_seconds", NULL), now = (double)time(NULL);
+    T_CHECK(start <= now + 1 && start > now - 3600); /* this test process began moments ago */
+    T_CHECK(!isnan(get(&ps, "process_virtual_memory_max_bytes", NULL)));
+    (void)x;
+    lop_metrics_free(r);
+}
+
 int main(void)
 {
     T_RUN(test_controller_and_queue_children_start_at_zero);
@@ -597,5 +655,6 @@ int main(void)
     T_RUN(test_bad_input_is_refused_with_reason);
     T_RUN(test_concurrent_updates_sum_correctly);
     T_RUN(test_standard_families);
+    T_RUN(test_process_families);
     return T_DONE();
 }

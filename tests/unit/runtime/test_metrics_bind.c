@@ -22,6 +22,8 @@ static double val(lop_metrics_t *r, const char *name, const char *const *values)
 }
 
 #define Q(name) ((const char *[]){name})
+/* A controller's queue: the controller and name labels both carry the controller's name. */
+#define QQ(name) ((const char *[]){name, name})
 
 static void test_queue_values_read_at_scrape(void)
 {
@@ -37,35 +39,36 @@ static void test_queue_values_read_at_scrape(void)
     lop_workqueue_add(q, "ns/a");
     lop_workqueue_add(q, "ns/b");
     lop_workqueue_add(q, "ns/a"); /* deduplicated: not an add */
-    T_CHECK(val(r, "workqueue_depth", Q("memcached")) == 2);
-    T_CHECK(val(r, "workqueue_adds_total", Q("memcached")) == 2);
+    T_CHECK(val(r, "workqueue_depth", QQ("memcached")) == 2);
+    T_CHECK(val(r, "workqueue_adds_total", QQ("memcached")) == 2);
 
     char *item = NULL;
     T_EQ_INT(lop_workqueue_try_get(q, &item), LOP_OK);
-    T_CHECK(val(r, "workqueue_depth", Q("memcached")) == 1);
+    T_CHECK(val(r, "workqueue_depth", QQ("memcached")) == 1);
     lop_fake_clock_step(&fc, 3 * LOP_NS_PER_S);
-    T_CHECK(val(r, "workqueue_unfinished_work_seconds", Q("memcached")) == 3);
-    T_CHECK(val(r, "workqueue_longest_running_processor_seconds", Q("memcached")) == 3);
+    T_CHECK(val(r, "workqueue_unfinished_work_seconds", QQ("memcached")) == 3);
+    T_CHECK(val(r, "workqueue_longest_running_processor_seconds", QQ("memcached")) == 3);
     lop_workqueue_add_after(q, "ns/c", 5 * LOP_NS_PER_S);
-    T_CHECK(val(r, "workqueue_retries_total", Q("memcached")) == 1);
+    T_CHECK(val(r, "workqueue_retries_total", QQ("memcached")) == 1);
 
     /* The rendered text carries the same numbers. */
     lop_buf_t b = LOP_BUF_INIT;
     lop_metrics_render(r, &b);
-    T_CHECK(strstr(b.data, "workqueue_depth{name=\"memcached\"} 1\n") != NULL);
-    T_CHECK(strstr(b.data, "workqueue_unfinished_work_seconds{name=\"memcached\"} 3\n") != NULL);
+    T_CHECK(strstr(b.data, "workqueue_depth{controller=\"memcached\",name=\"memcached\"} 1\n") != NULL);
+    T_CHECK(strstr(b.data, "workqueue_unfinished_work_seconds{controller=\"memcached\",name=\"memcached\"} 3\n") !=
+            NULL);
     lop_buf_free(&b);
 
     lop_metrics_observe_queue_latency(&qm, 2 * LOP_NS_PER_MS);
     lop_metrics_observe_work_duration(&qm, 40 * LOP_NS_PER_MS);
-    T_CHECK(val(r, "workqueue_queue_duration_seconds", Q("memcached")) == 1);
-    T_CHECK(val(r, "workqueue_work_duration_seconds", Q("memcached")) == 1);
+    T_CHECK(val(r, "workqueue_queue_duration_seconds", QQ("memcached")) == 1);
+    T_CHECK(val(r, "workqueue_work_duration_seconds", QQ("memcached")) == 1);
 
     lop_workqueue_done(q, item);
     free(item);
     lop_metrics_unbind_queue(&qm, q);
     lop_workqueue_free(q); /* no scrape may touch it any more */
-    T_CHECK(val(r, "workqueue_depth", Q("memcached")) == 0);
+    T_CHECK(val(r, "workqueue_depth", QQ("memcached")) == 0);
     lop_metrics_free(r);
 }
 
@@ -81,10 +84,10 @@ static void test_rebind_then_unbind_old_keeps_new(void)
     T_EQ_INT(lop_metrics_bind_queue(&std, "c", newq, &nm, NULL), LOP_OK); /* script reload */
     lop_metrics_unbind_queue(&om, oldq);
     lop_workqueue_free(oldq);
-    T_CHECK(val(r, "workqueue_depth", Q("c")) == 1);
+    T_CHECK(val(r, "workqueue_depth", QQ("c")) == 1);
     lop_metrics_unbind_queue(&nm, newq);
     lop_workqueue_free(newq);
-    T_CHECK(val(r, "workqueue_depth", Q("c")) == 0);
+    T_CHECK(val(r, "workqueue_depth", QQ("c")) == 0);
     T_EQ_INT(lop_metrics_bind_queue(&std, "c", NULL, &nm, NULL), LOP_EINVAL);
     lop_metrics_free(r);
 }
