@@ -4,7 +4,7 @@ BUILD     ?= build
 BUILDTYPE ?= RelWithDebInfo
 JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKEFLAGS ?=
-PKGS      := $(shell sed -e 's/\#.*//' -e '/^[[:space:]]*$$/d' deps/debian-packages.txt)
+PKGS      := $(shell sh deps/packages.sh)
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all deps build test demo bench bench-smoke asan tsan format format-check clean

@@ -4,7 +4,10 @@
 #     prefix, then <prefix>/bin/luaop check on the memcached example from another directory; a
 #     marker planted in the installed library proves the installed share/luaop/lua is the copy
 #     that is read (not the source tree);
-#  2. the Dockerfile's structure: two stages on Debian 12, non-root numeric USER, the entrypoint;
+#  2. the Dockerfile's structure: two stages on a pinned Debian 12 base, non-root numeric USER,
+#     the entrypoint, .dockerignore; 2b. the runtime stage installs the package of every library
+#     luaop links (checked with objdump/ldd/dpkg -S) and lua-cjson, the build section covers every
+#     pkg-config module CMake needs, config/manager's memory limit covers its Lua VM caps;
 #  3. every package the Dockerfile installs exists in Debian (apt-cache policy) — only when apt
 #     lists are present on this machine; otherwise that part is reported as not checked;
 #  4. `kubectl kustomize config/default` renders the expected kinds and Deployment settings, and
@@ -39,21 +42,63 @@ echo "ok   the installed binary reads <prefix>/share/luaop/lua"
 
 echo "2. Dockerfile structure"
 df="$LUAOP_SRC/Dockerfile"
-grep -Eq '^FROM debian:12 AS build$' "$df" || fail "build stage is not FROM debian:12 AS build"
-grep -Eq '^FROM debian:12-slim$' "$df" || fail "runtime stage is not FROM debian:12-slim"
-grep -Eq '^RUN cmake -S /src -B /build .*' "$df" || fail "no cmake configure step"
+grep -Eq '^ARG DEBIAN_TAG=bookworm-[0-9]{8}(-slim)?$' "$df" || fail "the base is not pinned to a dated bookworm tag (ARG DEBIAN_TAG)"
+grep -Eq '^FROM debian:\$\{DEBIAN_TAG\} AS build$' "$df" || fail "build stage is not FROM debian:\${DEBIAN_TAG} AS build"
+[ "$(grep -c '^FROM debian:${DEBIAN_TAG}' "$df")" = 2 ] || fail "not two stages on the pinned Debian 12 base"
+grep -Eq '^RUN cmake -S /src -B /build .*-DLUAOP_BUILD_TESTS=OFF' "$df" || fail "no cmake configure step with the tests off"
 grep -q 'cmake --install /build --prefix /opt/luaop' "$df" || fail "no cmake --install step"
 grep -Eq '^USER [1-9][0-9]*(:[1-9][0-9]*)?$' "$df" || fail "USER is not a numeric non-root id"
 grep -Fxq 'ENTRYPOINT ["luaop", "run"]' "$df" || fail "ENTRYPOINT is not [\"luaop\", \"run\"]"
-grep -q 'deps/debian-packages.txt' "$df" || fail "build stage does not use deps/debian-packages.txt"
-echo "ok   Dockerfile stages, user, entrypoint"
+grep -q 'packages.sh build)' "$df" || fail "build stage does not install the build section of deps/debian-packages.txt"
+for x in .git 'build*/' bench/results/; do
+  grep -Fxq "$x" "$LUAOP_SRC/.dockerignore" || fail ".dockerignore does not exclude $x"
+done
+echo "ok   Dockerfile stages, pinned base, user, entrypoint, .dockerignore"
 
-echo "3. Debian packages"
-pkgs=$(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$LUAOP_SRC/deps/debian-packages.txt")
-# runtime stage: the words after "install -y --no-install-recommends" up to "&&" (continued lines)
-runtime=$(awk '/^FROM debian:12-slim/{r=1} r' "$df" | tr '\\\n' '  ' |
+echo "2b. image packages against the binary and the build"
+# The runtime stage: the words after "install -y --no-install-recommends" up to "&&" in the last stage.
+runtime=$(awk '/^FROM /{buf=""} {buf=buf" "$0} END{print buf}' "$df" | tr '\\' ' ' |
           sed -n 's/.*install -y --no-install-recommends \([^&]*\)&&.*/\1/p')
 [ -n "$runtime" ] || fail "cannot find the runtime stage's package list"
+runtime_lines=$(tr ' ' '\n' <<<"$runtime" | sed '/^$/d')
+pkg_of() { { dpkg -S "$1" 2>/dev/null || dpkg -S "${1#/usr}" 2>/dev/null || true; } | head -1 | cut -d: -f1; }
+# In every Debian base image, slim included: the essential set's own dependencies.
+in_base() { case $1 in libc6|libgcc-s1|libstdc++6|zlib1g) return 0;; *) return 1;; esac; }
+# every shared library luaop links directly (ELF NEEDED) comes from a runtime-stage package
+for lib in $(objdump -p "$LUAOP" | awk '/NEEDED/{print $2}'); do
+  # ldd prints "lib => path (addr)", or the dynamic loader as "path (addr)"
+  path=$(ldd "$LUAOP" | awk -v l="$lib" '$1 == l {print $3} $2 != "=>" && index($1, "/" l) {print $1}' | head -1)
+  [ -n "$path" ] || fail "ldd cannot resolve $lib"
+  pkg=$(pkg_of "$(readlink -f "$path")"); [ -n "$pkg" ] || pkg=$(pkg_of "$path")
+  [ -n "$pkg" ] || fail "no Debian package owns $path ($lib)"
+  grep -qx "$pkg" <<<"$runtime_lines" || in_base "$pkg" ||
+    fail "luaop links $lib from package $pkg, which the Dockerfile's runtime stage does not install"
+done
+# scripts' require("cjson") (docs/lua-api.md)
+grep -qx lua-cjson <<<"$runtime_lines" || fail "the runtime stage lacks lua-cjson (scripts' require(\"cjson\"))"
+# every pkg-config module the top-level CMakeLists.txt requires is in the build section
+build=$(sh "$LUAOP_SRC/deps/packages.sh" build)
+mods=$(sed -n 's/.*pkg_check_modules([A-Z_]* *REQUIRED IMPORTED_TARGET \(.*\))/\1/p' "$LUAOP_SRC/CMakeLists.txt")
+[ -n "$mods" ] || fail "no pkg_check_modules found in CMakeLists.txt"
+for m in $mods; do
+  pc=$(pkg-config --path "$m") || fail "pkg-config cannot find $m"
+  pkg=$(pkg_of "$pc")
+  grep -qx "$pkg" <<<"$build" || fail "CMake needs $m ($pkg), which is not in the build section"
+done
+# config/manager's memory limit covers its Lua VMs: 64 MiB for the process plus --lua-memory-limit
+# for each of 3 VMs (one reconcile worker, the event VM, the previous event VM during a reload)
+mi() { case $1 in *Mi) echo "${1%Mi}";; *Gi) echo $(( ${1%Gi} * 1024 ));; *) fail "unexpected quantity $1";; esac; }
+man="$LUAOP_SRC/config/manager/manager.yaml"
+cap=$(sed -n 's/.*--lua-memory-limit=\([0-9]*[MG]i\).*/\1/p' "$man")
+[ -n "$cap" ] || fail "config/manager sets no --lua-memory-limit (the 64Mi default per VM)"
+limit=$(sed -n 's/.*limits: *{[^}]*memory: *\([0-9]*[MG]i\).*/\1/p' "$man")
+[ -n "$limit" ] || fail "config/manager sets no memory limit"
+need=$(( 64 + 3 * $(mi "$cap") ))
+[ "$(mi "$limit")" -ge "$need" ] || fail "memory limit $limit < 64Mi + 3 x $cap = ${need}Mi"
+echo "ok   runtime packages cover luaop's libraries and cjson; build section covers CMake; memory $limit >= ${need}Mi"
+
+echo "3. Debian packages"
+pkgs=$(sh "$LUAOP_SRC/deps/packages.sh")
 if compgen -G "/var/lib/apt/lists/*Packages*" >/dev/null; then
   # One apt-cache call: "pkg:" header lines followed by "  Candidate: x".
   apt-cache policy $pkgs $runtime 2>/dev/null | awk '
