@@ -20,7 +20,13 @@ int lop_cli_setup_logging(const lop_run_opts_t *o)
         fprintf(stderr, "luaop: invalid --log-format \"%s\" (text, json)\n", o->log_format);
         return 2;
     }
+    lop_log_time_t t;
+    if (lop_log_time_parse(o->log_time, &t) != 0) {
+        fprintf(stderr, "luaop: invalid --zap-time-encoding \"%s\"\n", o->log_time);
+        return 2;
+    }
     lop_log_setup(level, format);
+    lop_log_setup_time(t);
     return 0;
 }
 

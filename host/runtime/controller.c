@@ -2,6 +2,7 @@
 
 #include "host/util/buf.h"
 #include "host/util/log.h"
+#include "host/util/rand.h"
 
 #include <inttypes.h>
 #include <stdint.h>
@@ -12,6 +13,7 @@
 
 struct lop_controller {
     char *name;
+    char *group, *kind; /* of the for_ kind: controllerGroup / controllerKind in the log lines */
     int nworkers;
     const lop_clock_t *clock;
     lop_scriptrt_t *rt;
@@ -27,7 +29,6 @@ struct lop_controller {
     int started;
     pthread_mutex_t mu; /* guards stats */
     lop_controller_stats_t stats;
-    uint64_t next_id;
     size_t abandoned; /* reconciles left running by a bounded stop; owner thread only */
     bool stopping;    /* set by stop: workers finish their current item and take no other */
 };
@@ -36,6 +37,8 @@ lop_controller_t *lop_controller_new(const lop_controller_opts_t *opts)
 {
     lop_controller_t *c = lop_xcalloc(1, sizeof *c);
     c->name = lop_xstrdup(opts->name);
+    c->group = lop_xstrdup(opts->group ? opts->group : "");
+    c->kind = lop_xstrdup(opts->kind ? opts->kind : "");
     c->nworkers = opts->workers > 0 ? opts->workers : 1;
     c->clock = opts->clock ? opts->clock : &lop_clock_system;
     c->rt = opts->rt;
@@ -82,6 +85,39 @@ static const char *result_name(lop_result_kind_t k)
     }
     return "unknown";
 }
+/*
+ * One reconcile's log line with controller-runtime's keys (pkg/internal/controller/controller.go):
+ * controller, controllerGroup, controllerKind, the object under its Kind as {name, namespace},
+ * namespace, name, reconcileID, then duration (seconds, a number), result and error when failed.
+ */
+static void log_reconcile(const lop_controller_t *c, lop_log_level_t level, const char *msg, const char *ns,
+                          const char *name, const char *rid, int64_t dur_ns, const lop_reconcile_result_t *res)
+{
+    lop_buf_t obj = LOP_BUF_INIT;
+    lop_buf_puts(&obj, "{\"name\":");
+    lop_buf_json_str(&obj, name, strlen(name));
+    if (ns && *ns) {
+        lop_buf_puts(&obj, ",\"namespace\":");
+        lop_buf_json_str(&obj, ns, strlen(ns));
+    }
+    lop_buf_putc(&obj, '}');
+    lop_log_field_t f[12];
+    int n = 0;
+    f[n++] = LOP_LOG_F_STR("controller", c->name);
+    f[n++] = LOP_LOG_F_STR("controllerGroup", c->group);
+    f[n++] = LOP_LOG_F_STR("controllerKind", c->kind);
+    if (*c->kind) f[n++] = LOP_LOG_F_JSON(c->kind, obj.data);
+    f[n++] = LOP_LOG_F_STR("namespace", ns ? ns : "");
+    f[n++] = LOP_LOG_F_STR("name", name);
+    f[n++] = LOP_LOG_F_STR("reconcileID", rid);
+    f[n++] = LOP_LOG_F_NUM("duration", (double)dur_ns / 1e9);
+    if (level == LOP_LOG_DEBUG) f[n++] = LOP_LOG_F_STR("result", result_name(res->kind));
+    if (res->kind == LOP_RESULT_ERROR || res->kind == LOP_RESULT_TERMINAL)
+        f[n++] = LOP_LOG_F_STR("error", res->message);
+    if (res->timed_out) f[n++] = LOP_LOG_F_BOOL("timeout", true);
+    lop_log_fields(level, msg, f, n);
+    lop_buf_free(&obj);
+}
 
 /* Reconcile key with the slot's VM and apply the result to the queue. Caller calls Done. */
 static void reconcile_key(lop_controller_t *c, lop_vm_slot_t *slot, int worker, const char *key)
@@ -95,11 +131,10 @@ static void reconcile_key(lop_controller_t *c, lop_vm_slot_t *slot, int worker, 
         snprintf(name, sizeof name, "%s", key);
     }
     pthread_mutex_lock(&c->mu);
-    uint64_t id = ++c->next_id;
     c->stats.active_workers++;
     pthread_mutex_unlock(&c->mu);
-    char rid[64];
-    snprintf(rid, sizeof rid, "%s-%" PRIu64, c->name, id);
+    char rid[LOP_UUID_LEN + 1];
+    lop_uuid4(rid); /* controller-runtime gives every reconcile a random UUID (reconcileID) */
 
     lop_reconcile_result_t res;
     memset(&res, 0, sizeof res);
@@ -117,8 +152,6 @@ static void reconcile_key(lop_controller_t *c, lop_vm_slot_t *slot, int worker, 
     }
     int64_t dur = lop_clock_mono(c->clock) - t0;
 
-    char dur_s[32];
-    snprintf(dur_s, sizeof dur_s, "%.3fms", (double)dur / 1e6);
     switch (res.kind) {
     case LOP_RESULT_DONE: lop_workqueue_forget(c->queue, key); break;
     case LOP_RESULT_REQUEUE: lop_workqueue_add_rate_limited(c->queue, key); break;
@@ -128,18 +161,14 @@ static void reconcile_key(lop_controller_t *c, lop_vm_slot_t *slot, int worker, 
         break;
     case LOP_RESULT_ERROR:
         lop_workqueue_add_rate_limited(c->queue, key);
-        lop_log(LOP_LOG_ERROR, "reconciler error", "controller", c->name, "namespace", ns, "name", name, "reconcileID",
-                rid, "duration", dur_s, "error", res.message, res.timed_out ? "timeout" : NULL, "true", NULL);
+        log_reconcile(c, LOP_LOG_ERROR, "reconciler error", ns, name, rid, dur, &res);
         break;
     case LOP_RESULT_TERMINAL:
         lop_workqueue_forget(c->queue, key);
-        lop_log(LOP_LOG_ERROR, "terminal reconciler error, not retried", "controller", c->name, "namespace", ns, "name",
-                name, "reconcileID", rid, "error", res.message, NULL);
+        log_reconcile(c, LOP_LOG_ERROR, "terminal reconciler error, not retried", ns, name, rid, dur, &res);
         break;
     }
-    if (lop_log_enabled(LOP_LOG_DEBUG))
-        lop_log(LOP_LOG_DEBUG, "reconciled", "controller", c->name, "namespace", ns, "name", name, "reconcileID", rid,
-                "duration", dur_s, "result", result_name(res.kind), NULL);
+    if (lop_log_enabled(LOP_LOG_DEBUG)) log_reconcile(c, LOP_LOG_DEBUG, "reconciled", ns, name, rid, dur, &res);
 
     pthread_mutex_lock(&c->mu);
     c->stats.active_workers--;
@@ -333,5 +362,7 @@ void lop_controller_free(lop_controller_t *c)
     lop_gate_cleanup(&c->sources);
     pthread_mutex_destroy(&c->mu);
     free(c->name);
+    free(c->group);
+    free(c->kind);
     free(c);
 }

@@ -50,6 +50,8 @@ typedef void (*lop_vm_memory_observer_fn)(void *ud, const char *controller, int 
 
 typedef struct lop_controller_opts {
     const char *name;         /* copied */
+    const char *group;        /* the for_ kind's API group ("" core), copied; NULL = "" — for logs */
+    const char *kind;         /* the for_ kind, copied; NULL = "" — for logs */
     int workers;              /* max_concurrent_reconciles, >= 1 */
     const lop_clock_t *clock; /* borrowed; NULL = system */
     lop_scriptrt_t *rt;       /* borrowed */

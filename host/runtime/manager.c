@@ -376,6 +376,8 @@ static lop_rc_t wire_stage(lop_manager_t *m, lop_vm_t *vm, lop_err_t *err)
         } else {
             lop_controller_opts_t co = {
                 .name = d->name,
+                .group = c->primary.group,
+                .kind = c->primary.kind,
                 .workers = d->max_concurrent_reconciles,
                 .clock = m->clock,
                 .rt = m->rt,

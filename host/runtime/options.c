@@ -3,6 +3,7 @@
 #include "host/kube/leaderelection/leaderelection.h"
 
 #include "host/util/clock.h"
+#include "host/util/log.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -83,6 +84,7 @@ void lop_run_opts_defaults(lop_run_opts_t *o)
     o->graceful_shutdown_ns = 30 * LOP_NS_PER_S;
     o->log_format = "text";
     o->log_level = "info";
+    o->log_time = "rfc3339micro";
     o->lua_memory_limit = 64u * 1024u * 1024u;
     o->reconcile_timeout_ns = 60 * LOP_NS_PER_S;
     o->qps = 20;
@@ -120,6 +122,13 @@ enum {
     O_BURST,
     O_NOH2,
     O_WATCH_LIST,
+    O_ZAP_LEVEL,
+    O_ZAP_ENCODER,
+    O_ZAP_DEVEL,
+    O_ZAP_STACK,
+    O_ZAP_TIME,
+    O_ENABLE_H2,
+    O_METRICS_SECURE,
     O_APPLY,
     O_KCOUT,
     O_LISTEN,
@@ -154,6 +163,14 @@ static const struct option long_opts[] = {
     {"kube-api-burst", required_argument, NULL, O_BURST},
     {"kube-api-disable-http2", optional_argument, NULL, O_NOH2},
     {"watch-list", optional_argument, NULL, O_WATCH_LIST},
+    /* kubebuilder's scaffolded flags (controller-runtime's zap options), mapped to ours */
+    {"zap-log-level", required_argument, NULL, O_ZAP_LEVEL},
+    {"zap-encoder", required_argument, NULL, O_ZAP_ENCODER},
+    {"zap-devel", optional_argument, NULL, O_ZAP_DEVEL},
+    {"zap-stacktrace-level", required_argument, NULL, O_ZAP_STACK},
+    {"zap-time-encoding", required_argument, NULL, O_ZAP_TIME},
+    {"enable-http2", optional_argument, NULL, O_ENABLE_H2},
+    {"metrics-secure", optional_argument, NULL, O_METRICS_SECURE},
     {"apply", required_argument, NULL, O_APPLY},
     {"kubeconfig-out", required_argument, NULL, O_KCOUT},
     {"listen", required_argument, NULL, O_LISTEN},
@@ -183,6 +200,12 @@ static void usage(FILE *f, const char *cmd, bool dev)
             "  --health-probe-bind-address ADDR    /healthz and /readyz (run :8081, dev 127.0.0.1:0; 0 disables)\n"
             "  --graceful-shutdown-timeout DUR     (30s)\n"
             "  --log-format text|json  --log-level debug|info|warn|error\n"
+            "  --zap-log-level debug|info|error|N  --zap-encoder json|console  --zap-devel[=BOOL]\n"
+            "  --zap-time-encoding epoch|millis|nano|iso8601|rfc3339|rfc3339nano  --zap-stacktrace-level L\n"
+            "                                      kubebuilder's flags, mapped to the two above (stack traces:\n"
+            "                                      accepted, Lua tracebacks are always in \"error\")\n"
+            "  --enable-http2[=false]              luaop's own servers speak HTTP/1.1 (only false)\n"
+            "  --metrics-secure[=false]            plain HTTP metrics (only false: no HTTPS metrics yet)\n"
             "  --lua-jit[=BOOL]                    JIT on; deadlines become cooperative (false)\n"
             "  --lua-unsafe-libs[=BOOL]            give scripts io/os/debug/ffi/jit (false)\n"
             "  --lua-memory-limit BYTES            per VM (64Mi)\n"
@@ -207,6 +230,24 @@ static void usage(FILE *f, const char *cmd, bool dev)
         "                                      glibc.malloc.arena_max in GLIBC_TUNABLES, is set)\n");
 }
 
+/* zap's level names, or a verbosity N >= 0 (zap level -N: 0 info, 1 and above debug). */
+static int zap_level(const char *v, const char **out)
+{
+    if (strcmp(v, "debug") == 0 || strcmp(v, "info") == 0 || strcmp(v, "error") == 0 || strcmp(v, "warn") == 0) {
+        *out = v;
+        return 0;
+    }
+    if (strcmp(v, "panic") == 0 || strcmp(v, "dpanic") == 0) {
+        *out = "error"; /* the closest we have */
+        return 0;
+    }
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (end == v || *end || n < 0) return -1;
+    *out = n == 0 ? "info" : "debug";
+    return 0;
+}
+
 static int parse_bool(const char *v, bool *out)
 {
     if (!v || strcmp(v, "true") == 0 || strcmp(v, "1") == 0)
@@ -221,10 +262,12 @@ static int parse_bool(const char *v, bool *out)
 int lop_run_opts_parse(lop_run_opts_t *o, int argc, char **argv, bool dev)
 {
     const char *cmd = argv[0];
-    optind = 1;
+    optind = 0; /* 0, not 1: glibc then also forgets a half-parsed "-abc" of an earlier call */
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
+    bool level_set = false, format_set = false, devel = false;
+    /* "+": stop at the first non-flag, so argv[at] is always the argument being parsed */
+    for (int at = 1; (c = getopt_long(argc, argv, "+", long_opts, NULL)) != -1; at = optind) {
         const char *v = optarg;
         int bad = 0;
         switch (c) {
@@ -250,8 +293,54 @@ int lop_run_opts_parse(lop_run_opts_t *o, int argc, char **argv, bool dev)
         case O_METRICS: o->metrics_addr = v; break;
         case O_PROBE: o->probe_addr = v; break;
         case O_GRACE: bad = lop_parse_duration(v, &o->graceful_shutdown_ns); break;
-        case O_LOG_FORMAT: o->log_format = v; break;
-        case O_LOG_LEVEL: o->log_level = v; break;
+        case O_LOG_FORMAT:
+            o->log_format = v;
+            format_set = true;
+            break;
+        case O_LOG_LEVEL:
+            o->log_level = v;
+            level_set = true;
+            break;
+        case O_ZAP_LEVEL:
+            bad = zap_level(v, &o->log_level);
+            level_set = true;
+            break;
+        case O_ZAP_ENCODER:
+            bad = strcmp(v, "json") != 0 && strcmp(v, "console") != 0;
+            o->log_format = strcmp(v, "json") == 0 ? "json" : "text";
+            format_set = true;
+            break;
+        case O_ZAP_DEVEL: bad = parse_bool(v, &devel); break;
+        case O_ZAP_STACK:
+            o->stacktrace_level = v;
+            bad = strcmp(v, "info") != 0 && strcmp(v, "error") != 0 && strcmp(v, "panic") != 0;
+            break;
+        case O_ZAP_TIME: {
+            lop_log_time_t t;
+            bad = lop_log_time_parse(v, &t) != 0;
+            o->log_time = v;
+            break;
+        }
+        case O_ENABLE_H2:
+            bad = parse_bool(v, &o->enable_http2);
+            if (!bad && o->enable_http2) {
+                fprintf(stderr,
+                        "luaop %s: --enable-http2=true is not supported: the metrics and probe servers "
+                        "speak HTTP/1.1 only (kubebuilder's default, false, is what luaop does)\n",
+                        cmd);
+                return 2;
+            }
+            break;
+        case O_METRICS_SECURE:
+            bad = parse_bool(v, &o->metrics_secure);
+            if (!bad && o->metrics_secure) {
+                fprintf(stderr,
+                        "luaop %s: --metrics-secure=true is not supported yet: metrics are served over plain "
+                        "HTTP; pass --metrics-secure=false and protect the port with a NetworkPolicy\n",
+                        cmd);
+                return 2;
+            }
+            break;
         case O_JIT: bad = parse_bool(v, &o->lua_jit); break;
         case O_UNSAFE: bad = parse_bool(v, &o->lua_unsafe); break;
         case O_MEM: bad = lop_parse_bytes(v, &o->lua_memory_limit); break;
@@ -265,7 +354,7 @@ int lop_run_opts_parse(lop_run_opts_t *o, int argc, char **argv, bool dev)
         case O_LISTEN:
         case O_ONCE:
             if (!dev) {
-                fprintf(stderr, "luaop %s: %s is a flag of `luaop dev`\n", cmd, argv[optind - 1]);
+                fprintf(stderr, "luaop %s: %s is a flag of `luaop dev`\n", cmd, argv[at]);
                 return 2;
             }
             if (c == O_APPLY) {
@@ -281,18 +370,28 @@ int lop_run_opts_parse(lop_run_opts_t *o, int argc, char **argv, bool dev)
                 o->exit_after_apply = true;
             break;
         case O_HELP: usage(stdout, cmd, dev); return 1;
-        default:
-            fprintf(stderr, "luaop %s: unknown or incomplete flag \"%s\" (see --help)\n", cmd, argv[optind - 1]);
+        default: {
+            const char *arg = at < argc ? argv[at] : argv[argc - 1];
+            if (arg[0] == '-' && arg[1] != '-')
+                fprintf(stderr, "luaop %s: unknown flag \"%s\": flags are long, --name or --name=value (see --help)\n",
+                        cmd, arg);
+            else
+                fprintf(stderr, "luaop %s: unknown or incomplete flag \"%s\" (see --help)\n", cmd, arg);
             return 2;
         }
+        }
         if (bad) {
-            fprintf(stderr, "luaop %s: invalid value \"%s\" for %s\n", cmd, v ? v : "", argv[optind - 1]);
+            fprintf(stderr, "luaop %s: invalid value \"%s\" for %s\n", cmd, v ? v : "", argv[at]);
             return 2;
         }
     }
     if (optind < argc) {
         fprintf(stderr, "luaop %s: unexpected argument \"%s\"\n", cmd, argv[optind]);
         return 2;
+    }
+    if (devel) { /* zap's development preset, unless a level or format was given */
+        if (!level_set) o->log_level = "debug";
+        if (!format_set) o->log_format = "text";
     }
     return 0;
 }

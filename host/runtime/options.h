@@ -31,6 +31,11 @@ typedef struct lop_run_opts {
     int64_t graceful_shutdown_ns; /* --graceful-shutdown-timeout (30s) */
     const char *log_format;       /* --log-format text|json */
     const char *log_level;        /* --log-level debug|info|warn|error */
+    const char *log_time;         /* --zap-time-encoding (lop_log_time_parse's names; "rfc3339micro") */
+    const char *stacktrace_level; /* --zap-stacktrace-level info|error|panic: accepted, validated;
+                                     luaop has no Go stacks (Lua tracebacks go in "error") */
+    bool enable_http2;            /* --enable-http2 for luaop's own servers: only false (HTTP/1.1) */
+    bool metrics_secure;          /* --metrics-secure: only false until HTTPS metrics exist */
     bool lua_jit;                 /* --lua-jit */
     bool lua_unsafe;              /* --lua-unsafe-libs */
     size_t lua_memory_limit;      /* --lua-memory-limit bytes per VM (64 MiB) */

@@ -249,13 +249,20 @@ current-context: c
         except ValueError:
             bad.append(ln)
     check(not bad and parsed == len(recs) and parsed > 5, f"C: {parsed} log lines, each one JSON object (bad: {bad[:2]})")
+    # reconcileID is a random UUID (version 4), as controller-runtime's
+    uuid4 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
     lua = op.find(lambda o: o.get("msg") == "ops test reconcile" and o.get("cm") == "one")
     check(lua is not None and lua.get("controller") == "opstest" and lua.get("namespace") == "ops"
-          and lua.get("name") == "one" and lua.get("reconcileID", "").startswith("opstest-"),
+          and lua.get("name") == "one" and uuid4.match(lua.get("reconcileID", "")),
           f"C: luaop.log line carries controller, namespace, name, reconcileID: {lua}")
     dbg = op.find(lambda o: o.get("msg") == "reconciled" and o.get("name") == "one")
-    check(dbg is not None and "duration" in dbg and dbg.get("reconcileID", "").startswith("opstest-"),
-          f"C: the debug reconcile line carries reconcileID and duration: {dbg}")
+    check(dbg is not None and uuid4.match(dbg.get("reconcileID", "")) and dbg["reconcileID"] == lua["reconcileID"],
+          f"C: the debug reconcile line carries the same reconcileID as the script's line: {dbg}")
+    # controller-runtime's keys, with typed values: the object under its Kind, duration a number
+    check(dbg is not None and dbg.get("controllerKind") == "ConfigMap" and dbg.get("controllerGroup") == ""
+          and dbg.get("ConfigMap") == {"name": "one", "namespace": "ops"}
+          and isinstance(dbg.get("duration"), float) and 0 <= dbg["duration"] < 60,
+          f"C: controllerGroup, controllerKind, ConfigMap{{name,namespace}}, numeric duration: {dbg}")
 
     # ---- D: SIGTERM during a reconcile: it completes, exit 0
     check(kubectl(kc, "-n", "ops", "create", "configmap", "slow2").returncode == 0, "D: slow configmap created")

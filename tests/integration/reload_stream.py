@@ -36,9 +36,10 @@ def intervals():
     covers it and a second reconcile of the same key can only start after ts."""
     out = {}
     for _, m in dev.log_matches(r'ts=\S+T(\d+):(\d+):([\d.]+)Z level=debug msg=reconciled '
-                                r'controller=widgets namespace=default name=(\S+) \S+ duration=([\d.]+)ms'):
+                                r'controller=widgets .* namespace=default name=(\S+) reconcileID=\S+ '
+                                r'duration=([\d.e+-]+) '):
         end = int(m.group(1)) * 3600 + int(m.group(2)) * 60 + float(m.group(3))
-        out.setdefault(m.group(4), []).append((end - float(m.group(5)) / 1e3, end))
+        out.setdefault(m.group(4), []).append((end - float(m.group(5)), end))  # duration: seconds
     return out
 try:
     for i in range(OBJECTS):

@@ -119,13 +119,13 @@ void lop_process_stats_read(lop_process_stats_t *out)
 /* One callback per family, each picking its figure from a fresh read (a scrape costs a few small
  * /proc reads; the families are rendered one after another, so one shared snapshot would need a
  * lock for no gain). */
-#define PROCESS_FN(fname, field)                                                                                      \
-    static double fname(void *ud)                                                                                     \
-    {                                                                                                                 \
-        (void)ud;                                                                                                     \
-        lop_process_stats_t st;                                                                                       \
-        lop_process_stats_read(&st);                                                                                  \
-        return st.field;                                                                                              \
+#define PROCESS_FN(fname, field)     \
+    static double fname(void *ud)    \
+    {                                \
+        (void)ud;                    \
+        lop_process_stats_t st;      \
+        lop_process_stats_read(&st); \
+        return st.field;             \
     }
 PROCESS_FN(p_cpu, cpu_seconds)
 PROCESS_FN(p_open_fds, open_fds)

@@ -3,7 +3,10 @@
 #include "host/util/clock.h"
 #include "t.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 static void test_go_durations(void)
 {
@@ -88,10 +91,99 @@ static void test_watch_list_flag_and_client_go_variable(void)
     T_EQ_INT(lop_run_opts_parse(&o, 2, bad, false), 2);
 }
 
+/* Parse argv with stderr captured into out (the message a user would see). */
+static int parse_capturing(lop_run_opts_t *o, int argc, char **argv, char *out, size_t len)
+{
+    fflush(stderr);
+    FILE *tmp = tmpfile();
+    int saved = dup(2);
+    dup2(fileno(tmp), 2);
+    int rc = lop_run_opts_parse(o, argc, argv, false);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    rewind(tmp);
+    size_t n = fread(out, 1, len - 1, tmp);
+    out[n] = '\0';
+    fclose(tmp);
+    return rc;
+}
+
+static void test_unknown_flag_error_names_the_flag(void)
+{
+    lop_run_opts_t o;
+    char msg[512];
+    lop_run_opts_defaults(&o);
+    char *a[] = {"run", "--scripts=d", "-v=2"};
+    T_EQ_INT(parse_capturing(&o, 3, a, msg, sizeof msg), 2);
+    T_CHECK(strstr(msg, "\"-v=2\"") != NULL); /* not "run" */
+    T_CHECK(strstr(msg, "flags are long") != NULL);
+    lop_run_opts_defaults(&o);
+    char *b[] = {"run", "--no-such-flag", "--scripts=d"};
+    T_EQ_INT(parse_capturing(&o, 3, b, msg, sizeof msg), 2);
+    T_CHECK(strstr(msg, "\"--no-such-flag\"") != NULL);
+    lop_run_opts_defaults(&o);
+    char *c[] = {"run", "--leader-elect-retry-period", "soon"};
+    T_EQ_INT(parse_capturing(&o, 3, c, msg, sizeof msg), 2);
+    T_CHECK(strstr(msg, "\"soon\" for --leader-elect-retry-period") != NULL);
+}
+
+/* kubebuilder's scaffolded main.go flags are accepted and mapped to ours. */
+static void test_kubebuilder_flags_are_mapped(void)
+{
+    lop_run_opts_t o;
+    char msg[512];
+    lop_run_opts_defaults(&o);
+    char *a[] = {"run",
+                 "--zap-log-level=debug",
+                 "--zap-encoder=json",
+                 "--zap-time-encoding=iso8601",
+                 "--zap-stacktrace-level=error",
+                 "--enable-http2=false",
+                 "--metrics-secure=false"};
+    T_EQ_INT(lop_run_opts_parse(&o, 7, a, false), 0);
+    T_EQ_STR(o.log_level, "debug");
+    T_EQ_STR(o.log_format, "json");
+    T_EQ_STR(o.log_time, "iso8601");
+    T_EQ_STR(o.stacktrace_level, "error");
+    T_CHECK(!o.enable_http2 && !o.metrics_secure);
+
+    lop_run_opts_defaults(&o); /* verbosity numbers: 0 info, more is debug */
+    char *v[] = {"run", "--zap-log-level=3", "--zap-encoder=console"};
+    T_EQ_INT(lop_run_opts_parse(&o, 3, v, false), 0);
+    T_EQ_STR(o.log_level, "debug");
+    T_EQ_STR(o.log_format, "text");
+
+    lop_run_opts_defaults(&o); /* --zap-devel: debug + console unless given, in any order */
+    char *d[] = {"run", "--zap-encoder=json", "--zap-devel"};
+    T_EQ_INT(lop_run_opts_parse(&o, 3, d, false), 0);
+    T_EQ_STR(o.log_level, "debug");
+    T_EQ_STR(o.log_format, "json");
+
+    lop_run_opts_defaults(&o);
+    char *bad[] = {"run", "--zap-encoder=xml"};
+    T_EQ_INT(parse_capturing(&o, 2, bad, msg, sizeof msg), 2);
+    T_CHECK(strstr(msg, "--zap-encoder") != NULL);
+    lop_run_opts_defaults(&o);
+    char *badt[] = {"run", "--zap-time-encoding=sundial"};
+    T_EQ_INT(parse_capturing(&o, 2, badt, msg, sizeof msg), 2);
+    /* what luaop cannot do is refused with the reason, not silently accepted */
+    lop_run_opts_defaults(&o);
+    char *h2[] = {"run", "--enable-http2"};
+    T_EQ_INT(parse_capturing(&o, 2, h2, msg, sizeof msg), 2);
+    T_CHECK(strstr(msg, "HTTP/1.1") != NULL);
+    lop_run_opts_defaults(&o);
+    char *sec[] = {"run", "--metrics-secure=true"};
+    T_EQ_INT(parse_capturing(&o, 2, sec, msg, sizeof msg), 2);
+    T_CHECK(strstr(msg, "not supported yet") != NULL);
+}
+
 int main(void)
 {
     T_RUN(test_watch_list_flag_and_client_go_variable);
     T_RUN(test_go_durations);
     T_RUN(test_flags_parse_like_controller_runtime);
+    T_RUN(test_unknown_flag_error_names_the_flag);
+    T_RUN(test_kubebuilder_flags_are_mapped);
     return T_DONE();
 }
