@@ -108,10 +108,11 @@ void as_handle_patch(as_req_t *q)
     if (pt == P_APPLY) {
         const char *bname = as_meta_str(patch, "name");
         if (!bname || strcmp(bname, q->name)) {
-            json_decref(patch);
+            /* reply first: bname points into the patch */
             as_reply_status(q, 400, "BadRequest", NULL,
                             "the name of the object (%s) does not match the name on the URL (%s)", bname ? bname : "",
                             q->name);
+            json_decref(patch);
             return;
         }
         if (!e && res->namespaced) {

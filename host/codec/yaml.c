@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,8 +13,61 @@
 
 /* Anchors seen in the current document: name -> value (borrowed from the document tree). */
 typedef struct anchors {
-    json_t *map; /* object: anchor name -> value */
+    json_t *map;  /* object: anchor name -> value */
+    size_t *left; /* alias expansion units still allowed for the whole input (yaml.h) */
+    size_t budget;
 } anchors_t;
+
+size_t lop_yaml_expansion_budget(size_t input_len)
+{
+    if (input_len > (SIZE_MAX - LOP_YAML_EXPANSION_FLOOR) / LOP_YAML_EXPANSION_FACTOR) return SIZE_MAX;
+    return input_len * LOP_YAML_EXPANSION_FACTOR + LOP_YAML_EXPANSION_FLOOR;
+}
+
+/* A deep copy of v that spends 1 unit per node and 1 per string/key byte from *left; NULL (and
+ * nothing kept) once the budget would go negative. */
+static json_t *copy_bounded(json_t *v, size_t *left)
+{
+    size_t cost = 1 + (json_is_string(v) ? json_string_length(v) : 0);
+    if (cost > *left) return NULL;
+    *left -= cost;
+    if (json_is_object(v)) {
+        json_t *o = json_object();
+        const char *k;
+        size_t klen;
+        json_t *x;
+        json_object_keylen_foreach(v, k, klen, x)
+        {
+            json_t *c = NULL;
+            if (klen <= *left) {
+                *left -= klen;
+                c = copy_bounded(x, left);
+            }
+            if (!c) {
+                json_decref(o);
+                return NULL;
+            }
+            json_object_setn_new_nocheck(o, k, klen, c);
+        }
+        return o;
+    }
+    if (json_is_array(v)) {
+        json_t *a = json_array();
+        size_t i;
+        json_t *x;
+        json_array_foreach(v, i, x)
+        {
+            json_t *c = copy_bounded(x, left);
+            if (!c) {
+                json_decref(a);
+                return NULL;
+            }
+            json_array_append_new(a, c);
+        }
+        return a;
+    }
+    return json_copy(v);
+}
 
 static bool is_plain(const yaml_event_t *ev) { return ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE; }
 
@@ -103,7 +157,13 @@ static lop_rc_t parse_node(yaml_parser_t *p, yaml_event_t *first, anchors_t *an,
         if (!v)
             return lop_err_set(err, LOP_EINVAL, 0, NULL, "%s:%zu: unknown alias *%s", origin,
                                first->start_mark.line + 1, first->data.alias.anchor);
-        *out = json_deep_copy(v);
+        *out = copy_bounded(v, an->left);
+        if (!*out)
+            return lop_err_set(err, LOP_EINVAL, 0, NULL,
+                               "%s:%zu: alias *%s: YAML aliases expand beyond %zu units (nodes + bytes; %d x the "
+                               "input's size + %d): refused as excessive aliasing (a \"billion laughs\" document)",
+                               origin, first->start_mark.line + 1, first->data.alias.anchor, an->budget,
+                               LOP_YAML_EXPANSION_FACTOR, LOP_YAML_EXPANSION_FLOOR);
         return LOP_OK;
     }
     case YAML_SCALAR_EVENT: {
@@ -221,6 +281,7 @@ lop_rc_t lop_yaml_load_all(const char *text, size_t len, const char *origin, jso
     json_t *arr = json_array();
     lop_rc_t rc = LOP_OK;
     bool done = false;
+    size_t budget = lop_yaml_expansion_budget(len), left = budget;
     while (rc == LOP_OK && !done) {
         yaml_event_t ev;
         rc = next_event(&p, &ev, origin, err);
@@ -228,7 +289,7 @@ lop_rc_t lop_yaml_load_all(const char *text, size_t len, const char *origin, jso
         if (ev.type == YAML_STREAM_END_EVENT)
             done = true;
         else if (ev.type == YAML_DOCUMENT_START_EVENT) {
-            anchors_t an = {json_object()};
+            anchors_t an = {json_object(), &left, budget};
             yaml_event_t root;
             rc = next_event(&p, &root, origin, err);
             if (rc == LOP_OK) {

@@ -4,6 +4,18 @@
  * true/false, integers incl. 0x/0o, floats incl. .inf/.nan; everything else a string); quoted
  * scalars are strings; anchors and aliases are expanded; empty documents skipped.
  *
+ * Alias expansion is bounded ("billion laughs": `a: &a [x, x]`, `b: &b [*a, *a]`, ... doubles per
+ * line, and a self-referencing `x: &a [*a, *a]` never ends). Every value an alias copies costs
+ * 1 per node plus the bytes of each string and key it holds; the whole input may spend at most
+ * lop_yaml_expansion_budget(len) = LOP_YAML_EXPANSION_FACTOR x len + LOP_YAML_EXPANSION_FLOOR
+ * units on aliases, else the load fails with LOP_EINVAL naming the alias and the bound. Why these
+ * numbers: real manifests use anchors to share a few blocks (a container spec, a label set) and
+ * expand well under 10x; the 64 KiB floor keeps small files with many anchors working, and the
+ * bound caps a bomb of n bytes at about 10n + 64 Ki nodes (a few MB of jansson values) instead of
+ * exponential growth. Upstream refuses the same documents: sigs.k8s.io/yaml (go-yaml v2's
+ * decoder, decode.go "document contains excessive aliasing", which allows aliases a shrinking
+ * share of the decode operations), used by kubectl and the kube-apiserver for YAML bodies.
+ *
  * Ownership: results are new jansson references the caller owns. Thread-safety: no shared state.
  */
 #ifndef LOP_CODEC_YAML_H
@@ -14,8 +26,14 @@
 #include <jansson.h>
 #include <stddef.h>
 
+/* The bound on alias expansion (above), in units: nodes + string/key bytes copied by aliases. */
+#define LOP_YAML_EXPANSION_FACTOR 10
+#define LOP_YAML_EXPANSION_FLOOR  65536
+size_t lop_yaml_expansion_budget(size_t input_len);
+
 /* Parse every document of text. On success *docs is a JSON array of the documents.
- * On a syntax error returns LOP_EINVAL with err->message "<origin>:<line>:<col>: <problem>". */
+ * On a syntax error returns LOP_EINVAL with err->message "<origin>:<line>:<col>: <problem>"; when aliases
+ * expand beyond the bound, LOP_EINVAL with "<origin>:<line>: alias *<name>: YAML aliases expand beyond ...". */
 lop_rc_t lop_yaml_load_all(const char *text, size_t len, const char *origin, json_t **docs, lop_err_t *err);
 
 /* Same for a file (origin = path). */

@@ -1,11 +1,13 @@
 #include "host/kube/client/kubeconfig.h"
 
+#include "host/codec/yaml.h"
 #include "host/util/buf.h"
 #include "host/util/log.h"
 
 #include <errno.h>
 #include <jansson.h>
 #include <libgen.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,9 +47,17 @@ void lop_rest_config_cleanup(lop_rest_config_t *c)
 
 /* ---- YAML → jansson ---- */
 
-static json_t *yaml_node_to_json(yaml_document_t *doc, yaml_node_t *node, int depth)
+/* Nodes are converted once per reference, so aliases (libyaml shares an anchored node; `x: &a
+ * [*a, *a]` even refers to itself) would expand without bound: every conversion spends 1 unit per
+ * node plus the bytes of its scalar from *left, and the load is refused once it runs out. The
+ * budget is host/codec/yaml.h's bound on alias expansion plus the file's own size (here the
+ * document's own nodes are counted too). NULL when the budget ran out. */
+static json_t *yaml_node_to_json(yaml_document_t *doc, yaml_node_t *node, int depth, size_t *left)
 {
     if (!node || depth > 64) return json_null();
+    size_t cost = 1 + (node->type == YAML_SCALAR_NODE ? node->data.scalar.length : 0);
+    if (cost > *left) return NULL;
+    *left -= cost;
     switch (node->type) {
     case YAML_SCALAR_NODE: {
         const char *v = (const char *)node->data.scalar.value;
@@ -57,12 +67,19 @@ static json_t *yaml_node_to_json(yaml_document_t *doc, yaml_node_t *node, int de
             if (!strcmp(v, "false") || !strcmp(v, "False") || !strcmp(v, "FALSE")) return json_false();
             if (n == 0 || !strcmp(v, "null") || !strcmp(v, "~") || !strcmp(v, "Null")) return json_null();
         }
-        return json_stringn(v, n);
+        json_t *s = json_stringn(v, n);
+        return s ? s : json_string(""); /* invalid UTF-8: jansson refuses; keep a string */
     }
     case YAML_SEQUENCE_NODE: {
         json_t *arr = json_array();
-        for (yaml_node_item_t *it = node->data.sequence.items.start; it < node->data.sequence.items.top; it++)
-            json_array_append_new(arr, yaml_node_to_json(doc, yaml_document_get_node(doc, *it), depth + 1));
+        for (yaml_node_item_t *it = node->data.sequence.items.start; it < node->data.sequence.items.top; it++) {
+            json_t *v = yaml_node_to_json(doc, yaml_document_get_node(doc, *it), depth + 1, left);
+            if (!v) {
+                json_decref(arr);
+                return NULL;
+            }
+            json_array_append_new(arr, v);
+        }
         return arr;
     }
     case YAML_MAPPING_NODE: {
@@ -70,8 +87,12 @@ static json_t *yaml_node_to_json(yaml_document_t *doc, yaml_node_t *node, int de
         for (yaml_node_pair_t *p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top; p++) {
             yaml_node_t *k = yaml_document_get_node(doc, p->key);
             if (!k || k->type != YAML_SCALAR_NODE) continue;
-            json_object_setn_new(obj, (const char *)k->data.scalar.value, k->data.scalar.length,
-                                 yaml_node_to_json(doc, yaml_document_get_node(doc, p->value), depth + 1));
+            json_t *v = yaml_node_to_json(doc, yaml_document_get_node(doc, p->value), depth + 1, left);
+            if (!v) {
+                json_decref(obj);
+                return NULL;
+            }
+            json_object_setn_new(obj, (const char *)k->data.scalar.value, k->data.scalar.length, v);
         }
         return obj;
     }
@@ -87,6 +108,11 @@ static lop_rc_t load_yaml(const char *path, json_t **out, lop_err_t *err)
     if (!f)
         return lop_err_set(err, errno == ENOENT ? LOP_ENOTFOUND : LOP_EINVAL, 0, NULL, "kubeconfig %s: cannot open: %s",
                            path, strerror(errno));
+    struct stat st;
+    size_t size = fstat(fileno(f), &st) == 0 && st.st_size > 0 ? (size_t)st.st_size : 0;
+    size_t budget = lop_yaml_expansion_budget(size);
+    budget = budget > SIZE_MAX - size ? SIZE_MAX : budget + size;
+    size_t left = budget;
     yaml_parser_t p;
     yaml_document_t doc;
     yaml_parser_initialize(&p);
@@ -97,7 +123,15 @@ static lop_rc_t load_yaml(const char *path, json_t **out, lop_err_t *err)
                          p.problem_mark.line + 1, p.problem ? p.problem : "parse error");
     } else {
         yaml_node_t *root = yaml_document_get_root_node(&doc);
-        if (root) *out = yaml_node_to_json(&doc, root, 0);
+        if (root) {
+            *out = yaml_node_to_json(&doc, root, 0, &left);
+            if (!*out)
+                rc = lop_err_set(err, LOP_EINVAL, 0, NULL,
+                                 "kubeconfig %s: YAML aliases expand beyond %zu units (nodes + bytes; %d x the "
+                                 "file's size + %d, plus the file itself): refused as excessive aliasing (a "
+                                 "\"billion laughs\" document)",
+                                 path, budget, LOP_YAML_EXPANSION_FACTOR, LOP_YAML_EXPANSION_FLOOR);
+        }
         yaml_document_delete(&doc);
     }
     yaml_parser_delete(&p);
@@ -482,8 +516,9 @@ lop_rc_t lop_kubeconfig_load_files(const char *const *paths, size_t n, const cha
         }
         const char *kind = str_field(doc, "kind");
         if (kind && *kind && strcmp(kind, "Config") != 0) {
-            json_decref(doc);
+            /* the message is formatted before the document (which owns kind) is released */
             rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "kubeconfig %s: kind: must be Config, got %s", paths[i], kind);
+            json_decref(doc);
             break;
         }
         rc = merge_list(paths[i], doc, "clusters", "cluster", clusters, err);

@@ -494,6 +494,52 @@ static void test_base64(void)
     T_CHECK(lop_base64_decode("a", &n) == NULL);
 }
 
+/* kind: must be Config; the error names the kind found (formatted while the document is alive:
+ * the old code printed the freed string, a use-after-free ASan reports). */
+static void test_wrong_kind_names_the_kind(void)
+{
+    write_file("pod.yaml", "apiVersion: v1\nkind: PodWithALongKindNameSoTheStringIsHeapAllocated\n", 0);
+    lop_rest_config_t cfg;
+    lop_err_t err;
+    T_EQ_INT(load1("pod.yaml", NULL, &cfg, &err), LOP_EINVAL);
+    T_CHECK(strstr(err.message, "kind: must be Config, got PodWithALongKindNameSoTheStringIsHeapAllocated") != NULL);
+    write_file("pod2.yaml", "kind: Pod\n", 0);
+    T_EQ_INT(load1("pod2.yaml", NULL, &cfg, &err), LOP_EINVAL);
+    T_CHECK(strstr(err.message, "got Pod") != NULL);
+}
+
+/* A self-referencing alias (libyaml shares the anchored node, so it is a cycle) and a doubling
+ * chain both stop at the expansion bound with a clear error, instead of growing without end. */
+static void test_alias_bomb_is_refused(void)
+{
+    write_file("selfref.yaml",
+               "apiVersion: v1\nkind: Config\nx: &a [*a, *a]\nclusters: []\nusers: []\ncontexts: []\n"
+               "current-context: \"\"\n",
+               0);
+    lop_rest_config_t cfg;
+    lop_err_t err;
+    T_EQ_INT(load1("selfref.yaml", NULL, &cfg, &err), LOP_EINVAL);
+    T_CHECK(strstr(err.message, "selfref.yaml") != NULL);
+    T_CHECK(strstr(err.message, "excessive aliasing") != NULL);
+    write_file("laughs.yaml",
+               "a: &a [lol, lol, lol, lol, lol, lol, lol, lol]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a]\n"
+               "c: &c [*b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c]\n"
+               "e: &e [*d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e, *e]\n"
+               "g: &g [*f, *f, *f, *f, *f, *f, *f, *f]\n",
+               0);
+    T_EQ_INT(load1("laughs.yaml", NULL, &cfg, &err), LOP_EINVAL);
+    T_CHECK(strstr(err.message, "excessive aliasing") != NULL);
+    /* an anchor shared a few times is fine */
+    write_file("anchors.yaml",
+               "clusters:\n- name: c\n  cluster: &cl {server: 'https://127.0.0.1:1'}\n- name: d\n  cluster: *cl\n"
+               "users:\n- name: u\n  user: {token: t}\ncontexts:\n- name: x\n  context: {cluster: d, user: u}\n"
+               "current-context: x\n",
+               0);
+    T_EQ_INT(load1("anchors.yaml", NULL, &cfg, &err), LOP_OK);
+    T_EQ_STR(cfg.server, "https://127.0.0.1:1");
+    lop_rest_config_cleanup(&cfg);
+}
+
 int main(void)
 {
     lop_log_setup(LOP_LOG_ERROR, LOP_LOG_TEXT);
@@ -508,6 +554,8 @@ int main(void)
     T_RUN(test_exec_plugin_that_hangs_is_killed);
     T_RUN(test_in_cluster);
     T_RUN(test_base64);
+    T_RUN(test_wrong_kind_names_the_kind);
+    T_RUN(test_alias_bomb_is_refused);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "cleanup of %s failed\n", dir);

@@ -1,6 +1,9 @@
 /* Unit tests for host/kube/yaml: manifests to JSON as kubectl reads them. */
 #include "host/codec/yaml.h"
+#include "host/util/buf.h"
 #include "t.h"
+
+#include <stdint.h>
 
 #include <stdlib.h>
 
@@ -53,6 +56,45 @@ static void test_anchors_and_aliases_expand(void)
     free(got);
 }
 
+/* The classic "billion laughs": each line doubles (x10 here) the one before; 9 levels would be 10^9
+ * strings. It must be refused early, naming the cause, without expanding it. */
+static const char laughs[] = "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n"
+                             "b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"
+                             "c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n"
+                             "d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\n"
+                             "e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\n"
+                             "f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]\n"
+                             "g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]\n"
+                             "h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]\n"
+                             "i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]\n";
+
+static void test_alias_expansion_is_bounded(void)
+{
+    json_t *docs = NULL;
+    lop_err_t err;
+    T_EQ_INT(lop_yaml_load_all(laughs, strlen(laughs), "bomb.yaml", &docs, &err), LOP_EINVAL);
+    T_CHECK(docs == NULL);
+    T_CHECK(strncmp(err.message, "bomb.yaml:", 10) == 0);
+    T_CHECK(strstr(err.message, "excessive aliasing") != NULL);
+    T_CHECK(strstr(err.message, "alias *") != NULL);
+    T_EQ_INT(lop_yaml_expansion_budget(100), 100 * LOP_YAML_EXPANSION_FACTOR + LOP_YAML_EXPANSION_FLOOR);
+    T_EQ_INT(lop_yaml_expansion_budget(SIZE_MAX / 2), SIZE_MAX); /* saturates, never wraps */
+}
+
+/* A real manifest sharing one block many times stays well inside the bound. */
+static void test_alias_reuse_within_the_bound_loads(void)
+{
+    lop_buf_t b = LOP_BUF_INIT;
+    lop_buf_puts(&b, "base: &c {image: nginx, ports: [{containerPort: 80}], env: [{name: A, value: b}]}\nuses:\n");
+    for (int i = 0; i < 200; i++) lop_buf_puts(&b, "- *c\n");
+    json_t *docs = NULL;
+    lop_err_t err;
+    T_EQ_INT(lop_yaml_load_all(b.data, b.len, "ok.yaml", &docs, &err), LOP_OK);
+    T_EQ_INT(json_array_size(json_object_get(json_array_get(docs, 0), "uses")), 200);
+    json_decref(docs);
+    lop_buf_free(&b);
+}
+
 static void test_syntax_error_names_origin_and_line(void)
 {
     json_t *docs = NULL;
@@ -70,6 +112,8 @@ int main(void)
     T_RUN(test_scalars_follow_the_core_schema);
     T_RUN(test_multi_document_stream_skips_empty_documents);
     T_RUN(test_anchors_and_aliases_expand);
+    T_RUN(test_alias_expansion_is_bounded);
+    T_RUN(test_alias_reuse_within_the_bound_loads);
     T_RUN(test_syntax_error_names_origin_and_line);
     return T_DONE();
 }
