@@ -65,7 +65,7 @@ void lop_apiserver_compact(lop_apiserver_t *srv);
  * path_prefix (NULL = any) with HTTP `code`; retry_after_s > 0 adds `Retry-After`. */
 void lop_apiserver_fail_next(lop_apiserver_t *srv, const char *verb, const char *path_prefix, int count, int code,
                              int retry_after_s);
-/* Same, but answer like API Priority & Fairness does (D.14): text/plain body "Too many requests,
+/* Same, but answer like API Priority & Fairness does: text/plain body "Too many requests,
  * please try again later." and Retry-After (retry_after_s, at least 1), no Status JSON. */
 void lop_apiserver_fail_next_text(lop_apiserver_t *srv, const char *verb, const char *path_prefix, int count, int code,
                                   int retry_after_s);

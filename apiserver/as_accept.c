@@ -1,7 +1,8 @@
-/* as_accept.c — Accept negotiation (reference §A.9): which media range of the request a response
- * is encoded for, and whether it asks for a metadata-only view (k8s.io/apimachinery/pkg/apis/meta/v1
- * PartialObjectMetadata, PartialObjectMetadataList) with `as=`. The views themselves are in
- * as_view.c. See as_internal.h. */
+/* as_accept.c — Accept negotiation (apiserver pkg/endpoints/handlers/negotiation/negotiate.go; 406
+ * NotAcceptable): which media range of the request a response is encoded for, and whether it asks
+ * for a metadata-only view (k8s.io/apimachinery/pkg/apis/meta/v1 PartialObjectMetadata,
+ * PartialObjectMetadataList) with `as=`. The views themselves are in as_view.c. See as_internal.h.
+ */
 #include "apiserver/as_accept.h"
 
 #include <stdio.h>

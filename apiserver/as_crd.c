@@ -1,5 +1,7 @@
-/* as_crd.c — CustomResourceDefinitions (reference §J): validation and defaults on write, status
- * conditions (NamesAccepted, Established set at once) and installing the CR resources. */
+/* as_crd.c — CustomResourceDefinitions
+ * (kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/):
+ * validation and defaults on write, status conditions (NamesAccepted, Established set at once) and
+ * installing the CR resources. */
 #include "apiserver/as_crd.h"
 
 #include "apiserver/as_registry.h"
@@ -29,7 +31,7 @@ static json_t *condition(const char *type, const char *reason, const char *msg, 
     return c;
 }
 
-/* J.4: every node states its type unless it is int-or-string or preserves unknown fields. */
+/* every node states its type unless it is int-or-string or preserves unknown fields. */
 static int structural_check(const json_t *s, const char *path, lop_err_t *err, const char *name, int depth)
 {
     if (depth > 64) return 0;

@@ -1,6 +1,7 @@
-/* as_delete.c — DELETE and DELETE collection (reference §I): options, preconditions, finalizers and
- * deletionTimestamp, propagation policies, a synchronous owner-reference garbage collector and
- * namespace termination. */
+/* as_delete.c — DELETE and DELETE collection (apiserver pkg/registry/generic/registry/store.go Delete;
+ * kubernetes.io/docs/concepts/overview/working-with-objects/finalizers/): options, preconditions,
+ * finalizers and deletionTimestamp, propagation policies, a synchronous owner-reference garbage
+ * collector and namespace termination. */
 #include "apiserver/as_delete.h"
 
 #include "apiserver/as_crd.h"

@@ -1,5 +1,6 @@
 /* as_http.c — request entry point: authentication, injected faults and latency, URL routing to
- * discovery / resources / subresources, and verb dispatch (reference §A). */
+ * discovery / resources / subresources, and verb dispatch
+ * (kubernetes.io/docs/reference/using-api/api-concepts/). */
 #include "apiserver/as_http.h"
 
 #include "apiserver/as_accept.h"
@@ -115,7 +116,7 @@ static void route(as_req_t *q)
         goto done;
     }
     /* discovery: legacy documents only, so an aggregated-discovery range (as=APIGroupDiscoveryList)
-     * is skipped and the client falls back (reference B.7) */
+     * is skipped and the client falls back */
     bool discovery = (n >= 1 && n <= 2 && !strcmp(seg[0], "api")) || (n >= 1 && n <= 3 && !strcmp(seg[0], "apis"));
     if (discovery && !negotiate(q, false)) goto done;
     if (n >= 1 && !strcmp(seg[0], "api")) {

@@ -116,10 +116,10 @@ typedef struct as_watcher {
     lop_field_selector_t *fs;
     bool bookmarks;
     struct event *timer;    /* end of the watch (timeoutSeconds) */
-    struct event *bm_timer; /* periodic bookmark, once a minute (F.19) */
+    struct event *bm_timer; /* periodic bookmark, once a minute */
     struct evbuffer *held;  /* events queued while stalled */
     struct evbuffer *batch; /* during replay: events gathered into one chunk */
-    int64_t min_rv;         /* deliver only events with rv > min_rv (a future start RV, F.15) */
+    int64_t min_rv;         /* deliver only events with rv > min_rv (a future start RV) */
     as_conv_t conv;         /* AS_CONV_PARTIAL: every object (not ERROR's Status) as PartialObjectMetadata */
 } as_watcher_t;
 
@@ -127,7 +127,7 @@ typedef struct as_fault {
     char verb[16];
     char prefix[256];
     int count, code, retry_after;
-    bool text; /* answer text/plain like APF / max-in-flight rejections (D.14) */
+    bool text; /* answer text/plain like APF / max-in-flight rejections */
 } as_fault_t;
 
 typedef struct as_cmd {

@@ -1,6 +1,7 @@
-/* as_patch_handler.c — PATCH (reference §G.8–G.16): JSON patch, merge patch, strategic merge
- * patch (built-ins only, 415 for custom resources) and server-side apply, on the main endpoint
- * and the /status and /scale subresources. The patch algorithms live in patch.c / ssa.c. */
+/* as_patch_handler.c — PATCH (apiserver pkg/endpoints/handlers/patch.go): JSON patch, merge patch,
+ * strategic merge patch (built-ins only, 415 for custom resources) and server-side apply, on the
+ * main endpoint and the /status and /scale subresources. The patch algorithms live in patch.c /
+ * ssa.c. */
 #include "apiserver/as_patch_handler.h"
 
 #include "apiserver/as_registry.h"

@@ -1,5 +1,6 @@
-/* as_read.c — GET and LIST (reference §E): selectors, limit/continue over consistent snapshots,
- * resourceVersion / resourceVersionMatch semantics, and the /scale view of custom resources. */
+/* as_read.c — GET and LIST (apiserver pkg/endpoints/handlers/get.go, api-concepts): selectors,
+ * limit/continue over consistent snapshots, resourceVersion / resourceVersionMatch semantics, and
+ * the /scale view of custom resources. */
 #include "apiserver/as_read.h"
 
 #include "apiserver/as_select.h"
@@ -194,7 +195,7 @@ void as_handle_list(as_req_t *q)
             return;
         }
         if (want == 0) {
-            limit = 0; /* served "from cache": limit ignored (E.20) */
+            limit = 0; /* served "from cache": limit ignored */
         } else {
             if (want > srv->rev) {
                 reply_too_large(q, want);

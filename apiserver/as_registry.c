@@ -1,5 +1,6 @@
 /* as_registry.c — the table of servable resources (built-ins + CRD-made), their storage
- * collections, and the discovery / OpenAPI documents derived from the table (reference §B). */
+ * collections, and the discovery / OpenAPI documents derived from the table (apiserver
+ * pkg/endpoints/discovery). */
 #include "apiserver/as_registry.h"
 
 #include "apiserver/as_status.h"
@@ -254,7 +255,7 @@ void as_registry_init(lop_apiserver_t *srv)
             json_array_append_new(t.short_names, json_string(b->shortname));
         }
         as_res_t *r = as_res_add(srv, &t);
-        if (!strcmp(b->group, "events.k8s.io")) /* one store, two views (L.7) */
+        if (!strcmp(b->group, "events.k8s.io")) /* one store, two views */
             r->coll = as_coll_get(srv, "", "events", true);
         json_decref(t.short_names);
         json_decref(t.categories);

@@ -1,4 +1,5 @@
-/* as_status.c — responses: JSON bodies, metav1.Status errors (reference §D), rejection logging. */
+/* as_status.c — responses: JSON bodies, metav1.Status errors (apimachinery
+ * pkg/api/errors/errors.go), rejection logging. */
 #include "apiserver/as_status.h"
 
 #include "apiserver/as_view.h"

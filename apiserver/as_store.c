@@ -1,5 +1,5 @@
 /* as_store.c — the in-memory object store: sorted collections, one global revision, the bounded
- * event history (ring) and point-in-time snapshots rebuilt from it (reference §C.10–C.11, E.13). */
+ * event history (ring) and point-in-time snapshots rebuilt from it (api-concepts#resource-versions). */
 #include "apiserver/as_store.h"
 
 #include "apiserver/as_util.h"

@@ -1,6 +1,5 @@
-/* as_validate.c — write validation: MicroTime fields (C.14), ownerReferences (I.13),
- * events.k8s.io rules (L.6), and structural-schema type checks + pruning for custom resources
- * (J.10, J.13). */
+/* as_validate.c — write validation: MicroTime fields, ownerReferences, events.k8s.io rules, and
+ * structural-schema type checks + pruning for custom resources. */
 #include "apiserver/as_validate.h"
 
 #include "apiserver/as_status.h"
@@ -114,7 +113,7 @@ int as_validate_builtin(as_req_t *q, json_t *obj)
         }
     }
     if (!strcmp(res->plural, "events") && !res->group[0]) {
-        /* legacy core/v1 Event (L.2): the event lives in its involved object's namespace */
+        /* legacy core/v1 Event: the event lives in its involved object's namespace */
         const char *ins = json_string_value(as_path_get(obj, "involvedObject.namespace"));
         const char *ns = as_meta_str(obj, "namespace");
         bool bad = ins && *ins ? (!ns || strcmp(ins, ns)) : (ns && *ns && strcmp(ns, "default"));
@@ -191,7 +190,7 @@ static bool type_ok(const char *type, const json_t *v)
     return true;
 }
 
-/* Schema defaults (J.12): fill absent (or null) properties that declare `default`. */
+/* Schema defaults: fill absent (or null) properties that declare `default`. */
 static void apply_defaults(json_t *v, const json_t *props)
 {
     const char *k;

@@ -1,5 +1,6 @@
-/* as_watch.c — WATCH streams (reference §F): chunked JSON events serialized once per event and
- * shared by reference between watchers, selector transitions, bookmarks, history replay, 410. */
+/* as_watch.c — WATCH streams (apiserver pkg/endpoints/handlers/watch.go): chunked JSON events
+ * serialized once per event and shared by reference between watchers, selector transitions,
+ * bookmarks, history replay, 410. */
 #include "apiserver/as_watch.h"
 
 #include "apiserver/as_select.h"
@@ -345,7 +346,7 @@ void as_handle_watch(as_req_t *q)
     else
         initial = !has_rv || rv == 0;
     if (!initial && (!has_rv || rv == 0)) {
-        rv = srv->rev; /* sendInitialEvents=false with RV unset/"0": start now (F.24) */
+        rv = srv->rev; /* sendInitialEvents=false with RV unset/"0": start now */
         has_rv = true;
     }
     lop_label_selector_t *ls;

@@ -1,6 +1,7 @@
 /* as_write.c — create (POST), update (PUT) and the shared write step: system metadata, status
  * subresource rules, generation, finalizer rules, no-op detection, dry run, commit
- * (reference §C, §G.1–G.7, §H, §I.9–I.10). PATCH lives in as_patch_handler.c. */
+ * (apiserver pkg/registry/generic/registry/store.go Create/Update, pkg/registry/rest). PATCH lives
+ * in as_patch_handler.c. */
 #include "apiserver/as_write.h"
 
 #include "apiserver/as_crd.h"
@@ -237,7 +238,7 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
         const char *gen = as_meta_str(obj, "generateName");
         if ((!name || !*name) && gen && *gen) {
             char suffix[6], nb[300], key[600];
-            for (int attempt = 0; attempt < 8; attempt++) { /* RetryGenerateName (G.3) */
+            for (int attempt = 0; attempt < 8; attempt++) { /* RetryGenerateName */
                 as_rand_suffix(suffix);
                 snprintf(nb, sizeof nb, "%.*s%s", 58, gen, suffix);
                 as_make_key(res, q->ns, nb, key, sizeof key);
@@ -480,7 +481,7 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
         bool same = json_equal(a, b);
         json_decref(a);
         json_decref(b);
-        if (same) { /* no-op: not persisted, same RV, no event (C.10) */
+        if (same) { /* no-op: not persisted, same RV, no event */
             json_decref(obj);
             reply_obj(q, 200, old);
             return;
@@ -494,7 +495,7 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
         json_decref(obj);
         return;
     }
-    /* the update that removes the last finalizer of a deleting object deletes it (I.10) */
+    /* the update that removes the last finalizer of a deleting object deletes it */
     json_t *fin = finalizers_of(obj);
     if (old && as_meta_str(old, "deletionTimestamp") && (!fin || json_array_size(fin) == 0) &&
         strcmp(res->plural, "namespaces")) {

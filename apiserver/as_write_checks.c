@@ -1,5 +1,5 @@
 /* as_write_checks.c — checks and bookkeeping around a write: Go-decoder type checks on metadata,
- * fieldValidation handling of unknown fields (G.17, J.11) and the managedFields the server never
+ * fieldValidation handling of unknown fields and the managedFields the server never
  * records (reset fields and pruned fields). */
 #include "apiserver/as_write_checks.h"
 
@@ -116,7 +116,7 @@ void as_ssa_scrub_managed_fields(json_t *obj, bool has_status, bool status_sub, 
     if (json_array_size(mf) == 0) json_object_del(json_object_get(obj, "metadata"), "managedFields");
 }
 
-/* fieldValidation (G.17): Strict → 400 naming every unknown field, Warn (default) → one Warning
+/* fieldValidation: Strict → 400 naming every unknown field, Warn (default) → one Warning
  * header per field, Ignore → nothing. Returns -1 when it replied. */
 int as_report_unknown_fields(as_req_t *q, json_t *pruned)
 {

@@ -1,5 +1,5 @@
 /*
- * patch.h — the patch types the local API server accepts (reference §G.8–G.10):
+ * patch.h — the patch types the local API server accepts (apiserver pkg/endpoints/handlers/patch.go):
  *   RFC 7386 JSON merge patch, RFC 6902 JSON patch, and strategic merge patch for built-in types.
  *
  * All functions are pure: they never modify their inputs and return a new jansson reference the
@@ -17,7 +17,7 @@ json_t *as_patch_merge(const json_t *target, const json_t *patch);
 
 /* RFC 6902 (add, remove, replace, move, copy, test). On failure returns NULL and err: code 422,
  * reason "Invalid", message "the server rejected our request due to an error in our request"
- * (a failing test or a bad path, G.8); code 400 "invalid JSON patch" if ops is not an array of
+ * (a failing test or a bad path); code 400 "invalid JSON patch" if ops is not an array of
  * operation objects; code 413 with more than 10000 operations. */
 json_t *as_patch_json(const json_t *target, const json_t *ops, lop_err_t *err);
 

@@ -1,5 +1,5 @@
 /*
- * patch_smp.c — strategic merge patch for built-in kinds (see patch.h, reference G.10).
+ * patch_smp.c — strategic merge patch for built-in kinds (see patch.h).
  *
  * Maps merge recursively and null deletes, as in a merge patch. Lists follow the field's schema
  * (patch_schema.h): lists of objects with a merge key merge element by element (an element

@@ -1,5 +1,5 @@
 /*
- * ssa.c — server-side apply and managedFields bookkeeping (see ssa.h, reference G.11–G.14, C.15).
+ * ssa.c — server-side apply and managedFields bookkeeping (see ssa.h).
  *
  * The managers of an object are decoded from metadata.managedFields into field sets
  * (ssa_fieldset.h), changed by the operation, and encoded back, sorted as the API server sorts

@@ -1,10 +1,10 @@
 /*
  * ssa.h — field ownership for server-side apply and metadata.managedFields
- * (reference §G.11–G.14, C.15; kubernetes.io/docs/reference/using-api/server-side-apply/).
+ * (kubernetes.io/docs/reference/using-api/server-side-apply/).
  *
  * Field sets are kept in the FieldsV1 JSON form the API server uses (`{"f:spec":{"f:replicas":{}}}`,
  * list items keyed `k:{"name":"x"}` for associative lists, `v:...` for sets, `.` for the item
- * itself). Custom resources without x-kubernetes-list-type treat lists as atomic (G.14); built-in
+ * itself). Custom resources without x-kubernetes-list-type treat lists as atomic; built-in
  * kinds use the same merge keys as strategic merge patch (see patch.h).
  *
  * All functions are pure; outputs are new references the caller owns.
@@ -34,8 +34,8 @@ typedef struct as_ssa_ctx {
  * On success returns the merged object with updated metadata.managedFields (operation "Apply").
  * On conflict (another manager owns a field the request changes, and !force) returns NULL and
  * *status_out is a complete metav1.Status JSON (409, reason Conflict, details.causes with
- * FieldManagerConflict entries and messages formatted as §G.13). *status_out is NULL otherwise.
- * Other failures: NULL with err (422 / 400).
+ * FieldManagerConflict entries and messages formatted as apimachinery pkg/util/managedfields does).
+ * *status_out is NULL otherwise. Other failures: NULL with err (422 / 400).
  */
 json_t *as_ssa_apply(const json_t *live, const json_t *applied, bool force, const as_ssa_ctx_t *ctx,
                      json_t **status_out, lop_err_t *err);
@@ -48,7 +48,7 @@ json_t *as_ssa_apply(const json_t *live, const json_t *applied, bool force, cons
 void as_ssa_track_update(const json_t *old, json_t *new_obj, const as_ssa_ctx_t *ctx);
 
 /* The default manager name for a request without ?fieldManager=: the User-Agent up to the first
- * '/', non-printables dropped, truncated to 128 (C.15). Returns a malloc'd string. */
+ * '/', non-printables dropped, truncated to 128. Returns a malloc'd string. */
 char *as_ssa_manager_from_user_agent(const char *user_agent);
 
 #endif

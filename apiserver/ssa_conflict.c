@@ -1,5 +1,5 @@
 /*
- * ssa_conflict.c — apply conflict statuses (reference G.13) and the default manager name (C.15).
+ * ssa_conflict.c — apply conflict statuses and the default manager name.
  */
 #include "apiserver/ssa.h"
 

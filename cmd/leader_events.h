@@ -1,7 +1,8 @@
 /*
  * leader_events.h — Kubernetes Events on the leader-election Lease, as client-go records them
- * (reference §K.14): type Normal, reason "LeaderElection", message "<identity> became leader" or
- * "<identity> stopped leading", involvedObject = the Lease.
+ * (tools/leaderelection/resourcelock/leaselock.go RecordEvent): type Normal, reason
+ * "LeaderElection", message "<identity> became leader" or "<identity> stopped leading",
+ * involvedObject = the Lease.
  *
  * Posting never blocks the caller (the elector's callbacks must stay quick: a stalled API server
  * must not delay stepping down): events go to a small queue drained by one thread of this unit,

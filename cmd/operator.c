@@ -174,7 +174,7 @@ typedef struct leader {
     lop_lease_client_t *client;
     lop_informer_t *lease_watch;
     lop_metric_t *metric;
-    lop_leader_events_t *events; /* Events on the Lease (reference §K.14) */
+    lop_leader_events_t *events; /* Events on the Lease, leader_events.h */
     char name[300];
 } leader_t;
 

@@ -1,6 +1,6 @@
 /*
  * selector.h — label and field selectors, parsed and matched exactly like the API server
- * (reference §E.21–E.28; apimachinery pkg/labels/selector.go, pkg/fields/selector.go).
+ * (apimachinery pkg/labels/selector.go, pkg/fields/selector.go).
  * One implementation serves the local API server, the host's informers and the Lua helpers.
  *
  * Label syntax: comma-separated requirements, ANDed: `k=v`, `k==v`, `k!=v`, `k in (a,b)`,

@@ -246,7 +246,7 @@ static void wait_for_cache(lop_manager_t *m, const lop_rest_mapping_t *mp, const
 }
 
 /* True when a successful update/patch response shows the write deleted the object: it removed the
- * last finalizer of an object being deleted with grace 0 (reference I.10). The server answers with
+ * last finalizer of an object being deleted with grace 0. The server answers with
  * the object as submitted (its old resourceVersion, which the cache already holds) and watchers
  * see only a DELETED event, so read-your-writes must wait for the deletion, not for that RV.
  * Namespaces are excluded: they stay Terminating until their content is gone. */

@@ -1,5 +1,5 @@
 /*
- * recorder.h — the Event recorder (client-go tools/record, reference §L.1, §L.4): writes
+ * recorder.h — the Event recorder (client-go tools/record/event.go, events_cache.go): writes
  * core/v1 Events about objects so `kubectl describe` shows them.
  *
  *  - name "<involvedObject.name>.<hex unix-nanos>", namespace = the object's ("default" for

@@ -64,7 +64,7 @@ char *lop_time_format(int64_t wall_ns, char *buf, size_t len);
 char *lop_microtime_format(int64_t wall_ns, char *buf, size_t len);
 /* Parse RFC 3339 (any fraction width, Z or ±hh:mm). Returns 0 and sets *wall_ns, or -1. */
 int lop_time_parse(const char *s, int64_t *wall_ns);
-/* Parse strictly as MicroTime: exactly six fraction digits (reference C.14). 0 on success, -1 otherwise. */
+/* Parse strictly as MicroTime: exactly six fraction digits. 0 on success, -1 otherwise. */
 int lop_microtime_parse_strict(const char *s, int64_t *wall_ns);
 
 #endif

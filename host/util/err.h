@@ -3,7 +3,8 @@
  *
  * Functions return a small lop_rc_t (LOP_OK == 0, failures negative) and, when the caller passes a
  * non-NULL lop_err_t, fill it with the HTTP code, the Kubernetes API `reason` and a message.
- * Callers branch on the rc and on err->reason, never on err->message (reference §D, rule zero).
+ * Callers branch on the rc and on err->reason, never on err->message (the API conventions,
+ * "Response Status Kind").
  *
  * Thread-safety: plain data; no shared state.
  */

@@ -10,12 +10,13 @@
  * valid JSON object (validated with lop_jscan_value, so the consumer may build it with
  * LOP_OBJ_TRUSTED) — unless item validation is turned off (lop_listdecoder_set_validate), when
  * an item is only known to start with '{' and to have balanced brackets and strings, and the
- * consumer validates it (lop_obj_new without LOP_OBJ_TRUSTED does so in the pass that builds it); `items` is an array, null or absent (reference C.14: an empty list may carry
- * null); `metadata` is an object carrying a non-empty resourceVersion (checked by _finish). Only
- * whitespace may follow the object. Top-level members other than kind, apiVersion, metadata and
- * items are skipped (validated, not kept).
+ * consumer validates it (lop_obj_new without LOP_OBJ_TRUSTED does so in the pass that builds it);
+ * `items` is an array, null or absent (an empty list may carry null); `metadata` is an object
+ * carrying a non-empty resourceVersion (checked by _finish). Only whitespace may follow the
+ * object. Top-level members other than kind, apiVersion, metadata and items are skipped
+ * (validated, not kept).
  *
- * Built-in list items carry no kind/apiVersion (reference C.17): the consumer takes them from the
+ * Built-in list items carry no kind/apiVersion: the consumer takes them from the
  * list (lop_listdecoder_item_kind/_api_version). Items always stream, even when `items` comes
  * before kind/apiVersion — as in the API server's encoding of custom resource lists (unstructured,
  * keys sorted: apiVersion, items, kind, metadata), whose items carry their own kind. The list

@@ -26,8 +26,8 @@ typedef struct lop_list_opts {
 typedef struct lop_watch_opts {
     const char *resource_version; /* where to start; NULL/"" = get state and start at most recent */
     bool allow_bookmarks;
-    long timeout_seconds;     /* server-side timeout (F.27); 0 = none */
-    bool send_initial_events; /* watch-list (F.23); implies resourceVersionMatch=NotOlderThan */
+    long timeout_seconds;     /* server-side timeout; 0 = none */
+    bool send_initial_events; /* watch-list; implies resourceVersionMatch=NotOlderThan */
     long idle_timeout_ms;     /* client-side: abort when no byte arrives for this long; 0 = off */
 } lop_watch_opts_t;
 

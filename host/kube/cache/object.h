@@ -90,7 +90,7 @@ enum {
  */
 lop_rc_t lop_obj_new(const char *json, size_t len, int flags, lop_obj_t **out, lop_err_t *err);
 /* Same, for an item of a list response: when the item has no kind/apiVersion (built-in lists,
- * reference C.17), use these (may be NULL); with LOP_OBJ_METADATA_ONLY, also in place of a
+ * apimachinery's list encoding), use these (may be NULL); with LOP_OBJ_METADATA_ONLY, also in place of a
  * PartialObjectMetadata's (both must then be non-empty). */
 lop_rc_t lop_obj_new_item(const char *json, size_t len, int flags, const char *api_version, const char *kind,
                           lop_obj_t **out, lop_err_t *err);

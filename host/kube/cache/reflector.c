@@ -331,7 +331,7 @@ static int on_event(void *ud, const char *doc, size_t len, bool checked)
         r->st.events++;
         pthread_mutex_unlock(&r->mu);
     }
-    /* F.12: RVs of the initial ADDED burst of an RV-less watch are not resume points */
+    /* RVs of the initial ADDED burst of an RV-less watch are not resume points */
     if (!r->in_burst && o->rv[0]) lop_reflector_set_rv(r, o->rv);
     lop_obj_unref(o);
     return 0;
@@ -385,8 +385,8 @@ static lop_rc_t watch_list_failed(lop_reflector_t *r, lop_rc_t rc, const lop_err
     pthread_mutex_unlock(&r->mu);
     const char *why = r->outcome != WO_NONE ? r->werr.message : rc != LOP_OK ? err->message : "stream ended";
     if (r->wl_unsupported || (rc != LOP_OK && r->outcome == WO_NONE && err->code == 422)) {
-        /* 422: "sendInitialEvents is forbidden ... unless the WatchList feature gate is enabled"
-         * (reference F.21/F.22); other failures (404 of a CRD not there yet, 403, 5xx) only fall
+        /* 422: "sendInitialEvents is forbidden ... unless the WatchList feature gate is enabled";
+         * other failures (404 of a CRD not there yet, 403, 5xx) only fall
          * back for this sync, as client-go does */
         r->wl_disabled = true;
         if (r->wl_unsupported) why = "an event other than ADDED came before the initial-events-end bookmark";

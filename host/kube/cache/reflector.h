@@ -1,6 +1,6 @@
 /*
  * reflector.h — keeps a store in sync with the API server for one listwatch, with client-go's
- * reflector semantics (tools/cache/reflector.go; reference §E.10–E.20, §F):
+ * reflector semantics (tools/cache/reflector.go; api-concepts#efficient-detection-of-changes):
  *
  *  - LIST in pages (limit 500, continue tokens; a 410 on a continue page falls back to one full
  *    list at the original resourceVersion, as client-go's pager does). The first list asks for
@@ -18,7 +18,7 @@
  *    type and the object are validated (the object by the pass that builds it).
  *  - WATCH from the list's RV with allowWatchBookmarks and timeoutSeconds random in [300, 600).
  *    Every event's object RV (and every bookmark's) becomes the resume point, except RVs seen
- *    during the initial ADDED burst of a watch started without an RV (F.12).
+ *    during the initial ADDED burst of a watch started without an RV.
  *  - A clean end of stream re-watches from the resume point at once. A watch that ends in under
  *    1 s with no events ("very short watch"), a transport error, an ERROR event whose code is not
  *    410, malformed JSON on the stream or an idle stream (watchdog: idle_timeout_ms passed to the
@@ -107,13 +107,13 @@ typedef struct lop_reflector_config {
      * store + delivered events (the informer's add-handler replay does). */
     pthread_mutex_t *delivery_lock;
     const lop_handler_batch_t *batch; /* optional bracket around bursts of handler calls (above) */
-    /* client-go's WatchListClient (reference F.23, F.26): sync with one watch carrying
+    /* client-go's WatchListClient: sync with one watch carrying
      * sendInitialEvents=true&resourceVersionMatch=NotOlderThan instead of LIST. The initial
      * ADDED events are held aside until the k8s.io/initial-events-end bookmark, then replace the
      * store exactly as a list would (tombstones included) and the same stream goes on as the
      * watch. A stream that ends or fails before the bookmark falls back to one LIST at once (and
-     * the next sync tries watch-list again, as client-go does); a server that refuses it (422,
-     * reference F.22) or ignores it (a MODIFIED, DELETED or plain BOOKMARK before the annotated
+     * the next sync tries watch-list again, as client-go does); a server that refuses it (422)
+     * or ignores it (a MODIFIED, DELETED or plain BOOKMARK before the annotated
      * bookmark: a plain watch) is not asked again by this reflector. */
     bool watch_list;
 } lop_reflector_config_t;

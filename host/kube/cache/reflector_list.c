@@ -155,7 +155,7 @@ static lop_rc_t fetch_page(list_run_t *lr, const lop_list_opts_t *o, lop_buf_t *
     return rc == LOP_OK ? complete_kinds(lr, first, err) : rc;
 }
 
-/* E.9: "too large resource version" is a 504 Timeout (we branch on code and reason, never on
+/* "too large resource version" is a 504 Timeout (we branch on code and reason, never on
  * the message; a plain 504 on a list at a specific RV is retried the same way). */
 static bool too_large_rv(const lop_err_t *e) { return e->code == 504 && strcmp(e->reason, "Timeout") == 0; }
 
@@ -226,7 +226,7 @@ lop_rc_t lop_reflector_do_list(lop_reflector_t *r, lop_err_t *err)
         if (page == 0) r->paginated_result = true;
         free(token);
         token = lop_xstrdup(cont);
-        o = (lop_list_opts_t){NULL, NULL, o.limit ? o.limit : r->page_size, token}; /* E.15: no RV */
+        o = (lop_list_opts_t){NULL, NULL, o.limit ? o.limit : r->page_size, token}; /* no RV */
     }
     if (rc == LOP_OK) {
         lop_reflector_replace(r, ov.v, ov.n);

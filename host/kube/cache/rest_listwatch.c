@@ -29,10 +29,11 @@ static const char *accept_of(rest_lw_t *lw, bool list)
 }
 
 /* After a request sent with accept failed with rc: true when it was the server refusing the
- * metadata-only media type (406 NotAcceptable, reference §A.9) — an API server or aggregated API
- * without PartialObjectMetadata conversion. Remembered for this listwatch (its informer): every
- * later LIST and WATCH asks for full objects, which the informer strips to metadata itself
- * (LOP_OBJ_METADATA_ONLY). The caller then repeats the request with plain JSON at once. */
+ * metadata-only media type (406 NotAcceptable, apiserver handlers/negotiation) — an API server or
+ * aggregated API without PartialObjectMetadata conversion. Remembered for this listwatch (its
+ * informer): every later LIST and WATCH asks for full objects, which the informer strips to
+ * metadata itself (LOP_OBJ_METADATA_ONLY). The caller then repeats the request with plain JSON at
+ * once. */
 static bool partial_refused(rest_lw_t *lw, const char *accept, lop_rc_t rc, const lop_err_t *err, const char *path)
 {
     if (!accept || rc == LOP_OK || rc == LOP_ECLOSED || err->code != 406) return false;
@@ -69,7 +70,8 @@ static lop_rc_t list_path(rest_lw_t *lw, const lop_list_opts_t *o, lop_buf_t *pa
         add_param(&q, "limit", n);
     }
     if (o && o->continue_token && *o->continue_token) {
-        /* A continued page repeats the query but never carries resourceVersion (§E.15). */
+        /* A continued page repeats the query but never carries resourceVersion
+         * (api-concepts#retrieving-large-results-sets-in-chunks). */
         add_param(&q, "continue", o->continue_token);
     } else if (o) {
         if (o->resource_version) add_param(&q, "resourceVersion", o->resource_version);

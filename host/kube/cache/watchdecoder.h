@@ -1,6 +1,6 @@
 /*
  * watchdecoder.h — incremental splitter of a watch stream into complete top-level JSON documents
- * (reference F.4/F.5: chunk boundaries mean nothing; one callback may carry several events and
+ * (chunk boundaries mean nothing; one callback may carry several events and
  * one event may span any number of callbacks).
  *
  * Framing: the API server writes one event per line, so a document is cut at its newline without

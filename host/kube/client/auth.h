@@ -1,9 +1,9 @@
 /*
  * auth.h — where a REST client's credentials come from: a static bearer token, a token file
- * (re-read at most once a minute, at once when its mtime changes, and after a 401; reference
- * §M.6, §M.12), or an exec credential plugin (client.authentication.k8s.io/v1 and v1beta1,
- * §M.8–M.10: run with KUBERNETES_EXEC_INFO, the ExecCredential's token or client cert/key cached
- * until expirationTimestamp, re-run after a 401).
+ * (re-read at most once a minute, at once when its mtime changes, and after a 401; client-go
+ * transport/token_source.go), or an exec credential plugin (client.authentication.k8s.io/v1 and v1beta1,
+ * client-go plugin/pkg/client/auth/exec/exec.go: run with KUBERNETES_EXEC_INFO, the
+ * ExecCredential's token or client cert/key cached until expirationTimestamp, re-run after a 401).
  *
  * Secrets: nothing here logs a token, a key or a plugin's output.
  * Thread-safety: lop_auth_get/invalidate are safe from any thread (one mutex; a plugin run holds

@@ -1,8 +1,8 @@
 /*
  * kubeconfig.h — where to find the API server and how to authenticate: kubeconfig files resolved
- * like kubectl (reference §M.1–M.7), exec credential plugins (§M.8–M.10, via auth.h) and the
- * in-cluster service-account config (§M.11–M.12). The result is a lop_rest_config_t, the one
- * input rest.h needs.
+ * like kubectl (client-go tools/clientcmd loader.go, client_config.go), exec credential
+ * plugins (via auth.h) and the in-cluster service-account config (rest/config.go InClusterConfig).
+ * The result is a lop_rest_config_t, the one input rest.h needs.
  *
  * Resolution (lop_kubeconfig_load): an explicit path (--kubeconfig) alone; else every file of
  * $KUBECONFIG (':'-separated, missing files skipped, merged: for each named cluster/user/context
@@ -73,8 +73,9 @@ lop_rc_t lop_kubeconfig_load(const lop_kubeconfig_opts_t *opts, lop_rest_config_
 lop_rc_t lop_kubeconfig_load_files(const char *const *paths, size_t n, const char *context, const lop_clock_t *clock,
                                    lop_rest_config_t *out, lop_err_t *err);
 
-/* The in-cluster config (§M.11). dir: service-account directory (NULL = the standard one).
- * LOP_ENOTFOUND when KUBERNETES_SERVICE_HOST/PORT are not both set ("not in cluster"). */
+/* The in-cluster config (client-go rest/config.go InClusterConfig). dir: service-account directory
+ * (NULL = the standard one). LOP_ENOTFOUND when KUBERNETES_SERVICE_HOST/PORT are not both set ("not
+ * in cluster"). */
 lop_rc_t lop_kubeconfig_incluster(const char *dir, const lop_clock_t *clock, lop_rest_config_t *out, lop_err_t *err);
 
 #endif

@@ -1,8 +1,9 @@
 /*
  * qps.h — the client-side request rate limiter: a token bucket holding up to `burst` tokens that
  * refills at `qps` tokens per second (client-go's flowcontrol.NewTokenBucketRateLimiter, defaults
- * QPS 5 / burst 10, reference §N.1). Every REST request takes one token; a watch takes one when it
- * is established. Not the workqueue's rate limiters (host/kube/workqueue/ratelimiter.h).
+ * QPS 5 / burst 10, client-go rest/config.go). Every REST request takes one token; a watch takes
+ * one when it is established. Not the workqueue's rate limiters
+ * (host/kube/workqueue/ratelimiter.h).
  *
  * A request that finds the bucket empty reserves the next token (the count goes negative) and
  * waits until it is due, so waiters are served in arrival order and never starve.

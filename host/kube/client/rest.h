@@ -4,7 +4,7 @@
  * and watch of a server, over HTTP/2 when the server offers it; each request blocks its calling
  * thread until it ends.
  *
- * Behaviour (reference §A, §D, §M, §N):
+ * Behaviour (client-go rest/request.go, rest/with_retry.go):
  *  - client-side token bucket (QPS 5 / burst 10 by default, see qps.h); a watch takes one token
  *    when it is established;
  *  - retries exactly as client-go: a 429 or 5xx carrying an integer Retry-After is retried after
@@ -15,7 +15,7 @@
  *    tried once more when that can change the credentials;
  *  - error responses become typed errors: a metav1.Status body fills lop_err_t (code, reason,
  *    message) and stays available as JSON; a non-Status body (e.g. text/plain 429) synthesizes
- *    one from the HTTP code with the trimmed body as message (§D.14);
+ *    one from the HTTP code with the trimmed body as message (as client-go's rest/request.go does);
  *  - `Warning` response headers are logged at warn level, never treated as errors.
  * Logged: method, path, code, retries, warnings. Never logged: tokens, keys, request bodies.
  *
@@ -47,7 +47,7 @@
 #define LOP_ACCEPT_PARTIAL      "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 
 /* Receives a response body's bytes as they arrive — a watch stream's, a streamed LIST's or a
- * request sink's (chunk boundaries mean nothing, F.5). Return 0 to continue, non-zero to stop the
+ * request sink's (chunk boundaries mean nothing). Return 0 to continue, non-zero to stop the
  * transfer (the call then returns LOP_ECLOSED). */
 typedef int (*lop_stream_fn)(void *ud, const char *data, size_t len);
 
@@ -109,8 +109,8 @@ typedef struct lop_rest_req {
     const char *path;         /* path and query, starting with '/', already escaped */
     const char *content_type; /* for the body; NULL = application/json when a body is given */
     /* Accept header value; NULL = "application/json". A list of media types with parameters,
-     * e.g. LOP_ACCEPT_PARTIAL_LIST (reference §A.9): the server answers 406 when it can serve
-     * none of them. Must not contain CR or LF (the header is then not sent). */
+     * e.g. LOP_ACCEPT_PARTIAL_LIST (apiserver handlers/negotiation): the server answers 406 when it
+     * can serve none of them. Must not contain CR or LF (the header is then not sent). */
     const char *accept;
     const char *body; /* may be NULL */
     size_t len;
@@ -160,10 +160,11 @@ lop_rc_t lop_rest_stream(lop_rest_client_t *c, const char *path, lop_stream_fn f
                          const lop_rest_stream_opts_t *opts, int *code, lop_err_t *err);
 
 /*
- * Decode an error body as a metav1.Status (§D.1) or synthesize one from the HTTP code when it is
- * not one (§D.14: reason from the code, message = trimmed body text or a generic text).
- * Fills err, returns lop_rc_from_http(code, reason); *status_out (may be NULL) gets the Status
- * JSON (new reference; details kept). 410 with reason Gone or Expired both give LOP_EGONE.
+ * Decode an error body as a metav1.Status (apimachinery pkg/apis/meta/v1/types.go) or synthesize
+ * one from the HTTP code when it is not one (client-go rest/request.go
+ * newUnstructuredResponseError: reason from the code, message = trimmed body text or a generic
+ * text). Fills err, returns lop_rc_from_http(code, reason); *status_out (may be NULL) gets the
+ * Status JSON (new reference; details kept). 410 with reason Gone or Expired both give LOP_EGONE.
  */
 lop_rc_t lop_rest_status_parse(int code, const char *body, size_t len, lop_err_t *err, json_t **status_out);
 

@@ -30,7 +30,8 @@ static void add_param(lop_buf_t *q, const char *k, const char *v)
     lop_url_escape(q, v);
 }
 
-/* The create body without metadata.resourceVersion (§C.2): a new string when one had to be
+/* The create body without metadata.resourceVersion (apiserver pkg/storage/etcd3/store.go Create
+ * refuses one): a new string when one had to be
  * removed, else NULL (send the body as given; a body jansson cannot read goes to the server as is,
  * which reports what is wrong with it). */
 static char *strip_rv(const char *body, size_t len)

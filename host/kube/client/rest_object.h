@@ -1,11 +1,12 @@
 /*
  * rest_object.h — one API call on an object or collection named by (apiVersion, kind): the
- * REST mapper resolves the resource, the path is built per §A, and the writes get the details
- * clients must get right: metadata.resourceVersion stripped before a create (§C.2), an explicit
- * fieldManager on every write (§C.15), the content type for each patch flavour, server-side apply
- * with its required fieldManager and optional force. A 404 for the resource itself (not for an
- * object) invalidates the mapper so a re-created CRD is found again (§B.9).
- * This is what the Lua bindings' core.request and other host units call.
+ * REST mapper resolves the resource, the path is built per api-concepts, and the writes get the details
+ * clients must get right: metadata.resourceVersion stripped before a create (apiserver
+ * storage/etcd3/store.go), an explicit fieldManager on every write (server-side-apply docs), the
+ * content type for each patch flavour, server-side apply with its required fieldManager and
+ * optional force. A 404 for the resource itself (not for an object) invalidates the mapper so a
+ * re-created CRD is found again (client-go restmapper/discovery.go). This is what the Lua
+ * bindings' core.request and other host units call.
  *
  * Thread-safety: as the client and mapper: safe from any thread.
  */

@@ -1,4 +1,5 @@
-/* rest_status.c — metav1.Status decoding and synthesis for error responses (reference §D). */
+/* rest_status.c — metav1.Status decoding and synthesis for error responses (apimachinery
+ * pkg/api/errors). */
 #include "host/kube/client/rest.h"
 
 #include <ctype.h>
@@ -89,7 +90,7 @@ lop_rc_t lop_rest_status_parse(int code, const char *body, size_t len, lop_err_t
     int effective = code ? code : (int)scode;
     if (!reason) reason = "";
     lop_rc_t rc = lop_rc_from_http(effective, reason);
-    if (effective == 410) rc = LOP_EGONE; /* Expired, Gone or none: all the same (§D.10) */
+    if (effective == 410) rc = LOP_EGONE; /* Expired, Gone or none: all the same (errors.IsResourceExpired/IsGone) */
     if (rc == LOP_OK) rc = LOP_ERR;       /* a Status failure with a 2xx code is still a failure */
     lop_err_set(err, rc, effective, reason, "%s", message && *message ? message : generic_message(effective));
     if (status_out)

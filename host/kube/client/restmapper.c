@@ -53,7 +53,7 @@ static void add_resources(list_t *l, const char *group, const char *version, jso
     {
         const char *name = json_string_value(json_object_get(r, "name"));
         const char *kind = json_string_value(json_object_get(r, "kind"));
-        if (!name || !kind || strchr(name, '/')) continue; /* subresources are not mapped (§B.8) */
+        if (!name || !kind || strchr(name, '/')) continue; /* subresources are not mapped (restmapper/discovery.go) */
         if (l->n == l->cap) {
             l->cap = l->cap ? l->cap * 2 : 64;
             l->v = lop_xrealloc(l->v, l->cap * sizeof *l->v);

@@ -1,12 +1,13 @@
 /*
- * restmapper.h — discovery and the Kind→resource mapping (reference §B). Reads /api, /api/v1,
- * /apis and /apis/{group}/{version} through a REST client, maps each resource's `kind` to its
- * plural `name` (skipping subresources, i.e. names containing '/'), never guessing plurals (§B.8).
- * The result is cached; a lookup of an unknown kind re-reads discovery once (so a CRD installed
- * after start is found; callers should not loop on a kind that stays unknown), and
- * lop_restmapper_invalidate forces the next lookup to re-read
- * (call it when a request for a mapped resource answered 404 without an object name, e.g. a CRD
- * was deleted and re-created; §B.9). Also builds request paths (§A.1–A.5).
+ * restmapper.h — discovery and the Kind→resource mapping (client-go discovery/, restmapper/). Reads
+ * /api, /api/v1, /apis and /apis/{group}/{version} through a REST client, maps each resource's
+ * `kind` to its plural `name` (skipping subresources, i.e. names containing '/'), never guessing
+ * plurals (restmapper/discovery.go). The result is cached; a lookup of an unknown kind re-reads
+ * discovery once (so a CRD installed after start is found; callers should not loop on a kind that
+ * stays unknown), and lop_restmapper_invalidate forces the next lookup to re-read (call it when a
+ * request for a mapped resource answered 404 without an object name, e.g. a CRD was deleted and
+ * re-created; restmapper's DeferredDiscoveryRESTMapper.Reset). Also builds request paths
+ * (api-concepts, "Resource URIs").
  *
  * Thread-safety: a mapper is safe from any thread (rwlock; one refresh at a time).
  * lop_rest_path is a pure function.

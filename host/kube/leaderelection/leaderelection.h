@@ -1,6 +1,6 @@
 /*
- * leaderelection.h — the Lease-based leader elector (reference §K.4–K.13; client-go's
- * tools/leaderelection), so exactly one replica of an operator reconciles at a time.
+ * leaderelection.h — the Lease-based leader elector (client-go's
+ * tools/leaderelection/leaderelection.go), so exactly one replica of an operator reconciles at a time.
  *
  * Algorithm (as client-go, so mixed fleets interoperate):
  *   - candidates try to acquire every retry period, with jitter factor 1.2 (wait in

@@ -1,7 +1,8 @@
 /*
- * lease.h — the coordination.k8s.io/v1 Lease record used for leader election (reference §K.1–K.3,
- * §C.14), its JSON encoding, and the "lease client": the three calls an elector makes on one
- * Lease object (get, create, update). Mirrors client-go's resourcelock.Interface for a LeaseLock.
+ * lease.h — the coordination.k8s.io/v1 Lease record used for leader election (api
+ * coordination/v1/types.go; MicroTime times), its JSON encoding, and the "lease client": the three
+ * calls an elector makes on one Lease object (get, create, update). Mirrors client-go's
+ * resourcelock.Interface for a LeaseLock.
  *
  * Implementations of the lease client:
  *   - lop_lease_client_memory_new: an in-memory Lease store shared by several handles, with

@@ -1,8 +1,9 @@
 /*
  * lease_rest.c — the lease client over the REST client (lease.h): GET/POST/PUT on
- * /apis/coordination.k8s.io/v1/namespaces/<ns>/leases/<name> (reference §K.1–K.3, §G.5–G.6).
- * The last Lease read or written is cached whole, so an update keeps the object's metadata
- * (labels, annotations, ownerReferences) and only replaces spec and resourceVersion.
+ * /apis/coordination.k8s.io/v1/namespaces/<ns>/leases/<name> (client-go
+ * tools/leaderelection/resourcelock/leaselock.go). The last Lease read or written is cached whole,
+ * so an update keeps the object's metadata (labels, annotations, ownerReferences) and only
+ * replaces spec and resourceVersion.
  */
 #include "host/kube/leaderelection/lease.h"
 

@@ -1,6 +1,7 @@
 --- The in-memory fake API server behind `luaop.testing` (implements the `luaop.backend` shape).
 --
--- Semantics follow reference/kube-api-semantics.md for what an operator can observe:
+-- Semantics follow the API server's, as kubernetes.io's API Concepts page and the local API server
+-- (apiserver/) describe them, for what an operator can observe:
 -- a global resourceVersion bumped on every persisted change (no-op writes keep it and emit no
 -- watch event); 409 Conflict on a stale resourceVersion, 409 AlreadyExists, 404 NotFound, all as
 -- metav1.Status-shaped errors; the status subresource (create drops status, the main endpoint
@@ -274,7 +275,7 @@ function Fake:collect_garbage(uid)
   end
 end
 
--- ownerReferences validation (I.13): required fields, at most one controller.
+-- ownerReferences validation: required fields, at most one controller.
 check_owner_refs = function(av, kind, name, refs)
   if type(refs) ~= "table" then return nil end
   local n = 0

@@ -61,8 +61,8 @@ local function file_exists(path)
   return false
 end
 
--- The globals a script sees in the host's sandbox (DESIGN.md §3: base, string, table, math,
--- coroutine; no io/os/debug/ffi/jit, no file loading). A script that reaches for os.time works
+-- The globals a script sees in the host's sandbox (docs/execution-model.md; base, string,
+-- table, math, coroutine; no io/os/debug/ffi/jit, no file loading). A script that reaches for os.time works
 -- nowhere in the host, so it fails in the specs too.
 local SANDBOX = {
   "assert", "error", "getmetatable", "ipairs", "next", "pairs", "pcall", "rawequal",

@@ -1,9 +1,10 @@
-/* Unit tests for the local API server's Accept negotiation (reference §A.9) and its metadata-only
- * views (apiserver's `as=PartialObjectMetadata[List];g=meta.k8s.io;v=v1|v1beta1`): the
- * negotiation as a table of headers, then over the wire — LIST, paged LIST, GET, WATCH and a
- * write of built-in and custom resources answered as PartialObjectMetadata(List) with the
- * object's own metadata, conversions that do not fit refused with 406, unsupported `as=` values
- * refused unless a later Accept range is plain, and discovery unchanged for kubectl. */
+/* Unit tests for the local API server's Accept negotiation (406 NotAcceptable, apiserver
+ * handlers/negotiation) and its metadata-only views (apiserver's
+ * `as=PartialObjectMetadata[List];g=meta.k8s.io;v=v1|v1beta1`): the negotiation as a table of
+ * headers, then over the wire — LIST, paged LIST, GET, WATCH and a write of built-in and custom
+ * resources answered as PartialObjectMetadata(List) with the object's own metadata, conversions
+ * that do not fit refused with 406, unsupported `as=` values refused unless a later Accept range is
+ * plain, and discovery unchanged for kubectl. */
 #include "apiserver/as_accept.h"
 #include "t.h"
 #include "test_apiserver_util.h"

@@ -1,5 +1,5 @@
 /* Unit tests for the local API server's storage and error semantics, over the wire with libcurl
- * (reference §C, §D, §E, §G; surprises Q.3, Q.4, Q.6, Q.8, Q.9, Q.14, Q.15, Q.16). */
+ * (metadata, Status errors, GET/LIST, create/update/patch). */
 #include "t.h"
 #include <unistd.h>
 #include "test_apiserver_util.h"
@@ -26,7 +26,7 @@ static void test_create_get_and_system_fields(void)
     T_CHECK(jstr(r.json, "metadata.creationTimestamp") != NULL);
     T_CHECK(jstr(r.json, "metadata.resourceVersion") != NULL);
     T_CHECK(json_object_get(json_object_get(r.json, "metadata"), "generation") == NULL);
-    /* built-in key order: kind, apiVersion, metadata first (C.18) */
+    /* built-in key order: kind, apiVersion, metadata first */
     T_CHECK(strncmp(r.body.data, "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":", 49) == 0);
     resp_t g = t_http(srv, "GET", "/api/v1/namespaces/default/configmaps/c1", NULL, NULL);
     T_EQ_INT(g.code, 200);
@@ -80,7 +80,7 @@ static void test_optimistic_concurrency(void)
     T_EQ_STR(jstr(u2.json, "message"),
              "Operation cannot be fulfilled on configmaps \"occ\": the object has been modified; "
              "please apply your changes to the latest version and try again");
-    /* PUT without RV is last-writer-wins for ConfigMaps (Q.4) */
+    /* PUT without RV is last-writer-wins for ConfigMaps */
     resp_t u3 = t_http(
         srv, "PUT", "/api/v1/namespaces/default/configmaps/occ",
         "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"occ\"},\"data\":{\"k\":\"3\"}}", NULL);
@@ -111,7 +111,7 @@ static void test_bad_bodies(void)
                "{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"s\"}}", NULL);
     T_EQ_INT(r.code, 400);
     resp_free(&r);
-    /* POST with a resourceVersion is a 500 (C.2, Q.14) */
+    /* POST with a resourceVersion is a 500 */
     r = t_http(
         srv, "POST", "/api/v1/namespaces/default/configmaps",
         "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"rv\",\"resourceVersion\":\"5\"}}",
@@ -131,7 +131,7 @@ static void test_bad_bodies(void)
     T_EQ_STR(jstr(r.json, "reason"), "RequestEntityTooLarge");
     free(big);
     resp_free(&r);
-    /* invalid name → 422 with details.kind = Kind (Q.3) */
+    /* invalid name → 422 with details.kind = Kind */
     r = t_http(srv, "POST", "/api/v1/namespaces/default/configmaps",
                "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"Bad_Name\"}}", NULL);
     T_EQ_INT(r.code, 422);
@@ -194,7 +194,7 @@ static void test_list_shape_and_selectors(void)
            x3 = create_cm("sel", "x3", "web", "1");
     r = t_http(srv, "GET", "/api/v1/namespaces/sel/configmaps?labelSelector=app%3Dweb", NULL, NULL);
     T_EQ_INT(json_array_size(json_object_get(r.json, "items")), 2);
-    /* built-in list items carry no kind/apiVersion (Q.16) */
+    /* built-in list items carry no kind/apiVersion */
     T_CHECK(json_object_get(json_array_get(json_object_get(r.json, "items"), 0), "kind") == NULL);
     resp_free(&r);
     r = t_http(srv, "GET", "/api/v1/namespaces/sel/configmaps?labelSelector=app!%3Dweb", NULL, NULL);
@@ -229,7 +229,7 @@ static void test_pagination_snapshot_and_expiry(void)
     const char *cont = jstr(p1.json, "metadata.continue");
     T_CHECK(cont != NULL);
     T_EQ_INT(json_integer_value(json_object_get(json_object_get(p1.json, "metadata"), "remainingItemCount")), 3);
-    /* a change after page 1 does not show up in page 2 (same snapshot RV, E.13) */
+    /* a change after page 1 does not show up in page 2 (same snapshot RV) */
     r = create_cm("page", "p00", "a", "1");
     resp_free(&r);
     char path[1024];
@@ -244,7 +244,7 @@ static void test_pagination_snapshot_and_expiry(void)
     r = t_http(srv, "GET", path2, NULL, NULL);
     T_EQ_INT(r.code, 400);
     resp_free(&r);
-    /* after compaction the token is expired: 410 with a fresh continue token (E.17) */
+    /* after compaction the token is expired: 410 with a fresh continue token */
     lop_apiserver_compact(srv);
     r = t_http(srv, "GET", path, NULL, NULL);
     T_EQ_INT(r.code, 410);
@@ -254,7 +254,7 @@ static void test_pagination_snapshot_and_expiry(void)
     r = t_http(srv, "GET", "/api/v1/namespaces/page/configmaps?continue=%%%%garbage", NULL, NULL);
     T_EQ_INT(r.code, 400);
     resp_free(&r);
-    /* RV=0 ignores limit (E.20) */
+    /* RV=0 ignores limit */
     r = t_http(srv, "GET", "/api/v1/namespaces/page/configmaps?limit=2&resourceVersion=0", NULL, NULL);
     T_EQ_INT(json_array_size(json_object_get(r.json, "items")), 6);
     T_CHECK(jstr(r.json, "metadata.continue") == NULL);
@@ -288,7 +288,7 @@ static void test_discovery(void)
 {
     resp_t r = t_http(srv, "GET", "/api", NULL, NULL);
     T_EQ_STR(jstr(r.json, "kind"), "APIVersions");
-    T_CHECK(json_object_get(r.json, "apiVersion") == NULL); /* Q.15 */
+    T_CHECK(json_object_get(r.json, "apiVersion") == NULL);
     T_CHECK(strstr(r.headers.data, "Content-Type: application/json\r\n") != NULL);
     resp_free(&r);
     r = t_http(srv, "GET", "/api/v1", NULL, NULL);
@@ -319,7 +319,7 @@ static void test_lease_rules(void)
                "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\",\"metadata\":{\"name\":\"lk2\"},"
                "\"spec\":{\"renewTime\":\"2025-03-01T10:05:12Z\"}}",
                NULL);
-    T_EQ_INT(r.code, 400); /* MicroTime needs six digits (Q.9) */
+    T_EQ_INT(r.code, 400); /* MicroTime needs six digits */
     resp_free(&r);
     r = t_http(srv, "POST", "/apis/coordination.k8s.io/v1/namespaces/default/leases",
                "{\"metadata\":{\"name\":\"lk3\"},\"spec\":{\"leaseDurationSeconds\":0}}", NULL);
@@ -447,9 +447,9 @@ static void test_events_validation(void)
         srv, "POST", "/api/v1/namespaces/default/events",
         "{\"metadata\":{\"name\":\"e3\"},\"involvedObject\":{\"kind\":\"Pod\",\"namespace\":\"other\",\"name\":\"p\"}}",
         NULL);
-    T_EQ_INT(r.code, 422); /* L.2 */
+    T_EQ_INT(r.code, 422);
     resp_free(&r);
-    /* one store, two views (L.7) */
+    /* one store, two views */
     r = t_http(srv, "POST", "/api/v1/namespaces/default/events",
                "{\"metadata\":{\"name\":\"e4\"},\"involvedObject\":{\"kind\":\"Pod\",\"namespace\":\"default\","
                "\"name\":\"p\"},"

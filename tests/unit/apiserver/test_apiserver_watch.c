@@ -1,5 +1,5 @@
 /* Unit tests for the local API server's watch streams, CRDs, status subresource and deletion
- * (reference §F, §H, §I; surprises Q.1, Q.5, Q.7, Q.11, Q.18). */
+ * (kubernetes.io api-concepts, custom-resource-definitions#subresources, finalizers). */
 #include "t.h"
 #include "test_apiserver_util.h"
 
@@ -45,14 +45,14 @@ static void test_cr_status_and_generation(void)
                       "\"spec\":{\"replicas\":1,\"unknown\":true},\"status\":{\"phase\":\"X\"}}",
                       NULL);
     T_EQ_INT(r.code, 201);
-    /* status dropped on create (Q.5), unknown fields pruned, keys sorted (C.18), generation 1 */
+    /* status dropped on create, unknown fields pruned, keys sorted, generation 1 */
     T_CHECK(json_object_get(r.json, "status") == NULL);
     T_CHECK(json_object_get(json_object_get(r.json, "spec"), "unknown") == NULL);
     T_CHECK(strncmp(r.body.data,
                     "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"creationTimestamp\"",
                     78) == 0);
     T_EQ_INT(json_integer_value(json_object_get(json_object_get(r.json, "metadata"), "generation")), 1);
-    T_EQ_STR(jstr(r.json, "spec.color"), "red"); /* schema default (J.12) */
+    T_EQ_STR(jstr(r.json, "spec.color"), "red"); /* schema default */
     resp_free(&r);
     /* /status changes only status; generation unchanged */
     r = t_http(srv, "PATCH", WPATH "/w1/status",
@@ -110,7 +110,7 @@ static void test_watch_initial_events_and_bookmark(void)
     watch_start(&w, srv, WPATH "?watch=1&allowWatchBookmarks=true");
     T_EQ_INT(watch_wait_lines(&w, 2), 2);
     lop_apiserver_close_watches(srv);
-    /* framing (F.3): JSON media type, chunked over HTTP/1.1 */
+    /* framing: JSON media type, chunked over HTTP/1.1 */
     char *hdr = watch_headers(&w);
     T_CHECK(strstr(hdr, "Content-Type: application/json\r\n") != NULL);
     T_CHECK(strstr(hdr, "Transfer-Encoding: chunked") != NULL);
@@ -119,7 +119,7 @@ static void test_watch_initial_events_and_bookmark(void)
     T_EQ_INT(w.code, 200);
     T_EQ_INT(json_array_size(ev), 2);
     T_EQ_STR(ev_type(ev, 0), "ADDED");
-    T_EQ_STR(ev_type(ev, 1), "BOOKMARK"); /* Q.11 */
+    T_EQ_STR(ev_type(ev, 1), "BOOKMARK");
     json_t *ann =
         json_object_get(json_object_get(json_object_get(json_array_get(ev, 1), "object"), "metadata"), "annotations");
     T_EQ_STR(json_string_value(json_object_get(ann, "k8s.io/initial-events-end")), "true");
@@ -136,7 +136,7 @@ static void test_watch_410_after_compaction(void)
     watch_start(&w, srv, WPATH "?watch=1&resourceVersion=2");
     watch_wait_lines(&w, 1);
     json_t *ev = watch_finish(&w); /* the server ends the stream itself */
-    T_EQ_INT(w.code, 200);         /* Q.1: 200 stream with an ERROR event */
+    T_EQ_INT(w.code, 200);         /* 200 stream with an ERROR event */
     T_EQ_INT(json_array_size(ev), 1);
     T_EQ_STR(ev_type(ev, 0), "ERROR");
     json_t *st = json_object_get(json_array_get(ev, 0), "object");
@@ -144,7 +144,7 @@ static void test_watch_410_after_compaction(void)
     T_EQ_STR(jstr(st, "reason"), "Expired");
     T_CHECK(strncmp(jstr(st, "message"), "too old resource version: 2 (", 29) == 0);
     json_decref(ev);
-    /* sendInitialEvents=false with RV "0" starts now: no 410 even after compaction (F.24) */
+    /* sendInitialEvents=false with RV "0" starts now: no 410 even after compaction */
     watch_start(&w, srv,
                 WPATH "?watch=1&resourceVersion=0&sendInitialEvents=false&resourceVersionMatch=NotOlderThan&"
                       "allowWatchBookmarks=true");
@@ -214,7 +214,7 @@ static void test_selector_transitions(void)
     lop_apiserver_close_watches(srv);
     json_t *ev = watch_finish(&w);
     T_EQ_INT(json_array_size(ev), 3);
-    T_EQ_STR(ev_type(ev, 0), "DELETED"); /* stopped matching (F.9) */
+    T_EQ_STR(ev_type(ev, 0), "DELETED"); /* stopped matching */
     T_EQ_STR(ev_type(ev, 1), "ADDED");   /* matches again */
     T_EQ_STR(ev_type(ev, 2), "MODIFIED");
     json_decref(ev);
@@ -230,7 +230,7 @@ static void test_finalizer_single_deleted_event(void)
     int64_t rv = atoll(jstr(r.json, "metadata.resourceVersion"));
     resp_free(&r);
     r = t_http(srv, "DELETE", WPATH "/fin", NULL, NULL);
-    T_EQ_INT(r.code, 200); /* Q.18: 200 with the still-existing object */
+    T_EQ_INT(r.code, 200); /* 200 with the still-existing object */
     T_CHECK(jstr(r.json, "metadata.deletionTimestamp") != NULL);
     T_EQ_INT(json_integer_value(json_object_get(json_object_get(r.json, "metadata"), "generation")), 2);
     resp_free(&r);
@@ -254,7 +254,7 @@ static void test_finalizer_single_deleted_event(void)
     json_t *ev = watch_finish(&w);
     T_EQ_INT(json_array_size(ev), 2);
     T_EQ_STR(ev_type(ev, 0), "MODIFIED");
-    T_EQ_STR(ev_type(ev, 1), "DELETED"); /* Q.7: one DELETED still showing the finalizer */
+    T_EQ_STR(ev_type(ev, 1), "DELETED"); /* one DELETED still showing the finalizer */
     json_t *fins =
         json_object_get(json_object_get(json_object_get(json_array_get(ev, 1), "object"), "metadata"), "finalizers");
     T_EQ_INT(json_array_size(fins), 1);

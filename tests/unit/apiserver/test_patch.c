@@ -1,4 +1,4 @@
-/* Unit tests for apiserver/patch*.c: merge patch, JSON patch, strategic merge patch (G.8–G.10). */
+/* Unit tests for apiserver/patch*.c: merge patch, JSON patch, strategic merge patch. */
 #include "apiserver/patch.h"
 #include "t.h"
 
@@ -49,7 +49,7 @@ static void test_merge_patch_rfc7386_table(void)
         {"{\"e\":null}", "{\"a\":1}", "{\"e\":null,\"a\":1}"},
         {"[1,2]", "{\"a\":\"b\",\"c\":null}", "{\"a\":\"b\"}"},
         {"{}", "{\"a\":{\"bb\":{\"ccc\":null}}}", "{\"a\":{\"bb\":{}}}"},
-        /* arrays are replaced wholesale, never merged (G.9) */
+        /* arrays are replaced wholesale, never merged */
         {"{\"l\":[1,2,3]}", "{\"l\":[4]}", "{\"l\":[4]}"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

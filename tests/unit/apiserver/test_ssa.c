@@ -1,4 +1,4 @@
-/* Unit tests for apiserver/ssa*.c: server-side apply and managedFields (G.11–G.14, C.15). */
+/* Unit tests for apiserver/ssa*.c: server-side apply and managedFields. */
 #include "apiserver/ssa.h"
 #include "host/util/clock.h"
 #include "t.h"

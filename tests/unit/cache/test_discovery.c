@@ -1,7 +1,7 @@
 /*
  * Unit tests for host/kube/restmapper (discovery → Kind/resource mapping, refresh on unknown kinds,
- * subresources skipped; reference §B) and path building (§A.1–A.5), plus the REST listwatch's
- * query strings (§E.15, §F) — against the scripted server in test_rest_fakesrv.h.
+ * subresources skipped) and path building, plus the REST listwatch's query strings (chunked
+ * lists, watch) — against the scripted server in test_rest_fakesrv.h.
  */
 #include "host/kube/cache/rest_listwatch.h"
 #include "host/kube/client/restmapper.h"
@@ -169,7 +169,7 @@ static void test_rest_listwatch_queries(void)
     char *r0 = fs_req(s, 0), *r1 = fs_req(s, 1), *r2 = fs_req(s, 2), *r3 = fs_req(s, 3);
     T_CHECK(strstr(r0, "GET /api/v1/namespaces/team/configmaps?labelSelector=app%3Dx%2Ctier%20in%20%28a%2Cb%29"
                        "&fieldSelector=metadata.name%3Dn&limit=500&resourceVersion=0 HTTP/1.1") == r0);
-    /* a continued page repeats the selectors and limit but carries no resourceVersion (§E.15) */
+    /* a continued page repeats the selectors and limit but carries no resourceVersion */
     T_CHECK(strstr(r1, "&limit=500&continue=tok%3D%3D HTTP/1.1") != NULL);
     T_CHECK(strstr(r1, "resourceVersion") == NULL);
     T_CHECK(strstr(r2, "GET /api/v1/namespaces/team/configmaps?watch=true&labelSelector=") == r2);

@@ -229,7 +229,7 @@ static void test_paginated_list_then_synced(void)
     T_EQ_STR(e.f.list_rv[0], "0");
     T_EQ_INT(e.f.list_limit[0], 500);
     T_EQ_STR(e.f.list_cont[0], "(unset)");
-    T_EQ_STR(e.f.list_rv[1], "(unset)"); /* E.15: continue requests drop the RV */
+    T_EQ_STR(e.f.list_rv[1], "(unset)"); /* continue requests drop the RV */
     T_EQ_STR(e.f.list_cont[1], "t1");
     T_EQ_INT(e.f.list_limit[1], 500);
     lop_obj_t *c = lop_store_get(e.store, "d/c");
@@ -373,7 +373,7 @@ static void test_list_too_large_rv_retries_with_a_consistent_read(void)
 {
     static const lresp_t lists[] = {
         {LOP_OK, 200, LIST("10", "", CM("a", "5"))},
-        {LOP_ETIMEDOUT, 504, NULL}, /* Timeout: Too large resource version (E.9) */
+        {LOP_ETIMEDOUT, 504, NULL}, /* Timeout: Too large resource version */
         {LOP_OK, 200, LIST("40", "", CM("a", "5"))},
     };
     static const wresp_t w[] = {{LOP_OK, {ERR(410), NULL}, 0, false}};
@@ -816,8 +816,8 @@ static void test_thread_start_and_prompt_stop(void)
 
 static void test_initial_added_burst_is_not_a_resume_point(void)
 {
-    /* a list at RV "0" makes the watch start "at any" (F.11): the server first replays ADDED
-     * events out of RV order; none of their RVs may be resumed from (F.12) */
+    /* a list at RV "0" makes the watch start "at any": the server first replays ADDED
+     * events out of RV order; none of their RVs may be resumed from */
     static const lresp_t lists[] = {{LOP_OK, 200, LIST("0", "", "")}};
     static const wresp_t w[] = {
         {LOP_OK, {EV("ADDED", WCM("a", "50")) EV("ADDED", WCM("b", "40")), NULL}, 2 * S, false},
@@ -850,7 +850,7 @@ static void test_initial_added_burst_is_not_a_resume_point(void)
     setup(&e, lists, 1, w2, 1);
     step(&e);
     step(&e);
-    T_EQ_STR(rv_of(&e), "60"); /* the initial-events-end bookmark (F.23/F.25) ends it too */
+    T_EQ_STR(rv_of(&e), "60"); /* the initial-events-end bookmark ends it too */
     teardown(&e);
 }
 

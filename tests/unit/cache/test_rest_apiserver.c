@@ -413,7 +413,7 @@ static void test_object_verbs(void)
     lop_rest_resp_t resp = LOP_REST_RESP_INIT;
     lop_err_t err;
     char v[256];
-    /* create strips a stale resourceVersion (a POST carrying one is a 500, §C.2) */
+    /* create strips a stale resourceVersion (a POST carrying one is a 500) */
     T_EQ_INT(
         obj(&e, "create", "default", NULL, NULL, NULL,
             "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"o1\",\"resourceVersion\":\"99\"},"

@@ -1,4 +1,4 @@
-/* Unit tests for host/kube/watchdecoder: chunk boundaries mean nothing (reference F.5). */
+/* Unit tests for host/kube/watchdecoder: chunk boundaries mean nothing. */
 #include "host/kube/cache/watchdecoder.h"
 #include "host/codec/jsonscan.h"
 #include "t.h"

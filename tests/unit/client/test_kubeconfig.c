@@ -1,7 +1,7 @@
 /*
  * Unit tests for host/kube/kubeconfig and auth: parsing, $KUBECONFIG merging (first wins),
  * relative paths, errors naming file and field, token files, exec plugins, in-cluster config
- * (reference §M). Files are written to a fresh temporary directory.
+ * (client-go tools/clientcmd, rest.InClusterConfig). Files are written to a fresh temporary directory.
  */
 #include "host/kube/client/kubeconfig.h"
 #include "host/util/log.h"

@@ -1,6 +1,6 @@
 /*
- * Unit tests for host/kube/rest: Status parsing (§D), retries (§N.3), credentials refresh after a
- * 401 (§M.10, §M.12), request headers, watch streaming with arbitrary chunking (§F.5),
+ * Unit tests for host/kube/rest: Status parsing, retries (client-go rest/with_retry.go), credentials
+ * refresh after a 401, request headers, watch streaming with arbitrary chunking,
  * cancellation and idle timeout, concurrency — against the scripted server in test_rest_fakesrv.h.
  */
 #include "host/kube/client/rest.h"

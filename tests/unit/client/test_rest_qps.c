@@ -1,4 +1,4 @@
-/* Unit tests for host/kube/qps: the client-side token bucket (reference §N.1) on a fake clock. */
+/* Unit tests for host/kube/qps: the client-side token bucket (client-go flowcontrol) on a fake clock. */
 #include "host/kube/client/qps.h"
 #include "t.h"
 

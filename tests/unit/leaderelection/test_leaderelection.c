@@ -1,8 +1,8 @@
 /*
- * Unit tests for the leader elector (host/kube/leaderelection): client-go's algorithm (reference
- * §K.4–K.13) driven synchronously with lop_elector_tick over fake clocks and the in-memory Lease
- * store. Each candidate has its own fake clock (so wall clocks can be skewed); the simulation steps
- * them together and ticks every candidate whose next step is due.
+ * Unit tests for the leader elector (host/kube/leaderelection): client-go's algorithm
+ * (tools/leaderelection/leaderelection.go) driven synchronously with lop_elector_tick over fake
+ * clocks and the in-memory Lease store. Each candidate has its own fake clock (so wall clocks can
+ * be skewed); the simulation steps them together and ticks every candidate whose next step is due.
  */
 #include "host/kube/leaderelection/leaderelection.h"
 #include "host/kube/leaderelection/lease.h"

@@ -1,4 +1,4 @@
-/* Unit tests for host/kube/lease: the Lease record codec (reference §K.1–K.3, C.14), the in-memory
+/* Unit tests for host/kube/lease: the Lease record codec (coordination/v1), the in-memory
  * Lease store's API semantics and fault injection, and the identity helper. */
 #include "host/kube/leaderelection/leaderelection.h"
 #include "host/kube/leaderelection/lease.h"

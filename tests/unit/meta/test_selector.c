@@ -1,4 +1,5 @@
-/* Unit tests for host/meta/selector.c: label and field selectors (reference §E.21–E.28). */
+/* Unit tests for host/meta/selector.c: label and field selectors (apimachinery pkg/labels,
+ * pkg/fields). */
 #include "host/meta/selector.h"
 #include "t.h"
 

@@ -1,4 +1,4 @@
-/* Unit tests for host/util: time formats (reference C.13, C.14), the fake clock, buffers. */
+/* Unit tests for host/util: time formats, the fake clock, buffers. */
 #include "host/util/base64.h"
 #include "host/util/buf.h"
 #include "host/util/clock.h"
