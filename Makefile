@@ -7,7 +7,7 @@ CMAKEFLAGS ?=
 PKGS      := $(shell sh deps/packages.sh)
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build test demo bench bench-smoke asan tsan format format-check clean
+.PHONY: all deps build test demo bench bench-smoke asan tsan format format-check rbac clean
 
 all: build
 
@@ -45,6 +45,12 @@ asan:
 	$(MAKE) test BUILD=build-asan CMAKEFLAGS=-DLUAOP_SANITIZE=address
 tsan:
 	$(MAKE) test BUILD=build-tsan CMAKEFLAGS=-DLUAOP_SANITIZE=thread
+
+# config/rbac/role.yaml from the memcached example's declarations (tests check it is current).
+rbac: build
+	$(BUILD)/luaop check --rbac --scripts examples/memcached/scripts \
+	  --crd examples/memcached/crd/cache.example.com_memcacheds.yaml \
+	  --scripts-configmap luaop-system/luaop-scripts >config/rbac/role.yaml
 
 format:
 	git ls-files '*.c' '*.h' | xargs clang-format -i

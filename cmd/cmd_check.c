@@ -3,10 +3,12 @@
  * controller names), without a cluster. Exits non-zero with file:line on error. Kinds are not
  * resolved (that needs the API server). --configmap takes a YAML file holding exactly one
  * ConfigMap (other documents are ignored), e.g. the output of
- * `kubectl create configmap NAME --from-file=DIR --dry-run=client -o yaml`. */
+ * `kubectl create configmap NAME --from-file=DIR --dry-run=client -o yaml`. --rbac prints the
+ * RBAC the set needs (cmd/rbac.h). */
 #include "bindings/engine_lua.h"
 #include "host/codec/yaml.h"
 #include "cmd/cli.h"
+#include "cmd/rbac.h"
 #include "host/runtime/scripts.h"
 
 #include <getopt.h>
@@ -49,25 +51,68 @@ static const char *ident(void *ud)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: luaop check --scripts DIR | --configmap FILE.yaml\n"
-               "Load and validate a script set as a reload would; exit 1 with file:line on error.\n");
+    fprintf(f, "usage: luaop check --scripts DIR | --configmap FILE.yaml [--rbac [RBAC FLAGS]]\n"
+               "Load and validate a script set as a reload would; exit 1 with file:line on error.\n"
+               "\n"
+               "  --rbac                          print the least-privilege RBAC the set needs (YAML on stdout)\n"
+               "  --crd FILE                      CustomResourceDefinitions for plurals and scope (repeatable)\n"
+               "  --namespace NS                  a Role in NS instead of a ClusterRole (luaop run --namespace)\n"
+               "  --scripts-configmap NS/NAME     add a Role reading only that ConfigMap\n"
+               "  --service-account NS/NAME       the subject bound (luaop-system/luaop)\n"
+               "  --leader-election-namespace NS  where the Lease Role goes (the service account's namespace)\n"
+               "  --name-prefix P                 object names P-manager, ... (luaop)\n"
+               "Markers in the scripts add what declarations cannot show (kubebuilder's syntax):\n"
+               "  -- +kubebuilder:rbac:groups=\"\",resources=configmaps,verbs=create;delete\n");
 }
 
 int lop_cmd_check(int argc, char **argv)
 {
     static const struct option opts[] = {{"scripts", required_argument, NULL, 's'},
                                          {"configmap", required_argument, NULL, 'c'},
+                                         {"rbac", no_argument, NULL, 'r'},
+                                         {"crd", required_argument, NULL, 'C'},
+                                         {"namespace", required_argument, NULL, 'n'},
+                                         {"scripts-configmap", required_argument, NULL, 'm'},
+                                         {"service-account", required_argument, NULL, 'a'},
+                                         {"leader-election-namespace", required_argument, NULL, 'l'},
+                                         {"name-prefix", required_argument, NULL, 'p'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    const char *dir = NULL, *cm = NULL;
+    const char *dir = NULL, *cm = NULL, *sa = NULL;
+    bool rbac = false;
+    lop_rbac_opts_t ro = {0};
+    json_t *crds = json_array();
     int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    optind = 0;
+    while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
         if (c == 's')
             dir = optarg;
         else if (c == 'c')
             cm = optarg;
-        else if (c == 'h') {
+        else if (c == 'r')
+            rbac = true;
+        else if (c == 'n')
+            ro.namespace_ = optarg;
+        else if (c == 'm')
+            ro.scripts_configmap = optarg;
+        else if (c == 'a')
+            sa = optarg;
+        else if (c == 'l')
+            ro.leader_namespace = optarg;
+        else if (c == 'p')
+            ro.prefix = optarg;
+        else if (c == 'C') {
+            json_t *docs = NULL;
+            lop_err_t cerr;
+            lop_err_clear(&cerr);
+            if (lop_yaml_load_file(optarg, &docs, &cerr) != LOP_OK) {
+                fprintf(stderr, "luaop check: --crd %s: %s\n", optarg, cerr.message);
+                json_decref(crds);
+                return 2;
+            }
+            json_array_extend(crds, docs);
+            json_decref(docs);
+        } else if (c == 'h') {
             usage(stdout);
             return 0;
         } else {
@@ -77,8 +122,23 @@ int lop_cmd_check(int argc, char **argv)
     }
     if (!dir == !cm) {
         usage(stderr);
+        json_decref(crds);
         return 2;
     }
+    char sa_ns[256] = "", sa_name[256] = "";
+    if (sa) {
+        const char *slash = strchr(sa, '/');
+        if (!slash || slash == sa || !slash[1]) {
+            fprintf(stderr, "luaop check: --service-account \"%s\": NAMESPACE/NAME expected\n", sa);
+            json_decref(crds);
+            return 2;
+        }
+        snprintf(sa_ns, sizeof sa_ns, "%.*s", (int)(slash - sa), sa);
+        snprintf(sa_name, sizeof sa_name, "%s", slash + 1);
+        ro.sa_namespace = sa_ns;
+        ro.sa_name = sa_name;
+    }
+    ro.crds = crds;
     lop_err_t err;
     lop_err_clear(&err);
     lop_script_set_t *set = NULL;
@@ -149,11 +209,19 @@ int lop_cmd_check(int argc, char **argv)
             }
         }
     }
-    printf("ok: %s (version %s), %zu controller%s\n", set->origin, set->version, n, n == 1 ? "" : "s");
+    FILE *summary = rbac ? stderr : stdout; /* with --rbac, stdout carries only the YAML */
+    fprintf(summary, "ok: %s (version %s), %zu controller%s\n", set->origin, set->version, n, n == 1 ? "" : "s");
     for (size_t i = 0; i < n; i++)
-        printf("  %s: %s %s, owns %zu, watches %zu, workers %d\n", decls[i].name, decls[i].for_.gvk.api_version,
-               decls[i].for_.gvk.kind, decls[i].nowns, decls[i].nwatches, decls[i].max_concurrent_reconciles);
+        fprintf(summary, "  %s: %s %s, owns %zu, watches %zu, workers %d\n", decls[i].name,
+                decls[i].for_.gvk.api_version, decls[i].for_.gvk.kind, decls[i].nowns, decls[i].nwatches,
+                decls[i].max_concurrent_reconciles);
+    int status = 0;
+    if (rbac && lop_rbac_generate(stdout, decls, n, set, &ro, &err) != LOP_OK) {
+        fprintf(stderr, "luaop check --rbac: %s\n", err.message);
+        status = 1;
+    }
     engine->vm_free(vm);
     lop_script_set_free(set);
-    return 0;
+    json_decref(crds);
+    return status;
 }

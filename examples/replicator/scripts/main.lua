@@ -10,6 +10,10 @@
 local op = require("luaop")
 local targets = require("targets")
 
+-- The copies are written through the client, not declared with `owns` (they live in other
+-- namespaces, so no owner reference): say so for `luaop check --rbac`.
+-- +kubebuilder:rbac:groups="",resources=configmaps,verbs=create;update;patch;delete
+
 local API, KIND = "replicator.example.com/v1alpha1", "ConfigMapReplication"
 local FINALIZER = "replicator.example.com/cleanup"
 

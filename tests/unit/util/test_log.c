@@ -37,10 +37,14 @@ static void test_json_fields_keep_their_types(void)
     char out[2048];
     capture_begin();
     lop_log_field_t f[] = {
-        LOP_LOG_F_STR("controller", "memcached"), LOP_LOG_F_NUM("duration", 0.25),
-        LOP_LOG_F_INT("replicas", 3),            LOP_LOG_F_BOOL("ready", true),
-        LOP_LOG_F_NUM("ratio", 0.1),             LOP_LOG_F_JSON("Memcached", "{\"name\":\"a\",\"namespace\":\"b\"}"),
-        LOP_LOG_F_STR("logger", "controller"),   LOP_LOG_F_STR("quote", "say \"hi\""),
+        LOP_LOG_F_STR("controller", "memcached"),
+        LOP_LOG_F_NUM("duration", 0.25),
+        LOP_LOG_F_INT("replicas", 3),
+        LOP_LOG_F_BOOL("ready", true),
+        LOP_LOG_F_NUM("ratio", 0.1),
+        LOP_LOG_F_JSON("Memcached", "{\"name\":\"a\",\"namespace\":\"b\"}"),
+        LOP_LOG_F_STR("logger", "controller"),
+        LOP_LOG_F_STR("quote", "say \"hi\""),
     };
     lop_log_fields(LOP_LOG_INFO, "typed", f, (int)(sizeof f / sizeof f[0]));
     lop_log(LOP_LOG_INFO, "strings", "n", "3", NULL);
@@ -121,8 +125,8 @@ static void test_uuid4_shape_and_uniqueness(void)
         else
             T_CHECK(strchr("0123456789abcdef", a[i]) != NULL);
     }
-    T_CHECK(a[14] == '4');                      /* version 4 */
-    T_CHECK(strchr("89ab", a[19]) != NULL);      /* variant 10 */
+    T_CHECK(a[14] == '4');                  /* version 4 */
+    T_CHECK(strchr("89ab", a[19]) != NULL); /* variant 10 */
     int same = 0;
     for (int i = 0; i < 1000; i++) same += strcmp(lop_uuid4(b), a) == 0;
     T_EQ_INT(same, 0);
