@@ -124,7 +124,8 @@ static void english_plural(const char *kind, char *out, size_t len)
     const char *vowels = "aeiou";
     if (n > 1 && low[n - 1] == 'y' && !strchr(vowels, low[n - 2]))
         snprintf(out, len, "%.*sies", (int)(n - 1), low);
-    else if ((n && strchr("sxz", low[n - 1])) || (n > 1 && (strcmp(low + n - 2, "ch") == 0 || strcmp(low + n - 2, "sh") == 0)))
+    else if ((n && strchr("sxz", low[n - 1])) ||
+             (n > 1 && (strcmp(low + n - 2, "ch") == 0 || strcmp(low + n - 2, "sh") == 0)))
         snprintf(out, len, "%ses", low);
     else
         snprintf(out, len, "%ss", low);
@@ -145,8 +146,8 @@ static void resolve(const lop_rbac_opts_t *o, const char *group, const char *kin
     *cluster = false;
     if (o->crds) json_array_foreach(o->crds, i, d)
         {
-            if (!json_is_object(d) || strcmp(json_string_value(json_object_get(d, "kind")) ?: "",
-                                             "CustomResourceDefinition") != 0)
+            if (!json_is_object(d) ||
+                strcmp(json_string_value(json_object_get(d, "kind")) ?: "", "CustomResourceDefinition") != 0)
                 continue;
             json_t *spec = json_object_get(d, "spec"), *names = json_object_get(spec, "names");
             const char *g = json_string_value(json_object_get(spec, "group"));
@@ -363,8 +364,7 @@ static void print_role(FILE *out, const lop_rbac_opts_t *o, const char *kind, co
     (void)o;
 }
 
-static void print_binding(FILE *out, const lop_rbac_opts_t *o, const char *role_kind, const char *name,
-                          const char *ns)
+static void print_binding(FILE *out, const lop_rbac_opts_t *o, const char *role_kind, const char *name, const char *ns)
 {
     fprintf(out,
             "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: %sBinding\nmetadata:\n  name: %s\n%s%s%s"
