@@ -109,11 +109,11 @@ int lop_informer_add_handler(lop_informer_t *inf, const lop_reflector_handlers_t
     if (h->on_add) {
         lop_obj_list_t l;
         lop_store_list(inf->store, &l);
-        /* one burst (reflector.h): the handler's workqueue adds are published together at the
-         * end by the runtime's bracket — one lock and one
-         * wake-up, instead of a wake-up per object with the woken workers competing with this
-         * replay for the CPU (a reload replays every object to the new wiring, and the reload is
-         * done when the replay is: 2,000 objects took 5-12 ms on 2 busy cores, now 1.3-6) */
+        /* one burst for the handler batch (reflector.h): bound by the runtime, the requests the
+         * handler enqueues are published together at the end — one lock and one wake-up, instead
+         * of a wake-up per object with the woken workers competing with this replay for the CPU
+         * (a reload replays every object to the new wiring, and the reload is done when the replay
+         * is: 2,000 objects took 5-12 ms on 2 busy cores, now 1.3-6) */
         if (inf->batch) inf->batch->begin();
         for (size_t i = 0; i < l.n; i++) h->on_add(h->ud, l.items[i]);
         if (inf->batch) inf->batch->end();

@@ -9,7 +9,8 @@
  * object already in the store (client-go's replay), on the registering thread, under the
  * delivery lock: no live event is delivered to anyone meanwhile, and the handler then sees
  * every later change exactly once. The replay is one burst for the configured handler batch
- * (lop_handler_batch_t, reflector.h): the runtime's workqueue adds reach the workers together. Handlers must not block for long (they hold up the watch)
+ * (lop_handler_batch_t, reflector.h; the runtime binds it so the requests enqueued during the replay
+ * reach the workers together). Handlers must not block for long (they hold up the watch)
  * and must not call add_handler/remove_handler/stop from inside a callback (deadlock).
  *
  * HasSynced: true once the first full list has been delivered to the store and handlers. Each

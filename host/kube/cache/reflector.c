@@ -345,8 +345,8 @@ static int on_bytes(void *ud, const char *data, size_t len)
         return 1;
     }
     lop_err_t err;
-    /* the handlers' calls for the events of these bytes form one burst (reflector.h: the
-     * runtime queues their workqueue adds together at the end) */
+    /* the handlers' calls for the events of these bytes form one burst for the handler
+     * batch (reflector.h), which the runtime binds to publish their enqueues together */
     lop_refl_batch_begin(r);
     lop_rc_t rc = lop_watchdecoder_feed(r->dec, data, len, &err);
     lop_refl_batch_end(r);

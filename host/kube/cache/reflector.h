@@ -55,10 +55,10 @@ typedef struct lop_reflector lop_reflector_t;
 
 /*
  * An optional bracket around a burst of handler calls: the events of one read of the watch
- * stream, a relist's replace, an informer's replay of its store to a new handler. The runtime
- * binds it to the workqueue's thread-local batching (lop_workqueue_batch_begin/flush/end in
- * host/kube/workqueue/workqueue.h), so the adds the handlers make for a burst are queued under
- * one lock with one wake-up; the cache itself knows nothing of queues. begin/end pairs nest and
+ * stream, a relist's replace, an informer's replay of its store to a new handler. The cache calls
+ * it and knows nothing of what it does; host/runtime/manager.c binds it to the workqueue's
+ * thread-local batching, so the requests the handlers enqueue for a burst are queued under one
+ * lock with one wake-up. begin/end pairs nest and
  * run on the delivering thread; flush (inside a bracket) publishes what is held so far without
  * closing it (a long relist lets the workers start on its first steps). All three are set, or
  * the pointer to the struct is NULL (no bracket). The struct is borrowed and must outlive every

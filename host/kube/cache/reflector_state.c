@@ -58,8 +58,8 @@ static void deliver(void *ud, lop_store_change_t what, lop_obj_t *old, lop_obj_t
 void lop_reflector_replace(lop_reflector_t *r, lop_obj_t *const *objs, size_t n)
 {
     if (r->dlock) pthread_mutex_lock(r->dlock);
-    /* the handlers' calls go in bursts (reflector.h; the runtime's workqueue adds: one lock and
-     * one wake-up per REPLACE_BATCH changes instead of per object, the workers starting on the
+    /* the handlers' calls go in bursts (the handler batch, reflector.h; bound by the runtime: one
+     * lock and one wake-up per REPLACE_BATCH changes instead of per object, the workers starting on the
      * first burst).
      * Flushed, not only ended, at the end: a watch-list's replace runs nested in the batch of
      * the stream's read, and the reflector counts as synced once this returns. */

@@ -101,7 +101,7 @@ void lop_rest_client_set_observer(lop_rest_client_t *c, lop_rest_observer_fn fn,
 }
 
 /* read size of a body passed to fn (bytes): a backed-up watch yields ~80 events per read instead
- * of ~10, and their workqueue adds are queued together; other bodies are read 16 KiB at a time */
+ * of ~10, and the handlers see them as one burst; other bodies are read 16 KiB at a time */
 #define STREAM_READ_BYTES (128L * 1024)
 #define PLAIN_READ_BYTES  (16L * 1024)
 #define BODY_MAX          ((size_t)512 << 20) /* a collected body larger than this is refused */
