@@ -176,8 +176,10 @@ static void test_controller_reports_vm_memory(void)
 /* The abandoned controller and its runtime: never freed (its stop gave up on a worker), kept
  * reachable here as a process exiting after an abandoning stop keeps them, so that a leak
  * checker (make asan) reports only real leaks. */
-static lop_controller_t *abandoned_controller;
-static lop_scriptrt_t *abandoned_rt;
+/* volatile: these are only written, and the optimizer drops stores to a static nobody reads,
+ * which left the objects unreachable and made LeakSanitizer report them (make asan) */
+static lop_controller_t *volatile abandoned_controller;
+static lop_scriptrt_t *volatile abandoned_rt;
 
 static void test_controller_stop_abandons_after_grace(void)
 {
