@@ -430,27 +430,83 @@ static int core_sleep(lua_State *L)
 
 /* ------------------------------------------------------------------ log / leader / context */
 
-/* True when the table at idx, or a table inside it (up to 8 levels), is a Secret object
- * (kind "Secret"): its data must never reach a log line. */
-static bool holds_secret(lua_State *L, int idx, int depth)
+/* What the scan of a log field found, in rising precedence (a Secret anywhere wins). */
+typedef enum log_scan {
+    LOG_SCAN_CLEAN = 0, /* no Secret object inside: log it as JSON */
+    LOG_SCAN_CYCLE,     /* a table contains itself (JSON cannot show it) */
+    LOG_SCAN_TOO_DEEP,  /* nested deeper than LOG_SCAN_MAX_DEPTH: not checked, so not logged */
+    LOG_SCAN_SECRET,    /* the table is or holds a Secret object */
+} log_scan_t;
+
+/* Nesting the scan follows; a deeper field is replaced by a marker, never printed unchecked. */
+#define LOG_SCAN_MAX_DEPTH 64
+
+/* Scans the table at idx (at nesting depth) and every table inside it for a Secret object (rawget
+ * "kind" == "Secret"; no metamethods run). seen (stack index) maps each table met to true while
+ * it is on the current path and to its height once done, so a cycle is found and a table shared
+ * by two fields is scanned once (and still counted at its full height where it is met again).
+ * *height receives the levels below idx. Raises only on memory. */
+static log_scan_t scan_log_field(lua_State *L, int idx, int seen, int depth, int *height)
 {
-    if (depth > 8) return false;
-    luaL_checkstack(L, 3, "core.log");
-    lua_getfield(L, idx, "kind");
-    bool secret = lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "Secret") == 0;
+    *height = 0;
+    if (depth > LOG_SCAN_MAX_DEPTH) return LOG_SCAN_TOO_DEEP;
+    luaL_checkstack(L, 4, "core.log");
+    lua_pushvalue(L, idx);
+    lua_rawget(L, seen);
+    int met = lua_type(L, -1);
+    *height = met == LUA_TNUMBER ? (int)lua_tointeger(L, -1) : 0;
+    lua_pop(L, 1);
+    if (met == LUA_TBOOLEAN) return LOG_SCAN_CYCLE;
+    if (met == LUA_TNUMBER) return depth + *height > LOG_SCAN_MAX_DEPTH ? LOG_SCAN_TOO_DEEP : LOG_SCAN_CLEAN;
+    lua_pushvalue(L, idx);
+    lua_pushboolean(L, 1);
+    lua_rawset(L, seen);
+
+    lua_pushliteral(L, "kind");
+    lua_rawget(L, idx);
+    log_scan_t found = LOG_SCAN_CLEAN;
+    if (lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "Secret") == 0) found = LOG_SCAN_SECRET;
     lua_pop(L, 1);
     lua_pushnil(L);
-    while (!secret && lua_next(L, idx)) {
-        if (lua_type(L, -1) == LUA_TTABLE) secret = holds_secret(L, lua_gettop(L), depth + 1);
+    while (found != LOG_SCAN_SECRET && lua_next(L, idx)) {
+        if (lua_type(L, -1) == LUA_TTABLE) {
+            int h;
+            log_scan_t r = scan_log_field(L, lua_gettop(L), seen, depth + 1, &h);
+            if (r > found) found = r;
+            if (h + 1 > *height) *height = h + 1;
+        }
         lua_pop(L, 1);
     }
-    if (secret) lua_settop(L, idx); /* drop a pending key when the loop stopped early */
-    return secret;
+    if (found == LOG_SCAN_SECRET) lua_settop(L, idx); /* drop a pending key when the loop stopped early */
+    lua_pushvalue(L, idx);
+    lua_pushinteger(L, *height);
+    lua_rawset(L, seen);
+    return found;
+}
+
+/* Replaces the table on top of the stack by what core.log prints for it: its JSON, or a marker
+ * when it holds a Secret, contains itself, or nests too deep to check. */
+static void log_table_field(lua_State *L)
+{
+    int t = lua_gettop(L);
+    lua_newtable(L);
+    int height;
+    log_scan_t r = scan_log_field(L, t, t + 1, 0, &height);
+    lua_settop(L, t);
+    switch (r) {
+    case LOG_SCAN_SECRET: lua_pushliteral(L, "<redacted: holds a Secret>"); break;
+    case LOG_SCAN_CYCLE: lua_pushliteral(L, "<not logged: a table that contains itself>"); break;
+    case LOG_SCAN_TOO_DEEP: lua_pushliteral(L, "<redacted: nested deeper than 64 levels>"); break;
+    default: lop_lua_json_encode(L, t, NULL);
+    }
+    lua_replace(L, t);
 }
 
 /* core.log(level, msg [, fields]) -> nothing. level: debug|info|warn|error. fields: string keys,
- * values made strings (tables as JSON; a table holding a Secret object is replaced by
- * "<redacted: holds a Secret>"). The reconcile context is added. Any context. */
+ * values made strings (tables as JSON; a table that is or holds a Secret object at any depth is
+ * replaced by "<redacted: holds a Secret>", one nested deeper than 64 levels by "<redacted: nested
+ * deeper than 64 levels>" (not checked, so not printed), one that contains itself by "<not logged:
+ * a table that contains itself>"). The reconcile context is added. Any context. */
 static int core_log(lua_State *L)
 {
     static const char *const levels[] = {"debug", "info", "warn", "error", NULL};
@@ -488,13 +544,7 @@ static int core_log(lua_State *L)
                 lua_pushstring(L, lua_toboolean(L, -1) ? "true" : "false");
                 lua_replace(L, -2);
                 break;
-            case LUA_TTABLE:
-                if (holds_secret(L, lua_gettop(L), 0)) {
-                    lua_pushstring(L, "<redacted: holds a Secret>");
-                    lua_replace(L, -2);
-                    break;
-                }
-                /* fall through */
+            case LUA_TTABLE: log_table_field(L); break;
             case LUA_TUSERDATA:
             case LUA_TLIGHTUSERDATA:
                 lop_lua_json_encode(L, -1, NULL);

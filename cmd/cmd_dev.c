@@ -15,9 +15,13 @@
 
 int lop_cli_setup_logging(const lop_run_opts_t *o);
 
-/* --once: stop when the work is done (every queue empty, nothing in flight) for 1 s. */
+/* --once: stop when the work is done (every queue empty, nothing in flight) for 1 s; then the
+ * keys whose last reconcile failed are kept, so the exit status can say the work did not succeed
+ * (a key waiting in its error backoff is not "pending", yet it is not done either). */
 typedef struct once_ctx {
     int64_t idle_since;
+    size_t failing;     /* keys whose last reconcile was an error when --once stopped */
+    lop_buf_t failures; /* their lines, lop_manager_failing */
 } once_ctx_t;
 
 static int once_poll(void *ud, struct lop_manager *m)
@@ -29,7 +33,10 @@ static int once_poll(void *ud, struct lop_manager *m)
         return 0;
     }
     if (!c->idle_since) c->idle_since = now;
-    return now - c->idle_since >= LOP_NS_PER_S;
+    if (now - c->idle_since < LOP_NS_PER_S) return 0;
+    lop_buf_reset(&c->failures);
+    c->failing = lop_manager_failing(m, &c->failures);
+    return 1;
 }
 
 static int apply_all(const lop_run_opts_t *o, const char *url, lop_err_t *err)
@@ -85,8 +92,16 @@ int lop_cmd_dev(int argc, char **argv)
     lop_rest_config_t cfg = {0};
     cfg.server = lop_xstrdup(url);
     once_ctx_t once = {0};
+    lop_buf_init(&once.failures);
     rc = lop_operator_main(&o, &cfg, o.exit_after_apply ? once_poll : NULL, &once);
     lop_rest_config_cleanup(&cfg);
     lop_apiserver_stop(srv);
+    if (rc == 0 && once.failing > 0) {
+        /* A CI gate: the work went idle, but these keys still fail (their last result). */
+        fprintf(stderr, "luaop dev --once: %zu key(s) whose last reconcile failed:\n%s", once.failing,
+                once.failures.data ? once.failures.data : "");
+        rc = 1;
+    }
+    lop_buf_free(&once.failures);
     return rc;
 }

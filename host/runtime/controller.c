@@ -1,5 +1,6 @@
 #include "host/runtime/controller.h"
 
+#include "host/codec/strmap.h"
 #include "host/util/buf.h"
 #include "host/util/log.h"
 #include "host/util/rand.h"
@@ -27,10 +28,11 @@ struct lop_controller {
     pthread_t *threads;
     struct worker_arg *args;
     int started;
-    pthread_mutex_t mu; /* guards stats */
+    pthread_mutex_t mu; /* guards stats and failing */
     lop_controller_stats_t stats;
-    size_t abandoned; /* reconciles left running by a bounded stop; owner thread only */
-    bool stopping;    /* set by stop: workers finish their current item and take no other */
+    lop_strmap_t failing; /* key -> malloc'd message, for keys whose last reconcile was an error */
+    size_t abandoned;     /* reconciles left running by a bounded stop; owner thread only */
+    bool stopping;        /* set by stop: workers finish their current item and take no other */
 };
 
 lop_controller_t *lop_controller_new(const lop_controller_opts_t *opts)
@@ -49,12 +51,25 @@ lop_controller_t *lop_controller_new(const lop_controller_opts_t *opts)
     c->memory_observer = opts->memory_observer;
     c->queue = lop_workqueue_new(c->name, c->clock, lop_ratelimiter_default_controller_new(c->clock));
     pthread_mutex_init(&c->mu, NULL);
+    c->failing = (lop_strmap_t)LOP_STRMAP_INIT;
     return c;
 }
 
 const char *lop_controller_name(const lop_controller_t *c) { return c->name; }
 
 lop_workqueue_t *lop_controller_queue(lop_controller_t *c) { return c->queue; }
+
+size_t lop_controller_failing(lop_controller_t *c, lop_buf_t *out)
+{
+    pthread_mutex_lock(&c->mu);
+    size_t n = c->failing.count;
+    lop_strmap_iter_t it;
+    if (out)
+        for (lop_strmap_ent_t *e = lop_strmap_first(&c->failing, &it); e; e = lop_strmap_next(&c->failing, &it, e))
+            lop_buf_printf(out, "%s %s: %s\n", c->name, e->key, (const char *)e->val);
+    pthread_mutex_unlock(&c->mu);
+    return n;
+}
 
 void lop_controller_enqueue(lop_controller_t *c, const char *ns, const char *name)
 {
@@ -181,6 +196,8 @@ static void reconcile_key(lop_controller_t *c, lop_vm_slot_t *slot, int worker, 
     case LOP_RESULT_TERMINAL: c->stats.terminal_errors++; break;
     }
     if (res.timed_out) c->stats.timeouts++;
+    bool failed = res.kind == LOP_RESULT_ERROR || res.kind == LOP_RESULT_TERMINAL;
+    free(failed ? lop_strmap_put(&c->failing, key, lop_xstrdup(res.message)) : lop_strmap_del(&c->failing, key, NULL));
     pthread_mutex_unlock(&c->mu);
     if (c->observer) c->observer(c->observer_ud, c->name, res.kind, dur);
     if (c->memory_observer && slot->vm && lop_scriptrt_engine(c->rt)->memory)
@@ -360,6 +377,10 @@ void lop_controller_free(lop_controller_t *c)
     lop_controller_stop(c, 0);
     lop_workqueue_free(c->queue);
     lop_gate_cleanup(&c->sources);
+    lop_strmap_iter_t it;
+    for (lop_strmap_ent_t *e = lop_strmap_first(&c->failing, &it); e; e = lop_strmap_next(&c->failing, &it, e))
+        free(e->val);
+    lop_strmap_clear(&c->failing);
     pthread_mutex_destroy(&c->mu);
     free(c->name);
     free(c->group);

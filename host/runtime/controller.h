@@ -23,6 +23,7 @@
 #include "host/runtime/gate.h"
 #include "host/runtime/scriptrt.h"
 #include "host/util/clock.h"
+#include "host/util/buf.h"
 
 #include <stdint.h>
 
@@ -95,6 +96,11 @@ void lop_controller_free(lop_controller_t *c);
 const char *lop_controller_name(const lop_controller_t *c);
 lop_workqueue_t *lop_controller_queue(lop_controller_t *c);
 void lop_controller_stats(lop_controller_t *c, lop_controller_stats_t *out);
+/* The keys whose last reconcile returned an error or a terminal error (a later success, requeue
+ * or requeue-after clears a key): their number; when out is not NULL, one line per key is
+ * appended, "<controller> <namespace/name>: <error message>\n" (in no particular order). Any
+ * thread. */
+size_t lop_controller_failing(lop_controller_t *c, lop_buf_t *out);
 
 /* Process exactly one item synchronously on the calling thread with the given slot (tests and
  * single-threaded tools). Returns LOP_EAGAIN when no item is ready. */

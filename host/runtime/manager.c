@@ -598,6 +598,15 @@ size_t lop_manager_pending(lop_manager_t *m)
     return n;
 }
 
+size_t lop_manager_failing(lop_manager_t *m, lop_buf_t *out)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&m->mu);
+    for (ctrl_entry_t *c = m->ctrls; c; c = c->next) n += lop_controller_failing(c->ctrl, out);
+    pthread_mutex_unlock(&m->mu);
+    return n;
+}
+
 size_t lop_manager_stop(lop_manager_t *m, int64_t grace_ns)
 {
     /* Stop intake first: every queue stops taking work at once; then wait for the in-flight

@@ -28,6 +28,7 @@
 #include "host/runtime/gate.h"
 #include "host/runtime/metrics/metrics_std.h"
 #include "host/runtime/recorder.h"
+#include "host/util/buf.h"
 
 #include <stdbool.h>
 
@@ -75,6 +76,9 @@ bool lop_manager_synced(lop_manager_t *m);
 size_t lop_manager_unsynced(lop_manager_t *m, char *buf, size_t len);
 /* Sum of queue depths + in-flight reconciles (for `luaop dev --once` and tests). */
 size_t lop_manager_pending(lop_manager_t *m);
+/* The keys, over every controller, whose last reconcile was an error or a terminal error: their
+ * number; out (may be NULL) gets one line per key (lop_controller_failing). For `luaop dev --once`. */
+size_t lop_manager_failing(lop_manager_t *m, lop_buf_t *out);
 /*
  * Stop intake (informers, then every queue at once) and wait up to grace_ns (<= 0 = without
  * bound) for the in-flight reconciles of all controllers. Returns 0 when they all finished and

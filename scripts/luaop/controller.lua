@@ -4,6 +4,7 @@
 -- @module luaop.controller
 
 local type, pairs, ipairs, error, pcall, tostring, math_floor = type, pairs, ipairs, error, pcall, tostring, math.floor
+local huge = math.huge
 local require = require
 
 local _M = {}
@@ -32,8 +33,43 @@ local function fail(_, msg)
   error({ luaop_controller_error = msg })
 end
 
+-- A list field (owns, watches, predicates): a table whose keys are exactly 1..n. Anything else
+-- would be dropped silently by ipairs, so it raises naming the field: a single entry written
+-- without the outer braces (`single(t)` says it looks like one item), a key beside the items,
+-- a hole. Returns n.
+local function check_list(level, path, t, what, single, example)
+  if type(t) ~= "table" then fail(level, path .. " must be a list of " .. what .. ", not a " .. type(t)) end
+  local n, max, stray = 0, 0, nil
+  for k in pairs(t) do
+    if type(k) == "number" and k >= 1 and k < huge and math_floor(k) == k then
+      n = n + 1
+      if k > max then max = k end
+    elseif stray == nil or tostring(k) < tostring(stray) then
+      stray = k -- the smallest, so the message does not depend on the table's order
+    end
+  end
+  if stray ~= nil then
+    if n == 0 and single(t) then
+      fail(level, path .. " must be a list of " .. what .. ", not a single one: wrap it in braces, " .. example)
+    end
+    fail(level, path .. " unknown key '" .. tostring(stray) .. "' beside the list items (a list holds only [1]..[n])")
+  end
+  if max ~= n then
+    for i = 1, max do
+      if t[i] == nil then fail(level, path .. "[" .. i .. "] is missing (a hole before [" .. max .. "])") end
+    end
+  end
+  return n
+end
+
+local function looks_like_kind(t) return t.api_version ~= nil or t.kind ~= nil or t.apiVersion ~= nil end
+local function looks_like_predicate(t) return t.builtin ~= nil end
+
 local function check_kind(level, where, t, allowed)
   if type(t) ~= "table" then fail(level, where .. " must be a table, not a " .. type(t)) end
+  if t[1] ~= nil and t.api_version == nil and t.kind == nil then
+    fail(level, where .. " must be one {api_version=, kind=} table, not a list")
+  end
   for k in pairs(t) do
     if not allowed[k] then fail(level, where .. " " .. unknown(k)) end
   end
@@ -53,7 +89,7 @@ local function preds(level, where, list, extra)
   end
   if list ~= nil then
     local path = where .. (where:sub(-2) == ": " and "predicates" or ".predicates")
-    if type(list) ~= "table" then fail(level, path .. " must be a list of predicates") end
+    check_list(level, path, list, "predicates", looks_like_predicate, "predicates = { p }")
     for i, p in ipairs(list) do
       local ok, msg = validate(p)
       if not ok then fail(level, path .. "[" .. i .. "] " .. msg) end
@@ -117,7 +153,8 @@ normalize = function(decl)
   }
 
   if decl.owns ~= nil then
-    if type(decl.owns) ~= "table" then fail(level, where .. "owns must be a list of tables") end
+    check_list(level, where .. "owns", decl.owns, "tables", looks_like_kind,
+      "owns = { { api_version = ..., kind = ... } }")
     for i, o in ipairs(decl.owns) do
       local w = where .. "owns[" .. i .. "]"
       check_kind(level, w, o, { api_version = true, kind = true, predicates = true, metadata_only = true })
@@ -126,7 +163,8 @@ normalize = function(decl)
     end
   end
   if decl.watches ~= nil then
-    if type(decl.watches) ~= "table" then fail(level, where .. "watches must be a list of tables") end
+    check_list(level, where .. "watches", decl.watches, "tables", looks_like_kind,
+      "watches = { { api_version = ..., kind = ..., map = ... } }")
     for i, o in ipairs(decl.watches) do
       local w = where .. "watches[" .. i .. "]"
       check_kind(level, w, o, { api_version = true, kind = true, predicates = true, map = true, metadata_only = true })
