@@ -37,7 +37,7 @@ typedef struct lop_apiserver_opts {
  * SIGPIPE is ignored (writes to vanished clients must not kill the host).
  * Errors: LOP_EINVAL (bad listen address, unreadable token/CA file, kubeconfig not writable),
  * LOP_ERR (bind, TLS setup). */
-lop_rc_t lop_apiserver_start(const lop_apiserver_opts_t *opts, lop_apiserver_t **out, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_apiserver_start(const lop_apiserver_opts_t *opts, lop_apiserver_t **out, lop_err_t *err);
 
 /* Base URL, e.g. "http://127.0.0.1:43121" (borrowed; valid until stop). */
 const char *lop_apiserver_url(const lop_apiserver_t *srv);
@@ -45,7 +45,7 @@ int lop_apiserver_port(const lop_apiserver_t *srv);
 
 /* Write a kubeconfig (cluster "luaop", user "luaop", context "luaop") pointing at the server,
  * with the CA data when TLS is on and the first token when token auth is on. */
-lop_rc_t lop_apiserver_write_kubeconfig(const lop_apiserver_t *srv, const char *path, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_apiserver_write_kubeconfig(const lop_apiserver_t *srv, const char *path, lop_err_t *err);
 
 /* Stop the loop, close every connection, free everything. NULL is a no-op. */
 void lop_apiserver_stop(lop_apiserver_t *srv);

@@ -58,7 +58,7 @@ extern const char lop_lua_vm_key_require;
 /* Create the state and open the sandboxed libraries. vm is caller storage (zeroed by this
  * function); opts->clock NULL means the system clock. Returns LOP_OK, or LOP_ENOMEM / LOP_ERR with
  * err filled. On failure nothing needs cleaning up. */
-lop_rc_t lop_lua_vm_init(lop_lua_vm_t *vm, const lop_engine_opts_t *opts, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_lua_vm_init(lop_lua_vm_t *vm, const lop_engine_opts_t *opts, lop_err_t *err);
 
 /* Close the state (running __gc finalizers). Safe on a zeroed or already cleaned-up vm. */
 void lop_lua_vm_cleanup(lop_lua_vm_t *vm);
@@ -77,8 +77,8 @@ lop_lua_vm_t *lop_lua_vm_from(lua_State *L);
  * On failure msg (if non-NULL) receives the message, truncated to msglen. The Lua stack is left
  * as before the call.
  */
-lop_rc_t lop_lua_vm_run(lop_lua_vm_t *vm, lua_CFunction fn, void *ud, int64_t timeout_ns, const char *what, char *msg,
-                        size_t msglen);
+LOP_MUST_CHECK lop_rc_t lop_lua_vm_run(lop_lua_vm_t *vm, lua_CFunction fn, void *ud, int64_t timeout_ns,
+                                       const char *what, char *msg, size_t msglen);
 
 /*
  * Inside fn: call the function below nargs arguments on the stack (like lua_call) with a

@@ -60,7 +60,7 @@ static void write_event(lop_leader_events_t *e, const char *what)
     lop_err_t err;
     lop_err_clear(&err);
     /* The recorder logs a failure itself. */
-    (void)lop_recorder_record(e->recorder, obj, strlen(obj), "Normal", "LeaderElection", msg, &err);
+    lop_rc_ignore(lop_recorder_record(e->recorder, obj, strlen(obj), "Normal", "LeaderElection", msg, &err));
     free(obj);
 }
 

@@ -212,7 +212,8 @@ static void on_stopped_leading(void *ud)
 static void lease_seen(leader_t *l, const char *type, const lop_obj_t *o)
 {
     json_t *obj = json_loadb(o->json, o->json_len, 0, NULL);
-    if (obj) lop_elector_notify_lease_event(l->elector, type, obj, NULL);
+    /* a malformed Lease is only a missed hint: the elector's own retry reads the Lease anyway */
+    if (obj) lop_rc_ignore(lop_elector_notify_lease_event(l->elector, type, obj, NULL));
     json_decref(obj);
 }
 static void lease_add(void *ud, lop_obj_t *o) { lease_seen(ud, "ADDED", o); }
@@ -317,7 +318,9 @@ static lop_rc_t leader_start(leader_t *l, const lop_run_opts_t *o, lop_rest_clie
         return LOP_EINVAL;
     }
     l->events = lop_leader_events_new(rest, recorder, ns, o->leader_election_id, identity);
-    lop_metrics_bind_elector(std, o->leader_election_id, l->elector, &l->metric, NULL);
+    lop_err_t merr = {0};
+    if (lop_metrics_bind_elector(std, o->leader_election_id, l->elector, &l->metric, &merr) != LOP_OK)
+        lop_log(LOP_LOG_WARN, "leader_election_master_status not bound", "error", merr.message, NULL);
     /* Watch the Lease itself so a release is noticed at once (warm standby). */
     lop_rest_mapping_t mp;
     if (lop_restmapper_resolve(mapper, "coordination.k8s.io/v1", "Lease", &mp, NULL) == LOP_OK) {
@@ -330,7 +333,11 @@ static lop_rc_t leader_start(leader_t *l, const lop_run_opts_t *o, lop_rest_clie
         if (l->lease_watch) {
             lop_reflector_handlers_t h = {lease_add, lease_update, lease_delete, l, NULL};
             lop_informer_add_handler(l->lease_watch, &h);
-            lop_informer_start(l->lease_watch, NULL);
+            lop_err_t werr = {0};
+            /* the watch only wakes a standby early; without it the elector still retries */
+            if (lop_informer_start(l->lease_watch, &werr) != LOP_OK)
+                lop_log(LOP_LOG_WARN, "cannot watch the Lease; a release is noticed at the next retry", "error",
+                        werr.message, NULL);
         }
     }
     free(ns);
@@ -423,12 +430,16 @@ static bool start_metrics_and_probes(operator_t *op)
     op->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     op->leader.wake_fd = op->wake_fd;
     op->metrics = lop_metrics_new();
-    lop_metrics_std_init(&op->std, op->metrics, NULL);
-    lop_metrics_process_init(op->metrics, NULL);
-    lop_rest_client_set_observer(op->rest, rest_observed, &op->std);
     op->health = lop_health_new();
     lop_health_heartbeat_init(&op->loop_hb, &lop_clock_system, LOP_EVENT_LOOP_TIMEOUT_NS, "operator main loop");
-    lop_health_add(op->health, LOP_HEALTHZ, "event-loop", lop_health_heartbeat_check, &op->loop_hb, NULL);
+    if (lop_metrics_std_init(&op->std, op->metrics, &op->err) != LOP_OK ||
+        lop_metrics_process_init(op->metrics, &op->err) != LOP_OK ||
+        lop_health_add(op->health, LOP_HEALTHZ, "event-loop", lop_health_heartbeat_check, &op->loop_hb, &op->err) !=
+            LOP_OK) {
+        lop_log(LOP_LOG_ERROR, "cannot register the metrics and health checks", "error", op->err.message, NULL);
+        return false;
+    }
+    lop_rest_client_set_observer(op->rest, rest_observed, &op->std);
     if (lop_httpserver_start(op->o->metrics_addr, op->metrics, NULL, &op->metrics_srv, &op->err) != LOP_OK ||
         lop_httpserver_start(op->o->probe_addr, NULL, op->health, &op->probe_srv, &op->err) != LOP_OK) {
         lop_log(LOP_LOG_ERROR, "cannot start the metrics/probes server", "error", op->err.message, "hint",
@@ -469,8 +480,11 @@ static bool create_manager(operator_t *op)
     }
     op->ready.m = op->m;
     op->workers.m = op->m;
-    lop_health_add(op->health, LOP_HEALTHZ, "workers", check_workers, &op->workers, NULL);
-    lop_health_add(op->health, LOP_READYZ, "informers-synced", check_synced, &op->ready, NULL);
+    if (lop_health_add(op->health, LOP_HEALTHZ, "workers", check_workers, &op->workers, &op->err) != LOP_OK ||
+        lop_health_add(op->health, LOP_READYZ, "informers-synced", check_synced, &op->ready, &op->err) != LOP_OK) {
+        lop_log(LOP_LOG_ERROR, "cannot register the manager's health checks", "error", op->err.message, NULL);
+        return false;
+    }
     return true;
 }
 
@@ -575,7 +589,8 @@ static int main_loop(operator_t *op, lop_operator_poll_fn poll, void *poll_ud, b
             *fatal = true;
             return 0;
         }
-        lop_script_reloader_tick(op->reloader, &op->err); /* reports its own outcome */
+        /* a failed reload keeps the old scripts and reports itself (log, Event, metric) */
+        lop_rc_ignore(lop_script_reloader_tick(op->reloader, &op->err));
         if (synced && poll && poll(poll_ud, op->m)) return 0;
     }
 }

@@ -47,7 +47,7 @@ typedef struct lop_rbac_opts {
  * Print the RBAC objects for decls[0..n) and the markers in set. LOP_OK, or LOP_EINVAL with err
  * naming the file:line of a malformed or wildcard marker. Warnings (guessed plurals) go to stderr.
  */
-lop_rc_t lop_rbac_generate(FILE *out, const lop_ctrl_decl_t *decls, size_t n, const lop_script_set_t *set,
-                           const lop_rbac_opts_t *opts, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_rbac_generate(FILE *out, const lop_ctrl_decl_t *decls, size_t n,
+                                          const lop_script_set_t *set, const lop_rbac_opts_t *opts, lop_err_t *err);
 
 #endif

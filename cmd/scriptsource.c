@@ -355,7 +355,7 @@ static void set_info_check(lop_script_reloader_t *r, char *slot, size_t slot_len
                            const char *version)
 {
     if (!r->health) return;
-    if (slot[0]) lop_health_remove(r->health, LOP_READYZ, slot);
+    if (slot[0]) lop_rc_ignore(lop_health_remove(r->health, LOP_READYZ, slot)); /* ours: present */
     snprintf(slot, slot_len, "%s-%s", prefix, version);
     if (lop_health_add(r->health, LOP_READYZ, slot, check_info, r, NULL) != LOP_OK) slot[0] = '\0';
 }
@@ -396,7 +396,8 @@ static void note_failed_version(lop_script_reloader_t *r, const char *version)
     snprintf(r->failed_version, sizeof r->failed_version, "%s", version);
     pthread_mutex_unlock(&r->mu);
     if (r->failed_family) {
-        if (old[0] && strcmp(old, version) != 0) lop_metric_remove(r->failed_family, (const char *[]){old});
+        if (old[0] && strcmp(old, version) != 0) /* absent (never set) is fine */
+            lop_rc_ignore(lop_metric_remove(r->failed_family, (const char *[]){old}));
         lop_metric_gauge_set(r->failed_family, (const char *[]){version}, 1, NULL);
     }
     set_info_check(r, r->failed_check, sizeof r->failed_check, "scripts-last-failed", version);
@@ -416,7 +417,9 @@ lop_script_reloader_t *lop_script_reloader_new(lop_script_source_t *source, lop_
         r->failed_family = lop_metrics_gauge(metrics, "luaop_script_failed_version",
                                              "The content hash of the last script set that failed to load (1), if any.",
                                              (const char *[]){"version", NULL}, NULL);
-    if (health) lop_health_add(health, LOP_READYZ, "scripts", check_scripts, r, NULL);
+    lop_err_t err = {0};
+    if (health && lop_health_add(health, LOP_READYZ, "scripts", check_scripts, r, &err) != LOP_OK)
+        lop_log(LOP_LOG_WARN, "readyz check \"scripts\" not registered", "error", err.message, NULL);
     return r;
 }
 
@@ -424,9 +427,10 @@ void lop_script_reloader_free(lop_script_reloader_t *r)
 {
     if (!r) return;
     if (r->health) {
-        lop_health_remove(r->health, LOP_READYZ, "scripts");
-        if (r->active_check[0]) lop_health_remove(r->health, LOP_READYZ, r->active_check);
-        if (r->failed_check[0]) lop_health_remove(r->health, LOP_READYZ, r->failed_check);
+        /* ENOTFOUND only: a check that was never registered has nothing to remove */
+        lop_rc_ignore(lop_health_remove(r->health, LOP_READYZ, "scripts"));
+        if (r->active_check[0]) lop_rc_ignore(lop_health_remove(r->health, LOP_READYZ, r->active_check));
+        if (r->failed_check[0]) lop_rc_ignore(lop_health_remove(r->health, LOP_READYZ, r->failed_check));
     }
     pthread_mutex_destroy(&r->mu);
     free(r);

@@ -53,7 +53,8 @@ typedef struct lop_script_source_config {
 /* Create and start watching. Errors: LOP_EINVAL (neither or both origins, malformed NS/NAME,
  * inotify unavailable for the directory), LOP_ERR/REST errors (ConfigMap kind not resolvable,
  * informer start). A missing ConfigMap is not an error: the source waits for it. */
-lop_rc_t lop_script_source_new(const lop_script_source_config_t *cfg, lop_script_source_t **out, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_script_source_new(const lop_script_source_config_t *cfg, lop_script_source_t **out,
+                                              lop_err_t *err);
 /* Stops watching (the informer stops) and frees. NULL accepted. */
 void lop_script_source_free(lop_script_source_t *s);
 
@@ -69,7 +70,7 @@ bool lop_script_source_is_configmap(const lop_script_source_t *s);
  *   other         the origin cannot be turned into a set (no main.lua, bad base64, unreadable
  *                 file ...): err names the cause; the same failure is reported once.
  */
-lop_rc_t lop_script_source_poll(lop_script_source_t *s, lop_script_set_t **out, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_script_source_poll(lop_script_source_t *s, lop_script_set_t **out, lop_err_t *err);
 
 /* File descriptors that become readable when the source changes (the inotify watch, an eventfd
  * the ConfigMap informer writes); up to 2, written into fds, count returned. Poll them, then call
@@ -103,7 +104,7 @@ void lop_script_reloader_free(lop_script_reloader_t *r);
  * LOP_EAGAIN when nothing happened, or the failure (err names file:line; the running set, if
  * any, stays active; the failure was logged, counted and reported as an Event already).
  */
-lop_rc_t lop_script_reloader_tick(lop_script_reloader_t *r, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_script_reloader_tick(lop_script_reloader_t *r, lop_err_t *err);
 
 /* True once a set is active. */
 bool lop_script_reloader_active(lop_script_reloader_t *r);

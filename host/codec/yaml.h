@@ -34,9 +34,10 @@ size_t lop_yaml_expansion_budget(size_t input_len);
 /* Parse every document of text. On success *docs is a JSON array of the documents.
  * On a syntax error returns LOP_EINVAL with err->message "<origin>:<line>:<col>: <problem>"; when aliases
  * expand beyond the bound, LOP_EINVAL with "<origin>:<line>: alias *<name>: YAML aliases expand beyond ...". */
-lop_rc_t lop_yaml_load_all(const char *text, size_t len, const char *origin, json_t **docs, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_yaml_load_all(const char *text, size_t len, const char *origin, json_t **docs,
+                                          lop_err_t *err);
 
 /* Same for a file (origin = path). */
-lop_rc_t lop_yaml_load_file(const char *path, json_t **docs, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_yaml_load_file(const char *path, json_t **docs, lop_err_t *err);
 
 #endif

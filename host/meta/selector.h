@@ -30,7 +30,7 @@ typedef const char *(*lop_lookup_fn)(void *ud, const char *key);
 /* Parse; NULL or "" gives a selector that matches everything. On a syntax error returns LOP_EINVAL
  * with err->code 400, reason "BadRequest", message like the API server's
  * ("unable to parse requirement: ..."). */
-lop_rc_t lop_label_selector_parse(const char *s, lop_label_selector_t **out, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_label_selector_parse(const char *s, lop_label_selector_t **out, lop_err_t *err);
 bool lop_label_selector_empty(const lop_label_selector_t *sel);
 bool lop_label_selector_match(const lop_label_selector_t *sel, lop_lookup_fn lookup, void *ud);
 /* labels: a JSON object of string values (metadata.labels) or NULL when the object has none. */
@@ -40,7 +40,7 @@ void lop_label_selector_free(lop_label_selector_t *sel);
 /* Parse a field selector. Does not validate field names: the caller checks each with
  * lop_field_selector_field() against what the resource supports (metadata.name,
  * metadata.namespace, selectableFields) and answers 400 "field label not supported: <f>". */
-lop_rc_t lop_field_selector_parse(const char *s, lop_field_selector_t **out, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_field_selector_parse(const char *s, lop_field_selector_t **out, lop_err_t *err);
 bool lop_field_selector_empty(const lop_field_selector_t *sel);
 size_t lop_field_selector_count(const lop_field_selector_t *sel);
 const char *lop_field_selector_field(const lop_field_selector_t *sel, size_t i);

@@ -76,8 +76,13 @@ lop_rc_t lop_apply_object(lop_rest_client_t *rest, lop_restmapper_t *mapper, jso
         }
     }
     lop_buf_t coll = LOP_BUF_INIT, item = LOP_BUF_INIT;
-    lop_rest_path(&coll, &mp, ns, NULL, NULL, NULL, NULL);
-    lop_rest_path(&item, &mp, ns, name, NULL, NULL, NULL);
+    rc = lop_rest_path(&coll, &mp, ns, NULL, NULL, NULL, err);
+    if (rc == LOP_OK) rc = lop_rest_path(&item, &mp, ns, name, NULL, NULL, err);
+    if (rc != LOP_OK) { /* a name or namespace that cannot be a path segment ("..", "a/b") */
+        lop_buf_free(&coll);
+        lop_buf_free(&item);
+        return lop_err_set(err, rc, 0, NULL, "%s %s: %s", kind, name, err ? err->message : "bad name");
+    }
     json_object_del(meta, "resourceVersion");
     char *body = json_dumps(obj, JSON_COMPACT);
     lop_rest_resp_t r = LOP_REST_RESP_INIT;

@@ -16,11 +16,11 @@
 #include <jansson.h>
 
 /* Apply one object (borrowed). err names kind/name and the cause. */
-lop_rc_t lop_apply_object(lop_rest_client_t *rest, lop_restmapper_t *mapper, json_t *obj, const char *default_ns,
-                          const lop_clock_t *clock, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_apply_object(lop_rest_client_t *rest, lop_restmapper_t *mapper, json_t *obj,
+                                         const char *default_ns, const lop_clock_t *clock, lop_err_t *err);
 
 /* Apply every document of a YAML/JSON file, in order (items of a List are applied one by one). */
-lop_rc_t lop_apply_file(lop_rest_client_t *rest, lop_restmapper_t *mapper, const char *path, const char *default_ns,
-                        const lop_clock_t *clock, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_apply_file(lop_rest_client_t *rest, lop_restmapper_t *mapper, const char *path,
+                                       const char *default_ns, const lop_clock_t *clock, lop_err_t *err);
 
 #endif

@@ -68,7 +68,7 @@ lop_controller_t *lop_controller_new(const lop_controller_opts_t *opts);
 void lop_controller_enqueue(lop_controller_t *c, const char *ns, const char *name);
 /* Start the worker threads. With wait_for_sync they take no item before
  * lop_controller_sources_synced (items queued meanwhile wait in the queue). */
-lop_rc_t lop_controller_start(lop_controller_t *c, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_controller_start(lop_controller_t *c, lop_err_t *err);
 /* Every source of the controller has synced: its workers may start taking items. Idempotent;
  * any thread (the manager calls it from the informer that syncs last). */
 void lop_controller_sources_synced(lop_controller_t *c);
@@ -104,6 +104,6 @@ size_t lop_controller_failing(lop_controller_t *c, lop_buf_t *out);
 
 /* Process exactly one item synchronously on the calling thread with the given slot (tests and
  * single-threaded tools). Returns LOP_EAGAIN when no item is ready. */
-lop_rc_t lop_controller_process_one(lop_controller_t *c, lop_vm_slot_t *slot);
+LOP_MUST_CHECK lop_rc_t lop_controller_process_one(lop_controller_t *c, lop_vm_slot_t *slot);
 
 #endif

@@ -53,10 +53,10 @@ void lop_health_free(lop_health_t *h);
  * Register check fn under name (1..63 bytes of [a-z0-9.-_]) in the kind's set. The name is copied.
  * Errors: LOP_EINVAL for a bad name or NULL fn, LOP_EEXIST when the kind already has that name.
  */
-lop_rc_t lop_health_add(lop_health_t *h, lop_health_kind_t kind, const char *name, lop_health_check_fn fn, void *ud,
-                        lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_health_add(lop_health_t *h, lop_health_kind_t kind, const char *name,
+                                       lop_health_check_fn fn, void *ud, lop_err_t *err);
 /* Unregister a check. LOP_ENOTFOUND when there is none by that name. */
-lop_rc_t lop_health_remove(lop_health_t *h, lop_health_kind_t kind, const char *name);
+LOP_MUST_CHECK lop_rc_t lop_health_remove(lop_health_t *h, lop_health_kind_t kind, const char *name);
 
 /* "healthz" or "readyz". */
 const char *lop_health_kind_name(lop_health_kind_t kind);

@@ -29,7 +29,8 @@ typedef struct lop_httpserver lop_httpserver_t;
  * (disabled). On success fills host (hostlen bytes; "" when disabled) and *port (0 picks a free
  * port; -1 when disabled). LOP_EINVAL with err naming the problem otherwise.
  */
-lop_rc_t lop_httpserver_parse_addr(const char *bind_addr, char *host, size_t hostlen, int *port, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_httpserver_parse_addr(const char *bind_addr, char *host, size_t hostlen, int *port,
+                                                  lop_err_t *err);
 
 /*
  * Bind bind_addr and start serving on a new thread. metrics and/or health may be NULL (their
@@ -38,8 +39,8 @@ lop_rc_t lop_httpserver_parse_addr(const char *bind_addr, char *host, size_t hos
  * Errors: LOP_EINVAL for a malformed address, LOP_ERR when the address cannot be bound (in use,
  * not local) or the thread cannot start; err names the address and the cause.
  */
-lop_rc_t lop_httpserver_start(const char *bind_addr, lop_metrics_t *metrics, lop_health_t *health,
-                              lop_httpserver_t **out, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_httpserver_start(const char *bind_addr, lop_metrics_t *metrics, lop_health_t *health,
+                                             lop_httpserver_t **out, lop_err_t *err);
 
 /* The TCP port actually bound (useful after binding port 0); -1 for NULL. */
 int lop_httpserver_port(const lop_httpserver_t *s);

@@ -441,8 +441,12 @@ static void wire_commit(lop_manager_t *m)
         for (size_t i = 0; i < c->nbindings; i++) inf_bind_metrics(m, c->bindings[i]->inf);
         if (!c->unbound || !m->cfg.metrics) continue;
         c->unbound = false;
-        lop_metrics_bind_queue(m->cfg.metrics, c->name, lop_controller_queue(c->ctrl), &c->queue_metrics, NULL);
-        lop_metrics_bind_controller(m->cfg.metrics, c->name, c->ctrl, c->workers, &c->ctrl_metrics, NULL);
+        lop_err_t err = {0};
+        /* the reload is committed: a series that cannot be bound is logged, never fails it */
+        if (lop_metrics_bind_queue(m->cfg.metrics, c->name, lop_controller_queue(c->ctrl), &c->queue_metrics, &err) !=
+                LOP_OK ||
+            lop_metrics_bind_controller(m->cfg.metrics, c->name, c->ctrl, c->workers, &c->ctrl_metrics, &err) != LOP_OK)
+            lop_log(LOP_LOG_WARN, "controller metrics not bound", "controller", c->name, "error", err.message, NULL);
         c->queue_obs = lop_xmalloc(sizeof *c->queue_obs);
         *c->queue_obs = c->queue_metrics;
         lop_workqueue_set_observer(lop_controller_queue(c->ctrl), on_queue_item, c->queue_obs);
@@ -530,7 +534,10 @@ lop_rc_t lop_manager_install(lop_manager_t *m, lop_script_set_t *set, lop_err_t 
     m->stats.reloads_ok++;
     if (m->cfg.metrics) {
         lop_metric_counter_add(m->cfg.metrics->script_reload_total, (const char *[]){"success"}, 1, NULL);
-        lop_metrics_std_set_active_version(m->cfg.metrics, old_version[0] ? old_version : NULL, version, NULL);
+        lop_err_t verr = {0};
+        if (lop_metrics_std_set_active_version(m->cfg.metrics, old_version[0] ? old_version : NULL, version, &verr) !=
+            LOP_OK)
+            lop_log(LOP_LOG_WARN, "script version metric not set", "version", version, "error", verr.message, NULL);
     }
     if (m->started) {
         lop_err_t e;

@@ -64,11 +64,11 @@ typedef struct lop_manager_stats {
     uint64_t reloads_ok, reloads_failed;
 } lop_manager_stats_t;
 
-lop_rc_t lop_manager_new(const lop_manager_config_t *cfg, lop_manager_t **out, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_manager_new(const lop_manager_config_t *cfg, lop_manager_t **out, lop_err_t *err);
 /* Validate and install a script set (first load or reload). Takes ownership of set on LOP_OK;
  * on failure nothing changes (the caller keeps set) and err names file:line. */
-lop_rc_t lop_manager_install(lop_manager_t *m, lop_script_set_t *set, lop_err_t *err);
-lop_rc_t lop_manager_start(lop_manager_t *m, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_manager_install(lop_manager_t *m, lop_script_set_t *set, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_manager_start(lop_manager_t *m, lop_err_t *err);
 /* True once every informer has synced. */
 bool lop_manager_synced(lop_manager_t *m);
 /* The informers that have not synced yet: their keys (as logged by "starting informer"),

@@ -28,7 +28,7 @@ void lop_recorder_free(lop_recorder_t *r);
 /* Record an event about obj (its JSON: apiVersion, kind, metadata.{namespace,name,uid,
  * resourceVersion} are used). type: "Normal" or "Warning"; reason: UpperCamelCase.
  * Returns LOP_OK (also when rate-limited: dropped events are logged at debug), or the REST error. */
-lop_rc_t lop_recorder_record(lop_recorder_t *r, const char *obj_json, size_t len, const char *type, const char *reason,
-                             const char *message, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_recorder_record(lop_recorder_t *r, const char *obj_json, size_t len, const char *type,
+                                            const char *reason, const char *message, lop_err_t *err);
 
 #endif

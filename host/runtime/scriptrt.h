@@ -42,8 +42,8 @@ typedef lop_rc_t (*lop_vm_validate_fn)(void *ud, lop_vm_t *vm, lop_err_t *err);
 /* Validate and install set. On success takes ownership of set and returns LOP_OK; on failure
  * the caller keeps set, err->message names file:line, and the previous set stays current.
  * validate may be NULL. */
-lop_rc_t lop_scriptrt_install(lop_scriptrt_t *rt, lop_script_set_t *set, lop_vm_validate_fn validate, void *ud,
-                              lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_scriptrt_install(lop_scriptrt_t *rt, lop_script_set_t *set, lop_vm_validate_fn validate,
+                                             void *ud, lop_err_t *err);
 
 uint64_t lop_scriptrt_generation(lop_scriptrt_t *rt);
 /* Version string of the current set ("" before the first install). Copied into buf. */

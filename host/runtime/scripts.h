@@ -24,12 +24,12 @@
 /* Load every *.lua under dir (recursively; hidden entries and symlink loops skipped).
  * Errors (LOP_EINVAL / LOP_ENOTFOUND with err->message naming the path): unreadable directory,
  * no main.lua, limits exceeded. */
-lop_rc_t lop_scripts_load_dir(const char *dir, lop_script_set_t **out, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_scripts_load_dir(const char *dir, lop_script_set_t **out, lop_err_t *err);
 
 /* Load from a ConfigMap given as JSON text (as returned by the API). binaryData values are
  * base64-decoded. origin names the source for messages ("configmap ns/name"). */
-lop_rc_t lop_scripts_load_configmap_json(const char *json, size_t len, const char *origin, lop_script_set_t **out,
-                                         lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_scripts_load_configmap_json(const char *json, size_t len, const char *origin,
+                                                        lop_script_set_t **out, lop_err_t *err);
 
 /* Build a set from in-memory files (copied). Computes the version. */
 lop_script_set_t *lop_scripts_from_files(const lop_script_file_t *files, size_t n, const char *origin);

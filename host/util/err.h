@@ -48,7 +48,7 @@ lop_rc_t lop_err_set(lop_err_t *err, lop_rc_t rc, int code, const char *reason, 
     __attribute__((format(printf, 5, 6)));
 
 /* Map an HTTP status code and Status reason to the rc a caller should branch on. */
-lop_rc_t lop_rc_from_http(int code, const char *reason);
+LOP_MUST_CHECK lop_rc_t lop_rc_from_http(int code, const char *reason);
 
 /* Reset err to the "no error" state. */
 void lop_err_clear(lop_err_t *err);

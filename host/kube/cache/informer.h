@@ -55,10 +55,10 @@ int lop_informer_add_handler(lop_informer_t *inf, const lop_reflector_handlers_t
 /* Unregister; after it returns the handler is never called again. Unknown ids are ignored. */
 void lop_informer_remove_handler(lop_informer_t *inf, int id);
 
-lop_rc_t lop_informer_start(lop_informer_t *inf, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_informer_start(lop_informer_t *inf, lop_err_t *err);
 void lop_informer_stop(lop_informer_t *inf);
 /* One synchronous reflector step (tests; see lop_reflector_step). */
-lop_rc_t lop_informer_step(lop_informer_t *inf, int64_t *wait_ns);
+LOP_MUST_CHECK lop_rc_t lop_informer_step(lop_informer_t *inf, int64_t *wait_ns);
 
 bool lop_informer_has_synced(lop_informer_t *inf);
 /* The informer's store (borrowed, lives as long as the informer; read-only for callers). */

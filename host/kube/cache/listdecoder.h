@@ -74,12 +74,12 @@ void lop_listdecoder_reset(lop_listdecoder_t *d);
  * rest is dropped); LOP_EINVAL with err naming the cause and the byte offset on malformed input
  * or an oversized item.
  */
-lop_rc_t lop_listdecoder_feed(lop_listdecoder_t *d, const char *data, size_t len, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_listdecoder_feed(lop_listdecoder_t *d, const char *data, size_t len, lop_err_t *err);
 /*
  * The body has ended: LOP_OK when it was one complete list object with metadata.resourceVersion;
  * LOP_EINVAL naming what is missing otherwise (truncated body, no metadata, no resourceVersion).
  */
-lop_rc_t lop_listdecoder_finish(lop_listdecoder_t *d, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_listdecoder_finish(lop_listdecoder_t *d, lop_err_t *err);
 
 /* The list's kind without its "List" suffix ("PodList" → "Pod"); "" when absent or not "...List". */
 const char *lop_listdecoder_item_kind(const lop_listdecoder_t *d);

@@ -88,19 +88,19 @@ enum {
  * naming the cause when the bytes are not one JSON object, metadata is not an object, or a
  * metadata field has the wrong type. *out is set only on LOP_OK.
  */
-lop_rc_t lop_obj_new(const char *json, size_t len, int flags, lop_obj_t **out, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_obj_new(const char *json, size_t len, int flags, lop_obj_t **out, lop_err_t *err);
 /* Same, for an item of a list response: when the item has no kind/apiVersion (built-in lists,
  * apimachinery's list encoding), use these (may be NULL); with LOP_OBJ_METADATA_ONLY, also in place of a
  * PartialObjectMetadata's (both must then be non-empty). */
-lop_rc_t lop_obj_new_item(const char *json, size_t len, int flags, const char *api_version, const char *kind,
-                          lop_obj_t **out, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_obj_new_item(const char *json, size_t len, int flags, const char *api_version,
+                                         const char *kind, lop_obj_t **out, lop_err_t *err);
 /* Same (api_version/kind as for lop_obj_new_item, may be NULL), for an object that starts
  * json[0..len) (leading whitespace allowed) and is followed by other bytes: the "object" member
  * of a watch event, or a list item at the front of a chunk, built in the pass that validates
  * it. The bytes after the object are not read; *end is set one past its '}' on LOP_OK. A
  * truncated object fails as a malformed one does. */
-lop_rc_t lop_obj_new_prefix(const char *json, size_t len, int flags, const char *api_version, const char *kind,
-                            size_t *end, lop_obj_t **out, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_obj_new_prefix(const char *json, size_t len, int flags, const char *api_version,
+                                           const char *kind, size_t *end, lop_obj_t **out, lop_err_t *err);
 /* The metadata object as a jansson tree (managedFields left out), parsed from json on the first
  * call and kept with the object; borrowed, never modify. Thread-safe (concurrent first calls
  * agree on one tree). Never NULL: an empty object when the object has no metadata. */

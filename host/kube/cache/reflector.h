@@ -140,7 +140,7 @@ lop_reflector_t *lop_reflector_new(const lop_reflector_config_t *cfg, lop_err_t 
 void lop_reflector_free(lop_reflector_t *r);
 
 /* Start the loop on a new thread. LOP_EINVAL if already started. */
-lop_rc_t lop_reflector_start(lop_reflector_t *r, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_reflector_start(lop_reflector_t *r, lop_err_t *err);
 /* Ask the loop to stop, cancel the running list/watch and join the thread. Idempotent. */
 void lop_reflector_stop(lop_reflector_t *r);
 
@@ -149,7 +149,7 @@ void lop_reflector_stop(lop_reflector_t *r);
  * *wait_ns receives the backoff the loop would wait before the next step (0 = go on at once).
  * Returns LOP_OK, or LOP_ECLOSED once stop was requested. Not to be mixed with start.
  */
-lop_rc_t lop_reflector_step(lop_reflector_t *r, int64_t *wait_ns);
+LOP_MUST_CHECK lop_rc_t lop_reflector_step(lop_reflector_t *r, int64_t *wait_ns);
 
 bool lop_reflector_has_synced(lop_reflector_t *r);
 /* The resume point (last synced resourceVersion), copied into buf; "" before the first list. */

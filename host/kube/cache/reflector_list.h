@@ -8,6 +8,6 @@
 /* One list (every page; the pager's and the unavailable-resourceVersion fallbacks), replacing the
  * store and delivering the changes, then marking the reflector synced. Runs on the reflector's
  * thread. LOP_OK, LOP_ECLOSED when stopped, or the failing rc with err set. */
-lop_rc_t lop_reflector_do_list(lop_reflector_t *r, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_reflector_do_list(lop_reflector_t *r, lop_err_t *err);
 
 #endif

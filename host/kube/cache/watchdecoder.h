@@ -70,13 +70,13 @@ void lop_watchdecoder_free(lop_watchdecoder_t *d);
  * stop (the rest of this chunk is dropped); LOP_EINVAL with err naming the cause (and the byte
  * offset in the stream) on malformed input or an oversized document.
  */
-lop_rc_t lop_watchdecoder_feed(lop_watchdecoder_t *d, const char *data, size_t len, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_watchdecoder_feed(lop_watchdecoder_t *d, const char *data, size_t len, lop_err_t *err);
 /*
  * The stream ended: a held document is tracked now, so that one complete without its newline
  * (only a broken stream holds one, see above) is delivered, and errors are reported as by
  * lop_watchdecoder_feed. Returns as lop_watchdecoder_feed. Feeding may go on afterwards.
  */
-lop_rc_t lop_watchdecoder_finish(lop_watchdecoder_t *d, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_watchdecoder_finish(lop_watchdecoder_t *d, lop_err_t *err);
 /* True when a document has started but not finished (a stream ending now is truncated; call
  * lop_watchdecoder_finish first). */
 bool lop_watchdecoder_partial(const lop_watchdecoder_t *d);

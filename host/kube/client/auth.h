@@ -60,7 +60,7 @@ void lop_auth_cred_cleanup(lop_auth_cred_t *c);
  * plugin exit status, output over 1 MiB, malformed ExecCredential); LOP_ETIMEDOUT when the plugin
  * runs longer than 60 s (on the injected clock; it is killed). Never includes secret values in messages.
  */
-lop_rc_t lop_auth_get(lop_auth_t *a, lop_auth_cred_t *out, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_auth_get(lop_auth_t *a, lop_auth_cred_t *out, lop_err_t *err);
 
 /* The server answered 401: drop cached credentials so the next get re-reads / re-runs.
  * Returns true when that can produce different credentials (token file or plugin). */

@@ -66,16 +66,17 @@ typedef struct lop_kubeconfig_opts {
  * missing server, insecure + CA, unreadable CA file, bad base64), LOP_ENOTFOUND when there is no
  * kubeconfig and not in a cluster.
  */
-lop_rc_t lop_kubeconfig_load(const lop_kubeconfig_opts_t *opts, lop_rest_config_t *out, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_kubeconfig_load(const lop_kubeconfig_opts_t *opts, lop_rest_config_t *out, lop_err_t *err);
 
 /* Load a merged list of files (as from $KUBECONFIG), for tests and tools. Missing files are
  * skipped unless they are all missing (LOP_ENOTFOUND). */
-lop_rc_t lop_kubeconfig_load_files(const char *const *paths, size_t n, const char *context, const lop_clock_t *clock,
-                                   lop_rest_config_t *out, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_kubeconfig_load_files(const char *const *paths, size_t n, const char *context,
+                                                  const lop_clock_t *clock, lop_rest_config_t *out, lop_err_t *err);
 
 /* The in-cluster config (client-go rest/config.go InClusterConfig). dir: service-account directory
  * (NULL = the standard one). LOP_ENOTFOUND when KUBERNETES_SERVICE_HOST/PORT are not both set ("not
  * in cluster"). */
-lop_rc_t lop_kubeconfig_incluster(const char *dir, const lop_clock_t *clock, lop_rest_config_t *out, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_kubeconfig_incluster(const char *dir, const lop_clock_t *clock, lop_rest_config_t *out,
+                                                 lop_err_t *err);
 
 #endif

@@ -57,7 +57,7 @@ typedef struct lop_rest_client lop_rest_client_t;
  * New client. cfg's contents are moved into the client (cfg is zeroed; the caller still calls
  * lop_rest_config_cleanup on it, which is then a no-op). Errors: LOP_EINVAL for a bad server URL.
  */
-lop_rc_t lop_rest_client_new(lop_rest_config_t *cfg, lop_rest_client_t **out, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_rest_client_new(lop_rest_config_t *cfg, lop_rest_client_t **out, lop_err_t *err);
 /* Free the client. No request may be running. */
 void lop_rest_client_free(lop_rest_client_t *c);
 
@@ -136,11 +136,13 @@ typedef struct lop_rest_req {
  * failure (code 0), LOP_ECLOSED when cancelled, LOP_EINVAL when credentials cannot be obtained.
  * resp (may be NULL) receives the final response either way.
  */
-lop_rc_t lop_rest_request(lop_rest_client_t *c, const lop_rest_req_t *req, lop_rest_resp_t *resp, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_rest_request(lop_rest_client_t *c, const lop_rest_req_t *req, lop_rest_resp_t *resp,
+                                         lop_err_t *err);
 
 /* Shorthand for lop_rest_request without cancel/timeout. */
-lop_rc_t lop_rest_do(lop_rest_client_t *c, const char *method, const char *path_and_query, const char *content_type,
-                     const char *body, size_t len, lop_rest_resp_t *resp, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_rest_do(lop_rest_client_t *c, const char *method, const char *path_and_query,
+                                    const char *content_type, const char *body, size_t len, lop_rest_resp_t *resp,
+                                    lop_err_t *err);
 
 typedef struct lop_rest_stream_opts {
     const atomic_bool *cancel; /* set from another thread to end the stream (LOP_ECLOSED) */
@@ -156,8 +158,8 @@ typedef struct lop_rest_stream_opts {
  * non-zero or cancel is set, LOP_ETIMEDOUT on idle timeout, LOP_EAGAIN on a transport error,
  * else the rc of the HTTP status. *code (may be NULL) gets the HTTP status.
  */
-lop_rc_t lop_rest_stream(lop_rest_client_t *c, const char *path, lop_stream_fn fn, void *ud,
-                         const lop_rest_stream_opts_t *opts, int *code, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_rest_stream(lop_rest_client_t *c, const char *path, lop_stream_fn fn, void *ud,
+                                        const lop_rest_stream_opts_t *opts, int *code, lop_err_t *err);
 
 /*
  * Decode an error body as a metav1.Status (apimachinery pkg/apis/meta/v1/types.go) or synthesize
@@ -166,7 +168,8 @@ lop_rc_t lop_rest_stream(lop_rest_client_t *c, const char *path, lop_stream_fn f
  * text). Fills err, returns lop_rc_from_http(code, reason); *status_out (may be NULL) gets the
  * Status JSON (new reference; details kept). 410 with reason Gone or Expired both give LOP_EGONE.
  */
-lop_rc_t lop_rest_status_parse(int code, const char *body, size_t len, lop_err_t *err, json_t **status_out);
+LOP_MUST_CHECK lop_rc_t lop_rest_status_parse(int code, const char *body, size_t len, lop_err_t *err,
+                                              json_t **status_out);
 
 /* The reason client-go assigns to a bare HTTP code ("NotFound", "TooManyRequests", ... or ""). */
 const char *lop_rest_reason_for_code(int code);

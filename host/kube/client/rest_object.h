@@ -41,7 +41,7 @@ typedef struct lop_object_req {
  * LOP_EINVAL for a bad request (unknown verb or patch type, missing name/namespace/body), LOP_ENOTFOUND with reason "NotFound" and code 404 when the kind is unknown to
  * discovery ("no matches for kind ..."). *mapping_out (may be NULL) gets the resolved mapping.
  */
-lop_rc_t lop_rest_object(lop_rest_client_t *c, lop_restmapper_t *m, const lop_object_req_t *req, lop_rest_resp_t *resp,
-                         lop_rest_mapping_t *mapping_out, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_rest_object(lop_rest_client_t *c, lop_restmapper_t *m, const lop_object_req_t *req,
+                                        lop_rest_resp_t *resp, lop_rest_mapping_t *mapping_out, lop_err_t *err);
 
 #endif

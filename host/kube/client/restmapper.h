@@ -43,12 +43,12 @@ void lop_restmapper_free(lop_restmapper_t *m);
  * kind in that group/version; transport/HTTP errors from discovery as returned by the client;
  * LOP_EINVAL for an empty kind or malformed api_version.
  */
-lop_rc_t lop_restmapper_resolve(lop_restmapper_t *m, const char *api_version, const char *kind, lop_rest_mapping_t *out,
-                                lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_restmapper_resolve(lop_restmapper_t *m, const char *api_version, const char *kind,
+                                               lop_rest_mapping_t *out, lop_err_t *err);
 
 /* Resolve by group/version/resource plural instead of kind (same errors). */
-lop_rc_t lop_restmapper_resolve_resource(lop_restmapper_t *m, const char *group, const char *version,
-                                         const char *resource, lop_rest_mapping_t *out, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_restmapper_resolve_resource(lop_restmapper_t *m, const char *group, const char *version,
+                                                        const char *resource, lop_rest_mapping_t *out, lop_err_t *err);
 
 /* Drop the cache: the next lookup re-reads discovery. */
 void lop_restmapper_invalidate(lop_restmapper_t *m);
@@ -62,7 +62,7 @@ bool lop_rest_resource_missing(const lop_rest_resp_t *resp);
 bool lop_restmapper_note_404(lop_restmapper_t *m, const lop_rest_resp_t *resp);
 
 /* Re-read discovery now. */
-lop_rc_t lop_restmapper_refresh(lop_restmapper_t *m, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_restmapper_refresh(lop_restmapper_t *m, lop_err_t *err);
 
 /* How many times discovery was read (tests). */
 int lop_restmapper_refreshes(lop_restmapper_t *m);
@@ -74,8 +74,8 @@ int lop_restmapper_refreshes(lop_restmapper_t *m);
  * ns and name are percent-escaped. Returns LOP_EINVAL when a subresource is given without a
  * name, or a name/namespace is "." or ".." or contains '/'.
  */
-lop_rc_t lop_rest_path(lop_buf_t *out, const lop_rest_mapping_t *m, const char *ns, const char *name,
-                       const char *subresource, const char *query, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_rest_path(lop_buf_t *out, const lop_rest_mapping_t *m, const char *ns, const char *name,
+                                      const char *subresource, const char *query, lop_err_t *err);
 
 /* Append s to out percent-escaped for a URL query value (RFC 3986 unreserved kept). */
 void lop_url_escape(lop_buf_t *out, const char *s);

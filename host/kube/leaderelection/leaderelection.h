@@ -93,7 +93,7 @@ void lop_elector_config_defaults(lop_elector_config_t *cfg);
  * Returns LOP_OK or LOP_EINVAL with a message naming the values (e.g. "leader election: lease
  * duration (10s) must be greater than renew deadline (10s)").
  */
-lop_rc_t lop_elector_config_validate(const lop_elector_config_t *cfg, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_elector_config_validate(const lop_elector_config_t *cfg, lop_err_t *err);
 
 /* Validate cfg and create an elector (not yet running). NULL on a bad config, err filled. */
 lop_elector_t *lop_elector_new(const lop_elector_config_t *cfg, lop_err_t *err);
@@ -106,7 +106,7 @@ void lop_elector_free(lop_elector_t *e);
  * Run the elector on a new thread. LOP_EINVAL if already started or stopped; LOP_ERR if the
  * thread cannot be created.
  */
-lop_rc_t lop_elector_start(lop_elector_t *e);
+LOP_MUST_CHECK lop_rc_t lop_elector_start(lop_elector_t *e);
 
 /*
  * Stop campaigning: join the thread (if started), then if leading turn is_leader() false, call
@@ -140,7 +140,8 @@ void lop_elector_notify_lease_changed(lop_elector_t *e, const lop_lease_record_t
  * (borrowed). Other types (BOOKMARK, ERROR) are ignored. Returns LOP_EINVAL (err filled, nothing
  * recorded) when the object is not a decodable Lease.
  */
-lop_rc_t lop_elector_notify_lease_event(lop_elector_t *e, const char *type, const json_t *obj, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_elector_notify_lease_event(lop_elector_t *e, const char *type, const json_t *obj,
+                                                       lop_err_t *err);
 
 /* True while this replica leads and its last successful renew is within the renew deadline. */
 bool lop_elector_is_leader(lop_elector_t *e);

@@ -74,15 +74,16 @@ json_t *lop_lease_to_json(const char *ns, const char *name, const char *rv, cons
  * Errors: LOP_EINVAL with a message naming the field when a field has the wrong type or range or a
  * time does not parse; *out is then empty.
  */
-lop_rc_t lop_lease_spec_from_json(const json_t *spec, lop_lease_record_t *out, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_lease_spec_from_json(const json_t *spec, lop_lease_record_t *out, lop_err_t *err);
 /*
  * Decode a whole Lease object: its spec into *out and metadata.resourceVersion into rv
  * (LOP_LEASE_RV_MAX bytes; "" when absent; rv may be NULL). Errors as above, plus LOP_EINVAL when
  * the value is not an object, kind is present and not "Lease", or the resourceVersion is too long.
  */
-lop_rc_t lop_lease_from_json(const json_t *obj, lop_lease_record_t *out, char *rv, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_lease_from_json(const json_t *obj, lop_lease_record_t *out, char *rv, lop_err_t *err);
 /* Same, parsing JSON text of len bytes first (parse errors: LOP_EINVAL naming line and column). */
-lop_rc_t lop_lease_from_text(const char *text, size_t len, lop_lease_record_t *out, char *rv, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_lease_from_text(const char *text, size_t len, lop_lease_record_t *out, char *rv,
+                                            lop_err_t *err);
 
 /* ------------------------------------------------------------------------------------------ */
 /* The lease client: get/create/update on one Lease, bound at construction to namespace/name.  */
@@ -113,17 +114,18 @@ lop_lease_client_t *lop_lease_client_new(const lop_lease_client_ops_t *ops, void
 /* Calls ops->free(ud) and frees the client. NULL is a no-op. */
 void lop_lease_client_free(lop_lease_client_t *c);
 
-static inline lop_rc_t lop_lease_get(lop_lease_client_t *c, lop_lease_record_t *out, char *rv, lop_err_t *err)
+LOP_MUST_CHECK static inline lop_rc_t lop_lease_get(lop_lease_client_t *c, lop_lease_record_t *out, char *rv,
+                                                    lop_err_t *err)
 {
     return c->ops->get(c->ud, out, rv, err);
 }
-static inline lop_rc_t lop_lease_create(lop_lease_client_t *c, const lop_lease_record_t *rec, char *rv_out,
-                                        lop_err_t *err)
+LOP_MUST_CHECK static inline lop_rc_t lop_lease_create(lop_lease_client_t *c, const lop_lease_record_t *rec,
+                                                       char *rv_out, lop_err_t *err)
 {
     return c->ops->create(c->ud, rec, rv_out, err);
 }
-static inline lop_rc_t lop_lease_update(lop_lease_client_t *c, const lop_lease_record_t *rec, const char *rv,
-                                        char *rv_out, lop_err_t *err)
+LOP_MUST_CHECK static inline lop_rc_t lop_lease_update(lop_lease_client_t *c, const lop_lease_record_t *rec,
+                                                       const char *rv, char *rv_out, lop_err_t *err)
 {
     return c->ops->update(c->ud, rec, rv, rv_out, err);
 }
@@ -163,7 +165,7 @@ void lop_lease_store_free(lop_lease_store_t *s);
 /* Install (or clear, fn NULL) the change hook. */
 void lop_lease_store_on_change(lop_lease_store_t *s, lop_lease_store_change_fn fn, void *ud);
 /* Copy the stored record into *out and its rv into rv (may be NULL). LOP_ENOTFOUND when absent. */
-lop_rc_t lop_lease_store_peek(lop_lease_store_t *s, lop_lease_record_t *out, char *rv);
+LOP_MUST_CHECK lop_rc_t lop_lease_store_peek(lop_lease_store_t *s, lop_lease_record_t *out, char *rv);
 /* Number of successful writes (creates + updates) so far. */
 long lop_lease_store_writes(lop_lease_store_t *s);
 

@@ -65,9 +65,9 @@ void lop_workqueue_add(lop_workqueue_t *q, const char *item);
  * caller frees it after calling Done). Returns LOP_OK, or LOP_ECLOSED (with *item = NULL) once the
  * queue is shut down and its FIFO is empty.
  */
-lop_rc_t lop_workqueue_get(lop_workqueue_t *q, char **item);
+LOP_MUST_CHECK lop_rc_t lop_workqueue_get(lop_workqueue_t *q, char **item);
 /* Like get but never blocks: LOP_EAGAIN when nothing is ready. */
-lop_rc_t lop_workqueue_try_get(lop_workqueue_t *q, char **item);
+LOP_MUST_CHECK lop_rc_t lop_workqueue_try_get(lop_workqueue_t *q, char **item);
 /* Mark item (borrowed) as finished. If it was re-added meanwhile, it is queued again now. */
 void lop_workqueue_done(lop_workqueue_t *q, const char *item);
 /* Number of ready items (FIFO depth; excludes processing and waiting items). */

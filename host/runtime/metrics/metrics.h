@@ -113,7 +113,14 @@ lop_metric_t *lop_metric_child(lop_metric_family_t *f, const char *const *values
  * luaop_script_active_version{version} after a reload). Its pointer stays valid; using it, or
  * asking for the same values again, makes it visible again. LOP_ENOTFOUND if it does not exist.
  */
-lop_rc_t lop_metric_remove(lop_metric_family_t *f, const char *const *values);
+LOP_MUST_CHECK lop_rc_t lop_metric_remove(lop_metric_family_t *f, const char *const *values);
+
+/* The updates below (add, inc, set, observe and their by-label-values forms) are not LOP_MUST_CHECK:
+ * a failed update (wrong metric type, NaN, a negative counter increment, the child cap reached) loses
+ * one sample and must never change the outcome of the work being measured, so hooks on hot paths
+ * may drop the rc. client_golang's Counter.Add, Gauge.Set and Observer.Observe return nothing for
+ * the same reason (prometheus/client_golang prometheus/counter.go). Registration, callbacks and
+ * removal below are checked. */
 
 /* Counter or gauge: add v. Counters refuse v < 0 or NaN with LOP_EINVAL; histograms: LOP_EINVAL. */
 lop_rc_t lop_metric_add(lop_metric_t *m, double v);
@@ -137,7 +144,7 @@ uint64_t lop_metric_count(const lop_metric_t *m);
  * LOP_EINVAL on a histogram.
  */
 typedef double (*lop_metric_fn)(void *ud);
-lop_rc_t lop_metric_set_fn(lop_metric_t *m, lop_metric_fn fn, void *ud);
+LOP_MUST_CHECK lop_rc_t lop_metric_set_fn(lop_metric_t *m, lop_metric_fn fn, void *ud);
 /* Clear the callback only if it is still the one installed with this ud (so a component being
  * torn down cannot unhook its replacement). Returns true when it cleared. Same guarantee as
  * lop_metric_set_fn(m, NULL, NULL) once it returns. */

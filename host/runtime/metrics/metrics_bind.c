@@ -31,11 +31,12 @@ lop_rc_t lop_metrics_bind_queue(const lop_metrics_std_t *std, const char *name, 
     if (!q) return lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: bind queue: no queue");
     lop_rc_t rc = lop_metrics_std_queue(std, name, out, err);
     if (rc != LOP_OK) return rc;
-    lop_metric_set_fn(out->depth, q_depth, q);
-    lop_metric_set_fn(out->adds, q_adds, q);
-    lop_metric_set_fn(out->retries, q_retries, q);
-    lop_metric_set_fn(out->unfinished_work, q_unfinished, q);
-    lop_metric_set_fn(out->longest_running, q_longest, q);
+    lop_metric_t *kids[] = {out->depth, out->adds, out->retries, out->unfinished_work, out->longest_running};
+    lop_metric_fn fns[] = {q_depth, q_adds, q_retries, q_unfinished, q_longest};
+    for (size_t i = 0; i < sizeof kids / sizeof kids[0]; i++)
+        if (lop_metric_set_fn(kids[i], fns[i], q) != LOP_OK)
+            return lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: bind queue %s: series %zu takes no callback", name,
+                               i);
     return LOP_OK;
 }
 
@@ -81,8 +82,9 @@ lop_rc_t lop_metrics_bind_controller(const lop_metrics_std_t *std, const char *n
     lop_rc_t rc = lop_metrics_std_controller(std, name, out, err);
     if (rc != LOP_OK) return rc;
     lop_metric_set(out->max_concurrent, workers);
-    lop_metric_set_fn(out->active_workers, c_active, c);
-    lop_metric_set_fn(out->timeouts, c_timeouts, c);
+    if (lop_metric_set_fn(out->active_workers, c_active, c) != LOP_OK ||
+        lop_metric_set_fn(out->timeouts, c_timeouts, c) != LOP_OK)
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "metrics: bind controller %s: a series takes no callback", name);
     return LOP_OK;
 }
 
@@ -148,7 +150,8 @@ static lop_rc_t bind_one(lop_metric_family_t *f, const char *v, lop_metric_fn fn
     const char *vals[] = {v};
     lop_metric_t *m = lop_metric_child(f, vals, err);
     if (!m) return LOP_EINVAL;
-    lop_metric_set_fn(m, fn, component);
+    lop_rc_t rc = lop_metric_set_fn(m, fn, component);
+    if (rc != LOP_OK) return lop_err_set(err, rc, 0, NULL, "metrics: bind %s: the series takes no callback", v);
     *out = m;
     return LOP_OK;
 }
@@ -300,7 +303,8 @@ void lop_metrics_gvr_free(lop_metrics_gvr_t *g)
     for (int i = 0; i < GVR_NSERIES; i++) {
         /* Once the clear returns no scrape runs g's function (it runs under the family lock the
          * clear takes); a series taken over by someone else since is left alone. */
-        if (g->kids[i] && lop_metric_clear_fn_if(g->kids[i], g)) lop_metric_remove(gvr_family(g->std, i), v);
+        if (g->kids[i] && lop_metric_clear_fn_if(g->kids[i], g))
+            lop_rc_ignore(lop_metric_remove(gvr_family(g->std, i), v)); /* only ENOTFOUND: already hidden */
     }
     pthread_mutex_destroy(&g->mu);
     free(g->members);

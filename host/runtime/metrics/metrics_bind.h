@@ -37,8 +37,8 @@
  * (lop_workqueue_set_observer; the manager installs one per controller queue, manager.c), not by
  * this binding, so a queue without that observer leaves them empty.
  */
-lop_rc_t lop_metrics_bind_queue(const lop_metrics_std_t *std, const char *name, lop_workqueue_t *q,
-                                lop_metrics_queue_t *out, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_metrics_bind_queue(const lop_metrics_std_t *std, const char *name, lop_workqueue_t *q,
+                                               lop_metrics_queue_t *out, lop_err_t *err);
 /* Per-item observations, for the workqueue's hook (durations in ns). */
 void lop_metrics_observe_queue_latency(const lop_metrics_queue_t *m, int64_t ns);
 void lop_metrics_observe_work_duration(const lop_metrics_queue_t *m, int64_t ns);
@@ -48,8 +48,8 @@ void lop_metrics_observe_work_duration(const lop_metrics_queue_t *m, int64_t ns)
  * luaop_reconcile_timeouts_total read lop_controller_stats. Results and durations come from
  * lop_metrics_reconcile_observer.
  */
-lop_rc_t lop_metrics_bind_controller(const lop_metrics_std_t *std, const char *name, lop_controller_t *c, int workers,
-                                     lop_metrics_controller_t *out, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_metrics_bind_controller(const lop_metrics_std_t *std, const char *name, lop_controller_t *c,
+                                                    int workers, lop_metrics_controller_t *out, lop_err_t *err);
 
 /*
  * A lop_reconcile_observer_fn (controller.h); ud is the lop_metrics_std_t. Counts the result as
@@ -60,13 +60,13 @@ lop_rc_t lop_metrics_bind_controller(const lop_metrics_std_t *std, const char *n
 void lop_metrics_reconcile_observer(void *ud, const char *controller, lop_result_kind_t kind, int64_t duration_ns);
 
 /* Informer cache of gvr (e.g. "apps/v1/deployments"): luaop_informer_objects / _bytes. */
-lop_rc_t lop_metrics_bind_store(const lop_metrics_std_t *std, const char *gvr, lop_store_t *s, lop_metric_t *out[2],
-                                lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_metrics_bind_store(const lop_metrics_std_t *std, const char *gvr, lop_store_t *s,
+                                               lop_metric_t *out[2], lop_err_t *err);
 
 /* Reflector of gvr: luaop_watch_restarts_total = watches after the first, luaop_relists_total =
  * syncs after the first (LIST or watch-list, lop_reflector_stats_syncs). */
-lop_rc_t lop_metrics_bind_reflector(const lop_metrics_std_t *std, const char *gvr, lop_reflector_t *r,
-                                    lop_metric_t *out[2], lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_metrics_bind_reflector(const lop_metrics_std_t *std, const char *gvr, lop_reflector_t *r,
+                                                   lop_metric_t *out[2], lop_err_t *err);
 
 /*
  * The informer series of one GVR name (the {gvr} label) as the sum over several informers of it
@@ -99,8 +99,8 @@ size_t lop_metrics_gvr_remove(lop_metrics_gvr_t *g, const lop_store_t *s);
 void lop_metrics_gvr_free(lop_metrics_gvr_t *g);
 
 /* Elector for lease name: leader_election_master_status 1 while lop_elector_is_leader. */
-lop_rc_t lop_metrics_bind_elector(const lop_metrics_std_t *std, const char *name, lop_elector_t *e, lop_metric_t **out,
-                                  lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_metrics_bind_elector(const lop_metrics_std_t *std, const char *name, lop_elector_t *e,
+                                                 lop_metric_t **out, lop_err_t *err);
 
 /*
  * One API request as client-go counts it: rest_client_requests_total{code, method, host}

@@ -25,7 +25,7 @@
  * declarations. LOP_OK, or LOP_EINVAL with err set when r already holds one of the names with another
  * shape.
  */
-lop_rc_t lop_metrics_process_init(lop_metrics_t *r, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_metrics_process_init(lop_metrics_t *r, lop_err_t *err);
 
 /* The figures the families report, read now (NaN for any that cannot be read). For tests and
  * for the families' callbacks. */

@@ -121,7 +121,7 @@ lop_rc_t lop_metrics_std_set_active_version(lop_metrics_std_t *std, const char *
     if (rc != LOP_OK) return rc;
     if (old_version && strcmp(old_version, new_version) != 0) {
         const char *ov[] = {old_version};
-        (void)lop_metric_remove(std->script_active_version, ov); /* absent is fine */
+        lop_rc_ignore(lop_metric_remove(std->script_active_version, ov)); /* absent is fine */
     }
     return LOP_OK;
 }

@@ -96,7 +96,7 @@ typedef struct lop_metrics_std {
  * registry fills another struct with the same families. Returns LOP_OK, or LOP_EINVAL with err set
  * when r already holds one of these names with another shape.
  */
-lop_rc_t lop_metrics_std_init(lop_metrics_std_t *std, lop_metrics_t *r, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_metrics_std_init(lop_metrics_std_t *std, lop_metrics_t *r, lop_err_t *err);
 
 /*
  * True when name belongs to the host's own namespaces (controller_runtime_, workqueue_,
@@ -110,8 +110,8 @@ bool lop_metrics_reserved_name(const char *name);
  * previously active version (if any, and different) is removed. Serialise calls (the script
  * loader is the one caller). Errors as lop_metric_gauge_set.
  */
-lop_rc_t lop_metrics_std_set_active_version(lop_metrics_std_t *std, const char *old_version, const char *new_version,
-                                            lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_metrics_std_set_active_version(lop_metrics_std_t *std, const char *old_version,
+                                                           const char *new_version, lop_err_t *err);
 
 /*
  * The children one controller updates, looked up once (the pointers stay valid until the
@@ -158,9 +158,9 @@ typedef struct lop_metrics_queue {
  * series before the first event (as controller-runtime does). LOP_EINVAL with err set for an
  * invalid name (not UTF-8, too long) or when std was not initialised.
  */
-lop_rc_t lop_metrics_std_controller(const lop_metrics_std_t *std, const char *controller, lop_metrics_controller_t *out,
-                                    lop_err_t *err);
-lop_rc_t lop_metrics_std_queue(const lop_metrics_std_t *std, const char *name, lop_metrics_queue_t *out,
-                               lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_metrics_std_controller(const lop_metrics_std_t *std, const char *controller,
+                                                   lop_metrics_controller_t *out, lop_err_t *err);
+LOP_MUST_CHECK lop_rc_t lop_metrics_std_queue(const lop_metrics_std_t *std, const char *name, lop_metrics_queue_t *out,
+                                              lop_err_t *err);
 
 #endif

@@ -73,7 +73,7 @@ static void test_tls_token_crud_and_typed_errors(void)
     T_EQ_INT(lop_restmapper_resolve(e.m, "v1", "ConfigMap", &cm, &err), LOP_OK);
     T_EQ_STR(cm.resource, "configmaps");
     lop_buf_t path = LOP_BUF_INIT;
-    lop_rest_path(&path, &cm, "default", NULL, NULL, "fieldManager=luaop-test", &err);
+    T_EQ_INT(lop_rest_path(&path, &cm, "default", NULL, NULL, "fieldManager=luaop-test", &err), LOP_OK);
     const char *obj =
         "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"c1\"},\"data\":{\"k\":\"v\"}}";
     lop_rest_resp_t resp = LOP_REST_RESP_INIT;
@@ -83,13 +83,13 @@ static void test_tls_token_crud_and_typed_errors(void)
     T_EQ_INT(err.code, 409);
     T_EQ_STR(err.reason, "AlreadyExists");
     lop_buf_reset(&path);
-    lop_rest_path(&path, &cm, "default", "c1", NULL, NULL, &err);
+    T_EQ_INT(lop_rest_path(&path, &cm, "default", "c1", NULL, NULL, &err), LOP_OK);
     T_EQ_INT(lop_rest_do(e.c, "GET", path.data, NULL, NULL, 0, &resp, &err), LOP_OK);
     json_t *got = json_loads(resp.body.data, 0, NULL);
     T_EQ_STR(json_string_value(json_object_get(json_object_get(got, "data"), "k")), "v");
     json_decref(got);
     lop_buf_reset(&path);
-    lop_rest_path(&path, &cm, "default", "nope", NULL, NULL, &err);
+    T_EQ_INT(lop_rest_path(&path, &cm, "default", "nope", NULL, NULL, &err), LOP_OK);
     T_EQ_INT(lop_rest_do(e.c, "GET", path.data, NULL, NULL, 0, &resp, &err), LOP_ENOTFOUND);
     T_EQ_STR(err.reason, "NotFound");
     T_EQ_STR(json_string_value(json_object_get(json_object_get(resp.status, "details"), "name")), "nope");

@@ -456,7 +456,10 @@ static int replica_main(int argc, char **argv)
         }
     }
     say("CANDIDATE", NULL);
-    lop_elector_start(e);
+    if (lop_elector_start(e) != LOP_OK) {
+        fprintf(stderr, "replica: elector did not start\n");
+        return 2;
+    }
     if (lw && lop_lease_watch_wait_events(lw, 1, 10 * LOP_NS_PER_S)) say("WATCHING", NULL);
     int code = 0;
     for (;;) {

@@ -76,7 +76,7 @@ static void test_rebind_then_unbind_old_keeps_new(void)
 {
     lop_metrics_t *r = lop_metrics_new();
     lop_metrics_std_t std;
-    lop_metrics_std_init(&std, r, NULL);
+    T_EQ_INT(lop_metrics_std_init(&std, r, NULL), LOP_OK);
     lop_workqueue_t *oldq = lop_workqueue_new("c", NULL, NULL), *newq = lop_workqueue_new("c", NULL, NULL);
     lop_metrics_queue_t om, nm;
     lop_workqueue_add(newq, "x");
@@ -96,7 +96,7 @@ static void test_reconcile_observer_counts_like_controller_runtime(void)
 {
     lop_metrics_t *r = lop_metrics_new();
     lop_metrics_std_t std;
-    lop_metrics_std_init(&std, r, NULL);
+    T_EQ_INT(lop_metrics_std_init(&std, r, NULL), LOP_OK);
     static const struct {
         lop_result_kind_t kind;
         int64_t ns;
@@ -131,7 +131,7 @@ static void test_store_objects_and_bytes(void)
 {
     lop_metrics_t *r = lop_metrics_new();
     lop_metrics_std_t std;
-    lop_metrics_std_init(&std, r, NULL);
+    T_EQ_INT(lop_metrics_std_init(&std, r, NULL), LOP_OK);
     lop_store_t *s = lop_store_new();
     lop_metric_t *bound[2];
     T_EQ_INT(lop_metrics_bind_store(&std, "apps/v1/deployments", s, bound, NULL), LOP_OK);
@@ -180,7 +180,7 @@ static void test_gvr_series_sum_their_stores(void)
 {
     lop_metrics_t *r = lop_metrics_new();
     lop_metrics_std_t std;
-    lop_metrics_std_init(&std, r, NULL);
+    T_EQ_INT(lop_metrics_std_init(&std, r, NULL), LOP_OK);
     lop_store_t *a = lop_store_new(), *b = lop_store_new();
     put_obj(a, "{\"metadata\":{\"name\":\"a\",\"namespace\":\"x\",\"resourceVersion\":\"1\"}}");
     put_obj(b, "{\"metadata\":{\"name\":\"b\",\"namespace\":\"y\",\"resourceVersion\":\"2\"}}");
@@ -221,7 +221,7 @@ static void test_elector_master_status(void)
     lop_fake_clock_init(&fc, 0);
     lop_metrics_t *r = lop_metrics_new();
     lop_metrics_std_t std;
-    lop_metrics_std_init(&std, r, NULL);
+    T_EQ_INT(lop_metrics_std_init(&std, r, NULL), LOP_OK);
     lop_lease_store_t *ls = lop_lease_store_new();
     lop_lease_client_t *lc = lop_lease_client_memory_new(ls, "test");
     lop_elector_config_t cfg;
@@ -251,7 +251,7 @@ static void test_rest_observations(void)
 {
     lop_metrics_t *r = lop_metrics_new();
     lop_metrics_std_t std;
-    lop_metrics_std_init(&std, r, NULL);
+    T_EQ_INT(lop_metrics_std_init(&std, r, NULL), LOP_OK);
     lop_metrics_observe_rest(&std, "GET", 200, "127.0.0.1:6443", 12 * LOP_NS_PER_MS);
     lop_metrics_observe_rest(&std, "GET", 200, "127.0.0.1:6443", 30 * LOP_NS_PER_MS);
     lop_metrics_observe_rest(&std, "PUT", 409, "127.0.0.1:6443", 5 * LOP_NS_PER_MS);

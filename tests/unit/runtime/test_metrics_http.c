@@ -71,8 +71,8 @@ static void test_serves_metrics_and_probes(void)
     T_EQ_INT(lop_metrics_std_init(&std, m, NULL), LOP_OK);
     lop_metric_counter_add(std.reconcile_total, (const char *[]){"memcached", "success"}, 3, NULL);
     lop_health_t *h = lop_health_new();
-    lop_health_add(h, LOP_READYZ, "scripts", scripts_ok, NULL, NULL);
-    lop_health_add(h, LOP_READYZ, "informers-synced", synced, NULL, NULL);
+    T_EQ_INT(lop_health_add(h, LOP_READYZ, "scripts", scripts_ok, NULL, NULL), LOP_OK);
+    T_EQ_INT(lop_health_add(h, LOP_READYZ, "informers-synced", synced, NULL, NULL), LOP_OK);
     synced_flag = false;
 
     lop_httpserver_t *s = NULL;
