@@ -1,3 +1,7 @@
+/* leader_events.c — the LeaderElection Events on the Lease ("<identity> became leader" / "stopped
+ * leading"): the elector's callbacks post to a small bounded queue; this unit's own thread drains
+ * it, reads the Lease for its uid and writes through the recorder (see leader_events.h). Upstream:
+ * client-go tools/leaderelection/resourcelock/leaselock.go RecordEvent. */
 #include "cmd/leader_events.h"
 
 #include "host/util/buf.h"

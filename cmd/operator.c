@@ -1,3 +1,9 @@
+/* operator.c — the process around a manager for `luaop run` and `luaop dev`: flags checked, REST
+ * client, metrics and probe servers, manager, first script set, the main loop (signals, sync,
+ * leader election, reloads) and graceful shutdown (see operator.h). Runs on the main thread; the
+ * elector's callbacks (elector thread) and the Lease watch handlers (its informer thread) only
+ * set flags and wake it. Upstream: a kubebuilder cmd/main.go plus controller-runtime's
+ * pkg/manager/internal.go start order. */
 #include "host/kube/cache/rest_listwatch.h"
 #include "cmd/operator.h"
 

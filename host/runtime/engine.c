@@ -1,3 +1,5 @@
+/* engine.c — the few helpers the engine interface's plain data types need (freeing a request
+ * list a map function returned; see engine.h). Any thread; no upstream counterpart. */
 #include "host/runtime/engine.h"
 
 #include <stdlib.h>

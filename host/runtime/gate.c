@@ -1,3 +1,9 @@
+/* gate.c — an open/closed flag under a mutex and condition variable (see gate.h). The leader gate
+ * is opened and closed by the elector's callbacks and waited on by the workers of leader-elected
+ * controllers; a controller's "sources synced" gate is opened once its informers have synced and
+ * waited on by its workers before their first item. Upstream:
+ * controller-runtime starts leader-election runnables only once elected
+ * (pkg/manager/runnable_group.go). */
 #include "host/runtime/gate.h"
 
 void lop_gate_init(lop_gate_t *g, bool open)

@@ -1,3 +1,7 @@
+/* options.c — parsing the flags of `luaop run` and `luaop dev` (controller-runtime/kubebuilder
+ * names, Go durations, zap's logging flags mapped to ours), their defaults and usage text (see
+ * options.h). Runs on the main thread at start-up. Upstream: a kubebuilder cmd/main.go's flag
+ * set and controller-runtime pkg/log/zap/flags.go. */
 #include "host/runtime/options.h"
 
 #include "host/kube/leaderelection/leaderelection.h"

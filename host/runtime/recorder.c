@@ -1,3 +1,8 @@
+/* recorder.c — the Event recorder: core/v1 Events written through the REST client, repeats
+ * aggregated into a PATCH of count/lastTimestamp, floods dropped by a per-object token bucket (see
+ * recorder.h). Called from reconcile workers, the leader-events thread and the script reloader
+ * (main thread); one mutex guards the cache. Upstream: client-go tools/record/event.go and
+ * events_cache.go. */
 #include "host/runtime/recorder.h"
 
 #include "host/util/buf.h"

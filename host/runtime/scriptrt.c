@@ -1,3 +1,8 @@
+/* scriptrt.c — the script runtime: installing a script set (built and validated on the side, then
+ * made current), the workers' VM slots rebuilt between reconciles when the generation moves, and
+ * the event VM for predicates and map functions (see scriptrt.h). Installs run on the main thread
+ * (start-up, reloads); workers take their slots; informer threads lock the event VM. No upstream
+ * counterpart. */
 #include "host/runtime/scriptrt.h"
 
 #include "host/runtime/scripts.h"

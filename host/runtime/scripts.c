@@ -1,3 +1,6 @@
+/* scripts.c — loading a script set from a directory or a ConfigMap object, with its content-hash
+ * version (SHA-256 over the sorted files; see scripts.h). Runs on the caller's thread (start-up,
+ * the reloader, `luaop check`); no shared state. No upstream counterpart. */
 #include "host/runtime/scripts.h"
 
 #include "host/util/base64.h"

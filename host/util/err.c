@@ -1,3 +1,6 @@
+/* err.c — status codes to names, filling a lop_err_t, and the HTTP code/Status reason to rc
+ * mapping (see err.h). Pure functions, any thread. Upstream: apimachinery pkg/api/errors
+ * (errors.go: reasons and their HTTP codes). */
 #include "host/util/err.h"
 
 #include <stdio.h>

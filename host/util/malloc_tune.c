@@ -1,3 +1,7 @@
+/* malloc_tune.c — how the process uses glibc's heap: one arena, and transparent huge pages advised
+ * over the heap above a floor as a large cache grows (see malloc_tune.h). lop_malloc_tune runs
+ * once on the main thread before any other thread exists; lop_heap_advise runs on the reflector
+ * threads building objects (atomics only). No upstream counterpart. */
 #include "host/util/malloc_tune.h"
 
 #include <malloc.h>

@@ -1,3 +1,8 @@
+/* auth.c — a REST client's credentials: static token, token file re-read on change or after a 401,
+ * exec credential plugins run as a child process with their result cached until it expires (see
+ * auth.h). Called on whichever thread makes a request (workers, reflectors, the elector), one
+ * mutex serializing refreshes. Upstream: client-go transport/token_source.go and
+ * plugin/pkg/client/auth/exec/exec.go. */
 #include "host/kube/client/auth.h"
 
 #include "host/util/buf.h"

@@ -1,3 +1,8 @@
+/* kubeconfig.c — kubeconfig files and the in-cluster service account to a lop_rest_config_t:
+ * $KUBECONFIG merging, relative paths against the file, cluster/user/exec fields checked with
+ * errors naming the file and field (see kubeconfig.h). Runs once at start-up on the main thread
+ * (reentrant, no shared state). Upstream: client-go tools/clientcmd/loader.go, client_config.go
+ * and rest/config.go InClusterConfig. */
 #include "host/kube/client/kubeconfig.h"
 
 #include "host/codec/yaml.h"
