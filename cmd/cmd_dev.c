@@ -13,8 +13,6 @@
 #include <stdio.h>
 #include <string.h>
 
-int lop_cli_setup_logging(const lop_run_opts_t *o);
-
 /* --once: stop when the work is done (every queue empty, nothing in flight) for 1 s; then the
  * keys whose last reconcile failed are kept, so the exit status can say the work did not succeed
  * (a key waiting in its error backoff is not "pending", yet it is not done either). */

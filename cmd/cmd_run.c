@@ -5,9 +5,6 @@
 
 #include <stdio.h>
 
-/* Apply --log-level/--log-format; 0 on success, 2 on a bad value (message printed). */
-int lop_cli_setup_logging(const lop_run_opts_t *o);
-
 int lop_cli_setup_logging(const lop_run_opts_t *o)
 {
     lop_log_level_t level;

@@ -5,7 +5,7 @@
  * through the object's own key hash and key), and the two indexes are lop_objindex_t's (a 16-byte
  * slot per distinct namespace / owner uid; the values with two or more objects get a compact set
  * of their own). The indexes borrow the objects whose reference `items` holds. */
-#include "host/kube/cache/store.h"
+#include "host/kube/cache/store_impl.h"
 
 #include "host/kube/cache/objindex.h"
 #include "host/kube/cache/objset.h"
@@ -202,9 +202,6 @@ void lop_store_list_by_owner_uid(lop_store_t *s, const char *uid, lop_obj_list_t
     sort_list(out);
 }
 
-/* Used by store_select.c. */
-void lop_store_collect_filtered(lop_store_t *s, const char *ns, bool (*pred)(const lop_obj_t *, const void *),
-                                const void *arg, lop_obj_list_t *out);
 void lop_store_collect_filtered(lop_store_t *s, const char *ns, bool (*pred)(const lop_obj_t *, const void *),
                                 const void *arg, lop_obj_list_t *out)
 {

@@ -1,9 +1,6 @@
 /* store_select.c — listing the store through a label selector (host/meta/selector.h). Kept apart
  * from store.c so that only users of selectors link the selector implementation. */
-#include "host/kube/cache/store.h"
-
-void lop_store_collect_filtered(lop_store_t *s, const char *ns, bool (*pred)(const lop_obj_t *, const void *),
-                                const void *arg, lop_obj_list_t *out);
+#include "host/kube/cache/store_impl.h"
 
 static const char *label_lookup(void *ud, const char *key) { return lop_obj_label(ud, key); }
 
