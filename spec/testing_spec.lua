@@ -188,6 +188,38 @@ describe("luaop.testing harness", function()
     assert.matches("not stable after 20 reconciles", err)
   end)
 
+  it("run_until_stable flags a reconcile that returns requeue() forever, naming the key", function()
+    local calls = 0
+    op.controller({ name = "spinner", for_ = { api_version = "v1", kind = "ConfigMap" },
+      reconcile = function() calls = calls + 1; return op.result.requeue() end })
+    assert(client.create(fx.configmap("x", {})))
+    local ok, err = pcall(testing.run_until_stable, "spinner")
+    assert.is_false(ok)
+    assert.matches("controller 'spinner': reconcile of default/x returned requeue%(%) 10 times in a row", err)
+    assert.equal(10, calls)
+    assert(client.create(fx.configmap("y", {})))
+    ok, err = pcall(testing.run_until_stable, "spinner", { max_requeues = 3 })
+    assert.is_false(ok)
+    assert.matches("reconcile of default/y returned requeue%(%) 3 times in a row", err)
+    ok, err = pcall(testing.run_until_stable, "spinner", { max_requeues = 0 })
+    assert.is_false(ok)
+    assert.matches("opts.max_requeues must be a number >= 1", err)
+  end)
+
+  it("a few requeue() results followed by done are stable", function()
+    local calls = 0
+    op.controller({ name = "settles", for_ = { api_version = "v1", kind = "ConfigMap" },
+      reconcile = function()
+        calls = calls + 1
+        if calls <= 9 then return op.result.requeue() end
+      end })
+    assert(client.create(fx.configmap("x", {})))
+    local summary = testing.run_until_stable("settles")
+    assert.equal(10, summary.reconciles)
+    assert.equal("done", summary.results[10].kind)
+    assert.same({}, summary.pending)
+  end)
+
   it("requeue_after waits on the fake clock; later items stay pending past the horizon", function()
     local calls = 0
     op.controller({ name = "periodic", for_ = { api_version = "v1", kind = "ConfigMap" },

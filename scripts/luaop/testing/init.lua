@@ -212,17 +212,33 @@ end
 -- `requeue` and errors back off (5 ms doubling, as the default rate limiter), `requeue_after`
 -- waits; waiting advances the fake clock. Items due later than `horizon` seconds after the start
 -- stay pending.
+--
+-- A key whose reconcile returns `requeue()` `max_requeues` times in a row (no other result in
+-- between) fails the run: on a cluster it would be retried forever, with the exponential backoff
+-- of the default rate limiter (client-go util/workqueue default_rate_limiters.go) hiding the loop
+-- once the delay grows past the horizon.
 -- @tparam string|table ctrl controller name or spec
--- @tparam[opt] table opts `{max_reconciles = 100, horizon = 600, allow_raise = false}`
+-- @tparam[opt] table opts `{max_reconciles = 100, max_requeues = 10, horizon = 600,
+--   allow_raise = false}`
 -- @treturn table summary `{reconciles = n, results = {{key=, kind=, ...}...}, pending = {keys}}`
--- @raise "not stable after N reconciles" (a hot loop), or the traceback of a reconcile that
---   raised unless allow_raise
+-- @raise "not stable after N reconciles" (a hot loop), "reconcile of <key> returned requeue()
+--   N times in a row" (a requeue loop), or the traceback of a reconcile that raised unless
+--   allow_raise; a bad option raises naming it
 function _M.run_until_stable(ctrl, opts)
   local spec = resolve(ctrl)
   opts = opts or {}
+  if type(opts) ~= "table" then error("luaop.testing.run_until_stable: opts must be a table", 2) end
+  for _, k in ipairs({ "max_reconciles", "max_requeues", "horizon" }) do
+    local v = opts[k]
+    if v ~= nil and (type(v) ~= "number" or v ~= v or v < 1) then
+      error("luaop.testing.run_until_stable: opts." .. k .. " must be a number >= 1", 2)
+    end
+  end
   local fake = _M.fake()
   local max = opts.max_reconciles or 100
+  local max_requeues = opts.max_requeues or 10
   local horizon = opts.horizon or 600
+  local requeues = {} -- key -> consecutive requeue() results in this run
   local st = fake.harness[spec.name]
   if not st then
     st = { cursor = 0, failures = {} }
@@ -274,6 +290,16 @@ function _M.run_until_stable(ctrl, opts)
     summary.results[#summary.results + 1] = res
     if res.raised and not opts.allow_raise then
       error("luaop.testing.run_until_stable: reconcile of " .. item.key .. " raised: " .. tostring(res.err.message), 2)
+    end
+    if res.kind == "requeue" then
+      requeues[item.key] = (requeues[item.key] or 0) + 1
+      if requeues[item.key] >= max_requeues then
+        error("luaop.testing.run_until_stable: controller '" .. spec.name .. "': reconcile of " .. item.key
+              .. " returned requeue() " .. requeues[item.key] .. " times in a row (it would be requeued"
+              .. " forever); return done(), requeue_after(seconds) or an error once the work is finished", 2)
+      end
+    else
+      requeues[item.key] = nil
     end
     if res.kind == "done" or res.kind == "terminal" then
       st.failures[item.key] = nil
