@@ -6,6 +6,7 @@
 #include "bindings/engine_lua.h"
 
 #include "bindings/core_clock.h"
+#include "bindings/core_crypto.h"
 #include "bindings/core_selector.h"
 #include "bindings/engine_internal.h"
 #include "bindings/json_codec.h"
@@ -122,6 +123,8 @@ static int load_fn(lua_State *L)
     lua_setfield(L, core, "json");
     lop_lua_selector_open(L);
     lua_setfield(L, core, "selector");
+    lop_lua_crypto_open(L);
+    lua_setfield(L, core, "crypto");
     lua_pushcfunction(L, lop_lua_reconcile_result);
     lua_setfield(L, core, "reconcile_result");
     lop_lua_clock_register(L, core, vm->lvm.clock);

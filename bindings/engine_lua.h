@@ -1,13 +1,14 @@
 /*
  * engine_lua.h — the LuaJIT implementation of the scripting engine (host/runtime/engine.h).
  *
- * VMs: one sandboxed lua_State each (bindings/vm.h: memory cap, deadlines, no io/os/debug/ffi/jit
- * unless unsafe_libs). vm_new copies the script set, runs main.lua under the load deadline
+ * VMs: one sandboxed lua_State each (bindings/vm.h: memory cap, deadlines, no io/debug/ffi/jit nor
+ * the full os unless unsafe_libs). vm_new copies the script set, runs main.lua under the load deadline
  * (opts.load_timeout_ns) and collects the controllers it declared through luaop.core's
  * register_controller (docs/lua-core.md). Errors name the user's file:line.
  *
  * Modules: `require(name)` resolves
- *   - "luaop.core" to the C module (JSON codec, clock, host functions);
+ *   - "luaop.core" to the C module (JSON codec, clock, crypto, host functions);
+ *   - "string", "table", "math", "coroutine", "bit", "os" to the sandbox's own tables;
  *   - "luaop" and "luaop.*" ONLY from the luaop Lua library (scripts can't shadow them):
  *     "luaop.x.y" -> <libdir>/luaop/x/y.lua or <libdir>/luaop/x/y/init.lua,
  *     "luaop" -> <libdir>/luaop/init.lua or <libdir>/luaop.lua;

@@ -70,20 +70,15 @@ static void resolve_dir(char *out, size_t len)
             }
         }
     }
-    /* __FILE__ is <root>/bindings/engine_require.c (CMake passes absolute source paths). */
-    char src[PATH_MAX];
-    snprintf(src, sizeof src, "%s", __FILE__);
-    char *s1 = strrchr(src, '/');
-    if (s1) {
-        *s1 = '\0';
-        char *s2 = strrchr(src, '/');
-        if (s2) {
-            *s2 = '\0';
-            char cand[PATH_MAX + 16];
-            snprintf(cand, sizeof cand, "%s/scripts", src);
-            if (has_luaop_dir(cand) && strlen(cand) < len) snprintf(out, len, "%s", cand);
-        }
-    }
+    /* The source tree's scripts/: LOP_SOURCE_DIR is the absolute source root (CMakeLists.txt).
+     * Not __FILE__: ccache's base_dir turns the source path on the command line into a relative
+     * one, which would then be resolved against the process's working directory. */
+#ifdef LOP_SOURCE_DIR
+    char cand[PATH_MAX];
+    if (snprintf(cand, sizeof cand, "%s/scripts", LOP_SOURCE_DIR) < (int)sizeof cand && has_luaop_dir(cand) &&
+        strlen(cand) < len)
+        snprintf(out, len, "%s", cand);
+#endif
 }
 
 static void lib_add(libset_t *ls, const char *name, const char *path)
@@ -276,7 +271,7 @@ void lop_lua_require_install(lua_State *L, const lop_script_set_t *set)
         lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
     } else {
         lua_newtable(L);
-        static const char *const libs[] = {"string", "table", "math", "coroutine", "bit", NULL};
+        static const char *const libs[] = {"string", "table", "math", "coroutine", "bit", "os", NULL};
         for (int i = 0; libs[i]; i++) {
             lua_getglobal(L, libs[i]);
             lua_setfield(L, -2, libs[i]);

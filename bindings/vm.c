@@ -3,6 +3,7 @@
  * protected calls with tracebacks (see vm.h).
  */
 #include "bindings/vm.h"
+#include "bindings/sandbox_libs.h"
 #include "bindings/vm_watchdog.h"
 
 #include "host/util/log.h"
@@ -208,6 +209,9 @@ static int open_sandbox(lua_State *L)
         set_nil(L, NULL, "dofile");
         set_nil(L, NULL, "loadfile");
         set_nil(L, "string", "dump");
+        /* os: time, date and clock only, on the VM's clock (sandbox_libs.h). */
+        lop_lua_safe_os_open(L, vm->clock);
+        lua_setglobal(L, LUA_OSLIBNAME);
         lua_getglobal(L, "load");
         lua_pushvalue(L, -1);
         lua_pushcclosure(L, sandbox_load, 1);

@@ -288,14 +288,22 @@ describe("luaop.testing harness", function()
 end)
 
 describe("luaop.testing.load sandbox", function()
-  it("scripts see no io/os/debug, like in the host", function()
+  it("scripts see no io/debug and an os with only time/date/clock, like in the host", function()
     testing.new()
     local dir = os.tmpname()
     os.remove(dir)
     os.execute("mkdir -p " .. dir)
     local f = assert(io.open(dir .. "/main.lua", "w"))
-    f:write("assert(io == nil and os == nil and debug == nil and loadfile == nil, 'leaky sandbox')\n",
-            "assert(string and table and math and coroutine, 'missing libraries')\n")
+    f:write("assert(io == nil and debug == nil and loadfile == nil, 'leaky sandbox')\n",
+            "assert(string and table and math and coroutine and bit, 'missing libraries')\n",
+            "assert(os.execute == nil and os.exit == nil and os.getenv == nil and os.remove == nil, 'os leaks')\n",
+            "assert(os.rename == nil and os.tmpname == nil and os.setlocale == nil, 'os leaks')\n",
+            "local n = 0; for _ in pairs(os) do n = n + 1 end; assert(n == 3, 'os has ' .. n .. ' entries')\n",
+            "assert(require('os') == os and require('bit') == bit and require('string') == string)\n",
+            "assert(os.time() == 1700000000, 'os.time() = ' .. os.time())\n",
+            "assert(os.date('!%Y-%m-%dT%H:%M:%SZ') == '2023-11-14T22:13:20Z', os.date('!%Y-%m-%dT%H:%M:%SZ'))\n",
+            "assert(os.date('!%H:%M', 0) == '00:00' and os.date('!*t', 0).year == 1970)\n",
+            "assert(type(os.clock()) == 'number')\n")
     f:close()
     assert.same({}, testing.load(dir))
     os.remove(dir .. "/main.lua")

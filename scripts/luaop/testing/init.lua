@@ -24,6 +24,7 @@ local io_popen = io.popen
 local loadfile, setfenv, io_open, load, loadstring, string, collectgarbage =
       loadfile, setfenv, io.open, load, loadstring, string, collectgarbage
 local sort, concat = table.sort, table.concat
+local os_time, os_date, os_clock, floor = os.time, os.date, os.clock, math.floor
 local _G = _G
 local sandbox_globals
 
@@ -62,13 +63,16 @@ local function file_exists(path)
 end
 
 -- The globals a script sees in the host's sandbox (docs/execution-model.md; base, string,
--- table, math, coroutine; no io/os/debug/ffi/jit, no file loading). A script that reaches for os.time works
--- nowhere in the host, so it fails in the specs too.
+-- table, math, coroutine, bit, a safe os; no io/debug/ffi/jit, no file loading). A script that
+-- reaches for os.execute works nowhere in the host, so it fails in the specs too.
 local SANDBOX = {
   "assert", "error", "getmetatable", "ipairs", "next", "pairs", "pcall", "rawequal",
   "rawget", "rawset", "select", "setmetatable", "tonumber", "tostring", "type", "unpack",
   "xpcall", "_VERSION", "table", "math", "coroutine", "bit", "gcinfo", "newproxy",
 }
+
+-- What require() returns from the sandbox itself (the host's package.loaded: engine_require.c).
+local STDLIBS = { string = true, table = true, math = true, coroutine = true, bit = true, os = true }
 
 -- load/loadstring refuse bytecode, as in the host.
 local function text_only(fn)
@@ -90,6 +94,14 @@ sandbox_globals = function(fake)
     end
     return collectgarbage(opt, ...)
   end
+  -- os: time, date and clock only, as in the host (bindings/sandbox_libs.h); time() and date()
+  -- without a time read the fake's clock, as the host's read its injected clock.
+  local function now() return floor(fake:now()) end
+  g.os = {
+    time = function(t) if t == nil then return now() end return os_time(t) end,
+    date = function(fmt, t) if t == nil then t = now() end return os_date(fmt or "%c", t) end,
+    clock = os_clock,
+  }
   g.load = text_only(load)
   g.loadstring = text_only(loadstring)
   g.print = function(...)
@@ -102,8 +114,8 @@ sandbox_globals = function(fake)
 end
 
 --- Load a script set the way the host does: `main.lua` is the entry and runs in the host's
--- sandbox (base without dofile/loadfile, string without dump, table, math, coroutine, bit;
--- `print` goes to `fake.logs`); `require("luaop...")` and `require("cjson")` come from the
+-- sandbox (base without dofile/loadfile, string without dump, table, math, coroutine, bit, an
+-- os with only time/date/clock on the fake clock; `print` goes to `fake.logs`); `require("luaop...")` and `require("cjson")` come from the
 -- library, every other name from the set (`a.b` → `<dir>/a/b.lua` or `<dir>/a/b/init.lua`,
 -- loaded once per `load`). Controllers declared with `luaop.controller` are collected by the fake.
 -- @tparam string dir the script directory (or the path of main.lua)
@@ -121,6 +133,8 @@ function _M.load(dir)
     if type(name) ~= "string" then error("require: module name must be a string", 2) end
     -- luaop and luaop.* come only from the library (scripts cannot shadow them); cjson is lua-cjson.
     if name == "luaop" or name:sub(1, 6) == "luaop." or name == "cjson" then return require(name) end
+    -- the sandbox's standard libraries, as the host's package.loaded has them
+    if STDLIBS[name] then return env[name] end
     if loaded[name] ~= nil then return loaded[name] end
     local base = dir .. "/" .. name:gsub("%.", "/")
     for _, path in ipairs({ base .. ".lua", base .. "/init.lua" }) do
