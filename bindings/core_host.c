@@ -144,6 +144,14 @@ static bool looks_like_json(const char *s, size_t n)
 static int do_request(lua_State *L, lop_vm_t *vm, const lop_api_request_t *rq, int *code)
 {
     luaL_checkstack(L, 8, "core request");
+    /* The call may not outlast the script's deadline (it cannot be interrupted while it blocks):
+     * a passed deadline raises here, else the host gets what is left of it. */
+    lop_lua_vm_check_deadline(L);
+    lop_api_request_t bounded = *rq;
+    if (vm->lvm.deadline_ns != INT64_MAX) {
+        int64_t left = vm->lvm.deadline_ns - lop_clock_mono(vm->lvm.clock);
+        bounded.timeout_ns = left > 0 ? left : 1;
+    }
     lua_pushcfunction(L, decode_fn);
     decode_job_t job = {0};
     lua_pushlightuserdata(L, &job);
@@ -151,7 +159,7 @@ static int do_request(lua_State *L, lop_vm_t *vm, const lop_api_request_t *rq, i
     lop_api_response_t resp = {0};
     lop_err_t err;
     lop_err_clear(&err);
-    lop_rc_t rc = vm->host->request(vm->host->ud, rq, &resp, &err);
+    lop_rc_t rc = vm->host->request(vm->host->ud, &bounded, &resp, &err);
     int st = 0;
     if (resp.body && looks_like_json(resp.body, resp.len)) {
         job.s = resp.body;

@@ -168,6 +168,10 @@ typedef struct lop_api_request {
     size_t body_len;
     const char *controller; /* the controller whose reconcile makes the request, or NULL
                               * (decides whether a write needs leadership) */
+    int64_t timeout_ns;     /* what is left of the calling script's deadline (a reconcile's
+                              * --reconcile-timeout), ns > 0; 0 = none. The call, retries and
+                              * Retry-After waits included, ends within it (client-go: the
+                              * reconcile's context deadline bounds every client call) */
 } lop_api_request_t;
 
 typedef struct lop_api_response {

@@ -348,6 +348,8 @@ static lop_rc_t host_request(void *ud, const lop_api_request_t *req, lop_api_res
         .query = req->query,
         .body = req->body,
         .len = req->body_len,
+        /* what is left of the reconcile's deadline, rounded up to whole ms */
+        .deadline_ms = req->timeout_ns > 0 ? (long)((req->timeout_ns + LOP_NS_PER_MS - 1) / LOP_NS_PER_MS) : 0,
     };
     lop_rest_resp_t r = LOP_REST_RESP_INIT;
     lop_rest_mapping_t mp;

@@ -331,14 +331,30 @@ static lop_rc_t run(lop_rest_client_t *c, const lop_rest_req_t *req, lop_stream_
     long timeout = fn ? -1 : (req->timeout_ms == 0 ? DEFAULT_TIMEOUT_MS : req->timeout_ms);
     /* what Retry-After waits may still take of the request's timeout (ns); < 0 = unbounded */
     int64_t wait_budget = timeout > 0 ? timeout * LOP_NS_PER_MS : -1;
+    /* the whole call's deadline on the client's clock (INT64_MAX = none) */
+    int64_t deadline = INT64_MAX;
+    if (!fn && req->deadline_ms > 0) deadline = lop_clock_mono(c->clock) + req->deadline_ms * LOP_NS_PER_MS;
     lop_rest_resp_cleanup(resp);
     lop_rest_resp_init(resp);
     for (int attempt = 0;; attempt++) {
         if (req->cancel && atomic_load(req->cancel))
             return lop_err_set(err, LOP_ECLOSED, 0, NULL, "%s %s: cancelled", req->method, req->path);
         int64_t wait = lop_qps_reserve(c->qps);
+        if (wait > 0 && deadline != INT64_MAX && lop_clock_mono(c->clock) + wait > deadline)
+            return lop_err_set(err, LOP_ETIMEDOUT, 0, NULL,
+                               "%s %s: the client rate limiter's wait would pass the deadline (%ld ms)", req->method,
+                               req->path, req->deadline_ms);
         if (wait > 0 && !wait_until(c, lop_clock_mono(c->clock) + wait, req->cancel))
             return lop_err_set(err, LOP_ECLOSED, 0, NULL, "%s %s: cancelled", req->method, req->path);
+        long attempt_timeout = timeout;
+        if (deadline != INT64_MAX) {
+            int64_t left = deadline - lop_clock_mono(c->clock);
+            if (left <= 0)
+                return lop_err_set(err, LOP_ETIMEDOUT, 0, NULL, "%s %s: deadline (%ld ms) passed", req->method,
+                                   req->path, req->deadline_ms);
+            long left_ms = (long)((left + LOP_NS_PER_MS - 1) / LOP_NS_PER_MS);
+            if (attempt_timeout <= 0 || left_ms < attempt_timeout) attempt_timeout = left_ms;
+        }
         lop_auth_cred_t cred;
         lop_rc_t rc = lop_auth_get(c->cfg.auth, &cred, err);
         if (rc != LOP_OK) return rc;
@@ -353,7 +369,7 @@ static lop_rc_t run(lop_rest_client_t *c, const lop_rest_req_t *req, lop_stream_
         int code = 0;
         char why[256];
         lop_http_result_t hr = perform(c, &a, req->method, req->path, req->accept, req->content_type, req->body,
-                                       req->len, timeout, &cred, &code, why, sizeof why);
+                                       req->len, attempt_timeout, &cred, &code, why, sizeof why);
         lop_auth_cred_cleanup(&cred);
         resp->code = code;
         snprintf(resp->content_type, sizeof resp->content_type, "%s", a.content_type);
@@ -371,7 +387,8 @@ static lop_rc_t run(lop_rest_client_t *c, const lop_rest_req_t *req, lop_stream_
             return lop_err_set(err, LOP_EAGAIN, code, NULL, "%s %s: response body over %zu MiB", req->method, req->path,
                                BODY_MAX >> 20);
         if (hr != LOP_HTTP_OK) {
-            if (is_get && !fn && !a.delivered && hr == LOP_HTTP_ERESET && attempt < LOP_REST_MAX_RETRIES) {
+            if (is_get && !fn && !a.delivered && hr == LOP_HTTP_ERESET && attempt < LOP_REST_MAX_RETRIES &&
+                (deadline == INT64_MAX || lop_clock_mono(c->clock) + LOP_NS_PER_S <= deadline)) {
                 lop_log(LOP_LOG_DEBUG, "retrying GET after a connection error", "path", req->path, "error", why, NULL);
                 resp->retries++;
                 if (!wait_until(c, lop_clock_mono(c->clock) + LOP_NS_PER_S, req->cancel))
@@ -399,7 +416,7 @@ static lop_rc_t run(lop_rest_client_t *c, const lop_rest_req_t *req, lop_stream_
             lop_log(LOP_LOG_DEBUG, "retrying after Retry-After", "method", req->method, "path", req->path, "code",
                     code == 429 ? "429" : "5xx", "retry_after_s", ra, "attempt", n, NULL);
             int64_t until = lop_clock_mono(c->clock) + retry_after * LOP_NS_PER_S;
-            if (wait_budget >= 0 && retry_after * LOP_NS_PER_S > wait_budget) {
+            if ((wait_budget >= 0 && retry_after * LOP_NS_PER_S > wait_budget) || until > deadline) {
                 lop_log(LOP_LOG_DEBUG, "Retry-After passes the request's deadline; not retrying", "method", req->method,
                         "path", req->path, "retry_after_s", ra, NULL);
                 return lop_rest_status_parse(code, resp->body.data, resp->body.len, err, &resp->status);

@@ -119,6 +119,13 @@ typedef struct lop_rest_req {
                                 * Retry-After waits: one longer than what is left of it (less the
                                 * waits before) is not waited, the 429/5xx is returned at once, as
                                 * client-go does when the wait would pass the context's deadline. */
+    /* Optional bound on the whole call (ms from the call on the client's clock; 0 = none), as a
+     * context deadline bounds a client-go request (rest/request.go, rest/with_retry.go): each
+     * attempt's timeout is cut to what is left; a rate-limiter wait, Retry-After wait or reset
+     * retry that would end past it is not waited — the call returns at once, with the 429/5xx (or
+     * the transport error) for a retry, LOP_ETIMEDOUT for the rate limiter (its token is spent).
+     * The Lua bindings pass what is left of the calling reconcile's deadline. */
+    long deadline_ms;
     /* Optional: a 2xx body is passed to sink as it arrives instead of being collected in
      * resp->body (a non-2xx body is still collected and parsed as a Status). sink returning
      * non-zero ends the transfer (LOP_ECLOSED). Retries (Retry-After, 401) happen only before any

@@ -105,7 +105,8 @@ lop_rc_t lop_rest_object(lop_rest_client_t *c, lop_restmapper_t *m, const lop_ob
                               .body = send,
                               .len = send ? len : 0,
                               .cancel = r->cancel,
-                              .timeout_ms = r->timeout_ms};
+                              .timeout_ms = r->timeout_ms,
+                              .deadline_ms = r->deadline_ms};
         lop_rest_resp_t local = LOP_REST_RESP_INIT;
         lop_rest_resp_t *rp = resp ? resp : &local;
         rc = lop_rest_request(c, &req, rp, err);

@@ -23,9 +23,12 @@ typedef struct fake_host {
     char last_verb[16];
     char last_body[256];
     char last_event_reason[64];
+    int64_t timeouts[8];   /* lop_api_request_t.timeout_ns of the first requests */
+    int64_t request_steps; /* each request moves the fake clock by this (a slow call) */
 } fake_host_t;
 
 static fake_host_t fh;
+static lop_fake_clock_t fclock;
 
 static const char cm_json[] =
     "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\",\"namespace\":\"default\","
@@ -62,7 +65,9 @@ static void f_release(void *ud, lop_blob_t *b) { fh.releases++; }
 
 static lop_rc_t f_request(void *ud, const lop_api_request_t *rq, lop_api_response_t *resp, lop_err_t *err)
 {
+    if (fh.requests < 8) fh.timeouts[fh.requests] = rq->timeout_ns;
     fh.requests++;
+    if (fh.request_steps) lop_fake_clock_step(&fclock, fh.request_steps);
     snprintf(fh.last_verb, sizeof fh.last_verb, "%s", rq->verb);
     snprintf(fh.last_query, sizeof fh.last_query, "%s", rq->query ? rq->query : "");
     snprintf(fh.last_body, sizeof fh.last_body, "%.*s", (int)rq->body_len, rq->body ? rq->body : "");
@@ -104,8 +109,6 @@ static const lop_host_api_t host = {NULL,    f_cache_get, f_cache_list, f_releas
                                     f_event, f_is_leader, f_identity,   NULL,      NULL};
 
 /* ------------------------------------------------------------------ helpers */
-
-static lop_fake_clock_t fclock;
 
 static lop_engine_opts_t opts(void)
 {
@@ -474,6 +477,45 @@ static void test_host_functions(void)
     T_EQ_STR(fh.last_event_reason, "Warning/Failed");
     T_EQ_STR(fh.last_body, "{}");
     T_EQ_INT(fh.requests, 5); /* live get, 2 list pages, create, update */
+    for (int i = 0; i < 5; i++) T_EQ_INT(fh.timeouts[i], 10 * LOP_NS_PER_S); /* the clock stood still */
+    e->vm_free(vm);
+}
+
+/* Each client call gets what is left of the reconcile's deadline (the host bounds the call,
+ * Retry-After waits included, by it), and a call made after the deadline raises without reaching
+ * the host: with 2.5 s and calls that take 1 s each, the host sees 2.5 s, 1.5 s, 0.5 s, then the
+ * fourth call raises "reconcile deadline exceeded". */
+static const char deadline_main[] =
+    "local core = require('luaop.core')\n"
+    "core.register_controller{ name = 'd', for_ = { api_version = 'v1', kind = 'ConfigMap' },\n"
+    "  reconcile_timeout = 2.5,\n"
+    "  reconcile = function(req)\n"
+    "    for i = 1, 4 do core.request('get', 'v1', 'Secret', 'default', 's') end\n"
+    "  end }\n";
+
+static void test_requests_get_what_is_left_of_the_deadline(void)
+{
+    const lop_engine_t *e = lop_lua_engine();
+    memset(&fh, 0, sizeof fh);
+    fh.request_steps = LOP_NS_PER_S;
+    set_builder_t b;
+    lop_engine_opts_t o = opts();
+    lop_err_t err;
+    lop_vm_t *vm = e->vm_new(mkset(&b, deadline_main, NULL, NULL), &o, &host, &err);
+    T_CHECK(vm != NULL);
+    if (!vm) {
+        fprintf(stderr, "%s\n", err.message);
+        return;
+    }
+    lop_reconcile_result_t res;
+    e->reconcile(vm, "d", &req, &res);
+    T_EQ_INT(res.kind, LOP_RESULT_ERROR);
+    T_CHECK(res.timed_out);
+    T_CHECK(strstr(res.message, "reconcile deadline exceeded") != NULL);
+    T_EQ_INT(fh.requests, 3);
+    T_EQ_INT(fh.timeouts[0], 2500 * LOP_NS_PER_MS);
+    T_EQ_INT(fh.timeouts[1], 1500 * LOP_NS_PER_MS);
+    T_EQ_INT(fh.timeouts[2], 500 * LOP_NS_PER_MS);
     e->vm_free(vm);
 }
 
@@ -547,6 +589,7 @@ int main(void)
     T_RUN(test_predicate_and_map_errors);
     T_RUN(test_reconcile_result_mapping);
     T_RUN(test_host_functions);
+    T_RUN(test_requests_get_what_is_left_of_the_deadline);
     T_RUN(test_luaop_library_cannot_be_shadowed);
     return T_DONE();
 }

@@ -613,6 +613,102 @@ static void h_stall(fs_server_t *s, int n, const char *m, const char *p, const c
     out->pieces[1] = "2\r\n{}\r\n";
 }
 
+/* The whole call's deadline (the reconcile's, passed by the Lua bindings) bounds Retry-After
+ * waits even without a request timeout: a 30 s Retry-After under a 2 s deadline is not waited. */
+static void test_retry_after_past_the_call_deadline_is_not_waited(void)
+{
+    lop_fake_clock_t fc;
+    lop_fake_clock_init(&fc, 0);
+    fs_server_t *s = fs_start(h_429_wait_30, NULL);
+    lop_rest_client_t *c = mk_client(s, &fc, -1, 0, NULL);
+    int64_t t0 = lop_clock_mono(&fc.base);
+    lop_rest_req_t req = {
+        .method = "GET", .path = "/api/v1/namespaces/d/configmaps/a", .timeout_ms = -1, .deadline_ms = 2000};
+    lop_rest_resp_t resp = LOP_REST_RESP_INIT;
+    lop_err_t err;
+    T_EQ_INT(lop_rest_request(c, &req, &resp, &err), LOP_EAGAIN);
+    T_EQ_INT(err.code, 429);
+    T_EQ_STR(err.reason, "TooManyRequests");
+    T_EQ_INT(resp.retries, 0);
+    T_EQ_INT(fs_nreqs(s), 1);
+    T_EQ_INT(lop_clock_mono(&fc.base) - t0, 0);
+    lop_rest_resp_cleanup(&resp);
+    lop_rest_client_free(c);
+    fs_stop(s);
+}
+
+/* Retry-After waits that fit the deadline are waited; the first that does not is not: with a
+ * 3 s deadline and `Retry-After: 2` twice, at most one wait fits (how many depends on how far the
+ * free-running stepper moved the fake clock during the first exchange), the 4 s the server asks
+ * for in all never does, so the call fails instead of getting the 200 of the third attempt
+ * (test_429_text_with_retry_after_is_retried gets it without a deadline): with the 429 when a wait
+ * would pass the deadline, or LOP_ETIMEDOUT when the stepper moved the clock past it during the
+ * wait that fitted. */
+static void test_retry_after_waits_stop_at_the_call_deadline(void)
+{
+    lop_fake_clock_t fc;
+    lop_fake_clock_init(&fc, 0);
+    fs_server_t *s = fs_start(h_429_twice, NULL);
+    lop_rest_client_t *c = mk_client(s, &fc, -1, 0, NULL);
+    stepper_t st;
+    stepper_start(&st, &fc);
+    int64_t t0 = lop_clock_mono(&fc.base);
+    lop_rest_req_t req = {.method = "GET", .path = "/api/v1/namespaces/d/configmaps/a", .deadline_ms = 3000};
+    lop_rest_resp_t resp = LOP_REST_RESP_INIT;
+    lop_err_t err;
+    lop_rc_t rc = lop_rest_request(c, &req, &resp, &err);
+    stepper_stop(&st);
+    T_CHECK((rc == LOP_EAGAIN && err.code == 429) || rc == LOP_ETIMEDOUT);
+    T_CHECK(resp.retries <= 1);
+    T_CHECK(fs_nreqs(s) <= 2);
+    /* no wait ran past the deadline: only a retry's exchange can add fake time after it */
+    T_CHECK(resp.retries == 0 || lop_clock_mono(&fc.base) - t0 >= 2 * LOP_NS_PER_S);
+    lop_rest_resp_cleanup(&resp);
+    lop_rest_client_free(c);
+    fs_stop(s);
+}
+
+/* A rate-limiter wait that would pass the deadline is not waited: LOP_ETIMEDOUT at once. */
+static void test_qps_wait_past_the_call_deadline_fails_at_once(void)
+{
+    lop_fake_clock_t fc;
+    lop_fake_clock_init(&fc, 0);
+    fs_server_t *s = fs_start(h_ok, NULL);
+    lop_rest_client_t *c = mk_client(s, &fc, 0.1, 1, NULL); /* one token, the next in 10 s */
+    lop_rest_resp_t first = LOP_REST_RESP_INIT;
+    lop_err_t err;
+    T_EQ_INT(lop_rest_do(c, "GET", "/api/v1/namespaces/d/configmaps/a", NULL, NULL, 0, &first, &err), LOP_OK);
+    lop_rest_resp_cleanup(&first);
+    int64_t t0 = lop_clock_mono(&fc.base);
+    lop_rest_req_t req = {.method = "GET", .path = "/api/v1/namespaces/d/configmaps/a", .deadline_ms = 2000};
+    lop_rest_resp_t resp = LOP_REST_RESP_INIT;
+    T_EQ_INT(lop_rest_request(c, &req, &resp, &err), LOP_ETIMEDOUT);
+    T_CHECK(strstr(err.message, "rate limiter") != NULL);
+    T_EQ_INT(fs_nreqs(s), 1);
+    T_EQ_INT(lop_clock_mono(&fc.base) - t0, 0);
+    lop_rest_resp_cleanup(&resp);
+    lop_rest_client_free(c);
+    fs_stop(s);
+}
+
+/* The deadline also cuts the attempt's own timeout: a server that never answers fails the call
+ * with LOP_ETIMEDOUT after the deadline (300 ms, real clock), not the 120 s request timeout. */
+static void test_call_deadline_cuts_a_stalled_attempt(void)
+{
+    fs_server_t *s = fs_start(h_stall, NULL);
+    lop_rest_client_t *c = mk_client(s, NULL, -1, 0, NULL);
+    lop_rest_req_t req = {.method = "GET", .path = "/api/v1/namespaces/d/configmaps/a", .deadline_ms = 300};
+    lop_rest_resp_t resp = LOP_REST_RESP_INIT;
+    lop_err_t err;
+    int64_t t0 = lop_clock_mono(&lop_clock_system);
+    T_EQ_INT(lop_rest_request(c, &req, &resp, &err), LOP_ETIMEDOUT);
+    int64_t took = lop_clock_mono(&lop_clock_system) - t0;
+    T_CHECK(took >= 250 * LOP_NS_PER_MS && took < 5 * LOP_NS_PER_S);
+    lop_rest_resp_cleanup(&resp);
+    lop_rest_client_free(c);
+    fs_stop(s);
+}
+
 typedef struct watch_run {
     lop_rest_client_t *c;
     atomic_bool cancel;
@@ -837,6 +933,10 @@ int main(void)
     T_RUN(test_retry_after_parse);
     T_RUN(test_429_text_with_retry_after_is_retried);
     T_RUN(test_retry_after_past_the_timeout_is_not_waited);
+    T_RUN(test_retry_after_past_the_call_deadline_is_not_waited);
+    T_RUN(test_retry_after_waits_stop_at_the_call_deadline);
+    T_RUN(test_qps_wait_past_the_call_deadline_fails_at_once);
+    T_RUN(test_call_deadline_cuts_a_stalled_attempt);
     T_RUN(test_5xx_without_retry_after_is_not_retried);
     T_RUN(test_retries_stop_after_ten);
     T_RUN(test_get_retried_on_connection_reset_but_not_post);
