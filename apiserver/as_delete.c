@@ -12,23 +12,13 @@
 #include "apiserver/as_util.h"
 #include "apiserver/as_view.h"
 
+#include "host/codec/jsonstr.h"
 #include "host/util/log.h"
 
 #include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static bool str_in(const json_t *arr, const char *s)
-{
-    size_t i;
-    json_t *v;
-    json_array_foreach(arr, i, v)
-    {
-        if (json_is_string(v) && !strcmp(json_string_value(v), s)) return true;
-    }
-    return false;
-}
 
 static void remove_str(json_t *arr, const char *s)
 {
@@ -63,10 +53,10 @@ static json_t *delete_object(lop_apiserver_t *srv, as_res_t *res, const char *ke
     bool is_ns = !strcmp(res->plural, "namespaces") && !res->group[0];
     if (policy && !strcmp(policy, "Foreground")) {
         remove_str(fin, "orphan");
-        if (!str_in(fin, "foregroundDeletion")) json_array_append_new(fin, json_string("foregroundDeletion"));
+        if (!lop_json_str_in(fin, "foregroundDeletion")) json_array_append_new(fin, json_string("foregroundDeletion"));
     } else if (policy && !strcmp(policy, "Orphan")) {
         remove_str(fin, "foregroundDeletion");
-        if (!str_in(fin, "orphan")) json_array_append_new(fin, json_string("orphan"));
+        if (!lop_json_str_in(fin, "orphan")) json_array_append_new(fin, json_string("orphan"));
     } else if (policy) {
         remove_str(fin, "orphan");
         remove_str(fin, "foregroundDeletion");
@@ -303,7 +293,7 @@ static as_entry_t *find_uid(lop_apiserver_t *srv, const char *uid, as_coll_t **c
 static bool has_finalizer(const json_t *obj, const char *f)
 {
     json_t *fin = json_object_get(json_object_get(obj, "metadata"), "finalizers");
-    return json_is_array(fin) && str_in(fin, f);
+    return json_is_array(fin) && lop_json_str_in(fin, f);
 }
 
 /* Remove finalizer f from the object at c/key (deleting it if it was the last and it is

@@ -16,6 +16,7 @@
 #include "apiserver/as_write_checks.h"
 
 #include "apiserver/ssa.h"
+#include "host/codec/jsonstr.h"
 #include "host/util/clock.h"
 
 #include <stdio.h>
@@ -177,17 +178,6 @@ static json_t *finalizers_of(const json_t *o)
     return json_is_array(f) ? f : NULL;
 }
 
-static bool str_in(const json_t *arr, const char *s)
-{
-    size_t i;
-    json_t *v;
-    json_array_foreach(arr, i, v)
-    {
-        if (json_is_string(v) && !strcmp(json_string_value(v), s)) return true;
-    }
-    return false;
-}
-
 static void reply_obj(as_req_t *q, int code, const json_t *obj)
 {
     if (q->reply_scale) {
@@ -319,7 +309,7 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
             lop_buf_t added = LOP_BUF_INIT;
             json_array_foreach(nf, i, v)
             {
-                if (json_is_string(v) && (!of || !str_in(of, json_string_value(v)))) {
+                if (json_is_string(v) && (!of || !lop_json_str_in(of, json_string_value(v)))) {
                     lop_buf_printf(&added, "%s%s", added.len ? " " : "", json_string_value(v));
                 }
             }

@@ -6,6 +6,7 @@
 #include "apiserver/ssa_fieldset.h"
 #include "apiserver/ssa_internal.h"
 #include "host/util/buf.h"
+#include "host/util/utf8.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -110,26 +111,6 @@ json_t *as_ssa_conflict_status(const as_ssa_mgrs_t *ms, const json_t *conflicts)
     return st;
 }
 
-/* Length of the UTF-8 sequence at s and its code point; 0 if invalid. */
-static size_t utf8_decode(const unsigned char *s, uint32_t *cp)
-{
-    if (s[0] < 0x80) {
-        *cp = s[0];
-        return 1;
-    }
-    size_t n = (s[0] & 0xE0) == 0xC0 ? 2 : (s[0] & 0xF0) == 0xE0 ? 3 : (s[0] & 0xF8) == 0xF0 ? 4 : 0;
-    if (!n) return 0;
-    uint32_t v = s[0] & (0x7F >> n);
-    for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xC0) != 0x80) return 0;
-        v = (v << 6) | (s[i] & 0x3F);
-    }
-    static const uint32_t min[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (v < min[n] || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) return 0;
-    *cp = v;
-    return n;
-}
-
 /* Close to Go's unicode.IsPrint: no controls, no spaces other than ' ', no format characters. */
 static bool printable(uint32_t c)
 {
@@ -144,9 +125,10 @@ char *as_ssa_manager_from_user_agent(const char *ua)
     lop_buf_t b = LOP_BUF_INIT;
     lop_buf_puts(&b, "");
     const unsigned char *s = (const unsigned char *)(ua ? ua : "");
+    const unsigned char *end = s + strlen((const char *)s);
     while (*s && *s != '/') {
         uint32_t cp = 0;
-        size_t n = utf8_decode(s, &cp);
+        size_t n = lop_utf8_decode(s, (size_t)(end - s), &cp);
         const char *bytes = (const char *)s;
         size_t len = n;
         if (n == 0) { /* an invalid byte reads as U+FFFD, which is printable */

@@ -5,6 +5,8 @@
  */
 #include "bindings/json_codec.h"
 #include "bindings/json_internal.h"
+#include "host/codec/jsonstr.h"
+#include "host/util/utf8.h"
 
 #include <lauxlib.h>
 
@@ -51,66 +53,6 @@ static inline void skip_ws(dec_t *d)
     d->p = p;
 }
 
-size_t lop_lua_utf8_seq(const unsigned char *p, const unsigned char *end)
-{
-    unsigned char c = p[0];
-    size_t n;
-    uint32_t cp, min;
-    if (c >= 0xc2 && c <= 0xdf) {
-        n = 2, cp = c & 0x1f, min = 0x80;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        n = 3, cp = c & 0x0f, min = 0x800;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        n = 4, cp = c & 0x07, min = 0x10000;
-    } else {
-        return 0;
-    }
-    if ((size_t)(end - p) < n) return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((p[i] & 0xc0) != 0x80) return 0;
-        cp = (cp << 6) | (p[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
-    return n;
-}
-
-static int hex4(const unsigned char *p, uint32_t *out)
-{
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++) {
-        unsigned char c = p[i];
-        v <<= 4;
-        if (c >= '0' && c <= '9')
-            v |= (uint32_t)(c - '0');
-        else if (c >= 'a' && c <= 'f')
-            v |= (uint32_t)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F')
-            v |= (uint32_t)(c - 'A' + 10);
-        else
-            return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-static void put_utf8(dec_t *d, uint32_t cp)
-{
-    char b[4];
-    size_t n;
-    if (cp < 0x80) {
-        b[0] = (char)cp, n = 1;
-    } else if (cp < 0x800) {
-        b[0] = (char)(0xc0 | (cp >> 6)), b[1] = (char)(0x80 | (cp & 0x3f)), n = 2;
-    } else if (cp < 0x10000) {
-        b[0] = (char)(0xe0 | (cp >> 12)), b[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-        b[2] = (char)(0x80 | (cp & 0x3f)), n = 3;
-    } else {
-        b[0] = (char)(0xf0 | (cp >> 18)), b[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-        b[2] = (char)(0x80 | ((cp >> 6) & 0x3f)), b[3] = (char)(0x80 | (cp & 0x3f)), n = 4;
-    }
-    lop_lua_sbuf_put(d->L, d->scratch, b, n);
-}
-
 /* d->p is just past the opening quote. Pushes the string; leaves d->p past the closing quote. */
 static void dec_string(dec_t *d)
 {
@@ -129,7 +71,7 @@ static void dec_string(dec_t *d)
         if (c < 0x80) {
             p++;
         } else {
-            size_t n = lop_lua_utf8_seq(p, end);
+            size_t n = lop_utf8_decode(p, (size_t)(end - p), NULL);
             if (!n) dec_fail(d, p, "invalid UTF-8 in string");
             p += n;
         }
@@ -156,18 +98,15 @@ static void dec_string(dec_t *d)
             case 'r': out = '\r'; break;
             case 't': out = '\t'; break;
             case 'u': {
-                uint32_t cp, lo;
-                if (end - p < 6 || hex4(p + 2, &cp) < 0) dec_fail(d, esc, "invalid \\u escape");
-                p += 6;
-                if (cp >= 0xdc00 && cp <= 0xdfff) dec_fail(d, esc, "invalid \\u escape (lone low surrogate)");
-                if (cp >= 0xd800 && cp <= 0xdbff) {
-                    if (end - p < 6 || p[0] != '\\' || p[1] != 'u' || hex4(p + 2, &lo) < 0 || lo < 0xdc00 ||
-                        lo > 0xdfff)
-                        dec_fail(d, esc, "invalid \\u escape (high surrogate without low surrogate)");
-                    cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-                    p += 6;
-                }
-                put_utf8(d, cp);
+                uint32_t cp = 0;
+                int used = lop_json_unescape_u((const char *)p, (const char *)end, &cp);
+                if (used == LOP_JSON_U_LONE_LOW) dec_fail(d, esc, "invalid \\u escape (lone low surrogate)");
+                if (used == LOP_JSON_U_LONE_HIGH)
+                    dec_fail(d, esc, "invalid \\u escape (high surrogate without low surrogate)");
+                if (used < 0) dec_fail(d, esc, "invalid \\u escape");
+                p += used;
+                char u8[4];
+                lop_lua_sbuf_put(d->L, d->scratch, u8, lop_utf8_encode(cp, u8));
                 continue;
             }
             default: dec_fail(d, p, "invalid escape in string");
@@ -181,7 +120,7 @@ static void dec_string(dec_t *d)
             lop_lua_sbuf_putc(d->L, b, (char)c);
             p++;
         } else {
-            size_t n = lop_lua_utf8_seq(p, end);
+            size_t n = lop_utf8_decode(p, (size_t)(end - p), NULL);
             if (!n) dec_fail(d, p, "invalid UTF-8 in string");
             lop_lua_sbuf_put(d->L, b, p, n);
             p += n;

@@ -6,6 +6,7 @@
 #include "bindings/json_codec.h"
 #include "bindings/json_internal.h"
 #include "host/util/buf.h"
+#include "host/util/utf8.h"
 
 #include <lauxlib.h>
 
@@ -82,7 +83,7 @@ static void put_str(enc_t *e, const char *s, size_t n)
             continue;
         }
         if (c >= 0x80) {
-            size_t k = lop_lua_utf8_seq(p, end);
+            size_t k = lop_utf8_decode(p, (size_t)(end - p), NULL);
             if (!k) {
                 b->len = (size_t)(o - b->p);
                 enc_fail(e, "a string with invalid UTF-8");

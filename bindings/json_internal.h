@@ -50,10 +50,6 @@ static inline void lop_lua_sbuf_putc(lua_State *L, lop_lua_sbuf_t *b, char c)
     b->p[b->len++] = c;
 }
 
-/* Length of the valid UTF-8 sequence starting at p (< end), or 0 when invalid (overlong forms,
- * surrogates, code points above U+10FFFF, truncated sequences). p[0] must be >= 0x80. */
-size_t lop_lua_utf8_seq(const unsigned char *p, const unsigned char *end);
-
 /* Whether the bigint userdata at idx exists; helpers for json_lua.c. */
 bool lop_lua_json_is_bigint(lua_State *L, int idx);
 

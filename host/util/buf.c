@@ -3,6 +3,8 @@
  * at a time. No upstream counterpart. */
 #include "host/util/buf.h"
 
+#include "host/util/utf8.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,29 +184,12 @@ char *lop_buf_steal(lop_buf_t *b)
     return p;
 }
 
-/* Length of the valid UTF-8 sequence at p (1..4), or 0 when it is not one (RFC 3629: no
- * overlongs, no surrogates, at most U+10FFFF). */
-static size_t utf8_seq(const unsigned char *p, size_t n)
-{
-    unsigned char c = p[0];
-    if (c < 0x80) return 1;
-    size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
-    if (len == 0 || len > n || c > 0xF4) return 0;
-    for (size_t i = 1; i < len; i++)
-        if ((p[i] & 0xC0) != 0x80) return 0;
-    if (len == 3 && c == 0xE0 && p[1] < 0xA0) return 0;  /* overlong */
-    if (len == 3 && c == 0xED && p[1] >= 0xA0) return 0; /* surrogate */
-    if (len == 4 && c == 0xF0 && p[1] < 0x90) return 0;  /* overlong */
-    if (len == 4 && c == 0xF4 && p[1] >= 0x90) return 0; /* > U+10FFFF */
-    return len;
-}
-
 void lop_buf_utf8(lop_buf_t *b, const char *s, size_t n)
 {
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0, run = 0;
     while (i < n) {
-        size_t l = utf8_seq(p + i, n - i);
+        size_t l = lop_utf8_decode(p + i, n - i, NULL);
         if (l) {
             i += l;
             continue;

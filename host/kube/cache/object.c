@@ -2,9 +2,11 @@
 #include "host/kube/cache/object.h"
 
 #include "host/codec/jsonscan.h"
+#include "host/codec/jsonstr.h"
 #include "host/kube/cache/object_impl.h"
 #include "host/util/buf.h"
 #include "host/util/malloc_tune.h"
+#include "host/util/utf8.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -18,23 +20,6 @@ typedef struct arena {
     char *p;
     size_t len, cap;
 } arena_t;
-
-static bool hex4(const char *r, const char *end, uint32_t *out)
-{
-    if (end - r < 4) return false;
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++) {
-        char c = r[i];
-        int d = c >= '0' && c <= '9'   ? c - '0'
-                : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                       : -1;
-        if (d < 0) return false;
-        v = v << 4 | (uint32_t)d;
-    }
-    *out = v;
-    return true;
-}
 
 /* Decode the body r[0..end) of a JSON string token (between its quotes) to w, or only check it
  * when w is NULL. Returns the decoded length (no NUL written), or -1 for a bad escape, a lone
@@ -62,32 +47,13 @@ static ptrdiff_t decode_str(const char *r, const char *end, char *w)
         case 'r': PUT('\r'); break;
         case 't': PUT('\t'); break;
         case 'u': {
-            uint32_t cp, lo;
-            if (!hex4(r, end, &cp)) return -1;
-            r += 4;
-            if (cp >= 0xD800 && cp <= 0xDBFF) {
-                if (end - r < 6 || r[0] != '\\' || r[1] != 'u' || !hex4(r + 2, end, &lo) || lo < 0xDC00 || lo > 0xDFFF)
-                    return -1;
-                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-                r += 6;
-            } else if ((cp >= 0xDC00 && cp <= 0xDFFF) || cp == 0) {
-                return -1;
-            }
-            if (cp < 0x80) {
-                PUT(cp);
-            } else if (cp < 0x800) {
-                PUT(0xC0 | cp >> 6);
-                PUT(0x80 | (cp & 0x3F));
-            } else if (cp < 0x10000) {
-                PUT(0xE0 | cp >> 12);
-                PUT(0x80 | (cp >> 6 & 0x3F));
-                PUT(0x80 | (cp & 0x3F));
-            } else {
-                PUT(0xF0 | cp >> 18);
-                PUT(0x80 | (cp >> 12 & 0x3F));
-                PUT(0x80 | (cp >> 6 & 0x3F));
-                PUT(0x80 | (cp & 0x3F));
-            }
+            uint32_t cp = 0;
+            int used = lop_json_unescape_u(r - 2, end, &cp); /* r - 2: the escape's backslash */
+            if (used < 0 || cp == 0) return -1;
+            r += used - 2;
+            char u8[4];
+            size_t k = lop_utf8_encode(cp, u8);
+            for (size_t i = 0; i < k; i++) PUT((unsigned char)u8[i]);
             break;
         }
         default: return -1;

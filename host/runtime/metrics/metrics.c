@@ -2,6 +2,7 @@
  * exposition lives in metrics_text.c. */
 #include "host/runtime/metrics/metrics.h"
 #include "host/runtime/metrics/metrics_impl.h"
+#include "host/util/utf8.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -72,39 +73,6 @@ static bool valid_label_name(const char *s)
         char c = *p;
         bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
         if (!alpha && !(p != s && c >= '0' && c <= '9')) return false;
-    }
-    return true;
-}
-
-/* Strict UTF-8 (no overlongs, no surrogates, <= U+10FFFF). */
-static bool valid_utf8(const unsigned char *s, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = s[i];
-        size_t len;
-        uint32_t cp;
-        if (c < 0x80) {
-            i++;
-            continue;
-        } else if ((c & 0xE0) == 0xC0) {
-            len = 2, cp = c & 0x1F;
-        } else if ((c & 0xF0) == 0xE0) {
-            len = 3, cp = c & 0x0F;
-        } else if ((c & 0xF8) == 0xF0) {
-            len = 4, cp = c & 0x07;
-        } else {
-            return false;
-        }
-        if (i + len > n) return false;
-        for (size_t k = 1; k < len; k++) {
-            if ((s[i + k] & 0xC0) != 0x80) return false;
-            cp = (cp << 6) | (s[i + k] & 0x3F);
-        }
-        if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-            (cp >= 0xD800 && cp <= 0xDFFF))
-            return false;
-        i += len;
     }
     return true;
 }
@@ -357,7 +325,7 @@ lop_metric_t *lop_metric_child(lop_metric_family_t *f, const char *const *values
 
     for (size_t i = 0; i < f->nlabels; i++) {
         size_t n = strlen(values[i]);
-        if (n > LOP_METRIC_MAX_LABEL_VALUE || !valid_utf8((const unsigned char *)values[i], n)) {
+        if (n > LOP_METRIC_MAX_LABEL_VALUE || !lop_utf8_valid(values[i], n)) {
             lop_err_set(err, LOP_EINVAL, 0, NULL,
                         "metrics: %s: value of label \"%s\" is not valid UTF-8 of at most %d bytes", f->name,
                         f->labels[i], LOP_METRIC_MAX_LABEL_VALUE);
