@@ -107,110 +107,258 @@ static void reply_too_large(as_req_t *q, int64_t want)
                     q->srv->rev);
 }
 
-void as_handle_list(as_req_t *q)
+/* The list's query after the empty values are dropped (an empty parameter is an absent one). */
+typedef struct list_query {
+    const char *rv, *rv_match, *cont;
+    long limit; /* 0: no limit */
+} list_query_t;
+
+static list_query_t read_list_query(as_req_t *q)
 {
-    lop_apiserver_t *srv = q->srv;
-    as_res_t *res = q->res;
-    const char *rvs = as_query(q, "resourceVersion");
-    const char *rvm = as_query(q, "resourceVersionMatch");
-    const char *cont = as_query(q, "continue");
+    list_query_t lq = {as_query(q, "resourceVersion"), as_query(q, "resourceVersionMatch"), as_query(q, "continue"), 0};
+    if (lq.rv_match && !*lq.rv_match) lq.rv_match = NULL;
+    if (lq.cont && !*lq.cont) lq.cont = NULL;
+    if (lq.rv && !*lq.rv) lq.rv = NULL;
     const char *lims = as_query(q, "limit");
-    if (rvm && !*rvm) rvm = NULL;
-    if (cont && !*cont) cont = NULL;
-    if (rvs && !*rvs) rvs = NULL;
+    if (lims && *lims) {
+        char *end;
+        lq.limit = strtol(lims, &end, 10);
+        if (*end || lq.limit < 0) lq.limit = 0;
+    }
+    return lq;
+}
+
+/* ListOptions validation (apimachinery pkg/apis/meta/internalversion/validation): no
+ * sendInitialEvents on a list; resourceVersionMatch only with a resourceVersion, never with
+ * continue, one of Exact/NotOlderThan, and not Exact for "0". False once the 422 was sent. */
+static bool check_list_options(as_req_t *q, const list_query_t *lq)
+{
     if (as_query(q, "sendInitialEvents")) {
         reply_listopts_invalid(q, "FieldValueForbidden", "sendInitialEvents",
                                "Forbidden: sendInitialEvents is forbidden for list");
-        return;
+        return false;
     }
-    if (rvm) {
-        if (!rvs) {
-            reply_listopts_invalid(q, "FieldValueForbidden", "resourceVersionMatch",
-                                   "Forbidden: resourceVersionMatch is forbidden unless "
-                                   "resourceVersion is provided");
-            return;
-        }
-        if (cont) {
-            reply_listopts_invalid(q, "FieldValueForbidden", "resourceVersionMatch",
-                                   "Forbidden: resourceVersionMatch is forbidden when continue is "
-                                   "provided");
-            return;
-        }
-        if (strcmp(rvm, "Exact") && strcmp(rvm, "NotOlderThan")) {
-            char detail[300];
-            snprintf(detail, sizeof detail, "Unsupported value: \"%s\": supported values: \"Exact\", \"NotOlderThan\"",
-                     rvm);
-            reply_listopts_invalid(q, "FieldValueNotSupported", "resourceVersionMatch", detail);
-            return;
-        }
-        if (!strcmp(rvm, "Exact") && !strcmp(rvs, "0")) {
-            reply_listopts_invalid(q, "FieldValueForbidden", "resourceVersionMatch",
-                                   "Forbidden: resourceVersionMatch \"exact\" is forbidden for "
-                                   "resourceVersion \"0\"");
-            return;
-        }
+    const char *rvm = lq->rv_match;
+    if (!rvm) return true;
+    if (!lq->rv) {
+        reply_listopts_invalid(q, "FieldValueForbidden", "resourceVersionMatch",
+                               "Forbidden: resourceVersionMatch is forbidden unless "
+                               "resourceVersion is provided");
+        return false;
     }
-    long limit = 0;
-    if (lims && *lims) {
-        char *end;
-        limit = strtol(lims, &end, 10);
-        if (*end || limit < 0) limit = 0;
+    if (lq->cont) {
+        reply_listopts_invalid(q, "FieldValueForbidden", "resourceVersionMatch",
+                               "Forbidden: resourceVersionMatch is forbidden when continue is "
+                               "provided");
+        return false;
     }
-    int64_t snap = srv->rev, reply_rv = srv->rev;
-    char *start = NULL;
-    if (cont) {
-        if (rvs && strcmp(rvs, "0")) {
+    if (strcmp(rvm, "Exact") && strcmp(rvm, "NotOlderThan")) {
+        char detail[300];
+        snprintf(detail, sizeof detail, "Unsupported value: \"%s\": supported values: \"Exact\", \"NotOlderThan\"",
+                 rvm);
+        reply_listopts_invalid(q, "FieldValueNotSupported", "resourceVersionMatch", detail);
+        return false;
+    }
+    if (!strcmp(rvm, "Exact") && !strcmp(lq->rv, "0")) {
+        reply_listopts_invalid(q, "FieldValueForbidden", "resourceVersionMatch",
+                               "Forbidden: resourceVersionMatch \"exact\" is forbidden for "
+                               "resourceVersion \"0\"");
+        return false;
+    }
+    return true;
+}
+
+/* Which revision the list is served at: a continue token's, an exact resourceVersion's, else the
+ * latest (kubernetes.io API Concepts, "Resource versions" and "Retrieving large results sets in
+ * chunks"). Sets *snap (the store snapshot), *reply_rv (the list's resourceVersion), *start (the
+ * key after which a continued list resumes, malloc'd, or NULL) and may clear lq->limit (rv=0 is
+ * served "from cache"). False once an error was sent (400, 410 with a fresh token, 500 for an
+ * unparsable resourceVersion, 504 ResourceVersionTooLarge). */
+static bool resolve_list_revision(as_req_t *q, list_query_t *lq, int64_t *snap, int64_t *reply_rv, char **start)
+{
+    lop_apiserver_t *srv = q->srv;
+    *snap = *reply_rv = srv->rev;
+    *start = NULL;
+    if (lq->cont) {
+        if (lq->rv && strcmp(lq->rv, "0")) {
             as_reply_status(q, 400, "BadRequest", NULL,
                             "specifying resource version is not allowed when using continue");
-            return;
+            return false;
         }
         int64_t trv;
-        if (parse_token(cont, &trv, &start) < 0) {
+        if (parse_token(lq->cont, &trv, start) < 0) {
             as_reply_status(q, 400, "BadRequest", NULL,
                             "invalid continue token: the continue token could not be decoded");
-            return;
+            return false;
         }
         if (trv == -1) {
-            snap = reply_rv = srv->rev;
+            *snap = *reply_rv = srv->rev;
         } else if (trv < srv->hist_floor && trv != srv->rev) {
-            char *fresh = make_token(-1, start);
-            free(start);
+            char *fresh = make_token(-1, *start);
+            free(*start);
+            *start = NULL;
             json_t *st = as_status_new(410, "Expired", continue_expired_msg, NULL);
             json_object_set_new(json_object_get(st, "metadata"), "continue", json_string(fresh));
             free(fresh);
             as_log_reject(q, 410, "Expired");
             as_reply_json(q, 410, st, false);
-            return;
+            return false;
         } else if (trv > srv->rev) {
-            free(start);
+            free(*start);
+            *start = NULL;
             as_reply_status(q, 400, "BadRequest", NULL, "invalid continue token: bad resource version");
-            return;
+            return false;
         } else {
-            snap = reply_rv = trv;
+            *snap = *reply_rv = trv;
         }
-    } else if (rvs) {
+    } else if (lq->rv) {
         int64_t want;
-        if (!parse_uint(rvs, &want)) {
-            reply_bad_rv(q, rvs);
-            return;
+        if (!parse_uint(lq->rv, &want)) {
+            reply_bad_rv(q, lq->rv);
+            return false;
         }
         if (want == 0) {
-            limit = 0; /* served "from cache": limit ignored */
+            lq->limit = 0; /* served "from cache": limit ignored */
         } else {
             if (want > srv->rev) {
                 reply_too_large(q, want);
-                return;
+                return false;
             }
-            bool exact = (rvm && !strcmp(rvm, "Exact")) || (!rvm && limit > 0);
+            const char *rvm = lq->rv_match;
+            bool exact = (rvm && !strcmp(rvm, "Exact")) || (!rvm && lq->limit > 0);
             if (exact) {
                 if (want < srv->hist_floor && want != srv->rev) {
                     as_reply_status(q, 410, "Expired", NULL, "The resourceVersion for the provided list is too old.");
-                    return;
+                    return false;
                 }
-                snap = reply_rv = want;
+                *snap = *reply_rv = want;
             }
         }
     }
+    return true;
+}
+
+/* The items array being written, and where it stands. */
+typedef struct list_out {
+    struct evbuffer *ib; /* the items, comma-separated, without the brackets */
+    long count;
+    const char *last_key; /* of the last item written (borrowed from the snapshot) */
+    char prefix[400];     /* a built-in's stored bytes start with {"kind":...,"apiVersion":..., */
+    size_t plen;
+} list_out_t;
+
+/* One item as PartialObjectMetadata: the metadata bytes as they are in the object. */
+static void add_partial_item(as_req_t *q, list_out_t *lo, const as_entry_t *it)
+{
+    as_res_t *res = q->res;
+    json_t *obj = it->obj;
+    as_blob_t *wb = it->wire;
+    const json_t *av = json_object_get(obj, "apiVersion");
+    char *dumped = NULL;
+    size_t dl = 0;
+    if (!wb || !json_is_string(av) || strcmp(json_string_value(av), res->api_version))
+        dumped = as_dump_obj(res, obj, &dl);
+    size_t ms = 0, me = 0;
+    bool has_meta =
+        dumped ? as_partial_meta_span(dumped, dl, &ms, &me) : as_partial_meta_span(wb->data, wb->len, &ms, &me);
+    lop_buf_t head = LOP_BUF_INIT;
+    if (lo->count > 0) lop_buf_putc(&head, ',');
+    as_partial_head(&head, &q->conv);
+    evbuffer_add(lo->ib, head.data, head.len);
+    lop_buf_free(&head);
+    if (!has_meta) {
+        evbuffer_add(lo->ib, "{}", 2);
+    } else if (dumped) {
+        evbuffer_add(lo->ib, dumped + ms, me - ms);
+    } else {
+        wb->refs++; /* as below: the bytes may outlive the stored object */
+        evbuffer_add_reference(lo->ib, wb->data + ms, me - ms, blob_release, wb);
+    }
+    evbuffer_add(lo->ib, "}", 1);
+    free(dumped);
+}
+
+/* One item: zero-copy from the bytes serialized at commit when they are the served form, else
+ * the served object dumped (built-ins without kind/apiVersion, which the list carries). */
+static void add_item(as_req_t *q, list_out_t *lo, const as_entry_t *it, size_t flags)
+{
+    as_res_t *res = q->res;
+    json_t *obj = it->obj;
+    as_blob_t *wb = it->wire;
+    const json_t *av = json_object_get(obj, "apiVersion");
+    if (wb && json_is_string(av) && !strcmp(json_string_value(av), res->api_version) &&
+        (res->is_cr || (wb->len > lo->plen && !memcmp(wb->data, lo->prefix, lo->plen)))) {
+        /* zero-copy: the bytes serialized at commit (built-ins minus kind/apiVersion) */
+        if (lo->count > 0) evbuffer_add(lo->ib, ",", 1);
+        wb->refs++; /* the store may replace the object before the bytes are written */
+        if (res->is_cr) {
+            evbuffer_add_reference(lo->ib, wb->data, wb->len, blob_release, wb);
+        } else {
+            evbuffer_add(lo->ib, "{", 1);
+            evbuffer_add_reference(lo->ib, wb->data + lo->plen, wb->len - lo->plen, blob_release, wb);
+        }
+        return;
+    }
+    json_t *shown;
+    if (res->is_cr) {
+        shown = as_served_obj(res, obj);
+    } else {
+        json_t *served = as_served_obj(res, obj);
+        shown = json_copy(served);
+        json_decref(served);
+        json_object_del(shown, "kind");
+        json_object_del(shown, "apiVersion");
+    }
+    char *s = json_dumps(shown, flags);
+    json_decref(shown);
+    if (lo->count > 0) evbuffer_add(lo->ib, ",", 1);
+    if (s) {
+        evbuffer_add(lo->ib, s, strlen(s));
+        free(s);
+    }
+}
+
+/* The list envelope around the items (kind, apiVersion, metadata with resourceVersion, continue and
+ * remainingItemCount), sent as the 200 reply. Consumes lo->ib. */
+static void send_list(as_req_t *q, list_out_t *lo, bool partial, const char *meta_json)
+{
+    as_res_t *res = q->res;
+    struct evbuffer *out = evbuffer_new();
+    if (partial) { /* metav1.PartialObjectMetadataList: kind, apiVersion, metadata, items */
+        evbuffer_add_printf(out,
+                            "{\"kind\":\"PartialObjectMetadataList\",\"apiVersion\":\"%s\",\"metadata\":%s,"
+                            "\"items\":[",
+                            q->conv.api_version, meta_json);
+        evbuffer_add_buffer(out, lo->ib);
+        evbuffer_add(out, "]}\n", 3);
+    } else if (res->is_cr) {
+        evbuffer_add_printf(out, "{\"apiVersion\":\"%s\",\"items\":[", res->api_version);
+        evbuffer_add_buffer(out, lo->ib);
+        evbuffer_add_printf(out, "],\"kind\":\"%s\",\"metadata\":%s}\n", res->list_kind, meta_json);
+    } else {
+        evbuffer_add_printf(out, "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":%s,\"items\":[", res->list_kind,
+                            res->api_version, meta_json);
+        evbuffer_add_buffer(out, lo->ib);
+        evbuffer_add(out, "]}\n", 3);
+    }
+    evbuffer_free(lo->ib);
+    lo->ib = NULL;
+    struct evkeyvalq *h = evhttp_request_get_output_headers(q->r);
+    evhttp_add_header(h, "Content-Type", "application/json");
+    evhttp_add_header(h, "Cache-Control", "no-cache, private");
+    evhttp_send_reply(q->r, 200, "OK", out);
+    evbuffer_free(out);
+}
+
+void as_handle_list(as_req_t *q)
+{
+    lop_apiserver_t *srv = q->srv;
+    as_res_t *res = q->res;
+    list_query_t lq = read_list_query(q);
+    if (!check_list_options(q, &lq)) return;
+    int64_t snap, reply_rv;
+    char *start;
+    if (!resolve_list_revision(q, &lq, &snap, &reply_rv, &start)) return;
     lop_label_selector_t *ls;
     lop_field_selector_t *fs;
     if (as_parse_selectors(q, &ls, &fs) < 0) {
@@ -241,84 +389,23 @@ void as_handle_list(as_req_t *q)
         free(start);
     }
     /* Serialize items straight into an evbuffer, then wrap them in the list envelope. */
-    struct evbuffer *ib = evbuffer_new();
+    list_out_t lo = {.ib = evbuffer_new()};
+    lo.plen = (size_t)snprintf(lo.prefix, sizeof lo.prefix, "{\"kind\":\"%s\",\"apiVersion\":\"%s\",", res->kind,
+                               res->api_version);
     size_t flags = JSON_COMPACT | (res->is_cr ? JSON_SORT_KEYS : 0);
-    long count = 0;
-    const char *last_key = NULL;
-    char prefix[400];
-    size_t plen =
-        (size_t)snprintf(prefix, sizeof prefix, "{\"kind\":\"%s\",\"apiVersion\":\"%s\",", res->kind, res->api_version);
     for (; i < n; i++) {
-        if (limit > 0 && count >= limit) break;
-        json_t *obj = items[i].obj;
-        if (!as_obj_matches(res, NULL, ls, fs, obj)) continue;
-        as_blob_t *wb = items[i].wire;
-        const json_t *av = json_object_get(obj, "apiVersion");
-        if (partial) { /* PartialObjectMetadata: the metadata bytes as they are in the object */
-            char *dumped = NULL;
-            size_t dl = 0;
-            if (!wb || !json_is_string(av) || strcmp(json_string_value(av), res->api_version))
-                dumped = as_dump_obj(res, obj, &dl);
-            size_t ms = 0, me = 0;
-            bool has_meta =
-                dumped ? as_partial_meta_span(dumped, dl, &ms, &me) : as_partial_meta_span(wb->data, wb->len, &ms, &me);
-            lop_buf_t head = LOP_BUF_INIT;
-            if (count > 0) lop_buf_putc(&head, ',');
-            as_partial_head(&head, &q->conv);
-            evbuffer_add(ib, head.data, head.len);
-            lop_buf_free(&head);
-            if (!has_meta) {
-                evbuffer_add(ib, "{}", 2);
-            } else if (dumped) {
-                evbuffer_add(ib, dumped + ms, me - ms);
-            } else {
-                wb->refs++; /* as below: the bytes may outlive the stored object */
-                evbuffer_add_reference(ib, wb->data + ms, me - ms, blob_release, wb);
-            }
-            evbuffer_add(ib, "}", 1);
-            free(dumped);
-            count++;
-            last_key = items[i].key;
-            continue;
-        }
-        if (wb && json_is_string(av) && !strcmp(json_string_value(av), res->api_version) &&
-            (res->is_cr || (wb->len > plen && !memcmp(wb->data, prefix, plen)))) {
-            /* zero-copy: the bytes serialized at commit (built-ins minus kind/apiVersion) */
-            if (count > 0) evbuffer_add(ib, ",", 1);
-            wb->refs++; /* the store may replace the object before the bytes are written */
-            if (res->is_cr) {
-                evbuffer_add_reference(ib, wb->data, wb->len, blob_release, wb);
-            } else {
-                evbuffer_add(ib, "{", 1);
-                evbuffer_add_reference(ib, wb->data + plen, wb->len - plen, blob_release, wb);
-            }
-            count++;
-            last_key = items[i].key;
-            continue;
-        }
-        json_t *shown;
-        if (res->is_cr) {
-            shown = as_served_obj(res, obj);
-        } else {
-            json_t *served = as_served_obj(res, obj);
-            shown = json_copy(served);
-            json_decref(served);
-            json_object_del(shown, "kind");
-            json_object_del(shown, "apiVersion");
-        }
-        char *s = json_dumps(shown, flags);
-        json_decref(shown);
-        if (count > 0) evbuffer_add(ib, ",", 1);
-        if (s) {
-            evbuffer_add(ib, s, strlen(s));
-            free(s);
-        }
-        count++;
-        last_key = items[i].key;
+        if (lq.limit > 0 && lo.count >= lq.limit) break;
+        if (!as_obj_matches(res, NULL, ls, fs, items[i].obj)) continue;
+        if (partial)
+            add_partial_item(q, &lo, &items[i]);
+        else
+            add_item(q, &lo, &items[i], flags);
+        lo.count++;
+        lo.last_key = items[i].key;
     }
     char *token = NULL;
     size_t remaining = n - i;
-    if (limit > 0 && i < n && last_key) token = make_token(snap, last_key);
+    if (lq.limit > 0 && i < n && lo.last_key) token = make_token(snap, lo.last_key);
     json_t *meta = json_object();
     char rvb[32];
     snprintf(rvb, sizeof rvb, "%" PRId64, reply_rv);
@@ -330,34 +417,11 @@ void as_handle_list(as_req_t *q)
     free(token);
     char *ms = json_dumps(meta, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(meta);
-    struct evbuffer *out = evbuffer_new();
-    if (partial) { /* metav1.PartialObjectMetadataList: kind, apiVersion, metadata, items */
-        evbuffer_add_printf(out,
-                            "{\"kind\":\"PartialObjectMetadataList\",\"apiVersion\":\"%s\",\"metadata\":%s,"
-                            "\"items\":[",
-                            q->conv.api_version, ms);
-        evbuffer_add_buffer(out, ib);
-        evbuffer_add(out, "]}\n", 3);
-    } else if (res->is_cr) {
-        evbuffer_add_printf(out, "{\"apiVersion\":\"%s\",\"items\":[", res->api_version);
-        evbuffer_add_buffer(out, ib);
-        evbuffer_add_printf(out, "],\"kind\":\"%s\",\"metadata\":%s}\n", res->list_kind, ms);
-    } else {
-        evbuffer_add_printf(out, "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":%s,\"items\":[", res->list_kind,
-                            res->api_version, ms);
-        evbuffer_add_buffer(out, ib);
-        evbuffer_add(out, "]}\n", 3);
-    }
-    evbuffer_free(ib);
+    send_list(q, &lo, partial, ms);
     free(ms);
     free(items);
     lop_label_selector_free(ls);
     lop_field_selector_free(fs);
-    struct evkeyvalq *h = evhttp_request_get_output_headers(q->r);
-    evhttp_add_header(h, "Content-Type", "application/json");
-    evhttp_add_header(h, "Cache-Control", "no-cache, private");
-    evhttp_send_reply(q->r, 200, "OK", out);
-    evbuffer_free(out);
 }
 
 void as_handle_get(as_req_t *q)
