@@ -201,209 +201,205 @@ static void namespace_exists_or_reply(as_req_t *q, int *ok)
 }
 
 /* Finish a create (old == NULL) or update. obj is stolen. code_ok is the success status. */
-void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, bool managed_done)
+/* The steps of as_finish_write. Each that may refuse the write returns false once it has replied;
+ * the object is then released by the caller (json_decref(*objp): a step that already gave it
+ * away sets *objp to NULL). */
+
+/* Create: a name from generateName (RetryGenerateName: a few fresh suffixes), or 422 when there is
+ * none; a new uid and creationTimestamp; deletion fields, resourceVersion and (unless tracked)
+ * generation reset; status dropped where the status subresource owns it. *name is the object's. */
+static bool prepare_create(as_req_t *q, json_t *obj, const char **name, const char *qual_kind)
 {
-    lop_apiserver_t *srv = q->srv;
     as_res_t *res = q->res;
-    int bad;
-    bool dry = dry_run(q, &bad);
-    if (bad || as_check_field_validation(q) < 0) {
-        json_decref(obj);
-        return;
-    }
-    json_object_set_new(obj, "kind", json_string(res->kind));
-    json_object_set_new(obj, "apiVersion", json_string(res->api_version));
     json_t *m = as_meta(obj);
-    const char *name = q->name[0] ? q->name : as_meta_str(obj, "name");
-    char tbuf[32];
-    char qual_kind[300];
-    as_qualified_kind(res, qual_kind, sizeof qual_kind);
-    bool status_sub = !strcmp(q->sub, "status");
-    if (as_check_meta_types(q, obj) < 0) {
-        json_decref(obj);
-        return;
+    const char *gen = as_meta_str(obj, "generateName");
+    if ((!*name || !**name) && gen && *gen) {
+        char suffix[6], nb[300], key[600];
+        for (int attempt = 0; attempt < 8; attempt++) { /* RetryGenerateName */
+            as_rand_suffix(suffix);
+            snprintf(nb, sizeof nb, "%.*s%s", 58, gen, suffix);
+            as_make_key(res, q->ns, nb, key, sizeof key);
+            if (!as_store_find(res->coll, key)) break;
+        }
+        json_object_set_new(m, "name", json_string(nb));
     }
-    if (!old) {
-        /* ---- create ---- */
-        const char *gen = as_meta_str(obj, "generateName");
-        if ((!name || !*name) && gen && *gen) {
-            char suffix[6], nb[300], key[600];
-            for (int attempt = 0; attempt < 8; attempt++) { /* RetryGenerateName */
-                as_rand_suffix(suffix);
-                snprintf(nb, sizeof nb, "%.*s%s", 58, gen, suffix);
-                as_make_key(res, q->ns, nb, key, sizeof key);
-                if (!as_store_find(res->coll, key)) break;
-            }
-            json_object_set_new(m, "name", json_string(nb));
-        }
-        name = as_meta_str(obj, "name");
-        if (!name || !*name) {
-            as_reply_invalid(q, qual_kind, res->kind, res->group, "", "FieldValueRequired", "metadata.name",
-                             "Required value: name or generateName is required");
-            json_decref(obj);
-            return;
-        }
-        char uid[37];
-        as_uuid(uid);
-        json_object_set_new(m, "uid", json_string(uid));
-        json_object_set_new(m, "creationTimestamp", json_string(as_now_time(tbuf, sizeof tbuf)));
-        json_object_del(m, "deletionTimestamp");
-        json_object_del(m, "deletionGracePeriodSeconds");
-        json_object_set_new(m, "resourceVersion", json_string("")); /* keeps its slot */
-        if (res->track_generation)
-            json_object_set_new(m, "generation", json_integer(1));
-        else
-            json_object_del(m, "generation");
-        if (res->has_status && strcmp(res->plural, "namespaces") && strcmp(res->plural, "customresourcedefinitions"))
-            json_object_del(obj, "status");
-    } else {
-        /* ---- update ---- */
-        const json_t *om = json_object_get(old, "metadata");
-        const char *carry[] = {
-            "uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "namespace",
-            NULL};
-        const char *buid = as_meta_str(obj, "uid");
-        if (buid && *buid && strcmp(buid, as_meta_str(old, "uid"))) {
-            char detail[200];
-            snprintf(detail, sizeof detail, "Invalid value: \"%s\": field is immutable", buid);
-            as_reply_invalid(q, qual_kind, res->kind, res->group, name, "FieldValueInvalid", "metadata.uid", detail);
-            json_decref(obj);
-            return;
-        }
-        for (int i = 0; carry[i]; i++) {
-            json_t *v = json_object_get(om, carry[i]);
-            if (v)
-                json_object_set(m, carry[i], v);
-            else
-                json_object_del(m, carry[i]);
-        }
-        if (status_sub) {
-            /* only .status (and managedFields) change through /status */
-            json_t *st = json_object_get(obj, "status");
-            json_t *mf = json_object_get(m, "managedFields");
-            json_t *n = json_deep_copy(old);
-            if (st)
-                json_object_set(n, "status", st);
-            else
-                json_object_del(n, "status");
-            if (mf) json_object_set(as_meta(n), "managedFields", mf);
-            json_decref(obj);
-            obj = n;
-            m = as_meta(obj);
-        } else if (res->has_status) {
-            json_t *st = json_object_get(old, "status");
-            if (st)
-                json_object_set(obj, "status", st);
-            else
-                json_object_del(obj, "status");
-        }
-        if (res->track_generation && !status_sub && !same_outside(old, obj, res->has_status)) {
-            json_t *g = json_object_get(om, "generation");
-            json_object_set_new(m, "generation", json_integer((json_is_integer(g) ? json_integer_value(g) : 0) + 1));
-        }
-        /* finalizers may only shrink while deleting */
-        if (json_object_get(om, "deletionTimestamp")) {
-            json_t *of = finalizers_of(old), *nf = finalizers_of(obj);
-            size_t i;
-            json_t *v;
-            lop_buf_t added = LOP_BUF_INIT;
-            json_array_foreach(nf, i, v)
-            {
-                if (json_is_string(v) && (!of || !lop_json_str_in(of, json_string_value(v)))) {
-                    lop_buf_printf(&added, "%s%s", added.len ? " " : "", json_string_value(v));
-                }
-            }
-            if (added.len) {
-                char detail[600];
-                snprintf(detail, sizeof detail,
-                         "Forbidden: no new finalizers can be added if the object is being "
-                         "deleted, found new finalizers []string{\"%s\"}",
-                         added.data);
-                lop_buf_free(&added);
-                as_reply_invalid(q, qual_kind, res->kind, res->group, name, "FieldValueForbidden",
-                                 "metadata.finalizers", detail);
-                json_decref(obj);
-                return;
-            }
-            lop_buf_free(&added);
-        }
+    *name = as_meta_str(obj, "name");
+    if (!*name || !**name) {
+        as_reply_invalid(q, qual_kind, res->kind, res->group, "", "FieldValueRequired", "metadata.name",
+                         "Required value: name or generateName is required");
+        return false;
     }
-    if (!res->namespaced)
-        json_object_del(m, "namespace");
+    char uid[37], tbuf[32];
+    as_uuid(uid);
+    json_object_set_new(m, "uid", json_string(uid));
+    json_object_set_new(m, "creationTimestamp", json_string(as_now_time(tbuf, sizeof tbuf)));
+    json_object_del(m, "deletionTimestamp");
+    json_object_del(m, "deletionGracePeriodSeconds");
+    json_object_set_new(m, "resourceVersion", json_string("")); /* keeps its slot */
+    if (res->track_generation)
+        json_object_set_new(m, "generation", json_integer(1));
     else
-        json_object_set_new(m, "namespace", json_string(q->ns));
-    /* validation */
-    if (!old) {
-        bool ok = res->dns_label_name ? as_valid_dns_label(name) : as_valid_dns_subdomain(name);
-        if (!ok) {
-            char detail[900];
-            if (res->dns_label_name)
-                snprintf(detail, sizeof detail,
-                         "Invalid value: \"%s\": a lowercase RFC 1123 label must consist of lower "
-                         "case alphanumeric characters or '-', and must start and end with an "
-                         "alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
-                         "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
-                         name);
-            else
-                snprintf(detail, sizeof detail,
-                         "Invalid value: \"%s\": a lowercase RFC 1123 subdomain must consist of "
-                         "lower case alphanumeric characters, '-' or '.', and must start and end "
-                         "with an alphanumeric character (e.g. 'example.com', regex used for "
-                         "validation is "
-                         "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
-                         name);
-            as_reply_invalid(q, qual_kind, res->kind, res->group, name, "FieldValueInvalid", "metadata.name", detail);
-            json_decref(obj);
-            return;
+        json_object_del(m, "generation");
+    if (res->has_status && strcmp(res->plural, "namespaces") && strcmp(res->plural, "customresourcedefinitions"))
+        json_object_del(obj, "status");
+    return true;
+}
+
+/* An update of a deleting object may only shrink its finalizers (422 naming the new ones). */
+static bool check_no_new_finalizers(as_req_t *q, const json_t *old, const json_t *obj, const char *name,
+                                    const char *qual_kind)
+{
+    as_res_t *res = q->res;
+    if (!json_object_get(json_object_get(old, "metadata"), "deletionTimestamp")) return true;
+    json_t *of = finalizers_of(old), *nf = finalizers_of(obj);
+    size_t i;
+    json_t *v;
+    lop_buf_t added = LOP_BUF_INIT;
+    json_array_foreach(nf, i, v)
+    {
+        if (json_is_string(v) && (!of || !lop_json_str_in(of, json_string_value(v)))) {
+            lop_buf_printf(&added, "%s%s", added.len ? " " : "", json_string_value(v));
         }
     }
-    if (!res->is_cr) as_default_builtin(res, obj);
-    if (as_validate_builtin(q, obj) < 0) {
+    if (!added.len) {
+        lop_buf_free(&added);
+        return true;
+    }
+    char detail[600];
+    snprintf(detail, sizeof detail,
+             "Forbidden: no new finalizers can be added if the object is being "
+             "deleted, found new finalizers []string{\"%s\"}",
+             added.data);
+    lop_buf_free(&added);
+    as_reply_invalid(q, qual_kind, res->kind, res->group, name, "FieldValueForbidden", "metadata.finalizers", detail);
+    return false;
+}
+
+/* Update: uid immutable (422); the server-owned metadata carried over from old; through /status
+ * only .status (and managedFields) change, elsewhere .status is kept when the subresource owns it;
+ * generation bumped when anything outside status and metadata changed. May replace *objp. */
+static bool prepare_update(as_req_t *q, const json_t *old, json_t **objp, const char *name, const char *qual_kind,
+                           bool status_sub)
+{
+    as_res_t *res = q->res;
+    json_t *obj = *objp, *m = as_meta(obj);
+    const json_t *om = json_object_get(old, "metadata");
+    const char *carry[] = {
+        "uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "namespace", NULL};
+    const char *buid = as_meta_str(obj, "uid");
+    if (buid && *buid && strcmp(buid, as_meta_str(old, "uid"))) {
+        char detail[200];
+        snprintf(detail, sizeof detail, "Invalid value: \"%s\": field is immutable", buid);
+        as_reply_invalid(q, qual_kind, res->kind, res->group, name, "FieldValueInvalid", "metadata.uid", detail);
+        return false;
+    }
+    for (int i = 0; carry[i]; i++) {
+        json_t *v = json_object_get(om, carry[i]);
+        if (v)
+            json_object_set(m, carry[i], v);
+        else
+            json_object_del(m, carry[i]);
+    }
+    if (status_sub) {
+        /* only .status (and managedFields) change through /status */
+        json_t *st = json_object_get(obj, "status");
+        json_t *mf = json_object_get(m, "managedFields");
+        json_t *n = json_deep_copy(old);
+        if (st)
+            json_object_set(n, "status", st);
+        else
+            json_object_del(n, "status");
+        if (mf) json_object_set(as_meta(n), "managedFields", mf);
         json_decref(obj);
-        return;
+        *objp = obj = n;
+        m = as_meta(obj);
+    } else if (res->has_status) {
+        json_t *st = json_object_get(old, "status");
+        if (st)
+            json_object_set(obj, "status", st);
+        else
+            json_object_del(obj, "status");
     }
-    json_t *pruned = NULL; /* CR fields removed by pruning (paths) */
-    if (res->is_cr) {
-        json_t *causes = NULL;
-        pruned = json_array();
-        int vrc = as_validate_cr(res, obj, &causes, pruned);
-        if (vrc == 0 && as_report_unknown_fields(q, pruned) < 0) {
-            json_decref(pruned);
-            json_decref(obj);
-            return;
-        }
-        if (vrc < 0) {
-            /* message: Kind.group "name" is invalid: [f: msg, ...] */
-            lop_buf_t b = LOP_BUF_INIT;
-            size_t i;
-            json_t *c;
-            json_array_foreach(causes, i, c)
-            {
-                lop_buf_printf(&b, "%s%s: %s", i ? ", " : "", json_string_value(json_object_get(c, "field")),
-                               json_string_value(json_object_get(c, "message")));
-            }
-            json_t *d = as_details(name, res->group, res->kind);
-            json_object_set_new(d, "causes", causes);
-            if (json_array_size(causes) > 1)
-                as_reply_status(q, 422, "Invalid", d, "%s \"%s\" is invalid: [%s]", qual_kind, name, b.data);
-            else
-                as_reply_status(q, 422, "Invalid", d, "%s \"%s\" is invalid: %s", qual_kind, name, b.data);
-            lop_buf_free(&b);
-            json_decref(pruned);
-            json_decref(obj);
-            return;
-        }
+    if (res->track_generation && !status_sub && !same_outside(old, obj, res->has_status)) {
+        json_t *g = json_object_get(om, "generation");
+        json_object_set_new(m, "generation", json_integer((json_is_integer(g) ? json_integer_value(g) : 0) + 1));
     }
+    return check_no_new_finalizers(q, old, obj, name, qual_kind);
+}
+
+/* A new object's name must be a DNS label or subdomain, as the resource requires (422). */
+static bool check_new_name(as_req_t *q, const char *name, const char *qual_kind)
+{
+    as_res_t *res = q->res;
+    bool ok = res->dns_label_name ? as_valid_dns_label(name) : as_valid_dns_subdomain(name);
+    if (ok) return true;
+    char detail[900];
+    if (res->dns_label_name)
+        snprintf(detail, sizeof detail,
+                 "Invalid value: \"%s\": a lowercase RFC 1123 label must consist of lower "
+                 "case alphanumeric characters or '-', and must start and end with an "
+                 "alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
+                 "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+                 name);
+    else
+        snprintf(detail, sizeof detail,
+                 "Invalid value: \"%s\": a lowercase RFC 1123 subdomain must consist of "
+                 "lower case alphanumeric characters, '-' or '.', and must start and end "
+                 "with an alphanumeric character (e.g. 'example.com', regex used for "
+                 "validation is "
+                 "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+                 name);
+    as_reply_invalid(q, qual_kind, res->kind, res->group, name, "FieldValueInvalid", "metadata.name", detail);
+    return false;
+}
+
+/* A custom resource against its CRD's schema: unknown fields pruned (their paths in *pruned, a new
+ * array the caller releases; reported as the fieldValidation asks), schema errors a 422 listing
+ * every cause. */
+static bool validate_custom_resource(as_req_t *q, json_t *obj, const char *name, const char *qual_kind, json_t **pruned)
+{
+    as_res_t *res = q->res;
+    json_t *causes = NULL;
+    *pruned = json_array();
+    int vrc = as_validate_cr(res, obj, &causes, *pruned);
+    if (vrc == 0) return as_report_unknown_fields(q, *pruned) >= 0;
+    if (vrc > 0) return true;
+    /* message: Kind.group "name" is invalid: [f: msg, ...] */
+    lop_buf_t b = LOP_BUF_INIT;
+    size_t i;
+    json_t *c;
+    json_array_foreach(causes, i, c)
+    {
+        lop_buf_printf(&b, "%s%s: %s", i ? ", " : "", json_string_value(json_object_get(c, "field")),
+                       json_string_value(json_object_get(c, "message")));
+    }
+    json_t *d = as_details(name, res->group, res->kind);
+    json_object_set_new(d, "causes", causes);
+    if (json_array_size(causes) > 1)
+        as_reply_status(q, 422, "Invalid", d, "%s \"%s\" is invalid: [%s]", qual_kind, name, b.data);
+    else
+        as_reply_status(q, 422, "Invalid", d, "%s \"%s\" is invalid: %s", qual_kind, name, b.data);
+    lop_buf_free(&b);
+    return false;
+}
+
+/* What two kinds add on write: a CRD is checked and completed (may replace *objp, or consume it on
+ * failure); a new Namespace gets the kubernetes finalizer, phase Active and its
+ * kubernetes.io/metadata.name label. */
+static bool finish_special_kinds(as_req_t *q, const json_t *old, json_t **objp, const char *name, bool status_sub)
+{
+    as_res_t *res = q->res;
     if (!strcmp(res->plural, "customresourcedefinitions") && !status_sub) {
         lop_err_t err;
-        json_t *n = as_crd_finish_create(srv, obj, &err);
+        json_t *n = as_crd_finish_create(q->srv, *objp, &err); /* steals the object */
+        *objp = n;
         if (!n) {
             as_reply_err(q, &err);
-            return;
+            return false;
         }
-        obj = n;
     }
     if (!strcmp(res->plural, "namespaces") && !old) {
+        json_t *obj = *objp;
         json_t *spec = json_object_get(obj, "spec");
         if (!json_is_object(spec)) {
             spec = json_object();
@@ -415,6 +411,7 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
         json_t *st = json_object();
         json_object_set_new(st, "phase", json_string("Active"));
         json_object_set_new(obj, "status", st);
+        json_t *m = as_meta(obj);
         json_t *labels = json_object_get(m, "labels");
         if (!json_is_object(labels)) {
             labels = json_object();
@@ -422,43 +419,50 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
         }
         json_object_set_new(labels, "kubernetes.io/metadata.name", json_string(name));
     }
-    if (!managed_done) track_managed(q, old, obj, q->sub);
-    as_ssa_scrub_managed_fields(obj, res->has_status, status_sub, pruned);
-    json_decref(pruned);
-    pruned = NULL;
-    char key[600];
-    as_make_key(res, q->ns, name, key, sizeof key);
-    if (!old && as_store_find(res->coll, key)) {
+    return true;
+}
+
+/* A create must not collide with an existing object (409 AlreadyExists) nor go into a namespace
+ * being terminated (403 NamespaceTerminating). */
+static bool check_create_target(as_req_t *q, const char *key, const char *name)
+{
+    as_res_t *res = q->res;
+    if (as_store_find(res->coll, key)) {
         char qual[300];
         as_qualified_resource(res, qual, sizeof qual);
         as_reply_status(q, 409, "AlreadyExists", as_details(name, res->group, res->plural), "%s \"%s\" already exists",
                         qual, name);
-        json_decref(obj);
-        return;
+        return false;
     }
-    if (!old && res->namespaced) {
-        as_coll_t *nsc = as_coll_get(srv, "", "namespaces", false);
-        as_entry_t *ne = nsc ? as_store_find(nsc, q->ns) : NULL;
-        if (ne && as_meta_str(ne->obj, "deletionTimestamp")) {
-            char qual[300];
-            as_qualified_resource(res, qual, sizeof qual);
-            json_t *d = as_details(name, res->group, res->plural);
-            json_t *causes = json_array(), *c = json_object();
-            char cm[300];
-            snprintf(cm, sizeof cm, "namespace %s is being terminated", q->ns);
-            json_object_set_new(c, "reason", json_string("NamespaceTerminating"));
-            json_object_set_new(c, "message", json_string(cm));
-            json_object_set_new(c, "field", json_string("metadata.namespace"));
-            json_array_append_new(causes, c);
-            json_object_set_new(d, "causes", causes);
-            as_reply_status(q, 403, "Forbidden", d,
-                            "%s \"%s\" is forbidden: unable to create new content in namespace %s "
-                            "because it is being terminated",
-                            qual, name, q->ns);
-            json_decref(obj);
-            return;
-        }
-    }
+    if (!res->namespaced) return true;
+    as_coll_t *nsc = as_coll_get(q->srv, "", "namespaces", false);
+    as_entry_t *ne = nsc ? as_store_find(nsc, q->ns) : NULL;
+    if (!ne || !as_meta_str(ne->obj, "deletionTimestamp")) return true;
+    char qual[300];
+    as_qualified_resource(res, qual, sizeof qual);
+    json_t *d = as_details(name, res->group, res->plural);
+    json_t *causes = json_array(), *c = json_object();
+    char cm[300];
+    snprintf(cm, sizeof cm, "namespace %s is being terminated", q->ns);
+    json_object_set_new(c, "reason", json_string("NamespaceTerminating"));
+    json_object_set_new(c, "message", json_string(cm));
+    json_object_set_new(c, "field", json_string("metadata.namespace"));
+    json_array_append_new(causes, c);
+    json_object_set_new(d, "causes", causes);
+    as_reply_status(q, 403, "Forbidden", d,
+                    "%s \"%s\" is forbidden: unable to create new content in namespace %s "
+                    "because it is being terminated",
+                    qual, name, q->ns);
+    return false;
+}
+
+/* Store and reply (consumes obj): an update that changes nothing is answered with the old object
+ * (no new resourceVersion, no event); a dry run is answered without storing; the update that
+ * removes the last finalizer of a deleting object deletes it; else the object is committed. */
+static void commit_write(as_req_t *q, const json_t *old, json_t *obj, const char *key, int code_ok, bool dry)
+{
+    lop_apiserver_t *srv = q->srv;
+    as_res_t *res = q->res;
     if (!res->is_cr) {
         json_t *ord = as_order_builtin(obj);
         json_decref(obj);
@@ -500,6 +504,53 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
     if (!strcmp(res->plural, "customresourcedefinitions")) as_crd_changed(srv, stored, false);
     if (as_meta_str(stored, "deletionTimestamp")) as_gc_schedule(srv);
     reply_obj(q, code_ok, stored);
+}
+
+void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, bool managed_done)
+{
+    as_res_t *res = q->res;
+    int bad;
+    bool dry = dry_run(q, &bad);
+    if (bad || as_check_field_validation(q) < 0) {
+        json_decref(obj);
+        return;
+    }
+    json_object_set_new(obj, "kind", json_string(res->kind));
+    json_object_set_new(obj, "apiVersion", json_string(res->api_version));
+    const char *name = q->name[0] ? q->name : as_meta_str(obj, "name");
+    char qual_kind[300];
+    as_qualified_kind(res, qual_kind, sizeof qual_kind);
+    bool status_sub = !strcmp(q->sub, "status");
+    json_t *pruned = NULL; /* CR fields removed by pruning (paths) */
+    bool ok = as_check_meta_types(q, obj) >= 0 && (old ? prepare_update(q, old, &obj, name, qual_kind, status_sub)
+                                                       : prepare_create(q, obj, &name, qual_kind));
+    if (ok) {
+        json_t *m = as_meta(obj);
+        if (!res->namespaced)
+            json_object_del(m, "namespace");
+        else
+            json_object_set_new(m, "namespace", json_string(q->ns));
+        ok = (old || check_new_name(q, name, qual_kind));
+    }
+    if (ok && !res->is_cr) as_default_builtin(res, obj);
+    ok = ok && as_validate_builtin(q, obj) >= 0;
+    ok = ok && (!res->is_cr || validate_custom_resource(q, obj, name, qual_kind, &pruned));
+    ok = ok && finish_special_kinds(q, old, &obj, name, status_sub);
+    if (!ok) {
+        json_decref(pruned);
+        json_decref(obj);
+        return;
+    }
+    if (!managed_done) track_managed(q, old, obj, q->sub);
+    as_ssa_scrub_managed_fields(obj, res->has_status, status_sub, pruned);
+    json_decref(pruned);
+    char key[600];
+    as_make_key(res, q->ns, name, key, sizeof key);
+    if (!old && !check_create_target(q, key, name)) {
+        json_decref(obj);
+        return;
+    }
+    commit_write(q, old, obj, key, code_ok, dry);
 }
 
 void as_handle_create(as_req_t *q)
