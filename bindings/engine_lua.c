@@ -355,7 +355,9 @@ static lop_rc_t run_event(lop_vm_t *vm, lua_CFunction fn, ev_ctx_t *c, const cha
     char msg[sizeof err->message];
     vm->event_gen++;
     vm->phase = LOP_LUA_EVENT;
-    lop_rc_t rc = lop_lua_vm_run(&vm->lvm, fn, c, vm->opts.reconcile_timeout_ns, what, msg, sizeof msg);
+    int64_t timeout =
+        vm->opts.predicate_timeout_ns > 0 ? vm->opts.predicate_timeout_ns : LOP_PREDICATE_TIMEOUT_DEFAULT_NS;
+    lop_rc_t rc = lop_lua_vm_run(&vm->lvm, fn, c, timeout, what, msg, sizeof msg);
     vm->phase = LOP_LUA_IDLE;
     vm->event_gen++;
     if (rc == LOP_OK) return LOP_OK;

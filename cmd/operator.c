@@ -467,6 +467,7 @@ static bool create_manager(operator_t *op)
         .engine = lop_lua_engine(),
         .engine_opts = {.memory_limit_bytes = o->lua_memory_limit,
                         .reconcile_timeout_ns = o->reconcile_timeout_ns,
+                        .predicate_timeout_ns = o->predicate_timeout_ns,
                         .load_timeout_ns = 10 * LOP_NS_PER_S,
                         .jit = o->lua_jit,
                         .unsafe_libs = o->lua_unsafe},

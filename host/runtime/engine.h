@@ -249,7 +249,19 @@ typedef struct lop_engine_opts {
     bool jit;                     /* --lua-jit: JIT on, deadlines become cooperative */
     bool unsafe_libs;             /* allow io/os/debug/ffi/jit to user code */
     const lop_clock_t *clock;     /* for deadlines and luaop.clock */
+    /* Deadline of each Lua predicate and map function call (--predicate-timeout); 0 = the
+     * default, LOP_PREDICATE_TIMEOUT_DEFAULT_NS. They run on the informer threads for every
+     * event, so their deadline is short, not the reconcile's (docs/execution-model.md). */
+    int64_t predicate_timeout_ns;
 } lop_engine_opts_t;
+
+/* 250 ms. controller-runtime has no deadline here: its predicates and map functions are Go code
+ * the operator author compiled in. Here they are scripts from a ConfigMap running on the
+ * informer's delivery thread, so a bound is needed, and 250 ms is ~1000x what a predicate that
+ * compares two decoded fields costs (~0.1-0.3 ms with the JIT off, the object decoded on first
+ * read) and leaves a map function room to list a few thousand cached objects; yet a runaway one
+ * holds its informer's other handlers back by a quarter of a second per event, not a minute. */
+#define LOP_PREDICATE_TIMEOUT_DEFAULT_NS (250 * 1000 * 1000LL)
 
 typedef struct lop_vm lop_vm_t;
 

@@ -8,6 +8,30 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Count a failed Lua predicate or map function: luaop_lua_event_errors_total{controller,
+ * function, reason}, reason "timeout" (its deadline), "memory" (the VM's cap) or "error". */
+static void count_event_error(binding_t *b, const char *function, lop_rc_t rc)
+{
+    if (!b->m->cfg.metrics) return;
+    const char *reason = rc == LOP_ETIMEDOUT ? "timeout" : rc == LOP_ENOMEM ? "memory" : "error";
+    lop_metric_counter_add(b->m->cfg.metrics->lua_event_errors_total, (const char *[]){b->ctrl->name, function, reason},
+                           1, NULL);
+}
+
+/* luaop_lua_memory_bytes{vm="<controller>/event"}: the controller's event VM (its workers' VMs
+ * are "<controller>/<worker>"). Called with the VM acquired. */
+static void report_event_vm_memory(binding_t *b, lop_vm_t *vm)
+{
+    const lop_engine_t *e = lop_scriptrt_engine(b->m->rt);
+    if (!b->m->cfg.metrics || !vm || !e->memory) return;
+    char name[300];
+    snprintf(name, sizeof name, "%s/event", b->ctrl->name);
+    lop_metric_gauge_set(b->m->cfg.metrics->lua_memory_bytes, (const char *[]){name}, (double)e->memory(vm), NULL);
+}
+
+/* Run a Lua predicate in the controller's own event VM. A predicate that fails (raises, hits its
+ * deadline or the memory cap) lets the event through, logged and counted: dropping it would lose
+ * work, and the reconcile is idempotent (predicate.h). */
 static bool lua_predicate(void *ud, int lua_id, lop_event_type_t type, const lop_obj_t *old, const lop_obj_t *obj)
 {
     binding_t *b = ud;
@@ -15,11 +39,17 @@ static bool lua_predicate(void *ud, int lua_id, lop_event_type_t type, const lop
     bool pass = true;
     lop_err_t err;
     lop_err_clear(&err);
-    lop_vm_t *vm = lop_scriptrt_event_lock_gen(b->m->rt, b->gen);
-    lop_rc_t rc = vm ? lop_scriptrt_engine(b->m->rt)->predicate(vm, lua_id, &ev, &pass, &err) : LOP_OK;
-    if (rc == LOP_ENOMEM) lop_scriptrt_event_rebuild_locked(b->m->rt, b->gen);
-    lop_scriptrt_event_unlock(b->m->rt);
+    lop_event_vm_t *slot = NULL;
+    lop_vm_t *vm = NULL;
+    lop_rc_t rc = lop_scriptrt_event_acquire(b->m->rt, b->gen, b->ctrl->name, &vm, &slot, &err);
+    if (rc == LOP_OK) {
+        rc = lop_scriptrt_engine(b->m->rt)->predicate(vm, lua_id, &ev, &pass, &err);
+        report_event_vm_memory(b, vm);
+    }
+    if (rc == LOP_EGONE) rc = LOP_OK; /* an old wiring being removed: as if nothing ran */
+    lop_scriptrt_event_release(b->m->rt, slot, rc == LOP_ENOMEM);
     if (rc != LOP_OK) {
+        count_event_error(b, "predicate", rc);
         lop_log(LOP_LOG_ERROR, "predicate failed; letting the event through", "controller", b->ctrl->name, "namespace",
                 obj->namespace_, "name", obj->name, "error", err.message, NULL);
         return true;
@@ -54,11 +84,17 @@ static void enqueue_mapped(binding_t *b, lop_event_type_t type, const lop_obj_t 
     lop_request_list_t reqs = {NULL, NULL, 0};
     lop_err_t err;
     lop_err_clear(&err);
-    lop_vm_t *vm = lop_scriptrt_event_lock_gen(b->m->rt, b->gen);
-    lop_rc_t rc = vm ? lop_scriptrt_engine(b->m->rt)->map(vm, b->map_lua_id, &ev, &reqs, &err) : LOP_OK;
-    if (rc == LOP_ENOMEM) lop_scriptrt_event_rebuild_locked(b->m->rt, b->gen);
-    lop_scriptrt_event_unlock(b->m->rt);
+    lop_event_vm_t *slot = NULL;
+    lop_vm_t *vm = NULL;
+    lop_rc_t rc = lop_scriptrt_event_acquire(b->m->rt, b->gen, b->ctrl->name, &vm, &slot, &err);
+    if (rc == LOP_OK) {
+        rc = lop_scriptrt_engine(b->m->rt)->map(vm, b->map_lua_id, &ev, &reqs, &err);
+        report_event_vm_memory(b, vm);
+    }
+    if (rc == LOP_EGONE) rc = LOP_OK; /* an old wiring being removed: as if nothing ran */
+    lop_scriptrt_event_release(b->m->rt, slot, rc == LOP_ENOMEM);
     if (rc != LOP_OK) {
+        count_event_error(b, "map", rc);
         lop_log(LOP_LOG_ERROR, "map function failed; event dropped", "controller", b->ctrl->name, "namespace",
                 obj->namespace_, "name", obj->name, "error", err.message, NULL);
         return;

@@ -5,6 +5,7 @@
 #include "host/runtime/options.h"
 
 #include "host/kube/leaderelection/leaderelection.h"
+#include "host/runtime/engine.h"
 
 #include "host/util/clock.h"
 #include "host/util/log.h"
@@ -91,6 +92,7 @@ void lop_run_opts_defaults(lop_run_opts_t *o)
     o->log_time = "rfc3339micro";
     o->lua_memory_limit = 64u * 1024u * 1024u;
     o->reconcile_timeout_ns = 60 * LOP_NS_PER_S;
+    o->predicate_timeout_ns = LOP_PREDICATE_TIMEOUT_DEFAULT_NS;
     o->qps = 20;
     o->burst = 30;
     o->listen = "127.0.0.1:0";
@@ -122,6 +124,7 @@ enum {
     O_UNSAFE,
     O_MEM,
     O_RTIMEOUT,
+    O_PTIMEOUT,
     O_QPS,
     O_BURST,
     O_NOH2,
@@ -163,6 +166,7 @@ static const struct option long_opts[] = {
     {"lua-unsafe-libs", optional_argument, NULL, O_UNSAFE},
     {"lua-memory-limit", required_argument, NULL, O_MEM},
     {"reconcile-timeout", required_argument, NULL, O_RTIMEOUT},
+    {"predicate-timeout", required_argument, NULL, O_PTIMEOUT},
     {"kube-api-qps", required_argument, NULL, O_QPS},
     {"kube-api-burst", required_argument, NULL, O_BURST},
     {"kube-api-disable-http2", optional_argument, NULL, O_NOH2},
@@ -214,6 +218,8 @@ static void usage(FILE *f, const char *cmd, bool dev)
             "  --lua-unsafe-libs[=BOOL]            give scripts io/os/debug/ffi/jit (false)\n"
             "  --lua-memory-limit BYTES            per VM (64Mi)\n"
             "  --reconcile-timeout DUR             per-reconcile deadline (60s)\n"
+            "  --predicate-timeout DUR             deadline of each Lua predicate and map function, > 0\n"
+            "                                      (250ms); one that times out lets its event through\n"
             "  --kube-api-qps N --kube-api-burst N client-side rate limit (20, 30)\n"
             "  --kube-api-disable-http2[=BOOL]     HTTP/1.1 only to the API server ($DISABLE_HTTP2, false)\n"
             "  --watch-list[=BOOL]                 informers sync with one watch (sendInitialEvents) instead of\n"
@@ -349,6 +355,16 @@ int lop_run_opts_parse(lop_run_opts_t *o, int argc, char **argv, bool dev)
         case O_UNSAFE: bad = parse_bool(v, &o->lua_unsafe); break;
         case O_MEM: bad = lop_parse_bytes(v, &o->lua_memory_limit); break;
         case O_RTIMEOUT: bad = lop_parse_duration(v, &o->reconcile_timeout_ns); break;
+        case O_PTIMEOUT:
+            bad = lop_parse_duration(v, &o->predicate_timeout_ns);
+            if (!bad && o->predicate_timeout_ns <= 0) {
+                fprintf(stderr,
+                        "luaop %s: --predicate-timeout must be > 0 (a predicate without a deadline could stall "
+                        "its informer), got %s\n",
+                        cmd, v);
+                return 2;
+            }
+            break;
         case O_QPS: o->qps = strtod(v, NULL); break;
         case O_BURST: o->burst = atoi(v); break;
         case O_NOH2: bad = parse_bool(v, &o->disable_http2); break;

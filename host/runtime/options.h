@@ -40,6 +40,7 @@ typedef struct lop_run_opts {
     bool lua_unsafe;              /* --lua-unsafe-libs */
     size_t lua_memory_limit;      /* --lua-memory-limit bytes per VM (64 MiB) */
     int64_t reconcile_timeout_ns; /* --reconcile-timeout (60s) */
+    int64_t predicate_timeout_ns; /* --predicate-timeout (250ms): each Lua predicate / map function */
     double qps;                   /* --kube-api-qps (20) */
     int burst;                    /* --kube-api-burst (30) */
     bool disable_http2;           /* --kube-api-disable-http2: HTTP/1.1 only (default: $DISABLE_HTTP2) */

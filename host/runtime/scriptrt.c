@@ -1,8 +1,8 @@
 /* scriptrt.c — the script runtime: installing a script set (built and validated on the side, then
  * made current), the workers' VM slots rebuilt between reconciles when the generation moves, and
- * the event VM for predicates and map functions (see scriptrt.h). Installs run on the main thread
- * (start-up, reloads); workers take their slots; informer threads lock the event VM. No upstream
- * counterpart. */
+ * the event VMs for predicates and map functions, one per controller and generation (see
+ * scriptrt.h). Installs run on the main thread (start-up, reloads); workers take their slots;
+ * informer threads acquire a controller's event VM. No upstream counterpart. */
 #include "host/runtime/scriptrt.h"
 
 #include "host/runtime/scripts.h"
@@ -19,6 +19,16 @@ typedef struct shared_set {
     int refs; /* under rt->mu */
 } shared_set_t;
 
+/* One controller's event VM for one generation (scriptrt.h "event VMs"). */
+struct lop_event_vm {
+    char *controller;
+    uint64_t gen;
+    shared_set_t *set;  /* the set of gen (a reference), to build the VM from */
+    pthread_mutex_t mu; /* held by the caller between acquire and release */
+    lop_vm_t *vm;       /* NULL until the first event, or after a broken one was dropped */
+    struct lop_event_vm *next;
+};
+
 struct lop_scriptrt {
     const lop_engine_t *engine;
     const lop_engine_opts_t *opts;
@@ -26,10 +36,11 @@ struct lop_scriptrt {
     pthread_mutex_t mu; /* guards current, gen */
     shared_set_t *current;
     uint64_t gen;
-    pthread_mutex_t event_mu; /* guards the event VMs and their use */
-    lop_vm_t *event_vm;       /* built from generation event_gen (the current set) */
-    uint64_t event_gen;
-    lop_vm_t *prev_event_vm; /* the one before, kept while handlers of its wiring may run */
+    pthread_mutex_t event_mu; /* guards the fields below (not the VMs: each event VM has its lock) */
+    lop_event_vm_t *event_vms;
+    lop_vm_t *spare_vm; /* the install's VM (generation spare_gen), handed to the first event VM */
+    uint64_t spare_gen;
+    shared_set_t *prev_set; /* the set before the current one, while handlers of its wiring may run */
     uint64_t prev_gen;
 };
 
@@ -56,11 +67,24 @@ static void shared_unref(lop_scriptrt_t *rt, shared_set_t *s)
     }
 }
 
+static void event_vm_free(lop_scriptrt_t *rt, lop_event_vm_t *e)
+{
+    if (e->vm) rt->engine->vm_free(e->vm);
+    shared_unref(rt, e->set);
+    pthread_mutex_destroy(&e->mu);
+    free(e->controller);
+    free(e);
+}
+
 void lop_scriptrt_free(lop_scriptrt_t *rt)
 {
     if (!rt) return;
-    if (rt->event_vm) rt->engine->vm_free(rt->event_vm);
-    if (rt->prev_event_vm) rt->engine->vm_free(rt->prev_event_vm);
+    for (lop_event_vm_t *e = rt->event_vms, *next; e; e = next) {
+        next = e->next;
+        event_vm_free(rt, e);
+    }
+    if (rt->spare_vm) rt->engine->vm_free(rt->spare_vm);
+    shared_unref(rt, rt->prev_set);
     shared_unref(rt, rt->current);
     pthread_mutex_destroy(&rt->mu);
     pthread_mutex_destroy(&rt->event_mu);
@@ -83,21 +107,22 @@ lop_rc_t lop_scriptrt_install(lop_scriptrt_t *rt, lop_script_set_t *set, lop_vm_
     s->set = set;
     s->refs = 1;
     pthread_mutex_lock(&rt->event_mu);
-    /* The previous event VM stays until lop_scriptrt_event_release_prev: handlers wired for it
-     * may still run with its callback ids while the new wiring is set up. */
-    lop_vm_t *older = rt->prev_event_vm;
-    rt->prev_event_vm = rt->event_vm;
-    rt->prev_gen = rt->event_gen;
-    rt->event_vm = vm;
+    /* The previous set stays until lop_scriptrt_event_release_prev: handlers wired for it may
+     * still run with its callback ids while the new wiring is set up. */
+    shared_set_t *older = rt->prev_set;
+    lop_vm_t *spare = rt->spare_vm;
     pthread_mutex_lock(&rt->mu);
     shared_set_t *old = rt->current;
+    rt->prev_set = old; /* our reference to it moves to prev_set */
+    rt->prev_gen = rt->gen;
     rt->current = s;
     rt->gen++;
-    rt->event_gen = rt->gen;
+    rt->spare_vm = vm;
+    rt->spare_gen = rt->gen;
     pthread_mutex_unlock(&rt->mu);
     pthread_mutex_unlock(&rt->event_mu);
-    if (older) rt->engine->vm_free(older);
-    shared_unref(rt, old);
+    if (spare) rt->engine->vm_free(spare);
+    shared_unref(rt, older);
     return LOP_OK;
 }
 
@@ -151,51 +176,101 @@ void lop_vm_slot_release(lop_scriptrt_t *rt, lop_vm_slot_t *slot)
     slot->gen = 0;
 }
 
-lop_vm_t *lop_scriptrt_event_lock(lop_scriptrt_t *rt)
+lop_rc_t lop_scriptrt_event_acquire(lop_scriptrt_t *rt, uint64_t gen, const char *controller, lop_vm_t **vm,
+                                    lop_event_vm_t **out, lop_err_t *err)
 {
+    *out = NULL;
+    *vm = NULL;
     pthread_mutex_lock(&rt->event_mu);
-    return rt->event_vm;
-}
-
-lop_vm_t *lop_scriptrt_event_lock_gen(lop_scriptrt_t *rt, uint64_t gen)
-{
-    pthread_mutex_lock(&rt->event_mu);
-    if (gen == rt->event_gen) return rt->event_vm;
-    if (gen == rt->prev_gen) return rt->prev_event_vm;
-    return NULL;
-}
-
-void lop_scriptrt_event_rebuild_locked(lop_scriptrt_t *rt, uint64_t gen)
-{
-    if (gen != rt->event_gen) return; /* an old generation: its wiring is about to go */
-    pthread_mutex_lock(&rt->mu);
-    shared_set_t *s = rt->current;
-    if (s) s->refs++;
-    pthread_mutex_unlock(&rt->mu);
-    if (!s) return;
-    lop_err_t err;
-    lop_err_clear(&err);
-    lop_vm_t *vm = rt->engine->vm_new(s->set, rt->opts, rt->host, &err);
-    shared_unref(rt, s);
-    if (!vm) {
-        lop_log(LOP_LOG_ERROR, "rebuilding the event VM failed", "error", err.message, NULL);
-        return;
+    lop_event_vm_t *e = rt->event_vms;
+    while (e && (e->gen != gen || strcmp(e->controller, controller) != 0)) e = e->next;
+    if (!e) {
+        pthread_mutex_lock(&rt->mu);
+        shared_set_t *set = gen == rt->gen ? rt->current : gen == rt->prev_gen ? rt->prev_set : NULL;
+        if (set) set->refs++;
+        pthread_mutex_unlock(&rt->mu);
+        if (!set) {
+            pthread_mutex_unlock(&rt->event_mu);
+            return lop_err_set(err, LOP_EGONE, 0, NULL, "script generation %llu is gone", (unsigned long long)gen);
+        }
+        e = lop_xcalloc(1, sizeof *e);
+        e->controller = lop_xstrdup(controller);
+        e->gen = gen;
+        e->set = set;
+        pthread_mutex_init(&e->mu, NULL);
+        e->next = rt->event_vms;
+        rt->event_vms = e;
     }
-    lop_log(LOP_LOG_WARN, "event VM rebuilt (it hit its memory limit)", NULL);
-    rt->engine->vm_free(rt->event_vm);
-    rt->event_vm = vm;
+    lop_vm_t *spare = NULL;
+    if (rt->spare_vm && rt->spare_gen == gen) { /* (e->vm is only read under e->mu) */
+        spare = rt->spare_vm;                   /* the install's VM: no build for the first controller */
+        rt->spare_vm = NULL;
+    }
+    pthread_mutex_unlock(&rt->event_mu);
+
+    /* Only this controller's events wait here (another controller has its own VM and lock). */
+    pthread_mutex_lock(&e->mu);
+    if (!e->vm && spare) {
+        e->vm = spare;
+        spare = NULL;
+    }
+    if (spare) rt->engine->vm_free(spare); /* e already had a VM (rebuilt after a broken one) */
+    if (!e->vm) {
+        e->vm = rt->engine->vm_new(e->set->set, rt->opts, rt->host, err);
+        if (!e->vm) {
+            pthread_mutex_unlock(&e->mu);
+            return LOP_ERR;
+        }
+    }
+    *out = e;
+    *vm = e->vm;
+    return LOP_OK;
+}
+
+void lop_scriptrt_event_release(lop_scriptrt_t *rt, lop_event_vm_t *e, bool broken)
+{
+    if (!e) return;
+    lop_vm_t *drop = NULL;
+    if (broken) {
+        drop = e->vm; /* the next event builds a fresh one */
+        e->vm = NULL;
+    }
+    pthread_mutex_unlock(&e->mu);
+    if (drop) {
+        lop_log(LOP_LOG_WARN, "event VM dropped (it hit its memory limit); the next event builds a fresh one",
+                "controller", e->controller, NULL);
+        rt->engine->vm_free(drop);
+    }
 }
 
 void lop_scriptrt_event_release_prev(lop_scriptrt_t *rt)
 {
     pthread_mutex_lock(&rt->event_mu);
-    lop_vm_t *prev = rt->prev_event_vm;
-    rt->prev_event_vm = NULL;
+    pthread_mutex_lock(&rt->mu);
+    uint64_t cur = rt->gen;
+    shared_set_t *prev = rt->prev_set;
+    rt->prev_set = NULL;
     rt->prev_gen = 0;
+    pthread_mutex_unlock(&rt->mu);
+    lop_event_vm_t *gone = NULL;
+    for (lop_event_vm_t **pp = &rt->event_vms; *pp;) {
+        lop_event_vm_t *e = *pp;
+        if (e->gen != cur) {
+            *pp = e->next;
+            e->next = gone;
+            gone = e;
+        } else {
+            pp = &e->next;
+        }
+    }
     pthread_mutex_unlock(&rt->event_mu);
-    if (prev) rt->engine->vm_free(prev);
+    for (lop_event_vm_t *e = gone, *next; e; e = next) {
+        next = e->next;
+        pthread_mutex_lock(&e->mu); /* a handler of the old wiring may still be finishing */
+        pthread_mutex_unlock(&e->mu);
+        event_vm_free(rt, e);
+    }
+    shared_unref(rt, prev);
 }
-
-void lop_scriptrt_event_unlock(lop_scriptrt_t *rt) { pthread_mutex_unlock(&rt->event_mu); }
 
 const lop_engine_t *lop_scriptrt_engine(lop_scriptrt_t *rt) { return rt->engine; }

@@ -9,8 +9,13 @@
  * from the current set when the generation moved on (between reconciles, so an in-flight
  * reconcile finishes on the old code) or when the VM was flagged broken.
  *
- * The "event VM" is the VM of the last install; it runs Lua predicates and map functions for
- * the informer threads, serialized by a mutex (lop_scriptrt_event_lock/unlock).
+ * Event VMs run Lua predicates and map functions for the informer threads: one per controller
+ * and script generation, each with its own lock, so a slow predicate of one controller delays
+ * only that controller's events (docs/execution-model.md "Predicates and map functions"). A
+ * controller's event VM is built on its first event (the first one of a generation takes over
+ * the VM the install built and validated); controllers without Lua predicates or map functions
+ * never get one. Calls under it run under the engine's predicate deadline
+ * (lop_engine_opts_t.predicate_timeout_ns).
  *
  * Thread-safety: every function from any thread unless stated otherwise.
  */
@@ -20,6 +25,7 @@
 #include "host/runtime/engine.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct lop_scriptrt lop_scriptrt_t;
@@ -57,19 +63,23 @@ lop_vm_t *lop_scriptrt_vm(lop_scriptrt_t *rt, lop_vm_slot_t *slot, lop_err_t *er
 void lop_scriptrt_vm_broken(lop_scriptrt_t *rt, lop_vm_slot_t *slot);
 void lop_vm_slot_release(lop_scriptrt_t *rt, lop_vm_slot_t *slot);
 
-/* The event VM, locked for the caller's exclusive use; NULL before the first install.
- * Call lop_scriptrt_event_unlock when done (also after NULL). The declarations of the current
- * set are those of this VM (engine->declarations), valid while locked. */
-lop_vm_t *lop_scriptrt_event_lock(lop_scriptrt_t *rt);
-void lop_scriptrt_event_unlock(lop_scriptrt_t *rt);
-/* The event VM built from generation gen (the current one, or the one before while a reload
- * rewires), locked; NULL (still locked: call unlock) when that generation's VM is gone. Lua
- * callback ids are only meaningful in the VM of the generation they were declared in. */
-lop_vm_t *lop_scriptrt_event_lock_gen(lop_scriptrt_t *rt, uint64_t gen);
-/* With the event lock held: replace a broken (memory-capped) event VM of generation gen by a
- * fresh one built from the current set. No-op for an older generation. */
-void lop_scriptrt_event_rebuild_locked(lop_scriptrt_t *rt, uint64_t gen);
-/* Free the previous generation's event VM (after the handlers wired for it are removed). */
+typedef struct lop_event_vm lop_event_vm_t;
+
+/*
+ * The event VM of controller for generation gen (the current one, or the one before while a
+ * reload rewires: Lua callback ids are only meaningful in the VM of the generation they were
+ * declared in), locked for the caller's exclusive use until lop_scriptrt_event_release(*slot).
+ * Builds it when needed (on this thread). LOP_OK with *vm and *slot set; LOP_EGONE when that
+ * generation is gone (its wiring is being removed); LOP_ERR with err when building it failed.
+ * On failure *vm and *slot are NULL: nothing to release. controller is copied.
+ */
+lop_rc_t lop_scriptrt_event_acquire(lop_scriptrt_t *rt, uint64_t gen, const char *controller, lop_vm_t **vm,
+                                    lop_event_vm_t **slot, lop_err_t *err);
+/* Unlock an acquired event VM. broken = the call hit the memory cap: the VM is freed and the
+ * controller's next event builds a fresh one from the same generation. NULL slot: no-op. */
+void lop_scriptrt_event_release(lop_scriptrt_t *rt, lop_event_vm_t *slot, bool broken);
+/* Free the event VMs of generations before the current one and the previous set (after the
+ * handlers wired for them are removed). Waits for a call still running in one of them. */
 void lop_scriptrt_event_release_prev(lop_scriptrt_t *rt);
 
 const lop_engine_t *lop_scriptrt_engine(lop_scriptrt_t *rt);

@@ -13,6 +13,7 @@ static const char *const L_RESULT[] = {"result", NULL};
 static const char *const L_VERSION[] = {"version", NULL};
 static const char *const L_VM[] = {"vm", NULL};
 static const char *const L_GVR[] = {"gvr", NULL};
+static const char *const L_EVENT_ERR[] = {"controller", "function", "reason", NULL};
 
 typedef struct std_def {
     size_t offset; /* of the lop_metric_family_t * field in lop_metrics_std_t */
@@ -71,6 +72,10 @@ static const std_def_t defs[] = {
     {F(lua_memory_bytes), LOP_METRIC_GAUGE, "luaop_lua_memory_bytes", "Bytes allocated by each Lua VM.", L_VM, 0},
     {F(reconcile_timeouts_total), LOP_METRIC_COUNTER, "luaop_reconcile_timeouts_total",
      "Reconciliations interrupted at their deadline, per controller.", L_CONTROLLER, 0},
+    {F(lua_event_errors_total), LOP_METRIC_COUNTER, "luaop_lua_event_errors_total",
+     "Lua predicates and map functions that failed, per controller, function (predicate|map) and reason "
+     "(timeout|memory|error); a failed predicate lets its event through, a failed map function drops it.",
+     L_EVENT_ERR, 0},
     {F(informer_objects), LOP_METRIC_GAUGE, "luaop_informer_objects",
      "Objects held in the informer cache, per group/version/resource.", L_GVR, 0},
     {F(informer_bytes), LOP_METRIC_GAUGE, "luaop_informer_bytes",

@@ -30,6 +30,8 @@
  * ("success"|"failure") luaop_script_active_version                        {version} gauge (1 for the
  * active) luaop_lua_memory_bytes                             {vm}                  gauge
  *   luaop_reconcile_timeouts_total                     {controller}          counter
+ *   luaop_lua_event_errors_total     {controller, function, reason}          counter (function
+ *     "predicate"|"map", reason "timeout"|"memory"|"error")
  *   luaop_informer_objects                             {gvr}                 gauge
  *   luaop_informer_bytes                               {gvr}                 gauge
  *   luaop_watch_restarts_total                         {gvr}                 counter
@@ -85,6 +87,7 @@ typedef struct lop_metrics_std {
     lop_metric_family_t *script_active_version;
     lop_metric_family_t *lua_memory_bytes;
     lop_metric_family_t *reconcile_timeouts_total;
+    lop_metric_family_t *lua_event_errors_total;
     lop_metric_family_t *informer_objects;
     lop_metric_family_t *informer_bytes;
     lop_metric_family_t *watch_restarts_total;

@@ -466,6 +466,7 @@ static void test_standard_families(void)
         "leader_election_master_status gauge",
         "luaop_informer_bytes gauge",
         "luaop_informer_objects gauge",
+        "luaop_lua_event_errors_total counter",
         "luaop_lua_memory_bytes gauge",
         "luaop_reconcile_timeouts_total counter",
         "luaop_relists_total counter",

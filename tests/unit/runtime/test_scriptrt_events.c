@@ -1,0 +1,182 @@
+/* Unit tests for the event VMs of host/runtime/scriptrt (one per controller and generation): a
+ * controller's VM held by a slow call does not block another controller's; the first one of a
+ * generation takes over the install's VM; a broken one is rebuilt; a reload's old generation stays
+ * usable until released, then is gone. A C fake engine stands in for Lua. */
+#include "host/runtime/scriptrt.h"
+#include "host/runtime/scripts.h"
+#include "t.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct fake_vm {
+    int version; /* the main.lua content of the set it was built from */
+} fake_vm_t;
+
+static int vms_built, vms_freed;
+
+static lop_vm_t *fake_vm_new(const lop_script_set_t *set, const lop_engine_opts_t *opts, const lop_host_api_t *host,
+                             lop_err_t *err)
+{
+    (void)opts;
+    (void)host;
+    const lop_script_file_t *f = lop_scripts_find(set, "main.lua");
+    if (!f || strstr(f->data, "fail")) {
+        lop_err_set(err, LOP_EINVAL, 0, NULL, "main.lua:1: cannot build");
+        return NULL;
+    }
+    fake_vm_t *vm = calloc(1, sizeof *vm);
+    vm->version = atoi(f->data);
+    __atomic_add_fetch(&vms_built, 1, __ATOMIC_SEQ_CST);
+    return (lop_vm_t *)vm;
+}
+
+static void fake_vm_free(lop_vm_t *vm)
+{
+    __atomic_add_fetch(&vms_freed, 1, __ATOMIC_SEQ_CST);
+    free(vm);
+}
+
+static const lop_engine_t fake_engine = {.name = "fake", .vm_new = fake_vm_new, .vm_free = fake_vm_free};
+
+static lop_script_set_t *set_with(const char *main)
+{
+    lop_script_file_t f = {"main.lua", (char *)main, strlen(main)};
+    return lop_scripts_from_files(&f, 1, "test");
+}
+
+static lop_engine_opts_t opts;
+static lop_host_api_t host;
+
+static lop_scriptrt_t *rt_with(const char *main)
+{
+    lop_scriptrt_t *rt = lop_scriptrt_new(&fake_engine, &opts, &host);
+    lop_err_t err;
+    T_EQ_INT(lop_scriptrt_install(rt, set_with(main), NULL, NULL, &err), LOP_OK);
+    return rt;
+}
+
+/* Two controllers get two VMs; the first takes the install's VM (no build), the second builds. */
+static void test_one_vm_per_controller(void)
+{
+    vms_built = vms_freed = 0;
+    lop_scriptrt_t *rt = rt_with("1");
+    T_EQ_INT(vms_built, 1); /* the install's */
+    uint64_t gen = lop_scriptrt_generation(rt);
+    lop_err_t err;
+    lop_vm_t *a = NULL, *b = NULL, *a2 = NULL;
+    lop_event_vm_t *sa = NULL, *sb = NULL;
+    T_EQ_INT(lop_scriptrt_event_acquire(rt, gen, "a", &a, &sa, &err), LOP_OK);
+    T_EQ_INT(vms_built, 1);
+    /* a is still held: b is not blocked by it and gets its own VM */
+    T_EQ_INT(lop_scriptrt_event_acquire(rt, gen, "b", &b, &sb, &err), LOP_OK);
+    T_CHECK(a && b && a != b);
+    T_EQ_INT(vms_built, 2);
+    T_EQ_INT(((fake_vm_t *)b)->version, 1);
+    lop_scriptrt_event_release(rt, sa, false);
+    lop_scriptrt_event_release(rt, sb, false);
+    T_EQ_INT(lop_scriptrt_event_acquire(rt, gen, "a", &a2, &sa, &err), LOP_OK);
+    T_CHECK(a2 == a); /* kept between events */
+    lop_scriptrt_event_release(rt, sa, false);
+    lop_scriptrt_free(rt);
+    T_EQ_INT(vms_freed, vms_built);
+}
+
+typedef struct waiter {
+    lop_scriptrt_t *rt;
+    uint64_t gen;
+    const char *controller;
+    int done;
+} waiter_t;
+
+static void *acquire_thread(void *arg)
+{
+    waiter_t *w = arg;
+    lop_err_t err;
+    lop_vm_t *vm = NULL;
+    lop_event_vm_t *slot = NULL;
+    if (lop_scriptrt_event_acquire(w->rt, w->gen, w->controller, &vm, &slot, &err) == LOP_OK) {
+        lop_scriptrt_event_release(w->rt, slot, false);
+        __atomic_store_n(&w->done, 1, __ATOMIC_SEQ_CST);
+    }
+    return NULL;
+}
+
+/* While controller a's VM is held (a predicate still running), another thread acquires b's and
+ * finishes; a second user of a's waits until a's is released. */
+static void test_a_held_vm_blocks_only_its_controller(void)
+{
+    lop_scriptrt_t *rt = rt_with("1");
+    uint64_t gen = lop_scriptrt_generation(rt);
+    lop_err_t err;
+    lop_vm_t *a = NULL;
+    lop_event_vm_t *sa = NULL;
+    T_EQ_INT(lop_scriptrt_event_acquire(rt, gen, "a", &a, &sa, &err), LOP_OK);
+    waiter_t wb = {rt, gen, "b", 0}, wa = {rt, gen, "a", 0};
+    pthread_t tb, ta;
+    pthread_create(&tb, NULL, acquire_thread, &wb);
+    pthread_join(tb, NULL); /* returns although a's VM is held */
+    T_EQ_INT(wb.done, 1);
+    pthread_create(&ta, NULL, acquire_thread, &wa);
+    T_EQ_INT(__atomic_load_n(&wa.done, __ATOMIC_SEQ_CST), 0); /* cannot finish: a's lock is ours */
+    lop_scriptrt_event_release(rt, sa, false);
+    pthread_join(ta, NULL);
+    T_EQ_INT(wa.done, 1);
+    lop_scriptrt_free(rt);
+}
+
+/* A VM released as broken is freed; the next acquire builds a fresh one from the same version. */
+static void test_broken_vm_is_rebuilt(void)
+{
+    vms_built = vms_freed = 0;
+    lop_scriptrt_t *rt = rt_with("7");
+    uint64_t gen = lop_scriptrt_generation(rt);
+    lop_err_t err;
+    lop_vm_t *vm = NULL;
+    lop_event_vm_t *s = NULL;
+    T_EQ_INT(lop_scriptrt_event_acquire(rt, gen, "a", &vm, &s, &err), LOP_OK);
+    lop_scriptrt_event_release(rt, s, true);
+    T_EQ_INT(vms_freed, 1);
+    T_EQ_INT(lop_scriptrt_event_acquire(rt, gen, "a", &vm, &s, &err), LOP_OK);
+    T_EQ_INT(vms_built, 2);
+    T_EQ_INT(((fake_vm_t *)vm)->version, 7);
+    lop_scriptrt_event_release(rt, s, false);
+    lop_scriptrt_free(rt);
+    T_EQ_INT(vms_freed, vms_built);
+}
+
+/* After a reload the old generation's VMs are still built from the old set until released; then
+ * that generation is gone (LOP_EGONE, nothing to release). Unknown generations are gone too. */
+static void test_generations(void)
+{
+    vms_built = vms_freed = 0;
+    lop_scriptrt_t *rt = rt_with("1");
+    uint64_t g1 = lop_scriptrt_generation(rt);
+    lop_err_t err;
+    T_EQ_INT(lop_scriptrt_install(rt, set_with("2"), NULL, NULL, &err), LOP_OK);
+    uint64_t g2 = lop_scriptrt_generation(rt);
+    lop_vm_t *v1 = NULL, *v2 = NULL, *none = (lop_vm_t *)&err;
+    lop_event_vm_t *s1 = NULL, *s2 = NULL, *sn = (lop_event_vm_t *)&err;
+    T_EQ_INT(lop_scriptrt_event_acquire(rt, g1, "a", &v1, &s1, &err), LOP_OK);
+    T_EQ_INT(((fake_vm_t *)v1)->version, 1);
+    lop_scriptrt_event_release(rt, s1, false);
+    T_EQ_INT(lop_scriptrt_event_acquire(rt, g2, "a", &v2, &s2, &err), LOP_OK);
+    T_EQ_INT(((fake_vm_t *)v2)->version, 2);
+    lop_scriptrt_event_release(rt, s2, false);
+    lop_scriptrt_event_release_prev(rt);
+    T_EQ_INT(lop_scriptrt_event_acquire(rt, g1, "a", &none, &sn, &err), LOP_EGONE);
+    T_CHECK(none == NULL && sn == NULL);
+    T_EQ_INT(lop_scriptrt_event_acquire(rt, g2 + 5, "a", &none, &sn, &err), LOP_EGONE);
+    lop_scriptrt_free(rt);
+    T_EQ_INT(vms_freed, vms_built);
+}
+
+int main(void)
+{
+    T_RUN(test_one_vm_per_controller);
+    T_RUN(test_a_held_vm_blocks_only_its_controller);
+    T_RUN(test_broken_vm_is_rebuilt);
+    T_RUN(test_generations);
+    return T_DONE();
+}
