@@ -78,6 +78,51 @@ static void test_infinite_loop_is_interrupted(void)
     T_CHECK(strstr(res.message, "stack traceback") != NULL);
 }
 
+/* Lua predicates and map functions run under the predicate deadline (opts.predicate_timeout_ns,
+ * default LOP_PREDICATE_TIMEOUT_DEFAULT_NS), not the reconcile's: with a 1 h reconcile deadline a
+ * spinning predicate and map function are still stopped within their own (on the ticking clock),
+ * naming the deadline and main.lua:line; the VM stays usable. */
+static void test_predicate_and_map_deadline(void)
+{
+    const lop_engine_t *e = lop_lua_engine();
+    lop_script_set_t s =
+        one_file("local core = require('luaop.core')\n"
+                 "local function spin() while true do end end\n"
+                 "core.register_controller{ name = 'c', for_ = { api_version = 'v1', kind = 'ConfigMap',\n"
+                 "  predicates = { function(ev) spin() end, function(ev) return false end } },\n"
+                 "  watches = { { api_version = 'v1', kind = 'Secret', map = function(o) spin() end } },\n"
+                 "  reconcile = function(req) end }\n");
+    const int64_t timeouts[] = {200 * LOP_NS_PER_MS, 0 /* the default, 250 ms */};
+    for (size_t i = 0; i < 2; i++) {
+        lop_engine_opts_t o = opts_default();
+        o.reconcile_timeout_ns = 3600 * LOP_NS_PER_S;
+        o.predicate_timeout_ns = timeouts[i];
+        lop_err_t err;
+        lop_vm_t *vm = e->vm_new(&s, &o, NULL, &err);
+        T_CHECK(vm != NULL);
+        if (!vm) return;
+        const char *obj = "{\"metadata\":{\"name\":\"x\"}}";
+        lop_event_view_t ev = {LOP_EV_ADD, NULL, 0, obj, strlen(obj)};
+        bool pass = false;
+        int64_t t0 = lop_clock_mono(&tclock.base);
+        T_EQ_INT(e->predicate(vm, 1, &ev, &pass, &err), LOP_ETIMEDOUT);
+        int64_t took = lop_clock_mono(&tclock.base) - t0;
+        T_CHECK(took >= (timeouts[i] ? timeouts[i] : LOP_PREDICATE_TIMEOUT_DEFAULT_NS));
+        T_CHECK(took < 10 * LOP_NS_PER_S); /* its own deadline, far below the reconcile's hour */
+        T_CHECK(strstr(err.message, "main.lua:2: predicate deadline exceeded") != NULL);
+        T_CHECK(pass);                                           /* the caller lets the event through */
+        T_EQ_INT(e->predicate(vm, 2, &ev, &pass, &err), LOP_OK); /* the VM still works */
+        T_CHECK(!pass);
+        lop_request_list_t out;
+        t0 = lop_clock_mono(&tclock.base);
+        T_EQ_INT(e->map(vm, 3, &ev, &out, &err), LOP_ETIMEDOUT);
+        T_CHECK(lop_clock_mono(&tclock.base) - t0 < 10 * LOP_NS_PER_S);
+        T_CHECK(strstr(err.message, "main.lua:2: map function deadline exceeded") != NULL);
+        T_EQ_INT(out.n, 0);
+        e->vm_free(vm);
+    }
+}
+
 static void test_pcall_cannot_swallow_the_deadline(void)
 {
     const lop_engine_t *e = lop_lua_engine();
@@ -310,6 +355,7 @@ int main(void)
     /* cjson is found on the system package path; CTest's LUA_CPATH points at the build tree. */
     unsetenv("LUA_CPATH");
     T_RUN(test_infinite_loop_is_interrupted);
+    T_RUN(test_predicate_and_map_deadline);
     T_RUN(test_pcall_cannot_swallow_the_deadline);
     T_RUN(test_deadline_in_coroutines_and_sleep);
     T_RUN(test_system_clock_deadline);
