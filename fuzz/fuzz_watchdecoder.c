@@ -29,7 +29,8 @@ static int on_doc(void *ud, const char *doc, size_t len, bool checked)
             if (doc[i] != ' ' && doc[i] != '\t' && doc[i] != '\r' && doc[i] != '\n') one_object = false;
         json_decref(v);
     }
-    if (!one_object) return checked ? 0 : LOP_DOC_RETRY; /* a checked non-object is skipped, as the reflector's decode error */
+    if (!one_object)
+        return checked ? 0 : LOP_DOC_RETRY; /* a checked non-object is skipped, as the reflector's decode error */
     if (d->len + len + 1 > d->cap) {
         d->cap = (d->len + len + 1) * 2;
         if (!(d->bytes = realloc(d->bytes, d->cap))) abort();
