@@ -24,7 +24,7 @@ static inline char *fuzz_strndup(const uint8_t *data, size_t n)
     return s;
 }
 
-/* The next part of *data/*size up to the separator "\n--\n" (or the end): sets *part/*plen and
+/* The next part of the input (data, size) up to the separator "\n--\n" (or the end): sets part and plen and
  * advances past the separator. Returns 0 when nothing is left. */
 static inline int fuzz_next_part(const uint8_t **data, size_t *size, const uint8_t **part, size_t *plen)
 {
