@@ -1,5 +1,5 @@
 /* engine.c — the few helpers the engine interface's plain data types need (freeing a request
- * list a map function returned; see engine.h). Any thread; no upstream counterpart. */
+ * list a map function returned, an admission result; see engine.h). Any thread; no upstream counterpart. */
 #include "host/runtime/engine.h"
 
 #include <stdlib.h>
@@ -14,4 +14,15 @@ void lop_request_list_free(lop_request_list_t *l)
     free(l->names);
     l->namespaces = l->names = NULL;
     l->n = 0;
+}
+
+void lop_admission_result_free(lop_admission_result_t *r)
+{
+    for (size_t i = 0; i < r->nwarnings; i++) free(r->warnings[i]);
+    free(r->warnings);
+    free(r->patched_json);
+    r->warnings = NULL;
+    r->nwarnings = 0;
+    r->patched_json = NULL;
+    r->patched_len = 0;
 }

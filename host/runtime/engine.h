@@ -240,6 +240,68 @@ typedef enum lop_host_metric_op {
     LOP_HOST_METRIC_OBSERVE = 2,
 } lop_host_metric_op_t;
 
+/* ---------------------------------------------------------------- webhooks */
+
+/* What a declared webhook is (op.webhook.*, docs/lua-api.md). Defaulters are MUTATING with
+ * defaulter=true; validators are VALIDATING with validator=true. */
+typedef enum lop_webhook_type {
+    LOP_WEBHOOK_MUTATING,   /* AdmissionReview; answers with a JSONPatch the host computes */
+    LOP_WEBHOOK_VALIDATING, /* AdmissionReview; allowed or denied */
+    LOP_WEBHOOK_CONVERSION, /* ConversionReview (apiextensions.k8s.io/v1) */
+} lop_webhook_type_t;
+
+/* One admission rule (admissionregistration.k8s.io/v1 RuleWithOperations); every list is
+ * NULL-terminated, "*" matches anything. */
+typedef struct lop_webhook_rule {
+    char **operations; /* "CREATE" "UPDATE" "DELETE" "CONNECT" "*" */
+    char **api_groups; /* "" is the core group */
+    char **api_versions;
+    char **resources; /* plural, optionally "/subresource": "memcacheds", "memcacheds/status" */
+    char *scope;      /* "Namespaced" "Cluster" "*"; NULL = "*" */
+} lop_webhook_rule_t;
+
+typedef struct lop_webhook_decl {
+    lop_webhook_type_t type;
+    /* The webhook's name in WebhookConfigurations and the metrics' webhook label:
+     * kubebuilder's "m<kind>.<group>" / "v<kind>.<group>" lowercased for defaulters and
+     * validators, the declared name for generic ones, "conversion.<kind>.<group>" for conversion. */
+    char *name;
+    /* The path served: kubebuilder's "/mutate-<group with . as ->-<version>-<kind lowercased>",
+     * "/validate-...", or "/convert" (shared by every conversion webhook; the host dispatches by
+     * the objects' group and kind). Unique among MUTATING/VALIDATING decls. */
+    char *path;
+    lop_gvk_t gvk;             /* defaulter/validator: the kind (for_); conversion: api_version = the group
+                       * only ("cache.example.com"), kind the CRD's kind; generic: api_version and
+                       * kind NULL */
+    lop_webhook_rule_t *rules; /* generic mutating/validating: the rules; defaulter/validator: one
+                                 * rule derived from for_ (CREATE, UPDATE; + DELETE for a
+                                 * validator with validate_delete) with the plural resource */
+    size_t nrules;
+    char *failure_policy; /* "Fail" (default) or "Ignore" — for the manifests */
+    char *side_effects;   /* "None" (default) or "NoneOnDryRun" */
+    int timeout_seconds;  /* 1..30, default 10 (admissionregistration's default) */
+    bool defaulter;       /* op.webhook.defaulter */
+    bool validator;       /* op.webhook.validator */
+    int lua_id;           /* for lop_engine_t.admit / convert; valid in every VM of the set */
+} lop_webhook_decl_t;
+
+/* The outcome of one admission call (engine -> host). Strings inside are malloc'd; free with
+ * lop_admission_result_free. */
+typedef struct lop_admission_result {
+    bool allowed;
+    int code;           /* denied: HTTP-style status for AdmissionResponse.status.code
+                             * (default 403); allowed: 0 */
+    char message[2048]; /* denied: the reason (a script error: "file:line: msg") */
+    char **warnings;    /* nwarnings malloc'd strings (AdmissionResponse.warnings) */
+    size_t nwarnings;
+    char *patched_json; /* MUTATING, allowed: the object after the script changed it
+                             * (malloc'd JSON; NULL when the script left it as it was). The host
+                             * computes the RFC 6902 JSONPatch from request.object to it. */
+    size_t patched_len;
+} lop_admission_result_t;
+
+void lop_admission_result_free(lop_admission_result_t *r);
+
 /* ---------------------------------------------------------------- host -> engine */
 
 typedef struct lop_engine_opts {
@@ -288,6 +350,32 @@ typedef struct lop_engine {
 
     size_t (*memory)(lop_vm_t *vm); /* bytes currently allocated by the VM */
     void (*vm_free)(lop_vm_t *vm);
+
+    /* ---- webhooks (appended; NULL in engines without webhooks) ---- */
+
+    /* The webhooks main.lua declared (op.webhook.*); borrowed until vm_free. */
+    void (*webhook_declarations)(lop_vm_t *vm, const lop_webhook_decl_t **decls, size_t *n);
+
+    /*
+     * Run an admission webhook. request_json is the AdmissionReview's "request" member, as
+     * received (uid, kind, resource, subResource, operation, userInfo, object, oldObject, dryRun,
+     * namespace, name, options). The engine decodes object/oldObject and calls the Lua
+     * function(s) under the webhook deadline (timeout_ns > 0; 0 = the engine's reconcile
+     * default). A Lua error, a timeout or a broken VM is not an rc error: it is a denial with
+     * code 500 and message naming file:line (*vm_broken set when the VM must be rebuilt).
+     * LOP_OK with *res filled; LOP_EINVAL only when request_json is not an object.
+     */
+    lop_rc_t (*admit)(lop_vm_t *vm, int lua_id, const char *request_json, size_t len, int64_t timeout_ns,
+                      lop_admission_result_t *res, bool *vm_broken, lop_err_t *err);
+
+    /*
+     * Convert one object (JSON) to desired_api_version ("cache.example.com/v1") with the Lua
+     * conversion function of lua_id. LOP_OK: *out is malloc'd JSON (*out_len bytes) of the
+     * converted object, apiVersion set to desired_api_version. Errors (a raise, a timeout, a
+     * result that is not an object): LOP_ERR with err "file:line: ..."; *vm_broken as for admit.
+     */
+    lop_rc_t (*convert)(lop_vm_t *vm, int lua_id, const char *obj_json, size_t len, const char *desired_api_version,
+                        int64_t timeout_ns, char **out, size_t *out_len, bool *vm_broken, lop_err_t *err);
 } lop_engine_t;
 
 #endif
