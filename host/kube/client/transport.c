@@ -300,6 +300,11 @@ static lop_http_result_t map_result(lop_transport_t *t, lop_tr_xfer_t *xf, lop_h
                  t->host_port, xf->connect_code);
         return LOP_HTTP_ECONNECT;
     }
+    if (xf->no_resend) {
+        snprintf(x->error, sizeof x->error,
+                 "%s: the connection died after the response began; the request is not sent again", t->host_port);
+        return LOP_HTTP_ERESET;
+    }
     if (c == CURLE_OK && !xf->head_done) {
         snprintf(x->error, sizeof x->error, "%s: the connection closed in the middle of the response headers",
                  t->host_port);

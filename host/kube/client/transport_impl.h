@@ -49,6 +49,7 @@ typedef struct lop_tr_xfer {
     bool done;         /* the I/O thread is finished with it (the easy handle is freed) */
     bool bomb;         /* stopped as a decompression bomb */
     bool head_too_big; /* stopped: the header block passed LOP_TR_HEAD_MAX */
+    bool no_resend;    /* stopped: libcurl would have sent the request again after its response began */
     CURLcode result;
     long os_errno;     /* errno of the failed connect, or 0 */
     long connect_code; /* the proxy's answer to CONNECT, or 0 */

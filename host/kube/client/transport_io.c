@@ -194,6 +194,22 @@ static size_t on_write(char *p, size_t size, size_t n, void *ud)
     return len;
 }
 
+/* Called before libcurl sends the request, and again before each resend. libcurl resends a request
+ * whose reused connection failed, and can do so after part of the response arrived (an h2 stream
+ * reset on a dying connection, an HTTP/1.1 connection closed mid-head); the bytes already passed
+ * to the caller would then be followed by a second response. Refused: the caller sees a reset and
+ * its own retry policy decides (client-go's rest.Request retries only what it knows is safe). */
+static int on_prereq(void *ud, char *conn_primary_ip, char *conn_local_ip, int conn_primary_port, int conn_local_port)
+{
+    (void)conn_primary_ip, (void)conn_local_ip, (void)conn_primary_port, (void)conn_local_port;
+    lop_tr_xfer_t *xf = ud;
+    if (!xf->started) return CURL_PREREQFUNC_OK; /* written by this (the I/O) thread only */
+    pthread_mutex_lock(&xf->t->mu);
+    xf->no_resend = true;
+    pthread_mutex_unlock(&xf->t->mu);
+    return CURL_PREREQFUNC_ABORT;
+}
+
 /* ---- setting up a transfer ---- */
 
 static void set_common(lop_transport_t *t, lop_tr_xfer_t *xf, CURL *e)
@@ -214,6 +230,10 @@ static void set_common(lop_transport_t *t, lop_tr_xfer_t *xf, CURL *e)
     curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, on_close_socket);
     curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, t);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, xf->headers);
+    if (!xf->probe) {
+        curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, on_prereq);
+        curl_easy_setopt(e, CURLOPT_PREREQDATA, xf);
+    }
     if (xf->resolve) curl_easy_setopt(e, CURLOPT_RESOLVE, xf->resolve);
     curl_easy_setopt(e, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1L);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
