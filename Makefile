@@ -7,7 +7,7 @@ CMAKEFLAGS ?=
 PKGS      := $(shell sh deps/packages.sh)
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build test demo bench bench-smoke asan tsan format format-check rbac clean
+.PHONY: all deps build test demo bench bench-smoke asan tsan fuzz format format-check rbac clean
 
 all: build
 
@@ -46,6 +46,14 @@ asan:
 tsan:
 	$(MAKE) test BUILD=build-tsan CMAKEFLAGS=-DLUAOP_SANITIZE=thread
 
+# The fuzz targets under libFuzzer with ASan+UBSan (clang), each run FUZZ_SECONDS (fuzz/README.md).
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	[ -f build-fuzz/CMakeCache.txt ] || cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_C_COMPILER=clang -DLUAOP_FUZZ=ON -DLUAOP_BUILD_TESTS=OFF
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_targets -- --no-print-directory
+	./fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
+
 # config/rbac/role.yaml from the memcached example's declarations (tests check it is current).
 rbac: build
 	$(BUILD)/luaop check --rbac --scripts examples/memcached/scripts \
@@ -60,4 +68,4 @@ format-check: deps
 	@git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror
 
 clean:
-	rm -rf $(BUILD) build-asan build-tsan
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz
