@@ -623,6 +623,7 @@ void lop_lua_core_host_register(lua_State *L, int tidx)
         {"identity", core_identity},
         {"context", core_context},
         {"register_controller", lop_lua_core_register_controller},
+        {"register_webhook", lop_lua_core_register_webhook},
         {NULL, NULL},
     };
     if (tidx < 0 && tidx > LUA_REGISTRYINDEX) tidx = lua_gettop(L) + tidx + 1;

@@ -103,15 +103,10 @@ static char *opt_string(spec_ctx_t *c, int t, const char *field, const char *pat
     return out;
 }
 
-/* Register fn (at idx) as a callback; returns its lua_id. */
-static int add_callback(spec_ctx_t *c, int idx, const char *what)
+int lop_lua_add_callback(lua_State *L, lop_vm_t *vm, int idx, const char *desc)
 {
-    lua_State *L = c->L;
-    lop_vm_t *vm = c->vm;
     idx = idx < 0 ? lua_gettop(L) + idx + 1 : idx;
     vm->callback_names = lop_xrealloc(vm->callback_names, (size_t)(vm->ncallbacks + 2) * sizeof(char *));
-    char desc[256];
-    snprintf(desc, sizeof desc, "controller '%s' %s", c->name, what);
     vm->callback_names[vm->ncallbacks + 1] = lop_xstrdup(desc);
     vm->callback_names[0] = NULL; /* ids start at 1 */
     int id = ++vm->ncallbacks;
@@ -120,6 +115,14 @@ static int add_callback(spec_ctx_t *c, int idx, const char *what)
     lua_rawseti(L, -2, id);
     lua_pop(L, 1);
     return id;
+}
+
+/* Register fn (at idx) as a callback of the controller being declared; returns its lua_id. */
+static int add_callback(spec_ctx_t *c, int idx, const char *what)
+{
+    char desc[256];
+    snprintf(desc, sizeof desc, "controller '%.120s' %.120s", c->name, what);
+    return lop_lua_add_callback(c->L, c->vm, idx, desc);
 }
 
 static const struct {

@@ -26,6 +26,7 @@ typedef enum lop_lua_phase {
     LOP_LUA_LOAD,      /* main.lua is running: register_controller allowed, API calls refused */
     LOP_LUA_RECONCILE, /* a reconcile: core.context() is set */
     LOP_LUA_EVENT,     /* a predicate or map function */
+    LOP_LUA_WEBHOOK,   /* an admission or conversion webhook (API calls allowed; no reconcile context) */
 } lop_lua_phase_t;
 
 struct lop_vm {
@@ -36,7 +37,9 @@ struct lop_vm {
 
     lop_ctrl_decl_t *decls; /* owned; partially filled entries are freed too */
     size_t ndecls, capdecls;
-    bool decl_open;        /* the last decl is being filled (or its spec failed half way) */
+    bool decl_open;               /* the last decl is being filled (or its spec failed half way) */
+    lop_webhook_decl_t *webhooks; /* owned (op.webhook.*); entries count once allocated */
+    size_t nwebhooks, capwebhooks;
     char **callback_names; /* [lua_id] -> "controller 'x' for_.predicates[1]" (owned) */
     int ncallbacks;
 
@@ -63,6 +66,19 @@ int lop_lua_core_register_controller(lua_State *L);
 void lop_lua_decls_free(lop_vm_t *vm);
 /* Drop the last declaration if its spec failed half way. Never raises. */
 void lop_lua_decls_drop_open(lop_vm_t *vm);
+/* Store the function at idx in the callbacks table under a new lua_id (1, 2, ...), described as
+ * desc in messages ("controller 'x' for_.predicates[1]", "webhook 'v...'"). Raises (memory). */
+int lop_lua_add_callback(lua_State *L, lop_vm_t *vm, int idx, const char *desc);
+
+/* engine_webhook.c: core.register_webhook (the spec luaop.webhook builds), freeing webhook
+ * declarations, and the engine's webhook_declarations, admit and convert (engine.h). */
+int lop_lua_core_register_webhook(lua_State *L);
+void lop_lua_webhooks_free(lop_vm_t *vm);
+void lop_lua_webhook_declarations(lop_vm_t *vm, const lop_webhook_decl_t **decls, size_t *n);
+lop_rc_t lop_lua_admit(lop_vm_t *vm, int lua_id, const char *request_json, size_t len, int64_t timeout_ns,
+                       lop_admission_result_t *res, bool *vm_broken, lop_err_t *err);
+lop_rc_t lop_lua_convert(lop_vm_t *vm, int lua_id, const char *obj_json, size_t len, const char *desired_api_version,
+                         int64_t timeout_ns, char **out, size_t *out_len, bool *vm_broken, lop_err_t *err);
 
 /* engine_require.c: install `require` and `package.loaded` over the script set and the luaop
  * library. Stack: unchanged. Raises. Must run inside a protected call. */

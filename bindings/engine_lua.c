@@ -162,6 +162,7 @@ static void vm_free(lop_vm_t *vm)
     if (!vm) return;
     lop_lua_vm_cleanup(&vm->lvm);
     lop_lua_decls_free(vm);
+    lop_lua_webhooks_free(vm);
     free(vm);
 }
 
@@ -393,6 +394,9 @@ static const lop_engine_t engine = {
     .map = map,
     .memory = memory,
     .vm_free = vm_free,
+    .webhook_declarations = lop_lua_webhook_declarations,
+    .admit = lop_lua_admit,
+    .convert = lop_lua_convert,
 };
 
 const lop_engine_t *lop_lua_engine(void) { return &engine; }

@@ -294,9 +294,11 @@ typedef struct lop_admission_result {
     char message[2048]; /* denied: the reason (a script error: "file:line: msg") */
     char **warnings;    /* nwarnings malloc'd strings (AdmissionResponse.warnings) */
     size_t nwarnings;
-    char *patched_json; /* MUTATING, allowed: the object after the script changed it
-                             * (malloc'd JSON; NULL when the script left it as it was). The host
-                             * computes the RFC 6902 JSONPatch from request.object to it. */
+    char *patched_json; /* MUTATING, allowed: the object after the webhook ran (malloc'd,
+                             * NUL-terminated JSON through the lossless codec; NULL for validating
+                             * webhooks and when there is no object, e.g. DELETE). The host computes
+                             * the RFC 6902 JSONPatch from request.object to it; an empty diff
+                             * means no patch. */
     size_t patched_len;
 } lop_admission_result_t;
 

@@ -17,6 +17,7 @@
 --      now() -> seconds, mono() -> seconds, sleep(seconds) (optional)
 --      is_leader() -> bool, identity() -> string, context() -> table | nil
 --      register_controller(spec)
+--      register_webhook(spec)                                  (luaop.webhook's normalized spec)
 --    }
 --
 -- Context: any.
@@ -56,6 +57,10 @@ local function host_backend()
   function b.identity() return c.identity() end
   function b.context() if c.context then return c.context() end return nil end
   function b.register_controller(spec) return c.register_controller(spec) end
+  function b.register_webhook(spec)
+    if not c.register_webhook then error("luaop.webhook: this host does not serve webhooks", 3) end
+    return c.register_webhook(spec)
+  end
   return b
 end
 

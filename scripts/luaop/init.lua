@@ -5,7 +5,8 @@
 --
 -- Submodules are loaded on first use: `op.client`, `op.result`, `op.errors`, `op.log`,
 -- `op.predicates`, `op.object`, `op.conditions`, `op.finalizers`, `op.owner`, `op.status`,
--- `op.ops`, `op.events`, `op.selector`, `op.leader`, `op.handler`, `op.metrics`, `op.crypto`.
+-- `op.ops`, `op.events`, `op.selector`, `op.leader`, `op.handler`, `op.metrics`, `op.crypto`,
+-- `op.webhook`.
 -- @module luaop
 
 local require, rawset, setmetatable = require, rawset, setmetatable
@@ -15,7 +16,7 @@ local _M = {}
 local submodules = {
   client = true, result = true, errors = true, log = true, predicates = true, object = true,
   conditions = true, finalizers = true, owner = true, status = true, ops = true, events = true,
-  selector = true, leader = true, handler = true, metrics = true, crypto = true,
+  selector = true, leader = true, handler = true, metrics = true, crypto = true, webhook = true,
 }
 
 --- Declare a controller (call it while main.lua loads).

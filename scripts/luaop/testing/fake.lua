@@ -112,6 +112,7 @@ function _M.new(opts)
   self.faults = {}
   self.controllers = {}    -- name -> spec
   self.controller_order = {}
+  self.webhooks = {}       -- luaop.webhook specs, in declaration order
   self.leader = true
   self.harness = {}
   return self
@@ -685,6 +686,11 @@ function Fake:backend()
     end
     fake.controllers[spec.name] = spec
     fake.controller_order[#fake.controller_order + 1] = spec.name
+  end
+  function b.register_webhook(spec)
+    local clash = require("luaop.webhook").clash(fake.webhooks, spec)
+    if clash then error(clash, 4) end
+    fake.webhooks[#fake.webhooks + 1] = spec
   end
   return b
 end
