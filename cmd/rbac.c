@@ -2,6 +2,8 @@
  * rbac.h). */
 #include "cmd/rbac.h"
 
+#include "host/meta/plural.h"
+
 #include "host/util/buf.h"
 
 #include <ctype.h>
@@ -112,25 +114,6 @@ static const char *const KNOWN[] = {"Pod",
                                     "ControllerRevision",
                                     "ReplicationController"};
 
-/* kubebuilder's rule (flect's simple cases): lowercase, then -y (not after a vowel) -> -ies,
- * -s/-x/-z/-ch/-sh -> +es, else +s. */
-static void english_plural(const char *kind, char *out, size_t len)
-{
-    size_t n = strlen(kind);
-    char low[256];
-    if (n >= sizeof low - 4) n = sizeof low - 4;
-    for (size_t i = 0; i < n; i++) low[i] = (char)tolower((unsigned char)kind[i]);
-    low[n] = '\0';
-    const char *vowels = "aeiou";
-    if (n > 1 && low[n - 1] == 'y' && !strchr(vowels, low[n - 2]))
-        snprintf(out, len, "%.*sies", (int)(n - 1), low);
-    else if ((n && strchr("sxz", low[n - 1])) ||
-             (n > 1 && (strcmp(low + n - 2, "ch") == 0 || strcmp(low + n - 2, "sh") == 0)))
-        snprintf(out, len, "%ses", low);
-    else
-        snprintf(out, len, "%ss", low);
-}
-
 static void group_of(const char *api_version, char *out, size_t len)
 {
     const char *slash = strchr(api_version, '/');
@@ -166,7 +149,7 @@ static void resolve(const lop_rbac_opts_t *o, const char *group, const char *kin
             *cluster = BUILTINS[i].cluster;
             return;
         }
-    english_plural(kind, plural, len);
+    lop_meta_guess_plural(kind, plural, len);
     bool known = false;
     for (i = 0; i < sizeof KNOWN / sizeof KNOWN[0] && !known; i++) known = strcmp(KNOWN[i], kind) == 0;
     if (!known)

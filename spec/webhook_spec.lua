@@ -30,10 +30,13 @@ describe("luaop.webhook", function()
     assert.equal(2, #fake.webhooks)
   end)
 
-  it("guesses resources as client-go does", function()
+  it("guesses resources as kubebuilder does", function()
     local g = require("luaop.webhook").guess_resource
     assert.equal("policies", g("Policy"))
+    assert.equal("gateways", g("Gateway"))
     assert.equal("ingresses", g("Ingress"))
+    assert.equal("boxes", g("Box"))
+    assert.equal("patches", g("Patch"))
     assert.equal("memcacheds", g("Memcached"))
   end)
 

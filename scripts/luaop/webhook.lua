@@ -76,12 +76,13 @@ local function split_api_version(av)
   return nil
 end
 
--- client-go's UnsafeGuessKindToResource (k8s.io/apimachinery/pkg/api/meta/restmapper.go): the
--- lowercased kind plus "es" after an s, "ies" for a final y, else "s".
+-- kubebuilder's plural (host/meta/plural.h, which `luaop check` uses too): lowercase, then "-y"
+-- not after a vowel -> "-ies", "-s"/"-x"/"-z"/"-ch"/"-sh" -> "+es", else "+s". A CRD kubebuilder
+-- generated has that plural; give for_.resource when yours differs.
 local function guess_resource(kind)
   local k = kind:lower()
-  if k:sub(-1) == "s" then return k .. "es" end
-  if k:sub(-1) == "y" then return k:sub(1, -2) .. "ies" end
+  if k:match("[^aeiou]y$") then return k:sub(1, -2) .. "ies" end
+  if k:match("[sxz]$") or k:match("[cs]h$") then return k .. "es" end
   return k .. "s"
 end
 
@@ -350,7 +351,7 @@ function _M.clash(specs, spec)
   return nil
 end
 
---- (internal) The plural resource client-go guesses for a kind ("Policy" -> "policies").
+--- (internal) The plural resource kubebuilder gives a kind ("Policy" -> "policies").
 -- @tparam string kind @treturn string
 function _M.guess_resource(kind) return guess_resource(kind) end
 

@@ -429,7 +429,7 @@ end
 --- Run the declared admission webhooks over an object as the API server would: the mutating
 -- ones in declaration order (each sees the object the previous one returned), then the
 -- validating ones; the first denial stops. Webhooks are chosen by their rules, with the resource
--- guessed from the kind (client-go's UnsafeGuessKindToResource) unless `opts.resource` says.
+-- guessed from the kind (kubebuilder's plural, luaop.webhook) unless `opts.resource` says.
 -- @tparam table obj the object (not modified; a copy goes through the host's JSON codec)
 -- @tparam[opt] table opts `{operation = "CREATE"|"UPDATE"|"DELETE" (default CREATE), old = obj
 --   (UPDATE, DELETE), dry_run = bool, namespace=, user_info = {...}, resource=, webhook = name

@@ -1,5 +1,6 @@
 /* Unit tests for host/kube/yaml: manifests to JSON as kubectl reads them. */
 #include "host/codec/yaml.h"
+#include "host/codec/yaml_emit.h"
 #include "host/util/buf.h"
 #include "t.h"
 
@@ -107,6 +108,30 @@ static void test_syntax_error_names_origin_and_line(void)
     T_CHECK(strstr(err.message, "/nonexistent.yaml") != NULL);
 }
 
+/* lop_yaml_emit's output loads back to an equal value: nested objects and lists, lists of
+ * lists, empty containers, strings that look like other scalars, keys that need quotes. */
+static void test_emit_round_trip(void)
+{
+    const char *src = "{\"apiVersion\":\"v1\",\"webhooks\":[{\"name\":\"m.x.io\",\"rules\":[{\"ops\":[\"CREATE\","
+                      "\"UPDATE\"],\"scope\":\"*\"}],\"empty\":{},\"none\":[]},[[1,2],[]],\"on\"],"
+                      "\"odd key: x\":{\"n\":1.5,\"b\":true,\"z\":null,\"Yes\":\"yes\",\"s\":\"1.0\",\"t\":\"~\","
+                      "\"nl\":\"a\\nb\"},\"-dash\":\"-\"}";
+    json_t *v = json_loads(src, 0, NULL);
+    T_CHECK(v != NULL);
+    lop_buf_t b = {0};
+    lop_yaml_emit(&b, v);
+    json_t *docs = NULL;
+    lop_err_t err;
+    T_EQ_INT(lop_yaml_load_all(b.data, b.len, "emitted", &docs, &err), LOP_OK);
+    T_CHECK(docs && json_array_size(docs) == 1 && json_equal(json_array_get(docs, 0), v));
+    if (!(docs && json_equal(json_array_get(docs, 0), v))) fprintf(stderr, "%s\n", b.data);
+    T_CHECK(strstr(b.data, "webhooks:\n- name: m.x.io\n") != NULL); /* block style, plain when safe */
+    T_CHECK(strstr(b.data, "s: \"1.0\"\n") != NULL && strstr(b.data, "\"on\"") != NULL);
+    json_decref(docs);
+    json_decref(v);
+    lop_buf_free(&b);
+}
+
 int main(void)
 {
     T_RUN(test_scalars_follow_the_core_schema);
@@ -115,5 +140,6 @@ int main(void)
     T_RUN(test_alias_expansion_is_bounded);
     T_RUN(test_alias_reuse_within_the_bound_loads);
     T_RUN(test_syntax_error_names_origin_and_line);
+    T_RUN(test_emit_round_trip);
     return T_DONE();
 }
