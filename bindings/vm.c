@@ -3,6 +3,7 @@
  * protected calls with tracebacks (see vm.h).
  */
 #include "bindings/vm.h"
+#include "bindings/sandbox_guard.h"
 #include "bindings/sandbox_libs.h"
 #include "bindings/vm_watchdog.h"
 
@@ -224,6 +225,7 @@ static int open_sandbox(lua_State *L)
     }
     lua_pushcfunction(L, sandbox_print);
     lua_setglobal(L, "print");
+    lop_lua_guard_install(L); /* also with unsafe_libs: a crash is never wanted */
     return 0;
 }
 
@@ -350,6 +352,7 @@ lop_rc_t lop_lua_vm_run(lop_lua_vm_t *vm, lua_CFunction fn, void *ud, int64_t ti
     vm->deadline_hit = false;
     vm->deadline_what = what;
     vm->deadline_ns = timeout_ns > 0 ? lop_clock_mono(vm->clock) + timeout_ns : INT64_MAX;
+    lop_lua_guard_reset(L);
     bool watched = vm->deadline_ns != INT64_MAX && !vm->jit;
     if (watched) lop_lua_watchdog_arm(vm);
     int st = lua_cpcall(L, fn, ud);

@@ -350,6 +350,98 @@ static void test_many_vms_free_cleanly(void)
     }
 }
 
+/* A message handler cannot hold the deadline off: the handler of the deadline error is not run
+ * (it would run with hooks off), and a handler looping on another error is interrupted. */
+static void test_xpcall_handler_cannot_defeat_the_deadline(void)
+{
+    run_expect_timeout("    xpcall(function() while true do end end, function() while true do end end)", false);
+    run_expect_timeout("    xpcall(function() error('x') end, function() while true do end end)\n"
+                       "    while true do end",
+                       false);
+    /* a handler still runs for ordinary errors and sees them */
+    lop_script_set_t s = one_file(CTRL_HEAD "    local ok, e = xpcall(function() error('boom', 0) end,\n"
+                                            "      function(m) return 'handled ' .. m end)\n"
+                                            "    if ok or e ~= 'handled boom' then error('got ' .. tostring(e)) end\n"
+                                            "    return { requeue_after = 7 }\n  end }\n");
+    lop_engine_opts_t o = opts_default();
+    lop_reconcile_result_t res;
+    if (!reconcile_once(&s, &o, &res)) return;
+    T_EQ_INT(res.kind, LOP_RESULT_REQUEUE_AFTER);
+    if (res.kind != LOP_RESULT_REQUEUE_AFTER) fprintf(stderr, "%s\n", res.message);
+}
+
+/* Every way back into Lua from a C library function is counted: a runaway nesting is a Lua
+ * error naming the function, never a C stack overflow (SIGSEGV with Debian's LuaJIT). */
+static void test_c_reentry_is_bounded(void)
+{
+    static const char *const attacks[][2] = {
+        {"local function g(s) return (s:gsub('.', g)) end; g('ab')", "string.gsub: calls nested more than"},
+        {"local t = setmetatable({}, { __index = function(t, k) return ('x'):gsub('x', t) end }); ('x'):gsub('x', t)",
+         "string.gsub: calls nested more than"},
+        {"local t = {3, 2, 1}; local function c(a, b) table.sort({2, 1}, c) return a < b end; table.sort(t, c)",
+         "table.sort: calls nested more than"},
+        {"local mt = {}; mt.__tostring = function(v) return tostring(setmetatable({}, mt)) end\n"
+         "      tostring(setmetatable({}, mt))",
+         "tostring: calls nested more than"},
+        {"local mt = {}; mt.__tostring = function(v) return string.format('%s', setmetatable({}, mt)) end\n"
+         "      string.format('%s', setmetatable({}, mt))",
+         "string.format: calls nested more than"},
+        {"local function f() return coroutine.wrap(f)() end; f()", "coroutine.resume: calls nested more than"},
+        {"local function f() local ok, e = coroutine.resume(coroutine.create(f)); error(e, 0) end; f()",
+         "coroutine.resume: calls nested more than"},
+    };
+    for (size_t i = 0; i < sizeof attacks / sizeof attacks[0]; i++) {
+        char src[1024];
+        snprintf(src, sizeof src, CTRL_HEAD "      %s\n  end }\n", attacks[i][0]);
+        lop_script_set_t s = one_file(src);
+        lop_engine_opts_t o = opts_default();
+        o.reconcile_timeout_ns = 3600 * LOP_NS_PER_S; /* a clean error, not the deadline */
+        lop_reconcile_result_t res;
+        if (!reconcile_once(&s, &o, &res)) return;
+        T_EQ_INT(res.kind, LOP_RESULT_ERROR);
+        T_CHECK(!res.timed_out);
+        if (!strstr(res.message, attacks[i][1])) fprintf(stderr, "attack %zu: %s\n", i, res.message);
+        T_CHECK(strstr(res.message, attacks[i][1]) != NULL);
+        T_CHECK(strstr(res.message, "main.lua:") != NULL);
+    }
+}
+
+/* Caught errors do not leak nesting: a thousand errors caught inside gsub callbacks, then a
+ * legitimate 90-deep nesting still works; and the depth starts from zero on every call. */
+static void test_c_reentry_count_survives_caught_errors(void)
+{
+    lop_script_set_t s = one_file(
+        CTRL_HEAD
+        "    for i = 1, 1000 do\n"
+        "      pcall(string.gsub, 'a', '.', function() error('x') end)\n"
+        "      xpcall(function() return ('a'):gsub('.', function() error('y') end) end, function(e) return e end)\n"
+        "      coroutine.resume(coroutine.create(function() ('a'):gsub('.', function() error('z') end) end))\n"
+        "    end\n"
+        "    local function nest(n) if n == 0 then return 'ok' end\n"
+        "      return (('a'):gsub('a', function() return nest(n - 1) end)) end\n"
+        "    if nest(90) ~= 'ok' then error('nest') end\n"
+        "    if req.name == 'x' then local _ = ('a'):gsub('a', function() error('left inside') end) end\n"
+        "    return { requeue_after = 1 }\n  end }\n");
+    const lop_engine_t *e = lop_lua_engine();
+    lop_engine_opts_t o = opts_default();
+    o.reconcile_timeout_ns = 3600 * LOP_NS_PER_S;
+    lop_err_t err;
+    lop_vm_t *vm = e->vm_new(&s, &o, NULL, &err);
+    T_CHECK(vm != NULL);
+    if (!vm) return;
+    lop_reconcile_req_t rx = {"default", "x", "r-1"}, ry = {"default", "y", "r-2"};
+    lop_reconcile_result_t res;
+    for (int i = 0; i < 3; i++) { /* errors left at depth 1 by the previous call do not add up */
+        e->reconcile(vm, "c", &rx, &res);
+        T_EQ_INT(res.kind, LOP_RESULT_ERROR);
+        T_CHECK(strstr(res.message, "left inside") != NULL);
+    }
+    e->reconcile(vm, "c", &ry, &res);
+    T_EQ_INT(res.kind, LOP_RESULT_REQUEUE_AFTER);
+    if (res.kind != LOP_RESULT_REQUEUE_AFTER) fprintf(stderr, "%s\n", res.message);
+    e->vm_free(vm);
+}
+
 int main(void)
 {
     /* cjson is found on the system package path; CTest's LUA_CPATH points at the build tree. */
@@ -361,6 +453,9 @@ int main(void)
     T_RUN(test_system_clock_deadline);
     T_RUN(test_load_deadline);
     T_RUN(test_jit_deadline_is_cooperative);
+    T_RUN(test_xpcall_handler_cannot_defeat_the_deadline);
+    T_RUN(test_c_reentry_is_bounded);
+    T_RUN(test_c_reentry_count_survives_caught_errors);
     T_RUN(test_memory_cap_breaks_the_vm);
     T_RUN(test_memory_cap_even_when_caught);
     T_RUN(test_memory_cap_at_load);
