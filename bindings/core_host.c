@@ -32,6 +32,8 @@ static lop_vm_t *api_vm(lua_State *L, const char *fname)
                    "core.%s may not be called while main.lua loads (only in reconcile, "
                    "predicate and map functions)",
                    fname);
+    if (vm->phase == LOP_LUA_IDLE) /* no call of the host's running: a finalizer, a VM being closed */
+        luaL_error(L, "core.%s may only be called in a reconcile, predicate, map function or webhook", fname);
     return vm;
 }
 

@@ -132,6 +132,10 @@ void lop_lua_selector_open(lua_State *L)
         lua_setfield(L, -2, "__gc");
         lua_pushcfunction(L, sel_tostring);
         lua_setfield(L, -2, "__tostring");
+        /* getmetatable(sel) does not hand scripts this table: a __gc they put in it would run
+         * with hooks off, out of reach of the deadline (sandbox_guard.h) */
+        lua_pushliteral(L, "luaop.selector");
+        lua_setfield(L, -2, "__metatable");
     }
     lua_pop(L, 1);
     lua_createtable(L, 0, 1);

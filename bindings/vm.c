@@ -210,6 +210,11 @@ static int open_sandbox(lua_State *L)
         set_nil(L, NULL, "dofile");
         set_nil(L, NULL, "loadfile");
         set_nil(L, "string", "dump");
+        /* newproxy makes userdata whose __gc a script chooses: finalizers run with hooks off
+         * (LuaJIT's gc_call_finalizer), so such a __gc could loop beyond any deadline, and at
+         * lua_close outside any call. Tables have no __gc in Lua 5.1; the bindings' userdata
+         * hide their metatables (__metatable). So no script code runs as a finalizer. */
+        set_nil(L, NULL, "newproxy");
         /* os: time, date and clock only, on the VM's clock (sandbox_libs.h). */
         lop_lua_safe_os_open(L, vm->clock);
         lua_setglobal(L, LUA_OSLIBNAME);

@@ -284,7 +284,7 @@ static void test_sandbox_has_no_io_os(void)
     /* os is the safe one (time, date, clock only): test_lua_sandbox_libs.c checks it. */
     lop_script_set_t s = one_file(
         CTRL_HEAD "    local bad = {}\n"
-                  "    for _, g in ipairs{'io','debug','jit','ffi','dofile','loadfile','module'} do\n"
+                  "    for _, g in ipairs{'io','debug','jit','ffi','dofile','loadfile','module','newproxy'} do\n"
                   "      if _G[g] ~= nil then bad[#bad+1] = g end\n"
                   "    end\n"
                   "    if os.execute ~= nil or os.getenv ~= nil or os.exit ~= nil then bad[#bad+1] = 'os' end\n"
@@ -297,6 +297,8 @@ static void test_sandbox_has_no_io_os(void)
                   "    if not (string and table and math and coroutine and bit) then bad[#bad+1] = 'libs' end\n"
                   "    if pcall(collectgarbage, 'stop') then bad[#bad+1] = 'gc stop' end\n"
                   "    if type(collectgarbage('count')) ~= 'number' then bad[#bad+1] = 'gc count' end\n"
+                  "    local sel = require('luaop.core').selector.parse_labels('a=b')\n"
+                  "    if type(getmetatable(sel)) == 'table' then bad[#bad+1] = 'selector metatable' end\n"
                   "    print('sandbox check', #bad)\n"
                   "    if #bad > 0 then return nil, table.concat(bad, ',') end\n"
                   "  end }\n");
