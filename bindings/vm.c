@@ -3,6 +3,7 @@
  * protected calls with tracebacks (see vm.h).
  */
 #include "bindings/vm.h"
+#include "bindings/lpattern.h"
 #include "bindings/sandbox_guard.h"
 #include "bindings/sandbox_libs.h"
 #include "bindings/vm_watchdog.h"
@@ -183,6 +184,9 @@ static int open_sandbox(lua_State *L)
     open_lib(L, "", luaopen_base); /* _G and coroutine */
     open_lib(L, LUA_TABLIBNAME, luaopen_table);
     open_lib(L, LUA_STRLIBNAME, luaopen_string);
+    lua_getglobal(L, LUA_STRLIBNAME);
+    lop_lua_patterns_install(L, -1); /* a matcher the deadline can stop (lpattern.h) */
+    lua_pop(L, 1);
     open_lib(L, LUA_MATHLIBNAME, luaopen_math);
     open_lib(L, LUA_BITLIBNAME, luaopen_bit);
     /* The jit library initialises the compiler (CPU features); opened always, hidden below. */

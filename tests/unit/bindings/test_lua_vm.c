@@ -372,6 +372,32 @@ static void test_xpcall_handler_cannot_defeat_the_deadline(void)
     if (res.kind != LOP_RESULT_REQUEUE_AFTER) fprintf(stderr, "%s\n", res.message);
 }
 
+/* A backtracking pattern is stopped by the deadline (the sandbox's matcher checks it as it goes;
+ * LuaJIT's ran on inside C), with the JIT off and on; a pattern nested past the matcher's depth
+ * bound is an error, not a C stack overflow. */
+static void test_patterns_obey_the_deadline(void)
+{
+    static const char *const bodies[] = {
+        "    local s = string.rep('a', 40); s:find(string.rep('a*', 40) .. 'b')",
+        "    local s = string.rep('a', 40); s:match(string.rep('a-', 40) .. 'b')",
+        "    local s = string.rep('a', 40); s:gsub(string.rep('a?', 30) .. 'b', '')",
+        "    for _ in string.rep('a', 40):gmatch(string.rep('a*', 40) .. 'b') do end",
+    };
+    for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+        run_expect_timeout(bodies[i], false);
+        run_expect_timeout(bodies[i], true);
+    }
+    lop_script_set_t s =
+        one_file(CTRL_HEAD "    local ok, e = pcall(string.find, ('a'):rep(300), ('a?'):rep(300))\n"
+                           "    if ok or not e:find('pattern too complex') then error('got ' .. tostring(e)) end\n"
+                           "    return { requeue_after = 1 }\n  end }\n");
+    lop_engine_opts_t o = opts_default();
+    lop_reconcile_result_t res;
+    if (!reconcile_once(&s, &o, &res)) return;
+    T_EQ_INT(res.kind, LOP_RESULT_REQUEUE_AFTER);
+    if (res.kind != LOP_RESULT_REQUEUE_AFTER) fprintf(stderr, "%s\n", res.message);
+}
+
 /* Every way back into Lua from a C library function is counted: a runaway nesting is a Lua
  * error naming the function, never a C stack overflow (SIGSEGV with Debian's LuaJIT). */
 static void test_c_reentry_is_bounded(void)
@@ -457,6 +483,7 @@ int main(void)
     T_RUN(test_jit_deadline_is_cooperative);
     T_RUN(test_xpcall_handler_cannot_defeat_the_deadline);
     T_RUN(test_c_reentry_is_bounded);
+    T_RUN(test_patterns_obey_the_deadline);
     T_RUN(test_c_reentry_count_survives_caught_errors);
     T_RUN(test_memory_cap_breaks_the_vm);
     T_RUN(test_memory_cap_even_when_caught);
