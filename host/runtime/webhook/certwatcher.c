@@ -21,9 +21,9 @@
 struct lop_certwatcher {
     struct event_base *base;
     char *cert_path, *key_path;
-    SSL_CTX *ctx;              /* current; one reference held here */
+    SSL_CTX *ctx;                /* current; one reference held here */
     lop_buf_t cert_pem, key_pem; /* the bytes last tried (good or not) */
-    int ifd;                   /* inotify, -1 when unavailable */
+    int ifd;                     /* inotify, -1 when unavailable */
     struct event *inotify_ev, *poll_ev;
     uint64_t reloads; /* atomic */
 };
@@ -81,9 +81,9 @@ static lop_rc_t use_key(SSL_CTX *ctx, const lop_buf_t *pem, const char *path, lo
     BIO *bio = BIO_new_mem_buf(pem->data, (int)pem->len);
     EVP_PKEY *key = bio ? PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL) : NULL;
     lop_rc_t rc = LOP_OK;
-    if (!key || SSL_CTX_use_PrivateKey(ctx, key) != 1)
+    if (!key)
         rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "%s: not a PEM private key (%s)", path, ssl_error());
-    else if (SSL_CTX_check_private_key(ctx) != 1)
+    else if (SSL_CTX_use_PrivateKey(ctx, key) != 1 || SSL_CTX_check_private_key(ctx) != 1)
         rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "%s: the key does not match the certificate", path);
     EVP_PKEY_free(key);
     BIO_free(bio);

@@ -35,7 +35,8 @@ static void diff_object(json_t *ops, lop_buf_t *path, const json_t *from, const 
     const char *key;
     json_t *fv;
     /* jansson's iteration order is insertion order, i.e. the document's. */
-    json_object_foreach ((json_t *)from, key, fv) {
+    json_object_foreach((json_t *)from, key, fv)
+    {
         if (json_object_get(to, key)) continue;
         lop_json_pointer_append(path, key);
         emit(ops, "remove", path, NULL);
@@ -43,7 +44,8 @@ static void diff_object(json_t *ops, lop_buf_t *path, const json_t *from, const 
         path->data[base] = '\0';
     }
     json_t *tv;
-    json_object_foreach ((json_t *)to, key, tv) {
+    json_object_foreach((json_t *)to, key, tv)
+    {
         fv = json_object_get(from, key);
         if (fv && json_equal(fv, tv)) continue;
         lop_json_pointer_append(path, key);

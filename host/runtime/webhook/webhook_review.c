@@ -39,8 +39,8 @@ static void reply_json(lop_webhook_reply_t *r, json_t *doc)
 
 /* Parse body as {"apiVersion":api_version,"kind":kind,"request":{"uid":"..."...}}. Returns the
  * document (caller decrefs) with *request and *uid borrowed from it, or NULL after a 400. */
-static json_t *parse_review(const char *body, size_t len, const char *api_version, const char *kind,
-                            json_t **request, const char **uid, lop_webhook_reply_t *r)
+static json_t *parse_review(const char *body, size_t len, const char *api_version, const char *kind, json_t **request,
+                            const char **uid, lop_webhook_reply_t *r)
 {
     json_error_t jerr;
     json_t *doc = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
@@ -131,8 +131,8 @@ void lop_webhook_review_admission(const lop_webhook_dispatch_t *d, const char *p
     memset(&res, 0, sizeof res);
     lop_err_t err;
     lop_err_clear(&err);
-    lop_rc_t rc = d->admit ? d->admit(d->ud, path, req_json, req_json ? strlen(req_json) : 0, &res, &err)
-                           : LOP_ENOTFOUND;
+    lop_rc_t rc =
+        d->admit ? d->admit(d->ud, path, req_json, req_json ? strlen(req_json) : 0, &res, &err) : LOP_ENOTFOUND;
     free(req_json);
     if (rc == LOP_ENOTFOUND) {
         reply_text(r, 404, "no admission webhook is served at %s", path);

@@ -64,6 +64,7 @@ struct lop_webhook_server {
     pthread_mutex_t mu; /* queue, done, stopping */
     pthread_cond_t work_cv;
     job_list_t queue, done;
+    size_t admitted; /* reviews queued or in a worker: at most nworkers + queue_depth */
     bool stopping;
 
     pthread_mutex_t stop_mu; /* stopped */
@@ -212,6 +213,7 @@ static void *worker_main(void *arg)
         pthread_mutex_unlock(&s->mu);
         handle_job(s, j);
         pthread_mutex_lock(&s->mu);
+        s->admitted--;
         list_push(&s->done, j);
         wake_loop(s);
     }
@@ -230,12 +232,15 @@ static bool is_json_type(const char *ct)
     return next == '\0' || next == ';' || next == ' ' || next == '\t';
 }
 
-/* Queue the review; false when the queue is full. */
+/* Queue the review; false when every worker is busy and queue_depth reviews already wait.
+ * (Counting admitted reviews rather than the queue's length, so a burst that arrives before an
+ * idle worker has woken up is not refused.) */
 static bool enqueue(lop_webhook_server_t *s, job_t *j)
 {
     pthread_mutex_lock(&s->mu);
-    bool ok = !s->stopping && s->queue.n < s->queue_depth;
+    bool ok = !s->stopping && s->admitted < (size_t)s->nworkers + s->queue_depth;
     if (ok) {
+        s->admitted++;
         list_push(&s->queue, j);
         pthread_cond_signal(&s->work_cv);
     }
@@ -313,9 +318,9 @@ static void declare_metrics(lop_webhook_server_t *s, lop_metrics_t *m)
     lop_err_t err;
     s->m_total = lop_metrics_counter(m, "controller_runtime_webhook_requests_total",
                                      "Total number of admission requests by HTTP status code.", by_code, &err);
-    s->m_latency = lop_metrics_histogram(m, "controller_runtime_webhook_latency_seconds",
-                                         "Histogram of the latency of processing admission requests", by_hook, NULL, 0,
-                                         &err);
+    s->m_latency =
+        lop_metrics_histogram(m, "controller_runtime_webhook_latency_seconds",
+                              "Histogram of the latency of processing admission requests", by_hook, NULL, 0, &err);
     s->m_inflight = lop_metrics_gauge(m, "controller_runtime_webhook_requests_in_flight",
                                       "Current number of admission requests being served.", by_hook, &err);
     if (!s->m_total || !s->m_latency || !s->m_inflight) {
@@ -389,7 +394,8 @@ static lop_rc_t setup_loop(lop_webhook_server_t *s, const lop_webhook_server_opt
                                             EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
     evhttp_set_timeout(s->http, 60);
     evhttp_set_max_headers_size(s->http, 65536);
-    evhttp_set_max_body_size(s->http, (ev_ssize_t)(o->max_body_bytes ? o->max_body_bytes : LOP_WEBHOOK_MAX_BODY_DEFAULT));
+    evhttp_set_max_body_size(s->http,
+                             (ev_ssize_t)(o->max_body_bytes ? o->max_body_bytes : LOP_WEBHOOK_MAX_BODY_DEFAULT));
     evhttp_set_bevcb(s->http, make_tls_bev, s);
     evhttp_set_gencb(s->http, handle, s);
     struct evhttp_bound_socket *bs = evhttp_bind_socket_with_handle(s->http, host, (uint16_t)port);

@@ -73,14 +73,14 @@ typedef struct lop_webhook_dispatch {
 } lop_webhook_dispatch_t;
 
 typedef struct lop_webhook_server_opts {
-    const char *bind_addr; /* lop_httpserver_parse_addr syntax; NULL = ":9443" (controller-runtime's
+    const char *bind_addr;  /* lop_httpserver_parse_addr syntax; NULL = ":9443" (controller-runtime's
                               default); "0" disables (start returns LOP_OK with *out NULL) */
-    const char *cert_dir;  /* NULL = <TMPDIR or /tmp>/k8s-webhook-server/serving-certs */
-    const char *cert_name; /* NULL = "tls.crt" (PEM: the certificate, then any intermediates) */
-    const char *key_name;  /* NULL = "tls.key" (PEM private key) */
-    int concurrency;       /* worker threads = reviews handled at once; <= 0 = 4 */
-    int queue_depth;       /* reviews waiting for a worker before 429; <= 0 = 16 * concurrency */
-    size_t max_body_bytes; /* 0 = LOP_WEBHOOK_MAX_BODY_DEFAULT; a bigger body gets 413 */
+    const char *cert_dir;   /* NULL = <TMPDIR or /tmp>/k8s-webhook-server/serving-certs */
+    const char *cert_name;  /* NULL = "tls.crt" (PEM: the certificate, then any intermediates) */
+    const char *key_name;   /* NULL = "tls.key" (PEM private key) */
+    int concurrency;        /* worker threads = reviews handled at once; <= 0 = 4 */
+    int queue_depth;        /* reviews waiting for a worker before 429; <= 0 = 16 * concurrency */
+    size_t max_body_bytes;  /* 0 = LOP_WEBHOOK_MAX_BODY_DEFAULT; a bigger body gets 413 */
     lop_metrics_t *metrics; /* may be NULL; borrowed, must outlive lop_webhook_server_free */
 } lop_webhook_server_opts_t;
 
