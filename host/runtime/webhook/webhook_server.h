@@ -16,8 +16,8 @@
  * writes replies; it never runs a dispatcher. Each request body is copied into a job and put on
  * a bounded queue; `concurrency` worker threads take jobs, parse the review (jansson), call the
  * dispatcher, build the response, and hand it back to the loop through a wake-up socket; the
- * loop sends it. So a slow or stuck script holds one worker, never the loop: probes, 405s, 404s
- * for non-POSTs and TLS handshakes keep being answered. When the queue is full the request is
+ * loop sends it. So a slow or stuck script holds one worker, never the loop: 405s, 415s, 429s
+ * and TLS handshakes keep being answered. When the queue is full the request is
  * answered 429 at once instead of being held: the API server calls webhooks with a deadline
  * (timeoutSeconds, default 10 s), so a review that cannot start soon would time out there
  * anyway, and a quick 429 lets its failurePolicy decide immediately while memory stays bounded.
