@@ -396,6 +396,9 @@ static lop_rc_t setup_loop(lop_webhook_server_t *s, const lop_webhook_server_opt
     evhttp_set_max_headers_size(s->http, 65536);
     evhttp_set_max_body_size(s->http,
                              (ev_ssize_t)(o->max_body_bytes ? o->max_body_bytes : LOP_WEBHOOK_MAX_BODY_DEFAULT));
+    /* Read (and discard) an oversized body before answering 413, so the client, still sending,
+     * sees the answer rather than a reset connection. */
+    evhttp_set_flags(s->http, EVHTTP_SERVER_LINGERING_CLOSE);
     evhttp_set_bevcb(s->http, make_tls_bev, s);
     evhttp_set_gencb(s->http, handle, s);
     struct evhttp_bound_socket *bs = evhttp_bind_socket_with_handle(s->http, host, (uint16_t)port);
