@@ -8,6 +8,7 @@
 #include "cmd/operator.h"
 
 #include "cmd/scriptsource.h"
+#include "cmd/webhooks.h"
 
 #include "bindings/engine_lua.h"
 #include "cmd/leader_events.h"
@@ -399,6 +400,7 @@ typedef struct operator_state {
     bool shut_down; /* reached the end of a graceful shutdown */
     leader_t leader;
     char *identity;
+    lop_op_webhooks_t webhooks;
 } operator_t;
 
 /* The flags no later step can do without. 0, or the exit status (2: usage) after saying why. */
@@ -598,6 +600,7 @@ static int main_loop(operator_t *op, lop_operator_poll_fn poll, void *poll_ud, b
         }
         /* a failed reload keeps the old scripts and reports itself (log, Event, metric) */
         lop_rc_ignore(lop_script_reloader_tick(op->reloader, &op->err));
+        lop_rc_ignore(lop_op_webhooks_sync(&op->webhooks, o, op->m, op->metrics, &op->err)); /* logged */
         if (synced && poll && poll(poll_ud, op->m)) return 0;
     }
 }
@@ -613,6 +616,7 @@ static int shut_down_gracefully(operator_t *op, int sig, bool fatal)
     bool watching = pthread_create(&second, NULL, second_signal_main, NULL) == 0;
     lop_gate_shutdown(&op->gate);
     size_t abandoned = lop_manager_stop(op->m, op->o->graceful_shutdown_ns);
+    lop_op_webhooks_stop(&op->webhooks); /* served while the reconciles drained */
     leader_stop(&op->leader);
     if (watching) {
         pthread_cancel(second);
@@ -635,6 +639,7 @@ static void teardown(operator_t *op)
     leader_stop(&op->leader);
     lop_script_source_free(op->source); /* stops the ConfigMap informer */
     lop_script_reloader_free(op->reloader);
+    lop_op_webhooks_stop(&op->webhooks);
     lop_httpserver_free(op->metrics_srv);
     lop_httpserver_free(op->probe_srv);
     lop_manager_free(op->m);
@@ -667,6 +672,7 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
     status = load_first_scripts(&op);
     if (status >= 0) goto out;
     status = 1;
+    if (lop_op_webhooks_sync(&op.webhooks, o, op.m, op.metrics, &op.err) != LOP_OK) goto out; /* logged */
     if (lop_manager_start(op.m, &op.err) != LOP_OK) {
         lop_log(LOP_LOG_ERROR, "cannot start", "error", op.err.message, NULL);
         goto out;

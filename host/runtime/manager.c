@@ -674,3 +674,5 @@ void lop_manager_stats(lop_manager_t *m, lop_manager_stats_t *out)
 void lop_manager_version(lop_manager_t *m, char *buf, size_t len) { lop_scriptrt_version(m->rt, buf, len); }
 
 lop_recorder_t *lop_manager_recorder(lop_manager_t *m) { return m->recorder; }
+
+lop_scriptrt_t *lop_manager_scriptrt(lop_manager_t *m) { return m->rt; }

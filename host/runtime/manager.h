@@ -28,6 +28,7 @@
 #include "host/runtime/gate.h"
 #include "host/runtime/metrics/metrics_std.h"
 #include "host/runtime/recorder.h"
+#include "host/runtime/scriptrt.h"
 #include "host/util/buf.h"
 
 #include <stdbool.h>
@@ -105,5 +106,8 @@ void lop_manager_version(lop_manager_t *m, char *buf, size_t len);
  * any thread). For Events the process records about things other than reconciled objects (e.g. a
  * script reload about its ConfigMap). */
 lop_recorder_t *lop_manager_recorder(lop_manager_t *m);
+/* The script runtime the manager installs sets into (borrowed; lives as long as m): for VMs
+ * outside the controllers' workers, such as the webhook server's pool (cmd/webhooks.h). */
+lop_scriptrt_t *lop_manager_scriptrt(lop_manager_t *m);
 
 #endif

@@ -86,6 +86,8 @@ void lop_run_opts_defaults(lop_run_opts_t *o)
     o->on_leader_loss = "exit";
     o->metrics_addr = ":8080";
     o->probe_addr = ":8081";
+    o->webhook_addr = ":9443";
+    o->webhook_concurrency = 4;
     o->graceful_shutdown_ns = 30 * LOP_NS_PER_S;
     o->log_format = "text";
     o->log_level = "info";
@@ -117,6 +119,11 @@ enum {
     O_LE_LOSS,
     O_METRICS,
     O_PROBE,
+    O_WH_ADDR,
+    O_WH_CERT_DIR,
+    O_WH_CERT_NAME,
+    O_WH_KEY_NAME,
+    O_WH_CONC,
     O_GRACE,
     O_LOG_FORMAT,
     O_LOG_LEVEL,
@@ -159,6 +166,11 @@ static const struct option long_opts[] = {
     {"leader-elect-on-loss", required_argument, NULL, O_LE_LOSS},
     {"metrics-bind-address", required_argument, NULL, O_METRICS},
     {"health-probe-bind-address", required_argument, NULL, O_PROBE},
+    {"webhook-bind-address", required_argument, NULL, O_WH_ADDR},
+    {"webhook-cert-dir", required_argument, NULL, O_WH_CERT_DIR},
+    {"webhook-cert-name", required_argument, NULL, O_WH_CERT_NAME},
+    {"webhook-key-name", required_argument, NULL, O_WH_KEY_NAME},
+    {"webhook-concurrency", required_argument, NULL, O_WH_CONC},
     {"graceful-shutdown-timeout", required_argument, NULL, O_GRACE},
     {"log-format", required_argument, NULL, O_LOG_FORMAT},
     {"log-level", required_argument, NULL, O_LOG_LEVEL},
@@ -206,6 +218,12 @@ static void usage(FILE *f, const char *cmd, bool dev)
             "  --leader-elect-on-loss exit|restart-election  (exit)\n"
             "  --metrics-bind-address ADDR         Prometheus metrics (run :8080, dev 127.0.0.1:0; 0 disables)\n"
             "  --health-probe-bind-address ADDR    /healthz and /readyz (run :8081, dev 127.0.0.1:0; 0 disables)\n"
+            "  --webhook-bind-address ADDR         the admission/conversion webhook server, HTTPS (:9443; 0\n"
+            "                                      disables); started when the scripts declare op.webhook.*\n"
+            "  --webhook-cert-dir DIR              tls.crt and tls.key, reloaded when they change\n"
+            "                                      (<TMPDIR>/k8s-webhook-server/serving-certs)\n"
+            "  --webhook-cert-name NAME  --webhook-key-name NAME  (tls.crt, tls.key)\n"
+            "  --webhook-concurrency N             reviews handled at once, one Lua VM each (4)\n"
             "  --graceful-shutdown-timeout DUR     (30s)\n"
             "  --log-format text|json  --log-level debug|info|warn|error\n"
             "  --zap-log-level debug|info|error|N  --zap-encoder json|console  --zap-devel[=BOOL]\n"
@@ -302,6 +320,17 @@ int lop_run_opts_parse(lop_run_opts_t *o, int argc, char **argv, bool dev)
             break;
         case O_METRICS: o->metrics_addr = v; break;
         case O_PROBE: o->probe_addr = v; break;
+        case O_WH_ADDR: o->webhook_addr = v; break;
+        case O_WH_CERT_DIR: o->webhook_cert_dir = v; break;
+        case O_WH_CERT_NAME: o->webhook_cert_name = v; break;
+        case O_WH_KEY_NAME: o->webhook_key_name = v; break;
+        case O_WH_CONC: {
+            char *end = NULL;
+            long n = strtol(v, &end, 10);
+            bad = !*v || *end || n < 1 || n > 256; /* 1..256 */
+            o->webhook_concurrency = (int)n;
+            break;
+        }
         case O_GRACE: bad = lop_parse_duration(v, &o->graceful_shutdown_ns); break;
         case O_LOG_FORMAT:
             o->log_format = v;

@@ -21,30 +21,37 @@ typedef struct lop_run_opts {
     bool leader_elect;             /* --leader-elect */
     const char *leader_election_id;
     const char *leader_election_namespace;
-    int64_t lease_duration_ns;    /* --leader-elect-lease-duration (15s) */
-    int64_t renew_deadline_ns;    /* --leader-elect-renew-deadline (10s) */
-    int64_t retry_period_ns;      /* --leader-elect-retry-period (2s) */
-    bool release_on_cancel;       /* --leader-elect-release-on-cancel (true) */
-    const char *on_leader_loss;   /* --leader-elect-on-loss: "exit" (default) | "restart-election" */
-    const char *metrics_addr;     /* --metrics-bind-address (":8080"; "0" disables) */
-    const char *probe_addr;       /* --health-probe-bind-address (":8081"; "0" disables) */
-    int64_t graceful_shutdown_ns; /* --graceful-shutdown-timeout (30s) */
-    const char *log_format;       /* --log-format text|json */
-    const char *log_level;        /* --log-level debug|info|warn|error */
-    const char *log_time;         /* --zap-time-encoding (lop_log_time_parse's names; "rfc3339micro") */
-    const char *stacktrace_level; /* --zap-stacktrace-level info|error|panic: accepted, validated;
+    int64_t lease_duration_ns;     /* --leader-elect-lease-duration (15s) */
+    int64_t renew_deadline_ns;     /* --leader-elect-renew-deadline (10s) */
+    int64_t retry_period_ns;       /* --leader-elect-retry-period (2s) */
+    bool release_on_cancel;        /* --leader-elect-release-on-cancel (true) */
+    const char *on_leader_loss;    /* --leader-elect-on-loss: "exit" (default) | "restart-election" */
+    const char *metrics_addr;      /* --metrics-bind-address (":8080"; "0" disables) */
+    const char *probe_addr;        /* --health-probe-bind-address (":8081"; "0" disables) */
+    const char *webhook_addr;      /* --webhook-bind-address (":9443"; "0" disables): served when the
+                                     script set declares webhooks (op.webhook.*) */
+    const char *webhook_cert_dir;  /* --webhook-cert-dir (NULL = controller-runtime's
+                                     <TMPDIR>/k8s-webhook-server/serving-certs) */
+    const char *webhook_cert_name; /* --webhook-cert-name ("tls.crt") */
+    const char *webhook_key_name;  /* --webhook-key-name ("tls.key") */
+    int webhook_concurrency;       /* --webhook-concurrency: reviews run at once, each in its own VM (4) */
+    int64_t graceful_shutdown_ns;  /* --graceful-shutdown-timeout (30s) */
+    const char *log_format;        /* --log-format text|json */
+    const char *log_level;         /* --log-level debug|info|warn|error */
+    const char *log_time;          /* --zap-time-encoding (lop_log_time_parse's names; "rfc3339micro") */
+    const char *stacktrace_level;  /* --zap-stacktrace-level info|error|panic: accepted, validated;
                                      luaop has no Go stacks (Lua tracebacks go in "error") */
-    bool enable_http2;            /* --enable-http2 for luaop's own servers: only false (HTTP/1.1) */
-    bool metrics_secure;          /* --metrics-secure: only false until HTTPS metrics exist */
-    bool lua_jit;                 /* --lua-jit */
-    bool lua_unsafe;              /* --lua-unsafe-libs */
-    size_t lua_memory_limit;      /* --lua-memory-limit bytes per VM (64 MiB) */
-    int64_t reconcile_timeout_ns; /* --reconcile-timeout (60s) */
-    int64_t predicate_timeout_ns; /* --predicate-timeout (250ms): each Lua predicate / map function */
-    double qps;                   /* --kube-api-qps (20) */
-    int burst;                    /* --kube-api-burst (30) */
-    bool disable_http2;           /* --kube-api-disable-http2: HTTP/1.1 only (default: $DISABLE_HTTP2) */
-    bool watch_list;              /* --watch-list (default: $KUBE_FEATURE_WatchListClient, else false) */
+    bool enable_http2;             /* --enable-http2 for luaop's own servers: only false (HTTP/1.1) */
+    bool metrics_secure;           /* --metrics-secure: only false until HTTPS metrics exist */
+    bool lua_jit;                  /* --lua-jit */
+    bool lua_unsafe;               /* --lua-unsafe-libs */
+    size_t lua_memory_limit;       /* --lua-memory-limit bytes per VM (64 MiB) */
+    int64_t reconcile_timeout_ns;  /* --reconcile-timeout (60s) */
+    int64_t predicate_timeout_ns;  /* --predicate-timeout (250ms): each Lua predicate / map function */
+    double qps;                    /* --kube-api-qps (20) */
+    int burst;                     /* --kube-api-burst (30) */
+    bool disable_http2;            /* --kube-api-disable-http2: HTTP/1.1 only (default: $DISABLE_HTTP2) */
+    bool watch_list;               /* --watch-list (default: $KUBE_FEATURE_WatchListClient, else false) */
     /* dev only */
     const char *apply[64]; /* --apply FILE (repeatable) */
     size_t napply;

@@ -1,0 +1,35 @@
+/*
+ * webhooks.h — the operator's webhook server (host/runtime/webhook/): started when the active
+ * script set declares op.webhook.*, on every replica (admission is not leader-gated, as in
+ * controller-runtime, so any replica the Service picks answers), over a pool of VMs of its own.
+ *
+ * lop_op_webhooks_sync is called after the first script set is active and after every reload:
+ * the first set that declares webhooks starts the server (a later reload that drops them keeps
+ * it running: its paths then answer 404, and a set that brings them back is served at once).
+ * Main thread only.
+ */
+#ifndef LOP_CMD_WEBHOOKS_H
+#define LOP_CMD_WEBHOOKS_H
+
+#include "host/runtime/manager.h"
+#include "host/runtime/metrics/metrics.h"
+#include "host/runtime/options.h"
+#include "host/runtime/webhook/webhook_pool.h"
+#include "host/runtime/webhook/webhook_server.h"
+
+typedef struct lop_op_webhooks {
+    lop_webhook_pool_t *pool;
+    lop_webhook_server_t *srv;
+    uint64_t checked_gen; /* the script generation last looked at */
+} lop_op_webhooks_t;
+
+/* Start the server if the active set declares webhooks and it is not running yet. LOP_OK when
+ * nothing had to be done, it started, or --webhook-bind-address is 0; else the error (logged),
+ * e.g. the certificate files are missing: fatal at start-up, reported again after a reload. */
+lop_rc_t lop_op_webhooks_sync(lop_op_webhooks_t *w, const lop_run_opts_t *o, lop_manager_t *m, lop_metrics_t *metrics,
+                              lop_err_t *err);
+
+/* Stop the server (reviews in a VM finish) and free the pool. Idempotent. */
+void lop_op_webhooks_stop(lop_op_webhooks_t *w);
+
+#endif
