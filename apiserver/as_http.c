@@ -9,6 +9,7 @@
 #include "apiserver/as_patch_handler.h"
 #include "apiserver/as_read.h"
 #include "apiserver/as_registry.h"
+#include "apiserver/as_route.h"
 #include "apiserver/as_status.h"
 #include "apiserver/as_util.h"
 #include "apiserver/as_watch.h"
@@ -81,111 +82,32 @@ static bool negotiate(as_req_t *q, bool resource)
     return false;
 }
 
-static int split_path(char *path, char **seg, int max)
+static as_res_t *find_res(void *ud, const char *group, const char *version, const char *plural)
 {
-    int n = 0;
-    char *save = NULL;
-    for (char *t = strtok_r(path, "/", &save); t && n < max; t = strtok_r(NULL, "/", &save)) seg[n++] = t;
-    return n;
+    return as_res_find(ud, group, version, plural);
 }
 
 static void route(as_req_t *q)
 {
-    lop_apiserver_t *srv = q->srv;
-    char *copy = lop_xstrdup(q->path);
-    char *seg[16];
-    int n = split_path(copy, seg, 16);
-    const char *group = NULL, *version = NULL;
-    char **rest = NULL;
-    int nrest = 0;
-    if (n >= 1 && !strcmp(seg[0], "luaop-fault")) {
-        free(copy);
-        as_fault_http(q);
-        return;
-    }
-    if (n == 1 && !strcmp(seg[0], "version")) {
+    as_route_t rt;
+    as_route_parse(q->path, find_res, q->srv, &rt);
+    switch (rt.kind) {
+    case AS_ROUTE_FAULT: as_fault_http(q); goto done;
+    case AS_ROUTE_VERSION:
         if (negotiate(q, false)) reply_version(q);
         goto done;
-    }
-    if (n >= 1 && (!strcmp(seg[0], "healthz") || !strcmp(seg[0], "readyz") || !strcmp(seg[0], "livez"))) {
-        as_reply_raw(q, 200, "text/plain; charset=utf-8", "ok", 2);
-        goto done;
-    }
-    if (n >= 1 && !strcmp(seg[0], "openapi")) {
-        as_serve_openapi(q);
-        goto done;
-    }
+    case AS_ROUTE_HEALTH: as_reply_raw(q, 200, "text/plain; charset=utf-8", "ok", 2); goto done;
+    case AS_ROUTE_OPENAPI: as_serve_openapi(q); goto done;
     /* discovery: legacy documents only, so an aggregated-discovery range (as=APIGroupDiscoveryList)
      * is skipped and the client falls back */
-    bool discovery = (n >= 1 && n <= 2 && !strcmp(seg[0], "api")) || (n >= 1 && n <= 3 && !strcmp(seg[0], "apis"));
-    if (discovery && !negotiate(q, false)) goto done;
-    if (n >= 1 && !strcmp(seg[0], "api")) {
-        if (n == 1) {
-            as_serve_discovery(q, NULL, NULL, 0);
-            goto done;
-        }
-        group = "";
-        version = seg[1];
-        if (n == 2) {
-            as_serve_discovery(q, "", version, 2);
-            goto done;
-        }
-        rest = &seg[2];
-        nrest = n - 2;
-    } else if (n >= 1 && !strcmp(seg[0], "apis")) {
-        if (n == 1) {
-            as_serve_discovery(q, "", NULL, 0);
-            goto done;
-        }
-        if (n == 2) {
-            as_serve_discovery(q, seg[1], NULL, 1);
-            goto done;
-        }
-        group = seg[1];
-        version = seg[2];
-        if (n == 3) {
-            as_serve_discovery(q, group, version, 2);
-            goto done;
-        }
-        rest = &seg[3];
-        nrest = n - 3;
-    } else {
-        not_found(q);
+    case AS_ROUTE_DISCOVERY:
+        if (negotiate(q, false)) as_serve_discovery(q, rt.group, rt.version, rt.level);
         goto done;
+    case AS_ROUTE_NOT_FOUND: not_found(q); goto done;
+    case AS_ROUTE_RESOURCE: break;
     }
-    /* resource paths */
-    as_res_t *res = NULL;
-    const char *ns = NULL, *name = NULL, *sub = NULL;
-    if (nrest >= 3 && !strcmp(rest[0], "namespaces")) {
-        as_res_t *cand = as_res_find(srv, group, version, rest[2]);
-        if (cand && cand->namespaced) {
-            res = cand;
-            ns = rest[1];
-            name = nrest >= 4 ? rest[3] : NULL;
-            sub = nrest >= 5 ? rest[4] : NULL;
-            if (nrest > 5) {
-                not_found(q);
-                goto done;
-            }
-        }
-    }
-    if (!res) {
-        res = as_res_find(srv, group, version, rest[0]);
-        if (!res || nrest > 3) {
-            not_found(q);
-            goto done;
-        }
-        name = nrest >= 2 ? rest[1] : NULL;
-        sub = nrest >= 3 ? rest[2] : NULL;
-        if (res->namespaced && name) {
-            not_found(q);
-            goto done;
-        }
-    }
-    if (sub && !((!strcmp(sub, "status") && res->has_status) || (!strcmp(sub, "scale") && res->has_scale))) {
-        not_found(q);
-        goto done;
-    }
+    as_res_t *res = rt.res;
+    const char *ns = rt.ns, *name = rt.name, *sub = rt.sub;
     q->res = res;
     snprintf(q->ns, sizeof q->ns, "%s", ns ? ns : "");
     snprintf(q->name, sizeof q->name, "%s", name ? name : "");
@@ -239,7 +161,7 @@ static void route(as_req_t *q)
         }
     }
 done:
-    free(copy);
+    as_route_cleanup(&rt);
 }
 
 /* Disable Nagle on the connection. Without it, a watch event written while the previous one is

@@ -263,19 +263,7 @@ static void deliver_head(lop_http_exchange_t *x, int code, const lop_buf_t *head
 {
     x->code = code;
     if (x->on_status) x->on_status(x->ud, code);
-    if (!x->on_header || !head->data) return;
-    for (const char *p = head->data, *end = head->data + head->len; p < end;) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        if (!nl) nl = end;
-        const char *colon = memchr(p, ':', (size_t)(nl - p));
-        if (colon && colon > p) {
-            const char *v = colon + 1, *ve = nl;
-            while (v < ve && (*v == ' ' || *v == '\t')) v++;
-            while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t')) ve--;
-            x->on_header(x->ud, p, (size_t)(colon - p), v, (size_t)(ve - v));
-        }
-        p = nl + 1;
-    }
+    if (x->on_header) lop_tr_head_each(head->data, head->len, x->on_header, x->ud);
 }
 
 /* How a finished transfer ended, for the caller. */

@@ -27,6 +27,25 @@
 #define LOP_TR_BOMB_BYTES         ((curl_off_t)64 << 20) /* decoded bytes before the ratio is checked */
 #define LOP_TR_BOMB_RATIO         200                    /* decoded : wire bytes that marks a bomb */
 
+/* Reading a response head (transport_head.c; pure, any thread). */
+typedef enum lop_tr_head_rc {
+    LOP_TR_HEAD_MORE,    /* keep reading lines */
+    LOP_TR_HEAD_DONE,    /* the blank line ending the final (non-1xx, or 101) response's head */
+    LOP_TR_HEAD_TOO_BIG, /* the header lines would pass LOP_TR_HEAD_MAX bytes */
+} lop_tr_head_rc_t;
+
+/* One line of len bytes (its CRLF included or not) of a head still being read. A status line
+ * ("HTTP/...") sets *code to its three-digit status (0 when malformed) and empties head, so an
+ * interim response's lines are dropped; any other non-blank line is kept in head as
+ * "Name: value\n" (CR and LF stripped). */
+lop_tr_head_rc_t lop_tr_head_line(lop_buf_t *head, int *code, const char *p, size_t len);
+
+typedef void (*lop_tr_header_fn)(void *ud, const char *name, size_t name_len, const char *value, size_t value_len);
+/* Call fn for each "name: value" line of a head that lop_tr_head_line built (len bytes, NULL
+ * allowed): name non-empty and up to the first ':', value without surrounding blanks; lines
+ * without a name are skipped. Neither is NUL-terminated; both point into data. */
+void lop_tr_head_each(const char *data, size_t len, lop_tr_header_fn fn, void *ud);
+
 /* One exchange in flight. */
 typedef struct lop_tr_xfer {
     lop_transport_t *t;

@@ -119,35 +119,21 @@ static size_t on_header_line(char *p, size_t size, size_t n, void *ud)
         }
         return len;
     }
-    size_t l = len;
-    while (l && (p[l - 1] == '\n' || p[l - 1] == '\r')) l--;
     bool h2 = false;
     pthread_mutex_lock(&t->mu);
     xf->started = true;
-    if (xf->head_done) {
-        /* trailers */
-    } else if (status_line) {
-        const char *sp = memchr(p, ' ', l);
-        int code = 0;
-        if (sp && sp + 4 <= p + l)
-            for (int i = 1; i <= 3 && sp[i] >= '0' && sp[i] <= '9'; i++) code = code * 10 + (sp[i] - '0');
-        xf->code = code;
-        lop_buf_reset(&xf->head);
-    } else if (l == 0) {
-        if (xf->code >= 200 || xf->code == 101) {
-            xf->head_done = true;
-            long v = 0;
-            curl_easy_getinfo(xf->easy, CURLINFO_HTTP_VERSION, &v);
-            h2 = v == CURL_HTTP_VERSION_2_0;
-            pthread_cond_signal(&xf->cond);
-        }
-    } else if (xf->head.len + l > LOP_TR_HEAD_MAX) {
+    lop_tr_head_rc_t rc =
+        xf->head_done ? LOP_TR_HEAD_MORE /* trailers */ : lop_tr_head_line(&xf->head, &xf->code, p, len);
+    if (rc == LOP_TR_HEAD_DONE) {
+        xf->head_done = true;
+        long v = 0;
+        curl_easy_getinfo(xf->easy, CURLINFO_HTTP_VERSION, &v);
+        h2 = v == CURL_HTTP_VERSION_2_0;
+        pthread_cond_signal(&xf->cond);
+    } else if (rc == LOP_TR_HEAD_TOO_BIG) {
         xf->head_too_big = true;
         pthread_mutex_unlock(&t->mu);
         return 0; /* ends the transfer */
-    } else {
-        lop_buf_append(&xf->head, p, l);
-        lop_buf_putc(&xf->head, '\n');
     }
     pthread_mutex_unlock(&t->mu);
     if (h2 && xf->sock_fd >= 0) { /* the connection carries h2 streams: watch it for silence */
