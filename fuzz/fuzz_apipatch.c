@@ -1,7 +1,8 @@
 /*
  * libFuzzer target: the local API server's patch appliers (apiserver/patch.h) and server-side
  * apply (apiserver/ssa.h). The input is "<target JSON>\n--\n<patch JSON>\n--\n<type>", the type's
- * first byte choosing (mod 4) merge patch, JSON patch, strategic merge patch or apply. Checked
+ * first byte choosing (mod 4) merge patch, JSON patch, strategic merge patch or apply (a second
+ * byte: force, status subresource, or an Update instead). Checked
  * promises: inputs are never modified (both headers say the functions are pure); a failure
  * comes with an error code the header names; RFC 7386 merge patch is idempotent
  * (merge(merge(t, p), p) == merge(t, p)); a forced apply never reports a conflict.
@@ -36,12 +37,20 @@ static void strategic(const json_t *t, const json_t *p)
     json_decref(out);
 }
 
-static void apply(const json_t *live, const json_t *applied, bool force)
+/* flags bit 0: force; bit 1: the status subresource; bit 2: an Update (as_ssa_track_update) */
+static void apply(const json_t *live, const json_t *applied, unsigned flags)
 {
-    as_ssa_ctx_t ctx = {"fuzz", "v1", NULL, 1700000000000000000LL, true, "Pod"};
+    as_ssa_ctx_t ctx = {"fuzz", "v1", flags & 2 ? "status" : NULL, 1700000000000000000LL, true, "Pod"};
+    bool force = flags & 1;
     const char *kind = json_string_value(json_object_get(applied, "kind"));
     if (kind) ctx.kind = kind;
     ctx.builtin = as_patch_strategic_supported("v1", ctx.kind);
+    if (flags & 4) {
+        json_t *updated = json_deep_copy(applied);
+        if (json_is_object(updated)) as_ssa_track_update(live, updated, &ctx);
+        json_decref(updated);
+        return;
+    }
     json_t *status = NULL;
     lop_err_t err = {0};
     json_t *out = as_ssa_apply(live, applied, force, &ctx, &status, &err);
@@ -74,7 +83,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         json_decref(out);
         break;
     case 2: strategic(t, p); break;
-    default: apply(json_is_object(t) ? t : NULL, p, kn > 1 && (kp[1] & 1)); break;
+    default: apply(json_is_object(t) ? t : NULL, p, kn > 1 ? kp[1] : 0); break;
     }
     if (!json_equal(p, p0) || (t && !json_equal(t, t0))) abort(); /* an input was modified */
     json_decref(t);

@@ -153,8 +153,11 @@ static int parse_rfc3339(const char *s, int64_t *wall_ns, int *frac_digits, int 
         return -1;
     }
     if (*p != '\0') return -1;
-    time_t secs = timegm(&tm);
-    *wall_ns = ((int64_t)secs - offset) * LOP_NS_PER_S + frac;
+    /* int64 nanoseconds since 1970 reach from 1677-09-21 to 2262-04-11 (Go's UnixNano range):
+     * a time outside it has no wall_ns, rather than an overflowed one */
+    int64_t secs = (int64_t)timegm(&tm) - offset;
+    if (secs <= INT64_MIN / LOP_NS_PER_S || secs >= INT64_MAX / LOP_NS_PER_S) return -1;
+    *wall_ns = secs * LOP_NS_PER_S + frac;
     *frac_digits = digits;
     return 0;
 }

@@ -62,7 +62,8 @@ int lop_cond_init(pthread_cond_t *cond);
 char *lop_time_format(int64_t wall_ns, char *buf, size_t len);
 /* Format wall time as metav1.MicroTime with exactly six fraction digits (buf >= 28 bytes). */
 char *lop_microtime_format(int64_t wall_ns, char *buf, size_t len);
-/* Parse RFC 3339 (any fraction width, Z or ±hh:mm). Returns 0 and sets *wall_ns, or -1. */
+/* Parse RFC 3339 (any fraction width, Z or ±hh:mm). Returns 0 and sets *wall_ns, or -1 (also for a
+ * time outside the int64 nanosecond range, years ~1678..2261). */
 int lop_time_parse(const char *s, int64_t *wall_ns);
 /* Parse strictly as MicroTime: exactly six fraction digits. 0 on success, -1 otherwise. */
 int lop_microtime_parse_strict(const char *s, int64_t *wall_ns);

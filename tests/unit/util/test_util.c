@@ -26,6 +26,14 @@ static void test_microtime_strict_parse(void)
     T_EQ_INT(lop_microtime_parse_strict("garbage", &t), -1);
     T_EQ_INT(lop_time_parse("2025-03-01T11:05:12+01:00", &t), 0);
     T_EQ_INT(t, INT64_C(1740823512) * LOP_NS_PER_S);
+    /* outside int64 nanoseconds (found by fuzz_apipatch through a managedFields time): refused,
+     * not overflowed; the ends of the range still parse */
+    T_EQ_INT(lop_time_parse("1012-01-01T00:00:00Z", &t), -1);
+    T_EQ_INT(lop_time_parse("9999-12-31T23:59:59Z", &t), -1);
+    T_EQ_INT(lop_time_parse("1678-01-01T00:00:00Z", &t), 0);
+    T_EQ_INT(t, INT64_C(-9214560000) * LOP_NS_PER_S);
+    T_EQ_INT(lop_time_parse("2262-01-01T00:00:00.999999999Z", &t), 0);
+    T_EQ_INT(t, INT64_C(9214646400) * LOP_NS_PER_S + 999999999);
 }
 
 static void test_fake_clock_steps(void)
