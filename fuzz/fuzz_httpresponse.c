@@ -5,11 +5,15 @@
  * by lop_tr_head_each (Retry-After values through lop_rest_parse_retry_after), and the body
  * decoded as an error response by lop_rest_status_parse. Checked: header names and values lie
  * in the head and are trimmed as promised; Retry-After is -1 or within 0..LOP_REST_RETRY_AFTER_MAX;
- * an error body always yields a failure rc and a Status object.
+ * an error body always yields a failure rc and a Status object, whose message is the body's text
+ * when the body is UTF-8 text but no Status.
  */
 #include "fuzz.h"
 #include "host/kube/client/rest.h"
 #include "host/kube/client/transport_impl.h"
+#include "host/util/utf8.h"
+
+#include <ctype.h>
 
 #include <strings.h>
 
@@ -47,6 +51,23 @@ static int read_head(const uint8_t *p, size_t n, lop_buf_t *head)
     return -1;
 }
 
+/* A body that is not a Status document but valid UTF-8 text becomes the message, trimmed and cut
+ * at 1024 bytes on a character boundary (client-go keeps the text; rest.h). */
+static void check_message(const char *body, size_t len, const json_t *st)
+{
+    json_t *j = json_loadb(body, len, 0, NULL);
+    const char *kind = json_string_value(json_object_get(j, "kind"));
+    bool is_status = json_is_object(j) && kind && !strcmp(kind, "Status");
+    json_decref(j);
+    size_t b = 0, e = len;
+    while (b < e && isspace((unsigned char)body[b])) b++;
+    while (e > b && isspace((unsigned char)body[e - 1])) e--;
+    if (is_status || e == b || memchr(body + b, '\0', e - b) || !lop_utf8_valid(body + b, e - b)) return;
+    const char *msg = json_string_value(json_object_get(st, "message"));
+    size_t n = msg ? strlen(msg) : 0;
+    if (!msg || n > 1024 || n > e - b || n < (e - b < 1021 ? e - b : 1021) || memcmp(msg, body + b, n)) abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const uint8_t *hp, *bp = NULL;
@@ -69,6 +90,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     lop_rc_t rc = lop_rest_status_parse(code > 0 ? code : 500, body, bn, &err, &st);
     const char *kind = json_string_value(json_object_get(st, "kind"));
     if (rc == LOP_OK || !json_is_object(st) || !kind || strcmp(kind, "Status")) abort();
+    if (bn) check_message(body, bn, st);
     json_decref(st);
     free(body);
     return 0;

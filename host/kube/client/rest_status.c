@@ -78,7 +78,10 @@ lop_rc_t lop_rest_status_parse(int code, const char *body, size_t len, lop_err_t
         size_t b = 0, e = len;
         while (b < e && isspace((unsigned char)body[b])) b++;
         while (e > b && isspace((unsigned char)body[e - 1])) e--;
-        if (e - b > 1024) e = b + 1024;
+        if (e - b > 1024) {
+            e = b + 1024;
+            while (e > b && ((unsigned char)body[e] & 0xC0) == 0x80) e--; /* not inside a character */
+        }
         json_t *msg = (e > b) ? json_stringn(body + b, e - b) : NULL; /* NULL when not UTF-8 */
         if (!msg) msg = json_string(generic_message(code));
         st = json_pack("{s:s, s:s, s:{}, s:s, s:o, s:s, s:i}", "kind", "Status", "apiVersion", "v1", "metadata",

@@ -79,6 +79,14 @@ static void test_status_parse_json_and_text(void)
     T_EQ_STR(err.message, "[1,2]");
     T_EQ_INT(lop_rest_status_parse(504, NULL, 0, &err, NULL), LOP_ETIMEDOUT);
     T_EQ_STR(err.reason, "Timeout");
+    /* A long text body is cut at 1024 bytes, but not inside a character: the text is kept, not
+     * replaced by the generic message (found by fuzz_httpresponse). */
+    char longtxt[1100];
+    memset(longtxt, 'x', 1023);
+    for (int i = 1023; i + 2 <= 1090; i += 2) memcpy(longtxt + i, "\xc3\xa9", 2);
+    T_EQ_INT(lop_rest_status_parse(500, longtxt, 1089, &err, &st), LOP_EAGAIN);
+    T_EQ_INT(strlen(json_string_value(json_object_get(st, "message"))), 1023);
+    json_decref(st);
 }
 
 static void test_retry_after_parse(void)
