@@ -1,6 +1,7 @@
 /*
- * transport_impl.h — what the transport's two files share: transport.c (the server URL, the
- * caller's side of an exchange) calls transport_io.c (the I/O thread and every libcurl call).
+ * transport_impl.h — what the transport's files share: transport.c (the server URL, the
+ * caller's side of an exchange) calls transport_io.c (the I/O thread and every libcurl call);
+ * both use transport_head.c (reading a response head, pure: fuzz/fuzz_httpresponse.c feeds it).
  * Not a public header.
  *
  * Locking: one mutex per transport (t->mu) guards the operations list and every field of an
