@@ -64,8 +64,11 @@ runtime_lines=$(tr ' ' '\n' <<<"$runtime" | sed '/^$/d')
 pkg_of() { { dpkg -S "$1" 2>/dev/null || dpkg -S "${1#/usr}" 2>/dev/null || true; } | head -1 | cut -d: -f1; }
 # In every Debian base image, slim included: the essential set's own dependencies.
 in_base() { case $1 in libc6|libgcc-s1|libstdc++6|zlib1g) return 0;; *) return 1;; esac; }
+# A sanitizer build (make asan / make tsan) links the sanitizer runtime, which no image ships.
+sanitizer_lib() { [ -n "${LUAOP_SANITIZE:-}" ] && case $1 in libasan.so*|libubsan.so*|libtsan.so*) return 0;; esac; return 1; }
 # every shared library luaop links directly (ELF NEEDED) comes from a runtime-stage package
 for lib in $(objdump -p "$LUAOP" | awk '/NEEDED/{print $2}'); do
+  sanitizer_lib "$lib" && continue
   # ldd prints "lib => path (addr)", or the dynamic loader as "path (addr)"
   path=$(ldd "$LUAOP" | awk -v l="$lib" '$1 == l {print $3} $2 != "=>" && index($1, "/" l) {print $1}' | head -1)
   [ -n "$path" ] || fail "ldd cannot resolve $lib"
