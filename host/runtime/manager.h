@@ -96,7 +96,10 @@ void lop_manager_stats(lop_manager_t *m, lop_manager_stats_t *out);
  * running longer than its deadline (declaration's reconcile_timeout, else the engine default)
  * plus a grace of min(deadline, max_grace_ns) — the deadline hook should have ended it, so the worker is stuck (e.g. in a host
  * call that does not return). reason gets "controller <name>: a reconcile has run 95.0s
- * (deadline 60s + grace 30s)". Controllers without a deadline are never reported. Any thread.
+ * (deadline 60s + grace 30s)". Controllers without a deadline are never reported. Also false
+ * when a Lua predicate or map function has held its controller's event VM past the predicate
+ * deadline plus max(deadline, 1 s) (capped by max_grace_ns): lop_scriptrt_event_check_stuck.
+ * Any thread.
  */
 bool lop_manager_check_stuck(lop_manager_t *m, int64_t max_grace_ns, char *reason, size_t len);
 

@@ -19,5 +19,10 @@ bool lop_manager_check_stuck(lop_manager_t *m, int64_t grace_ns, char *reason, s
         }
     }
     pthread_mutex_unlock(&m->mu);
-    return ok;
+    if (!ok) return false;
+    /* the event VMs: the predicate deadline plus as much again, at least a second */
+    int64_t d = m->cfg.engine_opts.predicate_timeout_ns > 0 ? m->cfg.engine_opts.predicate_timeout_ns
+                                                            : LOP_PREDICATE_TIMEOUT_DEFAULT_NS;
+    int64_t extra = d > LOP_NS_PER_S ? d : LOP_NS_PER_S;
+    return lop_scriptrt_event_check_stuck(m->rt, d + (extra < grace_ns ? extra : grace_ns), reason, len);
 }

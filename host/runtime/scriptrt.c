@@ -26,6 +26,7 @@ struct lop_event_vm {
     shared_set_t *set;  /* the set of gen (a reference), to build the VM from */
     pthread_mutex_t mu; /* held by the caller between acquire and release */
     lop_vm_t *vm;       /* NULL until the first event, or after a broken one was dropped */
+    int64_t busy_since; /* monotonic ns when the running call began, 0 when idle (atomic) */
     struct lop_event_vm *next;
 };
 
@@ -43,6 +44,11 @@ struct lop_scriptrt {
     shared_set_t *prev_set; /* the set before the current one, while handlers of its wiring may run */
     uint64_t prev_gen;
 };
+
+static const lop_clock_t *rt_clock(const lop_scriptrt_t *rt)
+{
+    return rt->opts && rt->opts->clock ? rt->opts->clock : &lop_clock_system;
+}
 
 lop_scriptrt_t *lop_scriptrt_new(const lop_engine_t *engine, const lop_engine_opts_t *opts, const lop_host_api_t *host)
 {
@@ -224,12 +230,14 @@ lop_rc_t lop_scriptrt_event_acquire(lop_scriptrt_t *rt, uint64_t gen, const char
     }
     *out = e;
     *vm = e->vm;
+    __atomic_store_n(&e->busy_since, lop_clock_mono(rt_clock(rt)), __ATOMIC_RELAXED);
     return LOP_OK;
 }
 
 void lop_scriptrt_event_release(lop_scriptrt_t *rt, lop_event_vm_t *e, bool broken)
 {
     if (!e) return;
+    __atomic_store_n(&e->busy_since, 0, __ATOMIC_RELAXED);
     lop_vm_t *drop = NULL;
     if (broken) {
         drop = e->vm; /* the next event builds a fresh one */
@@ -274,3 +282,20 @@ void lop_scriptrt_event_release_prev(lop_scriptrt_t *rt)
 }
 
 const lop_engine_t *lop_scriptrt_engine(lop_scriptrt_t *rt) { return rt->engine; }
+
+bool lop_scriptrt_event_check_stuck(lop_scriptrt_t *rt, int64_t limit_ns, char *reason, size_t len)
+{
+    int64_t now = lop_clock_mono(rt_clock(rt));
+    bool ok = true;
+    pthread_mutex_lock(&rt->event_mu);
+    for (lop_event_vm_t *e = rt->event_vms; e && ok; e = e->next) {
+        int64_t since = __atomic_load_n(&e->busy_since, __ATOMIC_RELAXED);
+        if (since && now - since > limit_ns) {
+            ok = false;
+            snprintf(reason, len, "controller %s: a Lua predicate or map function has run %.1fs (limit %.1fs)",
+                     e->controller, (double)(now - since) / 1e9, (double)limit_ns / 1e9);
+        }
+    }
+    pthread_mutex_unlock(&rt->event_mu);
+    return ok;
+}

@@ -84,4 +84,11 @@ void lop_scriptrt_event_release_prev(lop_scriptrt_t *rt);
 
 const lop_engine_t *lop_scriptrt_engine(lop_scriptrt_t *rt);
 
+/* Liveness of the event VMs: false, with reason naming the controller ("controller x: a Lua
+ * predicate or map function has run 3.1s (limit 1.3s)"), when a call has held one longer than
+ * limit_ns (on the engine options' clock). The deadline should have ended it: a call that
+ * outlives it is stuck in a JIT-compiled loop (--lua-jit) or a host call that does not return,
+ * and the informer thread delivering to it with it; only a restart frees it. Any thread. */
+bool lop_scriptrt_event_check_stuck(lop_scriptrt_t *rt, int64_t limit_ns, char *reason, size_t len);
+
 #endif

@@ -4,6 +4,7 @@
  * usable until released, then is gone. A C fake engine stands in for Lua. */
 #include "host/runtime/scriptrt.h"
 #include "host/runtime/scripts.h"
+#include "host/util/clock.h"
 #include "t.h"
 
 #include <pthread.h>
@@ -172,11 +173,38 @@ static void test_generations(void)
     T_EQ_INT(vms_freed, vms_built);
 }
 
+/* A call that holds an event VM past the limit is reported, naming the controller; released,
+ * it is not (the fake clock stands in for a predicate stuck in a JIT-compiled loop). */
+static void test_stuck_event_vm_is_reported(void)
+{
+    lop_fake_clock_t fc;
+    lop_fake_clock_init(&fc, 0);
+    lop_engine_opts_t o = {.clock = &fc.base};
+    lop_scriptrt_t *rt = lop_scriptrt_new(&fake_engine, &o, &host);
+    lop_err_t err;
+    T_EQ_INT(lop_scriptrt_install(rt, set_with("1"), NULL, NULL, &err), LOP_OK);
+    uint64_t gen = lop_scriptrt_generation(rt);
+    lop_vm_t *vm = NULL;
+    lop_event_vm_t *slot = NULL;
+    char reason[256] = "";
+    T_CHECK(lop_scriptrt_event_check_stuck(rt, LOP_NS_PER_S, reason, sizeof reason)); /* idle */
+    T_EQ_INT(lop_scriptrt_event_acquire(rt, gen, "spinner", &vm, &slot, &err), LOP_OK);
+    lop_fake_clock_step(&fc, LOP_NS_PER_S / 2);
+    T_CHECK(lop_scriptrt_event_check_stuck(rt, LOP_NS_PER_S, reason, sizeof reason)); /* within the limit */
+    lop_fake_clock_step(&fc, LOP_NS_PER_S);
+    T_CHECK(!lop_scriptrt_event_check_stuck(rt, LOP_NS_PER_S, reason, sizeof reason));
+    T_CHECK(strstr(reason, "controller spinner: a Lua predicate or map function has run 1.5s (limit 1.0s)") != NULL);
+    lop_scriptrt_event_release(rt, slot, false);
+    T_CHECK(lop_scriptrt_event_check_stuck(rt, LOP_NS_PER_S, reason, sizeof reason));
+    lop_scriptrt_free(rt);
+}
+
 int main(void)
 {
     T_RUN(test_one_vm_per_controller);
     T_RUN(test_a_held_vm_blocks_only_its_controller);
     T_RUN(test_broken_vm_is_rebuilt);
     T_RUN(test_generations);
+    T_RUN(test_stuck_event_vm_is_reported);
     return T_DONE();
 }
