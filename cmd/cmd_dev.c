@@ -65,7 +65,8 @@ int lop_cmd_dev(int argc, char **argv)
      * ports (logged as "http server listening ... port=N") unless the flags say otherwise. */
     o.metrics_addr = "127.0.0.1:0";
     o.probe_addr = "127.0.0.1:0";
-    o.webhook_addr = "0"; /* the embedded API server does not call webhooks yet (issue 21 part 5) */
+    o.webhook_addr = "127.0.0.1:0"; /* webhooks on loopback, certificates made at start, configurations */
+    o.webhook_loopback = true;      /* installed in the embedded API server (cmd/webhooks.h) */
     int rc = lop_run_opts_parse(&o, argc, argv, true);
     if (rc) return rc == 1 ? 0 : rc;
     if ((rc = lop_cli_setup_logging(&o))) return rc;

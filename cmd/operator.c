@@ -672,6 +672,8 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
     status = load_first_scripts(&op);
     if (status >= 0) goto out;
     status = 1;
+    op.webhooks.rest = op.rest;
+    op.webhooks.mapper = op.mapper;
     if (lop_op_webhooks_sync(&op.webhooks, o, op.m, op.metrics, &op.err) != LOP_OK) goto out; /* logged */
     if (lop_manager_start(op.m, &op.err) != LOP_OK) {
         lop_log(LOP_LOG_ERROR, "cannot start", "error", op.err.message, NULL);

@@ -3,25 +3,105 @@
  */
 #include "cmd/webhooks.h"
 
+#include "host/codec/certgen.h"
+#include "host/runtime/apply.h"
+#include "host/runtime/webhook/webhook_manifests.h"
 #include "host/util/log.h"
 
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-static size_t count(lop_webhook_pool_t *pool) { return lop_webhook_pool_each(pool, NULL, NULL); }
-
-lop_rc_t lop_op_webhooks_sync(lop_op_webhooks_t *w, const lop_run_opts_t *o, lop_manager_t *m, lop_metrics_t *metrics,
-                              lop_err_t *err)
+static bool write_file(const char *dir, const char *name, const char *data)
 {
-    lop_scriptrt_t *rt = lop_manager_scriptrt(m);
-    uint64_t gen = lop_scriptrt_generation(rt);
-    if (w->srv || gen == w->checked_gen || !o->webhook_addr || strcmp(o->webhook_addr, "0") == 0) return LOP_OK;
-    w->checked_gen = gen;
-    if (!w->pool) w->pool = lop_webhook_pool_new(rt, o->webhook_concurrency);
-    size_t n = count(w->pool);
-    if (n == 0) return LOP_OK;
+    char path[320];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return false;
+    size_t n = strlen(data);
+    bool ok = write(fd, data, n) == (ssize_t)n;
+    return close(fd) == 0 && ok;
+}
+
+/* luaop dev: a CA and a certificate for 127.0.0.1 in a new temporary directory. */
+static lop_rc_t loopback_certs(lop_op_webhooks_t *w, lop_err_t *err)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(w->cert_dir, sizeof w->cert_dir, "%s/luaop-dev-webhook-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(w->cert_dir)) {
+        w->cert_dir[0] = '\0';
+        return lop_err_set(err, LOP_ERR, 0, NULL, "cannot make a temporary certificate directory: %m");
+    }
+    lop_cert_pair_t ca = {0}, srv = {0};
+    lop_rc_t rc = lop_certgen_ca("luaop-dev-webhook-ca", 365 * 86400LL, &ca, err);
+    if (rc == LOP_OK)
+        rc = lop_certgen_serving(&ca, "luaop-dev-webhook", "IP:127.0.0.1,DNS:localhost", 365 * 86400LL, &srv, err);
+    if (rc == LOP_OK &&
+        !(write_file(w->cert_dir, "tls.crt", srv.cert_pem) && write_file(w->cert_dir, "tls.key", srv.key_pem)))
+        rc = lop_err_set(err, LOP_ERR, 0, NULL, "cannot write the certificate into %s: %m", w->cert_dir);
+    if (rc == LOP_OK) {
+        w->ca_pem = ca.cert_pem;
+        ca.cert_pem = NULL;
+    }
+    lop_cert_pair_free(&ca);
+    lop_cert_pair_free(&srv);
+    return rc;
+}
+
+typedef struct install_ctx {
+    lop_op_webhooks_t *w;
+    int port;
+    lop_rc_t rc;
+    lop_err_t *err;
+} install_ctx_t;
+
+/* One generated object into the API server: WebhookConfigurations created or replaced, the
+ * CRD's spec.conversion merged into the CRD already there. */
+static lop_rc_t install_one(lop_op_webhooks_t *w, json_t *doc, lop_err_t *err)
+{
+    const char *kind = json_string_value(json_object_get(doc, "kind"));
+    if (!kind || strcmp(kind, "CustomResourceDefinition") != 0)
+        return lop_apply_object(w->rest, w->mapper, doc, NULL, &lop_clock_system, err);
+    const char *name = json_string_value(json_object_get(json_object_get(doc, "metadata"), "name"));
+    char path[400];
+    snprintf(path, sizeof path, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/%s", name ? name : "");
+    json_t *patch = json_pack("{s:O}", "spec", json_object_get(doc, "spec"));
+    char *body = json_dumps(patch, JSON_COMPACT);
+    lop_rest_resp_t resp = LOP_REST_RESP_INIT;
+    lop_rc_t rc = lop_rest_do(w->rest, "PATCH", path, "application/merge-patch+json", body, strlen(body), &resp, err);
+    lop_rest_resp_cleanup(&resp);
+    free(body);
+    json_decref(patch);
+    return rc;
+}
+
+static void install_decls(void *ud, const lop_webhook_decl_t *decls, size_t n)
+{
+    install_ctx_t *c = ud;
+    char url[64];
+    snprintf(url, sizeof url, "https://127.0.0.1:%d", c->port);
+    lop_webhook_manifest_opts_t mo = {.prefix = "luaop-dev", .url = url, .ca_bundle_pem = c->w->ca_pem};
+    json_t *docs = lop_webhook_manifests(decls, n, &mo);
+    size_t i;
+    json_t *d;
+    json_array_foreach(docs, i, d)
+    {
+        if (c->rc == LOP_OK) c->rc = install_one(c->w, d, c->err);
+    }
+    json_decref(docs);
+}
+
+static lop_rc_t start_server(lop_op_webhooks_t *w, const lop_run_opts_t *o, lop_metrics_t *metrics, size_t n,
+                             lop_err_t *err)
+{
+    if (o->webhook_loopback) {
+        lop_rc_t rc = loopback_certs(w, err);
+        if (rc != LOP_OK) return rc;
+    }
     lop_webhook_server_opts_t so = {.bind_addr = o->webhook_addr,
-                                    .cert_dir = o->webhook_cert_dir,
+                                    .cert_dir = o->webhook_loopback ? w->cert_dir : o->webhook_cert_dir,
                                     .cert_name = o->webhook_cert_name,
                                     .key_name = o->webhook_key_name,
                                     .concurrency = o->webhook_concurrency,
@@ -42,10 +122,49 @@ lop_rc_t lop_op_webhooks_sync(lop_op_webhooks_t *w, const lop_run_opts_t *o, lop
     return LOP_OK;
 }
 
+lop_rc_t lop_op_webhooks_sync(lop_op_webhooks_t *w, const lop_run_opts_t *o, lop_manager_t *m, lop_metrics_t *metrics,
+                              lop_err_t *err)
+{
+    lop_scriptrt_t *rt = lop_manager_scriptrt(m);
+    uint64_t gen = lop_scriptrt_generation(rt);
+    if (gen == w->checked_gen || !o->webhook_addr || strcmp(o->webhook_addr, "0") == 0) return LOP_OK;
+    if (w->srv && !o->webhook_loopback) return LOP_OK;
+    w->checked_gen = gen;
+    if (!w->pool) w->pool = lop_webhook_pool_new(rt, o->webhook_concurrency);
+    size_t n = lop_webhook_pool_declarations(w->pool, NULL, NULL);
+    if (n == 0) return LOP_OK;
+    if (!w->srv) {
+        lop_rc_t rc = start_server(w, o, metrics, n, err);
+        if (rc != LOP_OK) return rc;
+    }
+    if (!o->webhook_loopback) return LOP_OK;
+    install_ctx_t c = {w, lop_webhook_server_port(w->srv), LOP_OK, err};
+    lop_webhook_pool_declarations(w->pool, install_decls, &c);
+    if (c.rc != LOP_OK)
+        lop_log(LOP_LOG_ERROR, "cannot install the webhook configurations", "error", err->message, NULL);
+    else {
+        char url[64];
+        snprintf(url, sizeof url, "https://127.0.0.1:%d", c.port);
+        lop_log(LOP_LOG_INFO, "webhook configurations installed", "url", url, NULL);
+    }
+    return c.rc;
+}
+
 void lop_op_webhooks_stop(lop_op_webhooks_t *w)
 {
     lop_webhook_server_free(w->srv); /* joins its workers: no review uses the pool after this */
     w->srv = NULL;
     lop_webhook_pool_free(w->pool);
     w->pool = NULL;
+    if (w->cert_dir[0]) {
+        char path[320];
+        snprintf(path, sizeof path, "%s/tls.crt", w->cert_dir);
+        unlink(path);
+        snprintf(path, sizeof path, "%s/tls.key", w->cert_dir);
+        unlink(path);
+        rmdir(w->cert_dir);
+        w->cert_dir[0] = '\0';
+    }
+    free(w->ca_pem);
+    w->ca_pem = NULL;
 }

@@ -6,11 +6,19 @@
  * lop_op_webhooks_sync is called after the first script set is active and after every reload:
  * the first set that declares webhooks starts the server (a later reload that drops them keeps
  * it running: its paths then answer 404, and a set that brings them back is served at once).
+ * With o->webhook_loopback (`luaop dev`): the server gets a certificate from a CA made at
+ * start (host/codec/certgen.h) in a temporary directory, and once it listens the generated
+ * WebhookConfigurations (clientConfig.url = https://127.0.0.1:<port><path>, the CA as caBundle)
+ * and CRD conversion stanzas are written to the API server through w->rest, so the local API
+ * server calls the Lua webhooks on `kubectl apply`. They are written again after each reload that
+ * changes the declarations.
  * Main thread only.
  */
 #ifndef LOP_CMD_WEBHOOKS_H
 #define LOP_CMD_WEBHOOKS_H
 
+#include "host/kube/client/rest.h"
+#include "host/kube/client/restmapper.h"
 #include "host/runtime/manager.h"
 #include "host/runtime/metrics/metrics.h"
 #include "host/runtime/options.h"
@@ -20,7 +28,11 @@
 typedef struct lop_op_webhooks {
     lop_webhook_pool_t *pool;
     lop_webhook_server_t *srv;
-    uint64_t checked_gen; /* the script generation last looked at */
+    uint64_t checked_gen;    /* the script generation last looked at */
+    lop_rest_client_t *rest; /* o->webhook_loopback: where the configurations are installed */
+    lop_restmapper_t *mapper;
+    char cert_dir[256]; /* o->webhook_loopback: the temporary cert dir ("" = none) */
+    char *ca_pem;       /* o->webhook_loopback: its CA */
 } lop_op_webhooks_t;
 
 /* Start the server if the active set declares webhooks and it is not running yet. LOP_OK when

@@ -35,6 +35,9 @@ typedef struct lop_run_opts {
     const char *webhook_cert_name; /* --webhook-cert-name ("tls.crt") */
     const char *webhook_key_name;  /* --webhook-key-name ("tls.key") */
     int webhook_concurrency;       /* --webhook-concurrency: reviews run at once, each in its own VM (4) */
+    bool webhook_loopback;         /* dev: a self-signed CA and certificate in a temporary cert dir, and
+                                      the WebhookConfigurations / CRD conversion pointed at the server's
+                                      loopback address (not a flag) */
     int64_t graceful_shutdown_ns;  /* --graceful-shutdown-timeout (30s) */
     const char *log_format;        /* --log-format text|json */
     const char *log_level;         /* --log-level debug|info|warn|error */

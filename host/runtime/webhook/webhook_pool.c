@@ -165,7 +165,8 @@ lop_rc_t lop_webhook_pool_convert(void *ud, const char *obj_json, size_t len, co
     return rc;
 }
 
-size_t lop_webhook_pool_each(lop_webhook_pool_t *p, void (*fn)(void *ud, const lop_webhook_decl_t *d), void *ud)
+size_t lop_webhook_pool_declarations(lop_webhook_pool_t *p,
+                                     void (*fn)(void *ud, const lop_webhook_decl_t *decls, size_t n), void *ud)
 {
     const lop_engine_t *e = lop_scriptrt_engine(p->rt);
     lop_err_t err;
@@ -174,7 +175,7 @@ size_t lop_webhook_pool_each(lop_webhook_pool_t *p, void (*fn)(void *ud, const l
     const lop_webhook_decl_t *d = NULL;
     size_t n = 0;
     if (vm && e->webhook_declarations) e->webhook_declarations(vm, &d, &n);
-    for (size_t k = 0; fn && k < n; k++) fn(ud, &d[k]);
+    if (fn && n) fn(ud, d, n);
     slot_give(p, i, false);
     return n;
 }

@@ -46,9 +46,10 @@ lop_rc_t lop_webhook_pool_admit(void *ud, const char *path, const char *request_
 lop_rc_t lop_webhook_pool_convert(void *ud, const char *obj_json, size_t len, const char *desired_api_version,
                                   char **out, size_t *out_len, lop_err_t *err);
 
-/* The webhooks of the current script set (copied names/paths are not needed: callers read the
- * declarations under fn). fn is called with each declaration while a slot is held; used by
- * `luaop check --webhooks` style listings and tests. Returns how many there are. */
-size_t lop_webhook_pool_each(lop_webhook_pool_t *p, void (*fn)(void *ud, const lop_webhook_decl_t *d), void *ud);
+/* Call fn with the declarations of the current script set (borrowed for the call, while a slot
+ * is held: fn must not call back into the pool) and return how many there are (0, fn not
+ * called, when a VM cannot be built). Used to decide whether to serve, and for the manifests. */
+size_t lop_webhook_pool_declarations(lop_webhook_pool_t *p,
+                                     void (*fn)(void *ud, const lop_webhook_decl_t *decls, size_t n), void *ud);
 
 #endif

@@ -117,7 +117,7 @@ static void test_admit_and_convert(void)
     T_EQ_INT(lop_webhook_pool_convert(p, g, strlen(g), "other.com/v2", &out, &n, &err), LOP_ENOTFOUND);
     T_CHECK(strstr(err.message, "no conversion webhook is declared for Widget in group other.com") != NULL);
     T_EQ_INT(lop_webhook_pool_convert(p, "[]", 2, "x/v1", &out, &n, &err), LOP_EINVAL);
-    T_EQ_INT(lop_webhook_pool_each(p, NULL, NULL), 2);
+    T_EQ_INT(lop_webhook_pool_declarations(p, NULL, NULL), 2);
     lop_webhook_pool_free(p);
     lop_scriptrt_free(rt);
 }
