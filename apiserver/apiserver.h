@@ -29,6 +29,11 @@ typedef struct lop_apiserver_opts {
     long history;               /* watch history size in events; 0 = 10000 */
     const char *kubeconfig_out; /* NULL = none; else written at start */
     bool fault_control;         /* serve POST /luaop-fault/... (see README.md) */
+    /* Where admission/conversion webhooks given as a clientConfig.service are reached: a
+     * NULL-terminated array of "NAMESPACE/NAME=HOST:PORT" (any port of that Service goes to
+     * HOST:PORT; TLS still verifies the name NAME.NAMESPACE.svc); NULL = none. A service webhook
+     * with no entry fails to call (its failurePolicy decides). */
+    const char *const *webhook_services;
 } lop_apiserver_opts_t;
 
 /* Start a server (its loop runs on a new thread). On success *out owns it (lop_apiserver_stop).

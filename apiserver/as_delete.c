@@ -4,6 +4,8 @@
  * collector and namespace termination. */
 #include "apiserver/as_delete.h"
 
+#include "apiserver/as_admission.h"
+
 #include "apiserver/as_crd.h"
 #include "apiserver/as_registry.h"
 #include "apiserver/as_select.h"
@@ -184,6 +186,13 @@ void as_handle_delete(as_req_t *q)
     bool dry = dry_all(q, opts);
     char *pol = policy ? lop_xstrdup(policy) : NULL;
     json_decref(opts);
+    json_t *live = json_incref(e->obj);
+    bool admitted = as_admit_mutate(q, "DELETE", NULL, live, dry) && as_admit_validate(q, "DELETE", NULL, live, dry);
+    json_decref(live);
+    if (!admitted) {
+        free(pol);
+        return;
+    }
     if (dry) {
         free(pol);
         as_reply_json(q, 200, as_served_obj(res, e->obj), res->is_cr);

@@ -175,6 +175,11 @@ struct lop_apiserver {
     char *ca_pem; /* server cert PEM (self-signed; is its own CA) */
     bool client_ca;
     bool gc_pending;
+    /* admission webhooks: clientConfig.service → "host:port" (as_webhook.c) */
+    struct as_svc_map {
+        char *ns, *name, *target;
+    } *wh_services;
+    size_t nwh_services;
 };
 
 /* An HTTP request being served. */

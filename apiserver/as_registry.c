@@ -84,6 +84,11 @@ static const builtin_t builtins[] = {
      false, false, false, false, NULL},
     {"rbac.authorization.k8s.io", "v1", "clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", NULL, false,
      false, false, false, false, false, false, false, NULL},
+    /* Called by the admission chain (as_admission.c) on every write. */
+    {"admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", "mutatingwebhookconfiguration",
+     "MutatingWebhookConfiguration", NULL, false, false, true, false, false, false, false, false, NULL},
+    {"admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", "validatingwebhookconfiguration",
+     "ValidatingWebhookConfiguration", NULL, false, false, true, false, false, false, false, false, NULL},
     {"apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition", "CustomResourceDefinition",
      "crd", false, true, true, false, false, false, false, false, NULL},
 };

@@ -88,12 +88,34 @@ static int read_tokens(lop_apiserver_t *srv, const char *path, lop_err_t *err)
     return LOP_OK;
 }
 
+/* "NS/NAME=HOST:PORT" entries into srv->wh_services. */
+static int read_webhook_services(lop_apiserver_t *srv, const char *const *specs, lop_err_t *err)
+{
+    for (size_t i = 0; specs && specs[i]; i++) {
+        const char *s = specs[i], *slash = strchr(s, '/'), *eq = strchr(s, '=');
+        if (!slash || !eq || slash > eq || slash == s || eq == slash + 1 || !strchr(eq + 1, ':'))
+            return lop_err_set(err, LOP_EINVAL, 0, NULL, "bad webhook service \"%s\" (want NS/NAME=HOST:PORT)", s);
+        srv->wh_services = lop_xrealloc(srv->wh_services, (srv->nwh_services + 1) * sizeof *srv->wh_services);
+        struct as_svc_map *m = &srv->wh_services[srv->nwh_services++];
+        m->ns = lop_xstrndup(s, (size_t)(slash - s));
+        m->name = lop_xstrndup(slash + 1, (size_t)(eq - slash - 1));
+        m->target = lop_xstrdup(eq + 1);
+    }
+    return LOP_OK;
+}
+
 static void free_server(lop_apiserver_t *srv)
 {
     if (srv->http) evhttp_free(srv->http);
     if (srv->cmd_ev) event_free(srv->cmd_ev);
     if (srv->base) event_base_free(srv->base);
     for (size_t i = 0; i < srv->ntokens; i++) free(srv->tokens[i]);
+    for (size_t i = 0; i < srv->nwh_services; i++) {
+        free(srv->wh_services[i].ns);
+        free(srv->wh_services[i].name);
+        free(srv->wh_services[i].target);
+    }
+    free(srv->wh_services);
     free(srv->tokens);
     as_tls_free(srv);
     pthread_mutex_destroy(&srv->mu);
@@ -132,7 +154,8 @@ lop_rc_t lop_apiserver_start(const lop_apiserver_opts_t *opts, lop_apiserver_t *
     srv->history = opts->history > 0 ? opts->history : 10000;
     srv->fault_control = opts->fault_control;
     srv->tls = opts->tls || opts->client_ca;
-    if (opts->token_file && read_tokens(srv, opts->token_file, err) != LOP_OK) {
+    if ((opts->token_file && read_tokens(srv, opts->token_file, err) != LOP_OK) ||
+        read_webhook_services(srv, opts->webhook_services, err) != LOP_OK) {
         free_server(srv);
         return LOP_EINVAL;
     }

@@ -4,6 +4,7 @@
 
 #include "apiserver/as_status.h"
 #include "apiserver/as_util.h"
+#include "apiserver/as_whconfig.h"
 #include "host/util/base64.h"
 
 #include "host/util/clock.h"
@@ -17,6 +18,7 @@
  * Secret.stringData merged into data (base64) and dropped. */
 void as_default_builtin(as_res_t *res, json_t *obj)
 {
+    if (as_whconfig_is(res)) as_whconfig_default(res, obj);
     if (strcmp(res->plural, "secrets") || res->group[0]) return;
     if (!json_is_string(json_object_get(obj, "type"))) json_object_set_new(obj, "type", json_string("Opaque"));
     json_t *sd = json_object_get(obj, "stringData");
@@ -66,6 +68,7 @@ static void invalid1(as_req_t *q, const json_t *obj, const char *reason, const c
 int as_validate_builtin(as_req_t *q, json_t *obj)
 {
     as_res_t *res = q->res;
+    if (as_whconfig_is(res)) return as_whconfig_validate(q, obj);
     if (!strcmp(res->plural, "leases")) {
         if (check_microtime(q, obj, "spec.acquireTime") < 0 || check_microtime(q, obj, "spec.renewTime") < 0) return -1;
         json_t *d = as_path_get(obj, "spec.leaseDurationSeconds");

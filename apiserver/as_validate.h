@@ -12,7 +12,8 @@
 #include "apiserver/as_internal.h"
 
 /* The defaults the server applies to built-ins on every write (a small subset): Secret.type
- * Opaque, Secret.stringData merged into data (base64) and dropped. Modifies obj in place. */
+ * Opaque, Secret.stringData merged into data (base64) and dropped, the webhook configurations
+ * defaults (as_whconfig.h). Modifies obj in place. */
 void as_default_builtin(as_res_t *res, json_t *obj);
 /* Check a built-in object about to be written to q->res: 0 when valid, -1 after replying 422. */
 int as_validate_builtin(as_req_t *q, json_t *obj);

@@ -4,6 +4,7 @@
  * in as_patch_handler.c. */
 #include "apiserver/as_write.h"
 
+#include "apiserver/as_admission.h"
 #include "apiserver/as_crd.h"
 #include "apiserver/as_delete.h"
 #include "apiserver/as_proto.h"
@@ -506,6 +507,28 @@ static void commit_write(as_req_t *q, const json_t *old, json_t *obj, const char
     reply_obj(q, code_ok, stored);
 }
 
+/* After the mutating webhooks: what they may not change is put back (kind, apiVersion, namespace),
+ * and *name re-read (it pointed into the object a patch replaced). A renamed object → 400. */
+static bool keep_identity(as_req_t *q, json_t *obj, const char **name)
+{
+    as_res_t *res = q->res;
+    json_object_set_new(obj, "kind", json_string(res->kind));
+    json_object_set_new(obj, "apiVersion", json_string(res->api_version));
+    json_t *m = as_meta(obj);
+    if (res->namespaced)
+        json_object_set_new(m, "namespace", json_string(q->ns));
+    else
+        json_object_del(m, "namespace");
+    const char *now = as_meta_str(obj, "name");
+    const char *want = q->name[0] ? q->name : NULL;
+    if (!now || (want && strcmp(now, want))) {
+        as_reply_status(q, 400, "BadRequest", NULL, "a mutating admission webhook changed the object's name");
+        return false;
+    }
+    *name = now;
+    return true;
+}
+
 void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, bool managed_done)
 {
     as_res_t *res = q->res;
@@ -533,8 +556,11 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
         ok = (old || check_new_name(q, name, qual_kind));
     }
     if (ok && !res->is_cr) as_default_builtin(res, obj);
+    const char *op = old ? "UPDATE" : "CREATE";
+    ok = ok && as_admit_mutate(q, op, &obj, old, dry) && keep_identity(q, obj, &name);
     ok = ok && as_validate_builtin(q, obj) >= 0;
     ok = ok && (!res->is_cr || validate_custom_resource(q, obj, name, qual_kind, &pruned));
+    ok = ok && as_admit_validate(q, op, obj, old, dry);
     ok = ok && finish_special_kinds(q, old, &obj, name, status_sub);
     if (!ok) {
         json_decref(pruned);

@@ -15,7 +15,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: luaop apiserver [--listen HOST:PORT] [--kubeconfig-out PATH] [--tls]\n"
                "                       [--token-file F] [--client-ca F] [--history N]\n"
-               "                       [--enable-fault-control]\n"
+               "                       [--enable-fault-control] [--webhook-service NS/NAME=HOST:PORT]...\n"
                "A local, in-memory Kubernetes API server for development and tests.\n"
                "NOT a production API server. Prints `listening on URL` and serves until SIGTERM.\n");
 }
@@ -23,11 +23,14 @@ static void usage(FILE *f)
 int lop_cmd_apiserver(int argc, char **argv)
 {
     lop_apiserver_opts_t o = {0};
+    static const char *services[65]; /* --webhook-service values, NULL-terminated */
+    size_t nservices = 0;
+    o.webhook_services = services;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = NULL;
         bool needs = !strcmp(a, "--listen") || !strcmp(a, "--kubeconfig-out") || !strcmp(a, "--token-file") ||
-                     !strcmp(a, "--client-ca") || !strcmp(a, "--history");
+                     !strcmp(a, "--client-ca") || !strcmp(a, "--history") || !strcmp(a, "--webhook-service");
         if (needs) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "luaop apiserver: %s needs a value\n", a);
@@ -43,6 +46,13 @@ int lop_cmd_apiserver(int argc, char **argv)
             o.token_file = val;
         else if (!strcmp(a, "--client-ca"))
             o.client_ca = val;
+        else if (!strcmp(a, "--webhook-service")) {
+            if (nservices == 64) {
+                fprintf(stderr, "luaop apiserver: at most 64 --webhook-service\n");
+                return 2;
+            }
+            services[nservices++] = val;
+        }
         else if (!strcmp(a, "--history")) {
             char *end;
             o.history = strtol(val, &end, 10);
