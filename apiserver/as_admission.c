@@ -155,7 +155,7 @@ static json_t *gvk_or_gvr(const char *group, const char *version, const char *ke
 /* CreateOptions / UpdateOptions / DeleteOptions as the request carried them. */
 static json_t *options_of(const admit_ctx_t *a)
 {
-    const char *kind = !strcmp(a->op, "CREATE") ? "CreateOptions"
+    const char *kind = !strcmp(a->op, "CREATE")   ? "CreateOptions"
                        : !strcmp(a->op, "UPDATE") ? "UpdateOptions"
                                                   : "DeleteOptions";
     json_t *o = json_object();
@@ -323,8 +323,8 @@ static bool call_one(admit_ctx_t *a, const json_t *wh, json_t **objp, bool *chan
     json_t *review = build_review(a, uid);
     json_t *to = json_object_get(wh, "timeoutSeconds");
     long timeout = json_is_integer(to) ? (long)json_integer_value(to) : 10;
-    json_t *reply = as_webhook_post(a->q->srv, json_object_get(wh, "clientConfig"), timeout, review, cause,
-                                    sizeof cause);
+    json_t *reply =
+        as_webhook_post(a->q->srv, json_object_get(wh, "clientConfig"), timeout, review, cause, sizeof cause);
     json_decref(review);
     const json_t *resp = reply ? check_reply(reply, uid, cause, sizeof cause) : NULL;
     if (!resp) {

@@ -178,7 +178,7 @@ struct lop_apiserver {
     /* admission webhooks: clientConfig.service → "host:port" (as_webhook.c) */
     struct as_svc_map {
         char *ns, *name, *target;
-    } *wh_services;
+    } * wh_services;
     size_t nwh_services;
 };
 

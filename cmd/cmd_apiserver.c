@@ -52,8 +52,7 @@ int lop_cmd_apiserver(int argc, char **argv)
                 return 2;
             }
             services[nservices++] = val;
-        }
-        else if (!strcmp(a, "--history")) {
+        } else if (!strcmp(a, "--history")) {
             char *end;
             o.history = strtol(val, &end, 10);
             if (*end || o.history <= 0) {
