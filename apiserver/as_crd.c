@@ -177,6 +177,23 @@ fail:
     return NULL;
 }
 
+/* spec.conversion (strategy Webhook: its clientConfig, borrowed) and the storage version. */
+static void set_conversion(as_res_t *t, const json_t *spec, const char *group)
+{
+    const json_t *conv = json_object_get(spec, "conversion");
+    const char *strategy = json_string_value(json_object_get(conv, "strategy"));
+    if (strategy && !strcmp(strategy, "Webhook"))
+        t->conv_client = json_object_get(json_object_get(conv, "webhook"), "clientConfig");
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(spec, "versions"), i, v)
+    {
+        const char *vn = json_string_value(json_object_get(v, "name"));
+        if (vn && json_is_true(json_object_get(v, "storage")))
+            snprintf(t->storage_av, sizeof t->storage_av, "%s/%s", group ? group : "", vn);
+    }
+}
+
 void as_crd_changed(lop_apiserver_t *srv, const json_t *crd, bool deleted)
 {
     const char *name = as_meta_str(crd, "name");
@@ -240,6 +257,7 @@ void as_crd_changed(lop_apiserver_t *srv, const json_t *crd, bool deleted)
         }
         t.selectable = paths;
         t.crd_name = (char *)name;
+        set_conversion(&t, spec, group);
         if (t.group && t.version && t.plural && t.kind) as_res_add(srv, &t);
         json_decref(paths);
     }

@@ -80,7 +80,9 @@ typedef struct as_res {
     json_t *selectable;                               /* array of field paths "spec.color" or NULL */
     const char *const *extra_fields;                  /* built-in field-selector fields (NULL-terminated) */
     char *crd_name;                                   /* CRs: owning CRD's metadata.name */
-    char api_version[128];                            /* "v1" or "g/v" */
+    json_t *conv_client;   /* CRs with conversion strategy Webhook: its clientConfig, else NULL */
+    char storage_av[128];  /* CRs: the CRD's storage version as "g/v" (as_convert.h) */
+    char api_version[128]; /* "v1" or "g/v" */
     as_coll_t *coll;
 } as_res_t;
 

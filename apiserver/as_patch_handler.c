@@ -4,6 +4,7 @@
  * ssa.c. */
 #include "apiserver/as_patch_handler.h"
 
+#include "apiserver/as_convert.h"
 #include "apiserver/as_registry.h"
 #include "apiserver/as_status.h"
 #include "apiserver/as_store.h"
@@ -153,7 +154,13 @@ static void handle_apply(as_req_t *q, as_entry_t *e, json_t *patch)
         }
     }
     apply_reset_fields(res, q->sub, patch);
-    json_t *live = e ? json_incref(e->obj) : NULL;
+    char msg[2600];
+    json_t *live = e ? as_convert(srv, res, e->obj, res->api_version, msg, sizeof msg) : NULL;
+    if (e && !live) {
+        json_decref(patch);
+        as_reply_status(q, 500, "InternalError", NULL, "%s", msg);
+        return;
+    }
     as_ssa_ctx_t ctx = {.manager = as_query(q, "fieldManager"),
                         .api_version = res->api_version,
                         .subresource = q->sub[0] ? q->sub : NULL,
@@ -213,7 +220,17 @@ static void handle_patch_update(as_req_t *q, as_entry_t *e, enum ptype pt, json_
     lop_err_t err;
     lop_err_clear(&err);
     json_t *old = json_incref(e->obj);
-    json_t *target = scale ? as_scale_view(res, old) : as_served_obj(res, old);
+    char msg[2600];
+    json_t *target = scale ? as_scale_view(res, old)
+                     : as_convert_needed(res, old, res->api_version)
+                         ? as_convert(q->srv, res, old, res->api_version, msg, sizeof msg)
+                         : as_served_obj(res, old);
+    if (!target) {
+        json_decref(patch);
+        json_decref(old);
+        as_reply_status(q, 500, "InternalError", NULL, "%s", msg);
+        return;
+    }
     json_t *out = run_patch(q, pt, target, patch, scale, &err);
     json_decref(patch);
     json_decref(target);

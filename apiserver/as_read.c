@@ -3,6 +3,8 @@
  * the /scale view of custom resources. */
 #include "apiserver/as_read.h"
 
+#include "apiserver/as_convert.h"
+
 #include "apiserver/as_select.h"
 #include "apiserver/as_status.h"
 #include "apiserver/as_store.h"
@@ -393,15 +395,31 @@ void as_handle_list(as_req_t *q)
     lo.plen = (size_t)snprintf(lo.prefix, sizeof lo.prefix, "{\"kind\":\"%s\",\"apiVersion\":\"%s\",", res->kind,
                                res->api_version);
     size_t flags = JSON_COMPACT | (res->is_cr ? JSON_SORT_KEYS : 0);
+    char conv_err[2600] = "";
     for (; i < n; i++) {
         if (lq.limit > 0 && lo.count >= lq.limit) break;
         if (!as_obj_matches(res, NULL, ls, fs, items[i].obj)) continue;
+        as_entry_t conv = items[i]; /* another version through the conversion webhook */
+        if (as_convert_needed(res, conv.obj, res->api_version)) {
+            conv.wire = NULL;
+            conv.obj = as_convert(q->srv, res, items[i].obj, res->api_version, conv_err, sizeof conv_err);
+            if (!conv.obj) break;
+        }
         if (partial)
-            add_partial_item(q, &lo, &items[i]);
+            add_partial_item(q, &lo, &conv);
         else
-            add_item(q, &lo, &items[i], flags);
+            add_item(q, &lo, &conv, flags);
+        if (conv.obj != items[i].obj) json_decref(conv.obj);
         lo.count++;
         lo.last_key = items[i].key;
+    }
+    if (conv_err[0]) {
+        evbuffer_free(lo.ib);
+        as_reply_status(q, 500, "InternalError", NULL, "%s", conv_err);
+        free(items);
+        lop_label_selector_free(ls);
+        lop_field_selector_free(fs);
+        return;
     }
     char *token = NULL;
     size_t remaining = n - i;
@@ -442,6 +460,15 @@ void as_handle_get(as_req_t *q)
     }
     if (!strcmp(q->sub, "scale")) {
         as_reply_json(q, 200, as_scale_view(res, e->obj), false);
+        return;
+    }
+    if (as_convert_needed(res, e->obj, res->api_version)) {
+        char msg[2600];
+        json_t *c = as_convert(q->srv, res, e->obj, res->api_version, msg, sizeof msg);
+        if (!c)
+            as_reply_status(q, 500, "InternalError", NULL, "%s", msg);
+        else
+            as_reply_json(q, 200, c, true);
         return;
     }
     as_reply_stored(q, 200, res, e->obj, e->wire);

@@ -143,6 +143,7 @@ as_res_t *as_res_add(lop_apiserver_t *srv, const as_res_t *t)
     if (r->categories) json_incref(r->categories);
     if (r->schema) json_incref(r->schema);
     if (r->selectable) json_incref(r->selectable);
+    if (r->conv_client) json_incref(r->conv_client);
     if (r->group[0])
         snprintf(r->api_version, sizeof r->api_version, "%s/%s", r->group, r->version);
     else
@@ -173,6 +174,7 @@ static void res_free(as_res_t *r)
     json_decref(r->categories);
     json_decref(r->schema);
     json_decref(r->selectable);
+    json_decref(r->conv_client);
     free(r);
 }
 

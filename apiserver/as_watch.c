@@ -3,6 +3,8 @@
  * bookmarks, history replay, 410. */
 #include "apiserver/as_watch.h"
 
+#include "apiserver/as_convert.h"
+
 #include "apiserver/as_select.h"
 #include "apiserver/as_status.h"
 #include "apiserver/as_util.h"
@@ -150,7 +152,36 @@ static int send_wire(as_watcher_t *w, const char *type, as_blob_t *b)
     return flush_buf(w, buf);
 }
 
+static int send_obj_event_as_is(as_watcher_t *w, const char *type, const json_t *obj);
+
+/* An event of an object stored in another version, converted by the CRD's webhook; a failed
+ * conversion is sent as an ERROR event with a 500 Status (the watch goes on). */
 static int send_obj_event(as_watcher_t *w, const char *type, const json_t *obj)
+{
+    if (strcmp(type, "BOOKMARK") && as_convert_needed(w->res, obj, w->res->api_version)) {
+        char msg[2600];
+        json_t *c = as_convert(w->srv, w->res, obj, w->res->api_version, msg, sizeof msg);
+        if (!c) {
+            json_t *st = as_status_new(500, "InternalError", msg, NULL);
+            char *s = json_dumps(st, JSON_COMPACT);
+            json_decref(st);
+            lop_buf_t b = LOP_BUF_INIT;
+            lop_buf_printf(&b, "{\"type\":\"ERROR\",\"object\":%s}\n", s);
+            free(s);
+            as_blob_t *blob = as_blob_new(b.data, b.len);
+            lop_buf_free(&b);
+            int rc = send_blob(w, blob);
+            as_blob_unref(blob);
+            return rc;
+        }
+        int rc = send_obj_event_as_is(w, type, c);
+        json_decref(c);
+        return rc;
+    }
+    return send_obj_event_as_is(w, type, obj);
+}
+
+static int send_obj_event_as_is(as_watcher_t *w, const char *type, const json_t *obj)
 {
     if (w->conv.kind == AS_CONV_PARTIAL) {
         size_t n;

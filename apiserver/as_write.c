@@ -5,6 +5,7 @@
 #include "apiserver/as_write.h"
 
 #include "apiserver/as_admission.h"
+#include "apiserver/as_convert.h"
 #include "apiserver/as_crd.h"
 #include "apiserver/as_delete.h"
 #include "apiserver/as_proto.h"
@@ -183,6 +184,15 @@ static void reply_obj(as_req_t *q, int code, const json_t *obj)
 {
     if (q->reply_scale) {
         as_reply_json(q, code, as_scale_view(q->res, obj), false);
+        return;
+    }
+    if (q->res->conv_client) { /* stored in the storage version (the stored bytes may be another's) */
+        char msg[2600];
+        json_t *c = as_convert(q->srv, q->res, obj, q->res->api_version, msg, sizeof msg);
+        if (!c)
+            as_reply_status(q, 500, "InternalError", NULL, "%s", msg);
+        else
+            as_reply_json(q, code, c, true);
         return;
     }
     as_reply_stored(q, code, q->res, obj, as_store_wire(q->res->coll, obj));
@@ -501,6 +511,16 @@ static void commit_write(as_req_t *q, const json_t *old, json_t *obj, const char
         as_gc_schedule(srv);
         return;
     }
+    if (as_convert_needed(res, obj, res->storage_av)) { /* conversion webhook: store the storage version */
+        char msg[2600];
+        json_t *c = as_convert(srv, res, obj, res->storage_av, msg, sizeof msg);
+        json_decref(obj);
+        if (!c) {
+            as_reply_status(q, 500, "InternalError", NULL, "%s", msg);
+            return;
+        }
+        obj = c;
+    }
     json_t *stored = as_store_commit(srv, res->coll, key, obj);
     if (!strcmp(res->plural, "customresourcedefinitions")) as_crd_changed(srv, stored, false);
     if (as_meta_str(stored, "deletionTimestamp")) as_gc_schedule(srv);
@@ -529,7 +549,8 @@ static bool keep_identity(as_req_t *q, json_t *obj, const char **name)
     return true;
 }
 
-void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, bool managed_done)
+/* as_finish_write with old (if any) already in the request's version. */
+static void finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, bool managed_done)
 {
     as_res_t *res = q->res;
     int bad;
@@ -577,6 +598,23 @@ void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, b
         return;
     }
     commit_write(q, old, obj, key, code_ok, dry);
+}
+
+void as_finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_ok, bool managed_done)
+{
+    if (!as_convert_needed(q->res, old, q->res->api_version)) {
+        finish_write(q, old, obj, code_ok, managed_done);
+        return;
+    }
+    char msg[2600];
+    json_t *conv = as_convert(q->srv, q->res, old, q->res->api_version, msg, sizeof msg);
+    if (!conv) {
+        json_decref(obj);
+        as_reply_status(q, 500, "InternalError", NULL, "%s", msg);
+        return;
+    }
+    finish_write(q, conv, obj, code_ok, managed_done);
+    json_decref(conv);
 }
 
 void as_handle_create(as_req_t *q)
