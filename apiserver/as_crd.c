@@ -8,6 +8,8 @@
 #include "apiserver/as_store.h"
 #include "apiserver/as_util.h"
 
+#include "host/codec/jsonstr.h"
+
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +67,39 @@ static int structural_check(const json_t *s, const char *path, lop_err_t *err, c
         char p[600];
         snprintf(p, sizeof p, "%s.additionalProperties", path);
         if (structural_check(addl, p, err, name, depth + 1) < 0) return -1;
+    }
+    return 0;
+}
+
+/* spec.conversion: strategy None or Webhook; Webhook needs webhook.clientConfig with exactly one of
+ * url / service and conversionReviewVersions including v1 (apiextensions validation.go). */
+static int check_conversion(const json_t *conv, const char *name, lop_err_t *err)
+{
+    const char *strategy = json_string_value(json_object_get(conv, "strategy"));
+    if (!conv || (strategy && !strcmp(strategy, "None"))) return 0;
+    if (!strategy || strcmp(strategy, "Webhook")) {
+        char d[300];
+        snprintf(d, sizeof d, "Unsupported value: \"%s\": supported values: \"None\", \"Webhook\"",
+                 strategy ? strategy : "");
+        crd_invalid(err, name, "spec.conversion.strategy", d);
+        return -1;
+    }
+    const json_t *wh = json_object_get(conv, "webhook");
+    const json_t *cc = json_object_get(wh, "clientConfig");
+    if (!json_is_object(cc)) {
+        crd_invalid(err, name, "spec.conversion.webhook.clientConfig",
+                    "Required value: required when strategy is set to Webhook");
+        return -1;
+    }
+    if (!json_object_get(cc, "url") == !json_object_get(cc, "service")) {
+        crd_invalid(err, name, "spec.conversion.webhook.clientConfig",
+                    "Required value: exactly one of url or service is required");
+        return -1;
+    }
+    if (!lop_json_str_in(json_object_get(wh, "conversionReviewVersions"), "v1")) {
+        crd_invalid(err, name, "spec.conversion.webhook.conversionReviewVersions",
+                    "Invalid value: []string{...}: must include at least one of v1");
+        return -1;
     }
     return 0;
 }
@@ -141,6 +176,7 @@ json_t *as_crd_finish_create(lop_apiserver_t *srv, json_t *crd, lop_err_t *err)
                     "version marked as storage version");
         goto fail;
     }
+    if (check_conversion(json_object_get(spec, "conversion"), name, err) < 0) goto fail;
     if (!json_object_get(names, "singular")) {
         char low[256];
         size_t k;

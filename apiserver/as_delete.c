@@ -5,6 +5,7 @@
 #include "apiserver/as_delete.h"
 
 #include "apiserver/as_admission.h"
+#include "apiserver/as_convert.h"
 
 #include "apiserver/as_crd.h"
 #include "apiserver/as_registry.h"
@@ -186,18 +187,21 @@ void as_handle_delete(as_req_t *q)
     bool dry = dry_all(q, opts);
     char *pol = policy ? lop_xstrdup(policy) : NULL;
     json_decref(opts);
-    json_t *live = json_incref(e->obj);
+    char msg[2600];
+    json_t *live = as_convert(srv, res, e->obj, res->api_version, msg, sizeof msg);
+    if (!live) {
+        free(pol);
+        as_reply_status(q, 500, "InternalError", NULL, "%s", msg);
+        return;
+    }
     bool admitted = as_admit_mutate(q, "DELETE", NULL, live, dry) && as_admit_validate(q, "DELETE", NULL, live, dry);
+    if (!admitted || dry) {
+        free(pol);
+        if (admitted) as_reply_json(q, 200, as_served_obj(res, live), res->is_cr);
+        json_decref(live);
+        return;
+    }
     json_decref(live);
-    if (!admitted) {
-        free(pol);
-        return;
-    }
-    if (dry) {
-        free(pol);
-        as_reply_json(q, 200, as_served_obj(res, e->obj), res->is_cr);
-        return;
-    }
     bool removed;
     json_t *obj = delete_object(srv, res, key, pol, &removed);
     free(pol);
@@ -207,7 +211,12 @@ void as_handle_delete(as_req_t *q)
         json_object_set_new(d, "uid", json_string(as_meta_str(obj, "uid")));
         as_reply_json(q, 200, as_status_new(200, NULL, NULL, d), false);
     } else {
-        as_reply_json(q, 200, as_served_obj(res, obj), res->is_cr);
+        json_t *shown = as_convert(srv, res, obj, res->api_version, msg, sizeof msg);
+        if (shown)
+            as_reply_json(q, 200, as_served_obj(res, shown), res->is_cr);
+        else
+            as_reply_status(q, 500, "InternalError", NULL, "%s", msg);
+        json_decref(shown);
     }
     json_decref(obj);
 }

@@ -145,4 +145,10 @@ grep -q 'conversion webhook for example.com/v1alpha1, Kind=Widget failed: failed
 printf 'apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w2}\nspec: {replicas: 1}\n' | K create -f - 2>"$TMP/err" &&
     fail "a write needing a dead conversion webhook succeeded"
 grep -q 'conversion webhook for example.com/v1, Kind=Widget failed' "$TMP/err" || fail "write message: $(cat "$TMP/err")"
+echo "== delete as v1, CRD conversion checks"
+K delete gizmos.v1.example.com g2 >/dev/null 2>"$TMP/err" || fail "delete as v1: $(cat "$TMP/err")"
+K get gizmos.v1alpha1.example.com g2 2>/dev/null && fail "delete as v1"
+crd bad Bad "$WH/convert" | sed 's/conversionReviewVersions: \["v1"\]/conversionReviewVersions: ["v1beta1"]/' |
+    K apply -f - 2>"$TMP/err" && fail "a conversion webhook without v1 reviews was accepted"
+grep -q 'spec.conversion.webhook.conversionReviewVersions' "$TMP/err" || fail "CRD conversion check: $(cat "$TMP/err")"
 echo "PASS"

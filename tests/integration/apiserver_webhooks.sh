@@ -198,4 +198,42 @@ K -n red create secret generic s --from-literal=a=b 2>/dev/null && fail "resourc
 K delete validatingwebhookconfiguration ns-deny >/dev/null || fail "webhook configurations are never admitted"
 K -n red create cm x --from-literal=k=v >/dev/null || fail "deleted configuration still called"
 
+echo "== subresources: a things/status rule matches /status writes only"
+cat <<'YAML' | K apply -f - >/dev/null || fail "CRD apply"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: things.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: things, singular: thing, kind: Thing}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {x: {type: string}}}
+          status: {type: object, properties: {phase: {type: string}}}
+YAML
+K wait --for=condition=Established crd/things.example.com --timeout=10s >/dev/null || fail "CRD established"
+cat <<YAML | config ValidatingWebhookConfiguration status-deny
+- name: status-deny.example.com
+  clientConfig: {url: "$WH/deny", caBundle: "$CA"}
+  rules: [{operations: ["UPDATE"], apiGroups: ["example.com"], apiVersions: ["v1"], resources: ["things/status"]}]
+  sideEffects: None
+  admissionReviewVersions: ["v1"]
+YAML
+printf 'apiVersion: example.com/v1\nkind: Thing\nmetadata: {name: t1}\nspec: {x: a}\n' | K create -f - >/dev/null ||
+    fail "create of a thing"
+K patch things t1 --type=merge -p '{"spec":{"x":"b"}}' >/dev/null 2>"$TMP/err" || fail "main update denied: $(cat "$TMP/err")"
+K patch things t1 --subresource=status --type=merge -p '{"status":{"phase":"Ready"}}' 2>"$TMP/err" &&
+    fail "status update not denied"
+grep -q 'admission webhook "status-deny.example.com" denied the request: no thanks' "$TMP/err" ||
+    fail "status denial: $(cat "$TMP/err")"
+grep -q '"path": "/deny", "operation": "UPDATE", "dryRun": false, "name": "t1"' "$TMP/wh.log" || fail "status call not logged"
+
 echo "PASS"
