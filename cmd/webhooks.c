@@ -74,6 +74,11 @@ static lop_rc_t install_one(lop_op_webhooks_t *w, json_t *doc, lop_err_t *err)
     lop_rest_resp_cleanup(&resp);
     free(body);
     json_decref(patch);
+    if (rc == LOP_ENOTFOUND) { /* declared for a CRD nobody applied: nothing to convert yet */
+        lop_log(LOP_LOG_WARN, "conversion webhook declared for a CustomResourceDefinition that does not exist", "crd",
+                name ? name : "", NULL);
+        return LOP_OK;
+    }
     return rc;
 }
 
