@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Thin wrapper over CMake for the README commands. Everything real lives in CMakeLists.txt.
 MAKEFLAGS += --no-print-directory
 BUILD     ?= build

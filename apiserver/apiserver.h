@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * apiserver.h — the local Kubernetes API server (`luaop apiserver`), startable in-process.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* as_accept.c — Accept negotiation (apiserver pkg/endpoints/handlers/negotiation/negotiate.go; 406
  * NotAcceptable): which media range of the request a response is encoded for, and whether it asks
  * for a metadata-only view (k8s.io/apimachinery/pkg/apis/meta/v1 PartialObjectMetadata,

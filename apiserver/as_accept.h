@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * as_accept.h — Accept header negotiation, as k8s.io/apiserver/pkg/endpoints/handlers/negotiation
  * does it for the endpoints this server has.

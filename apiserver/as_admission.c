@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* as_admission.c — the admission webhook chain (k8s.io/apiserver pkg/admission/plugin/webhook). */
 #include "apiserver/as_admission.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * as_admission.h — the admission webhook chain of a write, as kube-apiserver's
  * MutatingAdmissionWebhook and ValidatingAdmissionWebhook plugins run it

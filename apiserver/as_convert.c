@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* as_convert.c — conversion webhooks of custom resources (apiextensions-apiserver
  * pkg/apiserver/conversion/webhook_converter.go). */
 #include "apiserver/as_convert.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * as_convert.h — custom resources in another version than the one stored
  * (k8s.io/apiextensions-apiserver pkg/apiserver/conversion: nop_converter.go, webhook_converter.go).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* as_crd.c — CustomResourceDefinitions
  * (kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/):
  * validation and defaults on write, status conditions (NamesAccepted, Established set at once) and

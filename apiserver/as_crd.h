@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * as_crd.h — CustomResourceDefinitions (k8s.io/apiextensions-apiserver): the checks and defaults
  * of a CRD write, and the registry rows its served versions get once it is committed (names

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* as_delete.c — DELETE and DELETE collection (apiserver pkg/registry/generic/registry/store.go Delete;
  * kubernetes.io/docs/concepts/overview/working-with-objects/finalizers/): options, preconditions,
  * finalizers and deletionTimestamp, propagation policies, a synchronous owner-reference garbage

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * as_delete.h — DELETE and DELETE collection (k8s.io/apiserver/pkg/endpoints/handlers/delete.go):
  * options and preconditions, finalizers and deletionTimestamp, propagation policies, the

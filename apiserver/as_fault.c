@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* as_fault.c — injected faults: arming them, matching requests against them, and the
  * /luaop-fault/ HTTP control endpoint. See as_fault.h. */
 #include "apiserver/as_fault.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * as_fault.h — fault injection: the table of injected failures that requests are matched
  * against, and the POST /luaop-fault/<action> control endpoint (see README.md; the C API in

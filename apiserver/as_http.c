@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* as_http.c — request entry point: authentication, injected faults and latency, URL routing to
  * discovery / resources / subresources, and verb dispatch
  * (kubernetes.io/docs/reference/using-api/api-concepts/). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * as_http.h — the request entry point: authentication, injected latency and faults, URL routing
  * to discovery, OpenAPI, resources and subresources (kubernetes.io/docs/reference/using-api/api-concepts/),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * as_internal.h — the local API server's internal types, shared by its .c files only. The
  * functions of each unit are declared in that unit's own header (as_store.h, as_watch.h, ...),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* as_patch_handler.c — PATCH (apiserver pkg/endpoints/handlers/patch.go): JSON patch, merge patch,
  * strategic merge patch (built-ins only, 415 for custom resources) and server-side apply, on the
  * main endpoint and the /status and /scale subresources. The patch algorithms live in patch.c /

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * as_patch_handler.h — PATCH (k8s.io/apiserver/pkg/endpoints/handlers/patch.go): JSON patch,
  * merge patch, strategic merge patch and server-side apply, on the main endpoint and the

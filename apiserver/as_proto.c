@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* as_proto.c — decode the Kubernetes protobuf request encoding ("k8s\0" + runtime.Unknown) for
  * the few built-in kinds kubectl's generator commands send (`kubectl create configmap|secret|
  * namespace|serviceaccount|deployment|service|job`, `kubectl expose`), into the JSON the rest of the

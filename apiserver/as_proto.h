@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * as_proto.h — Kubernetes protobuf request bodies ("k8s\0" + runtime.Unknown,
  * k8s.io/apimachinery/pkg/runtime/serializer/protobuf/protobuf.go) of the few built-in kinds

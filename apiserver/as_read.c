@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* as_read.c — GET and LIST (apiserver pkg/endpoints/handlers/get.go, api-concepts): selectors,
  * limit/continue over consistent snapshots, resourceVersion / resourceVersionMatch semantics, and
  * the /scale view of custom resources. */

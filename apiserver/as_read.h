@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * as_read.h — GET and LIST (k8s.io/apiserver/pkg/endpoints/handlers/get.go): one object, or a
  * list with selectors, limit/continue over consistent snapshots and the resourceVersion /

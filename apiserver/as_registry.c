@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* as_registry.c — the table of servable resources (built-ins + CRD-made), their storage
  * collections, and the discovery / OpenAPI documents derived from the table (apiserver
  * pkg/endpoints/discovery). */

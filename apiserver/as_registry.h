@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * as_registry.h — the resource table (one as_res_t per served group/version/resource: the
  * built-ins, and the rows each established CRD adds), the collections that store them, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* as_route.c — request paths into endpoints (see as_route.h). */
 #include "apiserver/as_route.h"
 

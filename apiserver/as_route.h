@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * as_route.h — the URL path of a request, parsed into the endpoint it names (the API server's
  * request-info resolution, k8s.io/apiserver/pkg/endpoints/request/requestinfo.go, for the

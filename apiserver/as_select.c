@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* as_select.c — label/field selectors of list, watch and delete-collection requests: parsing,
  * the supported fields of each resource, matching. See as_select.h. */
 #include "apiserver/as_select.h"

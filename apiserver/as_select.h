@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * as_select.h — label and field selectors of LIST, WATCH and DELETE collection requests
  * (kubernetes.io/docs/concepts/overview/working-with-objects/labels/ and .../field-selectors/):

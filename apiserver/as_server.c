@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* as_server.c — server lifecycle: listening socket, the loop thread, the cross-thread command
  * queue, the fault-injection C API (queued to the loop) and kubeconfig output. */
 #include "apiserver/as_internal.h"

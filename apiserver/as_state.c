@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* as_state.c — the server's state as a whole: built at start (registry, store, bootstrap
  * namespaces), torn down at stop, rebuilt by a reset. See as_state.h. */
 #include "apiserver/as_state.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * as_state.h — the server's in-memory state as a whole: the resource registry, the store and the
  * namespaces every cluster starts with, built at start and again by a reset.

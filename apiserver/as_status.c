@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* as_status.c — responses: JSON bodies, metav1.Status errors (apimachinery
  * pkg/api/errors/errors.go), rejection logging. */
 #include "apiserver/as_status.h"

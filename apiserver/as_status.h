@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * as_status.h — responses: JSON bodies, stored objects (their commit-time bytes reused when they
  * fit), metav1.Status errors with the message and details shapes of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* as_store.c — the in-memory object store: sorted collections, one global revision, the bounded
  * event history (ring) and point-in-time snapshots rebuilt from it (api-concepts#resource-versions). */
 #include "apiserver/as_store.h"

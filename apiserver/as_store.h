@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * as_store.h — storage: the collections' sorted entries, the one global revision handed out as
  * resourceVersion, the ring of watch events and point-in-time snapshots rebuilt from it (what

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* as_tls.c — HTTPS for the local API server: a self-signed certificate (EC P-256, SANs
  * 127.0.0.1 / ::1 / localhost, CA:TRUE so it is its own CA) made at start, optional client-cert
  * verification against --client-ca, and libevent's OpenSSL bufferevents. */

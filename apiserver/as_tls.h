@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * as_tls.h — HTTPS: a self-signed certificate made at start (its own CA), optional client
  * certificate verification, and the OpenSSL bufferevents libevent serves through.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* as_util.c — small helpers for the local API server: ids, time, JSON paths, base64, names, YAML. */
 #include "apiserver/as_util.h"
 

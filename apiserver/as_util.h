@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * as_util.h — small helpers of the local API server: refcounted blobs, UIDs and generated-name
  * suffixes, timestamps, metadata and dotted-path access, built-in key order, DNS name checks and

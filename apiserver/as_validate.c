@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* as_validate.c — write validation: MicroTime fields, ownerReferences, events.k8s.io rules, and
  * structural-schema type checks + pruning for custom resources. */
 #include "apiserver/as_validate.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * as_validate.h — validation and defaulting of a write: MicroTime fields, ownerReferences, the
  * events.k8s.io rules and a few defaults of built-in kinds (Secret), and for custom resources the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* as_view.c — a stored object as a client sees it: rewritten for the apiVersion that serves it
  * (the two Event APIs share one store) and its PartialObjectMetadata view. See as_view.h. */
 #include "apiserver/as_view.h"

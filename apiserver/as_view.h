@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * as_view.h — how a stored object is shown to a client: in the apiVersion of the endpoint that
  * serves it (core/v1 and events.k8s.io/v1 Events are two views of one store), and as the

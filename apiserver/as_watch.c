@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* as_watch.c — WATCH streams (apiserver pkg/endpoints/handlers/watch.go): chunked JSON events
  * serialized once per event and shared by reference between watchers, selector transitions,
  * bookmarks, history replay, 410. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * as_watch.h — WATCH streams (k8s.io/apiserver/pkg/endpoints/handlers/watch.go): each watcher
  * holds its request open and is sent one JSON line per event, bookmarks and a final ERROR when

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* as_webhook.c — the HTTPS call of a webhook (k8s.io/apiserver pkg/util/webhook), with libcurl. */
 #include "apiserver/as_webhook.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * as_webhook.h — one call of an admission or conversion webhook: the review POSTed as JSON over
  * HTTPS to a clientConfig (k8s.io/apiserver pkg/util/webhook: client.go, authentication.go), with

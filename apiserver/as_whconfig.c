@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* as_whconfig.c — defaults and shape checks of the admission webhook configurations
  * (admissionregistration.k8s.io/v1 defaults.go and validation.go, a subset). */
 #include "apiserver/as_whconfig.h"

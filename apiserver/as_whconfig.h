@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * as_whconfig.h — MutatingWebhookConfiguration and ValidatingWebhookConfiguration
  * (admissionregistration.k8s.io/v1) on write: the defaults the API server sets and the shape checks

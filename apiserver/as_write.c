@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* as_write.c — create (POST), update (PUT) and the shared write step: system metadata, status
  * subresource rules, generation, finalizer rules, no-op detection, dry run, commit
  * (apiserver pkg/registry/generic/registry/store.go Create/Update, pkg/registry/rest). PATCH lives

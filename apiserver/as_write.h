@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * as_write.h — create (POST), update (PUT) and the write step every write ends in: system
  * metadata, the status subresource rules, generation, finalizer rules, no-op detection, dry run

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* as_write_checks.c — checks and bookkeeping around a write: Go-decoder type checks on metadata,
  * fieldValidation handling of unknown fields and the managedFields the server never
  * records (reset fields and pruned fields). */

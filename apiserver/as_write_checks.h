@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * as_write_checks.h — checks and clean-ups of the write step: metadata field types, the
  * fieldValidation query parameter and its handling of unknown fields, and the managedFields

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * patch.c — RFC 7386 JSON merge patch and RFC 6902 JSON patch (see patch.h).
  * Strategic merge patch lives in patch_smp.c; the built-in list schema in patch_schema.c.

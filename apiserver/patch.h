@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * patch.h — the patch types the local API server accepts (apiserver pkg/endpoints/handlers/patch.go):
  *   RFC 7386 JSON merge patch, RFC 6902 JSON patch, and strategic merge patch for built-in types.

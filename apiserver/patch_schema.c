@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * patch_schema.c — list merge semantics of built-in kinds (see patch_schema.h). The tables name
  * the fields an operator typically writes: pod templates in workloads, Service ports, object

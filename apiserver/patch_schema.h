@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * patch_schema.h — internal: the list semantics of built-in kinds that strategic merge patch
  * (patch_smp.c) and server-side apply (ssa*.c) share: which lists merge element-wise by a key

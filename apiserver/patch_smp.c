@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * patch_smp.c — strategic merge patch for built-in kinds (see patch.h).
  *

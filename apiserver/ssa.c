@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ssa.c — server-side apply and managedFields bookkeeping (see ssa.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ssa.h — field ownership for server-side apply and metadata.managedFields
  * (kubernetes.io/docs/reference/using-api/server-side-apply/).

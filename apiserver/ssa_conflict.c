@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ssa_conflict.c — apply conflict statuses and the default manager name.
  */

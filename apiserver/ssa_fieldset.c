@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ssa_fieldset.c — field sets for server-side apply (see ssa_fieldset.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ssa_fieldset.h — internal to server-side apply: field sets and their algebra.
  *

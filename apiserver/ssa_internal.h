@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ssa_internal.h — internal to server-side apply: the decoded managedFields entries shared by
  * ssa.c (apply, update tracking) and ssa_conflict.c (conflict statuses). Not a public contract.

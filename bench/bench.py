@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """bench.py — runs luaop's benchmarks side by side with their peers (see bench/README.md).
 
 Called by bench/run.sh, which builds the programs first:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_util.h — small helpers shared by the benchmark programs (bench/ programs): monotonic time,
  * process memory (RSS, peak RSS from /proc/self/status), reading a file whole, and a libcurl

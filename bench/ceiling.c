@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ceiling.c — lopbench-ceiling: the least work an informer could do, as the benchmark's upper
  * bound for this machine: read the LIST pages / WATCH stream with libcurl, keep each object's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * floor.c — lopbench-floor KUBECONFIG: the resident memory below which no `luaop run` can go on
  * this machine's Debian libraries (startup-idle's "floor" rows). It links the same shared libraries

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * jansson.c — lopbench-jansson: MB/s of the project's C JSON library (jansson: json_loadb and
  * json_dumpb, compact) on the json-micro documents, the floor under the host's metadata parse.

@@ -76,3 +76,4 @@ for _, d in ipairs(docs) do
   print(string.format("doc=%s bytes=%d luaop_decode=%.1f cjson_decode=%.1f luaop_encode=%.1f cjson_encode=%.1f",
     name, #s, r.luaop_decode, r.cjson_decode, r.luaop_encode, r.cjson_encode))
 end
+-- SPDX-License-Identifier: Apache-2.0

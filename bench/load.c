@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * load.c — lopbench-load: populates the local API server and measures its own serving rate, so
  * the benchmark can say when the server (not the client under test) is the bottleneck.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bench/run.sh [BUILD_DIR] [BENCHMARK ...] — luaop's benchmark suite (see bench/README.md).
 #   ./bench/run.sh build                 every benchmark
 #   ./bench/run.sh build sync            one benchmark, or several (apiserver sync sync-crs cache-rss

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sync.c — lopbench-luaop: luaop's informer path under benchmark, built from the host libraries
  * (build/lib*.a): kubeconfig → REST client → REST mapper → REST listwatch → reflector → store, with a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core_clock.c — clock functions of luaop.core. Each closure carries the clock as a light
  * userdata upvalue. Any context; they raise only on wrong argument types.

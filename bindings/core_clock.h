@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core_clock.h — core.now, core.mono, core.format_time, core.format_microtime (docs/lua-core.md
  * "Clock"), reading an injected lop_clock_t (the host's, or the system clock in the plain module).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core_crypto.c — luaop.core.crypto (see core_crypto.h): SHA-256 and HMAC-SHA-256 through
  * OpenSSL, base64 through host/util/base64.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core_crypto.h — luaop.core.crypto: digests and encodings scripts need for the usual operator
  * patterns (a checksum of a Secret or ConfigMap in a pod-template annotation, so a Deployment

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core_host.c — the host-only functions of luaop.core (docs/lua-core.md "Host only"): cache reads
  * with live fallback, REST requests, Events, logging, leader state, reconcile context.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core_metrics.c — luaop.core's metric functions, the host side of luaop.metrics
  * (scripts/luaop/metrics.lua; docs/lua-api.md "luaop.metrics"):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core_selector.c — core.selector: label selectors parsed and matched by the same code as the API
  * server and the informers (host/meta/selector.h).

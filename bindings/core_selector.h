@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core_selector.h — core.selector (label selectors, host/meta/selector.h) for Lua.
  * Thread-safety: per lua_State.

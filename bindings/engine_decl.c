@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * engine_decl.c — core.register_controller: validate a controller spec (docs/lua-core.md,
  * "Controller spec") and convert it into a lop_ctrl_decl_t owned by the VM. Lua predicates and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * engine_internal.h — the LuaJIT engine's VM struct and the pieces shared by engine_lua.c,
  * engine_decl.c, engine_require.c and core_host.c. Not a public header.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * engine_lua.c — the lop_engine_t vtable over LuaJIT VMs (see engine_lua.h and engine.h):
  * building a VM from a script set, reconcile with result mapping (docs/lua-core.md), Lua

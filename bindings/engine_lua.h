@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * engine_lua.h — the LuaJIT implementation of the scripting engine (host/runtime/engine.h).
  *

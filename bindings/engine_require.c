@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * engine_require.c — module resolution for the VMs: the luaop library directory (read once per
  * process) and the `require` scripts see (resolution order in engine_lua.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * engine_webhook.c — webhooks in the LuaJIT engine: core.register_webhook (the spec luaop.webhook
  * builds, scripts/luaop/webhook.lua) turned into a lop_webhook_decl_t owned by the VM, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * json_codec.h — the lossless JSON <-> Lua codec behind luaop.core.json
  * (docs/lua-core.md "JSON"; docs/architecture.md "Layers").

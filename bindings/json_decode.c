@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * json_decode.c — JSON text straight into Lua values (see json_codec.h for the mapping).
  * A recursive-descent parser over the input bytes; strings without escapes are pushed directly

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * json_encode.c — Lua values to JSON text (see json_codec.h for the mapping and errors).
  * Output goes into the per-state scratch buffer; the key path is tracked in a fixed frame array

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * json_internal.h — pieces shared by json_decode.c, json_encode.c and json_lua.c (not public).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * json_lua.c — the codec's per-state setup (markers, null, bigint type, scratch buffer) and the
  * Lua functions of core.json. Functions implementing Lua functions are named after their Lua path.

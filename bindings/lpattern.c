@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lpattern.c — Lua 5.1 patterns with a step budget and a depth bound (lpattern.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lpattern.h — string.find, string.match, string.gmatch and string.gsub for the sandbox, with Lua
  * 5.1's pattern language (Lua 5.1 manual §5.4.1: classes %a %c %d %l %p %s %u %w %x %z and their

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* result_map.c — a reconcile's return values mapped to a result (result_map.h). */
 #include "bindings/result_map.h"
 

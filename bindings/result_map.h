@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * result_map.h — what a reconcile's return values mean: the one mapping used by the engine (every
  * reconcile in a worker VM) and by luaop.testing (luaop.core.reconcile_result), so a test sees

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sandbox_guard.c — re-entry and message-handler guards (sandbox_guard.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sandbox_guard.h — guards the sandbox puts around the places where a script can escape the VM's
  * protections (issue 20, docs/execution-model.md "What a script cannot do"):

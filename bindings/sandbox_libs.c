@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sandbox_libs.c — the safe `os` of the default sandbox: os.time, os.date and os.clock only,
  * reading the VM's injected clock (see sandbox_libs.h; Lua 5.1 manual §5.8 for the behaviour).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sandbox_libs.h — the standard-library pieces the default sandbox adds on top of base, string,
  * table, math, coroutine and bit (docs/lua-api.md "Sandbox libraries"):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * vm.c — the sandboxed LuaJIT state: counting allocator, library allow-list, deadline hook,
  * protected calls with tracebacks (see vm.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * vm.h — one sandboxed LuaJIT state with a memory cap and per-call deadlines
  * (docs/execution-model.md "VMs" and "Deadlines"). The engine (engine_lua.c) builds one per worker.

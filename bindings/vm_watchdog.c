@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * vm_watchdog.c — the deadline watchdog thread (see vm_watchdog.h). Armed VMs form a linked
  * list through lop_lua_vm_t.wd_next, protected by wd_mu.

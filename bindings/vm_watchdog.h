@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * vm_watchdog.h — one process-wide thread that interrupts VMs whose deadline has passed.
  *

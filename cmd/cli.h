@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cli.h — the luaop subcommands. Each takes the arguments after the subcommand name
  * (argv[0] is the subcommand) and returns the process exit status.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cmd_apiserver.c — `luaop apiserver`: run the local API server until SIGTERM/SIGINT. */
 #include "apiserver/apiserver.h"
 #include "cmd/cli.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `luaop check`: load and validate a script set exactly as a reload would (compile every file,
  * run main.lua under the load deadline, check the controller declarations, refuse duplicate
  * controller names), without a cluster. Exits non-zero with file:line on error. Kinds are not

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `luaop dev`: the playground — the local API server in-process, a kubeconfig for kubectl, the
  * given manifests applied (CRDs first, in file order), and the operator running against it. */
 #include "apiserver/apiserver.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `luaop run`: the operator against a cluster (kubeconfig or in-cluster). */
 #include "cmd/cli.h"
 #include "cmd/operator.h"

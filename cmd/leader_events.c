@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* leader_events.c — the LeaderElection Events on the Lease ("<identity> became leader" / "stopped
  * leading"): the elector's callbacks post to a small bounded queue; this unit's own thread drains
  * it, reads the Lease for its uid and writes through the recorder (see leader_events.h). Upstream:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * leader_events.h — Kubernetes Events on the leader-election Lease, as client-go records them
  * (tools/leaderelection/resourcelock/leaselock.go RecordEvent): type Normal, reason

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* luaop — a Kubernetes operator host with Lua reconcilers. Subcommand dispatch only. */
 #include "cmd/cli.h"
 #include "host/util/malloc_tune.h"

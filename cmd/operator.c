@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* operator.c — the process around a manager for `luaop run` and `luaop dev`: flags checked, REST
  * client, metrics and probe servers, manager, first script set, the main loop (signals, sync,
  * leader election, reloads) and graceful shutdown (see operator.h). Runs on the main thread; the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * operator.h — the process around a manager, shared by `luaop run` and `luaop dev`:
  * start-up order (metrics/probes server → scripts → informers → wait for sync → leader election

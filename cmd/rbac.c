@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* rbac.c — least-privilege Roles/ClusterRoles from a script set's declarations and markers (see
  * rbac.h). */
 #include "cmd/rbac.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rbac.h — least-privilege RBAC generated from a script set (`luaop check --rbac`), in the spirit
  * of kubebuilder's controller-gen rbac generator (sigs.k8s.io/controller-tools/pkg/rbac).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* scriptsource.c — script sources: a directory watched with inotify, or one ConfigMap watched
  * through its own informer; debounced, deduplicated by content hash. See scriptsource.h. */
 #include "host/kube/cache/rest_listwatch.h"

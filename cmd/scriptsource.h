@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * scriptsource.h — where `luaop run` gets its script set from, and the hot reload around it.
  *

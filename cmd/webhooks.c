@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * webhooks.c — starting and stopping the operator's webhook server (webhooks.h).
  */

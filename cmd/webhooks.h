@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * webhooks.h — the operator's webhook server (host/runtime/webhook/): started when the active
  * script set declares op.webhook.*, on every replica (admission is not leader-gated, as in

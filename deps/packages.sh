@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Print the Debian packages of the named sections of deps/debian-packages.txt (all sections when
 # none is named), one per line. Used by the Makefile (`make deps`) and the Dockerfile.
 # Exit 2 naming the section when one asked for does not exist.

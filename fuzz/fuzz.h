@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz.h — shared helpers of the libFuzzer targets under fuzz/ (make fuzz; fuzz/README.md).
  * Each target defines LLVMFuzzerTestOneInput(data, size): the input bytes, owned by libFuzzer,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * libFuzzer target: the local API server's patch appliers (apiserver/patch.h) and server-side
  * apply (apiserver/ssa.h). The input is "<target JSON>\n--\n<patch JSON>\n--\n<type>", the type's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * libFuzzer target: the local API server's request parsing, without a server. The input is
  * "<URL path>\n--\n<query string>\n--\n<Accept header>": the path is percent-decoded and routed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * libFuzzer target: the REST client's response reading (host/kube/client). The input is
  * "<head>\n--\n<body>": the head is fed line by line (each with its LF, as libcurl's header

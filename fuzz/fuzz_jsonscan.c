@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: host/codec/jsonscan (byte-level JSON navigation) on arbitrary bytes — every
  * value skipped, every object and array walked recursively (checked and trusted variants on the
  * bytes the checked pass accepted), and lop_jscan_find for a few Kubernetes keys. */

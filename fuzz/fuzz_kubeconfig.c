@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: host/kube/client/kubeconfig — the input is written to a kubeconfig file and
  * loaded (no request is made, no exec plugin runs: those happen only when credentials are asked
  * for). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * libFuzzer target: the Lua JSON codec (bindings/json_codec.h). Any bytes go to
  * lop_lua_json_decode under a protected call: a malformed input must raise a "json: " error, never

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: host/meta label and field selectors — the input is parsed as both, and a
  * selector that parses is matched against a fixed label set and field set. */
 #include "fuzz.h"

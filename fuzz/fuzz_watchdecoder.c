@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * libFuzzer target: host/kube/cache/watchdecoder, differentially. The same stream is fed three
  * ways — whole, one byte per call, and in pieces whose sizes come from the input's own bytes —

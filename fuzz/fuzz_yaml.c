@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: host/codec/yaml (manifests, the local API server's YAML and apply bodies,
  * luaop check --configmap) — any bytes either load or fail with an error, within the alias
  * expansion bound. */

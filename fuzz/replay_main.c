@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * replay_main.c — the main() that turns a libFuzzer target into a plain program for the normal
  * (gcc) build: every argument is a corpus file, or a directory whose regular files are read in

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # fuzz/run.sh BUILD SECONDS [TARGET...] — run each libFuzzer target built in BUILD (by `make fuzz`)
 # for SECONDS seconds, starting from a copy of its seeds in fuzz/corpus/<target>/ (the seeds in the
 # tree are never rewritten; inputs the run finds are left in the copy). Targets default to every

@@ -47,3 +47,4 @@ describe("API agreement: local API server", function()
     end)
   end
 end)
+-- SPDX-License-Identifier: Apache-2.0

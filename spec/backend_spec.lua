@@ -95,3 +95,4 @@ describe("luaop.backend host adapter", function()
     assert.equal("pod-1", require("luaop.leader").identity())
   end)
 end)
+-- SPDX-License-Identifier: Apache-2.0

@@ -218,3 +218,4 @@ describe("luaop.client", function()
     end)
   end)
 end)
+-- SPDX-License-Identifier: Apache-2.0

@@ -106,3 +106,4 @@ describe("luaop.conditions", function()
     assert.equal("[]", json.encode(o.status.conditions))
   end)
 end)
+-- SPDX-License-Identifier: Apache-2.0

@@ -91,3 +91,4 @@ describe("luaop.controller", function()
     assert.is_nil(op.nonexistent)
   end)
 end)
+-- SPDX-License-Identifier: Apache-2.0

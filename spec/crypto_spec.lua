@@ -148,3 +148,4 @@ describe("checksum a Secret into a pod-template annotation", function()
     assert.is_true(gen2 > gen1)
   end)
 end)
+-- SPDX-License-Identifier: Apache-2.0

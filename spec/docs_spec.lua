@@ -45,3 +45,4 @@ describe("library documentation", function()
     end)
   end
 end)
+-- SPDX-License-Identifier: Apache-2.0

@@ -88,3 +88,4 @@ describe("luaop.selector", function()
     assert.equal("a=1,b=2", selector.from_labels({ b = "2", a = "1" }))
   end)
 end)
+-- SPDX-License-Identifier: Apache-2.0

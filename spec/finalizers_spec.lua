@@ -129,3 +129,4 @@ describe("luaop.finalizers", function()
     assert.has_error(function() finalizers.finalize(w, OURS, "nope") end)
   end)
 end)
+-- SPDX-License-Identifier: Apache-2.0

@@ -73,3 +73,4 @@ describe("luaop.handler.requests_for", function()
     assert.same({ { namespace = "ns", name = "w" } }, m(obj("v1", "Secret", "s", { ctrl_ref, plain_ref })))
   end)
 end)
+-- SPDX-License-Identifier: Apache-2.0

@@ -55,3 +55,4 @@ describe("luaop.metrics (outside the host)", function()
     assert.has_error(function() h:inc() end)
   end)
 end)
+-- SPDX-License-Identifier: Apache-2.0

@@ -123,3 +123,4 @@ describe("luaop.object", function()
     end)
   end)
 end)
+-- SPDX-License-Identifier: Apache-2.0

@@ -81,3 +81,4 @@ describe("luaop.ops", function()
     assert.equal(1, #fake:writes_matching({ verb = "patch", subresource = "status" }))
   end)
 end)
+-- SPDX-License-Identifier: Apache-2.0

@@ -75,3 +75,4 @@ describe("luaop.owner", function()
     assert.is_not_nil(fake:get_object("v1", "ConfigMap", "default", "keep"))
   end)
 end)
+-- SPDX-License-Identifier: Apache-2.0

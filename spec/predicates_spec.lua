@@ -46,3 +46,4 @@ describe("luaop.predicates", function()
     for _, c in ipairs(bad) do it(c[1], function() assert.has_error(c[2]) end) end
   end)
 end)
+-- SPDX-License-Identifier: Apache-2.0

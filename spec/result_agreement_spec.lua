@@ -17,3 +17,4 @@ describe("reconcile result mapping agrees with the host", function()
     end)
   end
 end)
+-- SPDX-License-Identifier: Apache-2.0

@@ -53,3 +53,4 @@ describe("luaop.errors", function()
     assert.equal("NotFound (404): gone", errors.format({ code = 404, reason = "NotFound", message = "gone" }))
   end)
 end)
+-- SPDX-License-Identifier: Apache-2.0

@@ -72,3 +72,4 @@ describe("[] and null round-trip through every helper", function()
     check(json.decode(text))
   end)
 end)
+-- SPDX-License-Identifier: Apache-2.0

@@ -133,3 +133,4 @@ describe("luaop.status.update", function()
     assert.equal("x", s.phase)
   end)
 end)
+-- SPDX-License-Identifier: Apache-2.0

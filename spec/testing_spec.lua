@@ -379,3 +379,4 @@ status: {x: 1}
     assert.matches(path, err, 1, true)
   end)
 end)
+-- SPDX-License-Identifier: Apache-2.0

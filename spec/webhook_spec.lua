@@ -135,3 +135,4 @@ describe("luaop.testing.admit and convert", function()
     assert.matches("no conversion webhook is declared for X in group other.io", err)
   end)
 end)
+-- SPDX-License-Identifier: Apache-2.0

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_apiserver.c — throughput figures for the local API server (not a test; see
  * bench/README.md). Starts a server in process and measures, over loopback HTTP with libcurl:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Build and run the API server benchmark against the libraries of an existing build directory
 # (default: build/, made by the README's cmake commands). Usage: bench/apiserver/run.sh [objects] [events] [watches]
 set -euo pipefail

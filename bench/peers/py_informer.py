@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """py_informer.py — the second, slower reference: Debian's python3-kubernetes (run it with
 /usr/bin/python3, which sees Debian's packages). A hand-made informer the way Python operators
 commonly do it: LIST (raw dicts, no model objects), then Watch(return_type="object") (raw dicts),

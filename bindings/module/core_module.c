@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core_module.c — luaop.core as a plain Lua C module (build/lua/luaop/core.so) for busted specs
  * under `luajit`: the same JSON codec and clock helpers as the host VMs (system clock), without

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The memcached example end to end on the embedded local API server, narrated.
 # Usage: examples/memcached/demo.sh [path/to/luaop]   (make demo builds it first)
 set -euo pipefail

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * certgen.c — CA and serving certificates with OpenSSL (certgen.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * certgen.h — X.509 certificates made in process (OpenSSL): a CA and serving certificates it
  * signs, for webhook serving without cert-manager (`luaop dev`'s loopback webhooks, and the

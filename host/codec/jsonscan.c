@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* jsonscan.c — DOM-free JSON navigation (see jsonscan.h). */
 #include "host/codec/jsonscan.h"
 

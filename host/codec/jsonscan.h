@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * jsonscan.h — byte-level JSON navigation without building a DOM: skip a value, walk the members
  * of an object or the elements of an array, and report byte spans. Used to strip

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * jsonsimd.h — the byte searches under every JSON walk (internal to host/kube): the next byte
  * of a small set, 16 bytes per step with SSE2 (every x86-64) while 16 remain, one at a time

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* jsonstr.c — the JSON \uXXXX escape with surrogate pairs, and string membership in a JSON array
  * (see jsonstr.h). Pure functions, any thread: the cache's reflector threads, the Lua VMs' codec,
  * the local API server's loop. Upstream: RFC 8259 §7, as Go's encoding/json decodes it

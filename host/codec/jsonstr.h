@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * jsonstr.h — small JSON string helpers shared by the cache, the bindings' codec and the local
  * API server: the \uXXXX escape (with UTF-16 surrogate pairs) and membership of a string in a

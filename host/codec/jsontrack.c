@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* jsontrack.c — the end of a JSON value across stream pieces (see jsontrack.h). */
 #include "host/codec/jsontrack.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * jsontrack.h — finds where a JSON value ends in a byte stream that arrives in pieces: tracks
  * strings, escapes and bracket nesting (brackets must match) across calls, without validating

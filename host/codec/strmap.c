@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* strmap.c — string-keyed hash map with chaining (FNV-1a), doubling at load factor 1. Each entry
  * holds its key's hash (compared first) and its key (same allocation). */
 #include "host/codec/strmap.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * strmap.h — a small string-keyed hash map (separate chaining) used by the store, the workqueue
  * and the rate limiters. Keys are copied; values are opaque pointers the caller owns.

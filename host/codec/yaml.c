@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* yaml.c — YAML streams to jansson values over libyaml's event parser: plain scalars resolved with
  * the YAML 1.2 core schema, anchors expanded under the alias budget (see yaml.h). Runs on the
  * caller's thread, no shared state. Upstream: sigs.k8s.io/yaml as kubectl uses it. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * yaml.h — YAML manifests to JSON values (jansson), as kubectl reads them: a stream of
  * documents separated by `---`; plain scalars resolved with the YAML 1.2 core schema (null, ~,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * yaml_emit.c — block-style YAML from jansson values (yaml_emit.h).
  */

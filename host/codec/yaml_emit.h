@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * yaml_emit.h — JSON values (jansson) written as block-style YAML, for manifests luaop prints
  * (`luaop check --webhooks`). Strings and keys are written plain when YAML reads them back as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * plural.c — kubebuilder's plural rule (plural.h).
  */

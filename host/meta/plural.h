@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * plural.h — the plural resource name a Kind most likely has, for when no discovery or
  * CustomResourceDefinition says (manifests printed offline: `luaop check --rbac`, `--webhooks`).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * selector.c — label and field selector parsing and matching (see selector.h).
  *

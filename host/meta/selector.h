@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * selector.h — label and field selectors, parsed and matched exactly like the API server
  * (apimachinery pkg/labels/selector.go, pkg/fields/selector.go).

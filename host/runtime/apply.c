@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* apply.c — create-or-replace of manifests (POST, else GET + PUT with the live resourceVersion),
  * waiting for a CRD to be Established (see apply.h); what `luaop dev --apply` runs, on the
  * caller's (main) thread. Upstream: kubectl's create/replace, not server-side apply. */

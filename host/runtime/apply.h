@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * apply.h — create-or-replace of manifest objects through the REST client (what `luaop dev
  * --apply` does with CRDs and samples). Not server-side apply: a missing object is created

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* controller.c — one controller: its workqueue, N worker threads each reconciling with its own VM
  * slot, and the mapping of reconcile results to Forget/AddAfter/AddRateLimited (see controller.h).
  * Workers run worker_main; informer threads enqueue; the manager (main thread) starts and stops

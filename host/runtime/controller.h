@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * controller.h — one controller: a workqueue of reconcile requests ("namespace/name" or "name")
  * and N worker threads, each with its own VM, calling the script's reconcile and mapping the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* engine.c — the few helpers the engine interface's plain data types need (freeing a request
  * list a map function returned, an admission result; see engine.h). Any thread; no upstream counterpart. */
 #include "host/runtime/engine.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * engine.h — the scripting engine interface. host/ never includes lua.h: it sees scripting only
  * through this table of function pointers (as Redis's core sees its Lua engine). bindings/

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gate.c — an open/closed flag under a mutex and condition variable (see gate.h). The leader gate
  * is opened and closed by the elector's callbacks and waited on by the workers of leader-elected
  * controllers; a controller's "sources synced" gate is opened once its informers have synced and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gate.h — an open/closed flag threads can wait on. The leader elector opens the gate when this
  * replica starts leading and closes it when it stops; workers of controllers that need a leader

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* health.c — named healthz/readyz checks (see health.h). */
 #include "host/runtime/health.h"
 

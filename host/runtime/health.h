@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * health.h — named health checks behind /healthz (liveness) and /readyz (readiness), answered the
  * way Kubernetes components answer them:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hostapi.c — lop_host_api_t for the scripts: cache reads (with read-your-writes), REST requests
  * mapped through discovery, Events, leader state. Called from worker and informer threads.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hostapi_metrics.c — the luaop.metrics part of lop_host_api_t: scripts declare counters, gauges
  * and histograms in the registry behind /metrics (never under the host's reserved prefixes) and
  * update them by label values. Any thread (the registry is thread-safe). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* httpserver.c — /metrics, /healthz, /readyz over libevent's evhttp (see httpserver.h). */
 #include "host/runtime/httpserver.h"
 

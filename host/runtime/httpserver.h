@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * httpserver.h — the metrics and health-probe HTTP server (libevent evhttp on its own thread).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* manager.c — wiring controllers, informers and bindings; install (load/reload), start, stop.
  * See manager.h. */
 #include "host/runtime/manager_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * manager.h — runs the controllers of a script set (controller-runtime's Manager):
  *

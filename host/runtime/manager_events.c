@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* manager_events.c — informer events → predicates → reconcile requests (controller-runtime's
  * handler package: EnqueueRequestForObject, EnqueueRequestForOwner(OnlyControllerOwner),
  * EnqueueRequestsFromMapFunc). Runs on informer threads. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* manager_health.c — the manager's liveness check for stuck workers (see manager.h). */
 #include "host/runtime/manager_internal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* manager_internal.h — the manager's private structures, shared by manager.c (wiring),
  * manager_events.c (informer event dispatch) and hostapi.c (lop_host_api_t). */
 #ifndef LOP_RUNTIME_MANAGER_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* options.c — parsing the flags of `luaop run` and `luaop dev` (controller-runtime/kubebuilder
  * names, Go durations, zap's logging flags mapped to ours), their defaults and usage text (see
  * options.h). Runs on the main thread at start-up. Upstream: a kubebuilder cmd/main.go's flag

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * options.h — the flags of `luaop run` and `luaop dev`, named as controller-runtime names them
  * (--kubeconfig, --leader-elect, --metrics-bind-address, ...). Durations use Go's syntax

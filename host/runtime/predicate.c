@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* predicate.c — the native event predicates (generation, resourceVersion, labels, annotations
  * changed; and/or/not) and the hand-off of Lua predicates to the engine (see predicate.h). Runs on
  * the informer thread delivering the event. Upstream: controller-runtime pkg/predicate/predicate.go. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * predicate.h — event filters evaluated natively (controller-runtime pkg/predicate):
  *

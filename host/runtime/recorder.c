@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* recorder.c — the Event recorder: core/v1 Events written through the REST client, repeats
  * aggregated into a PATCH of count/lastTimestamp, floods dropped by a per-object token bucket (see
  * recorder.h). Called from reconcile workers, the leader-events thread and the script reloader

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * recorder.h — the Event recorder (client-go tools/record/event.go, events_cache.go): writes
  * core/v1 Events about objects so `kubectl describe` shows them.

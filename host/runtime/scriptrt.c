@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* scriptrt.c — the script runtime: installing a script set (built and validated on the side, then
  * made current), the workers' VM slots rebuilt between reconciles when the generation moves, and
  * the event VMs for predicates and map functions, one per controller and generation (see

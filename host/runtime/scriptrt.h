@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * scriptrt.h — the script runtime: the installed script set and the VMs built from it.
  *

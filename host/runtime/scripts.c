@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* scripts.c — loading a script set from a directory or a ConfigMap object, with its content-hash
  * version (SHA-256 over the sorted files; see scripts.h). Runs on the caller's thread (start-up,
  * the reloader, `luaop check`); no shared state. No upstream counterpart. */

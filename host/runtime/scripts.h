@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * scripts.h — loading a script set (lop_script_set_t, see engine.h) from its sources:
  * a directory (every *.lua file below it, names relative to it) or a ConfigMap object (every

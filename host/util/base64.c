@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* base64.c — RFC 4648 base64 encode/decode, standard and URL alphabets (see base64.h). Pure
  * functions, any thread. Upstream: Go's encoding/base64, as Kubernetes encodes []byte fields. */
 #include "host/util/base64.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * base64.h — RFC 4648 base64, the one implementation luaop uses (kubeconfig *-data fields,
  * ConfigMap binaryData, Secret data, continue tokens).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* buf.c — the growable NUL-terminated byte buffer, the aborting allocators (lop_x*), and JSON
  * string escaping with UTF-8 checking (see buf.h). No shared state; a buffer has one owner thread
  * at a time. No upstream counterpart. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * buf.h — a growable byte buffer (always NUL-terminated, so data can be used as a C string).
  *

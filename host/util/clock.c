@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* clock.c — the system and fake clocks, condition waits against a clock's deadline, and the
  * RFC 3339 (metav1.Time) and MicroTime formats (see clock.h). Any thread; a fake clock is stepped
  * by one. Upstream: k8s.io/utils/clock (FakeClock) and apimachinery pkg/apis/meta/v1/time.go. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * clock.h — the injectable clock. Everything in luaop that depends on time (backoff, rate
  * limiters, delaying queues, leases, deadlines, watch timeouts) reads time through a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* err.c — status codes to names, filling a lop_err_t, and the HTTP code/Status reason to rc
  * mapping (see err.h). Pure functions, any thread. Upstream: apimachinery pkg/api/errors
  * (errors.go: reasons and their HTTP codes). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * err.h — status codes and the error struct every luaop C function uses.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* log.c — the structured logger: text or JSON lines on stderr, one write(2) each (see log.h). */
 #include "host/util/log.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * log.h — the structured logger. One line per event on stderr, in text
  * (`ts=... level=info msg="..." key=value`) or JSON (`{"ts":...,"level":"info","msg":...}`).

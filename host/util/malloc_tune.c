@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* malloc_tune.c — how the process uses glibc's heap: one arena, and transparent huge pages advised
  * over the heap above a floor as a large cache grows (see malloc_tune.h). lop_malloc_tune runs
  * once on the main thread before any other thread exists; lop_heap_advise runs on the reflector

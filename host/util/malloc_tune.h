@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #ifndef LOP_UTIL_MALLOC_TUNE_H
 #define LOP_UTIL_MALLOC_TUNE_H
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* rand.c — per-thread xorshift64* and version 4 UUIDs (see rand.h). */
 #include "host/util/rand.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rand.h — fast non-cryptographic random numbers and random (version 4) UUIDs.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* utf8.c — RFC 3629 UTF-8: one sequence read with its code point, a string checked, a code point
  * written (see utf8.h). Pure functions, any thread. Upstream: Go's unicode/utf8 (DecodeRune,
  * Valid, EncodeRune), whose notion of well-formed Kubernetes components share. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * utf8.h — UTF-8 as RFC 3629 defines it, the one implementation luaop uses: reading one sequence
  * (with its code point), checking a whole string, writing a code point.

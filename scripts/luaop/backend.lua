@@ -94,3 +94,4 @@ function _M.core()
 end
 
 return setmetatable(_M, { __newindex = function() error("luaop.backend is read-only", 2) end })
+-- SPDX-License-Identifier: Apache-2.0

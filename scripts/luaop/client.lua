@@ -266,3 +266,4 @@ function _M.apply(obj, opts)
 end
 
 return _M
+-- SPDX-License-Identifier: Apache-2.0

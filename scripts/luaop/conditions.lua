@@ -179,3 +179,4 @@ function _M.is_unknown(obj, ctype)
 end
 
 return _M
+-- SPDX-License-Identifier: Apache-2.0

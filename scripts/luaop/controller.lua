@@ -195,3 +195,4 @@ normalize = function(decl)
 end
 
 return _M
+-- SPDX-License-Identifier: Apache-2.0

@@ -69,3 +69,4 @@ function _M.canonical_data(obj)
 end
 
 return _M
+-- SPDX-License-Identifier: Apache-2.0

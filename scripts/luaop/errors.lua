@@ -104,3 +104,4 @@ function _M.format(err)
 end
 
 return _M
+-- SPDX-License-Identifier: Apache-2.0

@@ -46,3 +46,4 @@ function _M.record(obj, etype, reason, message)
 end
 
 return _M
+-- SPDX-License-Identifier: Apache-2.0

@@ -174,3 +174,4 @@ function _M.finalize(obj, name, cleanup)
 end
 
 return _M
+-- SPDX-License-Identifier: Apache-2.0

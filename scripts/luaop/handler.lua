@@ -112,3 +112,4 @@ function _M.requests_for(spec, ev)
 end
 
 return _M
+-- SPDX-License-Identifier: Apache-2.0

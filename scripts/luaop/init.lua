@@ -52,3 +52,4 @@ return setmetatable(_M, {
     return nil
   end,
 })
+-- SPDX-License-Identifier: Apache-2.0

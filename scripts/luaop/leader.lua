@@ -19,3 +19,4 @@ function _M.identity()
 end
 
 return _M
+-- SPDX-License-Identifier: Apache-2.0

@@ -50,3 +50,4 @@ function _M.warn(msg, fields) emit("warn", msg, fields) end
 function _M.error(msg, fields) emit("error", msg, fields) end
 
 return _M
+-- SPDX-License-Identifier: Apache-2.0

@@ -201,3 +201,4 @@ function _M.names()
 end
 
 return _M
+-- SPDX-License-Identifier: Apache-2.0

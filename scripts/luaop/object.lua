@@ -226,3 +226,4 @@ function _M.null()
 end
 
 return _M
+-- SPDX-License-Identifier: Apache-2.0

@@ -106,3 +106,4 @@ function _M.create_or_patch(obj, mutate)
 end
 
 return _M
+-- SPDX-License-Identifier: Apache-2.0

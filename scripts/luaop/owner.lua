@@ -138,3 +138,4 @@ function _M.is_owned_by(obj, owner)
 end
 
 return _M
+-- SPDX-License-Identifier: Apache-2.0

@@ -132,3 +132,4 @@ function _M.all(list, ev)
 end
 
 return _M
+-- SPDX-License-Identifier: Apache-2.0

@@ -34,3 +34,4 @@ function _M.requeue_after(seconds)
 end
 
 return _M
+-- SPDX-License-Identifier: Apache-2.0

@@ -45,3 +45,4 @@ function _M.from_labels(labels)
 end
 
 return _M
+-- SPDX-License-Identifier: Apache-2.0

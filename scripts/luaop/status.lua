@@ -134,3 +134,4 @@ function _M.patch(obj, status_patch)
 end
 
 return _M
+-- SPDX-License-Identifier: Apache-2.0

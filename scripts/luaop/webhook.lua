@@ -356,3 +356,4 @@ end
 function _M.guess_resource(kind) return guess_resource(kind) end
 
 return _M
+-- SPDX-License-Identifier: Apache-2.0

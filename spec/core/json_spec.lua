@@ -202,3 +202,4 @@ describe("luaop.core.json encode options", function()
     assert.are.equal("json: cannot encode a mixed table (both integer and string keys) at a", err)
   end)
 end)
+-- SPDX-License-Identifier: Apache-2.0

@@ -38,3 +38,4 @@ describe("luaop.core.selector", function()
     assert.is_true(assert(selector.parse_labels("")):empty())
   end)
 end)
+-- SPDX-License-Identifier: Apache-2.0

@@ -260,3 +260,4 @@ case("generateName gives a name with the prefix", function(c)
 end)
 
 return { cases = cases, AV = AV, KIND = KIND, NS = NS }
+-- SPDX-License-Identifier: Apache-2.0

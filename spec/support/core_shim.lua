@@ -97,3 +97,4 @@ function core.format_microtime(secs)
 end
 
 package.loaded["luaop.core"] = core
+-- SPDX-License-Identifier: Apache-2.0

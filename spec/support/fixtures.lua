@@ -21,3 +21,4 @@ function M.configmap(name, data)
 end
 
 return M
+-- SPDX-License-Identifier: Apache-2.0

@@ -222,3 +222,4 @@ function M.create_crd(url, kind)
 end
 
 return M
+-- SPDX-License-Identifier: Apache-2.0

@@ -29,3 +29,4 @@ return {
   { body = "return { requeue_after = 'soon' }", kind = "error", msg = "controller 'c': reconcile result requeue_after" },
   { body = "return { requeue_after = -1 }", kind = "error", msg = "controller 'c': reconcile result requeue_after" },
 }
+-- SPDX-License-Identifier: Apache-2.0

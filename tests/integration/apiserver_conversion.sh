@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Integration test: CRD conversion webhooks in the local API server (issue 21 part 5). kubectl 1.32
 # against `luaop apiserver`, the fake HTTPS webhook of fixtures/webhooks/fake_webhook.py converting
 # Gizmo v1alpha1 spec.size <-> v1 spec.replicas: objects stored as v1alpha1 (the storage version),

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Integration test: kubectl 1.32 (a client nobody here wrote) against `luaop apiserver`, default
 # flags: create/apply (client-side and --server-side)/get (-o yaml|json, -w)/patch (merge, json,
 # --subresource=status)/replace/scale/delete/wait, CRDs, errors, and TLS + token auth.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Integration test: Debian's python3-kubernetes (a client nobody here wrote) against
 `luaop apiserver`: list, pagination, conflicts, watch with bookmarks, 410 handling after
 compaction, custom resources with the status subresource, Leases with MicroTime."""

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Integration test: the local API server calls admission webhooks (issue 21 part 5), driven by
 # kubectl 1.32 against `luaop apiserver`, with a fake HTTPS webhook (fixtures/webhooks/fake_webhook.py)
 # whose certificate is a self-signed CA made here by `openssl req`: the configurations' shape checks,

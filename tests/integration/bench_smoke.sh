@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # integration.bench_smoke — the benchmark suite still runs and prints its tables (bench/run.sh at
 # BENCH_SCALE=0.01: a few dozen objects, well under a minute). No network: the client-node peer is
 # used only if bench/peers/node_modules is already installed; otherwise only its column is

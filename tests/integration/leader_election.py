@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Integration test: Lease leader election across processes against `luaop apiserver`.
 
 Each replica is a separate process running the C elector with its own REST client and Lease watch

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Integration test: a leader whose Lease updates fail stops reconciling before a standby starts.
 
 Three `luaop run` replicas of the counter fixture, default on-loss mode (exit), lease 2 s, renew

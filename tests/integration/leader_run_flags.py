@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Integration test: `luaop run --leader-elect` rejects bad leader-election flags at start.
 
 Each bad combination must fail at once (exit 2, one clear line naming the problem) before any

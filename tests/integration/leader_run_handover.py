@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Integration test: leader election handover between real `luaop run` processes (issue 5).
 
 Three `luaop run --leader-elect` replicas of the counter fixture (tests/integration/fixtures/leader)

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Integration test: a controller with `leader_election = false` reconciles on every replica.
 
 Three `luaop run --leader-elect` replicas of the optout fixture (tests/integration/fixtures/leader/

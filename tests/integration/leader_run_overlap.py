@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Integration test: no two `luaop run` replicas ever reconcile at the same time (issue 5).
 
 Three replicas of the counter fixture (tests/integration/fixtures/leader/counter) in

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The memcached example end to end against the local API server (luaop dev): create → Deployment
 # with size replicas; scale; someone deletes the Deployment → recreated; someone edits replicas →
 # restored; status conditions with observedGeneration; delete the CR → finalizer runs, the

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Integration test: bad input never crashes the operator (issue 3, "Bad input").
 
   1. `luaop check` accepts the good sets and rejects each bad one (exit 1) naming file:line;

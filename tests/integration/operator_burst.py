@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Integration test: 10,000 rapid updates of 100 objects lose no key and never overlap a key.
 
 `luaop apiserver` + `luaop run` with fixtures/burst: a Counter CRD (status subresource) and a

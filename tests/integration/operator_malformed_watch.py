@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Integration test: malformed watch streams restart the watch, are logged, never crash.
 
 `luaop run` (fixtures/watch_faults, the ConfigMap mirror) talks to `luaop apiserver` through

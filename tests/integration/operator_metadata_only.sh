@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A watch declared metadata_only (controller-runtime's OnlyMetadata) on the real host (luaop dev):
 # its informer asks the API server for metadata only (PartialObjectMetadata; the local server
 # serves it, so no fallback to full objects is logged) and caches apiVersion, kind and metadata;

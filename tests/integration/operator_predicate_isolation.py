@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Integration test (issue 20 part 4): a Lua predicate that never returns stalls neither the
 other controllers nor its own events, under `luaop run` with the default flags.
 

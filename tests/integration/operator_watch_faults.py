@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Integration test: the operator survives watch faults and API errors (issue 3, "Proven by").
 
 `luaop apiserver --enable-fault-control` + `luaop run` with fixtures/watch_faults, a mirror

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Container/deploy checks without a container engine:
 #  1. the Dockerfile's build steps run another way: `cmake --install` of this build into a temp
 #     prefix, then <prefix>/bin/luaop check on the memcached example from another directory; a

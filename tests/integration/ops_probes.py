@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Integration test: probes, metrics, logs and graceful shutdown of `luaop run` against the local
 API server (loopback, free ports).
 

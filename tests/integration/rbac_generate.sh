@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `luaop check --rbac`: least-privilege RBAC from a script set.
 #  1. config/rbac/role.yaml is exactly what the memcached example generates (`make rbac`);
 #  2. the memcached set gets: Memcached read/update/patch, its status and finalizers, Deployments

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `luaop check --scripts DIR` and `luaop check --configmap FILE.yaml`: the offline validation a CI
 # job runs before `kubectl apply` (docs/reload.md). No cluster needed.
 #  - a good set passes from a directory (with a module in a subdirectory) and from the ConfigMap

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Shared helpers of the reload_* integration tests, and (run as a test) the start-up wait:
 
 `luaop dev --scripts-configmap default/scripts` before the ConfigMap exists -> /readyz fails with

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Integration test: hot reload of the reconcile logic from a ConfigMap (`luaop dev
 --scripts-configmap default/scripts`, the local API server in the same process).
 

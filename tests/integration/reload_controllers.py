@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Integration test: reloads that add and remove a controller (`luaop dev --scripts-configmap`).
 
   1. adding a controller for a new kind (Gadget) -> its informer starts (log "starting

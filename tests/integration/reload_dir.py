@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Integration test: hot reload from a directory (`luaop dev --scripts DIR`, inotify).
 
   1. editing a module in a subdirectory (lib/logic.lua) -> reloaded, the new logic applies;

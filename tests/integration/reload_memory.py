@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Integration test: nothing from the old VMs leaks across reloads.
 
 `luaop apiserver` and `luaop run --scripts-configmap` as separate processes (so the operator's

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Integration test: spec updates streaming in while the logic is reloaded several times.
 
 50 Widgets; 2,000 spec updates (spec.n counts up per object, spread round-robin) are written

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The replicator example end to end against the local API server (luaop dev), driven with kubectl:
 # a cluster-scoped ConfigMapReplication copies default/shared-settings into the listed and the
 # labelled namespaces; a source change propagates (ConfigMap watch, map function); a namespace

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # luaop.finalizers.finalize against the local API server (luaop dev): the cleanup runs exactly once
 # per deletion, even when the object is requeued while its last finalizer is being removed.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # luaop.status under concurrent spec updates from kubectl, against the local API server (luaop dev),
 # and the operator's Events in `kubectl describe`.
 #

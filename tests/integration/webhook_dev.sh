@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Integration test (issue 21 parts 5, 6): `luaop dev` serves the script set's webhooks on
 # loopback with a certificate from a CA it made, installs their configurations in its embedded
 # API server, and that server calls them: `kubectl apply` of an invalid ConfigMap is denied with

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Integration test (issue 21 parts 2, 3a, 8): `luaop run` serves the script set's webhooks over
 HTTPS, on a certificate directory laid out as kubelet projects a Secret.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Integration test: YAML alias expansion ("billion laughs") is bounded wherever luaop reads YAML
 (issue 20 part 5; host/codec/yaml.h states the bound).
 

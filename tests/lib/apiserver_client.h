@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * apiserver_client.h — for C tests: start the in-process local API server on a free loopback
  * port and a REST client for it (no client-side rate limit). Include after t.h.

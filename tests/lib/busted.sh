@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Run busted under luajit for one spec directory with the luaop Lua library and the C module
 # (build/lua/luaop/core.so) of THIS build on the path. Usage: busted.sh SPEC_DIR
 set -euo pipefail

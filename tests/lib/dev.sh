@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # tests/lib/dev.sh — helpers for shell integration tests and the demo (source it).
 # Starts `luaop dev` (local API server + operator) on a free loopback port, waits until its
 # kubeconfig is written and the API answers, and stops it on exit. Requires LUAOP (binary path).

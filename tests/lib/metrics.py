@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Scrape a luaop /metrics endpoint and print one sample's value (0 when absent).
 Parses the whole exposition with Debian's python3-prometheus-client (fails on malformed text).
 Usage: metrics.py URL 'name{label="v",...}'"""

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rest_client.h — for C tests: a REST client for a server URL with no client-side rate limit
  * (qps -1). Returns NULL after printing the cause.

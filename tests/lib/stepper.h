@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * stepper.h — a thread that keeps stepping a fake clock (by `step_ns` per turn) so code that
  * waits on the injected clock inside a library makes progress while the test thread blocks in a

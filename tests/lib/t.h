@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * t.h — the tiny C test harness. A test file defines functions `static void test_x(void)` and a
  * main() that calls T_RUN(test_x) for each, then returns T_DONE(). Each failed check prints

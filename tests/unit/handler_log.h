@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* handler_log.h — reflector handlers that append "tag:name@rv;" for every call to a log_t
  * (ud), shared by the reflector tests. Tags: add, upd, del, tomb. */
 #ifndef LOP_TEST_HANDLER_LOG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_apiserver_util.h — helpers for the local API server's unit tests: start a server in
  * process, make HTTP requests with libcurl, and read a watch stream on a helper thread.

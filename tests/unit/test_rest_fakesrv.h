@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_rest_fakesrv.h — a tiny scripted HTTP/1.1 server on 127.0.0.1:0 for the REST client's
  * unit tests (header-only, static). One thread accepts; one thread per connection reads requests

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_transport_srv.h — scripted raw loopback HTTP servers and client-side recorders for the
  * transport's unit tests (test_transport.c, test_transport_proxy.c); header-only, static.

@@ -60,3 +60,4 @@ function M.mutate(d, m, size)
 end
 
 return M
+-- SPDX-License-Identifier: Apache-2.0

@@ -113,3 +113,4 @@ op.controller {
   owns = { { api_version = "apps/v1", kind = "Deployment" } },
   reconcile = reconcile,
 }
+-- SPDX-License-Identifier: Apache-2.0

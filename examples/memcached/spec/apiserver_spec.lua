@@ -82,3 +82,4 @@ describe("memcached example against the local API server", function()
     assert.is_true(op.errors.is_not_found(derr))
   end)
 end)
+-- SPDX-License-Identifier: Apache-2.0

@@ -185,3 +185,4 @@ describe("memcached example", function()
     end)
   end)
 end)
+-- SPDX-License-Identifier: Apache-2.0

@@ -211,3 +211,4 @@ op.controller {
   },
   reconcile = reconcile,
 }
+-- SPDX-License-Identifier: Apache-2.0

@@ -110,3 +110,4 @@ function M.mutate(cm, src, r)
 end
 
 return M
+-- SPDX-License-Identifier: Apache-2.0

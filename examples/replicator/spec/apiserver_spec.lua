@@ -91,3 +91,4 @@ describe("replicator example against the local API server", function()
     assert.equal("deleted 1 copy of default/shared-settings from team-a", api.events[#api.events].message)
   end)
 end)
+-- SPDX-License-Identifier: Apache-2.0

@@ -351,3 +351,4 @@ describe("replicator example", function()
     end)
   end)
 end)
+-- SPDX-License-Identifier: Apache-2.0

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* informer.c — shared informer: reflector + store + handler fan-out (see informer.h). */
 #include "host/kube/cache/informer.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * informer.h — a shared informer (client-go tools/cache SharedIndexInformer): one reflector
  * keeping one store in sync for one listwatch, fanning every change out to any number of

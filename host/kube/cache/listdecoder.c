@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* listdecoder.c — incremental LIST response decoder (see listdecoder.h). */
 #include "host/kube/cache/listdecoder.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * listdecoder.h — incremental decoder of a LIST response body
  * (`{"kind":"PodList","apiVersion":"v1","metadata":{...},"items":[{...},...]}`), fed the bytes as

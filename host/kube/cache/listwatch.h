@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * listwatch.h — what a reflector needs from the API: LIST one page, and WATCH as a byte stream.
  * The REST client implements it for a resource (lop_rest_listwatch_new in rest.h); tests

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* object.c — immutable, refcounted cache entries (see object.h). */
 #include "host/kube/cache/object.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * object.h — lop_obj_t, the informer cache entry: one Kubernetes object as its raw JSON bytes
  * plus the parsed metadata every cache user needs (namespace, name, uid, resourceVersion,

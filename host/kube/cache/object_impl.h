@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* object_impl.h — what object.c and object_key.c share (not part of the object API). */
 #ifndef LOP_KUBE_CACHE_OBJECT_IMPL_H
 #define LOP_KUBE_CACHE_OBJECT_IMPL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* object_key.c — an object's cache key ("namespace/name", or "name"): formatting, its hash, and
  * equality and order without formatting it (see object.h). */
 #include "host/kube/cache/object_impl.h"

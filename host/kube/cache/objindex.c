@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* objindex.c — index value → objects, one object inline, a group from two (see objindex.h). */
 #include "host/kube/cache/objindex.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * objindex.h — a secondary index of cache objects: index value (a string the object carries,
  * such as its namespace or an owner's uid) → the objects carrying it, each object at most once

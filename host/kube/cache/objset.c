@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* objset.c — open-addressing set of cache objects by key (see objset.h).
  *
  * A slot holds a member's address with the top bits of its key hash in the low bits that the

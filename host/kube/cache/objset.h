@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * objset.h — a compact hash set of cache objects keyed by their cache key ("namespace/name", or
  * "name"): the informer store's table of entries and of each index's members.

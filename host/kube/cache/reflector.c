@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* reflector.c — the reflector's watch loop, event handling, backoff and thread (see reflector.h). */
 #include "host/kube/cache/reflector_list.h"
 #include "host/kube/cache/reflector_state.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * reflector.h — keeps a store in sync with the API server for one listwatch, with client-go's
  * reflector semantics (tools/cache/reflector.go; api-concepts#efficient-detection-of-changes):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* reflector_list.c — the reflector's paginated, streamed LIST and store replacement (see reflector.h). */
 #include "host/kube/cache/reflector_list.h"
 #include "host/kube/cache/reflector_state.h"

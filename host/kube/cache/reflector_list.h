@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* reflector_list.h — the reflector's list (reflector_list.c), which its loop (reflector.c) calls to
  * sync. Not a public header. */
 #ifndef LOP_KUBE_CACHE_REFLECTOR_LIST_H

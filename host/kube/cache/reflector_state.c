@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* reflector_state.c — what both the reflector's watch loop (reflector.c) and its list
  * (reflector_list.c) do to its state: replace the store and deliver the changes in batches, mark it
  * synced, move the resume point, find a cached entry a relisted or watch-listed item may share, and

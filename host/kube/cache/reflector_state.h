@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* reflector_state.h — the reflector's state and the helpers that change it, shared by the watch loop
  * (reflector.c) and the list (reflector_list.c); the helpers are defined in reflector_state.c, which
  * calls neither of them. Not a public header. */

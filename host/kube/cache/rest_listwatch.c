@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* rest_listwatch.c — listwatch.h implemented over the REST client for one resource; for a
  * metadata-only informer, with client-go's metadata-client Accept headers and their fallback. */
 #include "host/kube/cache/rest_listwatch.h"

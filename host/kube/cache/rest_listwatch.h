@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rest_listwatch.h — listwatch.h implemented over the REST client (rest.h) for one resource: the
  * ListerWatcher a reflector or informer is given for a real API server. client-go's counterpart

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* store.c — the thread-safe indexed object cache (see store.h).
  *
  * Memory per cached object is what the cache-rss benchmark measures, so no table here holds a key

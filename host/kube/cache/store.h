@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store.h — the informer's thread-safe object cache (client-go tools/cache Store + Indexer):
  * key ("namespace/name", or "name" when cluster-scoped) → lop_obj_t, with indexes by namespace

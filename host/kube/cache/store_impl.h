@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store_impl.h — what store.c shares with store_select.c, inside the cache only (not part of the
  * store's API; include store.h for that).

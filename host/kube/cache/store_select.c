@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* store_select.c — listing the store through a label selector (host/meta/selector.h). Kept apart
  * from store.c so that only users of selectors link the selector implementation. */
 #include "host/kube/cache/store_impl.h"

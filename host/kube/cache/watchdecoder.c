@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* watchdecoder.c — incremental JSON document splitter (see watchdecoder.h). */
 #include "host/kube/cache/watchdecoder.h"
 

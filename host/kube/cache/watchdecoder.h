@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * watchdecoder.h — incremental splitter of a watch stream into complete top-level JSON documents
  * (chunk boundaries mean nothing; one callback may carry several events and

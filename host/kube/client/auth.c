@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* auth.c — a REST client's credentials: static token, token file re-read on change or after a 401,
  * exec credential plugins run as a child process with their result cached until it expires (see
  * auth.h). Called on whichever thread makes a request (workers, reflectors, the elector), one

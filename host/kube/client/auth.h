@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * auth.h — where a REST client's credentials come from: a static bearer token, a token file
  * (re-read at most once a minute, at once when its mtime changes, and after a 401; client-go

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kubeconfig.c — kubeconfig files and the in-cluster service account to a lop_rest_config_t:
  * $KUBECONFIG merging, relative paths against the file, cluster/user/exec fields checked with
  * errors naming the file and field (see kubeconfig.h). Runs once at start-up on the main thread

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kubeconfig.h — where to find the API server and how to authenticate: kubeconfig files resolved
  * like kubectl (client-go tools/clientcmd loader.go, client_config.go), exec credential

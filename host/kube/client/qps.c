@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* qps.c — the REST client's token-bucket request limiter (QPS/burst), reservations served in
  * arrival order on an injected clock (see qps.h). Taken by every thread that sends a request,
  * under one mutex. Upstream: client-go util/flowcontrol/throttle.go (NewTokenBucketRateLimiter). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * qps.h — the client-side request rate limiter: a token bucket holding up to `burst` tokens that
  * refills at `qps` tokens per second (client-go's flowcontrol.NewTokenBucketRateLimiter, defaults

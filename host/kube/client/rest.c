@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* rest.c — the REST client: connection sharing, request building, retries (see rest.h). */
 #include "host/kube/client/rest.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rest.h — the Kubernetes REST client: one lop_rest_client_t per API server, shared by every
  * thread. Built on the libcurl transport (transport.h): one I/O thread multiplexes every request

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* rest_object.c — verb + (apiVersion, kind) → one REST call (see rest_object.h). */
 #include "host/kube/client/rest_object.h"
 

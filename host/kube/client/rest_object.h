@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rest_object.h — one API call on an object or collection named by (apiVersion, kind): the
  * REST mapper resolves the resource, the path is built per api-concepts, and the writes get the details

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* rest_status.c — metav1.Status decoding and synthesis for error responses (apimachinery
  * pkg/api/errors). */
 #include "host/kube/client/rest.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* restmapper.c — discovery, the Kind→resource cache and path building (see restmapper.h). */
 #include "host/kube/client/restmapper.h"
 

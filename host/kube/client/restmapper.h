@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * restmapper.h — discovery and the Kind→resource mapping (client-go discovery/, restmapper/). Reads
  * /api, /api/v1, /apis and /apis/{group}/{version} through a REST client, maps each resource's

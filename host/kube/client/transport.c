@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* transport.c — the caller's side of the libcurl transport (see transport.h): the server URL,
  * the transport's lifetime, and lop_transport_exchange, which hands an exchange to the I/O thread
  * (transport_io.c) and passes what arrives to the exchange's callbacks on the calling thread. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * transport.h — HTTP for the REST client (rest.h), on libcurl: one lop_transport_t per API server.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* transport_dns.c — bounded name resolution for the transport (see transport_impl.h).
  *
  * Why not libcurl's threaded resolver alone: when a resolution times out, libcurl 7.88 joins the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* transport_head.c — reading a response head line by line, and splitting it into headers
  * (see transport_impl.h). Pure: no libcurl, no locks. */
 #include "host/kube/client/transport_impl.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * transport_impl.h — what the transport's files share: transport.c (the server URL, the
  * caller's side of an exchange) calls transport_io.c (the I/O thread and every libcurl call);

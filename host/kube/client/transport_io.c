@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* transport_io.c — the transport's I/O thread (see transport.h): one curl multi handle driven by
  * curl_multi_socket_action over poll(2), the transfers' libcurl callbacks, and the dead-connection
  * probe for HTTP/2. Every libcurl call of a transport happens on this thread. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* transport_proxy.c — which proxy a transport goes through (see transport.h): an explicit
  * proxy URL (kubeconfig proxy-url), or the environment read as Go's net/http reads it
  * (golang.org/x/net/http/httpproxy, which client-go uses through http.ProxyFromEnvironment). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* leaderelection.c — the Lease leader elector (see leaderelection.h for the algorithm). */
 #include "host/kube/leaderelection/leaderelection.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * leaderelection.h — the Lease-based leader elector (client-go's
  * tools/leaderelection/leaderelection.go), so exactly one replica of an operator reconciles at a time.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* lease.c — the Lease record, its JSON codec, and the lease client wrapper (see lease.h). */
 #include "host/kube/leaderelection/lease.h"
 

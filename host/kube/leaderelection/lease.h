@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lease.h — the coordination.k8s.io/v1 Lease record used for leader election (api
  * coordination/v1/types.go; MicroTime times), its JSON encoding, and the "lease client": the three

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lease_memory.c — an in-memory Lease store with API-server semantics for one Lease (create fails
  * when it exists, update is conditional on the resourceVersion, every write gets a new strictly

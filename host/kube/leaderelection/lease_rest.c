@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lease_rest.c — the lease client over the REST client (lease.h): GET/POST/PUT on
  * /apis/coordination.k8s.io/v1/namespaces/<ns>/leases/<name> (client-go

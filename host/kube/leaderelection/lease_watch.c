@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* lease_watch.c — feed a Lease's watch events to an elector (see lease_watch.h). */
 #include "host/kube/leaderelection/lease_watch.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lease_watch.h — a watch on one Lease that feeds its events to an elector
  * (lop_elector_notify_lease_event), so a standby sees a release at once instead of at its next

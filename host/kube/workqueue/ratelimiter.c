@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ratelimiter.c — the workqueue rate limiters (see ratelimiter.h). */
 #include "host/kube/workqueue/ratelimiter.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ratelimiter.h — workqueue rate limiters, with client-go's semantics (util/workqueue
  * default_rate_limiters.go): how long to wait before an item may be retried.

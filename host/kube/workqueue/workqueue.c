@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* workqueue.c — the deduplicating FIFO with dirty/processing sets (see workqueue.h). */
 #include "host/kube/workqueue/workqueue_core.h"
 

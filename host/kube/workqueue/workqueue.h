@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * workqueue.h — the controller work queue with client-go's semantics (util/workqueue):
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* workqueue_core.c — the locked primitives the queue's API (workqueue.c) and AddAfter
  * (workqueue_delaying.c) share: the FIFO ring, the add path with its dedup and this thread's batch
  * of held adds and deferred wake-ups (lop_workqueue_batch_*), moving due delayed items into the

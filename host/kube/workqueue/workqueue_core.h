@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * workqueue_core.h — the queue's state and the locked primitives every part of the queue shares:
  * the FIFO, the add path (dedup, the thread's batch of held adds and deferred wake-ups), moving

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* workqueue_delaying.c — AddAfter: the item waits on the delay heap (workqueue_heap.h; one entry per
  * item, the earlier time kept) until its ready time, then enters the FIFO. */
 #include "host/kube/workqueue/workqueue_core.h"

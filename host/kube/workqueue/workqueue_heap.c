@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* workqueue_heap.c — the delaying queue's min-heap of waiting items, indexed by item (see
  * workqueue_heap.h). */
 #include "host/kube/workqueue/workqueue_heap.h"

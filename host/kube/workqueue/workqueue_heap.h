@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * workqueue_heap.h — the delaying queue's waiting items: a min-heap of (ready time, item) with an
  * index by item, so an item waits at most once (scheduling it again keeps the earlier time). A

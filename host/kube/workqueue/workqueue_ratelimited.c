@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* workqueue_ratelimited.c — AddRateLimited/Forget/NumRequeues over a lop_ratelimiter_t. */
 #include "host/kube/workqueue/workqueue_core.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* metrics.c — the Prometheus registry: families, children, updates (see metrics.h). The text
  * exposition lives in metrics_text.c. */
 #include "host/runtime/metrics/metrics.h"

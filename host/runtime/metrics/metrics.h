@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics.h — the Prometheus metrics registry: counters, gauges and histograms, each a family
  * with fixed label names whose children (one per distinct label-value tuple) are created on first

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* metrics_bind.c — scrape-time bindings of the standard families to components (see
  * metrics_bind.h). */
 #include "host/runtime/metrics/metrics_bind.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics_bind.h — wiring the standard families (metrics_std.h) to the components that already
  * keep the numbers, so nothing has to push: at scrape time the bound children read the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics_impl.h — private to host/runtime/metrics*.c: the registry's data structures, shared by
  * the registry (metrics.c) and the text exposition (metrics_text.c). Nobody else includes it.

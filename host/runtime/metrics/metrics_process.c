@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* metrics_process.c — process_* families read from /proc/self when /metrics is scraped (see
  * metrics_process.h). */
 #include "host/runtime/metrics/metrics_process.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics_process.h — the process_* families every Prometheus client library exports (client_golang's
  * process collector, which controller-runtime registers; see prometheus/procfs and the Prometheus

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* metrics_std.c — the standard families (see metrics_std.h). */
 #include "host/runtime/metrics/metrics_std.h"
 

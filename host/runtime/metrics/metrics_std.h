@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics_std.h — the standard metric families luaop exposes, declared once in a registry under
  * the names controller-runtime and client-go export (so existing dashboards and alerts work

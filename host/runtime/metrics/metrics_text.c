@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* metrics_text.c — the Prometheus text exposition format 0.0.4 of a registry (see metrics.h). */
 #include "host/runtime/metrics/metrics.h"
 #include "host/runtime/metrics/metrics_impl.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* certwatcher.c — load the serving pair and reload it when the files change (see certwatcher.h). */
 #include "host/runtime/webhook/certwatcher.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * certwatcher.h — the serving certificate of the webhook server, reloaded when its files change
  * (controller-runtime pkg/certwatcher: inotify on the files' directory plus a poll, reload only

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* jsonpatch_diff.c — RFC 6902 diff of two JSON documents (see jsonpatch_diff.h). */
 #include "host/runtime/webhook/jsonpatch_diff.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * jsonpatch_diff.h — compute an RFC 6902 JSON Patch that turns one JSON document into another,
  * for the mutating admission response (AdmissionResponse.patch, patchType "JSONPatch").

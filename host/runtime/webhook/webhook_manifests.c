@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * webhook_manifests.c — WebhookConfigurations and CRD conversion stanzas (webhook_manifests.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * webhook_manifests.h — the Kubernetes objects that route API requests to a script set's
  * webhooks: one MutatingWebhookConfiguration and one ValidatingWebhookConfiguration

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * webhook_pool.c — VM slots for the webhook server (webhook_pool.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * webhook_pool.h — the VMs that run the script set's webhooks (op.webhook.*, docs/webhooks.md).
  *

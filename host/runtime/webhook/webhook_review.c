@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* webhook_review.c — AdmissionReview and ConversionReview v1 in and out (see webhook_review.h). */
 #include "host/runtime/webhook/webhook_review.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * webhook_review.h — the wire format of the two reviews the webhook server answers:
  * AdmissionReview (admission.k8s.io/v1, k8s.io/api/admission/v1/types.go) and ConversionReview

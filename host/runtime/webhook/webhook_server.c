@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* webhook_server.c — the webhook HTTPS server: evhttp + OpenSSL on a loop thread, reviews on a
  * bounded worker pool, replies handed back to the loop (see webhook_server.h). */
 #include "host/runtime/webhook/webhook_server.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * webhook_server.h — the admission and conversion webhook HTTPS server (issue 21, parts 2, 3a, 8).
  *

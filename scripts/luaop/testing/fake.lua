@@ -770,3 +770,4 @@ _M.Fake = Fake
 _M.START_TIME = START_TIME
 
 return _M
+-- SPDX-License-Identifier: Apache-2.0

@@ -500,3 +500,4 @@ function _M.kinds(summary)
 end
 
 return _M
+-- SPDX-License-Identifier: Apache-2.0

@@ -125,3 +125,4 @@ function _M.apply(doc, ops)
 end
 
 return _M
+-- SPDX-License-Identifier: Apache-2.0

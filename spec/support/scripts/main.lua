@@ -16,3 +16,4 @@ op.controller {
     end
   end,
 }
+-- SPDX-License-Identifier: Apache-2.0

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the local API server's Accept negotiation (406 NotAcceptable, apiserver
  * handlers/negotiation) and its metadata-only views (apiserver's
  * `as=PartialObjectMetadata[List];g=meta.k8s.io;v=v1|v1beta1`): the negotiation as a table of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the local API server's storage and error semantics, over the wire with libcurl
  * (metadata, Status errors, GET/LIST, create/update/patch). */
 #include "t.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests: bad input never crashes the local API server or corrupts stored objects; each gets
  * a 4xx/5xx Status naming the cause (issue 2, "Bad input gets what the real server gives"). */
 #include "t.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the local API server's watch streams, CRDs, status subresource and deletion
  * (kubernetes.io api-concepts, custom-resource-definitions#subresources, finalizers). */
 #include "t.h"

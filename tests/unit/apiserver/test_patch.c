@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for apiserver/patch*.c: merge patch, JSON patch, strategic merge patch. */
 #include "apiserver/patch.h"
 #include "t.h"

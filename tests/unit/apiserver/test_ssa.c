@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for apiserver/ssa*.c: server-side apply and managedFields. */
 #include "apiserver/ssa.h"
 #include "host/util/clock.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the LuaJIT engine (bindings/engine_lua.h) with a fake lop_host_api_t: load
  * errors name file:line, declarations, reconcile result mapping, predicates and map functions,
  * the host functions of luaop.core, require resolution. */

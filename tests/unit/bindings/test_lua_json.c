@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the lossless JSON codec (bindings/json_codec.h) through its C API: round trips,
  * null handling, big integers, error messages with byte offsets and key paths, depth limit.
  * (spec/core/json_spec.lua covers the same behaviour from Lua through the plain module.) */

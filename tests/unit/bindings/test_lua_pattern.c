@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for bindings/lpattern: the sandbox's find/match/gmatch/gsub give what LuaJIT's give
  * (results and error messages) over a corpus of patterns and subjects, and a backtracking
  * pattern is stopped by the deadline instead of running on inside C. */

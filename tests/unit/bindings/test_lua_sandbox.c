@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for what the default sandbox gives a script through the real engine
  * (bindings/engine_lua.h): op.log's field redaction at any depth. */
 #include "bindings/engine_lua.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the libraries the default sandbox adds (bindings/sandbox_libs.h,
  * bindings/core_crypto.h), through the real engine: the safe os (time, date, clock only, on the
  * injected clock; require("os") returns it), bit (require("bit")), luaop.core.crypto. Each case

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the LuaJIT VM behind the engine: deadlines (JIT off: hook, even through pcall;
  * JIT on: cooperative), the memory cap, the sandbox, panics never reached, freeing. */
 #include "bindings/engine_lua.h"

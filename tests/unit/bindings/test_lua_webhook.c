@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for webhooks in the LuaJIT engine (bindings/engine_webhook.c over
  * scripts/luaop/webhook.lua): declarations as engine.h describes them, admission results (allow,
  * deny with reason, warnings, a defaulter's changed object, a raise naming file:line), conversion,

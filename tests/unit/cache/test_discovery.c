@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for host/kube/restmapper (discovery → Kind/resource mapping, refresh on unknown kinds,
  * subresources skipped) and path building, plus the REST listwatch's query strings (chunked

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for host/kube/informer: handler fan-out order, replay to late handlers, removal,
  * relist tombstones reaching every handler, a 10,000-event stream cut at random points, and
  * the threaded start/stop. */

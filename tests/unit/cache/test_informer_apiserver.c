@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A real informer (reflector + store over lop_rest_listwatch_new) against the local API server
  * started in-process on 127.0.0.1 port 0: list+watch sync, a 410 relist after a gap during which
  * an object was deleted (the delete is delivered), and 10,000 rapid updates of 100 objects ending

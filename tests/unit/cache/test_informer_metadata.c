@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A metadata-only informer (LOP_OBJ_METADATA_ONLY over lop_rest_listwatch_new_metadata, as the
  * manager builds one for a watch with metadata_only):
  *  - against the local API server started in-process on 127.0.0.1 port 0, by LIST+WATCH and by

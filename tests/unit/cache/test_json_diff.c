@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Differential, randomized tests of the one-pass JSON ingest path (deterministic seed):
  *   - lop_jscan_value against a small recursive reference validator written here (the rules of

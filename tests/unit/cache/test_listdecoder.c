@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for host/kube/listdecoder: a LIST body decoded while it streams in. Chunk boundaries
  * mean nothing; items are delivered whole, validated, with the list's kind known. */
 #include "host/codec/jsonscan.h"

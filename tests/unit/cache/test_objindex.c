@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for host/kube/objindex: a value's one object inline, a group from two, back inline
  * at one (under the right value of an object that has several), gone at none; updates repoint
  * without allocating; many distinct values each with one object. */

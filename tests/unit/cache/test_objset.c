@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for host/kube/objset: growth and shrinking, put/add semantics, lookups by key string
  * and by object, backward-shift deletion under collisions (objects whose key hashes are equal,
  * and probe runs that wrap around the table's end), checked against a model after every step. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for host/kube/reflector against a scripted fake listwatch that lies: paginated
  * lists, 410s in both forms, expired continue tokens, garbage, short watches, stalls, stop. */
 #include "host/kube/cache/reflector.h"

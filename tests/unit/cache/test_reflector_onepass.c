@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The reflector's one-pass watch events (on_event validates and builds in one walk; an event
  * cut at its newline is handed over unchecked, refused and tracked when it is not one object):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Integration tests of the REST client against the local API server (apiserver.h), started
  * in-process on 127.0.0.1:0: kubeconfig written by the server (TLS with CA data, bearer token),

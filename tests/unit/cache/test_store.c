@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for host/kube/object (cache entries, managedFields stripping, metadata parsing),
  * host/kube/jsonscan and host/kube/store (indexes, replace with tombstones, key order). */
 #include "host/codec/jsonscan.h"

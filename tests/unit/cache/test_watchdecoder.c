@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for host/kube/watchdecoder: chunk boundaries mean nothing. */
 #include "host/kube/cache/watchdecoder.h"
 #include "host/codec/jsonscan.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for host/kube/kubeconfig and auth: parsing, $KUBECONFIG merging (first wins),
  * relative paths, errors naming file and field, token files, exec plugins, in-cluster config

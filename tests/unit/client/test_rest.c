@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for host/kube/rest: Status parsing, retries (client-go rest/with_retry.go), credentials
  * refresh after a 401, request headers, watch streaming with arbitrary chunking,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for host/kube/qps: the client-side token bucket (client-go flowcontrol) on a fake clock. */
 #include "host/kube/client/qps.h"
 #include "t.h"

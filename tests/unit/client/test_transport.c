@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests of the HTTP/1.1 transport (host/kube/client/transport.h) against raw loopback servers made
  * here (one thread per connection, scripted by each test) and, for TLS, the embedded API server:

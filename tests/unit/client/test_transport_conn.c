@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests of the HTTP/1.1 transport's connections and requests (host/kube/client/transport.h), against
  * raw loopback servers (test_transport_srv.h) and, for TLS, the embedded API server: keep-alive

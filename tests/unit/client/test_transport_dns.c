@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Name resolution is bounded (host/kube/client/transport.h): libcurl's threaded resolver runs
  * getaddrinfo on a thread of its own, so the connect timeout and a cancellation end an exchange

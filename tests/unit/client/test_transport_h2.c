@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * HTTP/2 tests of the libcurl transport (host/kube/client/transport.h) without a real cluster:
  * Debian's nghttpx (nghttp2-proxy) terminates TLS and speaks h2 to the client, HTTP/1.1 to the

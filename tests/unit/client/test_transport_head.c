@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for host/kube/client/transport_head.c: a response head read line by line as libcurl's
  * header callback delivers it, and split into headers (transport_impl.h). */
 #include "host/kube/client/transport_impl.h"

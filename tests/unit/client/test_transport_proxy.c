@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests of the transport's HTTP proxy support (host/kube/client/transport.h, transport_proxy.c):
  * NO_PROXY matching as Go's httpproxy, which proxy the environment selects, absolute-form

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for host/codec/certgen: a serving certificate verifies against the CA that signed
  * it (as a TLS client would: chain, serverAuth purpose, the SAN for 127.0.0.1), not against
  * another CA; serials differ; notAfter is what was asked; bad input is refused naming it. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for host/codec/jsonstr: the \uXXXX escape (BMP, surrogate pairs, lone surrogates,
  * bad hex, truncation at the end of the input) and string membership in a JSON array. */
 #include "host/codec/jsonstr.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for host/kube/strmap: put/get/del, and move between maps without reallocating. */
 #include "host/codec/strmap.h"
 #include "t.h"

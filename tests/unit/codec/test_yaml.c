@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for host/kube/yaml: manifests to JSON as kubectl reads them. */
 #include "host/codec/yaml.h"
 #include "host/codec/yaml_emit.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for the leader elector (host/kube/leaderelection): client-go's algorithm
  * (tools/leaderelection/leaderelection.go) driven synchronously with lop_elector_tick over fake

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for host/kube/lease: the Lease record codec (coordination/v1), the in-memory
  * Lease store's API semantics and fault injection, and the identity helper. */
 #include "host/kube/leaderelection/leaderelection.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Leader election against the local API server (started in-process on 127.0.0.1, a free port):
  *  - the REST lease client: 404 → create → AlreadyExists; conditional update, stale rv → 409;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for the leader elector on its own thread (lop_elector_start/stop): acquisition,
  * a standby that stays standby, and the watch-driven handover on release — with fake clocks that

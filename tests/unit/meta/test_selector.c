@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for host/meta/selector.c: label and field selectors (apimachinery pkg/labels,
  * pkg/fields). */
 #include "host/meta/selector.h"

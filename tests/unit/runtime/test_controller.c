@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for host/runtime/controller: reconcile results map to the queue as in
  * controller-runtime; reload switches workers between reconciles. A C fake engine stands in for
  * Lua; the clock is fake. */

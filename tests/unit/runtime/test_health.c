@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for host/runtime/health: kube-style healthz/readyz answers. */
 #include "host/runtime/health.h"
 #include "t.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the manager's cache reads (host/runtime/hostapi.c) against the local API server
  * started in-process on 127.0.0.1 port 0, with the informer stepped synchronously (no threads,
  * no waits): before the first list a read is not served from the cache (LOP_EAGAIN: the caller

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for a reload whose wiring fails (host/runtime/manager.c, the install's rollback),
  * against the local API server started in-process on 127.0.0.1 port 0. A C fake engine stands in
  * for Lua (its "scripts" name a table of declarations); the manager is never started, so no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for host/runtime/metrics: exposition format (parsed back), escaping, histograms,
  * callbacks, bad input and concurrent updates. */
 #include "host/runtime/metrics/metrics.h"

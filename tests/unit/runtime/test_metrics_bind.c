@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for host/runtime/metrics_bind: standard families read from real components
  * (workqueue, store, elector) at scrape time, the reconcile observer and REST observations. */
 #include "host/kube/leaderelection/lease.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* In-process HTTP test of host/runtime/httpserver: /metrics, /healthz, /readyz over loopback,
  * fetched with libcurl from a server bound to 127.0.0.1:0. */
 #include "host/runtime/health.h"

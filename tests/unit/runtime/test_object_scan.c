@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for host/kube/object's scanner-filled fields (escapes, repeated keys, integer
  * limits), the lazily built metadata tree (lop_obj_metadata: managedFields never in it, one tree
  * shared by concurrent first callers), and the workqueue's counted wake-ups (every added item

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the observability hooks: the workqueue's per-item observer and bounded drain,
  * the controller's bounded stop (abandoned reconciles) and VM memory observer, the REST client's
  * per-attempt observer feeding rest_client_* metrics. Fake clocks; no sleeps. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the luaop.metrics host API (host/runtime/hostapi_metrics.c) as a manager
  * exposes it to scripts: declare/update in the shared registry, reserved names refused, misuse
  * refused with a message; and the stuck-worker check of an idle manager. No server is contacted. */

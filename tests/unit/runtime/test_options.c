@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for host/runtime/options: controller-runtime flag names, Go durations. */
 #include "host/runtime/options.h"
 #include "host/util/clock.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for host/runtime/predicate: native predicates as controller-runtime defines them. */
 #include "host/runtime/predicate.h"
 #include "t.h"

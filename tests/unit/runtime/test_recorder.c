@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for host/runtime/recorder against the local API server (in-process, loopback):
  * Events are written, repeats aggregate into a count, and messages that are not valid UTF-8
  * (a script cutting a string mid-character) are repaired instead of crashing the process. */

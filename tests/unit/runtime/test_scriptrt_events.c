@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the event VMs of host/runtime/scriptrt (one per controller and generation): a
  * controller's VM held by a slow call does not block another controller's; the first one of a
  * generation takes over the install's VM; a broken one is rebuilt; a reload's old generation stays

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for host/runtime/scripts: loading script sets from directories and ConfigMaps. */
 #include "host/runtime/scripts.h"
 #include "t.h"

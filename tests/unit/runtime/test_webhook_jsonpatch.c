@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The RFC 6902 diff behind mutating admission responses (host/runtime/webhook/jsonpatch_diff.h):
  * the exact operations for a known pair, and for many pairs that applying the diff (with the local
  * API server's RFC 6902 applier, an independent implementation) turns `from` into `to`. */

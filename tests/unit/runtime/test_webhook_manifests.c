@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for host/runtime/webhook/webhook_manifests: kubebuilder's shapes and names for the
  * WebhookConfigurations (service or url clientConfig, caBundle, cert-manager annotation) and the
  * CRD conversion patch (plural from a CRD given, else kubebuilder's guess). */

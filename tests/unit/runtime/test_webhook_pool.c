@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for host/runtime/webhook/webhook_pool: a review goes to the declaration served at
  * its path with 80% of timeoutSeconds as its deadline; conversion is chosen by group and kind;
  * unknown paths and kinds are LOP_ENOTFOUND; a reload takes effect on the next call; a VM the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* AdmissionReview / ConversionReview v1 handling without a transport
  * (host/runtime/webhook/webhook_review.h): the edges a server test does not reach cheaply. */
 #include "host/runtime/webhook/webhook_review.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The webhook HTTPS server (host/runtime/webhook/): AdmissionReview and ConversionReview v1 over
  * loopback TLS with a fake dispatcher (a mutating patch checked by applying it with the local API
  * server's RFC 6902 applier), the worker pool's bounds, metrics, and certificate rotation by

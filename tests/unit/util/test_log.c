@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for host/util/log (typed fields, logger order, time encodings) and host/util/rand
  * (version 4 UUIDs). Log lines are captured by pointing stderr at a temporary file. */
 #include "host/util/clock.h"

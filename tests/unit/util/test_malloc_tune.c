@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for host/util/malloc_tune.c: huge-page advice for the brk heap. lop_malloc_tune is once per
  * process, and its opt-outs are read from the environment, so each scenario runs in a fresh run
  * of this program (`test_heap SCENARIO`, spawned with its environment), which asserts and reports

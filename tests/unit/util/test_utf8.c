@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for host/util/utf8: the well-formed/ill-formed boundaries of RFC 3629 (overlongs,
  * surrogates, above U+10FFFF, truncation), table-driven, and encode/decode round trips. */
 #include "host/util/utf8.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for host/util: time formats, the fake clock, buffers. */
 #include "host/util/base64.h"
 #include "host/util/buf.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for host/kube/ratelimiter: client-go's default_rate_limiters_test.go expectations. */
 #include "host/kube/workqueue/ratelimiter.h"
 #include "t.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for host/kube/workqueue: client-go's queue_test.go, delaying_queue_test.go and
  * rate_limiting_queue_test.go expectations, with a fake clock (no sleeps). */
 #include "host/kube/workqueue/workqueue.h"

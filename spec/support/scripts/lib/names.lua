@@ -1,1 +1,2 @@
 return { controller = "configmap-marker" }
+-- SPDX-License-Identifier: Apache-2.0
