@@ -268,11 +268,22 @@ static int admit_fn(lua_State *L)
     return 0;
 }
 
-/* The first line of a Lua error ("file:line: message"), without the traceback. */
-static void first_line(char *dst, size_t cap, const char *msg)
+/* Run fn under the webhook deadline (timeout_ns; 0 = the reconcile default). On failure out
+ * (cap bytes) gets "<webhook name>: <first line of the error>" and *vm_broken says whether the
+ * memory cap was hit. */
+static lop_rc_t run_webhook(lop_vm_t *vm, lua_CFunction fn, void *ctx, int lua_id, int64_t timeout_ns, const char *what,
+                            char *out, size_t cap, bool *vm_broken)
 {
-    size_t n = strcspn(msg, "\n");
-    snprintf(dst, cap, "%.*s", (int)n, msg);
+    char msg[2048];
+    vm->phase = LOP_LUA_WEBHOOK;
+    lop_rc_t rc = lop_lua_vm_run(&vm->lvm, fn, ctx, timeout_ns > 0 ? timeout_ns : vm->opts.reconcile_timeout_ns, what,
+                                 msg, sizeof msg);
+    vm->phase = LOP_LUA_IDLE;
+    if (rc == LOP_OK) return LOP_OK;
+    const char *name = lua_id >= 1 && lua_id <= vm->ncallbacks ? vm->callback_names[lua_id] : "webhook";
+    snprintf(out, cap, "%s: %.*s", name, (int)strcspn(msg, "\n"), msg); /* no traceback in what users see */
+    *vm_broken = rc == LOP_ENOMEM || vm->lvm.broken;
+    return rc;
 }
 
 static bool looks_like_object(const char *s, size_t len)
@@ -297,19 +308,12 @@ lop_rc_t lop_lua_admit(lop_vm_t *vm, int lua_id, const char *request_json, size_
     }
     adm_ctx_t c = {lua_id, request_json, len, res};
     char msg[sizeof res->message];
-    vm->phase = LOP_LUA_WEBHOOK;
-    lop_rc_t rc = lop_lua_vm_run(&vm->lvm, admit_fn, &c, timeout_ns > 0 ? timeout_ns : vm->opts.reconcile_timeout_ns,
-                                 "webhook", msg, sizeof msg);
-    vm->phase = LOP_LUA_IDLE;
-    if (rc == LOP_OK) return LOP_OK;
+    if (run_webhook(vm, admit_fn, &c, lua_id, timeout_ns, "webhook", msg, sizeof msg, vm_broken) == LOP_OK)
+        return LOP_OK;
     lop_admission_result_free(res);
     memset(res, 0, sizeof *res);
     res->code = 500;
-    const char *name = lua_id >= 1 && lua_id <= vm->ncallbacks ? vm->callback_names[lua_id] : "webhook";
-    char line[sizeof res->message - 64];
-    first_line(line, sizeof line, msg);
-    snprintf(res->message, sizeof res->message, "%s: %s", name, line);
-    *vm_broken = rc == LOP_ENOMEM || vm->lvm.broken;
+    snprintf(res->message, sizeof res->message, "%s", msg);
     return LOP_OK;
 }
 
@@ -351,17 +355,10 @@ lop_rc_t lop_lua_convert(lop_vm_t *vm, int lua_id, const char *obj_json, size_t 
     }
     conv_ctx_t c = {lua_id, obj_json, len, desired_api_version, out, out_len};
     char msg[sizeof err->message];
-    vm->phase = LOP_LUA_WEBHOOK;
-    lop_rc_t rc = lop_lua_vm_run(&vm->lvm, convert_fn, &c, timeout_ns > 0 ? timeout_ns : vm->opts.reconcile_timeout_ns,
-                                 "conversion webhook", msg, sizeof msg);
-    vm->phase = LOP_LUA_IDLE;
+    lop_rc_t rc = run_webhook(vm, convert_fn, &c, lua_id, timeout_ns, "conversion webhook", msg, sizeof msg, vm_broken);
     if (rc == LOP_OK) return LOP_OK;
     free(*out);
     *out = NULL;
     *out_len = 0;
-    *vm_broken = rc == LOP_ENOMEM || vm->lvm.broken;
-    const char *name = lua_id >= 1 && lua_id <= vm->ncallbacks ? vm->callback_names[lua_id] : "webhook";
-    char line[sizeof err->message - 64];
-    first_line(line, sizeof line, msg);
-    return lop_err_set(err, rc == LOP_OK ? LOP_ERR : rc, 0, NULL, "%s: %s", name, line);
+    return lop_err_set(err, rc, 0, NULL, "%s", msg);
 }
