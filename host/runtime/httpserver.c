@@ -225,15 +225,20 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
     event_base_loopbreak(s->base);
 }
 
-static void *serve(void *arg)
+void lop_event_loop_run(struct event_base *base, const char *thread_name)
 {
-    lop_httpserver_t *s = arg;
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
-    pthread_setname_np(pthread_self(), "lop-http");
-    event_base_dispatch(s->base);
+    pthread_setname_np(pthread_self(), thread_name);
+    event_base_dispatch(base);
+}
+
+static void *serve(void *arg)
+{
+    lop_httpserver_t *s = arg;
+    lop_event_loop_run(s->base, "lop-http");
     return NULL;
 }
 

@@ -55,4 +55,10 @@ void lop_httpserver_stop(lop_httpserver_t *s);
 /* Stop (if still running) and free. NULL ok. */
 void lop_httpserver_free(lop_httpserver_t *s);
 
+struct event_base;
+/* The body of a server's loop thread (this one and the webhook server's): block SIGPIPE for the
+ * calling thread (a client hanging up mid-response must not kill the process), name it
+ * thread_name (at most 15 characters), and run base until it is broken out of. */
+void lop_event_loop_run(struct event_base *base, const char *thread_name);
+
 #endif

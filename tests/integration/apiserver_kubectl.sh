@@ -6,16 +6,7 @@
 set -eu  # no pipefail: `kubectl ... | grep -q` may SIGPIPE kubectl after a match
 
 : "${LUAOP:?LUAOP must point at the luaop binary}"
-TMP=$(mktemp -d)
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source "${LUAOP_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}/tests/lib/procs.sh"
 
 # start_server NAME ARGS... : starts a server, sets URL_<NAME>
 start_server() {

@@ -10,26 +10,7 @@ set -eu  # no pipefail: `kubectl ... | grep -q` may SIGPIPE kubectl after a matc
 
 : "${LUAOP:?LUAOP must point at the luaop binary}"
 : "${LUAOP_SRC:=$(cd "$(dirname "$0")/../.." && pwd)}"
-TMP=$(mktemp -d); [ -n "${KEEP_TMP:-}" ] && echo "TMP=$TMP"
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-    [ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-# wait_file PATH WHAT: poll (bounded, 10 s) until PATH exists, the last started process alive
-wait_file() {
-    for _ in $(seq 1 200); do
-        [ -s "$1" ] && return 0
-        kill -0 "${PIDS[-1]}" 2>/dev/null || fail "$2 exited"
-        sleep 0.05
-    done
-    fail "$2 did not start"
-}
+source "${LUAOP_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}/tests/lib/procs.sh"
 
 echo "== certificates and the fake webhook"
 (cd "$TMP" &&

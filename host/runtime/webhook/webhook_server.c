@@ -302,12 +302,7 @@ static struct bufferevent *make_tls_bev(struct event_base *base, void *arg)
 static void *loop_main(void *arg)
 {
     lop_webhook_server_t *s = arg;
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-    pthread_setname_np(pthread_self(), "lop-webhook-io");
-    event_base_dispatch(s->base);
+    lop_event_loop_run(s->base, "lop-webhook-io");
     return NULL;
 }
 

@@ -81,10 +81,11 @@ typedef struct fake {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int blocked;  /* calls waiting in /block */
+    int returned; /* calls that left /block */
     bool release; /* let them go */
 } fake_t;
 
-static fake_t fake = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, false};
+static fake_t fake = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, false};
 
 static void add_warning(lop_admission_result_t *res, const char *w)
 {
@@ -113,6 +114,7 @@ static void block_until_released(void)
     fake.blocked++;
     pthread_cond_broadcast(&fake.cv);
     while (!fake.release) pthread_cond_wait(&fake.cv, &fake.mu);
+    fake.returned++;
     pthread_mutex_unlock(&fake.mu);
 }
 
@@ -552,10 +554,11 @@ static void *stop_main(void *arg)
     return NULL;
 }
 
-/* Stop while one review is in the dispatcher and another is sent: stop waits for the one running,
- * returns, and frees everything (leaks checked under ASan/LSan). Whether the second was queued
- * (then dropped) or already taken by the worker depends on timing; each client gets an answer
- * or a closed connection, never a hang. */
+/* Stop while one review is in the dispatcher and another is sent: stop does not return while a
+ * review is inside the dispatcher, and returns once every review that entered it has left;
+ * everything is freed (leaks checked under ASan/LSan). The loop stops first, so replies are
+ * dropped: whether the second review was queued or taken depends on timing, and each client gets
+ * an answer or a closed connection, never a hang. */
 static void test_stop_with_reviews_pending(void)
 {
     lop_webhook_server_opts_t o = {.bind_addr = "127.0.0.1:0", .cert_dir = main_certs, .concurrency = 1};
@@ -565,7 +568,7 @@ static void test_stop_with_reviews_pending(void)
     if (!s) return;
     char *body = admission_review("u-s", "{}");
     call_t calls[2];
-    fake.blocked = 0;
+    fake.blocked = fake.returned = 0;
     fake.release = false;
     calls_finished = 0;
     for (int i = 0; i < 2; i++) {
@@ -578,9 +581,11 @@ static void test_stop_with_reviews_pending(void)
     pthread_t stopper;
     pthread_create(&stopper, NULL, stop_main, s);
     pthread_mutex_lock(&fake.mu);
-    fake.release = true; /* stop is waiting for this worker (or about to) */
+    T_CHECK(calls_finished != 100); /* stop has not returned: a review is still in the dispatcher */
+    fake.release = true;            /* stop is waiting for this worker (or about to) */
     pthread_cond_broadcast(&fake.cv);
     T_CHECK(wait_count(&calls_finished, 100));
+    T_EQ_INT(fake.returned, fake.blocked); /* every review that entered the dispatcher left it */
     pthread_mutex_unlock(&fake.mu);
     pthread_join(stopper, NULL);
     for (int i = 0; i < 2; i++) pthread_join(calls[i].th, NULL);
