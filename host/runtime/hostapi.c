@@ -219,13 +219,16 @@ static void host_release(void *ud, lop_blob_t *b)
 }
 
 /* Wait until the cache of this kind shows rv for key (or, for a delete, no longer has key), or
- * the informer delivered it (w, may be NULL) even if a later change has replaced it since. */
+ * the informer delivered it (w, may be NULL) even if a later change has replaced it since.
+ * Waits at most RYW_TIMEOUT_NS and never past deadline (monotonic ns; 0 = none): the wait is
+ * a courtesy to the script and must not cost it its own reconcile deadline. */
 static void wait_for_cache(lop_manager_t *m, const lop_rest_mapping_t *mp, const char *ns, const char *name,
-                           const char *rv, bool deleted, const ryw_waiter_t *w)
+                           const char *rv, bool deleted, const ryw_waiter_t *w, int64_t call_deadline)
 {
     char key[600];
     cache_key(key, sizeof key, mp, ns, name);
     int64_t deadline = lop_clock_mono(m->clock) + RYW_TIMEOUT_NS;
+    if (call_deadline > 0 && call_deadline < deadline) deadline = call_deadline;
     pthread_mutex_lock(&m->ryw_mu);
     for (;;) {
         pthread_mutex_lock(&m->mu);
@@ -368,6 +371,7 @@ static lop_rc_t host_request(void *ud, const lop_api_request_t *req, lop_api_res
         w = &waiter;
         ryw_register(m, w, oreq.ns, wname);
     }
+    int64_t call_deadline = req->timeout_ns > 0 ? lop_clock_mono(m->clock) + req->timeout_ns : 0;
     lop_rc_t rc = lop_rest_object(m->cfg.rest, m->cfg.mapper, &oreq, &r, &mp, err);
     resp->code = r.code;
     resp->len = r.body.len;
@@ -386,7 +390,8 @@ static lop_rc_t host_request(void *ud, const lop_api_request_t *req, lop_api_res
         if (!name || is_status) name = req->name;
         const char *ns = mp.namespaced ? oreq.ns : NULL;
         if (name && (rv || deleted))
-            wait_for_cache(m, &mp, ns, name, rv ? rv : "", deleted, w && strcmp(name, wname) == 0 ? w : NULL);
+            wait_for_cache(m, &mp, ns, name, rv ? rv : "", deleted, w && strcmp(name, wname) == 0 ? w : NULL,
+                           call_deadline);
         json_decref(obj);
     }
     if (w) ryw_unregister(m, w);

@@ -320,6 +320,62 @@ static void test_reload_moving_a_gated_controller_waits_for_its_new_sources(void
     teardown(&f);
 }
 
+/* A clock that moves 10 ms forward every time it is read: the read-your-writes wait below ends
+ * by the clock, not by sleeping. */
+typedef struct tick_clock {
+    lop_clock_t base;
+    int64_t now; /* atomically */
+} tick_clock_t;
+
+static int64_t tick_mono(const lop_clock_t *c)
+{
+    tick_clock_t *t = (tick_clock_t *)c;
+    return __atomic_add_fetch(&t->now, 10 * LOP_NS_PER_MS, __ATOMIC_RELAXED);
+}
+
+/* A write of a cached kind waits for the cache to show it (read-your-writes), at most 5 s, but
+ * never past what is left of the calling script's deadline: here the informer is not stepped
+ * after its first list, so the cache never catches up, and the write returns once its 200 ms
+ * are spent, not 5 s later. */
+static void test_read_your_writes_wait_ends_at_the_callers_deadline(void)
+{
+    fx_t f;
+    setup(&f);
+    int64_t wait = 0;
+    T_EQ_INT(lop_informer_step(f.e->inf, &wait), LOP_OK); /* cached and synced; no watch step after */
+    static tick_clock_t tick = {{tick_mono, tick_mono, true}, LOP_NS_PER_S};
+    f.m->clock = &tick.base;
+    const lop_host_api_t *h = &f.m->host;
+    const char *body = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"ryw-1\"}}";
+    lop_api_request_t req = {.verb = "create",
+                             .api_version = "v1",
+                             .kind = "ConfigMap",
+                             .namespace_ = "default",
+                             .body = body,
+                             .body_len = strlen(body),
+                             .timeout_ns = 200 * LOP_NS_PER_MS};
+    lop_api_response_t resp;
+    lop_err_t err;
+    int64_t t0 = lop_clock_mono(&tick.base);
+    T_EQ_INT(h->request(h->ud, &req, &resp, &err), LOP_OK);
+    int64_t took = lop_clock_mono(&tick.base) - t0;
+    T_EQ_INT((int)resp.code, 201);
+    free(resp.body);
+    T_CHECK(took >= 200 * LOP_NS_PER_MS); /* it did wait for the cache ... */
+    T_CHECK(took < LOP_NS_PER_S);         /* ... but not the 5 s read-your-writes bound */
+    /* without a caller deadline the wait is bounded by the 5 s alone */
+    req.timeout_ns = 0;
+    body = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"ryw-2\"}}";
+    req.body = body;
+    req.body_len = strlen(body);
+    t0 = lop_clock_mono(&tick.base);
+    T_EQ_INT(h->request(h->ud, &req, &resp, &err), LOP_OK);
+    took = lop_clock_mono(&tick.base) - t0;
+    free(resp.body);
+    T_CHECK(took >= 5 * LOP_NS_PER_S && took < 6 * LOP_NS_PER_S);
+    teardown(&f);
+}
+
 int main(void)
 {
     if (!T_SETUP("start the API server and a client", t_apiserver_client_start(&srv, &cli) == 0)) return T_DONE();
@@ -333,6 +389,7 @@ int main(void)
     T_RUN(test_unsynced_informers_are_named);
     T_RUN(test_controller_workers_wait_for_every_watched_informer);
     T_RUN(test_reload_moving_a_gated_controller_waits_for_its_new_sources);
+    T_RUN(test_read_your_writes_wait_ends_at_the_callers_deadline);
     lop_rest_client_free(cli);
     lop_apiserver_stop(srv);
     return T_DONE();
