@@ -361,6 +361,96 @@ static int build_only(const char *path, long n)
     return 0;
 }
 
+/* relist: recovery from a 410 after the reflector's resume point was made stale (server_url: the
+ * local API server's fault API). 0, or 1 when the relist was not delivered in time. */
+static int relist_report(lop_reflector_t *r, lop_store_t *store, const char *server_url, double deadline)
+{
+    while (!lop_reflector_has_synced(r) && bu_now() < deadline) sleep_ms(1);
+    lop_store_stats_t st;
+    lop_store_stats(store, &st);
+    /* wait for the watch to be established before the fault */
+    lop_reflector_stats_t rs;
+    do {
+        sleep_ms(5);
+        lop_reflector_stats(r, &rs);
+    } while (rs.watches == 0 && bu_now() < deadline);
+    sleep_ms(100);
+    malloc_trim(0);
+    long steady = bu_status_kb("VmRSS");
+    reset_peak();
+    long base_updates = atomic_load(&updates);
+    double tf = bu_now();
+    /* Make the reflector's resume point stale: hold its watch, write one object it will not
+     * see, drop the history, end the watch, let new watches flow. Its re-watch gets 410. */
+    if (post(server_url, "/luaop-fault/stall?on=true", "") ||
+        post(server_url, "/api/v1/namespaces/default/configmaps",
+             "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"bench-relist\"}}") ||
+        post(server_url, "/luaop-fault/compact", "") || post(server_url, "/luaop-fault/close-watches", "") ||
+        post(server_url, "/luaop-fault/stall?on=false", ""))
+        return 1;
+    while (atomic_load(&updates) - base_updates < (long)st.count && bu_now() < deadline) sleep_ms(1);
+    double dt = bu_now() - tf;
+    long peak = bu_status_kb("VmHWM");
+    malloc_trim(0);
+    long after = bu_status_kb("VmRSS");
+    lop_reflector_stats(r, &rs);
+    if (atomic_load(&updates) - base_updates < (long)st.count) {
+        fprintf(stderr, "luaop: relist not delivered after 600 s\n");
+        return 1;
+    }
+    printf("objects=%zu recover_s=%.4f steady_kb=%ld peak_kb=%ld after_kb=%ld relists_410=%llu "
+           "lists=%llu list_pages=%llu backoff_ms=%.1f\n",
+           st.count, dt, steady, peak, after, (unsigned long long)rs.relists_410, (unsigned long long)rs.lists,
+           (unsigned long long)rs.list_pages, rs.last_backoff_ns / 1e6);
+    return 0;
+}
+
+/* sync: time, CPU and memory of the first list into the store, once synced. */
+static int sync_report(lop_reflector_t *r, lop_store_t *store, double t0, double c0, long rss0)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 600;
+    while (sem_timedwait(&synced_sem, &until) != 0 && errno == EINTR) {}
+    double dt = bu_now() - t0, cpu = bu_cpu() - c0;
+    if (!lop_reflector_has_synced(r)) {
+        fprintf(stderr, "luaop: not synced after 600 s\n");
+        return 1;
+    }
+    lop_store_stats_t st;
+    size_t recv = atomic_load(&recv_bytes);
+    lop_store_stats(store, &st);
+    long hwm = bu_status_kb("VmHWM");
+    malloc_trim(0);
+    long rss1 = bu_status_kb("VmRSS");
+    lop_reflector_stats_t rs;
+    lop_reflector_stats(r, &rs);
+    printf("objects=%zu seconds=%.4f cpu_s=%.4f rate=%.1f cache_bytes=%zu rss_delta_kb=%ld hwm_kb=%ld "
+           "rss_kb=%ld list_pages=%llu watch_lists=%llu recv_bytes=%zu heap_inuse_kb=%zu\n",
+           st.count, dt, cpu, st.count / dt, st.bytes, rss1 - rss0, hwm, rss1, (unsigned long long)rs.list_pages,
+           (unsigned long long)rs.watch_lists, recv, mallinfo2().uordblks / 1024);
+    return 0;
+}
+
+/* watch: rate and latency of want events after the watch started (w->t_watch). */
+static int watch_report(const wrap_t *w, long want, double c0)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 600;
+    while (sem_timedwait(&all_events, &until) != 0 && errno == EINTR) {}
+    double dt = bu_now() - w->t_watch, cpu = bu_cpu() - c0;
+    long got = atomic_load(&updates);
+    if (got < want) {
+        fprintf(stderr, "luaop: %ld of %ld events after 600 s\n", got, want);
+        return 1;
+    }
+    qsort(lat_ms, (size_t)want, sizeof *lat_ms, cmp_f);
+    printf("events=%ld seconds=%.4f cpu_s=%.4f rate=%.1f p50_ms=%.3f p99_ms=%.3f\n", want, dt, cpu, want / dt,
+           lat_ms[want / 2], lat_ms[(long)(want * 0.99)]);
+    return 0;
+}
+
 /* Handler bursts are workqueue batches, as the runtime binds them. */
 static const lop_handler_batch_t queue_batch = {lop_workqueue_batch_begin, lop_workqueue_batch_flush,
                                                 lop_workqueue_batch_end};
@@ -459,81 +549,10 @@ int main(int argc, char **argv)
         lop_rest_client_free(client);
         return rc_b;
     }
-    if (relist_mode) {
-        while (!lop_reflector_has_synced(r) && bu_now() < deadline) sleep_ms(1);
-        lop_store_stats_t st;
-        lop_store_stats(store, &st);
-        /* wait for the watch to be established before the fault */
-        lop_reflector_stats_t rs;
-        do {
-            sleep_ms(5);
-            lop_reflector_stats(r, &rs);
-        } while (rs.watches == 0 && bu_now() < deadline);
-        sleep_ms(100);
-        malloc_trim(0);
-        long steady = bu_status_kb("VmRSS");
-        reset_peak();
-        long base_updates = atomic_load(&updates);
-        double tf = bu_now();
-        /* Make the reflector's resume point stale: hold its watch, write one object it will not
-         * see, drop the history, end the watch, let new watches flow. Its re-watch gets 410. */
-        if (post(argv[5], "/luaop-fault/stall?on=true", "") ||
-            post(argv[5], "/api/v1/namespaces/default/configmaps",
-                 "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"bench-relist\"}}") ||
-            post(argv[5], "/luaop-fault/compact", "") || post(argv[5], "/luaop-fault/close-watches", "") ||
-            post(argv[5], "/luaop-fault/stall?on=false", ""))
-            return 1;
-        while (atomic_load(&updates) - base_updates < (long)st.count && bu_now() < deadline) sleep_ms(1);
-        double dt = bu_now() - tf;
-        long peak = bu_status_kb("VmHWM");
-        malloc_trim(0);
-        long after = bu_status_kb("VmRSS");
-        lop_reflector_stats(r, &rs);
-        if (atomic_load(&updates) - base_updates < (long)st.count) {
-            fprintf(stderr, "luaop: relist not delivered after 600 s\n");
-            return 1;
-        }
-        printf("objects=%zu recover_s=%.4f steady_kb=%ld peak_kb=%ld after_kb=%ld relists_410=%llu "
-               "lists=%llu list_pages=%llu backoff_ms=%.1f\n",
-               st.count, dt, steady, peak, after, (unsigned long long)rs.relists_410, (unsigned long long)rs.lists,
-               (unsigned long long)rs.list_pages, rs.last_backoff_ns / 1e6);
-    } else if (!watch_mode) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += 600;
-        while (sem_timedwait(&synced_sem, &until) != 0 && errno == EINTR) {}
-        double dt = bu_now() - t0, cpu = bu_cpu() - c0;
-        if (!lop_reflector_has_synced(r)) {
-            fprintf(stderr, "luaop: not synced after 600 s\n");
-            return 1;
-        }
-        lop_store_stats_t st;
-        size_t recv = atomic_load(&recv_bytes);
-        lop_store_stats(store, &st);
-        long hwm = bu_status_kb("VmHWM");
-        malloc_trim(0);
-        long rss1 = bu_status_kb("VmRSS");
-        lop_reflector_stats_t rs;
-        lop_reflector_stats(r, &rs);
-        printf("objects=%zu seconds=%.4f cpu_s=%.4f rate=%.1f cache_bytes=%zu rss_delta_kb=%ld hwm_kb=%ld "
-               "rss_kb=%ld list_pages=%llu watch_lists=%llu recv_bytes=%zu heap_inuse_kb=%zu\n",
-               st.count, dt, cpu, st.count / dt, st.bytes, rss1 - rss0, hwm, rss1, (unsigned long long)rs.list_pages,
-               (unsigned long long)rs.watch_lists, recv, mallinfo2().uordblks / 1024);
-    } else {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += 600;
-        while (sem_timedwait(&all_events, &until) != 0 && errno == EINTR) {}
-        double dt = bu_now() - w.t_watch, cpu = bu_cpu() - c0;
-        long got = atomic_load(&updates);
-        if (got < want) {
-            fprintf(stderr, "luaop: %ld of %ld events after 600 s\n", got, want);
-            return 1;
-        }
-        qsort(lat_ms, (size_t)want, sizeof *lat_ms, cmp_f);
-        printf("events=%ld seconds=%.4f cpu_s=%.4f rate=%.1f p50_ms=%.3f p99_ms=%.3f\n", want, dt, cpu, want / dt,
-               lat_ms[want / 2], lat_ms[(long)(want * 0.99)]);
-    }
+    int rc_report = relist_mode  ? relist_report(r, store, argv[5], deadline)
+                    : watch_mode ? watch_report(&w, want, c0)
+                                 : sync_report(r, store, t0, c0, rss0);
+    if (rc_report) return rc_report;
     lop_reflector_stop(r);
     lop_reflector_free(r);
     lop_workqueue_shutdown(queue);
