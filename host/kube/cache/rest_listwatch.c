@@ -166,6 +166,7 @@ static void lw_cancel(void *ud)
 {
     rest_lw_t *lw = ud;
     atomic_store(&lw->cancel, true);
+    lop_rest_client_wake(lw->c); /* a watch waiting for events sees it now */
 }
 
 static void lw_free(void *ud)

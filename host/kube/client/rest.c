@@ -22,6 +22,10 @@ struct lop_rest_client {
     atomic_long requests;
     _Atomic(lop_rest_observer_fn) observer;
     void *_Atomic observer_ud;
+    /* lop_rest_client_wake: waits between attempts (wait_until) sleep on wake_cond */
+    pthread_mutex_t wake_mu;
+    pthread_cond_t wake_cond;
+    unsigned wake_gen; /* wake_mu */
 };
 
 void lop_rest_resp_init(lop_rest_resp_t *r)
@@ -46,6 +50,8 @@ lop_rc_t lop_rest_client_new(lop_rest_config_t *cfg, lop_rest_client_t **out, lo
     c->cfg = *cfg;
     memset(cfg, 0, sizeof *cfg);
     c->clock = c->cfg.clock ? c->cfg.clock : &lop_clock_system;
+    pthread_mutex_init(&c->wake_mu, NULL);
+    lop_cond_init(&c->wake_cond);
     if (!c->cfg.user_agent) {
         lop_buf_t b = LOP_BUF_INIT;
         lop_buf_printf(&b, "luaop/%s (linux/amd64)", LUAOP_VERSION);
@@ -62,6 +68,8 @@ lop_rc_t lop_rest_client_new(lop_rest_config_t *cfg, lop_rest_client_t **out, lo
     lop_rc_t rc = lop_transport_new(&tc, &c->tr, err);
     if (rc != LOP_OK) {
         lop_rest_config_cleanup(&c->cfg);
+        pthread_cond_destroy(&c->wake_cond);
+        pthread_mutex_destroy(&c->wake_mu);
         free(c);
         return rc;
     }
@@ -84,7 +92,18 @@ void lop_rest_client_free(lop_rest_client_t *c)
     lop_transport_free(c->tr);
     lop_qps_free(c->qps);
     lop_rest_config_cleanup(&c->cfg);
+    pthread_cond_destroy(&c->wake_cond);
+    pthread_mutex_destroy(&c->wake_mu);
     free(c);
+}
+
+void lop_rest_client_wake(lop_rest_client_t *c)
+{
+    pthread_mutex_lock(&c->wake_mu);
+    c->wake_gen++;
+    pthread_cond_broadcast(&c->wake_cond);
+    pthread_mutex_unlock(&c->wake_mu);
+    lop_transport_wake(c->tr);
 }
 
 const char *lop_rest_client_server(const lop_rest_client_t *c) { return c->cfg.server; }
@@ -119,6 +138,7 @@ typedef struct attempt {
     size_t delivered; /* 2xx body bytes passed to fn */
     const atomic_bool *cancel;
     bool cancelled;
+    long *tick_ms; /* the exchange's: when on_tick must run next */
     long idle_ms;
     int64_t last_byte;
     bool idle_expired;
@@ -175,8 +195,18 @@ static int on_body(void *ud, const char *p, size_t len)
     return 0;
 }
 
-/* Every read and every 50 ms of waiting: the cancel flag and the idle timeout (on the client's
- * clock, so tests drive it). */
+/* When on_tick must run next: at the idle deadline (every 1 ms on a fake clock, which tests
+ * step), else only on data and on lop_rest_client_wake (-1: no timed wakeups). */
+static long next_tick_ms(const attempt_t *a)
+{
+    if (a->idle_ms <= 0) return -1;
+    if (a->c->clock->fake) return 1;
+    int64_t left = a->idle_ms * LOP_NS_PER_MS - (lop_clock_mono(a->c->clock) - a->last_byte);
+    return left > 0 ? (long)((left + LOP_NS_PER_MS - 1) / LOP_NS_PER_MS) : 1;
+}
+
+/* After every read, every wake and at the idle deadline: the cancel flag and the idle timeout
+ * (on the client's clock, so tests drive it). */
 static int on_tick(void *ud)
 {
     attempt_t *a = ud;
@@ -188,6 +218,7 @@ static int on_tick(void *ud)
         a->idle_expired = true;
         return 1;
     }
+    *a->tick_ms = next_tick_ms(a);
     return 0;
 }
 
@@ -280,6 +311,8 @@ static lop_http_result_t perform(lop_rest_client_t *c, attempt_t *a, const char 
         .on_tick = on_tick,
     };
     a->last_byte = lop_clock_mono(c->clock);
+    a->tick_ms = &x.tick_ms;
+    x.tick_ms = next_tick_ms(a);
     atomic_fetch_add(&c->requests, 1);
     int64_t t0 = lop_clock_mono(c->clock);
     lop_http_result_t res = lop_transport_exchange(c->tr, &x);
@@ -297,23 +330,18 @@ static lop_http_result_t perform(lop_rest_client_t *c, attempt_t *a, const char 
 /* Wait until deadline on the client's clock; false when cancelled first. */
 static bool wait_until(lop_rest_client_t *c, int64_t deadline, const atomic_bool *cancel)
 {
-    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-    pthread_cond_t cond;
-    lop_cond_init(&cond);
     bool ok = true;
-    pthread_mutex_lock(&mu);
+    pthread_mutex_lock(&c->wake_mu);
     for (;;) {
         if (cancel && atomic_load(cancel)) {
             ok = false;
             break;
         }
-        int64_t now = lop_clock_mono(c->clock);
-        if (now >= deadline) break;
-        int64_t step = deadline - now > 100 * LOP_NS_PER_MS ? now + 100 * LOP_NS_PER_MS : deadline;
-        lop_clock_wait_until(c->clock, &cond, &mu, c->clock->fake ? deadline : step);
+        if (lop_clock_mono(c->clock) >= deadline) break;
+        unsigned gen = c->wake_gen; /* a wake ends this wait, then the flag is looked at again */
+        while (gen == c->wake_gen && !lop_clock_wait_until(c->clock, &c->wake_cond, &c->wake_mu, deadline)) {}
     }
-    pthread_mutex_unlock(&mu);
-    pthread_cond_destroy(&cond);
+    pthread_mutex_unlock(&c->wake_mu);
     return ok;
 }
 

@@ -69,6 +69,11 @@ const char *lop_rest_client_user_agent(const lop_rest_client_t *c);
 
 /* Number of requests sent on the wire (retries included), for tests and metrics. */
 long lop_rest_client_requests(lop_rest_client_t *c);
+/* Make every call of c that is waiting (for a response, for more of a stream, for a Retry-After
+ * or backoff delay, for name resolution) look at its cancel flag now. Waits are event-driven:
+ * an idle watch wakes only for data, for its idle timeout and for this, so a thread that sets a
+ * cancel flag must call this after it (or the call is only cancelled when bytes next arrive). */
+void lop_rest_client_wake(lop_rest_client_t *c);
 
 /* "host:port" of the server URL (borrowed, the client's lifetime): client-go's "host" label. */
 const char *lop_rest_client_host(const lop_rest_client_t *c);
@@ -115,7 +120,8 @@ typedef struct lop_rest_req {
     const char *accept;
     const char *body; /* may be NULL */
     size_t len;
-    const atomic_bool *cancel; /* optional: set from another thread to abort (LOP_ECLOSED) */
+    const atomic_bool *cancel; /* optional: set from another thread, then lop_rest_client_wake, to
+                                * abort (LOP_ECLOSED) */
     long timeout_ms;           /* limit of each attempt; 0 = 120 s; < 0 = none. It also bounds the
                                 * Retry-After waits: one longer than what is left of it (less the
                                 * waits before) is not waited, the 429/5xx is returned at once, as
@@ -153,7 +159,8 @@ LOP_MUST_CHECK lop_rc_t lop_rest_do(lop_rest_client_t *c, const char *method, co
                                     lop_err_t *err);
 
 typedef struct lop_rest_stream_opts {
-    const atomic_bool *cancel; /* set from another thread to end the stream (LOP_ECLOSED) */
+    const atomic_bool *cancel; /* set from another thread, then lop_rest_client_wake, to end the
+                                * stream (LOP_ECLOSED) */
     long idle_timeout_ms;      /* abort when no byte arrives for this long (LOP_ETIMEDOUT); 0 = off */
     const char *accept;        /* Accept header value; NULL = "application/json" */
 } lop_rest_stream_opts_t;

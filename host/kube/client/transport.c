@@ -358,8 +358,13 @@ static void cancel_and_wait(lop_transport_t *t, lop_tr_xfer_t *xf)
     pthread_mutex_unlock(&t->mu);
 }
 
+/* Wait on cond for ms (< 0: until signalled). */
 static void timed_wait(pthread_cond_t *cond, pthread_mutex_t *mu, long ms)
 {
+    if (ms < 0) {
+        pthread_cond_wait(cond, mu);
+        return;
+    }
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     ts.tv_nsec += ms * 1000000L;
@@ -403,6 +408,10 @@ lop_http_result_t lop_transport_exchange(lop_transport_t *t, lop_http_exchange_t
     pthread_mutex_lock(&t->mu);
     xf->op_add = true;
     lop_tr_io_queue(xf);
+    xf->next_waiting = t->waiting;
+    t->waiting = xf;
+    unsigned seen_gen = t->wake_gen - 1; /* no wait before the first on_tick: a wake may have come
+                                          * before we were on the list */
     pthread_mutex_unlock(&t->mu);
 
     lop_http_result_t res = LOP_HTTP_OK;
@@ -411,8 +420,9 @@ lop_http_result_t lop_transport_exchange(lop_transport_t *t, lop_http_exchange_t
     int code = 0;
     while (!finished) {
         pthread_mutex_lock(&t->mu);
-        if (!xf->inbox.len && !(xf->head_done && !head_delivered) && !xf->done)
-            timed_wait(&xf->cond, &t->mu, LOP_TR_TICK_MS);
+        if (!xf->inbox.len && !(xf->head_done && !head_delivered) && !xf->done && t->wake_gen == seen_gen)
+            timed_wait(&xf->cond, &t->mu, x->tick_ms ? x->tick_ms : LOP_TR_TICK_MS);
+        seen_gen = t->wake_gen;
         bool new_head = xf->head_done && !head_delivered;
         if (new_head) {
             lop_buf_swap(&head, &xf->head);
@@ -453,6 +463,11 @@ lop_http_result_t lop_transport_exchange(lop_transport_t *t, lop_http_exchange_t
     }
     if (!head_delivered) x->code = 0;
     pthread_mutex_lock(&t->mu); /* until the I/O thread lets go of it */
+    for (lop_tr_xfer_t **p = &t->waiting; *p; p = &(*p)->next_waiting)
+        if (*p == xf) {
+            *p = xf->next_waiting;
+            break;
+        }
     while (xf->in_ops || xf->busy) pthread_cond_wait(&xf->cond, &t->mu);
     pthread_mutex_unlock(&t->mu);
     lop_buf_free(&got);
@@ -463,4 +478,18 @@ lop_http_result_t lop_transport_exchange(lop_transport_t *t, lop_http_exchange_t
     free(xf->url);
     free(xf);
     return res;
+}
+
+void lop_transport_wake(lop_transport_t *t)
+{
+    pthread_mutex_lock(&t->mu);
+    t->wake_gen++;
+    for (lop_tr_xfer_t *xf = t->waiting; xf; xf = xf->next_waiting) pthread_cond_signal(&xf->cond);
+    for (lop_tr_dns_wait_t *w = t->dns_waiting; w; w = w->next) {
+        pthread_mutex_lock(w->mu);
+        *w->woken = 1;
+        pthread_cond_signal(w->cond);
+        pthread_mutex_unlock(w->mu);
+    }
+    pthread_mutex_unlock(&t->mu);
 }

@@ -125,13 +125,16 @@ typedef struct lop_http_exchange {
      * response, the status code first known through on_status; value trimmed; not NUL-terminated.
      * on_body: the decoded body (de-chunked, decompressed) as it arrives, on the calling thread,
      * cut anywhere; non-zero ends the exchange (LOP_HTTP_ESTOPPED). on_tick (may be NULL):
-     * called at least every 50 ms while the caller waits, and after each batch of the body;
-     * non-zero ends it (LOP_HTTP_EABORTED). Every callback runs on the calling thread. */
+     * called after each batch of the body, after each lop_transport_wake, and whenever the
+     * caller has waited tick_ms; non-zero ends it (LOP_HTTP_EABORTED). on_tick may change
+     * tick_ms for the waits that follow. Every callback runs on the calling thread. */
     void *ud;
     void (*on_status)(void *ud, int code);
     void (*on_header)(void *ud, const char *name, size_t name_len, const char *value, size_t value_len);
     int (*on_body)(void *ud, const char *p, size_t len);
     int (*on_tick)(void *ud);
+    long tick_ms; /* the longest wait between on_tick calls, ms: 0 = 50 ms; < 0 = no timed calls
+                   * (an idle stream then costs no wakeup until data, a wake or its end) */
     /* result */
     int code;              /* HTTP status of the final response; 0 if none arrived */
     bool response_started; /* some byte of the response arrived */
@@ -141,6 +144,11 @@ typedef struct lop_http_exchange {
 /* Run one exchange on the calling thread's behalf (blocks until it ends). A request on a reused
  * connection that fails before any response byte is sent once more by libcurl. */
 lop_http_result_t lop_transport_exchange(lop_transport_t *t, lop_http_exchange_t *x);
+
+/* Make every exchange of t whose caller is waiting (for the response, for more of the body, or
+ * for name resolution) call its on_tick now, so a cancel flag set by another thread is seen at
+ * once rather than at the next tick. Any thread; cheap (cancellation is rare, so all are woken). */
+void lop_transport_wake(lop_transport_t *t);
 
 /* ---- proxy selection (transport_proxy.c; public for tests) ---- */
 

@@ -9,6 +9,7 @@
  * handed to libcurl as a CURLOPT_RESOLVE entry, so libcurl never calls getaddrinfo itself, and
  * kept for LOP_TR_DNS_TTL_NS; a failed refresh keeps using the last good answer. */
 #include "host/kube/client/transport_impl.h"
+#include "host/util/clock.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -73,6 +74,59 @@ static bool is_ip_literal(const char *host)
     return inet_pton(AF_INET, host, buf) == 1 || inet_pton(AF_INET6, host, buf) == 1;
 }
 
+/* Wait until the helper answers, deadline (monotonic ns) passes (ETIMEDOUT) or on_tick asks to
+ * stop (EABORTED): on_tick runs every tick_ms (0 = LOP_TR_TICK_MS, < 0 = never timed) and after
+ * each lop_transport_wake, for which the wait is registered on t. */
+static lop_http_result_t wait_for_answer(lop_transport_t *t, dns_job_t *j, lop_http_exchange_t *x, int64_t deadline)
+{
+    unsigned woken = 1; /* on_tick once before the first wait: a wake may have come before we registered */
+    lop_tr_dns_wait_t w = {&j->mu, &j->cond, &woken, NULL};
+    pthread_mutex_lock(&t->mu);
+    w.next = t->dns_waiting;
+    t->dns_waiting = &w;
+    pthread_mutex_unlock(&t->mu);
+    lop_http_result_t res = LOP_HTTP_OK;
+    pthread_mutex_lock(&j->mu);
+    while (!j->done) {
+        int64_t left = deadline - lop_tr_now_ns();
+        if (left <= 0) {
+            res = LOP_HTTP_ETIMEDOUT;
+            break;
+        }
+        int64_t tick = x->tick_ms > 0   ? x->tick_ms * LOP_NS_PER_MS
+                       : x->tick_ms < 0 ? left
+                                        : LOP_TR_TICK_MS * LOP_NS_PER_MS;
+        int64_t step = left < tick ? left : tick;
+        if (!woken) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            ts.tv_nsec += step % 1000000000;
+            ts.tv_sec += step / 1000000000 + ts.tv_nsec / 1000000000;
+            ts.tv_nsec %= 1000000000;
+            pthread_cond_timedwait(&j->cond, &j->mu, &ts);
+        }
+        woken = 0;
+        if (!j->done && x->on_tick) {
+            pthread_mutex_unlock(&j->mu);
+            bool stop = x->on_tick(x->ud) != 0;
+            pthread_mutex_lock(&j->mu);
+            if (stop && !j->done) {
+                res = LOP_HTTP_EABORTED;
+                break;
+            }
+        }
+    }
+    pthread_mutex_unlock(&j->mu);
+    pthread_mutex_lock(&t->mu);
+    for (lop_tr_dns_wait_t **p = &t->dns_waiting; *p; p = &(*p)->next)
+        if (*p == &w) {
+            *p = w.next;
+            break;
+        }
+    pthread_mutex_unlock(&t->mu);
+    return res;
+}
+
 lop_http_result_t lop_tr_resolve(lop_transport_t *t, const char *host, const char *port, lop_http_exchange_t *x,
                                  struct curl_slist **resolve)
 {
@@ -108,31 +162,8 @@ lop_http_result_t lop_tr_resolve(lop_transport_t *t, const char *host, const cha
         long limit_ms = x->connect_timeout_ms > 0 ? x->connect_timeout_ms : LOP_TR_CONNECT_TIMEOUT_MS;
         if (x->timeout_ms > 0 && x->timeout_ms < limit_ms) limit_ms = x->timeout_ms;
         int64_t deadline = now + (int64_t)limit_ms * 1000000;
-        lop_http_result_t res = LOP_HTTP_OK;
+        lop_http_result_t res = wait_for_answer(t, j, x, deadline);
         pthread_mutex_lock(&j->mu);
-        while (!j->done) {
-            int64_t left = deadline - lop_tr_now_ns();
-            if (left <= 0) {
-                res = LOP_HTTP_ETIMEDOUT;
-                break;
-            }
-            int64_t step = left < (int64_t)LOP_TR_TICK_MS * 1000000 ? left : (int64_t)LOP_TR_TICK_MS * 1000000;
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            ts.tv_nsec += step % 1000000000;
-            ts.tv_sec += step / 1000000000 + ts.tv_nsec / 1000000000;
-            ts.tv_nsec %= 1000000000;
-            pthread_cond_timedwait(&j->cond, &j->mu, &ts);
-            if (!j->done && x->on_tick) {
-                pthread_mutex_unlock(&j->mu);
-                bool stop = x->on_tick(x->ud) != 0;
-                pthread_mutex_lock(&j->mu);
-                if (stop && !j->done) {
-                    res = LOP_HTTP_EABORTED;
-                    break;
-                }
-            }
-        }
         bool done = j->done;
         int rc = j->rc;
         char *addrs = j->addrs ? lop_xstrdup(j->addrs) : NULL;

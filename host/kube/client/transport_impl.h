@@ -20,7 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define LOP_TR_TICK_MS            50     /* the caller's wait between on_tick calls */
+#define LOP_TR_TICK_MS            50     /* the caller's wait between on_tick calls (tick_ms 0) */
 #define LOP_TR_CONNECT_TIMEOUT_MS 30000L /* client-go's dialer: 30 s */
 #define LOP_TR_KEEPALIVE_S        30L    /* TCP keep-alive, as client-go's dialer */
 #define LOP_TR_READ_DEFAULT       (16 * 1024)
@@ -79,6 +79,7 @@ typedef struct lop_tr_xfer {
     bool op_add, op_resume, op_cancel, in_ops;
     bool busy; /* the I/O thread is running one of its operations */
     struct lop_tr_xfer *next_op;
+    struct lop_tr_xfer *next_waiting; /* mu: t->waiting, while the caller is in the exchange */
     /* I/O thread only */
     CURL *easy;
     int sock_fd;        /* its connection's socket when libcurl told us, else -1 */
@@ -95,6 +96,15 @@ typedef struct lop_tr_sock {
     int64_t last_read;  /* monotonic ns of the last readable event */
     int64_t probe_sent; /* when the probe went out; 0 = none in flight */
 } lop_tr_sock_t;
+
+/* A caller waiting for name resolution: lop_transport_wake signals cond (taking mu, after
+ * t->mu: the lock order) so it calls on_tick. */
+typedef struct lop_tr_dns_wait {
+    pthread_mutex_t *mu;
+    pthread_cond_t *cond;
+    unsigned *woken; /* mu: set to 1 by the wake */
+    struct lop_tr_dns_wait *next;
+} lop_tr_dns_wait_t;
 
 struct lop_transport {
     bool tls;
@@ -114,10 +124,13 @@ struct lop_transport {
     lop_proxy_t proxy;
 
     pthread_mutex_t mu;
-    lop_tr_xfer_t *ops;    /* mu: exchanges with an operation for the I/O thread */
-    lop_tr_xfer_t *probes; /* I/O thread: probes in flight, linked through next_op */
-    bool stopping;         /* mu */
-    int wake_fd;           /* eventfd: write 1 to wake the I/O thread */
+    lop_tr_xfer_t *ops;                  /* mu: exchanges with an operation for the I/O thread */
+    lop_tr_xfer_t *waiting;              /* mu: exchanges whose caller is in lop_transport_exchange */
+    struct lop_tr_dns_wait *dns_waiting; /* mu: callers waiting for a name (transport_dns.c) */
+    unsigned wake_gen;                   /* mu: bumped by lop_transport_wake */
+    lop_tr_xfer_t *probes;               /* I/O thread: probes in flight, linked through next_op */
+    bool stopping;                       /* mu */
+    int wake_fd;                         /* eventfd: write 1 to wake the I/O thread */
     pthread_t io;
     bool io_started;
 

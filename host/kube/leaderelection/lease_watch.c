@@ -179,6 +179,7 @@ void lop_lease_watch_stop(lop_lease_watch_t *w)
     atomic_store(&w->cancel, true);
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
+    lop_rest_client_wake(w->rest);
     pthread_join(w->thread, NULL);
     lop_buf_free(&w->pending);
     pthread_mutex_destroy(&w->mu);

@@ -36,12 +36,23 @@ static lop_script_set_t one_file(const char *main_src)
     return s;
 }
 
+/* Deadlines far away (an hour on the ticking clock): the watchdog thread reads the clock too, so
+ * how fast it polls — slower or faster under a sanitizer — must not decide a test that is not
+ * about deadlines. */
 static lop_engine_opts_t opts_default(void)
 {
     lop_engine_opts_t o = {0};
-    o.reconcile_timeout_ns = LOP_NS_PER_S;
-    o.load_timeout_ns = LOP_NS_PER_S;
+    o.reconcile_timeout_ns = 3600 * LOP_NS_PER_S;
+    o.load_timeout_ns = 3600 * LOP_NS_PER_S;
     o.clock = &tclock.base;
+    return o;
+}
+
+/* For the deadline tests: a reconcile deadline of 1 s on the ticking clock. */
+static lop_engine_opts_t opts_deadline(void)
+{
+    lop_engine_opts_t o = opts_default();
+    o.reconcile_timeout_ns = LOP_NS_PER_S;
     return o;
 }
 
@@ -69,7 +80,7 @@ static bool reconcile_once(const lop_script_set_t *s, const lop_engine_opts_t *o
 static void test_infinite_loop_is_interrupted(void)
 {
     lop_script_set_t s = one_file(CTRL_HEAD "    while true do end\n  end }\n");
-    lop_engine_opts_t o = opts_default();
+    lop_engine_opts_t o = opts_deadline();
     lop_reconcile_result_t res;
     if (!reconcile_once(&s, &o, &res)) return;
     T_EQ_INT(res.kind, LOP_RESULT_ERROR);
@@ -134,7 +145,7 @@ static void test_pcall_cannot_swallow_the_deadline(void)
                                             "      if n > 3 then return { requeue = true } end\n"
                                             "    end\n"
                                             "  end }\n");
-    lop_engine_opts_t o = opts_default();
+    lop_engine_opts_t o = opts_deadline();
     lop_err_t err;
     lop_vm_t *vm = e->vm_new(&s, &o, NULL, &err);
     T_CHECK(vm != NULL);
@@ -154,7 +165,7 @@ static void run_expect_timeout(const char *body, bool jit)
     char src[1024];
     snprintf(src, sizeof src, CTRL_HEAD "%s\n  end }\n", body);
     lop_script_set_t s = one_file(src);
-    lop_engine_opts_t o = opts_default();
+    lop_engine_opts_t o = opts_deadline();
     o.jit = jit;
     lop_reconcile_result_t res;
     if (!reconcile_once(&s, &o, &res)) return;
@@ -201,6 +212,7 @@ static void test_load_deadline(void)
     const lop_engine_t *e = lop_lua_engine();
     lop_script_set_t s = one_file("local x = 0\nwhile true do x = x + 1 end\n");
     lop_engine_opts_t o = opts_default();
+    o.load_timeout_ns = LOP_NS_PER_S;
     lop_err_t err;
     lop_vm_t *vm = e->vm_new(&s, &o, NULL, &err);
     T_CHECK(vm == NULL);
@@ -216,7 +228,7 @@ static void test_jit_deadline_is_cooperative(void)
                                             "      pcall(core.get, 'v1', 'ConfigMap', 'default', 'x')\n"
                                             "    end\n"
                                             "  end }\n");
-    lop_engine_opts_t o = opts_default();
+    lop_engine_opts_t o = opts_deadline();
     o.jit = true;
     lop_reconcile_result_t res;
     if (!reconcile_once(&s, &o, &res)) return;
@@ -366,7 +378,7 @@ static void test_xpcall_handler_cannot_defeat_the_deadline(void)
                                             "      function(m) return 'handled ' .. m end)\n"
                                             "    if ok or e ~= 'handled boom' then error('got ' .. tostring(e)) end\n"
                                             "    return { requeue_after = 7 }\n  end }\n");
-    lop_engine_opts_t o = opts_default();
+    lop_engine_opts_t o = opts_deadline();
     lop_reconcile_result_t res;
     if (!reconcile_once(&s, &o, &res)) return;
     T_EQ_INT(res.kind, LOP_RESULT_REQUEUE_AFTER);

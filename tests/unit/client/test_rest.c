@@ -772,6 +772,7 @@ static void test_watch_cancel_from_another_thread(void)
     while (!w.got_data) pthread_cond_wait(&w.cond, &w.mu);
     pthread_mutex_unlock(&w.mu);
     atomic_store(&w.cancel, true);
+    lop_rest_client_wake(c);
     pthread_join(t, NULL);
     T_EQ_INT(w.rc, LOP_ECLOSED);
     lop_rest_client_free(c);

@@ -11,6 +11,9 @@
  */
 #include "test_transport_srv.h"
 
+#include <sched.h>
+#include <stdatomic.h>
+
 static const char OK2[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
 
 /* ---- keep-alive ---- */
@@ -227,6 +230,71 @@ static void test_on_tick_abort(void)
     T_EQ_INT(x.code, 0);
     srv_wait_closed(s, 2);
     T_EQ_INT(lop_transport_connects(t), 2);
+    teardown(s, t, &g);
+}
+
+/* With no timed ticks (tick_ms < 0) a caller waiting in the middle of a body wakes only for data
+ * and for lop_transport_wake: each wake is one on_tick, and a wake after the caller's flag is set
+ * ends the exchange at once (EABORTED). */
+typedef struct wake_run {
+    lop_transport_t *t;
+    lop_http_exchange_t x;
+    atomic_int ticks, bodies;
+    atomic_bool stop;
+    lop_http_result_t res;
+} wake_run_t;
+
+static int wr_body(void *ud, const char *p, size_t len)
+{
+    wake_run_t *w = ud;
+    atomic_fetch_add(&w->bodies, 1);
+    (void)p;
+    (void)len;
+    return 0;
+}
+
+static int wr_tick(void *ud)
+{
+    wake_run_t *w = ud;
+    atomic_fetch_add(&w->ticks, 1);
+    return atomic_load(&w->stop);
+}
+
+static void *wr_main(void *arg)
+{
+    wake_run_t *w = arg;
+    w->res = lop_transport_exchange(w->t, &w->x);
+    return NULL;
+}
+
+static void test_wake_without_timed_ticks(void)
+{
+    reply_t r[] = {{.data = CHUNKED_HEAD "5\r\nhello\r\n", .stall = true}};
+    srv_t *s;
+    lop_transport_t *t;
+    if (!setup(&s, &t, r, 1)) return;
+    static wake_run_t w;
+    w.t = t;
+    w.x = (lop_http_exchange_t){.method = "GET",
+                                .target = "/",
+                                .ud = &w,
+                                .on_body = wr_body,
+                                .on_tick = wr_tick,
+                                .tick_ms = -1,
+                                .timeout_ms = 60000};
+    pthread_t thr;
+    pthread_create(&thr, NULL, wr_main, &w);
+    while (atomic_load(&w.bodies) < 1 || atomic_load(&w.ticks) < 1) sched_yield(); /* "hello", its tick */
+    int base = atomic_load(&w.ticks);
+    lop_transport_wake(t);
+    while (atomic_load(&w.ticks) < base + 1) sched_yield();
+    atomic_store(&w.stop, true);
+    lop_transport_wake(t);
+    pthread_join(thr, NULL);
+    T_EQ_INT(w.res, LOP_HTTP_EABORTED);
+    T_EQ_INT(atomic_load(&w.ticks), base + 2); /* one per wake, none timed */
+    srv_wait_closed(s, 1);
+    got_t g = {0};
     teardown(s, t, &g);
 }
 
@@ -588,6 +656,7 @@ int main(void)
     T_RUN(test_concurrent_exchanges_share_the_pool);
     T_RUN(test_on_body_stop);
     T_RUN(test_on_tick_abort);
+    T_RUN(test_wake_without_timed_ticks);
     T_RUN(test_timeout);
     T_RUN(test_connect_refused);
     T_RUN(test_url_parsing);

@@ -19,6 +19,8 @@
 #include <dlfcn.h>
 #include <netdb.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -84,10 +86,71 @@ static void test_cancel_during_resolution(void)
     lop_transport_free(t);
 }
 
+/* With no timed ticks (tick_ms < 0), a wait for a name is still ended by lop_transport_wake: the
+ * caller's on_tick runs after the wake and stops the exchange. */
+typedef struct wake_run {
+    lop_transport_t *t;
+    lop_http_exchange_t x;
+    atomic_int ticks;
+    atomic_bool stop;
+    lop_http_result_t res;
+} wake_run_t;
+
+static int stop_when_told(void *ud)
+{
+    wake_run_t *w = ud;
+    atomic_fetch_add(&w->ticks, 1);
+    return atomic_load(&w->stop);
+}
+
+static void *exchange_main(void *arg)
+{
+    wake_run_t *w = arg;
+    w->res = lop_transport_exchange(w->t, &w->x);
+    return NULL;
+}
+
+static void test_wake_during_resolution(void)
+{
+    static wake_run_t w; /* static: zeroed, and large */
+    w.t = stalling_transport();
+    T_CHECK(w.t != NULL);
+    if (!w.t) return;
+    w.x = (lop_http_exchange_t){.method = "GET",
+                                .target = "/version",
+                                .on_tick = stop_when_told,
+                                .ud = &w,
+                                .tick_ms = -1,
+                                .connect_timeout_ms = 60000};
+    pthread_mutex_lock(&stall_mu);
+    int before = stalled;
+    pthread_mutex_unlock(&stall_mu);
+    pthread_t thr;
+    pthread_create(&thr, NULL, exchange_main, &w);
+    for (;;) { /* until the resolution is stuck in getaddrinfo */
+        pthread_mutex_lock(&stall_mu);
+        bool stuck = stalled > before;
+        pthread_mutex_unlock(&stall_mu);
+        if (stuck) break;
+        sched_yield();
+    }
+    while (atomic_load(&w.ticks) < 1) sched_yield(); /* the first, as the wait begins */
+    lop_transport_wake(w.t);                         /* a wake without the flag: one tick, the wait goes on */
+    while (atomic_load(&w.ticks) < 2) sched_yield();
+    atomic_store(&w.stop, true);
+    lop_transport_wake(w.t);
+    pthread_join(thr, NULL);
+    T_EQ_INT(w.res, LOP_HTTP_EABORTED);
+    T_CHECK(strstr(w.x.error, "aborted by the caller while resolving") != NULL);
+    T_EQ_INT(atomic_load(&w.ticks), 3); /* the first and one per wake, none timed */
+    lop_transport_free(w.t);
+}
+
 int main(void)
 {
     T_RUN(test_connect_timeout_covers_resolution);
     T_RUN(test_cancel_during_resolution);
+    T_RUN(test_wake_during_resolution);
     pthread_mutex_lock(&stall_mu);
     released = true;
     pthread_cond_broadcast(&stall_cond);
