@@ -601,7 +601,8 @@ static int main_loop(operator_t *op, lop_operator_poll_fn poll, void *poll_ud, b
         }
         /* a failed reload keeps the old scripts and reports itself (log, Event, metric) */
         lop_rc_ignore(lop_script_reloader_tick(op->reloader, &op->err));
-        lop_rc_ignore(lop_op_webhooks_sync(&op->webhooks, o, op->m, op->metrics, &op->err)); /* logged */
+        bool leading = !o->leader_elect || still_leading(&op->leader);
+        lop_rc_ignore(lop_op_webhooks_sync(&op->webhooks, o, op->m, op->metrics, leading, &op->err)); /* logged */
         if (synced && poll && poll(poll_ud, op->m)) return 0;
     }
 }
@@ -675,7 +676,10 @@ int lop_operator_main(const lop_run_opts_t *o, lop_rest_config_t *cfg, lop_opera
     status = 1;
     op.webhooks.rest = op.rest;
     op.webhooks.mapper = op.mapper;
-    if (lop_op_webhooks_sync(&op.webhooks, o, op.m, op.metrics, &op.err) != LOP_OK) goto out; /* logged */
+    op.webhooks.wake_fd = op.wake_fd;
+    /* without leader election every replica keeps the self-managed certificates (no one else would) */
+    if (lop_op_webhooks_sync(&op.webhooks, o, op.m, op.metrics, !o->leader_elect, &op.err) != LOP_OK)
+        goto out; /* logged */
     if (lop_manager_start(op.m, &op.err) != LOP_OK) {
         lop_log(LOP_LOG_ERROR, "cannot start", "error", op.err.message, NULL);
         goto out;

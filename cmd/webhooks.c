@@ -4,6 +4,8 @@
  */
 #include "cmd/webhooks.h"
 
+#include "cmd/webhook_certs.h"
+
 #include "host/codec/certgen.h"
 #include "host/runtime/apply.h"
 #include "host/runtime/webhook/webhook_manifests.h"
@@ -106,10 +108,13 @@ static lop_rc_t start_server(lop_op_webhooks_t *w, const lop_run_opts_t *o, lop_
         lop_rc_t rc = loopback_certs(w, err);
         if (rc != LOP_OK) return rc;
     }
+    const char *dir = o->webhook_cert_dir;
+    if (o->webhook_loopback) dir = w->cert_dir;
+    if (w->certs) dir = lop_op_certs_dir(w->certs);
     lop_webhook_server_opts_t so = {.bind_addr = o->webhook_addr,
-                                    .cert_dir = o->webhook_loopback ? w->cert_dir : o->webhook_cert_dir,
-                                    .cert_name = o->webhook_cert_name,
-                                    .key_name = o->webhook_key_name,
+                                    .cert_dir = dir,
+                                    .cert_name = w->certs ? NULL : o->webhook_cert_name,
+                                    .key_name = w->certs ? NULL : o->webhook_key_name,
                                     .concurrency = o->webhook_concurrency,
                                     .metrics = metrics};
     lop_webhook_dispatch_t d = {.ud = w->pool, .admit = lop_webhook_pool_admit, .convert = lop_webhook_pool_convert};
@@ -117,7 +122,8 @@ static lop_rc_t start_server(lop_op_webhooks_t *w, const lop_run_opts_t *o, lop_
     if (rc != LOP_OK) {
         lop_log(LOP_LOG_ERROR, "cannot start the webhook server", "error", err->message, "hint",
                 "put tls.crt and tls.key in --webhook-cert-dir (cert-manager, or the Secret of "
-                "config/certmanager), or pass --webhook-bind-address=0 to serve no webhooks",
+                "config/certmanager), use --webhook-cert-secret NS/NAME for self-managed certificates, "
+                "or pass --webhook-bind-address=0 to serve no webhooks",
                 NULL);
         return rc;
     }
@@ -128,22 +134,24 @@ static lop_rc_t start_server(lop_op_webhooks_t *w, const lop_run_opts_t *o, lop_
     return LOP_OK;
 }
 
-lop_rc_t lop_op_webhooks_sync(lop_op_webhooks_t *w, const lop_run_opts_t *o, lop_manager_t *m, lop_metrics_t *metrics,
-                              lop_err_t *err)
+/* The conversion webhooks' group/kind pairs to the certificate rotator (their CRDs get the CA). */
+static void conversion_targets(void *ud, const lop_webhook_decl_t *decls, size_t n)
 {
-    lop_scriptrt_t *rt = lop_manager_scriptrt(m);
-    uint64_t gen = lop_scriptrt_generation(rt);
-    if (gen == w->checked_gen || !o->webhook_addr || strcmp(o->webhook_addr, "0") == 0) return LOP_OK;
-    if (w->srv && !o->webhook_loopback) return LOP_OK;
-    w->checked_gen = gen;
-    if (!w->pool) w->pool = lop_webhook_pool_new(rt, o->webhook_concurrency);
-    size_t n = lop_webhook_pool_declarations(w->pool, NULL, NULL);
-    if (n == 0) return LOP_OK;
-    if (!w->srv) {
-        lop_rc_t rc = start_server(w, o, metrics, n, err);
-        if (rc != LOP_OK) return rc;
+    const char **groups = lop_xcalloc(n + 1, sizeof *groups), **kinds = lop_xcalloc(n + 1, sizeof *kinds);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (decls[i].type != LOP_WEBHOOK_CONVERSION || !decls[i].gvk.api_version || !decls[i].gvk.kind) continue;
+        groups[k] = decls[i].gvk.api_version;
+        kinds[k++] = decls[i].gvk.kind;
     }
-    if (!o->webhook_loopback) return LOP_OK;
+    lop_op_certs_set_crds(ud, groups, kinds, k);
+    free(groups);
+    free(kinds);
+}
+
+/* The generated configurations into the API server (luaop dev). */
+static lop_rc_t install_loopback(lop_op_webhooks_t *w, lop_err_t *err)
+{
     install_ctx_t c = {w, lop_webhook_server_port(w->srv), LOP_OK, err};
     lop_webhook_pool_declarations(w->pool, install_decls, &c);
     if (c.rc != LOP_OK)
@@ -156,10 +164,49 @@ lop_rc_t lop_op_webhooks_sync(lop_op_webhooks_t *w, const lop_run_opts_t *o, lop
     return c.rc;
 }
 
+lop_rc_t lop_op_webhooks_sync(lop_op_webhooks_t *w, const lop_run_opts_t *o, lop_manager_t *m, lop_metrics_t *metrics,
+                              bool leading, lop_err_t *err)
+{
+    if (!o->webhook_addr || strcmp(o->webhook_addr, "0") == 0) return LOP_OK;
+    lop_scriptrt_t *rt = lop_manager_scriptrt(m);
+    uint64_t gen = lop_scriptrt_generation(rt);
+    bool gen_changed = gen != w->checked_gen;
+    if (gen_changed && (!w->srv || o->webhook_loopback || w->certs)) {
+        w->checked_gen = gen;
+        if (!w->pool) w->pool = lop_webhook_pool_new(rt, o->webhook_concurrency);
+        w->ndecls = lop_webhook_pool_declarations(w->pool, NULL, NULL);
+        if (w->certs) lop_webhook_pool_declarations(w->pool, conversion_targets, w->certs);
+    }
+    if (w->ndecls == 0 && !w->srv) return LOP_OK; /* (a running server keeps its certificates fresh) */
+    if (o->webhook_cert_secret && !w->certs) {
+        lop_rc_t rc = lop_op_certs_new(o, w->rest, w->mapper, w->wake_fd, &w->certs, err);
+        if (rc != LOP_OK) {
+            lop_log(LOP_LOG_ERROR, "self-managed webhook certificates", "error", err->message, NULL);
+            return rc;
+        }
+        lop_webhook_pool_declarations(w->pool, conversion_targets, w->certs);
+    }
+    bool certs_ready = w->certs ? lop_op_certs_tick(w->certs, leading) : true;
+    bool started = false;
+    if (!w->srv) {
+        if (!certs_ready || w->start_tried_gen == gen) return LOP_OK; /* waiting for the Secret */
+        lop_rc_t rc = start_server(w, o, metrics, w->ndecls, err);
+        if (rc != LOP_OK) {
+            w->start_tried_gen = gen; /* reported; tried again after the next reload */
+            return rc;
+        }
+        started = true;
+    }
+    if (!o->webhook_loopback || w->ndecls == 0 || !(gen_changed || started)) return LOP_OK;
+    return install_loopback(w, err);
+}
+
 void lop_op_webhooks_stop(lop_op_webhooks_t *w)
 {
     lop_webhook_server_free(w->srv); /* joins its workers: no review uses the pool after this */
     w->srv = NULL;
+    lop_op_certs_free(w->certs);
+    w->certs = NULL;
     lop_webhook_pool_free(w->pool);
     w->pool = NULL;
     if (w->cert_dir[0]) {

@@ -13,6 +13,10 @@
  * and CRD conversion stanzas are written to the API server through w->rest, so the local API
  * server calls the Lua webhooks on `kubectl apply`. They are written again after each reload that
  * changes the declarations.
+ * With o->webhook_cert_secret (self-managed certificates, cmd/webhook_certs.h): the server serves
+ * the pair from that Secret, projected into a temporary directory; it starts once the Secret holds
+ * one (the leader creates it, so a standby waits for it), and `leading` says whether this replica
+ * runs the rotator and the caBundle injection.
  * Main thread only.
  */
 #ifndef LOP_CMD_WEBHOOKS_H
@@ -34,13 +38,17 @@ typedef struct lop_op_webhooks {
     lop_restmapper_t *mapper;
     char cert_dir[256]; /* o->webhook_loopback: the temporary cert dir ("" = none) */
     char *ca_pem;       /* o->webhook_loopback: its CA */
+    int wake_fd;        /* the main loop's wake-up (the certificate Secret's watch writes it); -1 none */
+    struct lop_op_certs *certs; /* o->webhook_cert_secret: self-managed certificates */
+    size_t ndecls;              /* declarations of the set last looked at */
+    uint64_t start_tried_gen;   /* the generation a failed start was reported for */
 } lop_op_webhooks_t;
 
 /* Start the server if the active set declares webhooks and it is not running yet. LOP_OK when
  * nothing had to be done, it started, or --webhook-bind-address is 0; else the error (logged),
  * e.g. the certificate files are missing: fatal at start-up, reported again after a reload. */
 lop_rc_t lop_op_webhooks_sync(lop_op_webhooks_t *w, const lop_run_opts_t *o, lop_manager_t *m, lop_metrics_t *metrics,
-                              lop_err_t *err);
+                              bool leading, lop_err_t *err);
 
 /* Stop the server (reviews in a VM finish) and free the pool. Idempotent. */
 void lop_op_webhooks_stop(lop_op_webhooks_t *w);

@@ -89,6 +89,10 @@ void lop_run_opts_defaults(lop_run_opts_t *o)
     o->probe_addr = ":8081";
     o->webhook_addr = ":9443";
     o->webhook_concurrency = 4;
+    o->webhook_mutating_config = "luaop-mutating-webhook-configuration";
+    o->webhook_validating_config = "luaop-validating-webhook-configuration";
+    o->webhook_ca_validity_ns = 87600 * 3600 * LOP_NS_PER_S;
+    o->webhook_cert_validity_ns = 8760 * 3600 * LOP_NS_PER_S;
     o->graceful_shutdown_ns = 30 * LOP_NS_PER_S;
     o->log_format = "text";
     o->log_level = "info";
@@ -125,6 +129,13 @@ enum {
     O_WH_CERT_NAME,
     O_WH_KEY_NAME,
     O_WH_CONC,
+    O_WH_SECRET,
+    O_WH_SVC,
+    O_WH_SVC_NS,
+    O_WH_MUT_CFG,
+    O_WH_VAL_CFG,
+    O_WH_CA_VALID,
+    O_WH_CERT_VALID,
     O_GRACE,
     O_LOG_FORMAT,
     O_LOG_LEVEL,
@@ -172,6 +183,13 @@ static const struct option long_opts[] = {
     {"webhook-cert-name", required_argument, NULL, O_WH_CERT_NAME},
     {"webhook-key-name", required_argument, NULL, O_WH_KEY_NAME},
     {"webhook-concurrency", required_argument, NULL, O_WH_CONC},
+    {"webhook-cert-secret", required_argument, NULL, O_WH_SECRET},
+    {"webhook-service-name", required_argument, NULL, O_WH_SVC},
+    {"webhook-service-namespace", required_argument, NULL, O_WH_SVC_NS},
+    {"webhook-mutating-configuration", required_argument, NULL, O_WH_MUT_CFG},
+    {"webhook-validating-configuration", required_argument, NULL, O_WH_VAL_CFG},
+    {"webhook-ca-validity", required_argument, NULL, O_WH_CA_VALID},
+    {"webhook-cert-validity", required_argument, NULL, O_WH_CERT_VALID},
     {"graceful-shutdown-timeout", required_argument, NULL, O_GRACE},
     {"log-format", required_argument, NULL, O_LOG_FORMAT},
     {"log-level", required_argument, NULL, O_LOG_LEVEL},
@@ -225,6 +243,16 @@ static void usage(FILE *f, const char *cmd, bool dev)
             "                                      (<TMPDIR>/k8s-webhook-server/serving-certs)\n"
             "  --webhook-cert-name NAME  --webhook-key-name NAME  (tls.crt, tls.key)\n"
             "  --webhook-concurrency N             reviews handled at once, one Lua VM each (4)\n"
+            "  --webhook-cert-secret NS/NAME       self-managed certificates: the leader keeps a CA and the\n"
+            "                                      serving certificate in this Secret, rotates them and injects\n"
+            "                                      the CA into the configurations below and the conversion CRDs;\n"
+            "                                      every replica serves the Secret's (--webhook-cert-dir unused)\n"
+            "  --webhook-service-name NAME         the certificate's names: NAME.NS.svc[.cluster.local]\n"
+            "  --webhook-service-namespace NS        (luaop-webhook-service; NS: the Secret's namespace)\n"
+            "  --webhook-mutating-configuration NAME   (luaop-mutating-webhook-configuration)\n"
+            "  --webhook-validating-configuration NAME (luaop-validating-webhook-configuration)\n"
+            "  --webhook-ca-validity DUR  --webhook-cert-validity DUR  lifetimes; each is renewed with\n"
+            "                                      1/5 of it left (87600h, 8760h)\n"
             "  --graceful-shutdown-timeout DUR     (30s)\n"
             "  --log-format text|json  --log-level debug|info|warn|error\n"
             "  --zap-log-level debug|info|error|N  --zap-encoder json|console  --zap-devel[=BOOL]\n"
@@ -332,6 +360,13 @@ int lop_run_opts_parse(lop_run_opts_t *o, int argc, char **argv, bool dev)
             o->webhook_concurrency = (int)n;
             break;
         }
+        case O_WH_SECRET: o->webhook_cert_secret = v; break;
+        case O_WH_SVC: o->webhook_service_name = v; break;
+        case O_WH_SVC_NS: o->webhook_service_namespace = v; break;
+        case O_WH_MUT_CFG: o->webhook_mutating_config = v; break;
+        case O_WH_VAL_CFG: o->webhook_validating_config = v; break;
+        case O_WH_CA_VALID: bad = lop_parse_duration(v, &o->webhook_ca_validity_ns); break;
+        case O_WH_CERT_VALID: bad = lop_parse_duration(v, &o->webhook_cert_validity_ns); break;
         case O_GRACE: bad = lop_parse_duration(v, &o->graceful_shutdown_ns); break;
         case O_LOG_FORMAT:
             o->log_format = v;
