@@ -47,14 +47,18 @@ lop_certrotate_action_t lop_certrotate_decide(const lop_certrotate_state_t *st, 
         return LOP_CERTROTATE_ISSUE_SERVING;
     int64_t next = ca_renew;
     if (!st->tls_by_current) {
+        /* In the overlap nothing re-issues the serving certificate (only the new CA could sign
+         * it, and not every client trusts that one yet) unless it or its CA runs out (rule 3). */
         int64_t move_at = st->ca_made + lop_certrotate_overlap_s(st->ca_expires - st->ca_made);
         if (now_s >= move_at) return LOP_CERTROTATE_ISSUE_SERVING;
         earliest(&next, move_at);
-        earliest(&next, st->tls_issuer_expires); /* rule 3 when the old CA runs out first */
+        earliest(&next, st->tls_issuer_expires);
+        earliest(&next, st->tls_expires);
+    } else {
+        int64_t tls_renew = renew_at(st->tls_made, st->tls_expires);
+        if (now_s >= tls_renew) return LOP_CERTROTATE_ISSUE_SERVING;
+        earliest(&next, tls_renew);
     }
-    int64_t tls_renew = renew_at(st->tls_made, st->tls_expires);
-    if (now_s >= tls_renew) return LOP_CERTROTATE_ISSUE_SERVING;
-    earliest(&next, tls_renew);
     if (st->old_ca_expires_min) {
         if (st->old_ca_expires_min <= now_s) return LOP_CERTROTATE_PRUNE;
         earliest(&next, st->old_ca_expires_min);

@@ -22,7 +22,8 @@
  *      issuer is not a valid CA of the bundle                    -> ISSUE_SERVING (current CA)
  *   4. the serving certificate was signed by an older CA of the bundle, and the current CA has been
  *      in the bundle for the overlap, min(1 h, CA lifetime / 10) -> ISSUE_SERVING; before that the
- *      next check is due when the overlap ends
+ *      next check is due when the overlap ends, and rule 5 waits for it too (only the new CA could
+ *      sign a renewal, and not every client may trust it yet: only rule 3 overrides the overlap)
  *   5. the serving certificate has less than 1/5 of its lifetime left -> ISSUE_SERVING
  *   6. a CA of the bundle other than the current one has expired -> PRUNE it
  * and otherwise NONE, with the next check due when the first of those thresholds is reached.

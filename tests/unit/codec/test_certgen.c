@@ -73,8 +73,52 @@ static void test_chain_verifies(void)
     lop_cert_pair_free(&other);
 }
 
+/* The _at makers follow the time given, not the machine's; lop_cert_info, signed_by, key_matches
+ * and the bundle walk read back what was made. */
+static void test_made_at_and_read_back(void)
+{
+    lop_err_t err;
+    const int64_t t0 = 1900000000; /* 2030 */
+    lop_cert_pair_t ca = {0}, ca2 = {0}, srv = {0};
+    T_EQ_INT(lop_certgen_ca_at("ca-one", t0, 1000, &ca, &err), LOP_OK);
+    T_EQ_INT(lop_certgen_ca_at("ca-two", t0, 1000, &ca2, &err), LOP_OK);
+    T_EQ_INT(lop_certgen_serving_at(&ca, "svc", "DNS:svc.ns.svc,DNS:svc.ns.svc.cluster.local,IP:127.0.0.1", t0 + 10,
+                                    500, &srv, &err),
+             LOP_OK);
+    lop_cert_info_t ci;
+    T_EQ_INT(lop_cert_info(ca.cert_pem, &ci, &err), LOP_OK);
+    T_CHECK(ci.is_ca);
+    T_EQ_INT(ci.not_before, t0 - LOP_CERTGEN_BACKDATE_S);
+    T_EQ_INT(ci.not_after, t0 + 1000);
+    T_EQ_INT(lop_cert_info(srv.cert_pem, &ci, &err), LOP_OK);
+    T_CHECK(!ci.is_ca);
+    T_EQ_INT(ci.not_after, t0 + 510);
+    T_EQ_STR(ci.sans, "DNS:svc.ns.svc,DNS:svc.ns.svc.cluster.local,IP:127.0.0.1");
+    T_CHECK(strlen(ci.serial) == 32 && strspn(ci.serial, "0123456789ABCDEF") == 32);
+    T_CHECK(lop_cert_signed_by(srv.cert_pem, ca.cert_pem));
+    T_CHECK(!lop_cert_signed_by(srv.cert_pem, ca2.cert_pem));
+    T_CHECK(!lop_cert_signed_by("junk", ca.cert_pem));
+    T_CHECK(lop_cert_key_matches(srv.cert_pem, srv.key_pem));
+    T_CHECK(!lop_cert_key_matches(srv.cert_pem, ca.key_pem));
+    T_CHECK(!lop_cert_key_matches(srv.cert_pem, "junk"));
+    T_EQ_INT(lop_cert_info("junk", &ci, &err), LOP_EINVAL);
+    /* a bundle of two: each block in turn, whole, then NULL */
+    size_t n1 = strlen(ca.cert_pem), n2 = strlen(ca2.cert_pem), len = 0;
+    char bundle[8192];
+    snprintf(bundle, sizeof bundle, "%s%s", ca.cert_pem, ca2.cert_pem);
+    const char *pos = bundle, *b = lop_pem_next_cert(&pos, &len);
+    T_CHECK(b == bundle && len == n1);
+    b = lop_pem_next_cert(&pos, &len);
+    T_CHECK(b == bundle + n1 && len == n2);
+    T_CHECK(lop_pem_next_cert(&pos, &len) == NULL);
+    lop_cert_pair_free(&ca);
+    lop_cert_pair_free(&ca2);
+    lop_cert_pair_free(&srv);
+}
+
 int main(void)
 {
     T_RUN(test_chain_verifies);
+    T_RUN(test_made_at_and_read_back);
     return T_DONE();
 }
