@@ -111,8 +111,19 @@ static SSL_CTX *build_ctx(const lop_certwatcher_t *w, const lop_buf_t *cert, con
 /* Read both files; LOP_OK with *changed telling whether they differ from the last pair tried. */
 static lop_rc_t read_pair(lop_certwatcher_t *w, lop_buf_t *cert, lop_buf_t *key, bool *changed, lop_err_t *err)
 {
-    lop_rc_t rc = read_file(w->cert_path, cert, err);
-    if (rc == LOP_OK) rc = read_file(w->key_path, key, err);
+    lop_rc_t rc;
+    lop_buf_t again = LOP_BUF_INIT;
+    /* The files may be swapped between the two reads (kubelet's ..data rename): read the
+     * certificate once more after the key, and start over when it changed meanwhile. */
+    for (int tries = 0;; tries++) {
+        rc = read_file(w->cert_path, cert, err);
+        if (rc == LOP_OK) rc = read_file(w->key_path, key, err);
+        if (rc == LOP_OK) rc = read_file(w->cert_path, &again, err);
+        if (rc != LOP_OK || tries == 3 ||
+            (again.len == cert->len && memcmp(again.data, cert->data, cert->len) == 0))
+            break;
+    }
+    lop_buf_free(&again);
     if (rc != LOP_OK) return rc;
     *changed = cert->len != w->cert_pem.len || key->len != w->key_pem.len ||
                memcmp(cert->data, w->cert_pem.data, cert->len) != 0 ||

@@ -9,7 +9,8 @@
  * "..<timestamp>" directory, a "..data_tmp" symlink to it renamed over "..data" — is seen as a
  * rename in the watched directory) and a poll timer as the fallback for filesystems without
  * inotify events (network mounts) or a directory created after start. Each check reads both
- * files; when their bytes differ from the last pair tried, it builds a new SSL_CTX from them and,
+ * files (the certificate once more after the key, starting over when a swap came in between, so
+ * a half-swapped pair is not tried); when their bytes differ from the last pair tried, it builds a new SSL_CTX from them and,
  * if that succeeds (certificate chain parses, key parses and matches), makes it current.
  * A pair that fails is logged once (host/util/log.h) and the previous context stays current.
  *
