@@ -49,6 +49,9 @@ cc_prog ceiling ceiling.c $curl_libs
 cc_prog jansson jansson.c $(pkg-config --cflags --libs jansson)
 cc_prog luaop sync.c "$build/liblop_workqueue.a" "$build/liblop_cache.a" "$build/liblop_meta.a" "$build/liblop_client.a" "$build/liblop_codec.a" "$build/liblop_util.a" \
   $(pkg-config --cflags --libs libcurl zlib jansson yaml-0.1 openssl) -lpthread -lm
+# webhook: the webhook server with a C dispatcher (the ceiling), the load generator, certificates
+cc_prog webhook webhook.c "$build/liblop_runtime.a" "$build/liblop_cache.a" "$build/liblop_workqueue.a" "$build/liblop_meta.a" "$build/liblop_client.a" "$build/liblop_codec.a" "$build/liblop_util.a" \
+  $(pkg-config --cflags --libs libcurl zlib libevent_openssl libevent_pthreads libevent jansson yaml-0.1 openssl) -lpthread -lm
 # startup-idle's floor: the luaop executable's shared libraries, every one loaded (--no-as-needed),
 # and luaop's own transport for its one GET
 cc_prog floor floor.c "$build/liblop_cache.a" "$build/liblop_meta.a" "$build/liblop_client.a" "$build/liblop_codec.a" "$build/liblop_util.a" -Wl,--no-as-needed -lm -lpthread \

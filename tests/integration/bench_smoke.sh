@@ -17,7 +17,7 @@ fail() { echo "FAIL: $*" >&2; echo "---- bench output ----" >&2; cat "$out" >&2;
 
 # Every benchmark printed its table.
 for title in "### apiserver" "### sync — LIST+WATCH of" "### sync — LIST+WATCH of .* custom resources" \
-             "### cache-rss" "### watch-ingest" "### reconcile-noop" "### startup-idle" "### hot-reload" "### leader-failover" "### write-path" "### lazy-decode" "### sync-paged" "### relist-peak" "### burst" "### json-micro"; do
+             "### cache-rss" "### watch-ingest" "### reconcile-noop" "### startup-idle" "### hot-reload" "### leader-failover" "### write-path" "### lazy-decode" "### sync-paged" "### relist-peak" "### burst" "### json-micro" "### webhook"; do
   grep -q "^$title" "$out" || fail "no table for \"$title\""
 done
 # The luaop rows carry numbers: sync (pods and custom resources), watch-ingest, relist-peak;
@@ -59,6 +59,10 @@ grep -qE "^\| luaop \| $num \| $num \| $num \| $num \| $num \| $num \| $num \| $
 for who in "luaop run, live patches" "luaop \(informer \+ workqueue\), replay"; do
   grep -qE "^\| $who \| $num \| $num \| $num \| $num \| $num \| $num \($num keys\) \|.* \| 0 \|" "$out" ||
     fail "no burst row for $who (or lost updates)"
+done
+# webhook: both servers answered reviews, none failed
+for who in "server, C dispatcher \(no Lua\)" "luaop run, Lua validator"; do
+  grep -qE "^\| $who \| $num \| $num \| $num \| $num \| $num \| $num \| 0 \|" "$out" || fail "no webhook row for $who (or failed reviews)"
 done
 if grep -q "FAILED" "$out"; then fail "a benchmark reported FAILED"; fi
 
