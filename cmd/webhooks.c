@@ -71,6 +71,10 @@ static lop_rc_t install_one(lop_op_webhooks_t *w, json_t *doc, lop_err_t *err)
     char path[400];
     snprintf(path, sizeof path, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/%s", name ? name : "");
     json_t *patch = json_pack("{s:O}", "spec", json_object_get(doc, "spec"));
+    /* the CRD as applied may name a Service (a deployment's): the loopback url replaces it */
+    json_t *cc = json_object_get(
+        json_object_get(json_object_get(json_object_get(patch, "spec"), "conversion"), "webhook"), "clientConfig");
+    if (json_object_get(cc, "url")) json_object_set_new(cc, "service", json_null());
     char *body = json_dumps(patch, JSON_COMPACT);
     lop_rest_resp_t resp = LOP_REST_RESP_INIT;
     lop_rc_t rc = lop_rest_do(w->rest, "PATCH", path, "application/merge-patch+json", body, strlen(body), &resp, err);

@@ -1,15 +1,17 @@
 -- The memcached operator of the kubebuilder tutorial, on the luaop toolkit.
 --
--- For each Memcached (cache.example.com/v1alpha1) it owns one Deployment running memcached with
--- spec.size replicas, keeps the replica count in sync (when spec.size changes or someone edits
+-- For each Memcached (cache.example.com/v1, the storage version; v1alpha1 is served through the
+-- conversion webhook in webhooks.lua, with a defaulter and a validator) it owns one Deployment
+-- running memcached with spec.replicas replicas, keeps the replica count in sync (when spec.size changes or someone edits
 -- the Deployment), reports the conditions Available / Progressing / Degraded with
 -- observedGeneration, records Events, and uses a finalizer to report the deletion before the
 -- Deployment is garbage-collected.
 
 local op = require("luaop")
 local deployment = require("deployment")
+local webhooks = require("webhooks")
 
-local API, KIND = "cache.example.com/v1alpha1", "Memcached"
+local API, KIND = "cache.example.com/v1", "Memcached"
 local FINALIZER = "cache.example.com/finalizer"
 
 local client, conditions, errors, events = op.client, op.conditions, op.errors, op.events
@@ -74,9 +76,9 @@ local function reconcile(req)
   if ferr then return nil, ferr end
   if deleting then return result.done() end
 
-  local size = (m.spec or {}).size
+  local size = (m.spec or {}).replicas
   if type(size) ~= "number" or size < 0 or size ~= math.floor(size) then
-    local e = errors.terminal(errors.new(nil, "InvalidSize", "spec.size must be an integer >= 0"))
+    local e = errors.terminal(errors.new(nil, "InvalidSize", "spec.replicas must be an integer >= 0"))
     degraded(m, "InvalidSize", e)
     return nil, e
   end
@@ -106,6 +108,8 @@ local function reconcile(req)
   if serr then return nil, serr end
   return result.done()
 end
+
+webhooks.declare()
 
 op.controller {
   name = "memcached",

@@ -7,7 +7,7 @@ local http = require("spec.support.http_backend")
 local op = require("luaop")
 
 local HERE = debug.getinfo(1, "S").source:match("^@(.*)/spec/[^/]*$") or "examples/memcached"
-local API, KIND, NS, NAME = "cache.example.com/v1alpha1", "Memcached", "default", "memcached-sample"
+local API, KIND, NS, NAME = "cache.example.com/v1", "Memcached", "default", "memcached-sample"
 
 describe("memcached example against the local API server", function()
   local server, spec, api
@@ -50,8 +50,8 @@ describe("memcached example against the local API server", function()
     assert.is_true(op.conditions.is_false(m, "Degraded"))
   end)
 
-  it("scales the Deployment when spec.size changes", function()
-    assert(op.client.patch(assert(memcached()), { spec = { size = 3 } }))
+  it("scales the Deployment when spec.replicas changes", function()
+    assert(op.client.patch(assert(memcached()), { spec = { replicas = 3 } }))
     reconcile_until_quiet()
     assert.equal(3, assert(deployment()).spec.replicas)
     local m = assert(memcached())

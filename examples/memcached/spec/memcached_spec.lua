@@ -3,14 +3,14 @@
 local testing = require("luaop.testing")
 local conditions = require("luaop.conditions")
 
-local API, KIND = "cache.example.com/v1alpha1", "Memcached"
+local API, KIND = "cache.example.com/v1", "Memcached"
 local NS, NAME = "default", "memcached-sample"
 -- scripts/ next to this spec directory, wherever busted runs from
 local EXAMPLE = debug.getinfo(1, "S").source:match("^@(.*)/spec/[^/]*$") or "examples/memcached"
 local SCRIPTS = EXAMPLE .. "/scripts"
 
 local function sample(size)
-  return { apiVersion = API, kind = KIND, metadata = { name = NAME, namespace = NS }, spec = { size = size } }
+  return { apiVersion = API, kind = KIND, metadata = { name = NAME, namespace = NS }, spec = { replicas = size } }
 end
 
 describe("memcached example", function()
@@ -40,7 +40,7 @@ describe("memcached example", function()
     local created = testing.apply_manifest(EXAMPLE .. "/samples/memcached.yaml")
     assert.equal(NAME, created[1].metadata.name)
     testing.run_until_stable("memcached")
-    assert.equal(created[1].spec.size, deployment().spec.replicas)
+    assert.equal(created[1].spec.replicas, deployment().spec.replicas)
   end)
 
   describe("create", function()
@@ -90,10 +90,10 @@ describe("memcached example", function()
   end)
 
   describe("scale", function()
-    it("follows spec.size and bumps observedGeneration", function()
+    it("follows spec.replicas and bumps observedGeneration", function()
       assert(fake:create(sample(1)))
       testing.run_until_stable("memcached")
-      assert(fake:edit(API, KIND, NS, NAME, function(o) o.spec.size = 4 end))
+      assert(fake:edit(API, KIND, NS, NAME, function(o) o.spec.replicas = 4 end))
       testing.run_until_stable("memcached")
       assert.equal(4, deployment().spec.replicas)
       local m = memcached()
