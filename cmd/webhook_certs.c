@@ -30,7 +30,7 @@ struct lop_op_certs {
     int wake_fd;
     lop_certrotator_t *rot;
     lop_informer_t *inf;
-    pthread_mutex_t mu;    /* the fields below, written by the informer thread */
+    pthread_mutex_t mu;     /* the fields below, written by the informer thread */
     lop_cert_secret_t seen; /* the Secret as last seen (NULL fields while missing) */
     bool seen_changed;
     /* main thread */
@@ -38,7 +38,7 @@ struct lop_op_certs {
     unsigned version;
     int64_t due_ns; /* the leader's next rotation/injection check (monotonic) */
     bool crds_changed;
-    char last_error[sizeof ((lop_err_t *)0)->message];
+    char last_error[sizeof((lop_err_t *)0)->message];
 };
 
 /* ------------------------------------------------------------------ the Secret, every replica */
@@ -271,8 +271,8 @@ lop_rc_t lop_op_certs_new(const lop_run_opts_t *o, lop_rest_client_t *rest, lop_
         lop_op_certs_free(c);
         return rc;
     }
-    lop_log(LOP_LOG_INFO, "self-managed webhook certificates", "secret", o->webhook_cert_secret, "names", sans,
-            "dir", c->dir, NULL);
+    lop_log(LOP_LOG_INFO, "self-managed webhook certificates", "secret", o->webhook_cert_secret, "names", sans, "dir",
+            c->dir, NULL);
     *out = c;
     return LOP_OK;
 }

@@ -36,9 +36,9 @@ typedef struct lop_op_webhooks {
     uint64_t checked_gen;    /* the script generation last looked at */
     lop_rest_client_t *rest; /* o->webhook_loopback: where the configurations are installed */
     lop_restmapper_t *mapper;
-    char cert_dir[256]; /* o->webhook_loopback: the temporary cert dir ("" = none) */
-    char *ca_pem;       /* o->webhook_loopback: its CA */
-    int wake_fd;        /* the main loop's wake-up (the certificate Secret's watch writes it); -1 none */
+    char cert_dir[256];         /* o->webhook_loopback: the temporary cert dir ("" = none) */
+    char *ca_pem;               /* o->webhook_loopback: its CA */
+    int wake_fd;                /* the main loop's wake-up (the certificate Secret's watch writes it); -1 none */
     struct lop_op_certs *certs; /* o->webhook_cert_secret: self-managed certificates */
     size_t ndecls;              /* declarations of the set last looked at */
     uint64_t start_tried_gen;   /* the generation a failed start was reported for */

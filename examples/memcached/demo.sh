@@ -22,10 +22,24 @@ kubectl get memcached,deployments
 kubectl get memcached memcached-sample -o \
   'jsonpath={range .status.conditions[*]}{.type}={.status} ({.reason}){"\n"}{end}'
 
-say "scale: kubectl patch memcached memcached-sample spec.size=3"
-kubectl patch memcached memcached-sample --type=merge -p '{"spec":{"size":3}}'
+say "scale: kubectl patch memcached memcached-sample spec.replicas=3"
+kubectl patch memcached memcached-sample --type=merge -p '{"spec":{"replicas":3}}'
 lop_wait_for "3 replicas" 20 lop_jsonpath_is deployment/memcached-sample '{.spec.replicas}' 3
 kubectl get deployment memcached-sample -o 'jsonpath={.metadata.name}: {.spec.replicas} replicas{"\n"}'
+
+say "webhooks (scripts/webhooks.lua): the defaulter set spec.port"
+kubectl get memcached memcached-sample -o 'jsonpath=spec.port: {.spec.port}{"\n"}'
+say "the validator: replicas above 10, and a change of the immutable spec.port, are denied"
+kubectl patch memcached memcached-sample --type=merge -p '{"spec":{"replicas":11}}' || true
+kubectl patch memcached memcached-sample --type=merge -p '{"spec":{"port":11311}}' || true
+
+say "conversion: a v1alpha1 Memcached (spec.size: 2) is stored as v1 (spec.replicas: 2)"
+kubectl apply -f "$here/samples/memcached_v1alpha1.yaml"
+kubectl get memcacheds.v1alpha1.cache.example.com memcached-old -o 'jsonpath=v1alpha1: spec.size={.spec.size}{"\n"}'
+kubectl get memcacheds.v1.cache.example.com memcached-old \
+  -o 'jsonpath=v1:       spec.replicas={.spec.replicas} spec.port={.spec.port}{"\n"}'
+lop_wait_for "its Deployment" 20 lop_jsonpath_is deployment/memcached-old '{.spec.replicas}' 2
+kubectl delete memcached memcached-old
 
 say "delete the Memcached: the finalizer runs, the Deployment is garbage-collected"
 kubectl delete memcached memcached-sample --wait=false

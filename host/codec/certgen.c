@@ -54,7 +54,8 @@ static X509 *new_cert(EVP_PKEY *key, const char *cn, int64_t now_s, int64_t vali
     }
     BN_free(bn);
     if (!X509_set_version(c, 2) || !X509_time_adj_ex(X509_getm_notBefore(c), 0, -LOP_CERTGEN_BACKDATE_S, &now) ||
-        !X509_time_adj_ex(X509_getm_notAfter(c), (int)(valid_s / 86400), (long)(valid_s % 86400), &now) || !X509_set_pubkey(c, key))
+        !X509_time_adj_ex(X509_getm_notAfter(c), (int)(valid_s / 86400), (long)(valid_s % 86400), &now) ||
+        !X509_set_pubkey(c, key))
         goto fail;
     X509_NAME *nm = X509_get_subject_name(c);
     if (!X509_NAME_add_entry_by_txt(nm, "CN", MBSTRING_UTF8, (const unsigned char *)cn, -1, -1, 0)) goto fail;
@@ -203,8 +204,8 @@ lop_rc_t lop_cert_info(const char *pem, lop_cert_info_t *out, lop_err_t *err)
 {
     memset(out, 0, sizeof *out);
     X509 *c = read_cert(pem);
-    bool ok = c && asn1_unix(X509_get0_notBefore(c), &out->not_before) &&
-              asn1_unix(X509_get0_notAfter(c), &out->not_after);
+    bool ok =
+        c && asn1_unix(X509_get0_notBefore(c), &out->not_before) && asn1_unix(X509_get0_notAfter(c), &out->not_after);
     if (ok) {
         out->is_ca = X509_check_ca(c) == 1;
         BIGNUM *bn = ASN1_INTEGER_to_BN(X509_get0_serialNumber(c), NULL);

@@ -36,17 +36,6 @@ typedef struct lop_run_opts {
     const char *webhook_cert_name; /* --webhook-cert-name ("tls.crt") */
     const char *webhook_key_name;  /* --webhook-key-name ("tls.key") */
     int webhook_concurrency;       /* --webhook-concurrency: reviews run at once, each in its own VM (4) */
-    /* Self-managed certificates (cmd/webhook_certs.h, docs/webhooks.md): on with a Secret. */
-    const char *webhook_cert_secret;       /* --webhook-cert-secret NS/NAME (NULL = off) */
-    const char *webhook_service_name;      /* --webhook-service-name (luaop-webhook-service): the
-                                              certificate names <name>.<namespace>.svc[.cluster.local] */
-    const char *webhook_service_namespace; /* --webhook-service-namespace (the Secret's namespace) */
-    const char *webhook_mutating_config;   /* --webhook-mutating-configuration NAME, caBundle injected
-                                              (luaop-mutating-webhook-configuration) */
-    const char *webhook_validating_config; /* --webhook-validating-configuration NAME
-                                              (luaop-validating-webhook-configuration) */
-    int64_t webhook_ca_validity_ns;        /* --webhook-ca-validity (87600h = 10 years) */
-    int64_t webhook_cert_validity_ns;      /* --webhook-cert-validity (8760h = 1 year) */
     bool webhook_loopback;         /* dev: a self-signed CA and certificate in a temporary cert dir, and
                                       the WebhookConfigurations / CRD conversion pointed at the server's
                                       loopback address (not a flag) */
@@ -67,6 +56,19 @@ typedef struct lop_run_opts {
     int burst;                     /* --kube-api-burst (30) */
     bool disable_http2;            /* --kube-api-disable-http2: HTTP/1.1 only (default: $DISABLE_HTTP2) */
     bool watch_list;               /* --watch-list (default: $KUBE_FEATURE_WatchListClient, else false) */
+
+    /* Self-managed certificates (cmd/webhook_certs.h, docs/webhooks.md): on with a Secret. */
+    const char *webhook_cert_secret;       /* --webhook-cert-secret NS/NAME (NULL = off) */
+    const char *webhook_service_name;      /* --webhook-service-name (luaop-webhook-service): the
+                                              certificate names <name>.<namespace>.svc[.cluster.local] */
+    const char *webhook_service_namespace; /* --webhook-service-namespace (the Secret's namespace) */
+    const char *webhook_mutating_config;   /* --webhook-mutating-configuration NAME, caBundle injected
+                                              (luaop-mutating-webhook-configuration) */
+    const char *webhook_validating_config; /* --webhook-validating-configuration NAME
+                                              (luaop-validating-webhook-configuration) */
+    int64_t webhook_ca_validity_ns;        /* --webhook-ca-validity (87600h = 10 years) */
+    int64_t webhook_cert_validity_ns;      /* --webhook-cert-validity (8760h = 1 year) */
+
     /* dev only */
     const char *apply[64]; /* --apply FILE (repeatable) */
     size_t napply;

@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # The memcached example end to end against the local API server (luaop dev): create → Deployment
 # with size replicas; scale; someone deletes the Deployment → recreated; someone edits replicas →
-# restored; status conditions with observedGeneration; delete the CR → finalizer runs, the
-# Deployment is garbage-collected; SIGTERM → exit 0.
+# restored; status conditions with observedGeneration; the webhooks (scripts/webhooks.lua) through
+# the API server: defaulting, validation (bounds, an immutable field), a v1alpha1 object stored as
+# v1 and read back in both versions; delete the CR → finalizer runs, the Deployment is
+# garbage-collected; SIGTERM → exit 0.
 set -euo pipefail
 : "${LUAOP:?}" "${LUAOP_SRC:?}"
 source "$LUAOP_SRC/tests/lib/dev.sh"
@@ -29,7 +31,7 @@ adds_before=$(metric 'workqueue_adds_total{controller="memcached",name="memcache
 [ "$(metric 'luaop_informer_objects{gvr="apps/v1/deployments"}')" = 1 ] || { echo "FAIL: informer objects metric" >&2; exit 1; }
 [ "$(metric process_resident_memory_bytes)" -gt 1000000 ] 2>/dev/null || { echo "FAIL: process_resident_memory_bytes missing from /metrics" >&2; exit 1; }
 echo "scale to 3"
-kubectl patch "$cr" --type=merge -p '{"spec":{"size":3}}'
+kubectl patch "$cr" --type=merge -p '{"spec":{"replicas":3}}'
 lop_wait_for "3 replicas" 20 lop_jsonpath_is "$dep" '{.spec.replicas}' 3
 lop_wait_for "observedGeneration 2" 20 lop_jsonpath_is "$cr" '{.status.observedGeneration}' 2
 
@@ -38,6 +40,25 @@ adds_after=$(metric 'workqueue_adds_total{controller="memcached",name="memcached
 [ "$ok_after" -gt "$ok_before" ] && [ "$adds_after" -gt "$adds_before" ] || {
   echo "FAIL: metrics did not move: reconciles $ok_before -> $ok_after, adds $adds_before -> $adds_after" >&2; exit 1; }
 echo "metrics: successful reconciles $ok_before -> $ok_after, queue adds $adds_before -> $adds_after"
+echo "webhooks: the defaulter set spec.port; the validator refuses bad replicas and a port change"
+[ "$(kubectl get "$cr" -o 'jsonpath={.spec.port}')" = 11211 ] || { echo "FAIL: spec.port not defaulted" >&2; exit 1; }
+if kubectl patch "$cr" --type=merge -p '{"spec":{"replicas":11}}' 2>"$LOP_TMP/err"; then
+  echo "FAIL: replicas 11 was admitted" >&2; exit 1; fi
+grep -q 'spec.replicas must be an integer from 0 to 10, got 11' "$LOP_TMP/err" || { echo "FAIL: denial: $(cat "$LOP_TMP/err")" >&2; exit 1; }
+if kubectl patch "$cr" --type=merge -p '{"spec":{"port":11311}}' 2>"$LOP_TMP/err"; then
+  echo "FAIL: a port change was admitted" >&2; exit 1; fi
+grep -q 'spec.port is immutable (was 11211, got 11311)' "$LOP_TMP/err" || { echo "FAIL: denial: $(cat "$LOP_TMP/err")" >&2; exit 1; }
+
+echo "conversion: a v1alpha1 Memcached is stored as v1 and reconciled"
+kubectl apply -f "$ex/samples/memcached_v1alpha1.yaml"
+[ "$(kubectl get memcacheds.v1.cache.example.com memcached-old -o 'jsonpath={.spec.replicas}/{.spec.port}')" = 2/11211 ] ||
+  { echo "FAIL: v1 view: $(kubectl get memcacheds.v1.cache.example.com memcached-old -o json)" >&2; exit 1; }
+[ "$(kubectl get memcacheds.v1alpha1.cache.example.com memcached-old -o 'jsonpath={.spec.size}')" = 2 ] ||
+  { echo "FAIL: v1alpha1 view: $(kubectl get memcacheds.v1alpha1.cache.example.com memcached-old -o json)" >&2; exit 1; }
+lop_wait_for "the v1alpha1 Memcached's Deployment" 20 lop_jsonpath_is deployment/memcached-old '{.spec.replicas}' 2
+kubectl delete memcacheds.v1alpha1.cache.example.com memcached-old --wait=false
+lop_wait_for "memcached-old to go" 20 bash -c "! kubectl get memcached memcached-old"
+
 echo "someone deletes the Deployment"
 uid_before=$(kubectl get "$dep" -o 'jsonpath={.metadata.uid}')
 kubectl delete "$dep"

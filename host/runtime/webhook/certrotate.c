@@ -43,8 +43,7 @@ lop_certrotate_action_t lop_certrotate_decide(const lop_certrotate_state_t *st, 
     if (!st->ca_ok || st->ca_expires <= now_s) return LOP_CERTROTATE_CREATE;
     int64_t ca_renew = renew_at(st->ca_made, st->ca_expires);
     if (now_s >= ca_renew) return LOP_CERTROTATE_ROTATE_CA;
-    if (!st->tls_ok || st->tls_expires <= now_s || st->tls_issuer_expires <= now_s)
-        return LOP_CERTROTATE_ISSUE_SERVING;
+    if (!st->tls_ok || st->tls_expires <= now_s || st->tls_issuer_expires <= now_s) return LOP_CERTROTATE_ISSUE_SERVING;
     int64_t next = ca_renew;
     if (!st->tls_by_current) {
         /* In the overlap nothing re-issues the serving certificate (only the new CA could sign
@@ -155,8 +154,8 @@ static lop_rc_t new_ca(const lop_certrotate_config_t *cfg, lop_cert_secret_t *s,
                        lop_err_t *err)
 {
     lop_cert_pair_t ca = {0};
-    lop_rc_t rc = lop_certgen_ca_at(cfg->ca_name ? cfg->ca_name : "luaop-webhook-ca", now_s, cfg->ca_validity_s, &ca,
-                                    err);
+    lop_rc_t rc =
+        lop_certgen_ca_at(cfg->ca_name ? cfg->ca_name : "luaop-webhook-ca", now_s, cfg->ca_validity_s, &ca, err);
     if (rc != LOP_OK) return rc;
     lop_buf_t b = LOP_BUF_INIT;
     lop_buf_puts(&b, ca.cert_pem);
@@ -193,8 +192,8 @@ static void prune(lop_cert_secret_t *s, int64_t now_s)
     replace(&s->ca_crt, lop_buf_steal(&b));
 }
 
-static lop_rc_t act(const lop_certrotate_config_t *cfg, lop_cert_secret_t *s, lop_certrotate_action_t a,
-                    int64_t now_s, lop_err_t *err)
+static lop_rc_t act(const lop_certrotate_config_t *cfg, lop_cert_secret_t *s, lop_certrotate_action_t a, int64_t now_s,
+                    lop_err_t *err)
 {
     switch (a) {
     case LOP_CERTROTATE_CREATE: {

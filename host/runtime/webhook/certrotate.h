@@ -57,9 +57,9 @@ const char *lop_certrotate_action_name(lop_certrotate_action_t a);
 
 /* What the decision looks at, all times Unix seconds (lop_certrotate_inspect fills it). */
 typedef struct lop_certrotate_state {
-    bool ca_ok;                 /* the bundle's first certificate is a CA and ca.key is its key */
+    bool ca_ok; /* the bundle's first certificate is a CA and ca.key is its key */
     int64_t ca_made, ca_expires;
-    bool tls_ok;                /* tls.crt parses, tls.key is its key, and its names are the wanted ones */
+    bool tls_ok; /* tls.crt parses, tls.key is its key, and its names are the wanted ones */
     int64_t tls_made, tls_expires;
     bool tls_by_current;        /* signed by the current CA */
     int64_t tls_issuer_expires; /* notAfter of the bundle CA that signed it; 0 = none of them did */
@@ -89,8 +89,7 @@ typedef struct lop_certrotate_config {
 } lop_certrotate_config_t;
 
 /* Fill *st from s for cfg (nothing fails: what does not parse is "not ok"). */
-void lop_certrotate_inspect(const lop_certrotate_config_t *cfg, const lop_cert_secret_t *s,
-                            lop_certrotate_state_t *st);
+void lop_certrotate_inspect(const lop_certrotate_config_t *cfg, const lop_cert_secret_t *s, lop_certrotate_state_t *st);
 
 /*
  * Bring s up to date at now_s: decide, act, decide again, until NONE (at most a few steps).

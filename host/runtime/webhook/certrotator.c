@@ -104,8 +104,8 @@ lop_certrotator_t *lop_certrotator_new(const lop_certrotator_config_t *cfg)
     r->sans = lop_xstrdup(cfg->certs.sans ? cfg->certs.sans : "");
     r->mutating = dup_or_null(cfg->mutating_config);
     r->validating = dup_or_null(cfg->validating_config);
-    r->certs = (lop_certrotate_config_t){r->ca_name, r->cn, r->sans, cfg->certs.ca_validity_s,
-                                         cfg->certs.cert_validity_s};
+    r->certs =
+        (lop_certrotate_config_t){r->ca_name, r->cn, r->sans, cfg->certs.ca_validity_s, cfg->certs.cert_validity_s};
     r->clock = cfg->clock ? cfg->clock : &lop_clock_system;
     return r;
 }
@@ -160,8 +160,8 @@ static lop_rc_t call(lop_certrotator_t *r, const char *method, const char *path,
     if (out) *out = NULL;
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     lop_rest_resp_t resp = LOP_REST_RESP_INIT;
-    lop_rc_t rc = lop_rest_do(r->rest, method, path, text ? "application/json" : NULL, text, text ? strlen(text) : 0,
-                              &resp, err);
+    lop_rc_t rc =
+        lop_rest_do(r->rest, method, path, text ? "application/json" : NULL, text, text ? strlen(text) : 0, &resp, err);
     if (rc == LOP_OK && out) {
         *out = json_loadb(resp.body.data ? resp.body.data : "", resp.body.len, 0, NULL);
         if (!*out) rc = lop_err_set(err, LOP_ERR, 0, NULL, "%s %s: the answer is not JSON", method, path);
@@ -249,8 +249,8 @@ lop_rc_t lop_certrotator_rotate(lop_certrotator_t *r, lop_cert_secret_t *out, in
 /* ------------------------------------------------------------------ injection (REST) */
 
 /* GET path, inject with fn, PUT when changed. A missing object is skipped. */
-static lop_rc_t inject_one(lop_certrotator_t *r, const char *path, bool (*fn)(json_t *, const char *),
-                           const char *b64, int *updated, lop_err_t *err)
+static lop_rc_t inject_one(lop_certrotator_t *r, const char *path, bool (*fn)(json_t *, const char *), const char *b64,
+                           int *updated, lop_err_t *err)
 {
     json_t *obj = NULL;
     lop_rc_t rc = call(r, "GET", path, NULL, &obj, err);

@@ -119,8 +119,7 @@ static lop_rc_t read_pair(lop_certwatcher_t *w, lop_buf_t *cert, lop_buf_t *key,
         rc = read_file(w->cert_path, cert, err);
         if (rc == LOP_OK) rc = read_file(w->key_path, key, err);
         if (rc == LOP_OK) rc = read_file(w->cert_path, &again, err);
-        if (rc != LOP_OK || tries == 3 ||
-            (again.len == cert->len && memcmp(again.data, cert->data, cert->len) == 0))
+        if (rc != LOP_OK || tries == 3 || (again.len == cert->len && memcmp(again.data, cert->data, cert->len) == 0))
             break;
     }
     lop_buf_free(&again);

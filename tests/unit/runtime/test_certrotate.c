@@ -212,9 +212,9 @@ static void test_injection(void)
     T_CHECK(lop_cainject_webhook_config(cfg, "TkVX"));
     json_t *whs = json_object_get(cfg, "webhooks");
     for (size_t i = 0; i < 2; i++)
-        T_EQ_STR(json_string_value(json_object_get(json_object_get(json_array_get(whs, i), "clientConfig"),
-                                                   "caBundle")),
-                 "TkVX");
+        T_EQ_STR(
+            json_string_value(json_object_get(json_object_get(json_array_get(whs, i), "clientConfig"), "caBundle")),
+            "TkVX");
     T_EQ_STR(json_string_value(json_object_get(
                  json_object_get(json_object_get(json_array_get(whs, 0), "clientConfig"), "service"), "name")),
              "s");
@@ -226,8 +226,8 @@ static void test_injection(void)
                              0, NULL);
     T_CHECK(lop_cainject_crd(crd, "TkVX"));
     T_CHECK(!lop_cainject_crd(crd, "TkVX"));
-    json_t *cc = json_object_get(json_object_get(json_object_get(json_object_get(crd, "spec"), "conversion"), "webhook"),
-                                 "clientConfig");
+    json_t *cc = json_object_get(
+        json_object_get(json_object_get(json_object_get(crd, "spec"), "conversion"), "webhook"), "clientConfig");
     T_EQ_STR(json_string_value(json_object_get(cc, "caBundle")), "TkVX");
     T_EQ_STR(json_string_value(json_object_get(cc, "url")), "https://x");
     json_decref(crd);
