@@ -10,6 +10,8 @@ loopback port and verifies the caBundle over TLS when it calls the webhook (apis
      injects ca.crt as caBundle into the ValidatingWebhookConfiguration and the conversion CRD.
   B. `kubectl apply` of an invalid ConfigMap is denied through the API server's webhook call, with
      the Lua reason; a valid one is admitted.
+  B2. A second replica (both run --leader-elect) is a standby: it does not write, it serves the
+     pair from the Secret, and it follows every rotation.
   C. Short lifetimes (--webhook-cert-validity 12s, --webhook-ca-validity 40s) force rotations while a
      bounded stream of admission requests goes through the API server: the serving certificate is
      re-issued (openssl s_client sees a new serial, no restart), the CA is rotated with the old one
@@ -112,9 +114,10 @@ def body():
     srv, url, kc = h.start_apiserver(extra=["--webhook-service", f"{NS}/{SVC}=127.0.0.1:{port}"])
     api = h.Api(url)
     setup(api, kc)
-    op = h.start_operator("operator", scripts, kc, [
-        "--webhook-bind-address", f"127.0.0.1:{port}", "--webhook-cert-secret", f"{NS}/{SECRET}",
-        "--webhook-cert-validity", "12s", "--webhook-ca-validity", "40s"])
+    common = ["--webhook-cert-secret", f"{NS}/{SECRET}", "--webhook-cert-validity", "12s",
+              "--webhook-ca-validity", "40s", "--leader-elect", "--leader-election-id", "luaop-webhook-test",
+              "--leader-election-namespace", NS]
+    op = h.start_operator("operator", scripts, kc, ["--webhook-bind-address", f"127.0.0.1:{port}"] + common)
 
     # A. the Secret, the names, the injection
     data = h.wait_for("the Secret with four keys", 30, lambda: secret_data(api), [op])
@@ -147,6 +150,17 @@ def body():
     r = kubectl(kc, "apply", "-f", path)
     h.check(r.returncode == 0, f"a valid ConfigMap is admitted ({r.stderr.strip()[-200:]})")
 
+    # B2. a standby replica serves the Secret's pair
+    h.wait_for("the first replica to lead", 30, lambda: op.oplog.find(msg="became leader; starting workers"), [op])
+    port2 = h.free_port()
+    op2 = h.start_operator("standby", scripts, kc, ["--webhook-bind-address", f"127.0.0.1:{port2}"] + common)
+    h.wait_for("the standby to serve webhooks", 30, lambda: op2.oplog.find(msg="serving webhooks"), [op2])
+    h.wait_for("the standby to serve the leader's certificate", 30,
+               lambda: served_cert(port2)[1] == served_cert(port)[1], [op, op2])
+    h.check(not op2.oplog.find(msg="became leader; starting workers")
+            and not op2.oplog.find(msg="webhook certificates written"),
+            "the standby serves the Secret's certificate and writes nothing")
+
     # C. rotations under a bounded stream of admission requests
     first_pem, first_serial = served_cert(port)
     first_ca = certs_in(data["ca.crt"])[0]
@@ -156,7 +170,7 @@ def body():
     def stream():
         mine = h.Api(url)
         n = 0
-        while not stop.is_set() and n < 5000:
+        while not stop.is_set() and n < 20000:
             n += 1
             code, obj = mine.req("POST", "/api/v1/namespaces/default/configmaps", cm(f"s{n}", {"n": str(n)}))
             if code != 201:
@@ -189,6 +203,12 @@ def body():
     h.check(not failed and done[0] >= 40, f"{done[0]} admission requests across the rotations, none failed "
                                           f"({failed[:3]})")
     h.check(op.poll() is None and len(op.oplog.find(msg="serving webhooks")) == 1, "no restart: one server throughout")
+    final = secret_data(api)["tls.crt"]
+    h.wait_for("the standby to serve the rotated certificate", 30,
+               lambda: served_cert(port2)[0].strip() == served_cert(port)[0].strip(), [op, op2])
+    h.check(not op2.oplog.find(msg="webhook certificates written") and bool(final),
+            "the standby followed the rotations without writing the Secret")
+    h.stop(op2)
     h.stop(op)
 
 
