@@ -360,7 +360,10 @@ int lop_run_opts_parse(lop_run_opts_t *o, int argc, char **argv, bool dev)
             o->webhook_concurrency = (int)n;
             break;
         }
-        case O_WH_SECRET: o->webhook_cert_secret = v; break;
+        case O_WH_SECRET:
+            o->webhook_cert_secret = v;
+            bad = !strchr(v, '/'); /* NAMESPACE/NAME (checked whole when the certificates start) */
+            break;
         case O_WH_SVC: o->webhook_service_name = v; break;
         case O_WH_SVC_NS: o->webhook_service_namespace = v; break;
         case O_WH_MUT_CFG: o->webhook_mutating_config = v; break;

@@ -70,6 +70,40 @@ static void test_flags_parse_like_controller_runtime(void)
     T_EQ_INT(lop_run_opts_parse(&o, 2, unknown, false), 2);
 }
 
+/* The self-managed certificate flags: off by default, kubebuilder's configuration names, the
+ * lifetimes as Go durations. */
+static void test_webhook_cert_secret_flags(void)
+{
+    lop_run_opts_t o;
+    lop_run_opts_defaults(&o);
+    T_CHECK(o.webhook_cert_secret == NULL);
+    T_EQ_STR(o.webhook_mutating_config, "luaop-mutating-webhook-configuration");
+    T_EQ_STR(o.webhook_validating_config, "luaop-validating-webhook-configuration");
+    T_EQ_INT(o.webhook_ca_validity_ns, 87600 * 3600 * LOP_NS_PER_S);
+    T_EQ_INT(o.webhook_cert_validity_ns, 8760 * 3600 * LOP_NS_PER_S);
+    char *argv[] = {"run",
+                    "--webhook-cert-secret=sys/certs",
+                    "--webhook-service-name",
+                    "svc",
+                    "--webhook-service-namespace=ns",
+                    "--webhook-mutating-configuration=m",
+                    "--webhook-validating-configuration=v",
+                    "--webhook-ca-validity=40s",
+                    "--webhook-cert-validity=12s"};
+    T_EQ_INT(lop_run_opts_parse(&o, 9, argv, false), 0);
+    T_EQ_STR(o.webhook_cert_secret, "sys/certs");
+    T_EQ_STR(o.webhook_service_name, "svc");
+    T_EQ_STR(o.webhook_service_namespace, "ns");
+    T_EQ_STR(o.webhook_mutating_config, "m");
+    T_EQ_STR(o.webhook_validating_config, "v");
+    T_EQ_INT(o.webhook_ca_validity_ns, 40 * LOP_NS_PER_S);
+    T_EQ_INT(o.webhook_cert_validity_ns, 12 * LOP_NS_PER_S);
+    char *bad[] = {"run", "--webhook-cert-validity=a-year"};
+    T_EQ_INT(lop_run_opts_parse(&o, 2, bad, false), 2);
+    char *no_ns[] = {"run", "--webhook-cert-secret=certs"};
+    T_EQ_INT(lop_run_opts_parse(&o, 2, no_ns, false), 2);
+}
+
 /* --watch-list defaults to client-go's feature-gate variable, and the flag overrides it. */
 static void test_watch_list_flag_and_client_go_variable(void)
 {
@@ -186,5 +220,6 @@ int main(void)
     T_RUN(test_flags_parse_like_controller_runtime);
     T_RUN(test_unknown_flag_error_names_the_flag);
     T_RUN(test_kubebuilder_flags_are_mapped);
+    T_RUN(test_webhook_cert_secret_flags);
     return T_DONE();
 }
