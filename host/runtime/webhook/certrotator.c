@@ -160,8 +160,14 @@ static lop_rc_t call(lop_certrotator_t *r, const char *method, const char *path,
     if (out) *out = NULL;
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     lop_rest_resp_t resp = LOP_REST_RESP_INIT;
-    lop_rc_t rc =
-        lop_rest_do(r->rest, method, path, text ? "application/json" : NULL, text, text ? strlen(text) : 0, &resp, err);
+    /* bounded: the operator's main loop makes these calls (its heartbeat allows 30 s) */
+    lop_rest_req_t req = {.method = method,
+                          .path = path,
+                          .content_type = text ? "application/json" : NULL,
+                          .body = text,
+                          .len = text ? strlen(text) : 0,
+                          .timeout_ms = LOP_CERTROTATOR_TIMEOUT_MS};
+    lop_rc_t rc = lop_rest_request(r->rest, &req, &resp, err);
     if (rc == LOP_OK && out) {
         *out = json_loadb(resp.body.data ? resp.body.data : "", resp.body.len, 0, NULL);
         if (!*out) rc = lop_err_set(err, LOP_ERR, 0, NULL, "%s %s: the answer is not JSON", method, path);

@@ -39,6 +39,9 @@ bool lop_cainject_crd(json_t *crd, const char *ca_b64);
 /* The Secret's values from its JSON (data is base64, as the API serves it); absent keys NULL. */
 void lop_cert_secret_from_json(const json_t *secret, lop_cert_secret_t *out);
 
+/* Each API call of the rotator is limited to this (ms): the operator's main loop makes them. */
+#define LOP_CERTROTATOR_TIMEOUT_MS 5000
+
 typedef struct lop_certrotator_config {
     lop_rest_client_t *rest;      /* borrowed; must outlive the rotator */
     const char *secret_namespace; /* required */
