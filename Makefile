@@ -8,7 +8,7 @@ CMAKEFLAGS ?=
 PKGS      := $(shell sh deps/packages.sh)
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build test demo bench bench-smoke asan tsan fuzz format format-check rbac clean
+.PHONY: all deps build test demo bench bench-smoke asan tsan fuzz format format-check rbac webhooks bundle clean
 
 all: build
 
@@ -60,6 +60,12 @@ rbac: build
 	$(BUILD)/luaop check --rbac --scripts examples/memcached/scripts \
 	  --crd examples/memcached/crd/cache.example.com_memcacheds.yaml \
 	  --scripts-configmap luaop-system/luaop-scripts >config/rbac/role.yaml
+
+# config/webhook/manifests.yaml: the example's WebhookConfigurations (tests check it is current;
+# the CRD conversion patches `luaop check --webhooks` also prints belong to the CRDs, see
+# docs/deploying.md).
+webhooks: build
+	$(BUILD)/luaop check --webhooks --scripts examples/memcached/scripts >config/webhook/manifests.yaml
 
 format:
 	git ls-files '*.c' '*.h' | xargs clang-format -i
