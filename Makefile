@@ -67,6 +67,13 @@ rbac: build
 webhooks: build
 	$(BUILD)/luaop check --webhooks --scripts examples/memcached/scripts >config/webhook/manifests.yaml
 
+# bundle/ and bundle.Dockerfile: an OLM bundle for an example (docs/deploying.md#olm-bundle);
+# BUNDLE_FLAGS passes more (--version, --image, --channel, --scripts/--crd/--sample for your set).
+BUNDLE_EXAMPLE ?= memcached
+BUNDLE_FLAGS ?=
+bundle: build
+	/usr/bin/python3 deploy/bundle.py --luaop $(BUILD)/luaop --example $(BUNDLE_EXAMPLE) $(BUNDLE_FLAGS)
+
 format:
 	git ls-files '*.c' '*.h' | xargs clang-format -i
 

@@ -187,7 +187,8 @@ def apply(docs, kc, tag):
         md = d["metadata"]
         group = d["apiVersion"].split("/")[0] if "/" in d["apiVersion"] else ""
         res = f"{d['kind']}.{group}" if group else d["kind"]
-        args = ["kubectl", "get", res, md["name"], "-o", "name"] + (["-n", md["namespace"]] if "namespace" in md else [])
+        args = ["kubectl", "get", res, md["name"], "-o", "name"]
+        args += ["-n", md["namespace"]] if "namespace" in md else []
         if subprocess.run(args, capture_output=True, env=env).returncode != 0:
             missing.append(f"{d['kind']}/{md['name']}")
     h.check(not missing, f"{tag}: {len(served)} objects applied to the local API server and read back "
