@@ -195,6 +195,37 @@ static void parse_pred(spec_ctx_t *c, int v, lop_pred_t *p, const char *path, in
 }
 
 /* Parse the watch table at t into w. map: SELF (for_), OWNER (owns) or LUA (watches). */
+/* The number at key of table t, 0 when absent; raises unless it is > 0 and <= max (an integer
+ * when integral). */
+static double rate_field(spec_ctx_t *c, int t, const char *key, double max, bool integral)
+{
+    lua_State *L = c->L;
+    lua_getfield(L, t, key);
+    double v = 0;
+    if (!lua_isnil(L, -1)) {
+        v = lua_tonumber(L, -1);
+        if (lua_type(L, -1) != LUA_TNUMBER || !(v > 0) || v > max || (integral && v != floor(v)))
+            spec_fail(c, "", "rate_limiter.%s must be %s > 0 and <= %g", key, integral ? "an integer" : "a number",
+                      max);
+    }
+    lua_pop(L, 1);
+    return v;
+}
+
+/* rate_limiter = { base_delay =, max_delay = (seconds), qps =, burst = } into rl (absent = 0,
+ * the default's value); the same bounds as luaop.controller.rate_limiter. */
+static void parse_rate_limiter(spec_ctx_t *c, int t, lop_ratelimit_decl_t *rl)
+{
+    if (!lua_istable(c->L, t)) spec_fail(c, "", "rate_limiter must be a table, not a %s", luaL_typename(c->L, t));
+    double base = rate_field(c, t, "base_delay", 3600, false), max = rate_field(c, t, "max_delay", 86400, false);
+    rl->qps = rate_field(c, t, "qps", 1e6, false);
+    rl->burst = (int)rate_field(c, t, "burst", 1e6, true);
+    if ((base > 0 ? base : 0.005) > (max > 0 ? max : 1000))
+        spec_fail(c, "", "rate_limiter.max_delay must not be below base_delay");
+    rl->base_delay_ns = (int64_t)(base * 1e9);
+    rl->max_delay_ns = (int64_t)(max * 1e9);
+}
+
 static void parse_watch(spec_ctx_t *c, int t, lop_watch_decl_t *w, const char *path, lop_map_kind_t map)
 {
     lua_State *L = c->L;
@@ -329,6 +360,10 @@ int lop_lua_core_register_controller(lua_State *L)
             spec_fail(&c, "", "reconcile_timeout must be a number of seconds, > 0 and <= 86400");
         d->reconcile_timeout_ns = (int64_t)(s * 1e9);
     }
+    lua_pop(L, 1);
+
+    lua_getfield(L, 1, "rate_limiter");
+    if (!lua_isnil(L, -1)) parse_rate_limiter(&c, lua_gettop(L), &d->rate_limiter);
     lua_pop(L, 1);
 
     lop_lua_push_registry(L, &lop_lua_key_reconcilers);

@@ -54,7 +54,11 @@ lop_controller_t *lop_controller_new(const lop_controller_opts_t *opts)
     c->observer = opts->observer;
     c->observer_ud = opts->observer_ud;
     c->memory_observer = opts->memory_observer;
-    c->queue = lop_workqueue_new(c->name, c->clock, lop_ratelimiter_default_controller_new(c->clock));
+    const lop_ratelimit_decl_t *rl = &opts->rate_limiter;
+    lop_ratelimiter_t *limiter =
+        lop_ratelimiter_controller_new(c->clock, rl->base_delay_ns, rl->max_delay_ns, rl->qps, rl->burst);
+    if (!limiter) limiter = lop_ratelimiter_default_controller_new(c->clock); /* declarations are checked */
+    c->queue = lop_workqueue_new(c->name, c->clock, limiter);
     pthread_mutex_init(&c->mu, NULL);
     c->failing = (lop_strmap_t)LOP_STRMAP_INIT;
     return c;

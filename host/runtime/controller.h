@@ -56,6 +56,7 @@ typedef struct lop_controller_opts {
     const char *kind;         /* the for_ kind, copied; NULL = "" — for logs */
     int workers;              /* max_concurrent_reconciles, >= 1 */
     const lop_clock_t *clock; /* borrowed; NULL = system */
+    lop_ratelimit_decl_t rate_limiter; /* the queue's limiter; zero fields = client-go's defaults */
     lop_scriptrt_t *rt;       /* borrowed */
     lop_gate_t *gate;         /* borrowed; NULL = never gated */
     bool wait_for_sync;       /* workers wait for lop_controller_sources_synced */

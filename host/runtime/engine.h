@@ -91,6 +91,16 @@ typedef struct lop_watch_decl {
                             * as this kind; reads of the kind are not served from it */
 } lop_watch_decl_t;
 
+/* A controller's workqueue rate limiter (controller-runtime's Options.RateLimiter, with
+ * client-go's DefaultControllerRateLimiter shape: the larger of a per-item exponential backoff
+ * and an overall token bucket). Each field 0 = the default's value. */
+typedef struct lop_ratelimit_decl {
+    int64_t base_delay_ns; /* first retry of an item (5 ms) */
+    int64_t max_delay_ns;  /* cap of the per-item backoff, >= base (1000 s) */
+    double qps;            /* the bucket's refill, retries per second over all items (10) */
+    int burst;             /* the bucket's size (100) */
+} lop_ratelimit_decl_t;
+
 typedef struct lop_ctrl_decl {
     char *name;
     lop_watch_decl_t for_;
@@ -101,6 +111,7 @@ typedef struct lop_ctrl_decl {
     int max_concurrent_reconciles; /* >= 1; default 1 */
     bool leader_election;          /* false: runs on every replica (default true) */
     int64_t reconcile_timeout_ns;  /* 0: the engine default */
+    lop_ratelimit_decl_t rate_limiter;
 } lop_ctrl_decl_t;
 
 /* ---------------------------------------------------------------- reconcile */

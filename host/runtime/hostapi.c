@@ -145,6 +145,32 @@ static bool cache_ready(lop_informer_t *inf)
     return st.count > 0;
 }
 
+/* Whether the cache holds this namespaced kind for the --namespace list only (some started
+ * informer of the kind is scoped to one of its namespaces), so that a read of another namespace
+ * is refused rather than sent to the API server. Caller holds m->mu. */
+static bool kind_cached_in_list(lop_manager_t *m, const lop_rest_mapping_t *mp)
+{
+    if (m->nns == 0 || !mp->namespaced) return false;
+    for (inf_entry_t *e = m->infs; e; e = e->next) {
+        if (e->selector || e->meta_only || !e->started || !e->ns || !lop_manager_ns_cached(m, e->ns)) continue;
+        if (strcmp(e->mapping.group, mp->group) == 0 && strcmp(e->mapping.version, mp->version) == 0 &&
+            strcmp(e->mapping.resource, mp->resource) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* A read of a namespace outside the --namespace list (controller-runtime's "unknown namespace for
+ * the cache"): an error naming the list. */
+static lop_rc_t unknown_namespace(lop_manager_t *m, const char *verb, const lop_rest_mapping_t *mp, const char *ns,
+                                  lop_err_t *err)
+{
+    return lop_err_set(err, LOP_EINVAL, 0, "BadRequest",
+                       "unable to %s %s%s%s in namespace \"%s\": unknown namespace for the cache, which holds "
+                       "namespaces %s only (--namespace)",
+                       verb, mp->resource, *mp->group ? "." : "", mp->group, ns, m->namespace_);
+}
+
 static lop_rc_t host_cache_get(void *ud, const char *api_version, const char *kind, const char *ns, const char *name,
                                lop_blob_t *out, lop_err_t *err)
 {
@@ -162,7 +188,9 @@ static lop_rc_t host_cache_get(void *ud, const char *api_version, const char *ki
     } else {
         e = NULL;
     }
+    bool outside = !e && ns && *ns && !lop_manager_ns_cached(m, ns) && kind_cached_in_list(m, &mp);
     pthread_mutex_unlock(&m->mu);
+    if (outside) return unknown_namespace(m, "get", &mp, ns, err);
     if (!e) return LOP_EAGAIN;
     if (!o) {
         return lop_err_set(err, LOP_ENOTFOUND, 404, "NotFound", "%s%s%s \"%s\" not found", mp.resource,
@@ -172,6 +200,31 @@ static lop_rc_t host_cache_get(void *ud, const char *api_version, const char *ki
     out->len = o->json_len;
     out->ref = o;
     return LOP_OK;
+}
+
+/* A list across all namespaces of a kind the cache holds per namespace of the --namespace list:
+ * the union of those informers' stores, grouped by namespace in the list's order. False (out left
+ * empty) unless every namespace of the list has a ready informer of the kind. Caller holds m->mu. */
+static bool list_namespaces(lop_manager_t *m, const lop_rest_mapping_t *mp, const lop_label_selector_t *sel,
+                            lop_obj_list_t *out)
+{
+    if (!kind_cached_in_list(m, mp)) return false;
+    inf_entry_t **per = lop_xcalloc(m->nns, sizeof *per);
+    bool all = true;
+    for (size_t i = 0; i < m->nns && all; i++) {
+        per[i] = cache_for(m, mp, m->nss[i]);
+        all = per[i] && per[i]->ns && cache_ready(per[i]->inf);
+    }
+    for (size_t i = 0; i < m->nns && all; i++) {
+        lop_obj_list_t part = {NULL, 0};
+        lop_store_list_selector(lop_informer_store(per[i]->inf), m->nss[i], sel, &part);
+        out->items = lop_xrealloc(out->items, (out->n + part.n + 1) * sizeof *out->items);
+        memcpy(out->items + out->n, part.items, part.n * sizeof *part.items); /* the references move */
+        out->n += part.n;
+        free(part.items);
+    }
+    free(per);
+    return all;
 }
 
 static lop_rc_t host_cache_list(void *ud, const char *api_version, const char *kind, const char *ns,
@@ -191,13 +244,19 @@ static lop_rc_t host_cache_list(void *ud, const char *api_version, const char *k
     pthread_mutex_lock(&m->mu);
     inf_entry_t *e = cache_for(m, &mp, ns && *ns ? ns : NULL);
     lop_obj_list_t list = {NULL, 0};
-    if (e && cache_ready(e->inf))
+    bool ok = false, outside = false;
+    if (e && cache_ready(e->inf)) {
         lop_store_list_selector(lop_informer_store(e->inf), ns && *ns ? ns : NULL, sel, &list);
-    else
-        e = NULL;
+        ok = true;
+    } else if (!e && !(ns && *ns)) {
+        ok = list_namespaces(m, &mp, sel, &list);
+    } else if (!e) {
+        outside = !lop_manager_ns_cached(m, ns) && kind_cached_in_list(m, &mp);
+    }
     pthread_mutex_unlock(&m->mu);
     lop_label_selector_free(sel);
-    if (!e) return LOP_EAGAIN;
+    if (outside) return unknown_namespace(m, "list", &mp, ns, err);
+    if (!ok) return LOP_EAGAIN;
     *items = lop_xcalloc(list.n ? list.n : 1, sizeof **items);
     for (size_t i = 0; i < list.n; i++) {
         (*items)[i].json = list.items[i]->json;

@@ -107,7 +107,7 @@ static inf_entry_t *inf_acquire(lop_manager_t *m, const lop_rest_mapping_t *mp, 
                                 bool meta_only, lop_err_t *err)
 {
     if (!mp->namespaced) ns = NULL;
-    if (!ns && m->namespace_ && mp->namespaced) ns = m->namespace_;
+    if (!ns && m->nns == 1 && mp->namespaced) ns = m->nss[0];
     char key[640];
     snprintf(key, sizeof key, "%s/%s/%s|%s|%s%s", mp->group, mp->version, mp->resource, ns ? ns : "",
              selector ? selector : "", meta_only ? "|metadata" : "");
@@ -341,6 +341,38 @@ static void unstage(lop_manager_t *m, ctrl_entry_t *fresh)
     for (ctrl_entry_t *c = m->ctrls; c; c = c->next) lop_ctrl_check_synced(c);
 }
 
+static bool same_rate_limiter(const lop_ratelimit_decl_t *a, const lop_ratelimit_decl_t *b)
+{
+    return a->base_delay_ns == b->base_delay_ns && a->max_delay_ns == b->max_delay_ns && a->qps == b->qps &&
+           a->burst == b->burst;
+}
+
+/* Bind controller c to one watch: an informer of mp (shared with every other watch of the same
+ * scope) and a binding carrying the watch's predicates and mapping. A namespaced kind watched
+ * with no namespace of its own under a --namespace list of several gets one informer and one
+ * binding per namespace of the list: the controller's view is their union, and it waits for all
+ * of them to sync (controller-runtime's multi-namespace cache). c->bindings has room for them. */
+static lop_rc_t bind_watch(lop_manager_t *m, ctrl_entry_t *c, const lop_rest_mapping_t *mp,
+                           const lop_watch_decl_t *wd, bool primary, lop_err_t *err)
+{
+    bool fan = m->nns > 1 && mp->namespaced && !wd->namespace_;
+    for (size_t j = 0; j < (fan ? m->nns : 1); j++) {
+        inf_entry_t *e = inf_acquire(m, mp, fan ? m->nss[j] : wd->namespace_, wd->label_selector,
+                                     wd->metadata_only, err);
+        if (!e) return LOP_ERR;
+        binding_t *b = lop_xcalloc(1, sizeof *b);
+        b->m = m;
+        b->ctrl = c;
+        b->inf = e;
+        b->map = primary ? LOP_MAP_SELF : wd->map;
+        b->map_lua_id = wd->map_lua_id;
+        b->preds = preds_dup(wd->preds, wd->npreds);
+        b->npreds = wd->npreds;
+        c->bindings[c->nbindings++] = b;
+    }
+    return LOP_OK;
+}
+
 /* Build the wiring of a new set's declarations (vm: the set's VM, not installed yet) on the
  * side, in m->staged: controllers kept by name move to it (their old entries stand down:
  * moved), new ones are made, every watch takes its informer. Runs in the install's validation,
@@ -361,11 +393,13 @@ static lop_rc_t wire_stage(lop_manager_t *m, lop_vm_t *vm, lop_err_t *err)
         c->primary = m->plan.mappings[k];
         c->leader_election = d->leader_election;
         c->workers = d->max_concurrent_reconciles > 0 ? d->max_concurrent_reconciles : 1;
+        c->rate_limiter = d->rate_limiter;
         c->deadline_ns =
             d->reconcile_timeout_ns > 0 ? d->reconcile_timeout_ns : m->cfg.engine_opts.reconcile_timeout_ns;
         ctrl_entry_t *old = ctrl_find(m->ctrls, d->name);
         if (old && !old->moved && old->leader_election == d->leader_election &&
             old->workers == (d->max_concurrent_reconciles > 0 ? d->max_concurrent_reconciles : 1) &&
+            same_rate_limiter(&old->rate_limiter, &d->rate_limiter) &&
             strcmp(old->primary.resource, c->primary.resource) == 0 &&
             strcmp(old->primary.group, c->primary.group) == 0) {
             c->ctrl = old->ctrl; /* keep the queue (and its pending requeues) and workers */
@@ -381,6 +415,7 @@ static lop_rc_t wire_stage(lop_manager_t *m, lop_vm_t *vm, lop_err_t *err)
                 .kind = c->primary.kind,
                 .workers = d->max_concurrent_reconciles,
                 .clock = m->clock,
+                .rate_limiter = d->rate_limiter,
                 .rt = m->rt,
                 .gate = d->leader_election ? m->cfg.leader_gate : NULL,
                 .wait_for_sync = true,
@@ -393,25 +428,9 @@ static lop_rc_t wire_stage(lop_manager_t *m, lop_vm_t *vm, lop_err_t *err)
             m->stats.controllers++;
         }
         size_t nw = decl_watch_count(d);
-        c->bindings = lop_xcalloc(nw, sizeof *c->bindings);
-        for (size_t w = 0; w < nw; w++, k++) {
-            const lop_watch_decl_t *wd = decl_watch(d, w);
-            inf_entry_t *e =
-                inf_acquire(m, &m->plan.mappings[k], wd->namespace_, wd->label_selector, wd->metadata_only, err);
-            if (!e) {
-                rc = LOP_ERR;
-                break;
-            }
-            binding_t *b = lop_xcalloc(1, sizeof *b);
-            b->m = m;
-            b->ctrl = c;
-            b->inf = e;
-            b->map = w == 0 ? LOP_MAP_SELF : wd->map;
-            b->map_lua_id = wd->map_lua_id;
-            b->preds = preds_dup(wd->preds, wd->npreds);
-            b->npreds = wd->npreds;
-            c->bindings[c->nbindings++] = b;
-        }
+        c->bindings = lop_xcalloc(nw * (m->nns > 1 ? m->nns : 1), sizeof *c->bindings);
+        for (size_t w = 0; w < nw && rc == LOP_OK; w++, k++)
+            rc = bind_watch(m, c, &m->plan.mappings[k], decl_watch(d, w), w == 0, err);
         *tail = c;
         tail = &c->next;
     }
@@ -487,6 +506,34 @@ static void wire_commit(lop_manager_t *m)
     lop_scriptrt_event_release_prev(m->rt);
 }
 
+/* m->namespace_ ("a,b") into m->nss: commas separate, blanks around a name and empty items are
+ * dropped, a repeated name is kept once. */
+static void split_namespaces(lop_manager_t *m)
+{
+    for (const char *p = m->namespace_; p && *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *next = end ? end + 1 : p + len;
+        while (len && (*p == ' ' || *p == '\t')) p++, len--;
+        while (len && (p[len - 1] == ' ' || p[len - 1] == '\t')) len--;
+        bool dup = len == 0;
+        for (size_t i = 0; i < m->nns && !dup; i++) dup = strlen(m->nss[i]) == len && !strncmp(m->nss[i], p, len);
+        if (!dup) {
+            m->nss = lop_xrealloc(m->nss, (m->nns + 1) * sizeof *m->nss);
+            m->nss[m->nns++] = lop_xstrndup(p, len);
+        }
+        p = next;
+    }
+}
+
+bool lop_manager_ns_cached(const lop_manager_t *m, const char *ns)
+{
+    if (m->nns == 0) return true;
+    for (size_t i = 0; ns && i < m->nns; i++)
+        if (strcmp(m->nss[i], ns) == 0) return true;
+    return false;
+}
+
 /* ------------------------------------------------------------------ public */
 
 lop_rc_t lop_manager_new(const lop_manager_config_t *cfg, lop_manager_t **out, lop_err_t *err)
@@ -497,6 +544,7 @@ lop_rc_t lop_manager_new(const lop_manager_config_t *cfg, lop_manager_t **out, l
     lop_manager_t *m = lop_xcalloc(1, sizeof *m);
     m->cfg = *cfg;
     m->namespace_ = cfg->namespace_ && *cfg->namespace_ ? lop_xstrdup(cfg->namespace_) : NULL;
+    split_namespaces(m);
     m->identity = lop_xstrdup(cfg->identity ? cfg->identity : "luaop");
     m->cfg.namespace_ = m->namespace_;
     m->cfg.identity = m->identity;
@@ -660,6 +708,8 @@ void lop_manager_free(lop_manager_t *m)
     pthread_mutex_destroy(&m->mu);
     pthread_mutex_destroy(&m->ryw_mu);
     pthread_cond_destroy(&m->ryw_cond);
+    for (size_t i = 0; i < m->nns; i++) free(m->nss[i]);
+    free(m->nss);
     free(m->namespace_);
     free(m->identity);
     free(m);

@@ -58,6 +58,7 @@ typedef struct ctrl_entry {
     bool unbound;         /* made by a reload not committed yet: its metrics are not bound */
     bool leader_election; /* needs leadership to run and write */
     int workers;          /* max_concurrent_reconciles it was built with */
+    lop_ratelimit_decl_t rate_limiter; /* the queue's limiter it was built with */
     lop_metrics_queue_t queue_metrics;
     lop_metrics_controller_t ctrl_metrics;
     lop_metrics_queue_t *queue_obs; /* the queue observer's ud (a copy of queue_metrics); owned */
@@ -73,7 +74,12 @@ typedef struct plan {
 
 struct lop_manager {
     lop_manager_config_t cfg;
-    char *namespace_;
+    char *namespace_; /* the --namespace list as given ("a,b"); NULL = all namespaces */
+    /* The namespaces the cache holds (controller-runtime's cache.Options.DefaultNamespaces):
+     * namespace_ split at commas, deduplicated; nns == 0 = every namespace. Each watch of a
+     * namespaced kind gets one informer per namespace (wire_stage), merged in reads (hostapi.c). */
+    char **nss;
+    size_t nns;
     char *identity;
     const lop_clock_t *clock;
     lop_host_api_t host;
@@ -114,6 +120,9 @@ void lop_binding_on_synced(void *ud); /* opens the controller's workers once all
 void lop_ctrl_bindings_free(ctrl_entry_t *c);
 /* Let the controller's workers go when every informer of its bindings has synced. */
 void lop_ctrl_check_synced(const ctrl_entry_t *c);
+
+/* manager.c: whether ns is one of the namespaces the cache holds (true when it holds all). */
+bool lop_manager_ns_cached(const lop_manager_t *m, const char *ns);
 
 /* hostapi.c */
 extern const lop_reflector_handlers_t lop_ryw_handlers; /* ud = the manager */

@@ -12,14 +12,19 @@ local _M = {}
 local top_keys = {
   name = true, for_ = true, owns = true, watches = true, predicates = true,
   max_concurrent_reconciles = true, leader_election = true, reconcile_timeout = true, reconcile = true,
+  rate_limiter = true,
 }
+
+-- rate_limiter = { base_delay =, max_delay = (seconds), qps =, burst = }: each an upper bound.
+local rate_keys = { base_delay = 3600, max_delay = 86400, qps = 1e6, burst = 1e6 }
 
 -- Names users reach for out of habit (Go, YAML) -> the field they meant.
 local HINTS = {
   apiVersion = "api_version", ["for"] = "for_", For = "for_", own = "owns", Owns = "owns",
   watch = "watches", Watches = "watches", predicate = "predicates", workers = "max_concurrent_reconciles",
   maxConcurrentReconciles = "max_concurrent_reconciles", leaderElection = "leader_election",
-  timeout = "reconcile_timeout", Reconcile = "reconcile",
+  timeout = "reconcile_timeout", Reconcile = "reconcile", rateLimiter = "rate_limiter",
+  ratelimiter = "rate_limiter", baseDelay = "base_delay", maxDelay = "max_delay",
 }
 
 local function unknown(k)
@@ -191,7 +196,36 @@ normalize = function(decl)
     end
     spec.reconcile_timeout = decl.reconcile_timeout
   end
+  if decl.rate_limiter ~= nil then
+    spec.rate_limiter = _M.rate_limiter(level, where, decl.rate_limiter)
+  end
   return spec
+end
+
+--- Check a controller's `rate_limiter` table (controller-runtime's RateLimiter option, with
+-- client-go's default shape: the larger of a per-item exponential backoff from `base_delay` to
+-- `max_delay` seconds and an overall token bucket of `qps` retries per second, `burst` deep).
+-- Every field is optional (default 0.005, 1000, 10, 100); raises naming the field.
+-- @treturn table a copy with the given fields
+function _M.rate_limiter(level, where, rl)
+  where = where or ""
+  if type(rl) ~= "table" then
+    fail(level, where .. "rate_limiter must be a table { base_delay =, max_delay =, qps =, burst = }")
+  end
+  local out = {}
+  for k, v in pairs(rl) do
+    local max = rate_keys[k]
+    if not max then fail(level, where .. "rate_limiter: " .. unknown(k)) end
+    if type(v) ~= "number" or not (v > 0) or v > max or (k == "burst" and math_floor(v) ~= v) then
+      fail(level, where .. "rate_limiter." .. k .. " must be " ..
+        (k == "burst" and "an integer" or "a number") .. " > 0 and <= " .. tostring(max))
+    end
+    out[k] = v
+  end
+  if (out.base_delay or 0.005) > (out.max_delay or 1000) then
+    fail(level, where .. "rate_limiter.max_delay must not be below base_delay")
+  end
+  return out
 end
 
 return _M

@@ -219,9 +219,21 @@ lop_ratelimiter_t *lop_ratelimiter_max_of_new(lop_ratelimiter_t **children, size
 
 lop_ratelimiter_t *lop_ratelimiter_default_controller_new(const lop_clock_t *clock)
 {
+    return lop_ratelimiter_controller_new(clock, 0, 0, 0, 0);
+}
+
+lop_ratelimiter_t *lop_ratelimiter_controller_new(const lop_clock_t *clock, int64_t base_ns, int64_t max_ns,
+                                                  double qps, int burst)
+{
     lop_ratelimiter_t *kids[2] = {
-        lop_ratelimiter_exponential_new(5 * LOP_NS_PER_MS, 1000 * LOP_NS_PER_S),
-        lop_ratelimiter_bucket_new(clock, 10.0, 100),
+        lop_ratelimiter_exponential_new(base_ns > 0 ? base_ns : 5 * LOP_NS_PER_MS,
+                                        max_ns > 0 ? max_ns : 1000 * LOP_NS_PER_S),
+        lop_ratelimiter_bucket_new(clock, qps > 0 ? qps : 10.0, burst > 0 ? burst : 100),
     };
+    if (!kids[0] || !kids[1]) {
+        lop_ratelimiter_free(kids[0]);
+        lop_ratelimiter_free(kids[1]);
+        return NULL;
+    }
     return lop_ratelimiter_max_of_new(kids, 2);
 }

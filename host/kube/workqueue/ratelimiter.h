@@ -9,7 +9,8 @@
  *                         the delay is how long until that token exists)
  *   max-of:               the largest delay of several limiters; forget forgets in all;
  *                         num_requeues is the largest count
- *   default controller:   max-of(exponential 5 ms → 1000 s, bucket 10 qps burst 100)
+ *   default controller:   max-of(exponential 5 ms → 1000 s, bucket 10 qps burst 100); the same
+ *                         shape with other numbers: lop_ratelimiter_controller_new
  *
  * Units: nanoseconds. Items are strings (e.g. "namespace/name").
  * Ownership: *_new returns a limiter the caller frees with lop_ratelimiter_free (a max-of limiter
@@ -53,5 +54,11 @@ lop_ratelimiter_t *lop_ratelimiter_bucket_new(const lop_clock_t *clock, double q
 lop_ratelimiter_t *lop_ratelimiter_max_of_new(lop_ratelimiter_t **children, size_t n);
 /* client-go's DefaultControllerRateLimiter. */
 lop_ratelimiter_t *lop_ratelimiter_default_controller_new(const lop_clock_t *clock);
+
+/* The same shape with other numbers (a controller's rate_limiter declaration): max-of(per-item
+ * exponential base_ns -> max_ns, bucket qps burst). A value <= 0 takes the default's (5 ms,
+ * 1000 s, 10 qps, burst 100). NULL when the result is invalid (max_ns < base_ns). */
+lop_ratelimiter_t *lop_ratelimiter_controller_new(const lop_clock_t *clock, int64_t base_ns, int64_t max_ns,
+                                                  double qps, int burst);
 
 #endif
