@@ -37,6 +37,12 @@ describe("luaop.controller", function()
     assert.same({ op.predicates.generation_changed }, spec.watches[1].predicates)
   end)
 
+  it("keeps a rate_limiter's fields (seconds, qps, burst) in the spec", function()
+    local spec = op.controller(decl({ rate_limiter = { base_delay = 0.05, max_delay = 30, qps = 5, burst = 20 } }))
+    assert.same({ base_delay = 0.05, max_delay = 30, qps = 5, burst = 20 }, spec.rate_limiter)
+    assert.is_nil(op.controller(decl({ name = "other" })).rate_limiter)
+  end)
+
   it("a duplicate controller name raises", function()
     op.controller(decl())
     assert.has_error(function() op.controller(decl()) end)
@@ -67,6 +73,16 @@ describe("luaop.controller", function()
       { "fractional workers", decl({ max_concurrent_reconciles = 1.5 }), "max_concurrent_reconciles" },
       { "leader_election string", decl({ leader_election = "yes" }), "leader_election" },
       { "negative timeout", decl({ reconcile_timeout = -1 }), "reconcile_timeout" },
+      { "rate_limiter not a table", decl({ rate_limiter = 5 }), "controller 'widgets': rate_limiter must be a table" },
+      { "rate_limiter unknown field", decl({ rate_limiter = { baseDelay = 1 } }),
+        "rate_limiter: unknown field 'baseDelay' %(did you mean 'base_delay'%?%)" },
+      { "rate_limiter negative qps", decl({ rate_limiter = { qps = -1 } }), "rate_limiter.qps must be a number > 0" },
+      { "rate_limiter fractional burst", decl({ rate_limiter = { burst = 1.5 } }),
+        "rate_limiter.burst must be an integer > 0" },
+      { "rate_limiter max below base", decl({ rate_limiter = { base_delay = 2, max_delay = 1 } }),
+        "rate_limiter.max_delay must not be below base_delay" },
+      { "rate_limiter max below the default base", decl({ rate_limiter = { max_delay = 0.001 } }),
+        "rate_limiter.max_delay must not be below base_delay" },
     }
     for _, c in ipairs(cases) do
       it(c[1], function()

@@ -165,10 +165,14 @@ static bool kind_cached_in_list(lop_manager_t *m, const lop_rest_mapping_t *mp)
 static lop_rc_t unknown_namespace(lop_manager_t *m, const char *verb, const lop_rest_mapping_t *mp, const char *ns,
                                   lop_err_t *err)
 {
-    return lop_err_set(err, LOP_EINVAL, 0, "BadRequest",
-                       "unable to %s %s%s%s in namespace \"%s\": unknown namespace for the cache, which holds "
-                       "namespaces %s only (--namespace)",
-                       verb, mp->resource, *mp->group ? "." : "", mp->group, ns, m->namespace_);
+    lop_buf_t list = {0};
+    for (size_t i = 0; i < m->nns; i++) lop_buf_printf(&list, "%s%s", i ? ", " : "", m->nss[i]);
+    lop_rc_t rc = lop_err_set(err, LOP_EINVAL, 0, "BadRequest",
+                              "unable to %s %s%s%s in namespace \"%s\": unknown namespace for the cache, which "
+                              "holds namespaces %s only (--namespace)",
+                              verb, mp->resource, *mp->group ? "." : "", mp->group, ns, list.data ? list.data : "");
+    lop_buf_free(&list);
+    return rc;
 }
 
 static lop_rc_t host_cache_get(void *ud, const char *api_version, const char *kind, const char *ns, const char *name,

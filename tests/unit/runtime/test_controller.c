@@ -170,6 +170,33 @@ static void test_error_is_rate_limited_with_growing_backoff(void)
     teardown(&f);
 }
 
+/* A controller declared with rate_limiter = {base_delay = 0.05, max_delay = 0.08}: its queue
+ * retries after 50 ms, then 80 ms (capped), not the default 5 ms, 10 ms. */
+static void test_declared_rate_limiter_sets_the_backoff(void)
+{
+    fixture_t f;
+    setup(&f);
+    lop_controller_free(f.c);
+    lop_controller_opts_t co = {.name = "test",
+                                .workers = 1,
+                                .clock = &f.fc.base,
+                                .rt = f.rt,
+                                .rate_limiter = {.base_delay_ns = 50 * LOP_NS_PER_MS, .max_delay_ns = 80 * LOP_NS_PER_MS}};
+    f.c = lop_controller_new(&co);
+    lop_controller_enqueue(f.c, "ns", "error");
+    T_EQ_INT(lop_controller_process_one(f.c, &f.slot), LOP_OK);
+    lop_fake_clock_step(&f.fc, 49 * LOP_NS_PER_MS);
+    T_EQ_INT(lop_controller_process_one(f.c, &f.slot), LOP_EAGAIN);
+    lop_fake_clock_step(&f.fc, 1 * LOP_NS_PER_MS);
+    T_EQ_INT(lop_controller_process_one(f.c, &f.slot), LOP_OK);
+    lop_fake_clock_step(&f.fc, 79 * LOP_NS_PER_MS);
+    T_EQ_INT(lop_controller_process_one(f.c, &f.slot), LOP_EAGAIN); /* 100 ms would be uncapped */
+    lop_fake_clock_step(&f.fc, 1 * LOP_NS_PER_MS);
+    T_EQ_INT(lop_controller_process_one(f.c, &f.slot), LOP_OK);
+    T_EQ_INT(lop_workqueue_num_requeues(lop_controller_queue(f.c), "ns/error"), 3);
+    teardown(&f);
+}
+
 static void test_requeue_after_forgets_then_adds_after(void)
 {
     fixture_t f;
@@ -323,6 +350,7 @@ int main(void)
 {
     T_RUN(test_done_forgets_and_does_not_requeue);
     T_RUN(test_error_is_rate_limited_with_growing_backoff);
+    T_RUN(test_declared_rate_limiter_sets_the_backoff);
     T_RUN(test_requeue_after_forgets_then_adds_after);
     T_RUN(test_requeue_and_terminal);
     T_RUN(test_reload_switches_between_reconciles_and_failed_reload_keeps_old);

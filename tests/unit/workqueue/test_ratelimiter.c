@@ -103,6 +103,32 @@ static void test_default_controller_limiter(void)
     lop_ratelimiter_free(rl);
 }
 
+/* A controller's rate_limiter declaration: the same max-of shape with its numbers; zeros take
+ * the default's. */
+static void test_controller_limiter_with_options(void)
+{
+    lop_fake_clock_t fc;
+    lop_fake_clock_init(&fc, 0);
+    lop_ratelimiter_t *rl = lop_ratelimiter_controller_new(&fc.base, 50 * MS, 200 * MS, 2.0, 3);
+    T_EQ_INT(lop_ratelimiter_when(rl, "a"), 50 * MS);
+    T_EQ_INT(lop_ratelimiter_when(rl, "a"), 100 * MS);
+    /* the burst of 3 is spent: the bucket's next token is 0.5 s away (2 qps) */
+    T_EQ_INT(lop_ratelimiter_when(rl, "b"), 50 * MS);
+    T_EQ_INT(lop_ratelimiter_when(rl, "c"), 500 * MS);
+    lop_fake_clock_step(&fc, 100 * S); /* the bucket refills; item "a" keeps its failures */
+    T_EQ_INT(lop_ratelimiter_when(rl, "a"), 200 * MS);
+    T_EQ_INT(lop_ratelimiter_when(rl, "a"), 200 * MS); /* max_delay caps it */
+    lop_ratelimiter_free(rl);
+
+    rl = lop_ratelimiter_controller_new(&fc.base, 0, 0, 0, 0); /* = the default */
+    T_EQ_INT(lop_ratelimiter_when(rl, "a"), 5 * MS);
+    lop_ratelimiter_free(rl);
+    rl = lop_ratelimiter_controller_new(&fc.base, 2 * S, 0, 0, 0); /* base only: max stays 1000 s */
+    T_EQ_INT(lop_ratelimiter_when(rl, "a"), 2 * S);
+    lop_ratelimiter_free(rl);
+    T_CHECK(lop_ratelimiter_controller_new(&fc.base, 2 * S, 1 * S, 0, 0) == NULL); /* max < base */
+}
+
 static void test_constructors_validate(void)
 {
     lop_fake_clock_t fc;
@@ -123,6 +149,7 @@ int main(void)
     T_RUN(test_max_of);
     T_RUN(test_bucket_burst_then_qps);
     T_RUN(test_default_controller_limiter);
+    T_RUN(test_controller_limiter_with_options);
     T_RUN(test_constructors_validate);
     return T_DONE();
 }
