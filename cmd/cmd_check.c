@@ -61,7 +61,7 @@ static void usage(FILE *f)
                "\n"
                "  --rbac                          print the least-privilege RBAC the set needs (YAML on stdout)\n"
                "  --crd FILE                      CustomResourceDefinitions for plurals and scope (repeatable)\n"
-               "  --namespace NS                  a Role in NS instead of a ClusterRole (luaop run --namespace)\n"
+               "  --namespace NS[,NS...]          a Role in each NS instead of a ClusterRole (luaop run --namespace)\n"
                "  --scripts-configmap NS/NAME     add a Role reading only that ConfigMap\n"
                "  --service-account NS/NAME       the subject bound (luaop-system/luaop)\n"
                "  --leader-election-namespace NS  where the Lease Role goes (the service account's namespace)\n"

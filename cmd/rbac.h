@@ -36,7 +36,8 @@
 
 typedef struct lop_rbac_opts {
     const char *prefix;            /* object names: "<prefix>-manager", ...; default "luaop" */
-    const char *namespace_;        /* NULL: cluster-wide (ClusterRole); else a Role there */
+    const char *namespace_;        /* NULL: cluster-wide (ClusterRole); else a Role in each namespace of
+                                    * this comma-separated list (luaop run --namespace a,b) */
     const char *sa_namespace;      /* the ServiceAccount bound; default "luaop-system" */
     const char *sa_name;           /* default "luaop" */
     const char *leader_namespace;  /* the Lease's namespace; default sa_namespace */

@@ -41,7 +41,11 @@ typedef struct lop_manager_config {
     lop_restmapper_t *mapper;   /* borrowed */
     const lop_engine_t *engine; /* borrowed */
     lop_engine_opts_t engine_opts;
-    const char *namespace_;   /* watch only this namespace (NULL = all); copied */
+    /* Watch only these namespaces: "a" or a comma-separated list "a,b" (controller-runtime's
+     * cache.Options.DefaultNamespaces); NULL or "" = all; copied. Namespaced kinds watched without
+     * a namespace of their own get one informer per namespace of the list; cache reads of
+     * another namespace of such a kind answer LOP_EINVAL naming the list (hostapi.c). */
+    const char *namespace_;
     const lop_clock_t *clock; /* NULL = system */
     lop_gate_t *leader_gate;  /* NULL = no leader election; borrowed */
     /* With leader election: asked right before every write of a leader-elected controller, on

@@ -18,7 +18,7 @@ typedef struct lop_run_opts {
     const char *scripts_configmap; /* --scripts-configmap NAMESPACE/NAME */
     const char *kubeconfig;        /* --kubeconfig */
     const char *context;           /* --context */
-    const char *namespace_;        /* --namespace: watch only this namespace */
+    const char *namespace_;        /* --namespace: watch only these namespaces ("a" or "a,b") */
     bool leader_elect;             /* --leader-elect */
     const char *leader_election_id;
     const char *leader_election_namespace;

@@ -7,6 +7,7 @@
 #     and nothing wider (no wildcard, no cluster-wide ConfigMap read);
 #  3. the replicator's marker adds ConfigMap writes; watches give Namespaces read only;
 #  4. --namespace makes a Role, with cluster-scoped kinds (Namespace) in a separate ClusterRole;
+#     a list (--namespace a,b) makes one in each;
 #  5. a wildcard or malformed marker fails naming file:line; an unknown kind's guessed plural warns;
 #  6. every generated object is accepted by the local API server (kubectl apply).
 set -euo pipefail
@@ -75,6 +76,20 @@ grep -q '^ClusterRole/luaop-manager-cluster replicator.example.com configmaprepl
   fail "--namespace: a Cluster-scoped CRD kind must go to the ClusterRole"
 echo "ok   --namespace: a Role, cluster-scoped kinds in a ClusterRole"
 
+"$LUAOP" check --rbac --namespace "team-a, team-b" --scripts examples/replicator/scripts \
+  --crd examples/replicator/crd/replicator.example.com_configmapreplications.yaml >"$tmp/ns2.yaml" 2>/dev/null
+/usr/bin/python3 - "$tmp/ns2.yaml" <<'PY' || fail "--namespace a list: one manager Role and RoleBinding per namespace"
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+for kind in ("Role", "RoleBinding"):
+    got = sorted(d["metadata"]["namespace"] for d in docs if d["kind"] == kind and d["metadata"]["name"] == "luaop-manager")
+    assert got == ["team-a", "team-b"], (kind, got)
+roles = [d for d in docs if d["kind"] == "Role" and d["metadata"]["name"] == "luaop-manager"]
+assert roles[0]["rules"] == roles[1]["rules"], "the namespaces' Roles differ"
+assert any(d["kind"] == "ClusterRole" and d["metadata"]["name"] == "luaop-manager-cluster" for d in docs)
+PY
+echo "ok   --namespace a,b: the manager Role and its binding in each namespace"
+
 mkdir "$tmp/bad"
 cat >"$tmp/bad/main.lua" <<'EOF2'
 local op = require("luaop")
@@ -97,7 +112,8 @@ srv=$!
 for _ in $(seq 1 100); do [ -s "$tmp/kc" ] && kubectl --kubeconfig "$tmp/kc" get namespaces >/dev/null 2>&1 && break; sleep 0.1; done
 kubectl --kubeconfig "$tmp/kc" create namespace luaop-system >/dev/null
 kubectl --kubeconfig "$tmp/kc" create namespace team-a >/dev/null
-for f in mc rep ns w; do
+kubectl --kubeconfig "$tmp/kc" create namespace team-b >/dev/null
+for f in mc rep ns ns2 w; do
   kubectl --kubeconfig "$tmp/kc" apply -f "$tmp/$f.yaml" >"$tmp/apply.out" 2>&1 || { cat "$tmp/apply.out" >&2; fail "apply $f"; }
 done
 kubectl --kubeconfig "$tmp/kc" get -n luaop-system role/luaop-scripts -o jsonpath='{.rules[0].resourceNames[0]}' |
