@@ -51,15 +51,15 @@ typedef void (*lop_reconcile_observer_fn)(void *ud, const char *controller, lop_
 typedef void (*lop_vm_memory_observer_fn)(void *ud, const char *controller, int worker, size_t bytes);
 
 typedef struct lop_controller_opts {
-    const char *name;         /* copied */
-    const char *group;        /* the for_ kind's API group ("" core), copied; NULL = "" — for logs */
-    const char *kind;         /* the for_ kind, copied; NULL = "" — for logs */
-    int workers;              /* max_concurrent_reconciles, >= 1 */
-    const lop_clock_t *clock; /* borrowed; NULL = system */
+    const char *name;                  /* copied */
+    const char *group;                 /* the for_ kind's API group ("" core), copied; NULL = "" — for logs */
+    const char *kind;                  /* the for_ kind, copied; NULL = "" — for logs */
+    int workers;                       /* max_concurrent_reconciles, >= 1 */
+    const lop_clock_t *clock;          /* borrowed; NULL = system */
     lop_ratelimit_decl_t rate_limiter; /* the queue's limiter; zero fields = client-go's defaults */
-    lop_scriptrt_t *rt;       /* borrowed */
-    lop_gate_t *gate;         /* borrowed; NULL = never gated */
-    bool wait_for_sync;       /* workers wait for lop_controller_sources_synced */
+    lop_scriptrt_t *rt;                /* borrowed */
+    lop_gate_t *gate;                  /* borrowed; NULL = never gated */
+    bool wait_for_sync;                /* workers wait for lop_controller_sources_synced */
     lop_reconcile_observer_fn observer;
     void *observer_ud;
     lop_vm_memory_observer_fn memory_observer; /* ud = observer_ud */

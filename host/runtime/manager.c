@@ -352,13 +352,13 @@ static bool same_rate_limiter(const lop_ratelimit_decl_t *a, const lop_ratelimit
  * with no namespace of its own under a --namespace list of several gets one informer and one
  * binding per namespace of the list: the controller's view is their union, and it waits for all
  * of them to sync (controller-runtime's multi-namespace cache). c->bindings has room for them. */
-static lop_rc_t bind_watch(lop_manager_t *m, ctrl_entry_t *c, const lop_rest_mapping_t *mp,
-                           const lop_watch_decl_t *wd, bool primary, lop_err_t *err)
+static lop_rc_t bind_watch(lop_manager_t *m, ctrl_entry_t *c, const lop_rest_mapping_t *mp, const lop_watch_decl_t *wd,
+                           bool primary, lop_err_t *err)
 {
     bool fan = m->nns > 1 && mp->namespaced && !wd->namespace_;
     for (size_t j = 0; j < (fan ? m->nns : 1); j++) {
-        inf_entry_t *e = inf_acquire(m, mp, fan ? m->nss[j] : wd->namespace_, wd->label_selector,
-                                     wd->metadata_only, err);
+        inf_entry_t *e =
+            inf_acquire(m, mp, fan ? m->nss[j] : wd->namespace_, wd->label_selector, wd->metadata_only, err);
         if (!e) return LOP_ERR;
         binding_t *b = lop_xcalloc(1, sizeof *b);
         b->m = m;

@@ -54,10 +54,10 @@ typedef struct ctrl_entry {
     binding_t **bindings;
     size_t nbindings;
     bool started;
-    bool moved;           /* reload: its controller now belongs to the new wiring */
-    bool unbound;         /* made by a reload not committed yet: its metrics are not bound */
-    bool leader_election; /* needs leadership to run and write */
-    int workers;          /* max_concurrent_reconciles it was built with */
+    bool moved;                        /* reload: its controller now belongs to the new wiring */
+    bool unbound;                      /* made by a reload not committed yet: its metrics are not bound */
+    bool leader_election;              /* needs leadership to run and write */
+    int workers;                       /* max_concurrent_reconciles it was built with */
     lop_ratelimit_decl_t rate_limiter; /* the queue's limiter it was built with */
     lop_metrics_queue_t queue_metrics;
     lop_metrics_controller_t ctrl_metrics;

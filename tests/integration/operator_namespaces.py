@@ -54,8 +54,8 @@ def body():
         msg = d.get(key, "")
         h.check(msg.startswith("error: ") and "unknown namespace for the cache" in msg and '"c"' in msg and
                 "a, b" in msg, f"3: {key} in namespace c answers an error naming the namespace list ({msg})")
-    # c/other stays untouched while a later object in a is reconciled (the queue is FIFO per
-    # controller, so by then an event for c/other would have been handled)
+    # c/other stays untouched while a later object is reconciled (it was created first, so an
+    # informer holding c would have delivered it long before)
     api.ok("POST", "/api/v1/namespaces/b/configmaps", cm("b", "late"))
     h.wait_for("b/late reconciled", 30, lambda: data(api, "b", "late").get("reconciled"), [op])
     h.check(not data(api, "c", "other").get("reconciled"), "1: the ConfigMap in c (not listed) is not reconciled")

@@ -222,8 +222,8 @@ lop_ratelimiter_t *lop_ratelimiter_default_controller_new(const lop_clock_t *clo
     return lop_ratelimiter_controller_new(clock, 0, 0, 0, 0);
 }
 
-lop_ratelimiter_t *lop_ratelimiter_controller_new(const lop_clock_t *clock, int64_t base_ns, int64_t max_ns,
-                                                  double qps, int burst)
+lop_ratelimiter_t *lop_ratelimiter_controller_new(const lop_clock_t *clock, int64_t base_ns, int64_t max_ns, double qps,
+                                                  int burst)
 {
     lop_ratelimiter_t *kids[2] = {
         lop_ratelimiter_exponential_new(base_ns > 0 ? base_ns : 5 * LOP_NS_PER_MS,

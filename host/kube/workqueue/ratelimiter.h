@@ -58,7 +58,7 @@ lop_ratelimiter_t *lop_ratelimiter_default_controller_new(const lop_clock_t *clo
 /* The same shape with other numbers (a controller's rate_limiter declaration): max-of(per-item
  * exponential base_ns -> max_ns, bucket qps burst). A value <= 0 takes the default's (5 ms,
  * 1000 s, 10 qps, burst 100). NULL when the result is invalid (max_ns < base_ns). */
-lop_ratelimiter_t *lop_ratelimiter_controller_new(const lop_clock_t *clock, int64_t base_ns, int64_t max_ns,
-                                                  double qps, int burst);
+lop_ratelimiter_t *lop_ratelimiter_controller_new(const lop_clock_t *clock, int64_t base_ns, int64_t max_ns, double qps,
+                                                  int burst);
 
 #endif

@@ -177,11 +177,12 @@ static void test_declared_rate_limiter_sets_the_backoff(void)
     fixture_t f;
     setup(&f);
     lop_controller_free(f.c);
-    lop_controller_opts_t co = {.name = "test",
-                                .workers = 1,
-                                .clock = &f.fc.base,
-                                .rt = f.rt,
-                                .rate_limiter = {.base_delay_ns = 50 * LOP_NS_PER_MS, .max_delay_ns = 80 * LOP_NS_PER_MS}};
+    lop_controller_opts_t co = {
+        .name = "test",
+        .workers = 1,
+        .clock = &f.fc.base,
+        .rt = f.rt,
+        .rate_limiter = {.base_delay_ns = 50 * LOP_NS_PER_MS, .max_delay_ns = 80 * LOP_NS_PER_MS}};
     f.c = lop_controller_new(&co);
     lop_controller_enqueue(f.c, "ns", "error");
     T_EQ_INT(lop_controller_process_one(f.c, &f.slot), LOP_OK);
