@@ -10,11 +10,14 @@ watched kind, their union as the controller's view.
      or for all namespaces;
   3. reads through the Lua client: a list across all namespaces answers the union of a and b from
      the cache; a get and a list in c answer an error naming the namespace list;
-  4. the controller's rate_limiter declaration is accepted by `luaop check` and a bad one fails
+  4. a reload that changes the controller's rate_limiter (a new queue for it) keeps the
+     per-namespace informers (none restarted) and the controller still reconciles in a and b;
+  5. the controller's rate_limiter declaration is accepted by `luaop check` and a bad one fails
      naming the field.
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -41,7 +44,9 @@ def body():
         api.namespace(ns)
     for ns, name in (("a", "one"), ("b", "two"), ("c", "other")):
         api.ok("POST", f"/api/v1/namespaces/{ns}/configmaps", cm(ns, name))
-    op = h.start_operator("operator", SCRIPTS, kc, ["--namespace", "a, b"])
+    scripts = os.path.join(h.TMP, "scripts")  # a copy: step 4 edits it
+    shutil.copytree(SCRIPTS, scripts)
+    op = h.start_operator("operator", scripts, kc, ["--namespace", "a, b"])
     h.wait_for("a/one and b/two reconciled", 30,
                lambda: data(api, "a", "one").get("reconciled") and data(api, "b", "two").get("reconciled"), [op])
     h.check(True, "1: ConfigMaps in the listed namespaces a and b are reconciled")
@@ -59,9 +64,29 @@ def body():
     api.ok("POST", "/api/v1/namespaces/b/configmaps", cm("b", "late"))
     h.wait_for("b/late reconciled", 30, lambda: data(api, "b", "late").get("reconciled"), [op])
     h.check(not data(api, "c", "other").get("reconciled"), "1: the ConfigMap in c (not listed) is not reconciled")
+
+    main = os.path.join(scripts, "main.lua")
+    with open(main) as f:
+        src = f.read()
+    with open(main + ".tmp", "w") as f:
+        f.write(src.replace("max_delay = 0.05", "max_delay = 0.08"))
+    os.rename(main + ".tmp", main)
+
+    def installs():
+        with open(op.logfile) as f:
+            return f.read().count('msg="scripts installed"')
+    h.wait_for("the edited scripts installed", 30, lambda: installs() == 2, [op])
+    for ns, name in (("a", "after"), ("b", "after")):
+        api.ok("POST", f"/api/v1/namespaces/{ns}/configmaps", cm(ns, name))
+    h.wait_for("a/after and b/after reconciled after the reload", 30,
+               lambda: data(api, "a", "after").get("reconciled") and data(api, "b", "after").get("reconciled"), [op])
     h.stop(op)
     with open(op.logfile) as f:
         log = f.read()
+    starts = re.findall(r'msg="starting informer" informer=(\S+)', log)
+    h.check(sorted(starts) == ["/v1/configmaps|a|", "/v1/configmaps|b|"] and 'msg="stopping informer"' not in
+            log.split('msg="shutting down"')[0],
+            f"4: the reload kept both namespace informers (started: {starts}) and reconciles in a and b")
     informers = set(re.findall(r"informer=(\S*configmaps\S*)", log))
     h.check(any("|a|" in i for i in informers) and any("|b|" in i for i in informers) and
             not any("|c|" in i or "||" in i for i in informers),
@@ -74,10 +99,10 @@ def body():
     with open(os.path.join(bad, "main.lua"), "w") as f:
         f.write(src.replace("qps = 100", "qps = 0"))
     ok = subprocess.run([h.LUAOP, "check", "--scripts", SCRIPTS], capture_output=True, text=True)
-    h.check(ok.returncode == 0, f"4: luaop check accepts the rate_limiter ({ok.stderr.strip()})")
+    h.check(ok.returncode == 0, f"5: luaop check accepts the rate_limiter ({ok.stderr.strip()})")
     p = subprocess.run([h.LUAOP, "check", "--scripts", bad], capture_output=True, text=True)
     h.check(p.returncode != 0 and "rate_limiter.qps must be a number > 0" in p.stderr,
-            f"4: a bad rate_limiter fails naming the field ({p.stderr.strip()[:200]})")
+            f"5: a bad rate_limiter fails naming the field ({p.stderr.strip().splitlines()[0]})")
 
 
 h.main("operator_namespaces", body)
