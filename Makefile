@@ -61,11 +61,13 @@ rbac: build
 	  --crd examples/memcached/crd/cache.example.com_memcacheds.yaml \
 	  --scripts-configmap luaop-system/luaop-scripts >config/rbac/role.yaml
 
-# config/webhook/manifests.yaml: the example's WebhookConfigurations (tests check it is current;
-# the CRD conversion patches `luaop check --webhooks` also prints belong to the CRDs, see
-# docs/deploying.md).
+# config/webhook/manifests.yaml: the example's WebhookConfigurations (tests check it is current);
+# the CRD conversion patches `luaop check --webhooks` also prints belong to the CRDs
+# (docs/deploying.md#conversion-webhooks): WEBHOOK_CRD_PATCHES=FILE writes them there.
+WEBHOOK_CRD_PATCHES ?=
 webhooks: build
-	$(BUILD)/luaop check --webhooks --scripts examples/memcached/scripts >config/webhook/manifests.yaml
+	$(BUILD)/luaop check --webhooks --scripts examples/memcached/scripts \
+	  | /usr/bin/python3 deploy/split_webhooks.py config/webhook/manifests.yaml $(WEBHOOK_CRD_PATCHES)
 
 # bundle/ and bundle.Dockerfile: an OLM bundle for an example (docs/deploying.md#olm-bundle);
 # BUNDLE_FLAGS passes more (--version, --image, --channel, --scripts/--crd/--sample for your set).

@@ -96,8 +96,11 @@ def check_default(docs):
             "A: no certificate mount by default")
     gen = subprocess.run([LUAOP, "check", "--webhooks", "--scripts", "examples/memcached/scripts"], cwd=SRC,
                          capture_output=True, text=True)
-    with open(os.path.join(SRC, "config", "webhook", "manifests.yaml")) as f:
-        h.check(gen.returncode == 0 and gen.stdout == f.read(),
+    out = os.path.join(h.TMP, "manifests.yaml")
+    split = subprocess.run(["/usr/bin/python3", os.path.join(SRC, "deploy", "split_webhooks.py"), out],
+                           input=gen.stdout, capture_output=True, text=True)
+    with open(os.path.join(SRC, "config", "webhook", "manifests.yaml")) as f, open(out) as g:
+        h.check(gen.returncode == 0 and split.returncode == 0 and g.read() == f.read(),
                 "A: config/webhook/manifests.yaml is current (make webhooks)")
 
 
@@ -112,20 +115,20 @@ def make_variant(root, webhook, cert_manager, namespace):
     if cert_manager:
         text = text.replace("#[cert-manager] ", "")
     text = text.replace("namespace: luaop-system\n", f"namespace: {namespace}\n")
-    gen = run([LUAOP, "check", "--webhooks", "--scripts", os.path.join(h.FIXTURES, "webhooks")])
-    docs = [d for d in yaml.safe_load_all(gen) if d]
-    configs = [d for d in docs if d["kind"] != "CustomResourceDefinition"]
-    patches = [d for d in docs if d["kind"] == "CustomResourceDefinition"]
-    h.require(len(configs) == 2 and len(patches) == 1, "the fixture generates 2 configurations and 1 CRD patch")
-    with open(os.path.join(root, "config", "webhook", "manifests.yaml"), "w") as f:
-        yaml.safe_dump_all(configs, f)
-    # the overlay for CRDs the docs describe: the CRD plus the generated conversion stanza as a patch
+    # as make webhooks does: configurations into config/webhook, the CRD conversion stanza into the
+    # overlay for CRDs the docs describe (the CRD plus that stanza as a patch)
     crd_dir = os.path.join(root, "config", "crd")
     os.makedirs(crd_dir)
+    gen = run([LUAOP, "check", "--webhooks", "--scripts", os.path.join(h.FIXTURES, "webhooks")])
+    run(["/usr/bin/python3", os.path.join(SRC, "deploy", "split_webhooks.py"),
+         os.path.join(root, "config", "webhook", "manifests.yaml"), os.path.join(crd_dir, "conversion_widgets.yaml")],
+        input=gen)
+    configs = [d for d in yaml.safe_load_all(open(os.path.join(root, "config", "webhook", "manifests.yaml"))) if d]
+    patches = [d for d in yaml.safe_load_all(open(os.path.join(crd_dir, "conversion_widgets.yaml"))) if d]
+    h.require(len(configs) == 2 and len(patches) == 1 and patches[0]["kind"] == "CustomResourceDefinition",
+              "the fixture's output splits into 2 configurations and 1 CRD patch")
     with open(os.path.join(crd_dir, "widgets.yaml"), "w") as f:
         f.write(WIDGET_CRD)
-    with open(os.path.join(crd_dir, "conversion_widgets.yaml"), "w") as f:
-        yaml.safe_dump(patches[0], f)
     with open(os.path.join(crd_dir, "kustomization.yaml"), "w") as f:
         f.write("resources:\n- widgets.yaml\npatches:\n- path: conversion_widgets.yaml\n")
     text = text.replace("- ../rbac\n", "- ../rbac\n- ../crd\n")
