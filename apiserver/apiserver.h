@@ -2,7 +2,7 @@
 /*
  * apiserver.h — the local Kubernetes API server (`luaop apiserver`), startable in-process.
  *
- * NOT a production API server: single process, in-memory, no authorization, no admission, no
+ * NOT a production API server: single process, in-memory, opt-in RBAC, admission webhooks only, no
  * controllers beyond a synchronous garbage collector and CRD establishment. It speaks the
  * Kubernetes REST protocol closely enough for kubectl, client-go style clients and luaop's own
  * client (see apiserver/README.md; the behaviour follows the Kubernetes API Concepts page,
@@ -23,13 +23,20 @@
 typedef struct lop_apiserver lop_apiserver_t;
 
 typedef struct lop_apiserver_opts {
-    const char *listen;         /* "host:port"; NULL = "127.0.0.1:0" (a free port) */
-    bool tls;                   /* serve HTTPS with a self-signed certificate made at start */
-    const char *token_file;     /* NULL = no bearer-token auth; else one accepted token per line */
+    const char *listen; /* "host:port"; NULL = "127.0.0.1:0" (a free port) */
+    bool tls;           /* serve HTTPS with a self-signed certificate made at start */
+    /* NULL = no bearer-token auth; else kube-apiserver's static token CSV
+     * `token,user,uid[,"group1,group2"]` (a line with only a token: the admin, system:masters) */
+    const char *token_file;
     const char *client_ca;      /* NULL = no client-cert auth; else PEM CA file (implies tls) */
     long history;               /* watch history size in events; 0 = 10000 */
     const char *kubeconfig_out; /* NULL = none; else written at start */
-    bool fault_control;         /* serve POST /luaop-fault/... (see README.md) */
+    /* "AlwaysAllow" (NULL or "": the default) or "RBAC": Roles/ClusterRoles and their bindings
+     * enforced, system:masters allowed everything; with RBAC a request needs credentials, and
+     * without a token file holding a system:masters token an admin token is made at start and
+     * written to the kubeconfig (apiserver/README.md). */
+    const char *authorization_mode;
+    bool fault_control; /* serve POST /luaop-fault/... (see README.md) */
     /* Where admission/conversion webhooks given as a clientConfig.service are reached: a
      * NULL-terminated array of "NAMESPACE/NAME=HOST:PORT" (any port of that Service goes to
      * HOST:PORT; TLS still verifies the name NAME.NAMESPACE.svc); NULL = none. A service webhook
@@ -41,7 +48,8 @@ typedef struct lop_apiserver_opts {
  * opts may be NULL (all defaults); its strings are only read during the call.
  * Process-wide side effects: libevent is made thread-aware once (evthread_use_pthreads) and
  * SIGPIPE is ignored (writes to vanished clients must not kill the host).
- * Errors: LOP_EINVAL (bad listen address, unreadable token/CA file, kubeconfig not writable),
+ * Errors: LOP_EINVAL (bad listen address, unreadable token/CA file, unknown authorization mode,
+ * kubeconfig not writable),
  * LOP_ERR (bind, TLS setup). */
 LOP_MUST_CHECK lop_rc_t lop_apiserver_start(const lop_apiserver_opts_t *opts, lop_apiserver_t **out, lop_err_t *err);
 
@@ -50,7 +58,8 @@ const char *lop_apiserver_url(const lop_apiserver_t *srv);
 int lop_apiserver_port(const lop_apiserver_t *srv);
 
 /* Write a kubeconfig (cluster "luaop", user "luaop", context "luaop") pointing at the server,
- * with the CA data when TLS is on and the first token when token auth is on. */
+ * with the CA data when TLS is on and a token when token auth is on (the token file's first one;
+ * with RBAC its first system:masters one, or the admin token made at start). */
 LOP_MUST_CHECK lop_rc_t lop_apiserver_write_kubeconfig(const lop_apiserver_t *srv, const char *path, lop_err_t *err);
 
 /* Stop the loop, close every connection, free everything. NULL is a no-op. */

@@ -1,15 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* as_http.c — request entry point: authentication, injected faults and latency, URL routing to
+/* as_http.c — request entry point: authentication and authorization, injected faults and latency, URL routing to
  * discovery / resources / subresources, and verb dispatch
  * (kubernetes.io/docs/reference/using-api/api-concepts/). */
 #include "apiserver/as_http.h"
 
 #include "apiserver/as_accept.h"
+#include "apiserver/as_authn.h"
+#include "apiserver/as_authz.h"
 #include "apiserver/as_delete.h"
 #include "apiserver/as_fault.h"
 #include "apiserver/as_patch_handler.h"
 #include "apiserver/as_read.h"
 #include "apiserver/as_registry.h"
+#include "apiserver/as_review.h"
 #include "apiserver/as_route.h"
 #include "apiserver/as_status.h"
 #include "apiserver/as_util.h"
@@ -20,37 +23,59 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include <event2/bufferevent_ssl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
-#include <openssl/x509.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static bool authenticated(as_req_t *q)
+static const char *method_name(enum evhttp_cmd_type m)
 {
-    lop_apiserver_t *srv = q->srv;
-    if (srv->ntokens == 0 && !srv->client_ca) return true;
-    const char *auth = evhttp_find_header(evhttp_request_get_input_headers(q->r), "Authorization");
-    if (auth && !strncmp(auth, "Bearer ", 7)) {
-        for (size_t i = 0; i < srv->ntokens; i++)
-            if (!strcmp(auth + 7, srv->tokens[i])) return true;
+    switch (m) {
+    case EVHTTP_REQ_GET: return "GET";
+    case EVHTTP_REQ_POST: return "POST";
+    case EVHTTP_REQ_PUT: return "PUT";
+    case EVHTTP_REQ_PATCH: return "PATCH";
+    case EVHTTP_REQ_DELETE: return "DELETE";
+    case EVHTTP_REQ_HEAD: return "HEAD";
+    case EVHTTP_REQ_OPTIONS: return "OPTIONS";
+    default: return "OTHER";
     }
-    if (srv->client_ca && srv->ssl) {
-        struct evhttp_connection *conn = evhttp_request_get_connection(q->r);
-        struct bufferevent *bev = conn ? evhttp_connection_get_bufferevent(conn) : NULL;
-        SSL *ssl = bev ? bufferevent_openssl_get_ssl(bev) : NULL;
-        if (ssl) {
-            X509 *cert = SSL_get1_peer_certificate(ssl);
-            bool ok = cert && SSL_get_verify_result(ssl) == X509_V_OK;
-            X509_free(cert);
-            if (ok) return true;
-        }
-    }
+}
+
+/* The authorization filter (k8s.io/apiserver/pkg/endpoints/filters/authorization.go): false
+ * after answering 403. */
+static bool authorized(as_req_t *q)
+{
+    if (!q->srv->authz_rbac) return true;
+    as_attrs_t a;
+    as_reqinfo_parse(method_name(q->method), q->path, as_query(q, "watch"), as_query(q, "fieldSelector"), &a);
+    as_decision_t d;
+    as_authorize(q->srv, q->user, &a, &d);
+    if (d.allowed) return true;
+    as_reply_forbidden(q, q->user, &a, d.reason);
     return false;
+}
+
+static void method_not_allowed(as_req_t *q)
+{
+    as_reply_status(q, 405, "MethodNotAllowed", NULL,
+                    "the server does not allow this method on the requested resource");
+}
+
+/* The create-only review kinds and the token subresource (as_review.h). */
+static void route_review(as_req_t *q)
+{
+    if (q->method != EVHTTP_REQ_POST)
+        method_not_allowed(q);
+    else if (q->sub[0])
+        as_review_token_request(q);
+    else if (q->name[0] || (q->res->namespaced && !q->ns[0]))
+        method_not_allowed(q);
+    else
+        as_review_create(q);
 }
 
 static void reply_version(as_req_t *q)
@@ -64,12 +89,6 @@ static void reply_version(as_req_t *q)
 static void not_found(as_req_t *q)
 {
     as_reply_status(q, 404, "NotFound", NULL, "the server could not find the requested resource");
-}
-
-static void method_not_allowed(as_req_t *q)
-{
-    as_reply_status(q, 405, "MethodNotAllowed", NULL,
-                    "the server does not allow this method on the requested resource");
 }
 
 /* Negotiate the request's Accept for this endpoint (resource: conversions may be asked for);
@@ -131,7 +150,9 @@ static void route(as_req_t *q)
     default: q->verb = "other"; break;
     }
     if (as_fault_apply(q) || !negotiate(q, true)) goto done;
-    if (!name) {
+    if (res->create_only || (sub && !strcmp(sub, "token"))) {
+        route_review(q);
+    } else if (!name) {
         if (q->method == EVHTTP_REQ_GET) {
             if (!strcmp(q->verb, "watch"))
                 as_handle_watch(q);
@@ -206,11 +227,12 @@ static void process(lop_apiserver_t *srv, struct evhttp_request *r)
     /* Accept is negotiated per endpoint in route() (after authentication, as the API server's
      * handlers do). /openapi/v2 is asked for in protobuf only (kubectl's fallback when the v3
      * document lacks a group): it is not negotiated, so its 404 lets validation be skipped. */
-    if (!authenticated(&q)) {
+    q.user = as_authn_request(&q);
+    if (!q.user)
         as_reply_status(&q, 401, "Unauthorized", NULL, "Unauthorized");
-    } else {
+    else if (authorized(&q))
         route(&q);
-    }
+    as_user_free(q.user);
     evhttp_clear_headers(&q.q);
     free(q.path);
 }

@@ -76,6 +76,8 @@ typedef struct as_res {
     bool delete_returns_obj;                          /* Pod, Namespace */
     bool microtime_check;                             /* Lease, events.k8s.io Event */
     bool dns_label_name;                              /* Namespace, Service */
+    bool create_only;                                 /* the review kinds: POST only, never stored (as_review.h) */
+    bool has_token;                                   /* serviceaccounts: the token subresource (TokenRequest) */
     char *scale_spec, *scale_status, *scale_selector; /* JSON paths, ".spec.replicas" */
     json_t *schema;                                   /* openAPIV3Schema (CRs) or NULL */
     json_t *selectable;                               /* array of field paths "spec.color" or NULL */
@@ -172,8 +174,8 @@ struct lop_apiserver {
     bool stall;
     int latency_ms;
     /* auth */
-    char **tokens;
-    size_t ntokens;
+    struct as_authn *authn; /* identities (as_authn.h) */
+    bool authz_rbac;        /* --authorization-mode=RBAC (as_authz.h), else AlwaysAllow */
     SSL_CTX *ssl;
     char *ca_pem; /* server cert PEM (self-signed; is its own CA) */
     bool client_ca;
@@ -199,8 +201,9 @@ typedef struct as_req {
     char sub[32];
     char *body;
     size_t body_len;
-    bool reply_scale; /* a /scale write answers with the Scale view */
-    as_conv_t conv;   /* negotiated from Accept (route); AS_CONV_NONE off resource endpoints */
+    bool reply_scale;     /* a /scale write answers with the Scale view */
+    as_conv_t conv;       /* negotiated from Accept (route); AS_CONV_NONE off resource endpoints */
+    struct as_user *user; /* who sent it (as_authn.h), owned by the request */
 } as_req_t;
 
 #endif

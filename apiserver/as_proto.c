@@ -126,6 +126,56 @@ static const pfield_t svc_spec_f[] = {{1, "ports", F_REP_MSG, &svc_port}, {2, "s
                                       {7, "externalName", F_STR, NULL},   END};
 static const pmsg_t svc_spec = {svc_spec_f};
 static const pfield_t service_f[] = {{1, "metadata", F_MSG, &meta}, {2, "spec", F_MSG, &svc_spec}, END};
+/* k8s.io/api/authentication/v1 and authorization/v1 (what `kubectl auth whoami|can-i` and
+ * `kubectl create token` send) */
+static const pfield_t res_attrs_f[] = {{1, "namespace", F_STR, NULL}, {2, "verb", F_STR, NULL},
+                                       {3, "group", F_STR, NULL},     {4, "version", F_STR, NULL},
+                                       {5, "resource", F_STR, NULL},  {6, "subresource", F_STR, NULL},
+                                       {7, "name", F_STR, NULL},      END};
+static const pmsg_t res_attrs = {res_attrs_f};
+static const pfield_t nonres_attrs_f[] = {{1, "path", F_STR, NULL}, {2, "verb", F_STR, NULL}, END};
+static const pmsg_t nonres_attrs = {nonres_attrs_f};
+static const pfield_t access_spec_f[] = {{1, "resourceAttributes", F_MSG, &res_attrs},
+                                         {2, "nonResourceAttributes", F_MSG, &nonres_attrs},
+                                         {3, "user", F_STR, NULL},
+                                         {4, "groups", F_REP_STR, NULL},
+                                         {6, "uid", F_STR, NULL},
+                                         END};
+static const pmsg_t access_spec = {access_spec_f};
+static const pfield_t access_review_f[] = {{1, "metadata", F_MSG, &meta}, {2, "spec", F_MSG, &access_spec}, END};
+static const pfield_t self_review_f[] = {{1, "metadata", F_MSG, &meta}, END};
+static const pfield_t token_review_spec_f[] = {{1, "token", F_STR, NULL}, {2, "audiences", F_REP_STR, NULL}, END};
+static const pmsg_t token_review_spec = {token_review_spec_f};
+static const pfield_t token_review_f[] = {{1, "metadata", F_MSG, &meta}, {2, "spec", F_MSG, &token_review_spec}, END};
+static const pfield_t bound_ref_f[] = {
+    {1, "kind", F_STR, NULL}, {2, "apiVersion", F_STR, NULL}, {3, "name", F_STR, NULL}, {4, "uid", F_STR, NULL}, END};
+static const pmsg_t bound_ref = {bound_ref_f};
+static const pfield_t token_req_spec_f[] = {{1, "audiences", F_REP_STR, NULL},
+                                            {3, "boundObjectRef", F_MSG, &bound_ref},
+                                            {4, "expirationSeconds", F_INT, NULL},
+                                            END};
+static const pmsg_t token_req_spec = {token_req_spec_f};
+static const pfield_t token_req_f[] = {{1, "metadata", F_MSG, &meta}, {2, "spec", F_MSG, &token_req_spec}, END};
+/* k8s.io/api/rbac/v1 (`kubectl create role|clusterrole|rolebinding|clusterrolebinding`) */
+static const pfield_t rule_f[] = {{1, "verbs", F_REP_STR, NULL},           {2, "apiGroups", F_REP_STR, NULL},
+                                  {3, "resources", F_REP_STR, NULL},       {4, "resourceNames", F_REP_STR, NULL},
+                                  {5, "nonResourceURLs", F_REP_STR, NULL}, END};
+static const pmsg_t rule = {rule_f};
+static const pfield_t role_f[] = {{1, "metadata", F_MSG, &meta}, {2, "rules", F_REP_MSG, &rule}, END};
+static const pfield_t subject_f[] = {{1, "kind", F_STR, NULL},
+                                     {2, "apiGroup", F_STR, NULL},
+                                     {3, "name", F_STR, NULL},
+                                     {4, "namespace", F_STR, NULL},
+                                     END};
+static const pmsg_t subject = {subject_f};
+static const pfield_t role_ref_f[] = {
+    {1, "apiGroup", F_STR, NULL}, {2, "kind", F_STR, NULL}, {3, "name", F_STR, NULL}, END};
+static const pmsg_t role_ref = {role_ref_f};
+static const pfield_t binding_f[] = {
+    {1, "metadata", F_MSG, &meta}, {2, "subjects", F_REP_MSG, &subject}, {3, "roleRef", F_MSG, &role_ref}, END};
+static const pfield_t rules_review_spec_f[] = {{1, "namespace", F_STR, NULL}, END};
+static const pmsg_t rules_review_spec = {rules_review_spec_f};
+static const pfield_t rules_review_f[] = {{1, "metadata", F_MSG, &meta}, {2, "spec", F_MSG, &rules_review_spec}, END};
 static const pfield_t deploy_f[] = {{1, "metadata", F_MSG, &meta}, {2, "spec", F_MSG, &deploy_spec}, END};
 
 typedef struct rd {
@@ -374,9 +424,24 @@ json_t *as_proto_decode(const char *body, size_t len, char *errbuf, size_t errle
     static const struct {
         const char *av, *kind;
         const pfield_t *fields;
-    } kinds[] = {{"v1", "ConfigMap", configmap_f}, {"v1", "Secret", secret_f},   {"v1", "Namespace", namespace_f},
-                 {"v1", "ServiceAccount", sa_f},   {"v1", "Service", service_f}, {"apps/v1", "Deployment", deploy_f},
-                 {"batch/v1", "Job", job_f}};
+    } kinds[] = {{"v1", "ConfigMap", configmap_f},
+                 {"v1", "Secret", secret_f},
+                 {"v1", "Namespace", namespace_f},
+                 {"v1", "ServiceAccount", sa_f},
+                 {"v1", "Service", service_f},
+                 {"apps/v1", "Deployment", deploy_f},
+                 {"batch/v1", "Job", job_f},
+                 {"authorization.k8s.io/v1", "SubjectAccessReview", access_review_f},
+                 {"authorization.k8s.io/v1", "SelfSubjectAccessReview", access_review_f},
+                 {"authorization.k8s.io/v1", "LocalSubjectAccessReview", access_review_f},
+                 {"authentication.k8s.io/v1", "SelfSubjectReview", self_review_f},
+                 {"authentication.k8s.io/v1", "TokenReview", token_review_f},
+                 {"authentication.k8s.io/v1", "TokenRequest", token_req_f},
+                 {"authorization.k8s.io/v1", "SelfSubjectRulesReview", rules_review_f},
+                 {"rbac.authorization.k8s.io/v1", "Role", role_f},
+                 {"rbac.authorization.k8s.io/v1", "ClusterRole", role_f},
+                 {"rbac.authorization.k8s.io/v1", "RoleBinding", binding_f},
+                 {"rbac.authorization.k8s.io/v1", "ClusterRoleBinding", binding_f}};
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
         if (strcmp(kinds[i].av, api_version) || strcmp(kinds[i].kind, kind)) continue;
         pmsg_t m = {kinds[i].fields};

@@ -292,6 +292,7 @@ static const char *const crud_verbs[] = {"create", "delete", "deletecollection",
 static const char *const cr_verbs[] = {"delete", "deletecollection", "get",   "list", "patch",
                                        "create", "update",           "watch", NULL};
 static const char *const sub_verbs[] = {"get", "patch", "update", NULL};
+static const char *const create_verbs[] = {"create", NULL};
 
 static json_t *resource_list(lop_apiserver_t *srv, const char *group, const char *version)
 {
@@ -304,7 +305,7 @@ static json_t *resource_list(lop_apiserver_t *srv, const char *group, const char
         json_object_set_new(e, "singularName", json_string(r->singular));
         json_object_set_new(e, "namespaced", json_boolean(r->namespaced));
         json_object_set_new(e, "kind", json_string(r->kind));
-        json_object_set_new(e, "verbs", verbs_json(r->is_cr ? cr_verbs : crud_verbs));
+        json_object_set_new(e, "verbs", verbs_json(r->create_only ? create_verbs : r->is_cr ? cr_verbs : crud_verbs));
         if (r->short_names && json_array_size(r->short_names)) json_object_set(e, "shortNames", r->short_names);
         if (r->categories && json_array_size(r->categories)) json_object_set(e, "categories", r->categories);
         json_array_append_new(list, e);
@@ -318,6 +319,14 @@ static json_t *resource_list(lop_apiserver_t *srv, const char *group, const char
             json_object_set_new(e, "kind", json_string(r->kind));
             json_object_set_new(e, "verbs", verbs_json(sub_verbs));
             json_array_append_new(list, e);
+        }
+        if (r->has_token) { /* TokenRequest (as_review.h) */
+            char n[300];
+            snprintf(n, sizeof n, "%s/token", r->plural);
+            json_array_append_new(list,
+                                  json_pack("{s:s,s:s,s:b,s:s,s:s,s:s,s:o}", "name", n, "singularName", "",
+                                            "namespaced", r->namespaced, "group", "authentication.k8s.io", "version",
+                                            "v1", "kind", "TokenRequest", "verbs", verbs_json(create_verbs)));
         }
         if (r->has_scale) {
             char n[300];

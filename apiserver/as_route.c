@@ -46,7 +46,9 @@ static void resource(as_route_t *r, const char *group, const char *version, char
         sub = nrest >= 3 ? rest[2] : NULL;
         if (res->namespaced && name) return;
     }
-    if (sub && !((!strcmp(sub, "status") && res->has_status) || (!strcmp(sub, "scale") && res->has_scale))) return;
+    if (sub && !((!strcmp(sub, "status") && res->has_status) || (!strcmp(sub, "scale") && res->has_scale) ||
+                 (!strcmp(sub, "token") && res->has_token)))
+        return;
     r->kind = AS_ROUTE_RESOURCE;
     r->res = res;
     r->ns = ns;

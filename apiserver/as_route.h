@@ -37,7 +37,7 @@ typedef struct as_route {
     const char *group, *version;
     int level;
     /* AS_ROUTE_RESOURCE: ns NULL for a cluster-scoped path, name NULL for a collection, sub NULL
-     * or "status"/"scale" (only when res has that subresource) */
+     * or "status"/"scale"/"token" (only when res has that subresource) */
     as_res_t *res;
     const char *ns, *name, *sub;
     /* private: the strings above point into this copy of the path */

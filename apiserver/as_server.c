@@ -3,6 +3,7 @@
  * queue, the fault-injection C API (queued to the loop) and kubeconfig output. */
 #include "apiserver/as_internal.h"
 
+#include "apiserver/as_authn.h"
 #include "apiserver/as_fault.h"
 #include "apiserver/as_http.h"
 #include "apiserver/as_registry.h"
@@ -70,25 +71,6 @@ static void *loop_main(void *arg)
 
 /* ---- start / stop ---- */
 
-static int read_tokens(lop_apiserver_t *srv, const char *path, lop_err_t *err)
-{
-    FILE *f = fopen(path, "r");
-    if (!f) return lop_err_set(err, LOP_EINVAL, 0, NULL, "token file %s: %s", path, strerror(errno));
-    char line[4096];
-    while (fgets(line, sizeof line, f)) {
-        size_t n = strlen(line);
-        while (n && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' ')) line[--n] = '\0';
-        if (!n || line[0] == '#') continue;
-        char *comma = strchr(line, ','); /* kube-apiserver's token,user,uid format */
-        if (comma) *comma = '\0';
-        srv->tokens = lop_xrealloc(srv->tokens, (srv->ntokens + 1) * sizeof *srv->tokens);
-        srv->tokens[srv->ntokens++] = lop_xstrdup(line);
-    }
-    fclose(f);
-    if (srv->ntokens == 0) return lop_err_set(err, LOP_EINVAL, 0, NULL, "token file %s holds no token", path);
-    return LOP_OK;
-}
-
 /* "NS/NAME=HOST:PORT" entries into srv->wh_services. */
 static int read_webhook_services(lop_apiserver_t *srv, const char *const *specs, lop_err_t *err)
 {
@@ -110,14 +92,13 @@ static void free_server(lop_apiserver_t *srv)
     if (srv->http) evhttp_free(srv->http);
     if (srv->cmd_ev) event_free(srv->cmd_ev);
     if (srv->base) event_base_free(srv->base);
-    for (size_t i = 0; i < srv->ntokens; i++) free(srv->tokens[i]);
     for (size_t i = 0; i < srv->nwh_services; i++) {
         free(srv->wh_services[i].ns);
         free(srv->wh_services[i].name);
         free(srv->wh_services[i].target);
     }
     free(srv->wh_services);
-    free(srv->tokens);
+    as_authn_free(srv);
     as_tls_free(srv);
     pthread_mutex_destroy(&srv->mu);
     pthread_cond_destroy(&srv->cv);
@@ -154,8 +135,16 @@ lop_rc_t lop_apiserver_start(const lop_apiserver_opts_t *opts, lop_apiserver_t *
     snprintf(srv->host, sizeof srv->host, "%s", host);
     srv->history = opts->history > 0 ? opts->history : 10000;
     srv->fault_control = opts->fault_control;
+    const char *mode = opts->authorization_mode && *opts->authorization_mode ? opts->authorization_mode : "AlwaysAllow";
+    if (strcmp(mode, "AlwaysAllow") && strcmp(mode, "RBAC")) {
+        free_server(srv);
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "unknown authorization mode \"%s\" (want AlwaysAllow or RBAC)",
+                           mode);
+    }
     srv->tls = opts->tls || opts->client_ca;
-    if ((opts->token_file && read_tokens(srv, opts->token_file, err) != LOP_OK) ||
+    srv->authz_rbac = !strcmp(mode, "RBAC");
+    srv->tls = srv->tls || srv->authz_rbac; /* kubectl sends tokens only over HTTPS */
+    if (as_authn_init(srv, opts->token_file, srv->authz_rbac, err) != LOP_OK ||
         read_webhook_services(srv, opts->webhook_services, err) != LOP_OK) {
         free_server(srv);
         return LOP_EINVAL;
@@ -311,8 +300,9 @@ lop_rc_t lop_apiserver_write_kubeconfig(const lop_apiserver_t *srv, const char *
         free(ca);
     }
     lop_buf_puts(&b, "users:\n- name: luaop\n  user:");
-    if (srv->ntokens)
-        lop_buf_printf(&b, "\n    token: %s\n", srv->tokens[0]);
+    const char *token = as_authn_kubeconfig_token(srv);
+    if (token)
+        lop_buf_printf(&b, "\n    token: %s\n", token);
     else if (srv->ca_pem) /* HTTPS without --token-file: any token is accepted; without one kubectl
                            * would prompt for a user name and password */
         lop_buf_puts(&b, "\n    token: any # the server was started without --token-file\n");

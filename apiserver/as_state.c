@@ -4,6 +4,7 @@
 #include "apiserver/as_state.h"
 
 #include "apiserver/as_registry.h"
+#include "apiserver/as_review.h"
 #include "apiserver/as_store.h"
 #include "apiserver/as_util.h"
 #include "apiserver/as_watch.h"
@@ -11,6 +12,7 @@
 void as_state_init(lop_apiserver_t *srv)
 {
     as_registry_init(srv);
+    as_review_register(srv);
     as_store_init(srv);
     as_res_t *nsr = as_res_find(srv, "", "v1", "namespaces");
     const char *names[] = {"default", "kube-system", "kube-public", "kube-node-lease", NULL};

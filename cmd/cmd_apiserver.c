@@ -15,7 +15,8 @@
 static void usage(FILE *f)
 {
     fprintf(f, "usage: luaop apiserver [--listen HOST:PORT] [--kubeconfig-out PATH] [--tls]\n"
-               "                       [--token-file F] [--client-ca F] [--history N]\n"
+               "                       [--token-file F] [--client-ca F] [--authorization-mode AlwaysAllow|RBAC]\n"
+               "                       [--history N]\n"
                "                       [--enable-fault-control] [--webhook-service NS/NAME=HOST:PORT]...\n"
                "A local, in-memory Kubernetes API server for development and tests.\n"
                "NOT a production API server. Prints `listening on URL` and serves until SIGTERM.\n");
@@ -31,7 +32,8 @@ int lop_cmd_apiserver(int argc, char **argv)
         const char *a = argv[i];
         const char *val = NULL;
         bool needs = !strcmp(a, "--listen") || !strcmp(a, "--kubeconfig-out") || !strcmp(a, "--token-file") ||
-                     !strcmp(a, "--client-ca") || !strcmp(a, "--history") || !strcmp(a, "--webhook-service");
+                     !strcmp(a, "--client-ca") || !strcmp(a, "--history") || !strcmp(a, "--webhook-service") ||
+                     !strcmp(a, "--authorization-mode");
         if (needs) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "luaop apiserver: %s needs a value\n", a);
@@ -47,6 +49,8 @@ int lop_cmd_apiserver(int argc, char **argv)
             o.token_file = val;
         else if (!strcmp(a, "--client-ca"))
             o.client_ca = val;
+        else if (!strcmp(a, "--authorization-mode"))
+            o.authorization_mode = val;
         else if (!strcmp(a, "--webhook-service")) {
             if (nservices == 64) {
                 fprintf(stderr, "luaop apiserver: at most 64 --webhook-service\n");
