@@ -76,7 +76,7 @@ static const builtin_t builtins[] = {
      NULL},
     {"events.k8s.io", "v1", "events", "event", "Event", "ev", true, false, false, false, false, false, true, false,
      ev2_fields},
-    /* RBAC objects are stored and served (so deploy manifests apply) but not enforced. */
+    /* RBAC objects: enforced with --authorization-mode=RBAC (as_authz.c). */
     {"rbac.authorization.k8s.io", "v1", "roles", "role", "Role", NULL, true, false, false, false, false, false, false,
      false, NULL},
     {"rbac.authorization.k8s.io", "v1", "rolebindings", "rolebinding", "RoleBinding", NULL, true, false, false, false,
