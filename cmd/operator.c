@@ -391,6 +391,7 @@ typedef struct operator_state {
     lop_metrics_std_t std;
     lop_health_t *health;
     lop_httpserver_t *metrics_srv, *probe_srv;
+    lop_metrics_auth_t *metrics_auth; /* --metrics-secure: the scrape filter */
     ready_ctx_t ready;
     lop_script_source_t *source;
     lop_script_reloader_t *reloader;
@@ -449,8 +450,17 @@ static bool start_metrics_and_probes(operator_t *op)
         return false;
     }
     lop_rest_client_set_observer(op->rest, rest_observed, &op->std);
-    if (lop_httpserver_start(op->o->metrics_addr, op->metrics, NULL, &op->metrics_srv, &op->err) != LOP_OK ||
-        lop_httpserver_start(op->o->probe_addr, NULL, op->health, &op->probe_srv, &op->err) != LOP_OK) {
+    const lop_run_opts_t *o = op->o;
+    if (o->metrics_secure) op->metrics_auth = lop_metrics_auth_new(op->rest, &lop_clock_system);
+    lop_httpserver_opts_t mo = {.bind_addr = o->metrics_addr,
+                                .metrics = op->metrics,
+                                .tls = o->metrics_secure,
+                                .cert_dir = o->metrics_cert_dir,
+                                .cert_name = o->metrics_cert_name,
+                                .key_name = o->metrics_key_name,
+                                .auth = op->metrics_auth};
+    if (lop_httpserver_start_opts(&mo, &op->metrics_srv, &op->err) != LOP_OK ||
+        lop_httpserver_start(o->probe_addr, NULL, op->health, &op->probe_srv, &op->err) != LOP_OK) {
         lop_log(LOP_LOG_ERROR, "cannot start the metrics/probes server", "error", op->err.message, "hint",
                 "pick free addresses with --metrics-bind-address / --health-probe-bind-address "
                 "(0 disables, 127.0.0.1:0 picks a free port)",
@@ -644,6 +654,7 @@ static void teardown(operator_t *op)
     lop_op_webhooks_stop(&op->webhooks);
     lop_httpserver_free(op->metrics_srv);
     lop_httpserver_free(op->probe_srv);
+    lop_metrics_auth_free(op->metrics_auth);
     lop_manager_free(op->m);
     lop_health_free(op->health);
     lop_metrics_free(op->metrics);

@@ -2,11 +2,15 @@
 /* httpserver.c — /metrics, /healthz, /readyz over libevent's evhttp (see httpserver.h). */
 #include "host/runtime/httpserver.h"
 
+#include "host/codec/certgen.h"
+#include "host/runtime/webhook/certwatcher.h"
 #include "host/util/buf.h"
 #include "host/util/log.h"
 
 #include <errno.h>
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -31,6 +35,9 @@ struct lop_httpserver {
     pthread_t thread;
     lop_metrics_t *metrics;
     lop_health_t *health;
+    lop_metrics_auth_t *auth; /* NULL = every request is served */
+    lop_certwatcher_t *certs; /* HTTPS from files */
+    SSL_CTX *self_signed;     /* HTTPS with a certificate made at start */
     int port;
     char addr[300];
     pthread_mutex_t mu; /* stopped */
@@ -94,6 +101,8 @@ static void reply(struct evhttp_request *req, int status, const char *ctype, con
     }
     if (evhttp_request_get_command(req) != EVHTTP_REQ_HEAD) evbuffer_add(buf, body, len);
     const char *reason = status == 200   ? "OK"
+                         : status == 401 ? "Unauthorized"
+                         : status == 403 ? "Forbidden"
                          : status == 404 ? "Not Found"
                          : status == 405 ? "Method Not Allowed"
                          : status == 500 ? "Internal Server Error"
@@ -190,6 +199,17 @@ static void handle(struct evhttp_request *req, void *arg)
     const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
     if (!path || !*path) path = "/";
     enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+    if (s->auth) { /* controller-runtime's filter wraps the whole metrics handler */
+        char msg[512];
+        const char *authz = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+        int code =
+            lop_metrics_auth_check(s->auth, authz, cmd == EVHTTP_REQ_HEAD ? "HEAD" : "GET", path, msg, sizeof msg - 1);
+        if (code) {
+            strcat(msg, "\n");
+            reply_text(req, code, msg);
+            return;
+        }
+    }
     if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
         reply_text(req, 405, "405 method not allowed\n");
@@ -247,6 +267,11 @@ static void release(lop_httpserver_t *s)
 {
     if (s->wake_ev) event_free(s->wake_ev);
     if (s->http) evhttp_free(s->http);
+    lop_certwatcher_free(s->certs);
+    SSL_CTX_free(s->self_signed);
+    s->certs = NULL;
+    s->self_signed = NULL;
+    if (s->base) event_base_loop(s->base, EVLOOP_NONBLOCK); /* TLS bufferevents finish freeing */
     if (s->base) event_base_free(s->base);
     if (s->wake[0] >= 0) close(s->wake[0]);
     if (s->wake[1] >= 0) close(s->wake[1]);
@@ -273,11 +298,68 @@ static int bound_port(struct evhttp_bound_socket *h)
     return -1;
 }
 
+/* Each accepted connection of an HTTPS server: TLS on the current context (SSL_new takes its own
+ * reference, so a reload leaves open connections alone). */
+static struct bufferevent *make_tls_bev(struct event_base *base, void *arg)
+{
+    lop_httpserver_t *s = arg;
+    SSL *ssl = SSL_new(s->certs ? lop_certwatcher_ctx(s->certs) : s->self_signed);
+    if (!ssl) return NULL;
+    struct bufferevent *bev =
+        bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+    if (bev)
+        bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+    else
+        SSL_free(ssl);
+    return bev;
+}
+
+/* A self-signed serving certificate for localhost / 127.0.0.1 / ::1, as controller-runtime's
+ * metrics server makes in memory when it has no certificate directory. */
+static SSL_CTX *self_signed_ctx(lop_err_t *err)
+{
+    lop_cert_pair_t ca = {0}, srv = {0};
+    SSL_CTX *ctx = NULL;
+    const int64_t year = 365LL * 24 * 3600;
+    if (lop_certgen_ca("luaop-metrics-ca", year, &ca, err) == LOP_OK &&
+        lop_certgen_serving(&ca, "localhost", "DNS:localhost,IP:127.0.0.1,IP:::1", year, &srv, err) == LOP_OK) {
+        lop_buf_t chain = LOP_BUF_INIT; /* the leaf, then its CA, so a client may pin either */
+        lop_buf_printf(&chain, "%s%s", srv.cert_pem, ca.cert_pem);
+        ctx = lop_tls_server_ctx_from_pem(chain.data, srv.key_pem, err);
+        lop_buf_free(&chain);
+    }
+    lop_cert_pair_free(&ca);
+    lop_cert_pair_free(&srv);
+    return ctx;
+}
+
+static lop_rc_t tls_setup(lop_httpserver_t *s, const lop_httpserver_opts_t *o, lop_err_t *err)
+{
+    if (o->cert_dir && *o->cert_dir) {
+        lop_rc_t rc = lop_certwatcher_new(s->base, o->cert_dir, o->cert_name ? o->cert_name : "tls.crt",
+                                          o->key_name ? o->key_name : "tls.key", &s->certs, err);
+        if (rc != LOP_OK) return rc;
+    } else if (!(s->self_signed = self_signed_ctx(err))) {
+        return LOP_ERR;
+    }
+    evhttp_set_bevcb(s->http, make_tls_bev, s);
+    return LOP_OK;
+}
+
 lop_rc_t lop_httpserver_start(const char *bind_addr, lop_metrics_t *metrics, lop_health_t *health,
                               lop_httpserver_t **out, lop_err_t *err)
 {
+    lop_httpserver_opts_t o = {.bind_addr = bind_addr, .metrics = metrics, .health = health};
+    return lop_httpserver_start_opts(&o, out, err);
+}
+
+lop_rc_t lop_httpserver_start_opts(const lop_httpserver_opts_t *o, lop_httpserver_t **out, lop_err_t *err)
+{
     if (!out) return lop_err_set(err, LOP_EINVAL, 0, NULL, "httpserver: no result pointer");
     *out = NULL;
+    const char *bind_addr = o->bind_addr;
+    lop_metrics_t *metrics = o->metrics;
+    lop_health_t *health = o->health;
     char host[256];
     int port;
     lop_rc_t rc = lop_httpserver_parse_addr(bind_addr, host, sizeof host, &port, err);
@@ -308,6 +390,8 @@ lop_rc_t lop_httpserver_start(const char *bind_addr, lop_metrics_t *metrics, lop
     evhttp_set_max_headers_size(s->http, 16384);
     evhttp_set_max_body_size(s->http, 4096);
     evhttp_set_gencb(s->http, handle, s);
+    s->auth = o->auth;
+    if (o->tls && (rc = tls_setup(s, o, err)) != LOP_OK) goto fail;
 
     struct evhttp_bound_socket *bs = evhttp_bind_socket_with_handle(s->http, host, (uint16_t)port);
     if (!bs) {
@@ -326,7 +410,8 @@ lop_rc_t lop_httpserver_start(const char *bind_addr, lop_metrics_t *metrics, lop
     char portstr[16];
     snprintf(portstr, sizeof portstr, "%d", s->port);
     lop_log(LOP_LOG_INFO, "http server listening", "addr", bind_addr, "port", portstr, "metrics",
-            metrics ? "true" : "false", "probes", health ? "true" : "false", NULL);
+            metrics ? "true" : "false", "probes", health ? "true" : "false", "secure",
+            o->tls ? (o->auth ? "https+auth" : "https") : "false", NULL);
     *out = s;
     return LOP_OK;
 

@@ -8,8 +8,9 @@
  * given) /readyz,  /readyz/<n>    readiness checks; ?verbose lists each, ?exclude=<n> skips one
  *   anything else            404
  * The operator runs two of these (as controller-runtime does): --metrics-bind-address (default
- * ":8080") with only the registry, and --health-probe-bind-address (default ":8081") with only
- * the health checks; one server may serve both.
+ * ":8443", HTTPS with authentication and authorization when --metrics-secure) with only the
+ * registry, and --health-probe-bind-address (default ":8081", plain HTTP) with only the health
+ * checks; one server may serve both.
  *
  * Thread-safety: lop_httpserver_start/port/stop may be called from any thread; stop may be called
  * more than once and concurrently. Requests are served one at a time on the server's thread; the
@@ -20,6 +21,7 @@
 #define LOP_RUNTIME_HTTPSERVER_H
 
 #include "host/runtime/health.h"
+#include "host/runtime/metrics_auth.h"
 #include "host/runtime/metrics/metrics.h"
 #include "host/util/err.h"
 
@@ -42,6 +44,29 @@ LOP_MUST_CHECK lop_rc_t lop_httpserver_parse_addr(const char *bind_addr, char *h
  */
 LOP_MUST_CHECK lop_rc_t lop_httpserver_start(const char *bind_addr, lop_metrics_t *metrics, lop_health_t *health,
                                              lop_httpserver_t **out, lop_err_t *err);
+
+/* A server's settings beyond lop_httpserver_start's: HTTPS and the scrape filter (kubebuilder v4's
+ * secure metrics, controller-runtime pkg/metrics/server). */
+typedef struct lop_httpserver_opts {
+    const char *bind_addr;
+    lop_metrics_t *metrics; /* borrowed, as above; NULL = no /metrics */
+    lop_health_t *health;   /* borrowed, as above; NULL = no probes */
+    /* Serve HTTPS (TLS 1.2+) only: with the PEM files cert_dir/cert_name and cert_dir/key_name
+     * (default "tls.crt" / "tls.key"), reloaded when they change (certwatcher.h; start fails naming
+     * a missing or broken file), or, without cert_dir, a self-signed certificate for localhost,
+     * 127.0.0.1 and ::1 made in memory at start (certgen.h; its CA follows it in the chain). */
+    bool tls;
+    const char *cert_dir, *cert_name, *key_name;
+    /* Every request is first checked by auth (borrowed; must outlive the server): 401/403/500 as
+     * metrics_auth.h says, in text/plain. The check runs on the server's thread, bounded by
+     * the review timeout; NULL = none. */
+    lop_metrics_auth_t *auth;
+} lop_httpserver_opts_t;
+
+/* lop_httpserver_start with every setting (o and its strings are read during the call only).
+ * Errors as lop_httpserver_start's, plus the certificate files' (LOP_EINVAL). */
+LOP_MUST_CHECK lop_rc_t lop_httpserver_start_opts(const lop_httpserver_opts_t *o, lop_httpserver_t **out,
+                                                  lop_err_t *err);
 
 /* The TCP port actually bound (useful after binding port 0); -1 for NULL. */
 int lop_httpserver_port(const lop_httpserver_t *s);

@@ -85,7 +85,8 @@ void lop_run_opts_defaults(lop_run_opts_t *o)
     o->retry_period_ns = le.retry_period_ns;
     o->release_on_cancel = true;
     o->on_leader_loss = "exit";
-    o->metrics_addr = ":8080";
+    o->metrics_addr = ":8443";
+    o->metrics_secure = true; /* with the default address (see lop_run_opts_parse) */
     o->probe_addr = ":8081";
     o->webhook_addr = ":9443";
     o->webhook_concurrency = 4;
@@ -155,6 +156,9 @@ enum {
     O_ZAP_TIME,
     O_ENABLE_H2,
     O_METRICS_SECURE,
+    O_METRICS_CERT_DIR,
+    O_METRICS_CERT_NAME,
+    O_METRICS_CERT_KEY,
     O_APPLY,
     O_KCOUT,
     O_LISTEN,
@@ -210,6 +214,10 @@ static const struct option long_opts[] = {
     {"zap-time-encoding", required_argument, NULL, O_ZAP_TIME},
     {"enable-http2", optional_argument, NULL, O_ENABLE_H2},
     {"metrics-secure", optional_argument, NULL, O_METRICS_SECURE},
+    {"metrics-cert-dir", required_argument, NULL, O_METRICS_CERT_DIR},
+    {"metrics-cert-path", required_argument, NULL, O_METRICS_CERT_DIR}, /* kubebuilder v4's name */
+    {"metrics-cert-name", required_argument, NULL, O_METRICS_CERT_NAME},
+    {"metrics-cert-key", required_argument, NULL, O_METRICS_CERT_KEY},
     {"apply", required_argument, NULL, O_APPLY},
     {"kubeconfig-out", required_argument, NULL, O_KCOUT},
     {"listen", required_argument, NULL, O_LISTEN},
@@ -236,7 +244,7 @@ static void usage(FILE *f, const char *cmd, bool dev)
             "  --leader-elect-retry-period DUR     (2s)\n"
             "  --leader-elect-release-on-cancel[=BOOL] release the Lease on shutdown (true)\n"
             "  --leader-elect-on-loss exit|restart-election  (exit)\n"
-            "  --metrics-bind-address ADDR         Prometheus metrics (run :8080, dev 127.0.0.1:0; 0 disables)\n"
+            "  --metrics-bind-address ADDR         Prometheus metrics (run :8443, dev 127.0.0.1:0; 0 disables)\n"
             "  --health-probe-bind-address ADDR    /healthz and /readyz (run :8081, dev 127.0.0.1:0; 0 disables)\n"
             "  --webhook-bind-address ADDR         the admission/conversion webhook server, HTTPS (:9443; 0\n"
             "                                      disables); started when the scripts declare op.webhook.*\n"
@@ -261,7 +269,10 @@ static void usage(FILE *f, const char *cmd, bool dev)
             "                                      kubebuilder's flags, mapped to the two above (stack traces:\n"
             "                                      accepted, Lua tracebacks are always in \"error\")\n"
             "  --enable-http2[=false]              luaop's own servers speak HTTP/1.1 (only false)\n"
-            "  --metrics-secure[=false]            plain HTTP metrics (only false: no HTTPS metrics yet)\n"
+            "  --metrics-secure[=BOOL]             HTTPS + TokenReview/SubjectAccessReview per scrape (default:\n"
+            "                                      true with the default :8443, false with another address)\n"
+            "  --metrics-cert-dir DIR              metrics tls.crt/tls.key, reloaded (default: self-signed)\n"
+            "  --metrics-cert-name, --metrics-cert-key NAME   file names in it (tls.crt, tls.key)\n"
             "  --lua-jit[=BOOL]                    JIT on; deadlines become cooperative (false)\n"
             "  --lua-unsafe-libs[=BOOL]            give scripts io/os/debug/ffi/jit (false)\n"
             "  --lua-memory-limit BYTES            per VM (64Mi)\n"
@@ -323,7 +334,7 @@ int lop_run_opts_parse(lop_run_opts_t *o, int argc, char **argv, bool dev)
     optind = 0; /* 0, not 1: glibc then also forgets a half-parsed "-abc" of an earlier call */
     opterr = 0;
     int c;
-    bool level_set = false, format_set = false, devel = false;
+    bool level_set = false, format_set = false, devel = false, secure_set = false;
     /* "+": stop at the first non-flag, so argv[at] is always the argument being parsed */
     for (int at = 1; (c = getopt_long(argc, argv, "+", long_opts, NULL)) != -1; at = optind) {
         const char *v = optarg;
@@ -412,14 +423,11 @@ int lop_run_opts_parse(lop_run_opts_t *o, int argc, char **argv, bool dev)
             break;
         case O_METRICS_SECURE:
             bad = parse_bool(v, &o->metrics_secure);
-            if (!bad && o->metrics_secure) {
-                fprintf(stderr,
-                        "luaop %s: --metrics-secure=true is not supported yet: metrics are served over plain "
-                        "HTTP; pass --metrics-secure=false and protect the port with a NetworkPolicy\n",
-                        cmd);
-                return 2;
-            }
+            secure_set = true;
             break;
+        case O_METRICS_CERT_DIR: o->metrics_cert_dir = v; break;
+        case O_METRICS_CERT_NAME: o->metrics_cert_name = v; break;
+        case O_METRICS_CERT_KEY: o->metrics_key_name = v; break;
         case O_JIT: bad = parse_bool(v, &o->lua_jit); break;
         case O_UNSAFE: bad = parse_bool(v, &o->lua_unsafe); break;
         case O_MEM: bad = lop_parse_bytes(v, &o->lua_memory_limit); break;
@@ -478,6 +486,9 @@ int lop_run_opts_parse(lop_run_opts_t *o, int argc, char **argv, bool dev)
         fprintf(stderr, "luaop %s: unexpected argument \"%s\"\n", cmd, argv[optind]);
         return 2;
     }
+    /* kubebuilder v4 pairs :8443 with secure serving; another address is plain HTTP unless
+     * --metrics-secure says otherwise */
+    if (!secure_set) o->metrics_secure = strcmp(o->metrics_addr, ":8443") == 0;
     if (devel) { /* zap's development preset, unless a level or format was given */
         if (!level_set) o->log_level = "debug";
         if (!format_set) o->log_format = "text";

@@ -27,7 +27,7 @@ typedef struct lop_run_opts {
     int64_t retry_period_ns;       /* --leader-elect-retry-period (2s) */
     bool release_on_cancel;        /* --leader-elect-release-on-cancel (true) */
     const char *on_leader_loss;    /* --leader-elect-on-loss: "exit" (default) | "restart-election" */
-    const char *metrics_addr;      /* --metrics-bind-address (":8080"; "0" disables) */
+    const char *metrics_addr;      /* --metrics-bind-address (":8443"; "0" disables) */
     const char *probe_addr;        /* --health-probe-bind-address (":8081"; "0" disables) */
     const char *webhook_addr;      /* --webhook-bind-address (":9443"; "0" disables): served when the
                                      script set declares webhooks (op.webhook.*) */
@@ -46,7 +46,12 @@ typedef struct lop_run_opts {
     const char *stacktrace_level;  /* --zap-stacktrace-level info|error|panic: accepted, validated;
                                      luaop has no Go stacks (Lua tracebacks go in "error") */
     bool enable_http2;             /* --enable-http2 for luaop's own servers: only false (HTTP/1.1) */
-    bool metrics_secure;           /* --metrics-secure: only false until HTTPS metrics exist */
+    bool metrics_secure;           /* --metrics-secure: HTTPS, each scrape authenticated (TokenReview) and
+                                      authorized (SubjectAccessReview); default true exactly when
+                                      metrics_addr is the default ":8443" */
+    const char *metrics_cert_dir;  /* --metrics-cert-dir / --metrics-cert-path (NULL = self-signed in memory) */
+    const char *metrics_cert_name; /* --metrics-cert-name ("tls.crt") */
+    const char *metrics_key_name;  /* --metrics-cert-key ("tls.key") */
     bool lua_jit;                  /* --lua-jit */
     bool lua_unsafe;               /* --lua-unsafe-libs */
     size_t lua_memory_limit;       /* --lua-memory-limit bytes per VM (64 MiB) */

@@ -143,7 +143,14 @@ assert "limits" in c["resources"] and "requests" in c["resources"]
 rules = [r for d in docs if d["kind"] in ("Role", "ClusterRole") for r in d.get("rules", [])]
 assert any("leases" in r.get("resources", []) for r in rules), "no Lease permission"
 assert not any("*" in r.get("verbs", []) or "*" in r.get("resources", []) for r in rules), "wildcard RBAC"
-print("ok   kinds", ", ".join(kinds), "; Deployment: 2 replicas, leader election, probes, securityContext")
+# secure metrics (issue 24 part 2): :8443 behind TokenReview/SAR, its Service, the roles
+assert "--metrics-bind-address=:8443" in c["args"], c["args"]
+svc = next(d for d in docs if d["kind"] == "Service" and d["metadata"]["name"].endswith("metrics-service"))
+assert svc["spec"]["ports"][0]["port"] == 8443, svc["spec"]
+assert any(r.get("resources") == ["tokenreviews"] and r["verbs"] == ["create"] for r in rules), "no tokenreviews create"
+assert any(r.get("resources") == ["subjectaccessreviews"] for r in rules), "no subjectaccessreviews create"
+assert any(r.get("nonResourceURLs") == ["/metrics"] and r["verbs"] == ["get"] for r in rules), "no metrics reader"
+print("ok   kinds", ", ".join(kinds), "; Deployment: 2 replicas, leader election, probes, securityContext, secure metrics")
 PY
 "$LUAOP" apiserver --listen 127.0.0.1:0 --kubeconfig-out "$tmp/kc" >"$tmp/srv.out" 2>&1 &
 srv=$!

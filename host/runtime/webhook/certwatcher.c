@@ -91,8 +91,9 @@ static lop_rc_t use_key(SSL_CTX *ctx, const lop_buf_t *pem, const char *path, lo
     return rc;
 }
 
-/* A server context from the PEM bytes. NULL with err on failure. */
-static SSL_CTX *build_ctx(const lop_certwatcher_t *w, const lop_buf_t *cert, const lop_buf_t *key, lop_err_t *err)
+/* A server context from the PEM bytes (cert_what/key_what name them in errors). NULL with err. */
+static SSL_CTX *ctx_from(const lop_buf_t *cert, const char *cert_what, const lop_buf_t *key, const char *key_what,
+                         lop_err_t *err)
 {
     ERR_clear_error();
     SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
@@ -101,11 +102,22 @@ static SSL_CTX *build_ctx(const lop_certwatcher_t *w, const lop_buf_t *cert, con
         return NULL;
     }
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-    if (use_chain(ctx, cert, w->cert_path, err) != LOP_OK || use_key(ctx, key, w->key_path, err) != LOP_OK) {
+    if (use_chain(ctx, cert, cert_what, err) != LOP_OK || use_key(ctx, key, key_what, err) != LOP_OK) {
         SSL_CTX_free(ctx);
         return NULL;
     }
     return ctx;
+}
+
+static SSL_CTX *build_ctx(const lop_certwatcher_t *w, const lop_buf_t *cert, const lop_buf_t *key, lop_err_t *err)
+{
+    return ctx_from(cert, w->cert_path, key, w->key_path, err);
+}
+
+SSL_CTX *lop_tls_server_ctx_from_pem(const char *cert_pem, const char *key_pem, lop_err_t *err)
+{
+    lop_buf_t cert = {(char *)cert_pem, strlen(cert_pem), 0}, key = {(char *)key_pem, strlen(key_pem), 0};
+    return ctx_from(&cert, "certificate", &key, "key", err);
 }
 
 /* Read both files; LOP_OK with *changed telling whether they differ from the last pair tried. */

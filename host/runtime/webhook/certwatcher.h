@@ -53,6 +53,11 @@ void lop_certwatcher_check(lop_certwatcher_t *w);
 /* Successful reloads since new (the initial load is not one). Any thread. */
 uint64_t lop_certwatcher_reloads(const lop_certwatcher_t *w);
 
+/* A TLS 1.2+ server context (the watcher's settings) from a PEM certificate chain and key held
+ * in memory (a self-signed pair made at start, certgen.h); owned by the caller (SSL_CTX_free).
+ * NULL with err (LOP_EINVAL) when either does not load or they do not match. Any thread. */
+SSL_CTX *lop_tls_server_ctx_from_pem(const char *cert_pem, const char *key_pem, lop_err_t *err);
+
 /* Stop watching and drop the watcher's reference to the context. NULL ok. */
 void lop_certwatcher_free(lop_certwatcher_t *w);
 

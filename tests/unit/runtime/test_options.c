@@ -207,10 +207,36 @@ static void test_kubebuilder_flags_are_mapped(void)
     char *h2[] = {"run", "--enable-http2"};
     T_EQ_INT(parse_capturing(&o, 2, h2, msg, sizeof msg), 2);
     T_CHECK(strstr(msg, "HTTP/1.1") != NULL);
+}
+
+static void test_metrics_secure_follows_the_default_address(void)
+{
+    lop_run_opts_t o;
     lop_run_opts_defaults(&o);
-    char *sec[] = {"run", "--metrics-secure=true"};
-    T_EQ_INT(parse_capturing(&o, 2, sec, msg, sizeof msg), 2);
-    T_CHECK(strstr(msg, "not supported yet") != NULL);
+    char *none[] = {"run"};
+    T_EQ_INT(lop_run_opts_parse(&o, 1, none, false), 0);
+    T_EQ_STR(o.metrics_addr, ":8443");
+    T_CHECK(o.metrics_secure);
+    lop_run_opts_defaults(&o); /* another address: plain unless asked */
+    char *plain[] = {"run", "--metrics-bind-address=:8080"};
+    T_EQ_INT(lop_run_opts_parse(&o, 2, plain, false), 0);
+    T_CHECK(!o.metrics_secure);
+    lop_run_opts_defaults(&o);
+    char *sec[] = {"run",
+                   "--metrics-bind-address=127.0.0.1:0",
+                   "--metrics-secure",
+                   "--metrics-cert-path=/c",
+                   "--metrics-cert-name=a.crt",
+                   "--metrics-cert-key=a.key"};
+    T_EQ_INT(lop_run_opts_parse(&o, 6, sec, false), 0);
+    T_CHECK(o.metrics_secure);
+    T_EQ_STR(o.metrics_cert_dir, "/c");
+    T_EQ_STR(o.metrics_cert_name, "a.crt");
+    T_EQ_STR(o.metrics_key_name, "a.key");
+    lop_run_opts_defaults(&o); /* the default address, explicitly plain */
+    char *off[] = {"run", "--metrics-secure=false"};
+    T_EQ_INT(lop_run_opts_parse(&o, 2, off, false), 0);
+    T_CHECK(!o.metrics_secure);
 }
 
 int main(void)
@@ -221,5 +247,6 @@ int main(void)
     T_RUN(test_unknown_flag_error_names_the_flag);
     T_RUN(test_kubebuilder_flags_are_mapped);
     T_RUN(test_webhook_cert_secret_flags);
+    T_RUN(test_metrics_secure_follows_the_default_address);
     return T_DONE();
 }
