@@ -2,6 +2,8 @@
 /* as_admission.c — the admission webhook chain (k8s.io/apiserver pkg/admission/plugin/webhook). */
 #include "apiserver/as_admission.h"
 
+#include "apiserver/as_authn.h"
+
 #include "apiserver/as_registry.h"
 #include "apiserver/as_status.h"
 #include "apiserver/as_store.h"
@@ -188,11 +190,10 @@ static json_t *build_review(const admit_ctx_t *a, const char *uid)
     if (name && *name) json_object_set_new(r, "name", json_string(name));
     if (res->namespaced) json_object_set_new(r, "namespace", json_string(a->q->ns));
     json_object_set_new(r, "operation", json_string(a->op));
-    json_t *user = json_object(), *groups = json_array();
-    json_array_append_new(groups, json_string("system:masters"));
-    json_array_append_new(groups, json_string("system:authenticated"));
-    json_object_set_new(user, "username", json_string("admin")); /* no authorization: everyone is admin */
-    json_object_set_new(user, "groups", groups);
+    /* the requester (as_authn.h): "admin" in system:masters when no credentials are configured */
+    json_t *user = a->q->user ? as_user_json(a->q->user)
+                              : json_pack("{s:s,s:[s,s]}", "username", "admin", "groups", "system:masters",
+                                          "system:authenticated");
     json_object_set_new(r, "userInfo", user);
     json_object_set_new(r, "object", a->obj ? json_deep_copy(a->obj) : json_null());
     json_object_set_new(r, "oldObject", a->old ? json_deep_copy(a->old) : json_null());
