@@ -7,8 +7,10 @@
 #include "apiserver/as_store.h"
 #include "apiserver/as_util.h"
 
+#include <event2/keyvalq_struct.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #define RBAC_GROUP "rbac.authorization.k8s.io"
 
@@ -329,4 +331,71 @@ json_t *as_authz_rules(lop_apiserver_t *srv, const as_user_t *u, const char *ns)
         json_pack("{s:o,s:o,s:b}", "resourceRules", res_rules, "nonResourceRules", nonres_rules, "incomplete", false);
     if (v.nerrors) json_object_set_new(out, "evaluationError", json_string(v.errors));
     return out;
+}
+
+/* Authorize one impersonation step (verb impersonate on resource[.group]/name in ns); false after
+ * answering 403. */
+static bool may_impersonate(as_req_t *q, const char *group, const char *resource, const char *ns, const char *name)
+{
+    as_attrs_t a;
+    memset(&a, 0, sizeof a);
+    a.resource_request = true;
+    snprintf(a.verb, sizeof a.verb, "impersonate");
+    snprintf(a.group, sizeof a.group, "%s", group);
+    snprintf(a.resource, sizeof a.resource, "%s", resource);
+    snprintf(a.ns, sizeof a.ns, "%s", ns);
+    snprintf(a.name, sizeof a.name, "%s", name);
+    as_decision_t d;
+    as_authorize(q->srv, q->user, &a, &d);
+    if (!d.allowed) as_reply_forbidden(q, q->user, &a, d.reason);
+    return d.allowed;
+}
+
+/* "system:serviceaccount:NS:NAME" into ns and name. */
+static bool split_sa(const char *user, char *ns, char *name, size_t n)
+{
+    const char *p = "system:serviceaccount:";
+    if (strncmp(user, p, strlen(p))) return false;
+    const char *rest = user + strlen(p), *colon = strchr(rest, ':');
+    if (!colon || colon == rest || !colon[1] || strchr(colon + 1, ':') || (size_t)(colon - rest) >= n) return false;
+    snprintf(ns, n, "%.*s", (int)(colon - rest), rest);
+    snprintf(name, n, "%s", colon + 1);
+    return true;
+}
+
+bool as_impersonate(as_req_t *q)
+{
+    struct evkeyvalq *h = evhttp_request_get_input_headers(q->r);
+    const char *name = evhttp_find_header(h, "Impersonate-User");
+    const char *uid = evhttp_find_header(h, "Impersonate-Uid");
+    if (!name || !*name) return true; /* groups or a uid alone are refused by kube-apiserver too */
+    char ns[AS_ATTR_MAX], sa[AS_ATTR_MAX];
+    bool is_sa = split_sa(name, ns, sa, sizeof ns);
+    if (is_sa ? !may_impersonate(q, "", "serviceaccounts", ns, sa) : !may_impersonate(q, "", "users", "", name))
+        return false;
+    as_user_t *u = as_user_new(name, uid);
+    bool groups_given = false;
+    for (struct evkeyval *kv = h->tqh_first; kv; kv = kv->next.tqe_next) {
+        if (strcasecmp(kv->key, "Impersonate-Group")) continue;
+        if (!may_impersonate(q, "", "groups", "", kv->value)) {
+            as_user_free(u);
+            return false;
+        }
+        as_user_add_group(u, kv->value);
+        groups_given = true;
+    }
+    if (uid && *uid && !may_impersonate(q, "authentication.k8s.io", "uids", "", uid)) {
+        as_user_free(u);
+        return false;
+    }
+    if (is_sa && !groups_given) {
+        char g[AS_ATTR_MAX + 32];
+        snprintf(g, sizeof g, "system:serviceaccounts:%s", ns);
+        as_user_add_group(u, "system:serviceaccounts");
+        as_user_add_group(u, g);
+    }
+    if (strcmp(name, "system:anonymous")) as_user_add_group(u, "system:authenticated");
+    as_user_free(q->user);
+    q->user = u;
+    return true;
 }

@@ -42,6 +42,13 @@ void as_authorize(lop_apiserver_t *srv, const as_user_t *u, const as_attrs_t *a,
  * incomplete, evaluationError?} — the rules of every binding that applies (masters, and
  * AlwaysAllow, get one "*" rule of each kind). New reference. */
 json_t *as_authz_rules(lop_apiserver_t *srv, const as_user_t *u, const char *ns);
+/* The impersonation filter (k8s.io/apiserver/pkg/endpoints/filters/impersonation.go): with an
+ * Impersonate-User header (and any Impersonate-Group headers, an Impersonate-Uid), check that
+ * q->user may `impersonate` users/NAME (serviceaccounts/NAME in NS for
+ * system:serviceaccount:NS:NAME), groups/G and uids.authentication.k8s.io/U, then make q->user
+ * that user: the groups given (a service account without any gets its two), plus
+ * system:authenticated. False after answering 403. Under AlwaysAllow every step is allowed. */
+bool as_impersonate(as_req_t *q);
 void as_reply_forbidden(as_req_t *q, const as_user_t *u, const as_attrs_t *a, const char *reason);
 
 #endif

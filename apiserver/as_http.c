@@ -230,7 +230,7 @@ static void process(lop_apiserver_t *srv, struct evhttp_request *r)
     q.user = as_authn_request(&q);
     if (!q.user)
         as_reply_status(&q, 401, "Unauthorized", NULL, "Unauthorized");
-    else if (authorized(&q))
+    else if (as_impersonate(&q) && authorized(&q))
         route(&q);
     as_user_free(q.user);
     evhttp_clear_headers(&q.q);

@@ -7,6 +7,7 @@
 # yes/no through Roles, ClusterRoles and both kinds of binding (User, Group and ServiceAccount
 # subjects, resourceNames, subresources, nonResourceURLs), SubjectAccessReview and
 # LocalSubjectAccessReview, the request-info verbs (list, watch, a named watch, deletecollection),
+# impersonation (--as, --as-group),
 # kube-apiserver's exact 403 messages, and 401 without credentials.
 set -eu # no pipefail: `kubectl ... | grep -q` may SIGPIPE kubectl after a match
 
@@ -161,6 +162,7 @@ echo "== a binding to a missing role is named in the reason"
 K create clusterrolebinding dangling --clusterrole=nope --user=alice >/dev/null
 expect_eq "can-i with a dangling binding" "$(can alice-token get pods -n default)" \
     'no - RBAC: clusterrole.rbac.authorization.k8s.io "nope" not found'
+K delete clusterrolebinding dangling >/dev/null
 
 echo "== service-account tokens and TokenReview"
 K -n ns create serviceaccount robot >/dev/null
@@ -236,6 +238,20 @@ expect_eq "discovery" "$(cat "$TMP/disc")" \
     '[["subjectaccessreviews",false,["create"]],["selfsubjectaccessreviews",false,["create"]],["selfsubjectrulesreviews",false,["create"]],["localsubjectaccessreviews",true,["create"]]]'
 K get --raw /api/v1 | jq -e '.resources[]|select(.name=="serviceaccounts/token")|.kind=="TokenRequest"' >/dev/null ||
     fail "serviceaccounts/token in discovery"
+
+echo "== impersonation (kubectl --as / --as-group)"
+expect_eq "can-i as alice" "$(K auth can-i get configmaps -n ns --as alice --as-group dev 2>&1 || true)" yes
+expect_eq "can-i as alice without the group" "$(K auth can-i get configmaps -n ns --as alice 2>&1 || true)" no
+K auth whoami --as system:serviceaccount:ns:robot -o json >"$TMP/who.json"
+expect_eq "as a service account" "$(jq -c '.status.userInfo|[.username,.groups]' "$TMP/who.json")" \
+    '["system:serviceaccount:ns:robot",["system:serviceaccounts","system:serviceaccounts:ns","system:authenticated"]]'
+forbidden 'users "root" is forbidden: User "alice" cannot impersonate resource "users" in API group "" at the cluster scope' \
+    K --token alice-token get configmaps -n ns --as root
+K create clusterrole impersonate-bob --verb=impersonate --resource=users --resource-name=bob >/dev/null
+K create clusterrolebinding bob-impersonates-bob --clusterrole=impersonate-bob --user=bob >/dev/null
+expect_eq "bob as bob" "$(K --token bob-token auth whoami --as bob -o jsonpath='{.status.userInfo.username}')" bob
+forbidden 'groups "system:masters" is forbidden: User "bob" cannot impersonate resource "groups" in API group "" at the cluster scope' \
+    K --token bob-token get configmaps -n ns --as bob --as-group system:masters
 
 echo "== kubectl auth can-i --list"
 K --token alice-token auth can-i --list -n ns >"$TMP/list"
