@@ -2,7 +2,8 @@
 /* as_accept.c — Accept negotiation (apiserver pkg/endpoints/handlers/negotiation/negotiate.go; 406
  * NotAcceptable): which media range of the request a response is encoded for, and whether it asks
  * for a metadata-only view (k8s.io/apimachinery/pkg/apis/meta/v1 PartialObjectMetadata,
- * PartialObjectMetadataList) with `as=`. The views themselves are in as_view.c. See as_internal.h.
+ * PartialObjectMetadataList) or a Table with `as=`. The views themselves are in as_view.c and
+ * as_table.c. See as_internal.h.
  */
 #include "apiserver/as_accept.h"
 
@@ -114,13 +115,15 @@ static bool acceptable(const clause_t *c, bool allow_conv, as_conv_t *out)
     memset(out, 0, sizeof *out);
     if (!c->has_conv) return true;
     /* apiserver's RequestScope.AllowsMediaTypeTransform: a conversion into meta.k8s.io v1 or
-     * v1beta1 PartialObjectMetadata[List] (Table is not implemented here); discovery and other
-     * endpoints allow none */
+     * v1beta1 PartialObjectMetadata[List] or Table (as_table.h); discovery and other endpoints
+     * allow none */
     if (!allow_conv || strcmp(c->g, "meta.k8s.io") || (strcmp(c->v, "v1") && strcmp(c->v, "v1beta1"))) return false;
     if (!strcmp(c->as, "PartialObjectMetadata"))
         out->kind = AS_CONV_PARTIAL;
     else if (!strcmp(c->as, "PartialObjectMetadataList"))
         out->kind = AS_CONV_PARTIAL_LIST;
+    else if (!strcmp(c->as, "Table"))
+        out->kind = AS_CONV_TABLE;
     else
         return false;
     snprintf(out->api_version, sizeof out->api_version, "%s",

@@ -15,6 +15,7 @@
 #include "apiserver/as_review.h"
 #include "apiserver/as_route.h"
 #include "apiserver/as_status.h"
+#include "apiserver/as_table.h"
 #include "apiserver/as_util.h"
 #include "apiserver/as_watch.h"
 #include "apiserver/as_write.h"
@@ -96,7 +97,15 @@ static void not_found(as_req_t *q)
 static bool negotiate(as_req_t *q, bool resource)
 {
     const char *accept = evhttp_find_header(evhttp_request_get_input_headers(q->r), "Accept");
-    if (as_accept_negotiate(accept, resource, &q->conv)) return true;
+    if (as_accept_negotiate(accept, resource, &q->conv)) {
+        const char *inc = as_query(q, "includeObject");
+        if (q->conv.kind != AS_CONV_TABLE || as_table_include(inc, &q->conv.include)) return true;
+        as_reply_status(q, 400, "BadRequest", NULL,
+                        "includeObject: Unsupported value: \"%s\": supported values: \"Metadata\", \"None\", "
+                        "\"Object\"",
+                        inc);
+        return false;
+    }
     as_reply_status(q, 406, "NotAcceptable", NULL,
                     "only the following media types are accepted: application/json, application/yaml");
     return false;

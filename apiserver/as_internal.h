@@ -102,11 +102,16 @@ typedef struct as_event {
 
 /* What the negotiated Accept asks the response to be converted to (apiserver's `as=`, `g=`, `v=`
  * media type parameters): nothing, or the metadata-only view of an object / of a list. */
-typedef enum as_conv_kind { AS_CONV_NONE = 0, AS_CONV_PARTIAL, AS_CONV_PARTIAL_LIST } as_conv_kind_t;
+typedef enum as_conv_kind { AS_CONV_NONE = 0, AS_CONV_PARTIAL, AS_CONV_PARTIAL_LIST, AS_CONV_TABLE } as_conv_kind_t;
+
+/* A Table's row object (metav1.TableOptions.includeObject; Metadata is the default). */
+typedef enum as_include { AS_INCLUDE_METADATA = 0, AS_INCLUDE_NONE, AS_INCLUDE_OBJECT } as_include_t;
 
 typedef struct as_conv {
     as_conv_kind_t kind;
     char api_version[32]; /* "meta.k8s.io/v1" or "meta.k8s.io/v1beta1"; "" for AS_CONV_NONE */
+    as_include_t include; /* AS_CONV_TABLE: the rows' object (as_table.h) */
+    bool no_headers;      /* AS_CONV_TABLE: leave columnDefinitions out (watch events after the first) */
 } as_conv_t;
 
 typedef struct as_watcher {
@@ -125,7 +130,8 @@ typedef struct as_watcher {
     struct evbuffer *held;  /* events queued while stalled */
     struct evbuffer *batch; /* during replay: events gathered into one chunk */
     int64_t min_rv;         /* deliver only events with rv > min_rv (a future start RV) */
-    as_conv_t conv;         /* AS_CONV_PARTIAL: every object (not ERROR's Status) as PartialObjectMetadata */
+    as_conv_t conv;         /* AS_CONV_PARTIAL: every object (not ERROR's Status) as PartialObjectMetadata;
+                               AS_CONV_TABLE: every object as a one-row Table (headers on the first) */
 } as_watcher_t;
 
 typedef struct as_fault {

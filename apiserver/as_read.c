@@ -376,6 +376,7 @@ void as_handle_list(as_req_t *q)
         return;
     }
     bool partial = q->conv.kind == AS_CONV_PARTIAL_LIST;
+    json_t *table_objs = q->conv.kind == AS_CONV_TABLE ? json_array() : NULL; /* a Table's objects */
     bool filtered = !lop_label_selector_empty(ls) || !lop_field_selector_empty(fs);
     as_entry_t *items;
     size_t n;
@@ -406,7 +407,9 @@ void as_handle_list(as_req_t *q)
             conv.obj = as_convert(q->srv, res, items[i].obj, res->api_version, conv_err, sizeof conv_err);
             if (!conv.obj) break;
         }
-        if (partial)
+        if (table_objs)
+            json_array_append_new(table_objs, as_served_obj(res, conv.obj));
+        else if (partial)
             add_partial_item(q, &lo, &conv);
         else
             add_item(q, &lo, &conv, flags);
@@ -415,6 +418,7 @@ void as_handle_list(as_req_t *q)
         lo.last_key = items[i].key;
     }
     if (conv_err[0]) {
+        json_decref(table_objs);
         evbuffer_free(lo.ib);
         as_reply_status(q, 500, "InternalError", NULL, "%s", conv_err);
         free(items);
@@ -434,6 +438,14 @@ void as_handle_list(as_req_t *q)
     }
     json_object_set_new(meta, "resourceVersion", json_string(rvb));
     free(token);
+    if (table_objs) { /* as_reply_json turns the list into the Table */
+        evbuffer_free(lo.ib);
+        as_reply_json(q, 200, json_pack("{s:o,s:o}", "metadata", meta, "items", table_objs), false);
+        free(items);
+        lop_label_selector_free(ls);
+        lop_field_selector_free(fs);
+        return;
+    }
     char *ms = json_dumps(meta, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(meta);
     send_list(q, &lo, partial, ms);

@@ -3,6 +3,7 @@
  * pkg/api/errors/errors.go), rejection logging. */
 #include "apiserver/as_status.h"
 
+#include "apiserver/as_table.h"
 #include "apiserver/as_view.h"
 
 #include "host/util/log.h"
@@ -156,10 +157,31 @@ static bool is_status(const json_t *body)
     return k && !strcmp(k, "Status");
 }
 
+/* body (stolen: an object or a list) as the Table the request asked for. */
+static json_t *table_of(as_req_t *q, json_t *body)
+{
+    json_t *items = json_object_get(body, "items");
+    json_t *t;
+    if (json_is_array(items)) {
+        size_t n = json_array_size(items);
+        json_t **objs = lop_xcalloc(n + 1, sizeof *objs);
+        for (size_t i = 0; i < n; i++) objs[i] = json_array_get(items, i);
+        t = as_table_new(q->srv, q->res, &q->conv, objs, n, json_object_get(body, "metadata"), time(NULL));
+        free(objs);
+    } else {
+        t = as_table_new(q->srv, q->res, &q->conv, &body, 1, NULL, time(NULL));
+    }
+    json_decref(body);
+    return t;
+}
+
 void as_reply_json(as_req_t *q, int code, json_t *body, bool sort_keys)
 {
     size_t flags = JSON_COMPACT | (sort_keys ? JSON_SORT_KEYS : 0);
-    if (q->conv.kind != AS_CONV_NONE && !is_status(body)) {
+    if (q->conv.kind == AS_CONV_TABLE && q->res && !is_status(body)) {
+        body = table_of(q, body);
+        flags = JSON_COMPACT;
+    } else if (q->conv.kind != AS_CONV_NONE && !is_status(body)) {
         reply_converted(q, code, body, flags);
         return;
     }
@@ -269,7 +291,8 @@ bool as_query_bool(const char *s)
 void as_reply_stored(as_req_t *q, int code, as_res_t *res, const json_t *obj, as_blob_t *wire)
 {
     const json_t *av = json_object_get(obj, "apiVersion");
-    if (!wire || !json_is_string(av) || strcmp(json_string_value(av), res->api_version)) {
+    if (!wire || !json_is_string(av) || strcmp(json_string_value(av), res->api_version) ||
+        q->conv.kind == AS_CONV_TABLE) {
         as_reply_json(q, code, as_served_obj(res, obj), res->is_cr);
         return;
     }

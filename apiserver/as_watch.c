@@ -8,6 +8,7 @@
 
 #include "apiserver/as_select.h"
 #include "apiserver/as_status.h"
+#include "apiserver/as_table.h"
 #include "apiserver/as_util.h"
 #include "apiserver/as_view.h"
 
@@ -182,8 +183,29 @@ static int send_obj_event(as_watcher_t *w, const char *type, const json_t *obj)
     return send_obj_event_as_is(w, type, obj);
 }
 
+/* {"type":T,"object":<a one-row Table of obj>}; the column definitions on the first event only,
+ * as the API server's watch encoder sets NoHeaders after it (handlers/watch.go). */
+static int send_table_event(as_watcher_t *w, const char *type, const json_t *obj)
+{
+    json_t *served = as_served_obj(w->res, obj);
+    json_t *t = as_table_new(w->srv, w->res, &w->conv, &served, 1, NULL, time(NULL));
+    json_decref(served);
+    w->conv.no_headers = true;
+    char *s = json_dumps(t, JSON_COMPACT);
+    json_decref(t);
+    lop_buf_t b = LOP_BUF_INIT;
+    lop_buf_printf(&b, "{\"type\":\"%s\",\"object\":%s}\n", type, s ? s : "{}");
+    free(s);
+    as_blob_t *blob = as_blob_new(b.data, b.len);
+    lop_buf_free(&b);
+    int rc = send_blob(w, blob);
+    as_blob_unref(blob);
+    return rc;
+}
+
 static int send_obj_event_as_is(as_watcher_t *w, const char *type, const json_t *obj)
 {
+    if (w->conv.kind == AS_CONV_TABLE) return send_table_event(w, type, obj);
     if (w->conv.kind == AS_CONV_PARTIAL) {
         size_t n;
         char *s = as_dump_obj(w->res, obj, &n);
@@ -252,7 +274,8 @@ static int deliver(as_watcher_t *w, as_event_t *e)
     } else if (!now) {
         return 0;
     }
-    if (!same_version || !e->wire) return send_obj_event(w, type_names[e->type], e->obj);
+    if (!same_version || !e->wire || w->conv.kind == AS_CONV_TABLE)
+        return send_obj_event(w, type_names[e->type], e->obj);
     return send_wire(w, type_names[e->type], e->wire);
 }
 
@@ -397,7 +420,7 @@ void as_handle_watch(as_req_t *q)
     /* each object (bookmarks too; never an ERROR's Status) as PartialObjectMetadata. A watch
      * that asked for PartialObjectMetadataList gets full objects: the API server's watch encoder
      * cannot convert one object into a list and sends it unconverted */
-    if (q->conv.kind == AS_CONV_PARTIAL) w->conv = q->conv;
+    if (q->conv.kind == AS_CONV_PARTIAL || q->conv.kind == AS_CONV_TABLE) w->conv = q->conv;
     struct evkeyvalq *h = evhttp_request_get_output_headers(q->r);
     evhttp_add_header(h, "Content-Type", "application/json");
     evhttp_add_header(h, "Cache-Control", "no-cache, private");
@@ -440,7 +463,8 @@ void as_handle_watch(as_req_t *q)
             if (!as_obj_matches(w->res, w->ns, w->ls, w->fs, o)) continue;
             const json_t *av = json_object_get(o, "apiVersion");
             bool same = json_is_string(av) && !strcmp(json_string_value(av), w->res->api_version);
-            int rc = same && c->items[i].wire ? send_wire(w, "ADDED", c->items[i].wire) : send_obj_event(w, "ADDED", o);
+            bool wire = same && c->items[i].wire && w->conv.kind != AS_CONV_TABLE;
+            int rc = wire ? send_wire(w, "ADDED", c->items[i].wire) : send_obj_event(w, "ADDED", o);
             if (rc < 0) return;
         }
         if (bookmarks && send_bookmark(w, true) < 0) return;

@@ -5,7 +5,7 @@
  * headers, then over the wire — LIST, paged LIST, GET, WATCH and a write of built-in and custom
  * resources answered as PartialObjectMetadata(List) with the object's own metadata, conversions
  * that do not fit refused with 406, unsupported `as=` values refused unless a later Accept range is
- * plain, and discovery unchanged for kubectl. */
+ * plain, and discovery unchanged for kubectl. Tables themselves: test_apiserver_table.c. */
 #include "apiserver/as_accept.h"
 #include "t.h"
 #include "test_apiserver_util.h"
@@ -54,9 +54,12 @@ static void test_negotiation_table(void)
         {ONLY_PARTIAL, false, false, AS_CONV_NONE, ""},
         {DISCOVERY, false, true, AS_CONV_NONE, ""},
         {DISCOVERY, true, true, AS_CONV_NONE, ""},
-        /* Table is not implemented: skipped for the next range, refused when it is the only one */
-        {KUBECTL_TABLE, true, true, AS_CONV_NONE, ""},
-        {"application/json;as=Table;g=meta.k8s.io;v=v1", true, false, AS_CONV_NONE, ""},
+        /* Table (as_table.h) on resource endpoints; elsewhere skipped for the next range */
+        {KUBECTL_TABLE, true, true, AS_CONV_TABLE, "meta.k8s.io/v1"},
+        {"application/json;as=Table;g=meta.k8s.io;v=v1beta1", true, true, AS_CONV_TABLE, "meta.k8s.io/v1beta1"},
+        {KUBECTL_TABLE, false, true, AS_CONV_NONE, ""},
+        {"application/json;as=Table;g=meta.k8s.io;v=v1", false, false, AS_CONV_NONE, ""},
+        {"application/json;as=Table;g=meta.k8s.io;v=v2,application/json", true, true, AS_CONV_NONE, ""},
         /* incomplete or foreign targets are not conversions the server knows */
         {"application/json;as=PartialObjectMetadata", true, false, AS_CONV_NONE, ""},
         {"application/json;as=PartialObjectMetadata;g=apps;v=v1", true, false, AS_CONV_NONE, ""},
@@ -211,7 +214,7 @@ static void test_mismatched_conversion_is_not_acceptable(void)
     } cases[] = {
         {CMPATH, WATCH_JSON},                                          /* an object view of a list */
         {CMPATH "/a", LIST_JSON},                                      /* a list view of an object */
-        {CMPATH "/a", "application/json;as=Table;g=meta.k8s.io;v=v1"}, /* no Table */
+        {CMPATH "/a", "application/json;as=Table;g=meta.k8s.io;v=v2"}, /* no such Table version */
         {CMPATH, "application/vnd.kubernetes.protobuf"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -222,11 +225,11 @@ static void test_mismatched_conversion_is_not_acceptable(void)
         T_EQ_INT(json_integer_value(json_object_get(r.json, "code")), 406);
         resp_free(&r);
     }
-    /* kubectl's Table request falls back to the plain object; its discovery request to the
+    /* kubectl's Table request gets a Table (test_apiserver_table.c); its discovery request the
      * legacy document */
     resp_t r = t_http_accept(srv, "GET", CMPATH "/a", NULL, NULL, KUBECTL_TABLE);
     T_EQ_INT(r.code, 200);
-    T_EQ_STR(jstr(r.json, "kind"), "ConfigMap");
+    T_EQ_STR(jstr(r.json, "kind"), "Table");
     resp_free(&r);
     r = t_http_accept(srv, "GET", "/apis", NULL, NULL, DISCOVERY);
     T_EQ_INT(r.code, 200);
