@@ -9,6 +9,7 @@
 #include "apiserver/as_authz.h"
 #include "apiserver/as_delete.h"
 #include "apiserver/as_fault.h"
+#include "apiserver/as_openapi.h"
 #include "apiserver/as_patch_handler.h"
 #include "apiserver/as_read.h"
 #include "apiserver/as_registry.h"
@@ -234,8 +235,8 @@ static void process(lop_apiserver_t *srv, struct evhttp_request *r)
     as_uuid(audit);
     evhttp_add_header(evhttp_request_get_output_headers(r), "Audit-Id", audit);
     /* Accept is negotiated per endpoint in route() (after authentication, as the API server's
-     * handlers do). /openapi/v2 is asked for in protobuf only (kubectl's fallback when the v3
-     * document lacks a group): it is not negotiated, so its 404 lets validation be skipped. */
+     * handlers do); /openapi/v2, which kubectl asks for in protobuf only, gets 406 unless JSON
+     * is acceptable (as_openapi.c). */
     q.user = as_authn_request(&q);
     if (!q.user)
         as_reply_status(&q, 401, "Unauthorized", NULL, "Unauthorized");

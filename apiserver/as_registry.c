@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* as_registry.c — the table of servable resources (built-ins + CRD-made), their storage
- * collections, and the discovery / OpenAPI documents derived from the table (apiserver
- * pkg/endpoints/discovery). */
+ * collections, and the discovery documents derived from the table (apiserver
+ * pkg/endpoints/discovery; the OpenAPI documents are as_openapi.c's). */
 #include "apiserver/as_registry.h"
 
 #include "apiserver/as_status.h"
@@ -441,69 +441,4 @@ void as_serve_discovery(as_req_t *q, const char *group, const char *version, int
         json_object_set_new(out, "resources", list);
     }
     as_reply_json(q, 200, out, false);
-}
-
-/* OpenAPI v3: an index of group-versions and, per group-version, a minimal document listing each
- * resource's PATCH operation with its GVK and the fieldValidation parameter. That is what kubectl
- * reads to decide that the server validates fields itself (so it skips client-side schema checks);
- * no schemas are served. /openapi/v2 is 404. */
-static json_t *openapi_gv_doc(lop_apiserver_t *srv, const char *group, const char *version)
-{
-    json_t *paths = json_object();
-    for (size_t i = 0; i < srv->nres; i++) {
-        as_res_t *r = srv->res[i];
-        if (strcmp(r->group, group) || strcmp(r->version, version)) continue;
-        char p[600];
-        snprintf(p, sizeof p, "/%s%s/%s%s/{name}", r->group[0] ? "apis/" : "api/", r->api_version,
-                 r->namespaced ? "namespaces/{namespace}/" : "", r->plural);
-        json_t *op =
-            json_pack("{s:{s:s,s:s,s:s},s:[{s:s,s:s,s:{s:s}},{s:s,s:s,s:{s:s}},"
-                      "{s:s,s:s,s:{s:s}},{s:s,s:s,s:{s:s}}],s:{}}",
-                      "x-kubernetes-group-version-kind", "group", r->group, "version", r->version, "kind", r->kind,
-                      "parameters", "name", "dryRun", "in", "query", "schema", "type", "string", "name", "fieldManager",
-                      "in", "query", "schema", "type", "string", "name", "fieldValidation", "in", "query", "schema",
-                      "type", "string", "name", "force", "in", "query", "schema", "type", "boolean", "responses");
-        json_object_set_new(paths, p, json_pack("{s:o}", "patch", op));
-    }
-    return json_pack("{s:s,s:{s:s,s:s},s:o,s:{s:{}}}", "openapi", "3.0.0", "info", "title", "Kubernetes", "version",
-                     "v1.32.0", "paths", paths, "components", "schemas");
-}
-
-void as_serve_openapi(as_req_t *q)
-{
-    lop_apiserver_t *srv = q->srv;
-    if (!strcmp(q->path, "/openapi/v3") || !strcmp(q->path, "/openapi/v3/")) {
-        json_t *paths = json_object();
-        for (size_t i = 0; i < srv->nres; i++) {
-            as_res_t *r = srv->res[i];
-            char key[300], url[400];
-            snprintf(key, sizeof key, "%s%s", r->group[0] ? "apis/" : "api/", r->api_version);
-            snprintf(url, sizeof url, "/openapi/v3/%s?hash=%lld", key, (long long)srv->rev);
-            json_object_set_new(paths, key, json_pack("{s:s}", "serverRelativeURL", url));
-        }
-        as_reply_json(q, 200, json_pack("{s:o}", "paths", paths), false);
-        return;
-    }
-    const char *rest = q->path + strlen("/openapi/v3/");
-    if (!strncmp(q->path, "/openapi/v3/", 12)) {
-        char group[256] = "", version[64] = "";
-        if (!strncmp(rest, "api/", 4)) {
-            snprintf(version, sizeof version, "%s", rest + 4);
-        } else if (!strncmp(rest, "apis/", 5)) {
-            const char *g = rest + 5, *slash = strchr(g, '/');
-            if (slash && (size_t)(slash - g) < sizeof group) {
-                memcpy(group, g, (size_t)(slash - g));
-                group[slash - g] = '\0';
-                snprintf(version, sizeof version, "%s", slash + 1);
-            }
-        }
-        bool found = false;
-        for (size_t i = 0; i < srv->nres && version[0]; i++)
-            if (!strcmp(srv->res[i]->group, group) && !strcmp(srv->res[i]->version, version)) found = true;
-        if (found) {
-            as_reply_json(q, 200, openapi_gv_doc(srv, group, version), false);
-            return;
-        }
-    }
-    as_reply_status(q, 404, "NotFound", NULL, "the server could not find the requested resource");
 }

@@ -2,7 +2,7 @@
 /*
  * as_registry.h — the resource table (one as_res_t per served group/version/resource: the
  * built-ins, and the rows each established CRD adds), the collections that store them, and the
- * discovery and OpenAPI documents derived from the table.
+ * discovery documents derived from the table (OpenAPI: as_openapi.h).
  *
  * Rows and collections are owned by srv and live until removed or as_registry_free; pointers
  * returned here are borrowed. Loop thread only.
@@ -29,7 +29,5 @@ void as_res_merge_crd(lop_apiserver_t *srv, const char *crd_name, size_t first_n
 /* Serve a legacy discovery document: depth 0 the group list (/api when group is NULL, /apis when
  * ""), 1 one APIGroup (/apis/{group}), 2 an APIResourceList (group/version). */
 void as_serve_discovery(as_req_t *q, const char *group, const char *version, int depth);
-/* Serve /openapi/v3 (the index) or /openapi/v3/{api/v1|apis/g/v}; anything else 404. */
-void as_serve_openapi(as_req_t *q);
 
 #endif

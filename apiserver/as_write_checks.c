@@ -131,7 +131,14 @@ int as_report_unknown_fields(as_req_t *q, json_t *pruned)
         {
             lop_buf_printf(&b, "%sunknown field \"%s\"", i ? ", " : "", json_string_value(v));
         }
-        as_reply_status(q, 400, "BadRequest", NULL, "strict decoding error: %s", b.data);
+        /* a create or update says what could not be decoded (create.go's transformDecodeError) */
+        if ((q->method == EVHTTP_REQ_POST || q->method == EVHTTP_REQ_PUT) && q->res)
+            as_reply_status(q, 400, "BadRequest", NULL,
+                            "%s in version \"%s\" cannot be handled as a %s: strict "
+                            "decoding error: %s",
+                            q->res->kind, q->res->version, q->res->kind, b.data);
+        else
+            as_reply_status(q, 400, "BadRequest", NULL, "strict decoding error: %s", b.data);
         lop_buf_free(&b);
         return -1;
     }
