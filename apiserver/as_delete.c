@@ -397,8 +397,11 @@ static bool gc_pass(lop_apiserver_t *srv)
                         const char *u = json_string_value(json_object_get(r, "uid"));
                         if (!u || strcmp(u, uid)) continue;
                         if (orphan) {
-                            json_t *n = json_deep_copy(dobj);
-                            json_array_remove(json_object_get(json_object_get(n, "metadata"), "ownerReferences"), k);
+                            json_t *n = json_deep_copy(dobj), *nm = json_object_get(n, "metadata");
+                            json_array_remove(json_object_get(nm, "ownerReferences"), k);
+                            /* the garbage collector's patch leaves no empty list (omitempty) */
+                            if (!json_array_size(json_object_get(nm, "ownerReferences")))
+                                json_object_del(nm, "ownerReferences");
                             char *key = lop_xstrdup(dc->items[dj].key);
                             as_store_commit(srv, dc, key, n);
                             free(key);

@@ -5,6 +5,7 @@
 #include "apiserver/as_read.h"
 
 #include "apiserver/as_convert.h"
+#include "apiserver/as_gzip.h"
 
 #include "apiserver/as_select.h"
 #include "apiserver/as_status.h"
@@ -349,6 +350,7 @@ static void send_list(as_req_t *q, list_out_t *lo, bool partial, const char *met
     struct evkeyvalq *h = evhttp_request_get_output_headers(q->r);
     evhttp_add_header(h, "Content-Type", "application/json");
     evhttp_add_header(h, "Cache-Control", "no-cache, private");
+    as_gzip_reply_body(q, out);
     evhttp_send_reply(q->r, 200, "OK", out);
     evbuffer_free(out);
 }

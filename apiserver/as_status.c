@@ -3,6 +3,7 @@
  * pkg/api/errors/errors.go), rejection logging. */
 #include "apiserver/as_status.h"
 
+#include "apiserver/as_gzip.h"
 #include "apiserver/as_table.h"
 #include "apiserver/as_view.h"
 
@@ -71,6 +72,7 @@ void as_reply_raw(as_req_t *q, int code, const char *ctype, const char *body, si
     evhttp_add_header(h, "Cache-Control", "no-cache, private");
     struct evbuffer *b = evbuffer_new();
     evbuffer_add(b, body, len);
+    as_gzip_reply_body(q, b);
     evhttp_send_reply(q->r, code, reason_phrase(code), b);
     evbuffer_free(b);
 }
@@ -99,6 +101,7 @@ static void reply_buf(as_req_t *q, int code, lop_buf_t *b)
     struct evbuffer *eb = evbuffer_new();
     size_t n = b->len;
     evbuffer_add_reference(eb, lop_buf_steal(b), n, free_cb, NULL);
+    as_gzip_reply_body(q, eb);
     evhttp_send_reply(q->r, code, reason_phrase(code), eb);
     evbuffer_free(eb);
 }
@@ -198,6 +201,7 @@ void as_reply_json(as_req_t *q, int code, json_t *body, bool sort_keys)
     struct evbuffer *b = evbuffer_new();
     s[n] = '\n'; /* replaces the NUL: the buffer owns the string from here */
     evbuffer_add_reference(b, s, n + 1, free_cb, NULL);
+    as_gzip_reply_body(q, b);
     evhttp_send_reply(q->r, code, reason_phrase(code), b);
     evbuffer_free(b);
 }
@@ -313,6 +317,7 @@ void as_reply_stored(as_req_t *q, int code, as_res_t *res, const json_t *obj, as
     wire->refs++;
     evbuffer_add_reference(b, wire->data, wire->len, blob_release, wire);
     evbuffer_add(b, "\n", 1);
+    as_gzip_reply_body(q, b);
     evhttp_send_reply(q->r, code, reason_phrase(code), b);
     evbuffer_free(b);
 }

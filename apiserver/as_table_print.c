@@ -101,7 +101,7 @@ static void push_labels(json_t *cells, const json_t *map, const char *dflt)
 
 /* metav1.LabelSelector as labels.Selector.String(): requirements sorted by key, `k=v`,
  * `k in (a,b)`, `k notin (a,b)`, `k`, `!k`; "" for an empty selector. */
-static void push_selector(json_t *cells, const json_t *sel)
+char *as_label_selector_string(const json_t *sel)
 {
     size_t cap = json_object_size(json_object_get(sel, "matchLabels")) +
                  json_array_size(json_object_get(sel, "matchExpressions")),
@@ -143,8 +143,14 @@ static void push_selector(json_t *cells, const json_t *sel)
         free(reqs[j]);
     }
     free(reqs);
-    push_s(cells, out.len ? out.data : "");
-    lop_buf_free(&out);
+    return out.len ? lop_buf_steal(&out) : lop_xstrdup("");
+}
+
+static void push_selector(json_t *cells, const json_t *sel)
+{
+    char *s = as_label_selector_string(sel);
+    push_s(cells, s);
+    free(s);
 }
 
 static void push_ratio(json_t *cells, json_int_t a, json_int_t b)

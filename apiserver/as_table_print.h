@@ -29,6 +29,10 @@ typedef struct as_table_printer {
 /* The printer of group/plural, or NULL when the kind has none (the default convertor applies). */
 const as_table_printer_t *as_table_printer_find(const char *group, const char *plural);
 
+/* A metav1.LabelSelector as labels.Selector's String() ("app=web,tier in (a,b)"; "" when empty
+ * or not an object). Returns a malloc'd string. */
+char *as_label_selector_string(const json_t *sel);
+
 /* Shared column descriptions (ObjectMeta's name and creationTimestamp). */
 extern const char as_desc_name[];
 extern const char as_desc_created[];

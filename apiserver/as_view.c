@@ -3,6 +3,7 @@
  * (the two Event APIs share one store) and its PartialObjectMetadata view. See as_view.h. */
 #include "apiserver/as_view.h"
 
+#include "apiserver/as_table_print.h"
 #include "apiserver/as_util.h"
 
 #include "host/codec/jsonscan.h"
@@ -113,7 +114,14 @@ json_t *as_scale_view(as_res_t *res, const json_t *obj)
     json_t *rr = res->scale_status ? as_path_get(obj, res->scale_status) : NULL;
     json_object_set_new(st, "replicas", json_integer(json_is_integer(rr) ? json_integer_value(rr) : 0));
     json_t *sel = res->scale_selector ? as_path_get(obj, res->scale_selector) : NULL;
-    if (json_is_string(sel)) json_object_set(st, "selector", sel);
+    if (json_is_string(sel)) {
+        json_object_set(st, "selector", sel);
+    } else if (!res->is_cr && json_is_object(json_object_get(json_object_get(obj, "spec"), "selector"))) {
+        /* apps/v1 workloads: spec.selector as a selector string (their scale storage) */
+        char *ss = as_label_selector_string(json_object_get(json_object_get(obj, "spec"), "selector"));
+        if (*ss) json_object_set_new(st, "selector", json_string(ss));
+        free(ss);
+    }
     json_object_set_new(s, "status", st);
     return s;
 }

@@ -32,7 +32,8 @@ void as_partial_from_json(lop_buf_t *b, const as_conv_t *conv, const char *json,
 
 /* The autoscaling/v1 Scale of obj for a resource with a scale subresource: metadata (name,
  * namespace, uid, resourceVersion, creationTimestamp) copied, spec.replicas and status.replicas
- * read from res's paths (0 when absent), status.selector when it is a string. New reference. */
+ * read from res's paths (0 when absent), status.selector when it is a string (for a built-in
+ * workload: its spec.selector as a selector string). New reference. */
 json_t *as_scale_view(as_res_t *res, const json_t *obj);
 
 #endif

@@ -8,6 +8,6 @@ B=${BUILD:-$SRC/build}
 OUT=$B/bench_apiserver
 cc -std=c11 -O2 -D_GNU_SOURCE -I"$SRC" "$SRC/bench/apiserver/bench_apiserver.c" -o "$OUT" \
   "$B/liblop_apisrv.a" "$B/liblop_meta.a" "$B/liblop_codec.a" "$B/liblop_util.a" \
-  $(pkg-config --libs libevent libevent_openssl libevent_pthreads jansson yaml-0.1 openssl libcurl) -lpthread -lm
+  $(pkg-config --libs libevent libevent_openssl libevent_pthreads jansson yaml-0.1 openssl libcurl zlib) -lpthread -lm
 ulimit -n 4096 2>/dev/null || true
 "$OUT" "$@"
