@@ -19,7 +19,7 @@ RUN cmake -S /src -B /build -DCMAKE_BUILD_TYPE=Release -DLUAOP_WERROR=ON -DLUAOP
 FROM debian:${DEBIAN_TAG}
 RUN apt-get update \
  && apt-get install -y --no-install-recommends libluajit-5.1-2 libcurl4 libjansson4 libevent-2.1-7 \
-      libevent-openssl-2.1-7 libevent-pthreads-2.1-7 libyaml-0-2 libssl3 lua-cjson ca-certificates \
+      libevent-openssl-2.1-7 libevent-pthreads-2.1-7 libyaml-0-2 libssl3 zlib1g lua-cjson ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 65532 --no-create-home luaop
 COPY --from=build /opt/luaop /opt/luaop
