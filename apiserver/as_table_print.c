@@ -376,7 +376,7 @@ static void svc_external_ip(json_t *cells, const json_t *o, const char *type)
             const char *a = nonempty(str_at(in, "ip"), str_at(in, "hostname"));
             if (a) json_array_append_new(all, json_string(a));
         }
-        json_array_extend(all, (json_t *)(ext ? ext : json_array()));
+        if (json_is_array(ext)) json_array_extend(all, (json_t *)ext);
         if (json_array_size(all))
             push_joined(cells, all, NULL, ",");
         else
