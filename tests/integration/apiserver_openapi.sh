@@ -46,7 +46,8 @@ has "explain configmap" "$TMP/out" "immutable <boolean>"
 echo "== explain a CRD"
 kubectl apply -f "$SRC/examples/memcached/crd/cache.example.com_memcacheds.yaml" >/dev/null
 kubectl wait --for condition=Established crd/memcacheds.cache.example.com --timeout=10s >/dev/null
-kubectl explain memcached.spec >"$TMP/out" 2>&1 || fail "explain memcached.spec: $(cat "$TMP/out")"
+# v1alpha1 asked for by name (the preferred version is v1; the example's CRD serves both)
+kubectl explain memcached.spec --api-version=cache.example.com/v1alpha1 >"$TMP/out" 2>&1 || fail "explain memcached.spec: $(cat "$TMP/out")"
 has "explain memcached.spec" "$TMP/out" "GROUP: cache.example.com"
 has "explain memcached.spec" "$TMP/out" "KIND: Memcached"
 has "explain memcached.spec" "$TMP/out" "VERSION: v1alpha1"
@@ -58,18 +59,18 @@ has "explain memcached.metadata.labels" "$TMP/out" "FIELD: labels <map[string]st
 
 echo "== apply --validate=strict of an unknown field"
 cat >"$TMP/bad.yaml" <<'YAML'
-apiVersion: cache.example.com/v1alpha1
+apiVersion: cache.example.com/v1
 kind: Memcached
 metadata: {name: bad}
-spec: {size: 1, bogus: 2}
+spec: {replicas: 1, bogus: 2}
 YAML
 kubectl apply --validate=strict -f "$TMP/bad.yaml" >"$TMP/out" 2>&1 && fail "strict apply of an unknown field succeeded"
-grep -qF 'Error from server (BadRequest): error when creating "'"$TMP/bad.yaml"'": Memcached in version "v1alpha1" cannot be handled as a Memcached: strict decoding error: unknown field "spec.bogus"' "$TMP/out" ||
+grep -qF 'Error from server (BadRequest): error when creating "'"$TMP/bad.yaml"'": Memcached in version "v1" cannot be handled as a Memcached: strict decoding error: unknown field "spec.bogus"' "$TMP/out" ||
     fail "strict apply message: $(cat "$TMP/out")"
 kubectl get memcached bad >/dev/null 2>&1 && fail "the strict apply stored the object"
 kubectl apply --validate=warn -f "$TMP/bad.yaml" >"$TMP/out" 2>&1 || fail "warn apply: $(cat "$TMP/out")"
 grep -q 'unknown field "spec.bogus"' "$TMP/out" || fail "warn apply warning: $(cat "$TMP/out")"
-[ "$(kubectl get memcached bad -o jsonpath='{.spec}')" = '{"size":1}' ] || fail "the unknown field was not pruned"
+[ "$(kubectl get memcached bad -o jsonpath='{.spec}')" = '{"replicas":1}' ] || fail "the unknown field was not pruned"
 
 echo "== client-side apply of a Deployment (strategic merge patch from the schemas)"
 cat >"$TMP/dep.yaml" <<'YAML'
@@ -93,10 +94,11 @@ kubectl apply -f "$TMP/dep.yaml" >"$TMP/out" 2>&1 || fail "re-apply deployment: 
     fail "apply result: $(kubectl get deploy web -o yaml)"
 
 echo "== the v3 index follows CRD changes"
-before=$(curl -sf "$URL/openapi/v3" | python3 -c 'import json,sys; print(json.load(sys.stdin)["paths"]["apis/cache.example.com/v1alpha1"]["serverRelativeURL"])')
+before=$(curl -sf "$URL/openapi/v3" | python3 -c 'import json,sys; print(json.load(sys.stdin)["paths"]["apis/cache.example.com/v1"]["serverRelativeURL"])')
+# versions/0 is v1, the preferred version kubectl explain shows
 kubectl patch crd memcacheds.cache.example.com --type=json \
     -p '[{"op":"replace","path":"/spec/versions/0/schema/openAPIV3Schema/description","value":"Changed."}]' >/dev/null
-after=$(curl -sf "$URL/openapi/v3" | python3 -c 'import json,sys; print(json.load(sys.stdin)["paths"]["apis/cache.example.com/v1alpha1"]["serverRelativeURL"])')
+after=$(curl -sf "$URL/openapi/v3" | python3 -c 'import json,sys; print(json.load(sys.stdin)["paths"]["apis/cache.example.com/v1"]["serverRelativeURL"])')
 [ "$before" != "$after" ] || fail "the hash did not change: $before"
 kubectl explain memcached >"$TMP/out" 2>&1 || fail "explain after the change: $(cat "$TMP/out")"
 grep -q "Changed." "$TMP/out" || fail "kubectl explain did not see the new schema: $(cat "$TMP/out")"

@@ -72,16 +72,17 @@ kubectl apply -f "$SRC/examples/memcached/crd/cache.example.com_memcacheds.yaml"
 kubectl wait --for condition=Established crd/memcacheds.cache.example.com --timeout=10s >/dev/null
 kubectl apply -f "$SRC/examples/memcached/samples/memcached.yaml" >/dev/null
 NAME=$(kubectl get memcacheds -o jsonpath='{.items[0].metadata.name}')
-SIZE=$(kubectl get memcacheds -o jsonpath='{.items[0].spec.size}')
-kubectl get memcacheds | expect "get memcacheds" "NAME SIZE AVAILABLE AGE
+kubectl patch memcached "$NAME" --type=merge -p '{"spec":{"port":11211}}' >/dev/null # no defaulter here
+SIZE=$(kubectl get memcacheds -o jsonpath='{.items[0].spec.replicas}')
+kubectl get memcacheds | expect "get memcacheds" "NAME REPLICAS AVAILABLE AGE
 $NAME $SIZE AGE"
 kubectl patch memcached "$NAME" --subresource=status --type=merge -p '{"status":{"conditions":[
     {"type":"Progressing","status":"False","reason":"Done","message":"m","lastTransitionTime":"2024-01-01T00:00:00Z"},
     {"type":"Available","status":"True","reason":"Reconciled","message":"m","lastTransitionTime":"2024-01-01T00:00:00Z"}]}}' >/dev/null
-kubectl get memcacheds | expect "get memcacheds (status)" "NAME SIZE AVAILABLE AGE
+kubectl get memcacheds | expect "get memcacheds (status)" "NAME REPLICAS AVAILABLE AGE
 $NAME $SIZE True AGE"
-kubectl get memcacheds -o wide | expect "get memcacheds -o wide" "NAME SIZE AVAILABLE REASON AGE
-$NAME $SIZE True Reconciled AGE"
+kubectl get memcacheds -o wide | expect "get memcacheds -o wide" "NAME REPLICAS PORT AVAILABLE REASON AGE
+$NAME $SIZE 11211 True Reconciled AGE"
 kubectl get crd | expect "get crd" "NAME CREATED AT
 memcacheds.cache.example.com $(kubectl get crd memcacheds.cache.example.com -o jsonpath='{.metadata.creationTimestamp}')"
 
