@@ -237,16 +237,7 @@ static void add_warnings(as_req_t *q, const json_t *resp)
     json_array_foreach(json_object_get(resp, "warnings"), i, w)
     {
         const char *s = json_string_value(w);
-        if (!s || !*s) continue;
-        lop_buf_t b = LOP_BUF_INIT;
-        lop_buf_printf(&b, "299 - \"");
-        for (; *s; s++) {
-            if (*s == '"' || *s == '\\') lop_buf_append(&b, "\\", 1);
-            if ((unsigned char)*s >= 0x20) lop_buf_append(&b, s, 1);
-        }
-        lop_buf_append(&b, "\"", 1);
-        evhttp_add_header(evhttp_request_get_output_headers(q->r), "Warning", b.data);
-        lop_buf_free(&b);
+        if (s && *s) as_add_warning(q, s);
     }
 }
 

@@ -6,6 +6,7 @@
 #include "apiserver/as_crd.h"
 
 #include "apiserver/as_registry.h"
+#include "apiserver/as_schema.h"
 #include "apiserver/as_store.h"
 #include "apiserver/as_util.h"
 
@@ -231,6 +232,36 @@ static void set_conversion(as_res_t *t, const json_t *spec, const char *group)
     }
 }
 
+/* A deprecated version's Warning text: its deprecationWarning, else kube-apiserver's default
+ * "<group>/<version> <Kind> is deprecated; use <group>/<best> <Kind>" naming the highest-priority
+ * served version that is newer and not deprecated (customresource_handler.go
+ * defaultDeprecationWarning); NULL when the version is not deprecated. */
+static char *deprecation_text(const json_t *spec, const json_t *v, char *buf, size_t n)
+{
+    if (!json_is_true(json_object_get(v, "deprecated"))) return NULL;
+    const char *w = json_string_value(json_object_get(v, "deprecationWarning"));
+    if (w) {
+        snprintf(buf, n, "%s", w);
+        return buf;
+    }
+    const char *group = json_string_value(json_object_get(spec, "group"));
+    const char *kind = json_string_value(json_object_get(json_object_get(spec, "names"), "kind"));
+    const char *name = json_string_value(json_object_get(v, "name"));
+    const char *best = NULL;
+    size_t i;
+    json_t *o;
+    json_array_foreach(json_object_get(spec, "versions"), i, o)
+    {
+        const char *on = json_string_value(json_object_get(o, "name"));
+        if (!on || !json_is_true(json_object_get(o, "served")) || json_is_true(json_object_get(o, "deprecated")))
+            continue;
+        if (as_version_priority_cmp(name, on) < 0 && (!best || as_version_priority_cmp(on, best) > 0)) best = on;
+    }
+    int len = snprintf(buf, n, "%s/%s %s is deprecated", group, name, kind);
+    if (best && len > 0 && (size_t)len < n) snprintf(buf + len, n - (size_t)len, "; use %s/%s %s", group, best, kind);
+    return buf;
+}
+
 void as_crd_changed(lop_apiserver_t *srv, const json_t *crd, bool deleted)
 {
     const char *name = as_meta_str(crd, "name");
@@ -280,6 +311,9 @@ void as_crd_changed(lop_apiserver_t *srv, const json_t *crd, bool deleted)
             t.scale_selector = (char *)json_string_value(json_object_get(scale, "labelSelectorPath"));
         }
         t.schema = json_object_get(json_object_get(v, "schema"), "openAPIV3Schema");
+        t.cschema = as_schema_compile(t.schema); /* once per stored CRD, not per write */
+        char dep[1200];
+        t.deprecation_warning = deprecation_text(spec, v, dep, sizeof dep);
         json_t *sf = json_object_get(v, "selectableFields");
         json_t *paths = NULL;
         if (json_is_array(sf)) {
@@ -295,7 +329,10 @@ void as_crd_changed(lop_apiserver_t *srv, const json_t *crd, bool deleted)
         t.selectable = paths;
         t.crd_name = (char *)name;
         set_conversion(&t, spec, group);
-        if (t.group && t.version && t.plural && t.kind) as_res_add(srv, &t);
+        if (t.group && t.version && t.plural && t.kind)
+            as_res_add(srv, &t);
+        else
+            as_schema_free(t.cschema);
         json_decref(paths);
     }
     as_res_merge_crd(srv, name, nold);

@@ -139,6 +139,7 @@ static void route(as_req_t *q)
     as_res_t *res = rt.res;
     const char *ns = rt.ns, *name = rt.name, *sub = rt.sub;
     q->res = res;
+    if (res->deprecation_warning) as_add_warning(q, res->deprecation_warning); /* every request */
     snprintf(q->ns, sizeof q->ns, "%s", ns ? ns : "");
     snprintf(q->name, sizeof q->name, "%s", name ? name : "");
     snprintf(q->sub, sizeof q->sub, "%s", sub ? sub : "");

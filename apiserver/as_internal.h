@@ -80,6 +80,8 @@ typedef struct as_res {
     bool has_token;                                   /* serviceaccounts: the token subresource (TokenRequest) */
     char *scale_spec, *scale_status, *scale_selector; /* JSON paths, ".spec.replicas" */
     json_t *schema;                                   /* openAPIV3Schema (CRs) or NULL */
+    struct as_schema *cschema;                        /* schema compiled (as_schema.h; owned) or NULL */
+    char *deprecation_warning;                        /* deprecated CR version: Warning text, else NULL */
     json_t *selectable;                               /* array of field paths "spec.color" or NULL */
     const char *const *extra_fields;                  /* built-in field-selector fields (NULL-terminated) */
     char *crd_name;                                   /* CRs: owning CRD's metadata.name */

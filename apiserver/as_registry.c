@@ -4,7 +4,9 @@
  * pkg/endpoints/discovery; the OpenAPI documents are as_openapi.c's). */
 #include "apiserver/as_registry.h"
 
+#include "apiserver/as_schema.h"
 #include "apiserver/as_status.h"
+#include "apiserver/as_util.h"
 #include "apiserver/as_watch.h"
 
 #include <stdio.h>
@@ -140,6 +142,7 @@ as_res_t *as_res_add(lop_apiserver_t *srv, const as_res_t *t)
     r->scale_status = t->scale_status ? lop_xstrdup(t->scale_status) : NULL;
     r->scale_selector = t->scale_selector ? lop_xstrdup(t->scale_selector) : NULL;
     r->crd_name = t->crd_name ? lop_xstrdup(t->crd_name) : NULL;
+    r->deprecation_warning = t->deprecation_warning ? lop_xstrdup(t->deprecation_warning) : NULL;
     if (r->short_names) json_incref(r->short_names);
     if (r->categories) json_incref(r->categories);
     if (r->schema) json_incref(r->schema);
@@ -174,6 +177,8 @@ static void res_free(as_res_t *r)
     json_decref(r->short_names);
     json_decref(r->categories);
     json_decref(r->schema);
+    as_schema_free(r->cschema);
+    free(r->deprecation_warning);
     json_decref(r->selectable);
     json_decref(r->conv_client);
     free(r);
@@ -370,6 +375,20 @@ static json_t *group_json(lop_apiserver_t *srv, const char *group)
         json_decref(versions);
         return NULL;
     }
+    /* highest version priority first; the preferred version is the first (v1 > v1beta1 > ...) */
+    size_t nv = json_array_size(versions);
+    for (size_t a = 1; a < nv; a++) {
+        for (size_t b = a; b > 0; b--) {
+            const char *x = json_string_value(json_object_get(json_array_get(versions, b - 1), "version"));
+            const char *y = json_string_value(json_object_get(json_array_get(versions, b), "version"));
+            if (as_version_priority_cmp(x, y) >= 0) break;
+            json_t *tmp = json_incref(json_array_get(versions, b - 1));
+            json_array_set(versions, b - 1, json_array_get(versions, b));
+            json_array_set_new(versions, b, tmp);
+        }
+    }
+    json_decref(pref);
+    pref = json_deep_copy(json_array_get(versions, 0));
     json_t *g = json_object();
     json_object_set_new(g, "name", json_string(group));
     json_object_set_new(g, "versions", versions);

@@ -20,7 +20,8 @@ void as_registry_free(lop_apiserver_t *srv);
 as_coll_t *as_coll_get(lop_apiserver_t *srv, const char *group, const char *plural, bool create);
 /* The row serving group/version/plural, or NULL. */
 as_res_t *as_res_find(lop_apiserver_t *srv, const char *group, const char *version, const char *plural);
-/* Append a row copied from tmpl (its strings and JSON duplicated); returns the new row. */
+/* Append a row copied from tmpl (its strings and JSON duplicated; tmpl->cschema is taken over,
+ * the row frees it); returns the new row. */
 as_res_t *as_res_add(lop_apiserver_t *srv, const as_res_t *tmpl);
 /* Remove the rows a CRD added (ending the watches served through them). */
 void as_res_remove_crd(lop_apiserver_t *srv, const char *crd_name);

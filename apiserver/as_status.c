@@ -334,3 +334,16 @@ void as_reply_not_acceptable_conv(as_req_t *q, bool is_list)
                         "(%s); ask for PartialObjectMetadata",
                         q->res->kind);
 }
+
+void as_add_warning(as_req_t *q, const char *text)
+{
+    lop_buf_t b = LOP_BUF_INIT;
+    lop_buf_puts(&b, "299 - \"");
+    for (const char *s = text; *s; s++) {
+        if (*s == '"' || *s == '\\') lop_buf_putc(&b, '\\');
+        if ((unsigned char)*s >= 0x20) lop_buf_putc(&b, *s);
+    }
+    lop_buf_putc(&b, '"');
+    evhttp_add_header(evhttp_request_get_output_headers(q->r), "Warning", b.data);
+    lop_buf_free(&b);
+}

@@ -52,6 +52,9 @@ void as_reply_not_acceptable_conv(as_req_t *q, bool is_list);
 const char *as_query(as_req_t *q, const char *key);
 /* True for the spellings of true that Go's strconv.ParseBool accepts ("true", "1", "t", ...). */
 bool as_query_bool(const char *s);
+/* Add a `Warning: 299 - "<text>"` header to q's response (quotes and backslashes escaped, control
+ * characters dropped), as kube-apiserver sends warnings (k8s.io/apiserver/pkg/warning). */
+void as_add_warning(as_req_t *q, const char *text);
 /* Log `request rejected method=... path=... code=... reason=...` at info level. */
 void as_log_reject(as_req_t *q, int code, const char *reason);
 

@@ -211,3 +211,30 @@ json_t *as_yaml_parse(const char *data, size_t len, char *errbuf, size_t errlen)
     json_decref(docs);
     return out;
 }
+
+/* v<major>[(alpha|beta)<minor>]: stage 3 GA, 2 beta, 1 alpha; 0 when not of that shape. */
+static int kube_version(const char *v, long *major, long *minor)
+{
+    if (v[0] != 'v' || !isdigit((unsigned char)v[1]) || v[1] == '0') return 0;
+    char *end;
+    *major = strtol(v + 1, &end, 10);
+    *minor = 0;
+    if (!*end) return 3;
+    int stage = !strncmp(end, "beta", 4) ? 2 : !strncmp(end, "alpha", 5) ? 1 : 0;
+    if (!stage) return 0;
+    const char *m = end + (stage == 2 ? 4 : 5);
+    if (!isdigit((unsigned char)*m) || *m == '0') return 0;
+    *minor = strtol(m, &end, 10);
+    return *end ? 0 : stage;
+}
+
+int as_version_priority_cmp(const char *a, const char *b)
+{
+    long amaj, amin, bmaj, bmin;
+    int as = kube_version(a, &amaj, &amin), bs = kube_version(b, &bmaj, &bmin);
+    if (!as && !bs) return -strcmp(a, b);
+    if (as != bs) return as - bs;
+    if (amaj != bmaj) return amaj > bmaj ? 1 : -1;
+    if (amin != bmin) return amin > bmin ? 1 : -1;
+    return 0;
+}

@@ -32,6 +32,11 @@ json_t *as_order_builtin(const json_t *obj);
 /* RFC 1123 subdomain (at most 253 characters) / label (at most 63), as metadata.name requires. */
 bool as_valid_dns_subdomain(const char *s);
 bool as_valid_dns_label(const char *s);
+/* Kubernetes version priority (apimachinery/pkg/version/helpers.go CompareKubeAwareVersionStrings):
+ * >0 when a sorts before (has higher priority than) b, <0 after, 0 equal. GA versions first by
+ * major (v2 > v1), then betas, then alphas (each by major, then by the number after the stage:
+ * v1beta2 > v1beta1), then anything else in alphabetical order (foo1 < foo10). */
+int as_version_priority_cmp(const char *a, const char *b);
 /* The one YAML document in data[0..len) as JSON (new reference), or NULL with the reason in
  * errbuf (errlen bytes). */
 json_t *as_yaml_parse(const char *data, size_t len, char *errbuf, size_t errlen);

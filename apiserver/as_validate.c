@@ -3,6 +3,7 @@
  * structural-schema type checks + pruning for custom resources. */
 #include "apiserver/as_validate.h"
 
+#include "apiserver/as_schema.h"
 #include "apiserver/as_status.h"
 #include "apiserver/as_util.h"
 #include "apiserver/as_whconfig.h"
@@ -157,229 +158,28 @@ int as_validate_builtin(as_req_t *q, json_t *obj)
     return 0;
 }
 
-/* ---- custom resources: structural schema ---- */
+/* ---- custom resources: structural schema (as_schema.c) ---- */
 
-static const char *json_type_name(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "object";
-    case JSON_ARRAY: return "array";
-    case JSON_STRING: return "string";
-    case JSON_INTEGER: return "integer";
-    case JSON_REAL: return "number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "boolean";
-    default: return "null";
-    }
-}
-
-static void add_cause(json_t *causes, const char *reason, const char *field, const char *msg)
-{
-    json_t *c = json_object();
-    json_object_set_new(c, "reason", json_string(reason));
-    json_object_set_new(c, "message", json_string(msg));
-    json_object_set_new(c, "field", json_string(field));
-    json_array_append_new(causes, c);
-}
-
-static bool type_ok(const char *type, const json_t *v)
-{
-    if (!strcmp(type, "object")) return json_is_object(v);
-    if (!strcmp(type, "array")) return json_is_array(v);
-    if (!strcmp(type, "string")) return json_is_string(v);
-    if (!strcmp(type, "integer"))
-        return json_is_integer(v) || (json_is_real(v) && json_real_value(v) == (double)(json_int_t)json_real_value(v));
-    if (!strcmp(type, "number")) return json_is_number(v);
-    if (!strcmp(type, "boolean")) return json_is_boolean(v);
-    return true;
-}
-
-/* Schema defaults: fill absent (or null) properties that declare `default`. */
-static void apply_defaults(json_t *v, const json_t *props)
-{
-    const char *k;
-    json_t *ps;
-    json_object_foreach((json_t *)props, k, ps)
-    {
-        json_t *def = json_object_get(ps, "default");
-        json_t *cur = json_object_get(v, k);
-        if (def && (!cur || json_is_null(cur))) json_object_set_new(v, k, json_deep_copy(def));
-    }
-}
-
-static void check_node(json_t *v, const json_t *schema, const char *path, json_t *causes, json_t *pruned, int depth)
-{
-    if (!json_is_object(schema) || depth > 64) return;
-    if (json_is_null(v)) {
-        return; /* nulls are pruned/accepted; nullable handling is lenient */
-    }
-    const char *type = json_string_value(json_object_get(schema, "type"));
-    bool int_or_string = json_is_true(json_object_get(schema, "x-kubernetes-int-or-string"));
-    if (int_or_string) {
-        if (!json_is_integer(v) && !json_is_string(v)) {
-            char msg[600];
-            snprintf(msg, sizeof msg,
-                     "Invalid value: \"%s\": %s in body must be of type "
-                     "integer,string: \"%s\"",
-                     json_type_name(v), path, json_type_name(v));
-            add_cause(causes, "FieldValueTypeInvalid", path, msg);
-        }
-        return;
-    }
-    if (type && !type_ok(type, v)) {
-        char msg[600];
-        snprintf(msg, sizeof msg, "Invalid value: \"%s\": %s in body must be of type %s: \"%s\"", json_type_name(v),
-                 path, type, json_type_name(v));
-        add_cause(causes, "FieldValueTypeInvalid", path, msg);
-        return;
-    }
-    json_t *en = json_object_get(schema, "enum");
-    if (json_is_array(en) && json_array_size(en)) {
-        bool found = false;
-        size_t i;
-        json_t *e;
-        json_array_foreach(en, i, e)
-        {
-            if (json_equal(e, v)) found = true;
-        }
-        if (!found) {
-            lop_buf_t b = LOP_BUF_INIT;
-            json_array_foreach(en, i, e)
-            {
-                char *s = json_dumps(e, JSON_ENCODE_ANY | JSON_COMPACT);
-                lop_buf_printf(&b, "%s%s", i ? ", " : "", s ? s : "?");
-                free(s);
-            }
-            char *vs = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-            char msg[900];
-            snprintf(msg, sizeof msg, "Unsupported value: %s: supported values: %s", vs ? vs : "?",
-                     b.data ? b.data : "");
-            free(vs);
-            lop_buf_free(&b);
-            add_cause(causes, "FieldValueNotSupported", path, msg);
-        }
-    }
-    if (json_is_object(v)) {
-        json_t *props = json_object_get(schema, "properties");
-        json_t *addl = json_object_get(schema, "additionalProperties");
-        apply_defaults(v, props);
-        bool preserve = json_is_true(json_object_get(schema, "x-kubernetes-preserve-unknown-fields"));
-        json_t *req = json_object_get(schema, "required");
-        size_t i;
-        json_t *r;
-        json_array_foreach(req, i, r)
-        {
-            const char *rk = json_string_value(r);
-            if (rk && !json_object_get(v, rk)) {
-                char p[600];
-                snprintf(p, sizeof p, "%s.%s", path, rk);
-                add_cause(causes, "FieldValueRequired", p, "Required value");
-            }
-        }
-        const char *k;
-        json_t *cv;
-        void *tmp;
-        json_object_foreach_safe(v, tmp, k, cv)
-        {
-            char p[600];
-            snprintf(p, sizeof p, "%s.%s", path, k);
-            json_t *ps = json_is_object(props) ? json_object_get(props, k) : NULL;
-            if (ps)
-                check_node(cv, ps, p, causes, pruned, depth + 1);
-            else if (json_is_object(addl))
-                check_node(cv, addl, p, causes, pruned, depth + 1);
-            else if (!preserve && !json_is_true(addl)) {
-                json_array_append_new(pruned, json_string(p));
-                json_object_del(v, k); /* prune unknown field */
-            }
-        }
-    } else if (json_is_array(v)) {
-        json_t *items = json_object_get(schema, "items");
-        size_t i;
-        json_t *cv;
-        json_array_foreach(v, i, cv)
-        {
-            char p[600];
-            snprintf(p, sizeof p, "%s[%zu]", path, i);
-            check_node(cv, items, p, causes, pruned, depth + 1);
-        }
-    }
-}
-
-static const char *const object_meta_fields[] = {"name",
-                                                 "generateName",
-                                                 "namespace",
-                                                 "selfLink",
-                                                 "uid",
-                                                 "resourceVersion",
-                                                 "generation",
-                                                 "creationTimestamp",
-                                                 "deletionTimestamp",
-                                                 "deletionGracePeriodSeconds",
-                                                 "labels",
-                                                 "annotations",
-                                                 "ownerReferences",
-                                                 "finalizers",
-                                                 "managedFields",
-                                                 NULL};
-
-int as_validate_cr(as_res_t *res, json_t *obj, json_t **causes_out, json_t *pruned)
+int as_validate_cr(as_res_t *res, json_t *obj, const json_t *old, json_t **causes_out, json_t *pruned, json_t *warnings)
 {
     json_t *m = json_object_get(obj, "metadata");
-    if (json_is_object(m)) {
+    if (json_is_object(m)) { /* metadata keeps ObjectMeta's fields only */
         const char *k;
         json_t *v;
         void *tmp;
         json_object_foreach_safe(m, tmp, k, v)
         {
-            bool known = false;
-            for (int i = 0; object_meta_fields[i]; i++)
-                if (!strcmp(object_meta_fields[i], k)) known = true;
-            if (!known) {
-                char p[300];
-                snprintf(p, sizeof p, "metadata.%s", k);
-                json_array_append_new(pruned, json_string(p));
-                json_object_del(m, k);
-            }
+            if (as_schema_objectmeta_field(k)) continue;
+            char p[300];
+            snprintf(p, sizeof p, "metadata.%s", k);
+            json_array_append_new(pruned, json_string(p));
+            json_object_del(m, k);
         }
     }
-    if (!json_is_object(res->schema)) return 0;
+    if (!res->cschema) return 0;
     json_t *causes = json_array();
-    json_t *props = json_object_get(res->schema, "properties");
-    if (json_is_object(props)) { /* top-level defaults other than apiVersion/kind/metadata */
-        const char *dk;
-        json_t *ds;
-        json_object_foreach(props, dk, ds)
-        {
-            json_t *def = json_object_get(ds, "default");
-            if (def && strcmp(dk, "metadata") && strcmp(dk, "apiVersion") && strcmp(dk, "kind") &&
-                !json_object_get(obj, dk))
-                json_object_set_new(obj, dk, json_deep_copy(def));
-        }
-    }
-    bool preserve = json_is_true(json_object_get(res->schema, "x-kubernetes-preserve-unknown-fields"));
-    const char *k;
-    json_t *v;
-    void *tmp;
-    json_object_foreach_safe(obj, tmp, k, v)
-    {
-        if (!strcmp(k, "apiVersion") || !strcmp(k, "kind") || !strcmp(k, "metadata")) continue;
-        json_t *ps = json_is_object(props) ? json_object_get(props, k) : NULL;
-        if (ps)
-            check_node(v, ps, k, causes, pruned, 1);
-        else if (!preserve) {
-            json_array_append_new(pruned, json_string(k));
-            json_object_del(obj, k);
-        }
-    }
-    json_t *req = json_object_get(res->schema, "required");
-    size_t i;
-    json_t *r;
-    json_array_foreach(req, i, r)
-    {
-        const char *rk = json_string_value(r);
-        if (rk && !json_object_get(obj, rk)) add_cause(causes, "FieldValueRequired", rk, "Required value");
-    }
+    as_schema_result_t r = {.causes = causes, .pruned = pruned, .warnings = warnings};
+    as_schema_validate(res->cschema, obj, old, &r);
     if (json_array_size(causes) == 0) {
         json_decref(causes);
         return 0;

@@ -2,8 +2,8 @@
 /*
  * as_validate.h — validation and defaulting of a write: MicroTime fields, ownerReferences, the
  * events.k8s.io rules and a few defaults of built-in kinds (Secret), and for custom resources the
- * structural schema's type/enum/required checks, defaults and pruning
- * (k8s.io/apiextensions-apiserver/pkg/apiserver/schema).
+ * structural schema's checks, defaults and pruning (as_schema.h;
+ * k8s.io/apiextensions-apiserver/pkg/apiserver/schema).
  *
  * Loop thread only.
  */
@@ -18,9 +18,11 @@
 void as_default_builtin(as_res_t *res, json_t *obj);
 /* Check a built-in object about to be written to q->res: 0 when valid, -1 after replying 422. */
 int as_validate_builtin(as_req_t *q, json_t *obj);
-/* Type-check a custom resource against res->schema, applying its defaults and pruning unknown
- * fields in place; each pruned field's dotted path is appended to pruned (an array of strings).
- * 0 when valid; -1 with *causes a new array of {reason, message, field} (the caller owns it). */
-int as_validate_cr(as_res_t *res, json_t *obj, json_t **causes, json_t *pruned);
+/* Validate a custom resource against res->cschema (as_schema.h): metadata reduced to ObjectMeta,
+ * unknown fields pruned and defaults applied in place; each pruned field's dotted path is
+ * appended to pruned and each Warning text (rules not evaluated) to warnings (arrays). old is the
+ * stored object of an update (transition rules), NULL on create. 0 when valid; -1 with *causes a
+ * new array of {reason, message, field} (the caller owns it). */
+int as_validate_cr(as_res_t *res, json_t *obj, const json_t *old, json_t **causes, json_t *pruned, json_t *warnings);
 
 #endif

@@ -368,14 +368,18 @@ static bool check_new_name(as_req_t *q, const char *name, const char *qual_kind)
 /* A custom resource against its CRD's schema: unknown fields pruned (their paths in *pruned, a new
  * array the caller releases; reported as the fieldValidation asks), schema errors a 422 listing
  * every cause. */
-static bool validate_custom_resource(as_req_t *q, json_t *obj, const char *name, const char *qual_kind, json_t **pruned)
+static bool validate_custom_resource(as_req_t *q, json_t *obj, const json_t *old, const char *name,
+                                     const char *qual_kind, json_t **pruned)
 {
     as_res_t *res = q->res;
-    json_t *causes = NULL;
+    json_t *causes = NULL, *warnings = json_array();
     *pruned = json_array();
-    int vrc = as_validate_cr(res, obj, &causes, *pruned);
+    int vrc = as_validate_cr(res, obj, old, &causes, *pruned, warnings);
+    size_t wi;
+    json_t *w;
+    json_array_foreach(warnings, wi, w) as_add_warning(q, json_string_value(w)); /* rules not evaluated */
+    json_decref(warnings);
     if (vrc == 0) return as_report_unknown_fields(q, *pruned) >= 0;
-    if (vrc > 0) return true;
     /* message: Kind.group "name" is invalid: [f: msg, ...] */
     lop_buf_t b = LOP_BUF_INIT;
     size_t i;
@@ -581,7 +585,7 @@ static void finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_o
     const char *op = old ? "UPDATE" : "CREATE";
     ok = ok && as_admit_mutate(q, op, &obj, old, dry) && keep_identity(q, obj, &name);
     ok = ok && as_validate_builtin(q, obj) >= 0;
-    ok = ok && (!res->is_cr || validate_custom_resource(q, obj, name, qual_kind, &pruned));
+    ok = ok && (!res->is_cr || validate_custom_resource(q, obj, old, name, qual_kind, &pruned));
     ok = ok && as_admit_validate(q, op, obj, old, dry);
     ok = ok && finish_special_kinds(q, old, &obj, name, status_sub);
     if (!ok) {

@@ -142,12 +142,11 @@ int as_report_unknown_fields(as_req_t *q, json_t *pruned)
         lop_buf_free(&b);
         return -1;
     }
-    struct evkeyvalq *h = evhttp_request_get_output_headers(q->r);
     json_array_foreach(pruned, i, v)
     {
         char w[600];
-        snprintf(w, sizeof w, "299 - \"unknown field \\\"%s\\\"\"", json_string_value(v));
-        evhttp_add_header(h, "Warning", w);
+        snprintf(w, sizeof w, "unknown field \"%s\"", json_string_value(v));
+        as_add_warning(q, w);
     }
     return 0;
 }
