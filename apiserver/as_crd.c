@@ -50,6 +50,13 @@ static int structural_check(const json_t *s, const char *path, lop_err_t *err, c
                                : "Required value: must not be empty for specified object fields");
         return -1;
     }
+    if (json_is_true(json_object_get(s, "uniqueItems"))) { /* apiextensions validation.go */
+        char field[600];
+        snprintf(field, sizeof field, "%s.uniqueItems", path);
+        crd_invalid(err, name, field,
+                    "Forbidden: uniqueItems cannot be set to true since the runtime complexity becomes quadratic");
+        return -1;
+    }
     const char *k;
     json_t *sub;
     json_object_foreach(json_object_get(s, "properties"), k, sub)

@@ -3,10 +3,13 @@
  * structural-schema type checks + pruning for custom resources. */
 #include "apiserver/as_validate.h"
 
+#include "apiserver/as_goval.h"
+#include "apiserver/as_meta_rules.h"
 #include "apiserver/as_schema.h"
 #include "apiserver/as_status.h"
 #include "apiserver/as_util.h"
 #include "apiserver/as_whconfig.h"
+#include "apiserver/as_write_checks.h"
 #include "host/util/base64.h"
 
 #include "host/util/clock.h"
@@ -186,4 +189,82 @@ int as_validate_cr(as_res_t *res, json_t *obj, const json_t *old, json_t **cause
     }
     *causes_out = causes;
     return -1;
+}
+
+/* ---- the validation step of a write: every field error in one 422 ---- */
+
+#define DNS_LABEL_MSG                                                                                               \
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end " \
+    "with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "                  \
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+#define DNS_SUBDOMAIN_MSG                                                                                      \
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must " \
+    "start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "          \
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+
+/* A new object's name: a DNS label (Namespaces, Services) or subdomain, as the resource requires. */
+static void check_name(const as_res_t *res, const char *name, json_t *causes)
+{
+    bool ok = res->dns_label_name ? as_valid_dns_label(name) : as_valid_dns_subdomain(name);
+    if (ok) return;
+    lop_buf_t b = LOP_BUF_INIT;
+    lop_buf_puts(&b, "Invalid value: ");
+    as_goval_quote(&b, name, strlen(name));
+    lop_buf_printf(&b, ": %s", res->dns_label_name ? DNS_LABEL_MSG : DNS_SUBDOMAIN_MSG);
+    as_cause_add(causes, "FieldValueInvalid", "metadata.name", b.data);
+    lop_buf_free(&b);
+}
+
+/* 422 Invalid listing every cause: `<Kind>[.<group>] "<name>" is invalid: [f: msg, ...]` (one cause
+ * without the brackets), details.kind the Kind. causes is stolen. */
+static void reply_causes(as_req_t *q, const char *name, json_t *causes)
+{
+    as_res_t *res = q->res;
+    char qual_kind[300];
+    as_qualified_kind(res, qual_kind, sizeof qual_kind);
+    lop_buf_t b = LOP_BUF_INIT;
+    size_t i;
+    json_t *c;
+    json_array_foreach(causes, i, c)
+    {
+        lop_buf_printf(&b, "%s%s: %s", i ? ", " : "", json_string_value(json_object_get(c, "field")),
+                       json_string_value(json_object_get(c, "message")));
+    }
+    json_t *d = as_details(name, res->group, res->kind);
+    bool many = json_array_size(causes) > 1;
+    json_object_set_new(d, "causes", causes);
+    as_reply_status(q, 422, "Invalid", d, "%s \"%s\" is invalid: %s%s%s", qual_kind, name, many ? "[" : "", b.data,
+                    many ? "]" : "");
+    lop_buf_free(&b);
+}
+
+bool as_validate_write(as_req_t *q, json_t *obj, const json_t *old, const char *name, json_t **pruned)
+{
+    as_res_t *res = q->res;
+    json_t *causes = json_array();
+    if (!old) check_name(res, name, causes);
+    as_meta_rules_check(obj, causes);
+    as_data_rules_check(res, obj, old, causes);
+    if (res->is_cr) {
+        json_t *cr_causes = NULL, *warnings = json_array();
+        *pruned = json_array();
+        if (as_validate_cr(res, obj, old, &cr_causes, *pruned, warnings) < 0) {
+            json_array_extend(causes, cr_causes);
+            json_decref(cr_causes);
+        }
+        size_t i;
+        json_t *w;
+        json_array_foreach(warnings, i, w) as_add_warning(q, json_string_value(w)); /* rules not evaluated */
+        json_decref(warnings);
+        if (as_report_unknown_fields(q, *pruned) < 0) { /* Strict: a decode error, before validation */
+            json_decref(causes);
+            return false;
+        }
+    }
+    if (json_array_size(causes) == 0) {
+        json_decref(causes);
+        return true;
+    }
+    reply_causes(q, name, causes);
+    return false;
 }

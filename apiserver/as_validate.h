@@ -25,4 +25,11 @@ int as_validate_builtin(as_req_t *q, json_t *obj);
  * new array of {reason, message, field} (the caller owns it). */
 int as_validate_cr(as_res_t *res, json_t *obj, const json_t *old, json_t **causes, json_t *pruned, json_t *warnings);
 
+/* The validation step of a write to q->res: the name of a new object (old NULL), the ObjectMeta
+ * and ConfigMap/Secret rules (as_meta_rules.h) and, for custom resources, as_validate_cr (its
+ * pruned paths into *pruned, a new array the caller releases, and reported per fieldValidation;
+ * rules not evaluated sent as Warnings). true to go on; false after replying (one 422 listing
+ * every cause, or the 400 of fieldValidation=Strict). */
+bool as_validate_write(as_req_t *q, json_t *obj, const json_t *old, const char *name, json_t **pruned);
+
 #endif

@@ -9,6 +9,7 @@
 #include "apiserver/as_convert.h"
 #include "apiserver/as_crd.h"
 #include "apiserver/as_delete.h"
+#include "apiserver/as_meta_rules.h"
 #include "apiserver/as_proto.h"
 #include "apiserver/as_registry.h"
 #include "apiserver/as_status.h"
@@ -25,6 +26,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+
+/* The media types a create or update body may have (the serializers kube-apiserver 1.32 offers by
+ * default: JSON, YAML, and protobuf for built-ins); parameters such as charset are ignored. */
+static bool body_media_type_ok(const char *ct, bool cr)
+{
+    while (*ct == ' ') ct++;
+    size_t n = strcspn(ct, ";");
+    while (n > 0 && ct[n - 1] == ' ') n--;
+    static const char *const ok[] = {"application/json", "application/yaml", "application/vnd.kubernetes.protobuf",
+                                     NULL};
+    for (int i = 0; ok[i]; i++) {
+        if (cr && i == 2) break;
+        if (strlen(ok[i]) == n && !strncasecmp(ct, ok[i], n)) return true;
+    }
+    return false;
+}
 
 json_t *as_parse_body(as_req_t *q)
 {
@@ -33,6 +51,13 @@ json_t *as_parse_body(as_req_t *q)
         return NULL;
     }
     const char *ct = evhttp_find_header(evhttp_request_get_input_headers(q->r), "Content-Type");
+    if (q->method != EVHTTP_REQ_PATCH && ct && !body_media_type_ok(ct, q->res && q->res->is_cr)) {
+        as_reply_status(q, 415, "UnsupportedMediaType", NULL,
+                        "the body of the request was in an unknown format - accepted media types include: "
+                        "application/json, application/yaml%s",
+                        q->res && q->res->is_cr ? "" : ", application/vnd.kubernetes.protobuf");
+        return NULL;
+    }
     if (ct && strstr(ct, "protobuf")) {
         char eb[256];
         json_t *o = as_proto_decode(q->body ? q->body : "", q->body_len, eb, sizeof eb);
@@ -339,66 +364,6 @@ static bool prepare_update(as_req_t *q, const json_t *old, json_t **objp, const 
     return check_no_new_finalizers(q, old, obj, name, qual_kind);
 }
 
-/* A new object's name must be a DNS label or subdomain, as the resource requires (422). */
-static bool check_new_name(as_req_t *q, const char *name, const char *qual_kind)
-{
-    as_res_t *res = q->res;
-    bool ok = res->dns_label_name ? as_valid_dns_label(name) : as_valid_dns_subdomain(name);
-    if (ok) return true;
-    char detail[900];
-    if (res->dns_label_name)
-        snprintf(detail, sizeof detail,
-                 "Invalid value: \"%s\": a lowercase RFC 1123 label must consist of lower "
-                 "case alphanumeric characters or '-', and must start and end with an "
-                 "alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
-                 "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
-                 name);
-    else
-        snprintf(detail, sizeof detail,
-                 "Invalid value: \"%s\": a lowercase RFC 1123 subdomain must consist of "
-                 "lower case alphanumeric characters, '-' or '.', and must start and end "
-                 "with an alphanumeric character (e.g. 'example.com', regex used for "
-                 "validation is "
-                 "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
-                 name);
-    as_reply_invalid(q, qual_kind, res->kind, res->group, name, "FieldValueInvalid", "metadata.name", detail);
-    return false;
-}
-
-/* A custom resource against its CRD's schema: unknown fields pruned (their paths in *pruned, a new
- * array the caller releases; reported as the fieldValidation asks), schema errors a 422 listing
- * every cause. */
-static bool validate_custom_resource(as_req_t *q, json_t *obj, const json_t *old, const char *name,
-                                     const char *qual_kind, json_t **pruned)
-{
-    as_res_t *res = q->res;
-    json_t *causes = NULL, *warnings = json_array();
-    *pruned = json_array();
-    int vrc = as_validate_cr(res, obj, old, &causes, *pruned, warnings);
-    size_t wi;
-    json_t *w;
-    json_array_foreach(warnings, wi, w) as_add_warning(q, json_string_value(w)); /* rules not evaluated */
-    json_decref(warnings);
-    if (vrc == 0) return as_report_unknown_fields(q, *pruned) >= 0;
-    /* message: Kind.group "name" is invalid: [f: msg, ...] */
-    lop_buf_t b = LOP_BUF_INIT;
-    size_t i;
-    json_t *c;
-    json_array_foreach(causes, i, c)
-    {
-        lop_buf_printf(&b, "%s%s: %s", i ? ", " : "", json_string_value(json_object_get(c, "field")),
-                       json_string_value(json_object_get(c, "message")));
-    }
-    json_t *d = as_details(name, res->group, res->kind);
-    json_object_set_new(d, "causes", causes);
-    if (json_array_size(causes) > 1)
-        as_reply_status(q, 422, "Invalid", d, "%s \"%s\" is invalid: [%s]", qual_kind, name, b.data);
-    else
-        as_reply_status(q, 422, "Invalid", d, "%s \"%s\" is invalid: %s", qual_kind, name, b.data);
-    lop_buf_free(&b);
-    return false;
-}
-
 /* What two kinds add on write: a CRD is checked and completed (may replace *objp, or consume it on
  * failure); a new Namespace gets the kubernetes finalizer, phase Active and its
  * kubernetes.io/metadata.name label. */
@@ -571,21 +536,21 @@ static void finish_write(as_req_t *q, const json_t *old, json_t *obj, int code_o
     as_qualified_kind(res, qual_kind, sizeof qual_kind);
     bool status_sub = !strcmp(q->sub, "status");
     json_t *pruned = NULL; /* CR fields removed by pruning (paths) */
-    bool ok = as_check_meta_types(q, obj) >= 0 && (old ? prepare_update(q, old, &obj, name, qual_kind, status_sub)
-                                                       : prepare_create(q, obj, &name, qual_kind));
+    bool ok =
+        as_check_meta_types(q, obj) >= 0 && as_data_decode_check(q, obj) >= 0 &&
+        (old ? prepare_update(q, old, &obj, name, qual_kind, status_sub) : prepare_create(q, obj, &name, qual_kind));
     if (ok) {
         json_t *m = as_meta(obj);
         if (!res->namespaced)
             json_object_del(m, "namespace");
         else
             json_object_set_new(m, "namespace", json_string(q->ns));
-        ok = (old || check_new_name(q, name, qual_kind));
     }
     if (ok && !res->is_cr) as_default_builtin(res, obj);
     const char *op = old ? "UPDATE" : "CREATE";
     ok = ok && as_admit_mutate(q, op, &obj, old, dry) && keep_identity(q, obj, &name);
     ok = ok && as_validate_builtin(q, obj) >= 0;
-    ok = ok && (!res->is_cr || validate_custom_resource(q, obj, old, name, qual_kind, &pruned));
+    ok = ok && as_validate_write(q, obj, old, name, &pruned);
     ok = ok && as_admit_validate(q, op, obj, old, dry);
     ok = ok && finish_special_kinds(q, old, &obj, name, status_sub);
     if (!ok) {
