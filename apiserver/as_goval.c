@@ -48,8 +48,8 @@ void as_goval_quote(lop_buf_t *b, const char *s, size_t n)
     lop_buf_putc(b, '"');
 }
 
-/* strconv.FormatFloat(d, 'g', -1, 64): the shortest digits that round-trip, %e form when the
- * decimal exponent is below -4 or at least 21 (fmt's %v threshold for shortest floats). */
+/* strconv.FormatFloat(d, 'g', -1, 64), which fmt's %v is: the shortest digits that round-trip, in
+ * %e form when the decimal exponent is below -4 or at least 6 (1e+06, 1.5e-05). */
 void as_goval_float(lop_buf_t *b, double d)
 {
     if (isnan(d)) {
@@ -68,7 +68,7 @@ void as_goval_float(lop_buf_t *b, double d)
     }
     const char *ep = strchr(e, 'e');
     int exp = ep ? atoi(ep + 1) : 0;
-    if (exp < -4 || exp >= 21) {
+    if (exp < -4 || exp >= 6) {
         /* mantissa digits, then e+XX with at least two exponent digits */
         lop_buf_append(b, e, (size_t)(ep - e));
         lop_buf_printf(b, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);

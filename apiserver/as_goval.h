@@ -16,10 +16,10 @@
 #include <jansson.h>
 
 /* Append v as Go prints it in a field error: a string %q ("a\"b"), an integer %d, a real %v
- * (shortest form, 1e+06 style exponents as strconv.FormatFloat 'g' -1), a boolean, null as
+ * (shortest form, exponents from 1e+06 on, as strconv.FormatFloat 'g' -1), a boolean, null as
  * `null`; objects and arrays as %#v of map[string]interface {} / []interface {} (keys sorted). */
 void as_goval_append(lop_buf_t *b, const json_t *v);
-/* Append a float64 as Go's %v prints it (5, 5.5, 1e+21, 1e-05). */
+/* Append a float64 as Go's %v prints it (5, 5.5, 100000, 1e+06, 1e-05). */
 void as_goval_float(lop_buf_t *b, double d);
 /* Append s as Go's %q (strconv.Quote) quotes it. */
 void as_goval_quote(lop_buf_t *b, const char *s, size_t n);

@@ -595,28 +595,43 @@ static const char *rule_value_type(const as_schema_t *s)
     return s->type_name && *s->type_name ? s->type_name : "object";
 }
 
+/* Append s without leading and trailing white space (kube-apiserver trims rule messages). */
+static void put_trimmed(lop_buf_t *b, const char *s)
+{
+    while (*s == ' ' || *s == '\t' || *s == '\n') s++;
+    size_t n = strlen(s);
+    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n')) n--;
+    lop_buf_append(b, s, n);
+}
+
+/* The message of a failed rule: the messageExpression's value (when it evaluates to a non-blank
+ * string), else message, else "failed rule: <rule>"; an evaluation error reads
+ * "<error> evaluating rule: <rule>" (schema/cel/validation.go). */
+static void rule_message(lop_buf_t *d, const as_rule_t *r, const json_t *v, const json_t *old, const char *eval_err)
+{
+    if (eval_err) {
+        lop_buf_printf(d, "%s evaluating rule: ", eval_err);
+        put_trimmed(d, r->rule);
+        return;
+    }
+    char err[300];
+    char *msg = r->msg_prog ? as_cel_eval_string(r->msg_prog, v, old, err, sizeof err) : NULL;
+    if (msg && strspn(msg, " \t\n") < strlen(msg)) {
+        put_trimmed(d, msg);
+    } else if (r->message && strspn(r->message, " \t\n") < strlen(r->message)) {
+        put_trimmed(d, r->message);
+    } else {
+        lop_buf_puts(d, "failed rule: ");
+        put_trimmed(d, r->rule);
+    }
+    free(msg);
+}
+
 static void rule_failed(vctx_t *c, const as_schema_t *s, const as_rule_t *r, const json_t *v, const json_t *old,
                         const char *eval_err)
 {
-    char *msg = NULL;
-    char err[300];
-    if (!eval_err && r->msg_prog) {
-        msg = as_cel_eval_string(r->msg_prog, v, old, err, sizeof err);
-        if (msg && !*msg) {
-            free(msg);
-            msg = NULL;
-        }
-    }
     lop_buf_t d = LOP_BUF_INIT;
-    if (eval_err)
-        lop_buf_puts(&d, eval_err);
-    else if (msg)
-        lop_buf_puts(&d, msg);
-    else if (r->message && *r->message)
-        lop_buf_puts(&d, r->message);
-    else
-        lop_buf_printf(&d, "failed rule: %s", r->rule);
-    free(msg);
+    rule_message(&d, r, v, old, eval_err);
     size_t mark = c->path.len;
     if (r->field_path && *r->field_path && !eval_err) { /* relative to self: ".spec.x", "[0]" */
         const char *fp = r->field_path;

@@ -213,6 +213,69 @@ try:
           [v["version"] for v in grp["versions"]] == ["v1", "v1beta1", "v1alpha1"],
           "version priority: %r" % grp)
 
+    # --- x-kubernetes-validations: CEL rules evaluated, transition rules on updates only, and a
+    # rule outside the supported subset is named in a Warning rather than silently accepted
+    rules_schema = {"type": "object", "properties": {"spec": {
+        "type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self.minReplicas <= self.maxReplicas", "message": "min must not exceed max "},
+            {"rule": "self.maxReplicas % 2 == 0",
+             "messageExpression": "'maxReplicas ' + string(self.maxReplicas) + ' is odd'"},
+            {"rule": "!has(self.legacy)", "reason": "FieldValueForbidden", "fieldPath": ".legacy"},
+            {"rule": "self.name.startsWith('g-')"},
+            {"rule": "self.tags.all(t, t.size() <= 3) && !self.tags.exists(t, t == 'bad')",
+             "message": "bad tags"}],
+        "properties": {
+            "minReplicas": {"type": "integer"}, "maxReplicas": {"type": "integer"},
+            "legacy": {"type": "string"}, "name": {"type": "string"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "mode": {"type": "string",
+                     "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "mode is immutable"}]},
+            "size": {"type": "string",
+                     "x-kubernetes-validations": [{"rule": "quantity(self).isLessThan(quantity('1Gi'))"}]}}}}}
+    ext.create_custom_resource_definition({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gizmos.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"plural": "gizmos", "kind": "Gizmo"},
+                 "versions": [{"name": "v1", "served": True, "storage": True,
+                               "schema": {"openAPIV3Schema": rules_schema}}]}})
+
+    def gizmo(name, spec):
+        return {"apiVersion": "example.com/v1", "kind": "Gizmo", "metadata": {"name": name}, "spec": spec}
+
+    st = invalid(co.create_namespaced_custom_object, "example.com", "v1", "default", "gizmos",
+                 gizmo("z1", {"minReplicas": 5, "maxReplicas": 3, "legacy": "x", "name": "x",
+                              "tags": ["ok", "bad"], "mode": "a"}))
+    want = sorted([
+        ("FieldValueInvalid", "spec", "Invalid value: \"object\": min must not exceed max"),
+        ("FieldValueInvalid", "spec", "Invalid value: \"object\": maxReplicas 3 is odd"),
+        ("FieldValueForbidden", "spec.legacy", "Forbidden: failed rule: !has(self.legacy)"),
+        ("FieldValueInvalid", "spec", "Invalid value: \"object\": failed rule: self.name.startsWith('g-')"),
+        ("FieldValueInvalid", "spec", "Invalid value: \"object\": bad tags"),
+    ])
+    check(causes(st) == want, "CEL causes:\n got %r\nwant %r" % (causes(st), want))
+    st = invalid(co.create_namespaced_custom_object, "example.com", "v1", "default", "gizmos",
+                 gizmo("z2", {"maxReplicas": 2, "name": "g-2", "tags": []}))
+    check(causes(st) == [("FieldValueInvalid", "spec",
+                          "Invalid value: \"object\": no such key: minReplicas evaluating rule: "
+                          "self.minReplicas <= self.maxReplicas")], "CEL runtime error: %r" % causes(st))
+    code, hdrs, obj = raw("POST", "/apis/example.com/v1/namespaces/default/gizmos",
+                          gizmo("z3", {"minReplicas": 1, "maxReplicas": 2, "name": "g-3", "tags": ["a"],
+                                       "mode": "a", "size": "1"}))
+    check(code == 201, "valid under every rule: %d %s" % (code, obj))
+    warns = hdrs.get_all("Warning") or []
+    check(len(warns) == 1 and "spec.size: x-kubernetes-validations rule not evaluated by the local API "
+          "server: quantity(self).isLessThan(quantity('1Gi'))" in warns[0],
+          "an unsupported rule is named in a Warning: %r" % warns)
+    st = invalid(co.patch_namespaced_custom_object, "example.com", "v1", "default", "gizmos", "z3",
+                 {"spec": {"mode": "b"}})
+    check(causes(st) == [("FieldValueInvalid", "spec.mode", "Invalid value: \"string\": mode is immutable")],
+          "transition rule: %r" % causes(st))
+    got = co.patch_namespaced_custom_object("example.com", "v1", "default", "gizmos", "z3",
+                                            {"spec": {"tags": ["b"]}})
+    check(got["spec"]["tags"] == ["b"], "an update keeping the mode passes the transition rule")
+
     # --- uniqueItems is not allowed in a structural schema
     code, _, obj = raw("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", {
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
