@@ -5,18 +5,18 @@
  * k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel does: `self` is the value of the
  * schema node that carries the rule, `oldSelf` its previous value on an update.
  *
- * The subset: literals (int, uint `1u`, double, string with escapes and raw r"..", bytes are not
- * supported, bool, null), lists `[..]` and maps `{k: v}`, field selection `a.b` and indexing
- * `a[i]`, `a["k"]`; operators `!`, unary `-`, `* / %`, `+ -` (numbers, string and list
- * concatenation), comparisons `< <= > >= == !=` (numbers across int/uint/double, strings,
- * booleans, deep equality of lists and maps), `in` (list membership, map keys), `&&` and `||`
- * with CEL's commutative error absorption, `? :`; `has(a.b)`; the functions size(),
- * int(), uint(), double(), string(), bool(), type checks are not supported; the methods
- * startsWith, endsWith, contains, matches (POSIX translation of RE2, as_schema_format.h),
- * lowerAscii, upperAscii, trim, size; the macros all, exists, exists_one, map (2-argument form)
- * and filter over lists and maps (map keys). Integers are 64-bit with overflow errors.
- * An expression outside the subset fails to compile; the caller then warns instead of
- * evaluating.
+ * The subset: literals (int, uint `1u` read as int, double, strings with escapes, raw r"...",
+ * triple quotes, bool, null), lists `[..]` and maps `{"k": v}` (string keys), field selection
+ * `a.b` and indexing `a[i]`, `a["k"]`; `!`, unary `-`, `* / %`, `+ -` (numbers, string and list
+ * concatenation), `< <= > >= == !=` (numbers across int and double, strings, booleans, deep
+ * equality of lists and maps), `in` (list membership, map keys), `&&` and `||` with CEL's
+ * commutative error absorption, `? :`; `has(a.b)`; the functions size(), int(), double(),
+ * string(), bool(); the methods size, startsWith, endsWith, contains, matches (RE2 translated as
+ * as_schema_format.h says), lowerAscii, upperAscii, trim; the macros all, exists, exists_one, map
+ * (two-argument form) and filter over lists and maps (map keys). Integers are 64-bit with overflow
+ * errors; an int and a double mix in arithmetic (CEL would refuse; leniency for schema-less
+ * typing). Anything else (bytes, durations, timestamps, the Kubernetes CEL libraries) fails to
+ * compile, and the caller warns instead of evaluating. Evaluation has a fixed step budget.
  *
  * Thread-safety: a compiled program is immutable; evaluation allocates per call. Pure.
  */
