@@ -221,6 +221,7 @@ typedef struct vctx {
     as_schema_result_t *r;
     json_t *list_causes, *cel_causes; /* reported after the schema causes, as kube-apiserver does */
     lop_buf_t path;                   /* the current field path ("spec.items[2]") */
+    lop_buf_t warned;                 /* const as_rule_t * already warned about (once per write) */
     int ncauses;
 } vctx_t;
 
@@ -658,6 +659,11 @@ static void check_rules(vctx_t *c, const as_schema_t *s, const json_t *v, const 
     for (size_t i = 0; i < s->nrules; i++) {
         const as_rule_t *r = &s->rules[i];
         if (r->not_evaluated) {
+            const as_rule_t *const *seen = (const as_rule_t *const *)(void *)c->warned.data;
+            bool again = false;
+            for (size_t k = 0; k < c->warned.len / sizeof r && !again; k++) again = seen[k] == r;
+            if (again) continue; /* the items of a list: one Warning, naming the first */
+            lop_buf_append(&c->warned, &r, sizeof r);
             lop_buf_t w = LOP_BUF_INIT;
             lop_buf_printf(&w, "%s: x-kubernetes-validations rule not evaluated by the local API server: %s",
                            cur_path(c), r->not_evaluated);
@@ -697,5 +703,6 @@ int as_schema_validate(const as_schema_t *s, json_t *obj, const json_t *old, as_
     json_decref(c.list_causes);
     json_decref(c.cel_causes);
     lop_buf_free(&c.path);
+    lop_buf_free(&c.warned);
     return c.ncauses;
 }
