@@ -121,7 +121,12 @@ static cel_node_t *parse_expr(parser_t *p);
 /* One escape after a backslash into out. */
 static void read_escape(parser_t *p, lop_buf_t *out)
 {
-    char c = p->s[p->pos++];
+    char c = p->s[p->pos];
+    if (!c) {
+        fail(p, "unterminated string");
+        return;
+    }
+    p->pos++;
     switch (c) {
     case 'n': lop_buf_putc(out, '\n'); return;
     case 't': lop_buf_putc(out, '\t'); return;
@@ -165,6 +170,7 @@ static cel_node_t *parse_string(parser_t *p, bool raw)
     lop_buf_t b = LOP_BUF_INIT;
     for (;;) {
         char c = p->s[p->pos];
+        if (p->err[0]) break;
         if (!c || (!triple && c == '\n')) {
             fail(p, "unterminated string");
             break;

@@ -671,7 +671,7 @@ static void check_rules(vctx_t *c, const as_schema_t *s, const json_t *v, const 
             lop_buf_free(&w);
             continue;
         }
-        if (r->transition && !old) continue;
+        if (!r->prog || (r->transition && !old)) continue; /* no rule text; transition rule on create */
         char err[300];
         int rc = as_cel_eval_bool(r->prog, v, old, err, sizeof err);
         if (rc == 1) continue;
