@@ -221,7 +221,7 @@ typedef struct vctx {
     as_schema_result_t *r;
     json_t *list_causes, *cel_causes; /* reported after the schema causes, as kube-apiserver does */
     lop_buf_t path;                   /* the current field path ("spec.items[2]") */
-    lop_buf_t warned;                 /* const as_rule_t * already warned about (once per write) */
+    lop_buf_t warned;                 /* nodes and rules already warned about (pointers) */
     int ncauses;
 } vctx_t;
 
@@ -321,6 +321,17 @@ static bool check_type(vctx_t *c, const as_schema_t *s, const json_t *v)
     return false;
 }
 
+/* True the first time this write meets key (a schema node or rule): one Warning each per write,
+ * not one per list item. */
+static bool warn_once(vctx_t *c, const void *key)
+{
+    const void *const *seen = (const void *const *)(void *)c->warned.data;
+    for (size_t k = 0; k < c->warned.len / sizeof key; k++)
+        if (seen[k] == key) return false;
+    lop_buf_append(&c->warned, &key, sizeof key);
+    return true;
+}
+
 static void check_string(vctx_t *c, const as_schema_t *s, const json_t *v)
 {
     const char *str = json_string_value(v);
@@ -339,6 +350,13 @@ static void check_string(vctx_t *c, const as_schema_t *s, const json_t *v)
         if (s->min_len >= 0 && runes < s->min_len) invalid_body(c, v, "should be at least %lld chars long", s->min_len);
     }
     if (s->re_state == 1 && !as_pattern_match(&s->re, str)) invalid_body(c, v, "should match '%s'", s->pattern);
+    if (s->re_state < 0 && warn_once(c, s)) {
+        lop_buf_t w = LOP_BUF_INIT;
+        lop_buf_printf(&w, "%s: pattern not enforced by the local API server (unsupported syntax): %s", cur_path(c),
+                       s->pattern);
+        json_array_append_new(c->r->warnings, json_string(w.data));
+        lop_buf_free(&w);
+    }
     if (s->format && !as_format_valid(s->format, str, n)) {
         lop_buf_t d = LOP_BUF_INIT;
         lop_buf_printf(&d, "%s in body must be of type %s: ", cur_path(c), s->format);
@@ -659,11 +677,7 @@ static void check_rules(vctx_t *c, const as_schema_t *s, const json_t *v, const 
     for (size_t i = 0; i < s->nrules; i++) {
         const as_rule_t *r = &s->rules[i];
         if (r->not_evaluated) {
-            const as_rule_t *const *seen = (const as_rule_t *const *)(void *)c->warned.data;
-            bool again = false;
-            for (size_t k = 0; k < c->warned.len / sizeof r && !again; k++) again = seen[k] == r;
-            if (again) continue; /* the items of a list: one Warning, naming the first */
-            lop_buf_append(&c->warned, &r, sizeof r);
+            if (!warn_once(c, r)) continue; /* the items of a list: one Warning, naming the first */
             lop_buf_t w = LOP_BUF_INIT;
             lop_buf_printf(&w, "%s: x-kubernetes-validations rule not evaluated by the local API server: %s",
                            cur_path(c), r->not_evaluated);

@@ -276,36 +276,93 @@ static int translate_escape(lop_buf_t *out, char c, bool in_bracket)
     return 0;
 }
 
+/* What the translation tracks to refuse patterns RE2 refuses or POSIX regcomp would blow up on:
+ * stacked quantifiers (a++, RE2: "invalid nested repetition operator"), counts above 1000 (RE2's
+ * limit), and a counted repetition of a group that holds one (((a{100}){100}) expands
+ * multiplicatively in glibc's regcomp). */
+typedef struct pat_state {
+    bool after_quant;      /* the last token was a quantifier */
+    bool counted[32];      /* per open group: it holds a counted repetition */
+    int depth;             /* open groups */
+    bool closed_had_count; /* the group just closed held one (valid right after ')') */
+    bool after_close;
+} pat_state_t;
+
+/* A quantifier at p[*i] (one of * + ? {); -1 when refused, else 0 with *i past a {n,m}. */
+static int pattern_quantifier(pat_state_t *st, const char *p, size_t *i, lop_buf_t *out)
+{
+    if (st->after_quant || p[*i + 1] == '?') return -1; /* stacked, or lazy (*?, +?, ??) */
+    if (p[*i] != '{') {
+        lop_buf_putc(out, p[*i]);
+        st->after_quant = true;
+        return 0;
+    }
+    size_t j = *i + 1;
+    while (p[j] && p[j] != '}') {
+        if (!isdigit((unsigned char)p[j]) && p[j] != ',') return -1;
+        j++;
+    }
+    if (!p[j] || atoi(p + *i + 1) > 1000 ||
+        (strchr(p + *i, ',') && strchr(p + *i, ',') < p + j && atoi(strchr(p + *i, ',') + 1) > 1000))
+        return -1;
+    if (st->after_close && st->closed_had_count) return -1;
+    if (st->depth > 0) st->counted[st->depth - 1] = true;
+    lop_buf_append(out, p + *i, j - *i + 1);
+    *i = j;
+    st->after_quant = true;
+    return 0;
+}
+
+/* One character outside brackets and escapes: groups, quantifiers, the rest as is. */
+static int pattern_plain(pat_state_t *st, const char *p, size_t *i, lop_buf_t *out)
+{
+    char c = p[*i];
+    if (c == '*' || c == '+' || c == '?' || c == '{') return pattern_quantifier(st, p, i, out);
+    bool closing = false;
+    if (c == '(') {
+        if (p[*i + 1] == '?') {
+            if (p[*i + 2] != ':') return -1; /* lookaround, flags, named groups */
+            *i += 2;
+        }
+        if (st->depth == (int)(sizeof st->counted / sizeof st->counted[0])) return -1;
+        st->counted[st->depth++] = false;
+    } else if (c == ')') {
+        if (st->depth == 0) return -1;
+        st->closed_had_count = st->counted[--st->depth];
+        if (st->closed_had_count && st->depth > 0) st->counted[st->depth - 1] = true;
+        closing = true;
+    }
+    lop_buf_putc(out, c);
+    st->after_quant = false;
+    st->after_close = closing;
+    return 0;
+}
+
 int as_pattern_compile(regex_t *re, const char *p)
 {
     lop_buf_t out = LOP_BUF_INIT;
+    pat_state_t st = {0};
     bool in_bracket = false;
     int rc = 0;
     for (size_t i = 0; p[i] && rc == 0; i++) {
         char c = p[i];
         if (c == '\\') {
-            if (!p[i + 1])
-                rc = -1;
-            else
-                rc = translate_escape(&out, p[++i], in_bracket);
+            rc = p[i + 1] ? translate_escape(&out, p[++i], in_bracket) : -1;
+            st.after_quant = st.after_close = false;
         } else if (in_bracket) {
             lop_buf_putc(&out, c);
             if (c == ']') in_bracket = false;
         } else if (c == '[') {
             lop_buf_putc(&out, c);
             in_bracket = true;
+            st.after_quant = st.after_close = false;
             if (p[i + 1] == '^') lop_buf_putc(&out, p[++i]);
             if (p[i + 1] == ']') lop_buf_putc(&out, p[++i]);
-        } else if (c == '(' && p[i + 1] == '?') {
-            if (p[i + 2] != ':') rc = -1; /* lookaround, flags, named groups */
-            lop_buf_putc(&out, '(');
-            i += 2;
-        } else if ((c == '*' || c == '+' || c == '?' || c == '}') && p[i + 1] == '?') {
-            rc = -1; /* lazy quantifier */
         } else {
-            lop_buf_putc(&out, c);
+            rc = pattern_plain(&st, p, &i, &out);
         }
     }
+    if (rc == 0 && (in_bracket || st.depth)) rc = -1;
     if (rc == 0 && regcomp(re, out.data ? out.data : "", REG_EXTENDED | REG_NOSUB) != 0) rc = -1;
     lop_buf_free(&out);
     return rc;

@@ -14,8 +14,9 @@
  * a POSIX extended regular expression (regcomp REG_EXTENDED, UTF-8 locale-free): the escapes
  * \d \D \w \W \s \S (also inside brackets for the positive ones), \. and other escaped
  * punctuation, and (?:...) groups are rewritten; lazy quantifiers (*?, +?, ??), lookarounds,
- * backreferences, \b and Unicode classes (\p{...}) are not supported — such a pattern is not
- * enforced and each write names it in a Warning.
+ * backreferences, \b, Unicode classes (\p{...}), stacked quantifiers (a++), counts above 1000 and
+ * a count on a group holding a count ((a{9}){9}: glibc would expand it) are not supported — such
+ * a pattern is not enforced and each write names it in a Warning (as_schema.c).
  *
  * Pure functions; thread-safe.
  */

@@ -158,10 +158,23 @@ static void test_patterns(void)
         const char *re, *s;
         int want; /* 1 match, 0 no match, -1 not supported */
     } cases[] = {
-        {"^[a-z]+\\d*$", "abc12", 1}, {"^[a-z]+\\d*$", "ab-c", 0}, {"\\w+@\\w+\\.com", "x me@ex.com", 1},
-        {"^(?:ab)+$", "abab", 1},     {"^[\\d.]+$", "1.2.3", 1},   {"^a\\.b$", "axb", 0},
-        {"^\\S+$", "a b", 0},         {"a+?", "aa", -1},           {"(?=x)", "x", -1},
+        {"^[a-z]+\\d*$", "abc12", 1},
+        {"^[a-z]+\\d*$", "ab-c", 0},
+        {"\\w+@\\w+\\.com", "x me@ex.com", 1},
+        {"^(?:ab)+$", "abab", 1},
+        {"^[\\d.]+$", "1.2.3", 1},
+        {"^a\\.b$", "axb", 0},
+        {"^\\S+$", "a b", 0},
+        {"a+?", "aa", -1},
+        {"(?=x)", "x", -1},
         {"\\bword\\b", "a word", -1},
+        {"a++", "a", -1},
+        {"(a{10}){10}", "a", -1},
+        {"^a{2,3}$", "aaa", 1},
+        {"a{1001}", "a", -1},
+        {"(?", "", -1},
+        {"(a", "a", -1},
+        {"^(ab){2}(c)+$", "ababcc", 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         regex_t re;
