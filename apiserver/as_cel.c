@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define AS_CEL_MAX_LEN 16384
+
 typedef struct parser {
     const char *s;
     size_t pos;
@@ -411,11 +413,17 @@ static cel_node_t *parse_unary(parser_t *p)
 {
     skip_ws(p);
     char c = p->s[p->pos];
+    if ((c == '!' || c == '-') && p->depth > 100) {
+        fail(p, "expression nests too deeply");
+        return node(CEL_LIT);
+    }
     if (c == '!' || (c == '-' && !isdigit((unsigned char)p->s[p->pos + 1]))) {
         p->pos++;
         cel_node_t *n = node(CEL_UNARY);
         n->op = c;
+        p->depth++;
         n->a = parse_unary(p);
+        p->depth--;
         return n;
     }
     if (c == '-') { /* a negative literal folds into the literal */
@@ -529,6 +537,10 @@ static cel_node_t *parse_expr(parser_t *p)
 as_cel_prog_t *as_cel_compile(const char *src, char *err, size_t errlen)
 {
     parser_t p = {.s = src};
+    if (strlen(src) > AS_CEL_MAX_LEN) { /* bounds the tree's depth, hence the evaluator's recursion */
+        snprintf(err, errlen, "rule longer than %d bytes", AS_CEL_MAX_LEN);
+        return NULL;
+    }
     cel_node_t *root = parse_expr(&p);
     skip_ws(&p);
     if (!p.err[0] && p.s[p.pos]) fail(&p, "unexpected trailing input");

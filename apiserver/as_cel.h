@@ -29,7 +29,8 @@
 
 typedef struct as_cel_prog as_cel_prog_t;
 
-/* Compile src; NULL with the reason in err (errlen bytes) when it is outside the subset. */
+/* Compile src (at most 16 KiB); NULL with the reason in err (errlen bytes) when it is outside the
+ * subset. */
 as_cel_prog_t *as_cel_compile(const char *src, char *err, size_t errlen);
 void as_cel_free(as_cel_prog_t *p);
 /* Whether the expression mentions oldSelf (a transition rule: evaluated on updates only). */
