@@ -26,6 +26,7 @@ typedef struct as_rule {
     as_cel_prog_t *prog, *msg_prog;
     bool transition;
     char *not_evaluated; /* why the rule is not enforced (a Warning per write), or NULL */
+    char *msg_note;      /* a messageExpression outside the subset (a Warning; message used), or NULL */
 } as_rule_t;
 
 typedef struct as_prop {
@@ -126,9 +127,13 @@ static void compile_rules(as_schema_t *n, const json_t *vals)
             snprintf(err, sizeof err, "optionalOldSelf is not supported");
         } else {
             r->prog = as_cel_compile(r->rule, err, sizeof err);
-            if (r->prog && mexpr) r->msg_prog = as_cel_compile(mexpr, err, sizeof err);
         }
-        if (!r->prog || (mexpr && !r->msg_prog)) {
+        if (r->prog && mexpr && !(r->msg_prog = as_cel_compile(mexpr, err, sizeof err))) {
+            size_t len = strlen(mexpr) + strlen(err) + 8;
+            r->msg_note = lop_xmalloc(len);
+            snprintf(r->msg_note, len, "%s (%s)", mexpr, err);
+        }
+        if (!r->prog) {
             size_t len = strlen(r->rule) + strlen(err) + 8;
             r->not_evaluated = lop_xmalloc(len);
             snprintf(r->not_evaluated, len, "%s (%s)", r->rule, err);
@@ -202,6 +207,7 @@ void as_schema_free(as_schema_t *n)
         as_cel_free(n->rules[i].prog);
         as_cel_free(n->rules[i].msg_prog);
         free(n->rules[i].not_evaluated);
+        free(n->rules[i].msg_note);
     }
     free(n->rules);
     if (n->re_state == 1) regfree(&n->re);
@@ -684,6 +690,13 @@ static void check_rules(vctx_t *c, const as_schema_t *s, const json_t *v, const 
             json_array_append_new(c->r->warnings, json_string(w.data));
             lop_buf_free(&w);
             continue;
+        }
+        if (r->msg_note && warn_once(c, &r->msg_note)) {
+            lop_buf_t w = LOP_BUF_INIT;
+            lop_buf_printf(&w, "%s: messageExpression not evaluated by the local API server: %s", cur_path(c),
+                           r->msg_note);
+            json_array_append_new(c->r->warnings, json_string(w.data));
+            lop_buf_free(&w);
         }
         if (!r->prog || (r->transition && !old)) continue; /* no rule text; transition rule on create */
         char err[300];

@@ -8,16 +8,17 @@
  *
  * What is checked: type (x-kubernetes-int-or-string: integer or string), nullable, enum,
  * minimum/maximum with exclusiveMinimum/exclusiveMaximum, multipleOf, minLength/maxLength (in
- * Unicode code points), pattern (see as_regex.h for the dialect), the string formats
- * kube-apiserver enforces (see as_schema_format in as_schema_format.c), minItems/maxItems,
+ * Unicode code points), pattern and the string formats kube-apiserver enforces (as_schema_format.h
+ * says which, and the regular expression dialect), minItems/maxItems,
  * minProperties/maxProperties, required, x-kubernetes-list-type set/map uniqueness,
  * x-kubernetes-embedded-resource (apiVersion and kind required, metadata pruned to ObjectMeta)
- * and x-kubernetes-validations rules. Unknown fields are pruned unless a node has
+ * and x-kubernetes-validations rules (as_cel.h). Unknown fields are pruned unless a node has
  * x-kubernetes-preserve-unknown-fields; a null for a non-nullable property gets the default or
  * is dropped; `default`s fill absent properties of objects that exist.
  *
  * Ownership: the compiled schema borrows the JSON it was compiled from (the row keeps a
- * reference to it for as long as the compiled schema lives). Loop thread only (regex_t use).
+ * reference to it for as long as the compiled schema lives). A compiled schema is not changed by
+ * validation; validations of one schema run one at a time (the server's loop thread).
  */
 #ifndef LOP_APISERVER_AS_SCHEMA_H
 #define LOP_APISERVER_AS_SCHEMA_H

@@ -221,7 +221,8 @@ try:
             {"rule": "self.minReplicas <= self.maxReplicas", "message": "min must not exceed max "},
             {"rule": "self.maxReplicas % 2 == 0",
              "messageExpression": "'maxReplicas ' + string(self.maxReplicas) + ' is odd'"},
-            {"rule": "!has(self.legacy)", "reason": "FieldValueForbidden", "fieldPath": ".legacy"},
+            {"rule": "!has(self.legacy)", "reason": "FieldValueForbidden", "fieldPath": ".legacy",
+             "messageExpression": "'legacy ' + self.legacy.format([1])"},
             {"rule": "self.name.startsWith('g-')"},
             {"rule": "self.tags.all(t, t.size() <= 3) && !self.tags.exists(t, t == 'bad')",
              "message": "bad tags"}],
@@ -266,7 +267,8 @@ try:
                                        "mode": "a", "size": "1", "lazy": "aa"}))
     check(code == 201, "valid under every rule: %d %s" % (code, obj))
     warns = hdrs.get_all("Warning") or []
-    check(len(warns) == 2 and any("spec.size: x-kubernetes-validations rule not evaluated by the local API "
+    check(len(warns) == 3 and any("spec: messageExpression not evaluated by the local API server: 'legacy ' + "
+                                  "self.legacy.format([1])" in w for w in warns) and any("spec.size: x-kubernetes-validations rule not evaluated by the local API "
                                   "server: quantity(self).isLessThan(quantity('1Gi'))" in w for w in warns) and
           any("spec.lazy: pattern not enforced by the local API server (unsupported syntax): ^a+?$" in w
               for w in warns), "an unsupported rule or pattern is named in a Warning: %r" % warns)
