@@ -328,18 +328,99 @@ static int parse_bool(const char *v, bool *out)
     return 0;
 }
 
+/* A --webhook-* flag: 0 (parsed) or 1 (bad value); -1 when c is not one. */
+static int parse_webhook_flag(lop_run_opts_t *o, int c, const char *v)
+{
+    int bad = 0;
+    switch (c) {
+    case O_WH_ADDR: o->webhook_addr = v; break;
+    case O_WH_CERT_DIR: o->webhook_cert_dir = v; break;
+    case O_WH_CERT_NAME: o->webhook_cert_name = v; break;
+    case O_WH_KEY_NAME: o->webhook_key_name = v; break;
+    case O_WH_CONC: {
+        char *end = NULL;
+        long n = strtol(v, &end, 10);
+        bad = !*v || *end || n < 1 || n > 256; /* 1..256 */
+        o->webhook_concurrency = (int)n;
+        break;
+    }
+    case O_WH_SECRET:
+        o->webhook_cert_secret = v;
+        bad = !strchr(v, '/'); /* NAMESPACE/NAME (checked whole when the certificates start) */
+        break;
+    case O_WH_SVC: o->webhook_service_name = v; break;
+    case O_WH_SVC_NS: o->webhook_service_namespace = v; break;
+    case O_WH_MUT_CFG: o->webhook_mutating_config = v; break;
+    case O_WH_VAL_CFG: o->webhook_validating_config = v; break;
+    case O_WH_CA_VALID: bad = lop_parse_duration(v, &o->webhook_ca_validity_ns); break;
+    case O_WH_CERT_VALID: bad = lop_parse_duration(v, &o->webhook_cert_validity_ns); break;
+    default: return -1;
+    }
+    return bad;
+}
+
+/* What the logging flags said, for zap's development preset applied after all are read. */
+typedef struct log_flags {
+    bool level_set, format_set, devel;
+} log_flags_t;
+
+/* A --log-* or --zap-* flag: 0 (parsed) or 1 (bad value); -1 when c is not one. */
+static int parse_log_flag(lop_run_opts_t *o, int c, const char *v, log_flags_t *lf)
+{
+    int bad = 0;
+    switch (c) {
+    case O_LOG_FORMAT:
+        o->log_format = v;
+        lf->format_set = true;
+        break;
+    case O_LOG_LEVEL:
+        o->log_level = v;
+        lf->level_set = true;
+        break;
+    case O_ZAP_LEVEL:
+        bad = zap_level(v, &o->log_level);
+        lf->level_set = true;
+        break;
+    case O_ZAP_ENCODER:
+        bad = strcmp(v, "json") != 0 && strcmp(v, "console") != 0;
+        o->log_format = strcmp(v, "json") == 0 ? "json" : "text";
+        lf->format_set = true;
+        break;
+    case O_ZAP_DEVEL: bad = parse_bool(v, &lf->devel); break;
+    case O_ZAP_STACK:
+        o->stacktrace_level = v;
+        bad = strcmp(v, "info") != 0 && strcmp(v, "error") != 0 && strcmp(v, "panic") != 0;
+        break;
+    case O_ZAP_TIME: {
+        lop_log_time_t t;
+        bad = lop_log_time_parse(v, &t) != 0;
+        o->log_time = v;
+        break;
+    }
+    default: return -1;
+    }
+    return bad;
+}
+
 int lop_run_opts_parse(lop_run_opts_t *o, int argc, char **argv, bool dev)
 {
     const char *cmd = argv[0];
     optind = 0; /* 0, not 1: glibc then also forgets a half-parsed "-abc" of an earlier call */
     opterr = 0;
     int c;
-    bool level_set = false, format_set = false, devel = false, secure_set = false;
+    bool secure_set = false;
+    log_flags_t lf = {false, false, false};
     /* "+": stop at the first non-flag, so argv[at] is always the argument being parsed */
     for (int at = 1; (c = getopt_long(argc, argv, "+", long_opts, NULL)) != -1; at = optind) {
         const char *v = optarg;
-        int bad = 0;
+        int bad = parse_webhook_flag(o, c, v);
+        if (bad < 0) bad = parse_log_flag(o, c, v, &lf);
+        if (bad >= 0)
+            c = 0; /* parsed above: skip the switch */
+        else
+            bad = 0;
         switch (c) {
+        case 0: break;
         case O_SCRIPTS: o->scripts_dir = v; break;
         case O_SCRIPTS_CM:
             o->scripts_configmap = v;
@@ -361,56 +442,7 @@ int lop_run_opts_parse(lop_run_opts_t *o, int argc, char **argv, bool dev)
             break;
         case O_METRICS: o->metrics_addr = v; break;
         case O_PROBE: o->probe_addr = v; break;
-        case O_WH_ADDR: o->webhook_addr = v; break;
-        case O_WH_CERT_DIR: o->webhook_cert_dir = v; break;
-        case O_WH_CERT_NAME: o->webhook_cert_name = v; break;
-        case O_WH_KEY_NAME: o->webhook_key_name = v; break;
-        case O_WH_CONC: {
-            char *end = NULL;
-            long n = strtol(v, &end, 10);
-            bad = !*v || *end || n < 1 || n > 256; /* 1..256 */
-            o->webhook_concurrency = (int)n;
-            break;
-        }
-        case O_WH_SECRET:
-            o->webhook_cert_secret = v;
-            bad = !strchr(v, '/'); /* NAMESPACE/NAME (checked whole when the certificates start) */
-            break;
-        case O_WH_SVC: o->webhook_service_name = v; break;
-        case O_WH_SVC_NS: o->webhook_service_namespace = v; break;
-        case O_WH_MUT_CFG: o->webhook_mutating_config = v; break;
-        case O_WH_VAL_CFG: o->webhook_validating_config = v; break;
-        case O_WH_CA_VALID: bad = lop_parse_duration(v, &o->webhook_ca_validity_ns); break;
-        case O_WH_CERT_VALID: bad = lop_parse_duration(v, &o->webhook_cert_validity_ns); break;
         case O_GRACE: bad = lop_parse_duration(v, &o->graceful_shutdown_ns); break;
-        case O_LOG_FORMAT:
-            o->log_format = v;
-            format_set = true;
-            break;
-        case O_LOG_LEVEL:
-            o->log_level = v;
-            level_set = true;
-            break;
-        case O_ZAP_LEVEL:
-            bad = zap_level(v, &o->log_level);
-            level_set = true;
-            break;
-        case O_ZAP_ENCODER:
-            bad = strcmp(v, "json") != 0 && strcmp(v, "console") != 0;
-            o->log_format = strcmp(v, "json") == 0 ? "json" : "text";
-            format_set = true;
-            break;
-        case O_ZAP_DEVEL: bad = parse_bool(v, &devel); break;
-        case O_ZAP_STACK:
-            o->stacktrace_level = v;
-            bad = strcmp(v, "info") != 0 && strcmp(v, "error") != 0 && strcmp(v, "panic") != 0;
-            break;
-        case O_ZAP_TIME: {
-            lop_log_time_t t;
-            bad = lop_log_time_parse(v, &t) != 0;
-            o->log_time = v;
-            break;
-        }
         case O_ENABLE_H2:
             bad = parse_bool(v, &o->enable_http2);
             if (!bad && o->enable_http2) {
@@ -489,9 +521,9 @@ int lop_run_opts_parse(lop_run_opts_t *o, int argc, char **argv, bool dev)
     /* kubebuilder v4 pairs :8443 with secure serving; another address is plain HTTP unless
      * --metrics-secure says otherwise */
     if (!secure_set) o->metrics_secure = strcmp(o->metrics_addr, ":8443") == 0;
-    if (devel) { /* zap's development preset, unless a level or format was given */
-        if (!level_set) o->log_level = "debug";
-        if (!format_set) o->log_format = "text";
+    if (lf.devel) { /* zap's development preset, unless a level or format was given */
+        if (!lf.level_set) o->log_level = "debug";
+        if (!lf.format_set) o->log_format = "text";
     }
     return 0;
 }

@@ -131,6 +131,37 @@ class Operator:
         return o and int(o["port"])
 
 
+# The families a controller-runtime manager registers besides Go's own (go_*): its metrics
+# package (pkg/internal/controller/metrics, pkg/metrics/workqueue.go, client_go_adapter.go,
+# leaderelection.go) and client_golang's process collector, with their types. prometheus_client
+# names a counter's family without "_total".
+CONTROLLER_RUNTIME_FAMILIES = {
+    "controller_runtime_active_workers": "gauge",
+    "controller_runtime_max_concurrent_reconciles": "gauge",
+    "controller_runtime_reconcile_errors": "counter",
+    "controller_runtime_reconcile_panics": "counter",
+    "controller_runtime_reconcile_time_seconds": "histogram",
+    "controller_runtime_reconcile": "counter",
+    "controller_runtime_terminal_reconcile_errors": "counter",
+    "workqueue_adds": "counter",
+    "workqueue_depth": "gauge",
+    "workqueue_longest_running_processor_seconds": "gauge",
+    "workqueue_queue_duration_seconds": "histogram",
+    "workqueue_retries": "counter",
+    "workqueue_unfinished_work_seconds": "gauge",
+    "workqueue_work_duration_seconds": "histogram",
+    "rest_client_requests": "counter",
+    "leader_election_master_status": "gauge",
+    "process_cpu_seconds": "counter",
+    "process_max_fds": "gauge",
+    "process_open_fds": "gauge",
+    "process_resident_memory_bytes": "gauge",
+    "process_start_time_seconds": "gauge",
+    "process_virtual_memory_bytes": "gauge",
+}
+FAMILIES = {}  # name -> type, of the last text parse_prometheus read
+
+
 def parse_prometheus(text):
     """Minimal exposition-format parser: returns {series: value}; raises on a malformed line."""
     out = {}
@@ -146,7 +177,9 @@ def parse_prometheus(text):
     # family and sample must come back, histograms with their buckets, _sum and _count.
     from prometheus_client.parser import text_string_to_metric_families
     samples = 0
+    FAMILIES.clear()
     for fam in text_string_to_metric_families(text):
+        FAMILIES[fam.name] = fam.type
         samples += len(fam.samples)
         if fam.type == "histogram" and fam.samples:
             names = {s.name for s in fam.samples}
@@ -227,6 +260,9 @@ current-context: c
 
     series = wait_for("a successful reconcile in /metrics", 20, scraped) or {}
     check(series.get(sel, 0) >= 1, "B: " + sel + " >= 1")
+    wrong = {n: (t, FAMILIES.get(n)) for n, t in CONTROLLER_RUNTIME_FAMILIES.items() if FAMILIES.get(n) != t}
+    check(not wrong, "B: every family of controller-runtime's list, with its type, name by name (wrong or "
+          "missing: %s)" % wrong)
     check(series.get('workqueue_queue_duration_seconds_count{controller="opstest",name="opstest"}', 0) >= 1,
           "B: workqueue_queue_duration_seconds observed")
     check(series.get('workqueue_work_duration_seconds_count{controller="opstest",name="opstest"}', 0) >= 1,
