@@ -5,6 +5,7 @@
 #include "apiserver/as_cel_ast.h"
 
 #include "apiserver/as_schema_format.h"
+#include "host/codec/jsonstr.h"
 #include "host/util/buf.h"
 #include "host/util/utf8.h"
 
@@ -56,32 +57,7 @@ static size_t runes(const json_t *s)
 }
 
 /* CEL equality: numbers compare by value across int and double; lists and maps deeply. */
-static bool equal(const json_t *a, const json_t *b)
-{
-    if (json_is_number(a) && json_is_number(b)) {
-        if (is_int(a) && is_int(b)) return json_integer_value(a) == json_integer_value(b);
-        return json_number_value(a) == json_number_value(b);
-    }
-    if (json_typeof(a) != json_typeof(b)) return false;
-    if (json_is_array(a)) {
-        if (json_array_size(a) != json_array_size(b)) return false;
-        for (size_t i = 0; i < json_array_size(a); i++)
-            if (!equal(json_array_get(a, i), json_array_get(b, i))) return false;
-        return true;
-    }
-    if (json_is_object(a)) {
-        if (json_object_size(a) != json_object_size(b)) return false;
-        const char *k;
-        json_t *v;
-        json_object_foreach((json_t *)a, k, v)
-        {
-            const json_t *o = json_object_get(b, k);
-            if (!o || !equal(v, o)) return false;
-        }
-        return true;
-    }
-    return json_equal((json_t *)a, (json_t *)b);
-}
+static bool equal(const json_t *a, const json_t *b) { return lop_json_value_equal(a, b); }
 
 /* <0, 0, >0; or 2 when the values are not ordered (no such overload). */
 static int compare(const json_t *a, const json_t *b)

@@ -9,6 +9,7 @@
 #include "apiserver/as_cel.h"
 #include "apiserver/as_goval.h"
 #include "apiserver/as_schema_format.h"
+#include "apiserver/as_util.h"
 #include "host/util/buf.h"
 #include "host/util/utf8.h"
 
@@ -55,27 +56,10 @@ struct as_schema {
     size_t nrules;
 };
 
-static const char *const object_meta_fields[] = {"name",
-                                                 "generateName",
-                                                 "namespace",
-                                                 "selfLink",
-                                                 "uid",
-                                                 "resourceVersion",
-                                                 "generation",
-                                                 "creationTimestamp",
-                                                 "deletionTimestamp",
-                                                 "deletionGracePeriodSeconds",
-                                                 "labels",
-                                                 "annotations",
-                                                 "ownerReferences",
-                                                 "finalizers",
-                                                 "managedFields",
-                                                 NULL};
-
 bool as_schema_objectmeta_field(const char *key)
 {
-    for (int i = 0; object_meta_fields[i]; i++)
-        if (!strcmp(object_meta_fields[i], key)) return true;
+    for (int i = 0; as_objectmeta_fields[i]; i++)
+        if (!strcmp(as_objectmeta_fields[i], key)) return true;
     return false;
 }
 

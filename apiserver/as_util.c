@@ -114,22 +114,23 @@ int as_path_set(json_t *obj, const char *dotted, json_t *val)
     }
 }
 
-static const char *const meta_order[] = {"name",
-                                         "generateName",
-                                         "namespace",
-                                         "selfLink",
-                                         "uid",
-                                         "resourceVersion",
-                                         "generation",
-                                         "creationTimestamp",
-                                         "deletionTimestamp",
-                                         "deletionGracePeriodSeconds",
-                                         "labels",
-                                         "annotations",
-                                         "ownerReferences",
-                                         "finalizers",
-                                         "managedFields",
-                                         NULL};
+/* metav1.ObjectMeta's fields in the order the API server writes them (its Go struct's order). */
+const char *const as_objectmeta_fields[] = {"name",
+                                            "generateName",
+                                            "namespace",
+                                            "selfLink",
+                                            "uid",
+                                            "resourceVersion",
+                                            "generation",
+                                            "creationTimestamp",
+                                            "deletionTimestamp",
+                                            "deletionGracePeriodSeconds",
+                                            "labels",
+                                            "annotations",
+                                            "ownerReferences",
+                                            "finalizers",
+                                            "managedFields",
+                                            NULL};
 
 json_t *as_order_builtin(const json_t *obj)
 {
@@ -142,9 +143,9 @@ json_t *as_order_builtin(const json_t *obj)
     json_t *m = json_object_get(obj, "metadata");
     if (json_is_object(m)) {
         json_t *nm = json_object();
-        for (int i = 0; meta_order[i]; i++) {
-            json_t *v = json_object_get(m, meta_order[i]);
-            if (v) json_object_set(nm, meta_order[i], v);
+        for (int i = 0; as_objectmeta_fields[i]; i++) {
+            json_t *v = json_object_get(m, as_objectmeta_fields[i]);
+            if (v) json_object_set(nm, as_objectmeta_fields[i], v);
         }
         const char *k;
         json_t *v;

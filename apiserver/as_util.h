@@ -29,6 +29,8 @@ int as_path_set(json_t *obj, const char *dotted, json_t *val);
 /* A copy of a built-in object with kind, apiVersion and metadata first (and metadata's members in
  * the API server's order). New reference. */
 json_t *as_order_builtin(const json_t *obj);
+/* metav1.ObjectMeta's field names, in the API server's order; NULL-terminated. */
+extern const char *const as_objectmeta_fields[];
 /* RFC 1123 subdomain (at most 253 characters) / label (at most 63), as metadata.name requires. */
 bool as_valid_dns_subdomain(const char *s);
 bool as_valid_dns_label(const char *s);

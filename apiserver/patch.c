@@ -10,6 +10,7 @@
  */
 #include "apiserver/patch.h"
 
+#include "host/codec/jsonstr.h"
 #include "host/util/buf.h"
 
 #include <stdbool.h>
@@ -147,34 +148,6 @@ static json_t *ptr_get(json_t *doc, const ptr_t *p)
     return NULL;
 }
 
-/* Numbers compare by value (1 == 1.0); everything else structurally. */
-static bool values_equal(const json_t *a, const json_t *b)
-{
-    if (json_is_number(a) && json_is_number(b)) {
-        if (json_is_integer(a) && json_is_integer(b)) return json_integer_value(a) == json_integer_value(b);
-        return json_number_value(a) == json_number_value(b);
-    }
-    if (json_typeof(a) != json_typeof(b)) return false;
-    if (json_is_array(a)) {
-        if (json_array_size(a) != json_array_size(b)) return false;
-        for (size_t i = 0; i < json_array_size(a); i++)
-            if (!values_equal(json_array_get(a, i), json_array_get(b, i))) return false;
-        return true;
-    }
-    if (json_is_object(a)) {
-        if (json_object_size(a) != json_object_size(b)) return false;
-        const char *k;
-        json_t *v;
-        json_object_foreach((json_t *)a, k, v)
-        {
-            json_t *w = json_object_get(b, k);
-            if (!w || !values_equal(v, w)) return false;
-        }
-        return true;
-    }
-    return json_equal(a, b);
-}
-
 /* ------------------------------------------------------------------------------------------ */
 /* RFC 6902 operations; each takes ownership of nothing and reports failure with false.       */
 
@@ -274,7 +247,7 @@ static bool apply_one(json_t **doc, const json_t *op)
         else if (!have)
             ok = json_is_null(value) && (path.n == 0 || ptr_parent(*doc, &path) != NULL);
         else
-            ok = values_equal(have, value);
+            ok = lop_json_value_equal(have, value);
     } else if (strcmp(name, "move") == 0 || strcmp(name, "copy") == 0) {
         const char *from_s = json_string_value(json_object_get(op, "from"));
         if (from_s && ptr_parse(from_s, &from)) {

@@ -55,3 +55,31 @@ bool lop_json_str_in(const json_t *arr, const char *s)
     }
     return false;
 }
+
+bool lop_json_value_equal(const json_t *a, const json_t *b)
+{
+    if (!a || !b) return a == b;
+    if (json_is_number(a) && json_is_number(b)) {
+        if (json_is_integer(a) && json_is_integer(b)) return json_integer_value(a) == json_integer_value(b);
+        return json_number_value(a) == json_number_value(b);
+    }
+    if (json_typeof(a) != json_typeof(b)) return false;
+    if (json_is_array(a)) {
+        if (json_array_size(a) != json_array_size(b)) return false;
+        for (size_t i = 0; i < json_array_size(a); i++)
+            if (!lop_json_value_equal(json_array_get(a, i), json_array_get(b, i))) return false;
+        return true;
+    }
+    if (json_is_object(a)) {
+        if (json_object_size(a) != json_object_size(b)) return false;
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)a, k, v)
+        {
+            const json_t *w = json_object_get(b, k);
+            if (!w || !lop_json_value_equal(v, w)) return false;
+        }
+        return true;
+    }
+    return json_equal((json_t *)a, (json_t *)b);
+}

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * jsonstr.h — small JSON string helpers shared by the cache, the bindings' codec and the local
- * API server: the \uXXXX escape (with UTF-16 surrogate pairs) and membership of a string in a
- * JSON array of strings.
+ * API server: the \uXXXX escape (with UTF-16 surrogate pairs), membership of a string in a
+ * JSON array of strings, and equality of JSON values by value.
  *
  * The escape follows RFC 8259 §7: \uXXXX is one UTF-16 code unit; a code point above U+FFFF is
  * written as a high surrogate escape followed at once by a low one. A lone surrogate is refused,
@@ -34,5 +34,10 @@ int lop_json_unescape_u(const char *p, const char *end, uint32_t *cp);
 /* Whether the JSON array arr (NULL or not an array: false) holds a string equal to s
  * (byte-wise). Non-string members are skipped. */
 bool lop_json_str_in(const json_t *arr, const char *s);
+
+/* Whether a and b are the same JSON value: numbers by value across integer and real (1 == 1.0,
+ * as RFC 6902's "test" and CEL's == compare them; two integers exactly), arrays element by
+ * element, objects key by key in any order, everything else as json_equal. NULL equals NULL. */
+bool lop_json_value_equal(const json_t *a, const json_t *b);
 
 #endif

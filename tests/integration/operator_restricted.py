@@ -17,8 +17,6 @@ and then tries to create a Secret. Proves:
 """
 import json
 import os
-import re
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.environ["LUAOP_SRC"], "tests", "integration", "fixtures"))
@@ -43,40 +41,9 @@ subjects: [{{kind: ServiceAccount, name: op, namespace: {NS}}}]
 """
 
 
-def kubectl(kc, *args, stdin=None):
-    r = subprocess.run(["kubectl", "--kubeconfig", kc] + list(args), input=stdin, capture_output=True,
-                       text=True, timeout=60)
-    if r.returncode != 0:
-        raise h.Fatal(f"kubectl {' '.join(args)}: {r.stderr.strip()}")
-    return r.stdout
-
-
-def start_rbac_apiserver():
-    kc = os.path.join(h.TMP, "admin.kubeconfig")
-    p = h.spawn("apiserver", ["apiserver", "--listen", "127.0.0.1:0", "--kubeconfig-out", kc,
-                              "--authorization-mode", "RBAC"])
-
-    def url():
-        with open(p.logfile) as f:
-            m = re.search(r"listening on (https://\S+)", f.read())
-        return m and os.path.exists(kc) and m.group(1)
-    h.wait_for("the API server to listen", 20, url, procs=[p])
-    return p, kc
-
-
-def token_kubeconfig(admin_kc, name, token):
-    """A copy of the admin kubeconfig whose user is token."""
-    with open(admin_kc) as f:
-        text = f.read()
-    out = os.path.join(h.TMP, name + ".kubeconfig")
-    with open(out, "w") as f:
-        f.write(re.sub(r"token: \S+", f"token: {token}", text))
-    return out
-
-
 def annotated(kc, name):
     try:
-        cm = json.loads(kubectl(kc, "-n", NS, "get", "configmap", name, "-o", "json"))
+        cm = json.loads(h.kubectl(kc, "-n", NS, "get", "configmap", name, "-o", "json"))
     except h.Fatal:
         return False
     return (cm["metadata"].get("annotations") or {}).get("restricted.luaop.dev/seen") == "yes"
@@ -87,13 +54,13 @@ def denials(op, name):
 
 
 def body():
-    srv, kc = start_rbac_apiserver()
-    kubectl(kc, "create", "namespace", NS)
-    kubectl(kc, "-n", NS, "create", "serviceaccount", "op")
-    kubectl(kc, "-n", NS, "create", "serviceaccount", "nobody")
-    kubectl(kc, "apply", "-f", "-", stdin=ROLE)
-    op_kc = token_kubeconfig(kc, "op", kubectl(kc, "-n", NS, "create", "token", "op").strip())
-    kubectl(kc, "-n", NS, "create", "configmap", "first", "--from-literal=a=b")
+    srv, kc = h.start_rbac_apiserver()
+    h.kubectl(kc, "create", "namespace", NS)
+    h.kubectl(kc, "-n", NS, "create", "serviceaccount", "op")
+    h.kubectl(kc, "-n", NS, "create", "serviceaccount", "nobody")
+    h.kubectl(kc, "apply", "-f", "-", stdin=ROLE)
+    op_kc = h.token_kubeconfig(kc, "op", h.kubectl(kc, "-n", NS, "create", "token", "op").strip())
+    h.kubectl(kc, "-n", NS, "create", "configmap", "first", "--from-literal=a=b")
 
     scripts = os.path.join(h.FIXTURES, "restricted")
     op = h.start_operator("operator", scripts, op_kc, ["--namespace", NS])
@@ -104,17 +71,17 @@ def body():
             f"the reconciler sees 403 Forbidden (got {r.get('code')} {r.get('reason')})")
     h.check(r.get("message") == FORBIDDEN, f"the message is kube-apiserver's (got {r.get('message')!r})")
 
-    kubectl(kc, "-n", NS, "create", "configmap", "second", "--from-literal=a=b")
+    h.kubectl(kc, "-n", NS, "create", "configmap", "second", "--from-literal=a=b")
     h.wait_for("a later ConfigMap to be reconciled", 30, lambda: annotated(kc, "second"), [srv, op])
     h.wait_for("its denial to be logged", 30, lambda: denials(op, "second"), [srv, op])
     h.check(op.poll() is None, "the operator keeps running after the denials")
-    secrets = json.loads(kubectl(kc, "-n", NS, "get", "secrets", "-o", "json"))["items"]
+    secrets = json.loads(h.kubectl(kc, "-n", NS, "get", "secrets", "-o", "json"))["items"]
     h.check(secrets == [], f"no Secret was created (got {[s['metadata']['name'] for s in secrets]})")
     h.stop(op)
 
     # a token with no Role at all: its list is refused, nothing is reconciled, it stays up
-    nobody_kc = token_kubeconfig(kc, "nobody", kubectl(kc, "-n", NS, "create", "token", "nobody").strip())
-    kubectl(kc, "-n", NS, "create", "configmap", "third", "--from-literal=a=b")
+    nobody_kc = h.token_kubeconfig(kc, "nobody", h.kubectl(kc, "-n", NS, "create", "token", "nobody").strip())
+    h.kubectl(kc, "-n", NS, "create", "configmap", "third", "--from-literal=a=b")
     op2 = h.start_operator("operator-nobody", scripts, nobody_kc, ["--namespace", NS])
 
     def refused():

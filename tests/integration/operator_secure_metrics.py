@@ -20,7 +20,6 @@ for its ConfigMaps; `--metrics-secure` on a free loopback port. Proves:
 """
 import http.client
 import os
-import re
 import socket
 import ssl
 import subprocess
@@ -47,36 +46,6 @@ metadata: {{name: op, namespace: {NS}}}
 roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: op}}
 subjects: [{{kind: ServiceAccount, name: luaop, namespace: luaop-system}}]
 """
-
-
-def kubectl(kc, *args, stdin=None):
-    r = subprocess.run(["kubectl", "--kubeconfig", kc] + list(args), input=stdin, capture_output=True,
-                       text=True, timeout=60)
-    if r.returncode != 0:
-        raise h.Fatal(f"kubectl {' '.join(args)}: {r.stderr.strip()}")
-    return r.stdout
-
-
-def start_rbac_apiserver():
-    kc = os.path.join(h.TMP, "admin.kubeconfig")
-    p = h.spawn("apiserver", ["apiserver", "--listen", "127.0.0.1:0", "--kubeconfig-out", kc,
-                              "--authorization-mode", "RBAC"])
-
-    def url():
-        with open(p.logfile) as f:
-            m = re.search(r"listening on (https://\S+)", f.read())
-        return m and os.path.exists(kc) and m.group(1)
-    h.wait_for("the API server to listen", 20, url, procs=[p])
-    return p, kc
-
-
-def token_kubeconfig(admin_kc, name, token):
-    with open(admin_kc) as f:
-        text = f.read()
-    out = os.path.join(h.TMP, name + ".kubeconfig")
-    with open(out, "w") as f:
-        f.write(re.sub(r"token: \S+", f"token: {token}", text))
-    return out
 
 
 def scrape(port, token=None, path="/metrics"):
@@ -130,22 +99,22 @@ def make_cert(d, cn):
 
 
 def setup_cluster(kc):
-    kubectl(kc, "create", "namespace", "luaop-system")
-    kubectl(kc, "create", "namespace", "monitoring")
-    kubectl(kc, "create", "namespace", NS)
-    kubectl(kc, "-n", "luaop-system", "create", "serviceaccount", "luaop")
-    kubectl(kc, "-n", "monitoring", "create", "serviceaccount", "prometheus")
-    kubectl(kc, "-n", "monitoring", "create", "serviceaccount", "other")
+    h.kubectl(kc, "create", "namespace", "luaop-system")
+    h.kubectl(kc, "create", "namespace", "monitoring")
+    h.kubectl(kc, "create", "namespace", NS)
+    h.kubectl(kc, "-n", "luaop-system", "create", "serviceaccount", "luaop")
+    h.kubectl(kc, "-n", "monitoring", "create", "serviceaccount", "prometheus")
+    h.kubectl(kc, "-n", "monitoring", "create", "serviceaccount", "other")
     for f in ("metrics_auth_role.yaml", "metrics_reader_role.yaml"):
-        kubectl(kc, "apply", "-f", os.path.join(os.environ["LUAOP_SRC"], "config", "rbac", f))
-    kubectl(kc, "create", "clusterrolebinding", "prometheus-metrics", "--clusterrole=luaop-metrics-reader",
+        h.kubectl(kc, "apply", "-f", os.path.join(os.environ["LUAOP_SRC"], "config", "rbac", f))
+    h.kubectl(kc, "create", "clusterrolebinding", "prometheus-metrics", "--clusterrole=luaop-metrics-reader",
             "--serviceaccount=monitoring:prometheus")
-    kubectl(kc, "apply", "-f", "-", stdin=OP_ROLE)
+    h.kubectl(kc, "apply", "-f", "-", stdin=OP_ROLE)
 
 
 def check_scrapes(srv, op, mport, pport, kc):
-    allowed = kubectl(kc, "-n", "monitoring", "create", "token", "prometheus").strip()
-    other = kubectl(kc, "-n", "monitoring", "create", "token", "other").strip()
+    allowed = h.kubectl(kc, "-n", "monitoring", "create", "token", "prometheus").strip()
+    other = h.kubectl(kc, "-n", "monitoring", "create", "token", "other").strip()
     code, text = h.wait_for("the metrics server to answer", 20, lambda: scrape(mport, allowed), [srv, op])
     h.check(code == 200, f"an allowed token scrapes 200 (got {code}: {text[:200]})")
     samples = {s.name for f in text_string_to_metric_families(text) for s in f.samples}
@@ -176,9 +145,9 @@ def check_scrapes(srv, op, mport, pport, kc):
 
 
 def body():
-    srv, kc = start_rbac_apiserver()
+    srv, kc = h.start_rbac_apiserver()
     setup_cluster(kc)
-    op_kc = token_kubeconfig(kc, "luaop", kubectl(kc, "-n", "luaop-system", "create", "token", "luaop").strip())
+    op_kc = h.token_kubeconfig(kc, "luaop", h.kubectl(kc, "-n", "luaop-system", "create", "token", "luaop").strip())
     scripts = os.path.join(h.FIXTURES, "restricted")
     mport, pport = h.free_port(), h.free_port()
     op = h.spawn("operator", ["run", "--scripts", scripts, "--kubeconfig", op_kc, "--namespace", NS,
@@ -204,7 +173,7 @@ def body():
     h.wait_for("the files' certificate to be served", 20, lambda: "metrics-one" in subject(), [srv, op2])
     make_cert(certs, "metrics-two")
     h.wait_for("the new certificate to be served", 30, lambda: "metrics-two" in subject(), [srv, op2])
-    allowed = kubectl(kc, "-n", "monitoring", "create", "token", "prometheus").strip()
+    allowed = h.kubectl(kc, "-n", "monitoring", "create", "token", "prometheus").strip()
     code, _ = scrape(mport, allowed)
     h.check(code == 200, f"an allowed scrape over the reloaded certificate (got {code})")
     h.stop(op2)
