@@ -20,6 +20,13 @@ deps:
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	else echo "make deps: all packages present"; fi
+	@# node and npm for the chart test's Go-template renderer (tests/integration/helm_chart.py) and
+	@# the benchmarks' peer: Debian's when the machine has none (a NodeSource node brings its own npm)
+	@if ! command -v node >/dev/null || ! command -v npm >/dev/null; then \
+	  echo "make deps: installing: nodejs npm"; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm; \
+	fi
 
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILDTYPE) -DLUAOP_WERROR=ON $(CMAKEFLAGS)
