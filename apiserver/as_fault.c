@@ -53,7 +53,13 @@ bool as_fault_apply(as_req_t *q)
         if (f->text) {
             char ra[16];
             snprintf(ra, sizeof ra, "%d", f->retry_after > 0 ? f->retry_after : 1);
-            evhttp_add_header(evhttp_request_get_output_headers(q->r), "Retry-After", ra);
+            struct evkeyvalq *h = evhttp_request_get_output_headers(q->r);
+            evhttp_add_header(h, "Retry-After", ra);
+            /* API Priority and Fairness names the flow schema and priority level that judged the
+             * request (k8s.io/apiserver pkg/server/filters/priority-and-fairness.go); ours are the
+             * bootstrap "global-default" pair, with fixed UIDs */
+            evhttp_add_header(h, "X-Kubernetes-PF-FlowSchema-UID", "6f3d1c52-3b0e-4d43-9a57-0f6b1c5e2a10");
+            evhttp_add_header(h, "X-Kubernetes-PF-PriorityLevel-UID", "a1c7e2f4-58d9-4b6e-8f03-2d9e4b7c6a21");
             as_log_reject(q, f->code, "injected");
             static const char msg[] = "Too many requests, please try again later.\n";
             as_reply_raw(q, f->code, "text/plain; charset=utf-8", msg, sizeof msg - 1);

@@ -130,8 +130,8 @@ static void route(as_req_t *q)
     case AS_ROUTE_OPENAPI: as_serve_openapi(q); goto done;
     /* discovery: legacy documents only, so an aggregated-discovery range (as=APIGroupDiscoveryList)
      * is skipped and the client falls back */
-    case AS_ROUTE_DISCOVERY:
-        if (negotiate(q, false)) as_serve_discovery(q, rt.group, rt.version, rt.level);
+    case AS_ROUTE_DISCOVERY: /* a fault with no verb ("any request") fails discovery too */
+        if (!as_fault_apply(q) && negotiate(q, false)) as_serve_discovery(q, rt.group, rt.version, rt.level);
         goto done;
     case AS_ROUTE_NOT_FOUND: not_found(q); goto done;
     case AS_ROUTE_RESOURCE: break;

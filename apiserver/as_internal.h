@@ -137,7 +137,7 @@ typedef struct as_watcher {
 } as_watcher_t;
 
 typedef struct as_fault {
-    char verb[16];
+    char verb[24]; /* "deletecollection" and the HTTP methods fit */
     char prefix[256];
     int count, code, retry_after;
     bool text; /* answer text/plain like APF / max-in-flight rejections */

@@ -392,6 +392,25 @@ static void test_fault_injection(void)
     T_CHECK(strstr(r.headers.data, "Content-Type: text/plain") != NULL);
     T_CHECK(strstr(r.headers.data, "Retry-After: 4") != NULL);
     T_CHECK(strstr(r.headers.data, "Audit-Id: ") != NULL);
+    T_CHECK(strstr(r.headers.data, "X-Kubernetes-PF-FlowSchema-UID: ") != NULL);
+    T_CHECK(strstr(r.headers.data, "X-Kubernetes-PF-PriorityLevel-UID: ") != NULL);
+    resp_free(&r);
+    /* a fault with no verb is any request: discovery too; deletecollection is a verb of its own */
+    r = t_http(srv, "POST", "/luaop-fault/fail?code=503&count=1", "", NULL);
+    resp_free(&r);
+    r = t_http(srv, "GET", "/apis", NULL, NULL);
+    T_EQ_INT(r.code, 503);
+    resp_free(&r);
+    r = t_http(srv, "GET", "/apis", NULL, NULL);
+    T_EQ_INT(r.code, 200);
+    resp_free(&r);
+    r = t_http(srv, "POST", "/luaop-fault/fail?code=500&count=1&verb=deletecollection", "", NULL);
+    resp_free(&r);
+    r = t_http(srv, "DELETE", "/api/v1/namespaces/default/secrets/none", NULL, NULL);
+    T_EQ_INT(r.code, 404); /* a delete is not a deletecollection */
+    resp_free(&r);
+    r = t_http(srv, "DELETE", "/api/v1/namespaces/default/secrets", NULL, NULL);
+    T_EQ_INT(r.code, 500);
     resp_free(&r);
     lop_apiserver_reset(srv);
     r = t_http(srv, "GET", "/api/v1/namespaces/default/configmaps/c1", NULL, NULL);
