@@ -9,6 +9,7 @@
 #include "bindings/core_clock.h"
 #include "bindings/core_crypto.h"
 #include "bindings/core_selector.h"
+#include "bindings/core_yaml.h"
 #include "bindings/engine_internal.h"
 #include "bindings/json_codec.h"
 #include "bindings/result_map.h"
@@ -126,6 +127,8 @@ static int load_fn(lua_State *L)
     lua_setfield(L, core, "selector");
     lop_lua_crypto_open(L);
     lua_setfield(L, core, "crypto");
+    lop_lua_yaml_open(L);
+    lua_setfield(L, core, "yaml");
     lua_pushcfunction(L, lop_lua_reconcile_result);
     lua_setfield(L, core, "reconcile_result");
     lop_lua_clock_register(L, core, vm->lvm.clock);

@@ -2,11 +2,12 @@
 /*
  * core_module.c — luaop.core as a plain Lua C module (build/lua/luaop/core.so) for busted specs
  * under `luajit`: the same JSON codec and clock helpers as the host VMs (system clock), without
- * the host-only functions (docs/lua-core.md): json, selector, crypto, now/mono/format_time/...
+ * the host-only functions (docs/lua-core.md): json, yaml, selector, crypto, now/mono/format_time/...
  */
 #include "bindings/core_clock.h"
 #include "bindings/core_crypto.h"
 #include "bindings/core_selector.h"
+#include "bindings/core_yaml.h"
 #include "bindings/json_codec.h"
 #include "bindings/result_map.h"
 
@@ -23,6 +24,8 @@ int luaopen_luaop_core(lua_State *L)
     lua_setfield(L, -2, "selector");
     lop_lua_crypto_open(L);
     lua_setfield(L, -2, "crypto");
+    lop_lua_yaml_open(L);
+    lua_setfield(L, -2, "yaml");
     lua_pushcfunction(L, lop_lua_reconcile_result);
     lua_setfield(L, -2, "reconcile_result");
     lop_lua_clock_register(L, -1, &lop_clock_system);

@@ -20,7 +20,6 @@
 
 local type, pairs, ipairs, error, tostring, xpcall, setmetatable, require, select =
       type, pairs, ipairs, error, tostring, xpcall, setmetatable, require, select
-local io_popen = io.popen
 local loadfile, setfenv, io_open, load, loadstring, string, collectgarbage =
       loadfile, setfenv, io.open, load, loadstring, string, collectgarbage
 local sort, concat = table.sort, table.concat
@@ -31,7 +30,6 @@ local sandbox_globals
 local _M = {}
 
 local current = nil
-local manifest_cache = {} -- file content -> decoded documents (python3 runs once per content)
 
 --- Create a fresh fake API and install it as the `luaop.client` backend.
 -- @tparam[opt] table opts `{now = seconds}` (fake clock start)
@@ -335,31 +333,21 @@ function _M.run_until_stable(ctrl, opts)
 end
 
 --- Read a YAML (or JSON) manifest file, every document of it.
--- YAML is converted by python3-yaml (installed with python3-kubernetes, a project dependency);
--- busted only.
+-- YAML goes through the host's own reader (`luaop.core.yaml`, host/codec/yaml.c), so a manifest
+-- means here what it means to the host and kubectl: YAML 1.2 core schema (`on`, `yes` and dates
+-- stay strings, `010` is 10), empty documents skipped. No external program is run.
 -- @tparam string path
 -- @treturn table array of decoded objects (lossless codec: `[]` stays `[]`)
--- @raise when the file cannot be read or parsed
+-- @raise when the file cannot be read, or "luaop.testing.read_manifest: yaml: <path>:<line>:<col>: <problem>"
 function _M.read_manifest(path)
   if type(path) ~= "string" then error("luaop.testing.read_manifest: path must be a string", 2) end
   local fh = io_open(path, "r")
   if not fh then error("luaop.testing.read_manifest: cannot read " .. path, 2) end
   local content = fh:read("*a")
   fh:close()
-  local cached = manifest_cache[content]
-  if cached then return require("luaop.object").deep_copy(cached) end
-  local quoted = "'" .. path:gsub("'", "'\\''") .. "'"
-  local p = io_popen("python3 -c 'import sys,yaml,json; "
-    .. "print(json.dumps([d for d in yaml.safe_load_all(open(sys.argv[1])) if d is not None]))' "
-    .. quoted .. " 2>&1")
-  local text = p:read("*a")
-  p:close()
-  local ok, docs = pcall(require("luaop.core").json.decode, text)
-  if not ok or type(docs) ~= "table" then
-    error("luaop.testing.read_manifest: " .. path .. ": " .. tostring(text), 2)
-  end
-  manifest_cache[content] = docs
-  return require("luaop.object").deep_copy(docs)
+  local ok, docs = pcall(require("luaop.core").yaml.decode, content, path)
+  if not ok then error("luaop.testing.read_manifest: " .. tostring(docs), 2) end
+  return docs
 end
 
 --- Apply a manifest file to the fake: a CustomResourceDefinition defines its kinds (scope and
