@@ -39,6 +39,28 @@ case("NotFound is a 404 with the API server's message", function(c)
   assert.equal('widgets.example.com "' .. c.name .. '" not found', err.message)
 end)
 
+-- Redis's CRD declares plural "redis" (spec/agreement_spec.lua): the guess would be "redises",
+-- and every message and details.kind must use the declared one.
+case("messages and details use the CRD's names.plural, not a guess from the kind", function(c)
+  local _, err = client.get(AV, "Redis", NS, c.name)
+  assert.equal(404, err.code)
+  assert.equal('redis.example.com "' .. c.name .. '" not found', err.message)
+  assert.equal("redis", err.details.kind)
+  local r = { apiVersion = AV, kind = "Redis", metadata = { name = c.name, namespace = NS }, spec = { size = 1 } }
+  assert(client.create(r))
+  local _, dup = client.create(r)
+  assert.equal('redis.example.com "' .. c.name .. '" already exists', dup.message)
+  assert.equal("redis", dup.details.kind)
+  local stored = assert(client.get(AV, "Redis", NS, c.name))
+  local stale = op.object.deep_copy(stored)
+  stored.spec.size = 2
+  assert(client.update(stored))
+  stale.spec.size = 3
+  local _, cerr = client.update(stale)
+  assert.equal(409, cerr.code)
+  assert.matches('^Operation cannot be fulfilled on redis%.example%.com "', cerr.message)
+end)
+
 case("an update with a stale resourceVersion conflicts", function(c)
   local w = assert(client.create(c.obj()))
   local other = op.object.deep_copy(w)

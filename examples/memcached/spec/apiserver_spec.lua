@@ -1,85 +1,70 @@
--- The memcached reconciler against the local API server (`luaop apiserver`, loopback): the CRD
--- and sample from this example, the reconcile function called directly (no informers: each step
--- reconciles until a pass writes nothing).
+-- SPDX-License-Identifier: Apache-2.0
+-- The memcached operator end to end against a real (local) API server started in this process
+-- (luaop.testing.apiserver, envtest): this example's CRD, sample and scripts; its controller
+-- driven by watch events from the server until nothing changes. Paths are relative to this
+-- file, so the spec runs from a copy of the example with only the installed luaop package.
 local testing = require("luaop.testing")
-local backend = require("luaop.backend")
-local http = require("spec.support.http_backend")
 local op = require("luaop")
 
-local HERE = debug.getinfo(1, "S").source:match("^@(.*)/spec/[^/]*$") or "examples/memcached"
+local HERE = debug.getinfo(1, "S").source:match("^@(.*)/spec/[^/]*$") or "."
 local API, KIND, NS, NAME = "cache.example.com/v1", "Memcached", "default", "memcached-sample"
 
-describe("memcached example against the local API server", function()
-  local server, spec, api
+describe("memcached example against luaop.testing.apiserver()", function()
+  local env
 
-  local function reconcile_until_quiet()
-    for _ = 1, 10 do
-      local before = api.writes
-      local ok, res, err = pcall(spec.reconcile, { namespace = NS, name = NAME, id = "t" })
-      assert(ok, res)
-      assert.is_nil(err)
-      if api.writes == before then return end
-    end
-    error("memcached did not settle after 10 reconciles")
-  end
-  local function memcached() return op.client.get(API, KIND, NS, NAME, { live = true }) end
-  local function deployment() return op.client.get("apps/v1", "Deployment", NS, NAME, { live = true }) end
+  local function memcached() return env.client.get(API, KIND, NS, NAME) end
+  local function deployment() return env.client.get("apps/v1", "Deployment", NS, NAME) end
 
   setup(function()
-    server = http.start_server()
-    http.apply_manifest(server.url, HERE .. "/crd/cache.example.com_memcacheds.yaml")
-    testing.new()
-    spec = testing.load(HERE .. "/scripts")[1]
-    api = http.new(server.url)
-    backend.set(api)
+    env = testing.apiserver({ crds = { HERE .. "/crd/cache.example.com_memcacheds.yaml" }, scripts = HERE .. "/scripts" })
   end)
-  teardown(function()
-    backend.set(nil)
-    if server then server.stop() end
-  end)
+  teardown(function() env:stop() end)
 
-  it("creates the finalizer, an owned Deployment and the conditions", function()
-    http.apply_manifest(server.url, HERE .. "/samples/memcached.yaml")
-    reconcile_until_quiet()
+  it("creating a Memcached makes the finalizer, an owned Deployment and the conditions", function()
+    env:apply_manifest(HERE .. "/samples/memcached.yaml")
+    local summary = env:run_until_stable()
+    assert.is_true(summary.reconciles >= 1)
     local m, d = assert(memcached()), assert(deployment())
     assert.same({ "cache.example.com/finalizer" }, m.metadata.finalizers)
     assert.equal(1, d.spec.replicas)
-    assert.equal(m.metadata.uid, d.metadata.ownerReferences[1].uid)
+    local ref = d.metadata.ownerReferences[1]
+    assert.equal(m.metadata.uid, ref.uid)
+    assert.equal(KIND, ref.kind)
+    assert.is_true(ref.controller)
     assert.equal(m.metadata.generation, m.status.observedGeneration)
     assert.is_true(op.conditions.is_true(m, "Progressing"))
     assert.is_true(op.conditions.is_false(m, "Degraded"))
   end)
 
-  it("scales the Deployment when spec.replicas changes", function()
-    assert(op.client.patch(assert(memcached()), { spec = { replicas = 3 } }))
-    reconcile_until_quiet()
+  it("a spec.replicas change reaches the Deployment through the watch", function()
+    assert(env.client.patch(assert(memcached()), { spec = { replicas = 3 } }))
+    env:run_until_stable()
     assert.equal(3, assert(deployment()).spec.replicas)
     local m = assert(memcached())
     assert.equal(2, m.metadata.generation)
     assert.equal(2, m.status.observedGeneration)
   end)
 
-  it("restores replicas someone else changed", function()
-    assert(op.client.patch(assert(deployment()), { spec = { replicas = 9 } }))
-    reconcile_until_quiet()
+  it("restores replicas someone else changed on the owned Deployment", function()
+    assert(env.client.patch(assert(deployment()), { spec = { replicas = 9 } }))
+    env:run_until_stable()
     assert.equal(3, assert(deployment()).spec.replicas)
   end)
 
   it("recreates a deleted Deployment", function()
-    assert(op.client.delete(assert(deployment())))
-    reconcile_until_quiet()
+    assert(env.client.delete(assert(deployment())))
+    env:run_until_stable()
     assert.equal(3, assert(deployment()).spec.replicas)
   end)
 
-  it("on deletion runs the finalizer and the object goes away", function()
-    assert(op.client.delete(assert(memcached())))
+  it("on deletion the finalizer runs and the object and its Deployment go away", function()
+    assert(env.client.delete(assert(memcached())))
     assert.is_string(assert(memcached()).metadata.deletionTimestamp)
-    reconcile_until_quiet()
+    env:run_until_stable()
     local _, err = memcached()
     assert.is_true(op.errors.is_not_found(err))
-    assert.equal("Deleting", api.events[#api.events].reason)
-    local _, derr = deployment()   -- the API server's garbage collector follows the owner reference
+    assert.equal("Deleting", env.events[#env.events].reason)
+    local _, derr = deployment() -- the API server's garbage collector follows the owner reference
     assert.is_true(op.errors.is_not_found(derr))
   end)
 end)
--- SPDX-License-Identifier: Apache-2.0

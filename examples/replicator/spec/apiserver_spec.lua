@@ -1,30 +1,19 @@
--- The replicator reconciler against the local API server (`luaop apiserver`, loopback): the CRD
--- and samples from this example, the reconcile function called directly (no informers: each step
--- reconciles until a pass writes nothing). Checks that what the fake-based specs rely on holds on
--- the server: a cluster-scoped kind read with no namespace, a LIST of ConfigMaps across all
--- namespaces by label, DELETE with a uid precondition, the finalizer life cycle.
+-- The replicator operator end to end against a real (local) API server started in this process
+-- (luaop.testing.apiserver, envtest): the CRD, samples and scripts from this example, the
+-- controller driven by watch events from the server (its `watches` map functions included) until
+-- nothing changes. Checks that what the fake-based specs rely on holds on the server: a
+-- cluster-scoped kind read with no namespace, a LIST of ConfigMaps across all namespaces by label,
+-- DELETE with a uid precondition, the finalizer life cycle.
 local testing = require("luaop.testing")
-local backend = require("luaop.backend")
-local http = require("spec.support.http_backend")
 local op = require("luaop")
 
-local HERE = debug.getinfo(1, "S").source:match("^@(.*)/spec/[^/]*$") or "examples/replicator"
+local HERE = debug.getinfo(1, "S").source:match("^@(.*)/spec/[^/]*$") or "."
 local API, KIND, NAME = "replicator.example.com/v1alpha1", "ConfigMapReplication", "shared-settings"
 local LABEL = "replicator.example.com/replication"
 
-describe("replicator example against the local API server", function()
-  local server, spec, api
+describe("replicator example against luaop.testing.apiserver()", function()
+  local env
 
-  local function reconcile_until_quiet()
-    for _ = 1, 10 do
-      local before = api.writes
-      local ok, res, err = pcall(spec.reconcile, { name = NAME, id = "t" })
-      assert(ok, res)
-      assert.is_nil(err)
-      if api.writes == before then return end
-    end
-    error("replicator did not settle after 10 reconciles")
-  end
   local function repl() return op.client.get(API, KIND, nil, NAME, { live = true }) end
   local function copies()
     local out = {}
@@ -36,22 +25,17 @@ describe("replicator example against the local API server", function()
   end
 
   setup(function()
-    server = http.start_server()
-    http.apply_manifest(server.url, HERE .. "/crd/replicator.example.com_configmapreplications.yaml")
-    http.apply_manifest(server.url, HERE .. "/samples/source.yaml")
-    testing.new()
-    spec = testing.load(HERE .. "/scripts")[1]
-    api = http.new(server.url)
-    backend.set(api)
+    env = testing.apiserver({
+      crds = { HERE .. "/crd/replicator.example.com_configmapreplications.yaml" },
+      manifests = { HERE .. "/samples/source.yaml" },
+      scripts = HERE .. "/scripts",
+    })
   end)
-  teardown(function()
-    backend.set(nil)
-    if server then server.stop() end
-  end)
+  teardown(function() env:stop() end)
 
   it("copies the source into team-a (selected) and team-b (listed), with the status", function()
-    http.apply_manifest(server.url, HERE .. "/samples/replication.yaml")
-    reconcile_until_quiet()
+    env:apply_manifest(HERE .. "/samples/replication.yaml")
+    env:run_until_stable()
     assert.same({ "team-a/shared-settings", "team-b/shared-settings" }, copies())
     local r = assert(repl())
     assert.is_nil(r.metadata.namespace)
@@ -59,13 +43,13 @@ describe("replicator example against the local API server", function()
     assert.same({ "team-a", "team-b" }, r.status.syncedNamespaces)
     assert.equal(r.metadata.generation, r.status.observedGeneration)
     assert.is_true(op.conditions.is_true(r, "Ready"))
-    assert.equal("Synced", api.events[#api.events].reason)
+    assert.equal("Synced", env.events[#env.events].reason)
   end)
 
   it("propagates a source change", function()
     local src = assert(op.client.get("v1", "ConfigMap", "default", "shared-settings"))
     assert(op.client.patch(src, { data = { log_level = "debug" } }))
-    reconcile_until_quiet()
+    env:run_until_stable()
     for _, ns in ipairs({ "team-a", "team-b" }) do
       assert.equal("debug", assert(op.client.get("v1", "ConfigMap", ns, "shared-settings")).data.log_level)
     end
@@ -73,7 +57,7 @@ describe("replicator example against the local API server", function()
 
   it("drops a namespace removed from targetNamespaces", function()
     assert(op.client.patch(assert(repl()), { spec = { targetNamespaces = op.object.array() } }))
-    reconcile_until_quiet()
+    env:run_until_stable()
     assert.same({ "team-a/shared-settings" }, copies())
     local r = assert(repl())
     assert.same({ "team-a" }, r.status.syncedNamespaces)
@@ -83,12 +67,12 @@ describe("replicator example against the local API server", function()
   it("on deletion removes every copy and the replication goes away", function()
     assert(op.client.delete(assert(repl())))
     assert.is_string(assert(repl()).metadata.deletionTimestamp)
-    reconcile_until_quiet()
+    env:run_until_stable()
     local _, err = repl()
     assert.is_true(op.errors.is_not_found(err))
     assert.same({}, copies())
-    assert.equal("CleanedUp", api.events[#api.events].reason)
-    assert.equal("deleted 1 copy of default/shared-settings from team-a", api.events[#api.events].message)
+    assert.equal("CleanedUp", env.events[#env.events].reason)
+    assert.equal("deleted 1 copy of default/shared-settings from team-a", env.events[#env.events].message)
   end)
 end)
 -- SPDX-License-Identifier: Apache-2.0

@@ -56,17 +56,26 @@ local function group_of(api_version)
   return api_version:match("^(.*)/[^/]*$") or ""
 end
 
-local function plural(kind)
+-- The guess for a kind nobody declared (kubebuilder's rule, as luaop.webhook's guess_resource).
+local function guess_plural(kind)
   local k = kind:lower()
   if k:match("[^aeiou]y$") then return k:sub(1, -2) .. "ies" end
   if k:match("s$") or k:match("x$") or k:match("ch$") or k:match("sh$") then return k .. "es" end
   return k .. "s"
 end
 
-local function resource_name(api_version, kind)
+-- The resource (plural) of a kind: the one its CRD declared (names.plural, through define_kind
+-- or apply_manifest), else the guess, as the API server names it in messages and details.
+local function plural(self, av, kind)
+  local k = self.kinds[gvk_key(av, kind)]
+  if k and k.plural then return k.plural end
+  return guess_plural(kind)
+end
+
+local function resource_name(self, api_version, kind)
   local g = group_of(api_version)
-  if g == "" then return plural(kind) end
-  return plural(kind) .. "." .. g
+  if g == "" then return plural(self, api_version, kind) end
+  return plural(self, api_version, kind) .. "." .. g
 end
 
 local function status_err(code, reason, message, details)
@@ -74,15 +83,15 @@ local function status_err(code, reason, message, details)
            kind = "Status", apiVersion = "v1", status = "Failure" }
 end
 
-local function not_found(av, kind, name)
-  return status_err(404, "NotFound", resource_name(av, kind) .. " \"" .. tostring(name) .. "\" not found",
-    { name = name, group = group_of(av) ~= "" and group_of(av) or nil, kind = plural(kind) })
+local function not_found(self, av, kind, name)
+  return status_err(404, "NotFound", resource_name(self, av, kind) .. " \"" .. tostring(name) .. "\" not found",
+    { name = name, group = group_of(av) ~= "" and group_of(av) or nil, kind = plural(self, av, kind) })
 end
 
-local function conflict(av, kind, name)
-  return status_err(409, "Conflict", "Operation cannot be fulfilled on " .. resource_name(av, kind) .. " \""
+local function conflict(self, av, kind, name)
+  return status_err(409, "Conflict", "Operation cannot be fulfilled on " .. resource_name(self, av, kind) .. " \""
     .. tostring(name) .. "\": the object has been modified; please apply your changes to the latest version and try again",
-    { name = name, group = group_of(av) ~= "" and group_of(av) or nil, kind = plural(kind) })
+    { name = name, group = group_of(av) ~= "" and group_of(av) or nil, kind = plural(self, av, kind) })
 end
 
 local function invalid(av, kind, name, field, msg)
@@ -120,14 +129,20 @@ end
 
 --- Describe a kind (defaults: custom resources are namespaced, with the status subresource and
 -- generation, and need a resourceVersion on PUT).
--- @tparam table k `{api_version=, kind=, namespaced=true, status=true, generation=true, require_rv=true}`
+-- @tparam table k `{api_version=, kind=, namespaced=true, status=true, generation=true, require_rv=true,
+--   plural = the resource name (a CRD's names.plural; default: kubebuilder's guess from the kind)}`,
+--   used in the messages and details of errors as the API server uses it
 function Fake:define_kind(k)
   if type(k) ~= "table" or type(k.api_version) ~= "string" or type(k.kind) ~= "string" then
     error("fake:define_kind: {api_version=, kind=} required", 2)
   end
+  if k.plural ~= nil and (type(k.plural) ~= "string" or k.plural == "") then
+    error("fake:define_kind: plural must be a non-empty string", 2)
+  end
   self.kinds[gvk_key(k.api_version, k.kind)] = {
     namespaced = k.namespaced ~= false, status = k.status ~= false,
     generation = k.generation ~= false, require_rv = k.require_rv ~= false, custom = k.custom ~= false,
+    plural = k.plural,
   }
 end
 
@@ -324,8 +339,8 @@ function Fake:create_internal(av, kind, ns, body)
     return nil, invalid(av, kind, "", "metadata.name", "Required value: name or generateName is required")
   end
   if self:bucket(av, kind)[okey(ns, nm.name)] then
-    return nil, status_err(409, "AlreadyExists", resource_name(av, kind) .. " \"" .. nm.name .. "\" already exists",
-      { name = nm.name, group = group_of(av) ~= "" and group_of(av) or nil, kind = plural(kind) })
+    return nil, status_err(409, "AlreadyExists", resource_name(self, av, kind) .. " \"" .. nm.name .. "\" already exists",
+      { name = nm.name, group = group_of(av) ~= "" and group_of(av) or nil, kind = plural(self, av, kind) })
   end
   local bad = check_owner_refs(av, kind, nm.name, nm.ownerReferences)
   if bad then return nil, bad end
@@ -344,11 +359,11 @@ function Fake:update_internal(av, kind, ns, name, body, sub, from_patch)
   local info
   info, ns = scope(self, av, kind, ns)
   local stored = self:bucket(av, kind)[okey(ns, name)]
-  if not stored then return nil, not_found(av, kind, name) end
+  if not stored then return nil, not_found(self, av, kind, name) end
   if type(body) ~= "table" or type(body.metadata) ~= "table" then
     return nil, status_err(400, "BadRequest", "object has no metadata")
   end
-  if sub == "status" and not info.status then return nil, not_found(av, kind, name) end
+  if sub == "status" and not info.status then return nil, not_found(self, av, kind, name) end
   local bmd = body.metadata
   if bmd.name ~= nil and bmd.name ~= name then
     return nil, status_err(400, "BadRequest", "the name of the object (" .. tostring(bmd.name)
@@ -360,7 +375,7 @@ function Fake:update_internal(av, kind, ns, name, body, sub, from_patch)
       return nil, invalid(av, kind, name, "metadata.resourceVersion", "Invalid value: 0x0: must be specified for an update")
     end
   elseif rv ~= stored.metadata.resourceVersion then
-    return nil, conflict(av, kind, name)
+    return nil, conflict(self, av, kind, name)
   end
 
   local new
@@ -410,7 +425,7 @@ function Fake:delete_internal(av, kind, ns, name, opts)
   local _
   _, ns = scope(self, av, kind, ns)
   local stored = self:bucket(av, kind)[okey(ns, name)]
-  if not stored then return nil, not_found(av, kind, name) end
+  if not stored then return nil, not_found(self, av, kind, name) end
   local pre = type(opts) == "table" and opts.preconditions
   if type(pre) == "table" then
     if pre.uid and pre.uid ~= stored.metadata.uid then
@@ -456,7 +471,7 @@ function Fake:delete_internal(av, kind, ns, name, opts)
   end
   self:remove_now(av, kind, stored)
   return 200, { kind = "Status", apiVersion = "v1", status = "Success",
-                details = { name = name, kind = plural(kind), uid = stored.metadata.uid } }
+                details = { name = name, kind = plural(self, av, kind), uid = stored.metadata.uid } }
 end
 
 -- (internal) PATCH semantics for every patch type, then the update path.
@@ -470,13 +485,13 @@ function Fake:patch_internal(av, kind, ns, name, sub, pt, query, body)
       return nil, status_err(422, "Invalid", "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch")
     end
     if not stored then
-      if sub == "status" then return nil, not_found(av, kind, name) end
+      if sub == "status" then return nil, not_found(self, av, kind, name) end
       return self:create_internal(av, kind, ns, body)
     end
   elseif q:match("force=") then
     return nil, status_err(422, "Invalid", "force: Forbidden: may not be specified for non-apply patch")
   end
-  if not stored then return nil, not_found(av, kind, name) end
+  if not stored then return nil, not_found(self, av, kind, name) end
   local patched
   if pt == "merge" or pt == "apply" then
     patched = object().merge_patch(stored, body)
@@ -502,7 +517,7 @@ function Fake:patch_internal(av, kind, ns, name, sub, pt, query, body)
     return nil, status_err(422, "Invalid", "patched object has no metadata")
   end
   if patched.metadata.resourceVersion ~= stored.metadata.resourceVersion then
-    return nil, conflict(av, kind, name)
+    return nil, conflict(self, av, kind, name)
   end
   return self:update_internal(av, kind, ns, name, patched, sub, true)
 end
@@ -589,7 +604,7 @@ function Fake:request(verb, av, kind, ns, name, sub, pt, query, body)
     if f.before then f.before(self, req) end
     if f.code then
       local e = status_err(f.code, f.reason or "InternalError", f.message or ("injected " .. tostring(f.code)),
-        { name = name, kind = plural(kind) })
+        { name = name, kind = plural(self, av, kind) })
       req.code = f.code
       return nil, e
     end
@@ -626,7 +641,7 @@ end
 -- (internal) GET: a copy or nil, NotFound.
 function Fake:backend_get(av, kind, ns, name)
   local o = self:get_object(av, kind, ns, name)
-  if not o then return nil, not_found(av, kind, name) end
+  if not o then return nil, not_found(self, av, kind, name) end
   return o
 end
 
@@ -727,7 +742,7 @@ end
 -- @treturn table|nil the stored object @treturn table|nil err
 function Fake:edit(av, kind, ns, name, fn)
   local cur = self:get_object(av, kind, ns, name)
-  if not cur then return nil, not_found(av, kind, name) end
+  if not cur then return nil, not_found(self, av, kind, name) end
   fn(cur)
   local code, res = self:update_internal(av, kind, ns, name, cur, nil, false)
   if not code then return nil, res end
@@ -737,7 +752,7 @@ end
 --- Act as another client: edit the status of a stored object.
 function Fake:edit_status(av, kind, ns, name, fn)
   local cur = self:get_object(av, kind, ns, name)
-  if not cur then return nil, not_found(av, kind, name) end
+  if not cur then return nil, not_found(self, av, kind, name) end
   fn(cur)
   local code, res = self:update_internal(av, kind, ns, name, cur, "status", false)
   if not code then return nil, res end

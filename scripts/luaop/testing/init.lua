@@ -48,6 +48,20 @@ function _M.fake()
   return current
 end
 
+--- The fake installed by the last `new`, or nil (never raises).
+-- @treturn table|nil
+function _M.current_fake() return current end
+
+--- Start the local API server in this process and run the script set's controllers against it
+-- (envtest): see luaop.testing.apiserver for the options and the env's methods.
+-- @tparam[opt] table opts `{crds = {path...}, manifests = {path...}, scripts = dir, now = seconds,
+--   listen = "127.0.0.1:0", log_level = "warn"}`
+-- @treturn table env (`env.client`, `env:apply_manifest`, `env:run_until_stable`, `env:stop`, ...)
+-- @raise when the server cannot start or a manifest or script fails
+function _M.apiserver(opts)
+  return require("luaop.testing.apiserver").start(opts) -- a tail call: errors name the spec's line
+end
+
 --- Uninstall the fake (the backend reverts to the host's luaop.core).
 function _M.reset()
   current = nil
@@ -270,6 +284,8 @@ function _M.run_until_stable(ctrl, opts)
   local summary = { reconciles = 0, results = {}, pending = {} }
 
   local function drain()
+    -- against a real API server (luaop.testing.apiserver) the watch log is fed by relisting
+    if fake.sync_watch then fake.sync_watch() end
     while st.cursor < #fake.watch_log do
       st.cursor = st.cursor + 1
       for _, r in ipairs(require("luaop.handler").requests_for(spec, fake.watch_log[st.cursor])) do add(r) end
@@ -350,22 +366,30 @@ function _M.read_manifest(path)
   return docs
 end
 
---- Apply a manifest file to the fake: a CustomResourceDefinition defines its kinds (scope and
--- status subresource per version, as the API server would serve them); any other object is
--- created as another client would (`fake:create`).
--- @tparam string path YAML or JSON, one or more documents
+--- Apply a manifest to the fake: a CustomResourceDefinition defines its kinds (scope, status
+-- subresource per version and names.plural, as the API server would serve them); any other
+-- object is created as another client would (`fake:create`).
+-- @tparam string|table path a YAML or JSON file (one or more documents), or an array of objects
 -- @treturn table array of what was created or defined (objects; CRDs as given)
 -- @raise on an unreadable file or a failed create
 function _M.apply_manifest(path)
   local fake = _M.fake()
   local out = {}
-  for _, doc in ipairs(_M.read_manifest(path)) do
+  local docs = path
+  if type(path) == "string" then
+    docs = _M.read_manifest(path)
+  elseif type(path) ~= "table" then
+    error("luaop.testing.apply_manifest: path must be a file path or an array of objects", 2)
+  else
+    path = "objects"
+  end
+  for _, doc in ipairs(docs) do
     if doc.kind == "CustomResourceDefinition" then
       local spec = doc.spec or {}
       for _, v in ipairs(spec.versions or {}) do
         fake:define_kind({
           api_version = spec.group .. "/" .. v.name, kind = spec.names.kind,
-          namespaced = spec.scope ~= "Cluster",
+          namespaced = spec.scope ~= "Cluster", plural = spec.names.plural,
           status = type(v.subresources) == "table" and v.subresources.status ~= nil,
         })
       end
