@@ -8,7 +8,7 @@ CMAKEFLAGS ?=
 PKGS      := $(shell sh deps/packages.sh)
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build test demo bench bench-smoke asan tsan fuzz format format-check rbac webhooks bundle clean
+.PHONY: all deps build test demo bench bench-smoke asan tsan fuzz format format-check rbac webhooks bundle rock rock-install clean
 
 all: build
 
@@ -83,6 +83,20 @@ BUNDLE_FLAGS ?=
 bundle: build
 	/usr/bin/python3 deploy/bundle.py --luaop $(BUILD)/luaop --example $(BUNDLE_EXAMPLE) $(BUNDLE_FLAGS)
 
+# The Lua package for luarocks (luaop-scm-1.rockspec, `luarocks make`): `rock` builds only the
+# busted module in ROCK_BUILD (no tests), `rock-install` installs CMake's "lua" component (the
+# library and luaop/core.so) into luarocks' LUADIR and LIBDIR. Without luarocks:
+# `cmake --install build --component lua --prefix P`.
+ROCK_BUILD ?= build-rock
+rock:
+	cmake -S . -B $(ROCK_BUILD) -DCMAKE_BUILD_TYPE=$(BUILDTYPE) -DLUAOP_BUILD_TESTS=OFF $(CMAKEFLAGS)
+	cmake --build $(ROCK_BUILD) -j $(JOBS) --target luaop_core_module
+
+rock-install:
+	@[ -n "$(LUADIR)" ] && [ -n "$(LIBDIR)" ] || { echo "make rock-install: LUADIR and LIBDIR are required (luarocks sets them)"; exit 1; }
+	cmake -S . -B $(ROCK_BUILD) -DLUAOP_INSTALL_LMOD="$(LUADIR)" -DLUAOP_INSTALL_CMOD="$(LIBDIR)"
+	cmake --install $(ROCK_BUILD) --component lua
+
 format:
 	git ls-files '*.c' '*.h' | xargs clang-format -i
 
@@ -91,4 +105,4 @@ format-check: deps
 	@git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror
 
 clean:
-	rm -rf $(BUILD) build-asan build-tsan build-fuzz
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz $(ROCK_BUILD)

@@ -6,7 +6,7 @@ local conditions = require("luaop.conditions")
 local API, KIND = "cache.example.com/v1", "Memcached"
 local NS, NAME = "default", "memcached-sample"
 -- scripts/ next to this spec directory, wherever busted runs from
-local EXAMPLE = debug.getinfo(1, "S").source:match("^@(.*)/spec/[^/]*$") or "examples/memcached"
+local EXAMPLE = debug.getinfo(1, "S").source:match("^@(.*)/spec/[^/]*$") or "."
 local SCRIPTS = EXAMPLE .. "/scripts"
 
 local function sample(size)

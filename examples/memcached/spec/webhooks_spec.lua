@@ -4,7 +4,7 @@
 local testing = require("luaop.testing")
 
 local V1, V1ALPHA1, KIND = "cache.example.com/v1", "cache.example.com/v1alpha1", "Memcached"
-local EXAMPLE = debug.getinfo(1, "S").source:match("^@(.*)/spec/[^/]*$") or "examples/memcached"
+local EXAMPLE = debug.getinfo(1, "S").source:match("^@(.*)/spec/[^/]*$") or "."
 
 local function v1(spec, extra)
   local o = { apiVersion = V1, kind = KIND, spec = spec,

@@ -7,7 +7,7 @@ local object = require("luaop.object")
 
 local API, KIND, NAME = "replicator.example.com/v1alpha1", "ConfigMapReplication", "shared-settings"
 local LABEL = "replicator.example.com/replication"
-local EXAMPLE = debug.getinfo(1, "S").source:match("^@(.*)/spec/[^/]*$") or "examples/replicator"
+local EXAMPLE = debug.getinfo(1, "S").source:match("^@(.*)/spec/[^/]*$") or "."
 
 local function namespace(name, labels)
   return { apiVersion = "v1", kind = "Namespace", metadata = { name = name, labels = labels } }
