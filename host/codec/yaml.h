@@ -4,6 +4,9 @@
  * documents separated by `---`; plain scalars resolved with the YAML 1.2 core schema (null, ~,
  * true/false, integers incl. 0x/0o, floats incl. .inf/.nan; everything else a string); quoted
  * scalars are strings; anchors and aliases are expanded; empty documents skipped.
+ * Where kubectl differs: its sigs.k8s.io/yaml (go-yaml v2) still resolves the YAML 1.1 booleans
+ * (y/yes/on/n/no/off in their spellings) and a leading-zero integer as octal (010 -> 8); here those
+ * stay strings and 010 is 10 (spec/core/yaml_spec.lua compares with kubectl).
  *
  * Alias expansion is bounded ("billion laughs": `a: &a [x, x]`, `b: &b [*a, *a]`, ... doubles per
  * line, and a self-referencing `x: &a [*a, *a]` never ends). Every value an alias copies costs

@@ -1,4 +1,3 @@
--- SPDX-License-Identifier: Apache-2.0
 -- Specs for luaop.core.yaml (bindings/core_yaml.h), the host's YAML reader (host/codec/yaml.c)
 -- in the plain C module, and for luaop.testing.read_manifest, which now reads through it.
 local core = require("luaop.core")
@@ -14,11 +13,13 @@ local function write_tmp(text)
 end
 
 -- plain scalars as the host resolves them (YAML 1.2 core schema), each as its JSON form
+-- (kubectl_differs: kubectl, through sigs.k8s.io/yaml's go-yaml v2, still resolves YAML 1.1
+-- booleans and octals there; see "agreement with kubectl" below)
 local SCALARS = {
-  { "on stays a string", "on", '"on"' },
-  { "yes stays a string", "yes", '"yes"' },
-  { "no and off stay strings", "[no, off, y, n]", '["no","off","y","n"]' },
-  { "010 is decimal ten", "010", "10" },
+  { "on stays a string", "on", '"on"', kubectl_differs = true },
+  { "yes stays a string", "yes", '"yes"', kubectl_differs = true },
+  { "no and off stay strings", "[no, off, y, n]", '["no","off","y","n"]', kubectl_differs = true },
+  { "010 is decimal ten", "010", "10", kubectl_differs = true },
   { "0o10 is octal eight", "0o10", "8" },
   { "0x10 is hex sixteen", "0x10", "16" },
   { "an unquoted date stays a string", "2024-01-02", '"2024-01-02"' },
@@ -126,3 +127,44 @@ describe("luaop.testing.read_manifest reads through the host's YAML reader", fun
     assert.matches("luaop.testing.read_manifest: yaml: " .. path .. ":3:1: ", err, 1, true)
   end)
 end)
+
+-- kubectl's own reading of a manifest (client side, no server: `annotate --local -o json`), the
+-- spec section of a ConfigMap holding the cases as v1, v2, ...
+local function kubectl_reads(cases)
+  local lines = { "apiVersion: v1", "kind: ConfigMap", "metadata: {name: t}", "spec:" }
+  for i, c in ipairs(cases) do lines[#lines + 1] = ("  v%d: %s"):format(i, c[2]) end
+  local path = write_tmp(table.concat(lines, "\n") .. "\n")
+  local p = assert(io.popen("kubectl annotate --local -f " .. path .. " checked=yes -o json 2>&1"))
+  local out = p:read("*a")
+  p:close()
+  os.remove(path)
+  local ok, obj = pcall(json.decode, out)
+  assert(ok and type(obj) == "table" and obj.spec, "kubectl annotate --local failed: " .. out)
+  return obj.spec
+end
+
+describe("luaop.core.yaml agreement with kubectl", function()
+  it("reads dates, quoted scalars, 0o/0x integers, floats, nulls, empties and big integers as kubectl does", function()
+    local same = {}
+    for _, c in ipairs(SCALARS) do if not c.kubectl_differs then same[#same + 1] = c end end
+    local spec = kubectl_reads(same)
+    for i, c in ipairs(same) do
+      local host = core.yaml.decode("v: " .. c[2] .. "\n")[1].v
+      assert.equal(json.encode(spec["v" .. i]), json.encode(host), c[1])
+    end
+  end)
+
+  it("differs where kubectl keeps YAML 1.1 (on/yes/no/y/n booleans, 010 octal): the host reads YAML 1.2", function()
+    local differs = {}
+    for _, c in ipairs(SCALARS) do if c.kubectl_differs then differs[#differs + 1] = c end end
+    local spec = kubectl_reads(differs)
+    assert.equal("true", json.encode(spec.v1))                      -- on
+    assert.equal("true", json.encode(spec.v2))                      -- yes
+    assert.equal("[false,false,true,false]", json.encode(spec.v3))  -- no, off, y, n
+    assert.equal("8", json.encode(spec.v4))                         -- 010
+    for i, c in ipairs(differs) do
+      assert.are_not.equal(json.encode(spec["v" .. i]), json.encode(core.yaml.decode("v: " .. c[2] .. "\n")[1].v))
+    end
+  end)
+end)
+-- SPDX-License-Identifier: Apache-2.0
