@@ -2,8 +2,9 @@
 /*
  * core_yaml.h — luaop.core.yaml: the host's YAML reader (host/codec/yaml.h, libyaml) for Lua, so
  * manifests read in specs (luaop.testing.apply_manifest) and in scripts resolve exactly as the
- * host and kubectl read them: YAML 1.2 core schema for plain scalars (`on`, `yes`, `no` and
- * unquoted dates stay strings, `010` is the integer 10, `0o10` is 8, `0x10` is 16), quoted
+ * host and kubectl read them: go-yaml v2's YAML 1.1 resolution for plain scalars (`on`, `yes`,
+ * `y` are true, `off`, `no`, `n` false, `010` and `0o10` are 8, `0x10` is 16, unquoted dates stay
+ * strings; host/codec/yaml.h), quoted
  * scalars are strings, anchors/aliases expanded within the bound yaml.h states, empty documents
  * skipped.
  *

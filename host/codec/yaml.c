@@ -75,54 +75,94 @@ static json_t *copy_bounded(json_t *v, size_t *left)
 
 static bool is_plain(const yaml_event_t *ev) { return ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE; }
 
-static json_t *resolve_plain(const char *s, size_t n)
+static bool word_in(const char *s, const char *const *words)
 {
-    if (n == 0 || (n == 1 && s[0] == '~') || strcmp(s, "null") == 0 || strcmp(s, "Null") == 0 || strcmp(s, "NULL") == 0)
-        return json_null();
-    if (strcmp(s, "true") == 0 || strcmp(s, "True") == 0 || strcmp(s, "TRUE") == 0) return json_true();
-    if (strcmp(s, "false") == 0 || strcmp(s, "False") == 0 || strcmp(s, "FALSE") == 0) return json_false();
+    for (; *words; words++)
+        if (strcmp(s, *words) == 0) return true;
+    return false;
+}
+
+/* An integer as Go's strconv.ParseInt(s, 0, 64) reads it (go-yaml v2's resolve): an optional
+ * sign, then 0x/0X hex, 0o/0O or a leading 0 octal, 0b/0B binary, else decimal. *v is set and
+ * true returned only when every character is a digit of that base and the value fits. */
+static bool go_int(const char *s, long long *v)
+{
+    const char *p = s + (s[0] == '-' || s[0] == '+');
+    int base = 10;
+    if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
+        base = 16, p += 2;
+    else if (p[0] == '0' && (p[1] == 'o' || p[1] == 'O'))
+        base = 8, p += 2;
+    else if (p[0] == '0' && (p[1] == 'b' || p[1] == 'B'))
+        base = 2, p += 2;
+    else if (p[0] == '0' && p[1])
+        base = 8, p += 1;
+    if (!*p) return false;
+    for (const char *q = p; *q; q++) {
+        int d = *q >= '0' && *q <= '9'   ? *q - '0'
+                : *q >= 'a' && *q <= 'f' ? *q - 'a' + 10
+                : *q >= 'A' && *q <= 'F' ? *q - 'A' + 10
+                                         : 99;
+        if (d >= base) return false;
+    }
     char *end = NULL;
     errno = 0;
-    if ((s[0] == '0' && (s[1] == 'x' || s[1] == 'o')) && n > 2) {
-        long long v = strtoll(s + 2, &end, s[1] == 'x' ? 16 : 8);
-        if (*end == '\0' && errno == 0) return json_integer(v);
-        return json_stringn(s, n);
-    }
-    /* integer: [-+]?[0-9]+ */
-    size_t i = (s[0] == '-' || s[0] == '+') ? 1 : 0;
-    bool digits = i < n;
-    for (size_t j = i; j < n; j++) digits = digits && s[j] >= '0' && s[j] <= '9';
-    if (digits) {
-        long long v = strtoll(s, &end, 10);
-        if (errno == 0) return json_integer(v);
-        return json_real(strtod(s, NULL));
-    }
-    /* float: [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)? */
-    const char *p = s + i;
-    if (strcmp(p, ".inf") == 0 || strcmp(p, ".Inf") == 0 || strcmp(p, ".INF") == 0 || strcmp(s, ".nan") == 0 ||
-        strcmp(s, ".NaN") == 0 || strcmp(s, ".NAN") == 0)
-        return json_stringn(s, n); /* JSON has no infinities/NaN: keep the text */
-    bool seen_digit = false, ok = true;
-    while (*p >= '0' && *p <= '9') {
-        p++;
-        seen_digit = true;
-    }
+    long long x = strtoll(p, &end, base);
+    if (errno != 0 || *end != '\0') return false;
+    *v = s[0] == '-' ? -x : x;
+    return true;
+}
+
+/* [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)? — go-yaml v2's yamlStyleFloat. */
+static bool yaml_float_text(const char *s)
+{
+    const char *p = s + (s[0] == '-' || s[0] == '+');
+    bool seen_digit = false;
+    while (*p >= '0' && *p <= '9') p++, seen_digit = true;
     if (*p == '.') {
         p++;
-        while (*p >= '0' && *p <= '9') {
-            p++;
-            seen_digit = true;
-        }
+        while (*p >= '0' && *p <= '9') p++, seen_digit = true;
     }
     if (seen_digit && (*p == 'e' || *p == 'E')) {
         p++;
         if (*p == '-' || *p == '+') p++;
-        if (!(*p >= '0' && *p <= '9')) ok = false;
+        if (!(*p >= '0' && *p <= '9')) return false;
         while (*p >= '0' && *p <= '9') p++;
     }
-    if (ok && seen_digit && *p == '\0') {
-        double d = strtod(s, NULL);
-        if (isfinite(d)) return json_real(d);
+    return seen_digit && *p == '\0';
+}
+
+/* A plain scalar resolved as kubectl and the kube-apiserver read it: sigs.k8s.io/yaml over
+ * go-yaml v2 (yaml.v2 resolve.go), i.e. YAML 1.1's booleans and octals. */
+static json_t *resolve_plain(const char *s, size_t n)
+{
+    static const char *const nulls[] = {"~", "null", "Null", "NULL", NULL};
+    static const char *const trues[] = {"y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON", NULL};
+    static const char *const falses[] = {"n",     "N",     "no",  "No",  "NO",  "false",
+                                         "False", "FALSE", "off", "Off", "OFF", NULL};
+    if (n == 0 || word_in(s, nulls)) return json_null();
+    if (word_in(s, trues)) return json_true();
+    if (word_in(s, falses)) return json_false();
+    if (!((s[0] >= '0' && s[0] <= '9') || s[0] == '-' || s[0] == '+' || s[0] == '.') || n >= 128)
+        return json_stringn(s, n);
+    const char *p = s + (s[0] == '-' || s[0] == '+');
+    if (strcmp(p, ".inf") == 0 || strcmp(p, ".Inf") == 0 || strcmp(p, ".INF") == 0 || strcmp(s, ".nan") == 0 ||
+        strcmp(s, ".NaN") == 0 || strcmp(s, ".NAN") == 0)
+        return json_stringn(s, n); /* JSON has no infinities/NaN: keep the text */
+    char plain[128];               /* go-yaml drops '_' from numbers: 1_000 is 1000 */
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != '_') plain[k++] = s[i];
+    plain[k] = '\0';
+    long long v;
+    if (go_int(plain, &v)) return json_integer(v);
+    if (yaml_float_text(plain)) {
+        double d = strtod(plain, NULL);
+        if (!isfinite(d)) return json_stringn(s, n);
+        /* an integer too large for int64, or digits Go's octal refused (09): the float's value */
+        bool integral_text = strpbrk(plain, ".eE") == NULL;
+        if (integral_text && fabs(d) < 9.2e18) return json_integer((long long)d);
+        return json_real(d);
     }
     return json_stringn(s, n);
 }

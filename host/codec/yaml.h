@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * yaml.h — YAML manifests to JSON values (jansson), as kubectl reads them: a stream of
- * documents separated by `---`; plain scalars resolved with the YAML 1.2 core schema (null, ~,
- * true/false, integers incl. 0x/0o, floats incl. .inf/.nan; everything else a string); quoted
- * scalars are strings; anchors and aliases are expanded; empty documents skipped.
- * Where kubectl differs: its sigs.k8s.io/yaml (go-yaml v2) still resolves the YAML 1.1 booleans
- * (y/yes/on/n/no/off in their spellings) and a leading-zero integer as octal (010 -> 8); here those
- * stay strings and 010 is 10 (spec/core/yaml_spec.lua compares with kubectl).
+ * documents separated by `---`; plain scalars resolved as sigs.k8s.io/yaml over go-yaml v2 does
+ * (yaml.v2 resolve.go, what kubectl and the kube-apiserver use): null/~/empty; YAML 1.1 booleans
+ * (y, yes, on, true / n, no, off, false in their lower, Capitalised and UPPER spellings);
+ * integers as Go's strconv.ParseInt(s, 0, 64) reads them after dropping '_' (0x hex, 0o or a
+ * leading 0 octal: 010 is 8, 0b binary); floats ([-+]?digits[.digits][e[-+]digits]; .inf/.nan
+ * keep their text, JSON has none); everything else, unquoted dates included, a string. Quoted
+ * scalars are strings; a plain mapping key resolves the same way and is then written as JSON text
+ * (`y:` and `on:` are both the key "true", `010:` is "8": kubectl agrees); anchors and aliases
+ * are expanded; empty documents skipped. spec/core/yaml_spec.lua compares with kubectl.
  *
  * Alias expansion is bounded ("billion laughs": `a: &a [x, x]`, `b: &b [*a, *a]`, ... doubles per
  * line, and a self-referencing `x: &a [*a, *a]` never ends). Every value an alias copies costs

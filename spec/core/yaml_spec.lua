@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Specs for luaop.core.yaml (bindings/core_yaml.h), the host's YAML reader (host/codec/yaml.c)
 -- in the plain C module, and for luaop.testing.read_manifest, which now reads through it.
 local core = require("luaop.core")
@@ -12,14 +13,15 @@ local function write_tmp(text)
   return path
 end
 
--- plain scalars as the host resolves them (YAML 1.2 core schema), each as its JSON form
--- (kubectl_differs: kubectl, through sigs.k8s.io/yaml's go-yaml v2, still resolves YAML 1.1
--- booleans and octals there; see "agreement with kubectl" below)
+-- plain scalars as the host resolves them (as kubectl does: go-yaml v2's YAML 1.1 reading),
+-- each as its JSON form; "agreement with kubectl" below checks every one against kubectl itself
 local SCALARS = {
-  { "on stays a string", "on", '"on"', kubectl_differs = true },
-  { "yes stays a string", "yes", '"yes"', kubectl_differs = true },
-  { "no and off stay strings", "[no, off, y, n]", '["no","off","y","n"]', kubectl_differs = true },
-  { "010 is decimal ten", "010", "10", kubectl_differs = true },
+  { "on is true", "on", "true" },
+  { "yes is true", "yes", "true" },
+  { "no, off, y and n are booleans", "[no, off, y, n, Yes, OFF]", "[false,false,true,false,true,false]" },
+  { "010 is octal eight", "010", "8" },
+  { "09 is not octal: nine", "09", "9" },
+  { "underscores in numbers are dropped", "1_000", "1000" },
   { "0o10 is octal eight", "0o10", "8" },
   { "0x10 is hex sixteen", "0x10", "16" },
   { "an unquoted date stays a string", "2024-01-02", '"2024-01-02"' },
@@ -144,27 +146,11 @@ local function kubectl_reads(cases)
 end
 
 describe("luaop.core.yaml agreement with kubectl", function()
-  it("reads dates, quoted scalars, 0o/0x integers, floats, nulls, empties and big integers as kubectl does", function()
-    local same = {}
-    for _, c in ipairs(SCALARS) do if not c.kubectl_differs then same[#same + 1] = c end end
-    local spec = kubectl_reads(same)
-    for i, c in ipairs(same) do
+  it("reads every scalar case as kubectl does (booleans, octals, dates, quoted scalars, floats, nulls, empties, big integers)", function()
+    local spec = kubectl_reads(SCALARS)
+    for i, c in ipairs(SCALARS) do
       local host = core.yaml.decode("v: " .. c[2] .. "\n")[1].v
       assert.equal(json.encode(spec["v" .. i]), json.encode(host), c[1])
     end
   end)
-
-  it("differs where kubectl keeps YAML 1.1 (on/yes/no/y/n booleans, 010 octal): the host reads YAML 1.2", function()
-    local differs = {}
-    for _, c in ipairs(SCALARS) do if c.kubectl_differs then differs[#differs + 1] = c end end
-    local spec = kubectl_reads(differs)
-    assert.equal("true", json.encode(spec.v1))                      -- on
-    assert.equal("true", json.encode(spec.v2))                      -- yes
-    assert.equal("[false,false,true,false]", json.encode(spec.v3))  -- no, off, y, n
-    assert.equal("8", json.encode(spec.v4))                         -- 010
-    for i, c in ipairs(differs) do
-      assert.are_not.equal(json.encode(spec["v" .. i]), json.encode(core.yaml.decode("v: " .. c[2] .. "\n")[1].v))
-    end
-  end)
 end)
--- SPDX-License-Identifier: Apache-2.0

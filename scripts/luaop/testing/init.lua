@@ -350,8 +350,8 @@ end
 
 --- Read a YAML (or JSON) manifest file, every document of it.
 -- YAML goes through the host's own reader (`luaop.core.yaml`, host/codec/yaml.c), so a manifest
--- means here what it means to the host and kubectl: YAML 1.2 core schema (`on`, `yes` and dates
--- stay strings, `010` is 10), empty documents skipped. No external program is run.
+-- means here what it means to the host and kubectl: YAML 1.1 as go-yaml v2 reads it (`on`/`yes`
+-- are true, `010` is 8, dates stay strings), empty documents skipped. No external program is run.
 -- @tparam string path
 -- @treturn table array of decoded objects (lossless codec: `[]` stays `[]`)
 -- @raise when the file cannot be read, or "luaop.testing.read_manifest: yaml: <path>:<line>:<col>: <problem>"

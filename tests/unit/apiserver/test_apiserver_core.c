@@ -103,9 +103,10 @@ static void test_bad_bodies(void)
     T_EQ_INT(r.code, 400);
     resp_free(&r);
     r = t_http(srv, "POST", "/api/v1/namespaces/default/configmaps",
-               "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fromyaml\ndata:\n  n: \"7\"\n", "application/yaml");
+               "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fromyaml\ndata:\n  num: \"7\"\n",
+               "application/yaml");
     T_EQ_INT(r.code, 201);
-    T_EQ_STR(jstr(r.json, "data.n"), "7");
+    T_EQ_STR(jstr(r.json, "data.num"), "7");
     resp_free(&r);
     /* wrong kind for the path */
     r = t_http(srv, "POST", "/api/v1/namespaces/default/configmaps",
