@@ -13,6 +13,9 @@ fi
 LOP_TMP=$(mktemp -d "${TMPDIR:-/tmp}/luaop-test.XXXXXX")
 LOP_PID=""
 export KUBECONFIG="$LOP_TMP/kubeconfig"
+# kubectl caches discovery per host:port under ~/.kube/cache; ports are reused across tests and
+# runs, and a cache from another server (other CRDs, other versions) misleads kubectl: never share it
+export KUBECACHEDIR="$LOP_TMP/kubecache"
 
 lop_cleanup() {
   local rc=$?

@@ -4,6 +4,8 @@
 # processes are killed and reaped on exit, fail MSG, and wait_file PATH WHAT.
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/luaop-test.XXXXXX"); [ -n "${KEEP_TMP:-}" ] && echo "TMP=$TMP"
+# kubectl's discovery cache is per host:port and ports are reused across tests: one per test
+export KUBECACHEDIR="$TMP/kubecache"
 PIDS=()
 procs_cleanup() {
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
