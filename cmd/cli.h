@@ -12,6 +12,8 @@ int lop_cmd_run(int argc, char **argv);       /* host/runtime: the operator */
 int lop_cmd_dev(int argc, char **argv);       /* host/runtime: local API server + operator */
 int lop_cmd_check(int argc, char **argv);     /* host/runtime: validate a script set */
 int lop_cmd_apiserver(int argc, char **argv); /* apiserver/: the local API server alone */
+int lop_cmd_init(int argc, char **argv);      /* cmd/scaffold.h: a new operator project */
+int lop_cmd_create(int argc, char **argv);    /* cmd/scaffold.h: create api | create webhook */
 
 /* Apply --log-level, --log-format and --zap-time-encoding of parsed run/dev flags to the logger.
  * 0 on success, 2 (the usage exit status) on a bad value, with a message on stderr naming the

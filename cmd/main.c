@@ -15,6 +15,8 @@ static const struct {
     {"dev", lop_cmd_dev, "local API server + operator + samples: the playground"},
     {"check", lop_cmd_check, "load and validate a script set without running it"},
     {"apiserver", lop_cmd_apiserver, "the local Kubernetes API server alone (not for production)"},
+    {"init", lop_cmd_init, "scaffold a new operator project (docs/scaffold.md)"},
+    {"create", lop_cmd_create, "scaffold an API (CRD, sample, reconciler, spec) or a webhook"},
 };
 
 static void usage(FILE *f)
