@@ -8,7 +8,7 @@ CMAKEFLAGS ?=
 PKGS      := $(shell sh deps/packages.sh)
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build test demo bench bench-smoke asan tsan fuzz format format-check rbac webhooks bundle rock rock-install clean
+.PHONY: all deps build test demo bench bench-smoke asan tsan fuzz format format-check rbac webhooks bundle rock rock-install clean lint-lua types doc
 
 all: build
 
@@ -103,6 +103,18 @@ format:
 # Fails, listing each deviation, when a tracked C file differs from .clang-format's style (`make format` fixes).
 format-check: deps
 	@git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror
+
+# luacheck (.luacheckrc) over the Lua code: library, examples, specs, tools, generated stubs.
+lint-lua:
+	luacheck .
+
+# The LuaLS ---@meta stubs (types/luaop) from the library's LDoc comments (spec/luals_types_spec.lua checks them).
+types:
+	luajit tools/luals_types.lua scripts/luaop types/luaop
+
+# The Lua library's reference (config.ld): $(BUILD)/doc/index.html.
+doc:
+	ldoc --dir $(BUILD)/doc .
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-fuzz $(ROCK_BUILD)

@@ -192,7 +192,7 @@ end
 
 --- Patch an object.
 -- @tparam table obj identifies the target (apiVersion, kind, metadata.namespace/name)
--- @tparam table|string patch merge patch (object; `json.null` deletes), json patch (array of
+-- @tparam table|string p the patch: a merge patch (object; `json.null` deletes), json patch (array of
 --   `{op=, path=, value=}`), strategic merge patch (built-in kinds only) or apply configuration
 -- @tparam[opt] string|table opts a patch type ("merge" default, "json", "strategic", "apply") or
 --   `{type=, field_manager=, force=, dry_run=}`
@@ -231,6 +231,7 @@ end
 -- Only `.status` is written; everything else in obj is ignored by the server.
 -- Prefer `luaop.status.update`, which retries conflicts and skips no-op writes.
 -- @tparam table obj
+-- @tparam[opt] table opts `{field_manager=, dry_run=}`
 -- @treturn table|nil the stored object
 -- @treturn table|nil err (Conflict, NotFound, ...)
 function _M.update_status(obj, opts)
@@ -240,7 +241,7 @@ end
 
 --- Patch the status subresource (merge by default; apply with a field manager).
 -- @tparam table obj identifies the target
--- @tparam table|string patch e.g. `{status = {ready = true}}`
+-- @tparam table|string p the patch, e.g. `{status = {ready = true}}`
 -- @tparam[opt] string|table opts as in `patch`
 -- @treturn table|nil obj
 -- @treturn table|nil err

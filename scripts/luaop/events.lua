@@ -17,7 +17,7 @@ _M.WARNING = "Warning"
 
 --- Record an Event.
 -- @tparam table obj the object the event is about (needs apiVersion, kind, metadata.name; uid if known)
--- @tparam string type "Normal" or "Warning"
+-- @tparam string etype "Normal" or "Warning"
 -- @tparam string reason UpperCamelCase, e.g. "Created"
 -- @tparam string message human-readable, at most 1024 bytes (longer is truncated)
 -- @treturn true|nil

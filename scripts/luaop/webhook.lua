@@ -336,7 +336,9 @@ end
 --- (internal) The clash of spec with the specs declared before it, or nil: names are unique, so are the
 -- paths of admission webhooks and the group/kind of conversion webhooks (the host checks the
 -- same in bindings/engine_webhook.c). Used by luaop.testing's fake.
--- @tparam table specs earlier specs @tparam table spec @treturn string|nil
+-- @tparam table specs earlier specs
+-- @tparam table spec
+-- @treturn string|nil
 function _M.clash(specs, spec)
   for _, o in ipairs(specs) do
     if o.name == spec.name then return "webhook '" .. spec.name .. "': declared twice (names must be unique)" end
@@ -352,7 +354,8 @@ function _M.clash(specs, spec)
 end
 
 --- (internal) The plural resource kubebuilder gives a kind ("Policy" -> "policies").
--- @tparam string kind @treturn string
+-- @tparam string kind
+-- @treturn string
 function _M.guess_resource(kind) return guess_resource(kind) end
 
 return _M

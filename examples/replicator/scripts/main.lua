@@ -117,11 +117,8 @@ local function reconcile(req)
     if foreign then
       conflicts[#conflicts + 1] = ns
     elseif not what then
-      if errors.is_not_found(werr) then
-        -- the namespace went away between the list and the write: not a target any more
-      else
-        first_err = first_err or werr
-      end
+      -- NotFound: the namespace went away between the list and the write, not a target any more
+      if not errors.is_not_found(werr) then first_err = first_err or werr end
     else
       synced[#synced + 1] = ns
       if what ~= "unchanged" then changed[#changed + 1] = ns end

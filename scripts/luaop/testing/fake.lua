@@ -739,7 +739,8 @@ end
 
 --- Act as another client (kubectl, another controller): edit a stored object through the main
 -- endpoint with `fn(obj)`; bumps resourceVersion and emits a watch event like any write.
--- @treturn table|nil the stored object @treturn table|nil err
+-- @treturn table|nil the stored object
+-- @treturn table|nil err
 function Fake:edit(av, kind, ns, name, fn)
   local cur = self:get_object(av, kind, ns, name)
   if not cur then return nil, not_found(self, av, kind, name) end

@@ -485,8 +485,10 @@ function _M.admit(obj, opts)
 end
 
 --- Convert an object with the declared conversion webhook of its group and kind.
--- @tparam table obj @tparam string to_api_version e.g. "cache.example.com/v1"
--- @treturn table|nil the converted object @treturn string|nil the error
+-- @tparam table obj
+-- @tparam string to_api_version e.g. "cache.example.com/v1"
+-- @treturn table|nil the converted object
+-- @treturn string|nil the error
 function _M.convert(obj, to_api_version)
   if type(obj) ~= "table" or type(obj.apiVersion) ~= "string" or type(obj.kind) ~= "string" then
     error("luaop.testing.convert: obj must be an object with apiVersion and kind", 2)
