@@ -158,10 +158,6 @@ int lop_cmd_init(int argc, char **argv)
     init_flags_t f = {.repo = "."};
     int rc = parse(argc, argv, &f);
     if (rc) return rc == 1 ? 0 : rc;
-    if (mkdir(f.repo, 0755) != 0 && access(f.repo, W_OK) != 0) {
-        fprintf(stderr, "luaop init: cannot create or write the directory %s\n", f.repo);
-        return 1;
-    }
     char namebuf[256];
     const char *name = f.name ? f.name : base_name(f.repo, namebuf, sizeof namebuf);
     if (!lop_scaffold_dns_name(name, false)) {
@@ -173,6 +169,11 @@ int lop_cmd_init(int argc, char **argv)
     }
     if (!f.force && dir_has_files(f.repo)) {
         fprintf(stderr, "luaop init: %s is not empty: refusing to scaffold over it (--force writes anyway)\n", f.repo);
+        return 1;
+    }
+    /* validated first: a refused init leaves no directory behind */
+    if (mkdir(f.repo, 0755) != 0 && access(f.repo, W_OK) != 0) {
+        fprintf(stderr, "luaop init: cannot create or write the directory %s\n", f.repo);
         return 1;
     }
     char lib[PATH_MAX], types[PATH_MAX + 16], core[PATH_MAX], ns[300];
