@@ -33,7 +33,7 @@ function M.new(opts) end
 
 --- Describe a kind (defaults: custom resources are namespaced, with the status subresource and
 --- generation, and need a resourceVersion on PUT).
----@param k table `{api_version=, kind=, namespaced=true, status=true, generation=true, require_rv=true}`
+---@param k table `{api_version=, kind=, namespaced=true, status=true, generation=true, require_rv=true, plural = the resource name (a CRD's names.plural; default: kubebuilder's guess from the kind)}`, used in the messages and details of errors as the API server uses it
 function Fake:define_kind(k) end
 
 --- Current time of the fake clock (seconds).

@@ -33,6 +33,17 @@ function M.new(opts) end
 --- Raises when `new` was not called
 function M.fake() end
 
+--- The fake installed by the last `new`, or nil (never raises).
+---@return table|nil
+function M.current_fake() end
+
+--- Start the local API server in this process and run the script set's controllers against it
+--- (envtest): see luaop.testing.apiserver for the options and the env's methods.
+---@param opts? table `{crds = {path...}, manifests = {path...}, scripts = dir, now = seconds, listen = "127.0.0.1:0", log_level = "warn"}`
+---@return table # env (`env.client`, `env:apply_manifest`, `env:run_until_stable`, `env:stop`, ...)
+--- Raises when the server cannot start or a manifest or script fails
+function M.apiserver(opts) end
+
 --- Uninstall the fake (the backend reverts to the host's luaop.core).
 function M.reset() end
 
@@ -70,17 +81,18 @@ function M.reconcile(ctrl, req) end
 function M.run_until_stable(ctrl, opts) end
 
 --- Read a YAML (or JSON) manifest file, every document of it.
---- YAML is converted by python3-yaml (installed with python3-kubernetes, a project dependency);
---- busted only.
+--- YAML goes through the host's own reader (`luaop.core.yaml`, host/codec/yaml.c), so a manifest
+--- means here what it means to the host and kubectl: YAML 1.1 as go-yaml v2 reads it (`on`/`yes`
+--- are true, `010` is 8, dates stay strings), empty documents skipped. No external program is run.
 ---@param path string
 ---@return table # array of decoded objects (lossless codec: `[]` stays `[]`)
---- Raises when the file cannot be read or parsed
+--- Raises when the file cannot be read, or "luaop.testing.read_manifest: yaml: <path>:<line>:<col>: <problem>"
 function M.read_manifest(path) end
 
---- Apply a manifest file to the fake: a CustomResourceDefinition defines its kinds (scope and
---- status subresource per version, as the API server would serve them); any other object is
---- created as another client would (`fake:create`).
----@param path string YAML or JSON, one or more documents
+--- Apply a manifest to the fake: a CustomResourceDefinition defines its kinds (scope, status
+--- subresource per version and names.plural, as the API server would serve them); any other
+--- object is created as another client would (`fake:create`).
+---@param path string|table a YAML or JSON file (one or more documents), or an array of objects
 ---@return table # array of what was created or defined (objects; CRDs as given)
 --- Raises on an unreadable file or a failed create
 function M.apply_manifest(path) end
