@@ -17,12 +17,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host/kube/cache/fieldindex.h"
+
 struct lop_store {
     pthread_rwlock_t lock;
     lop_objset_t items;      /* every entry, by key (one reference each) */
     lop_objindex_t by_ns;    /* namespace ("" when cluster-scoped) -> entries (borrowed) */
     lop_objindex_t by_owner; /* owner uid -> entries having an ownerReference with it (borrowed) */
     size_t bytes;
+    lop_fieldindex_t *fields[LOP_STORE_MAX_FIELD_INDEXES]; /* set before the informer starts */
+    size_t nfields;
 };
 
 void lop_obj_list_free(lop_obj_list_t *l)
@@ -44,6 +48,8 @@ static char *key_of(const lop_obj_t *o, char *small, size_t cap)
     lop_obj_key(o, k, (size_t)n + 1);
     return k;
 }
+
+static void rebuild_fields(lop_store_t *s);
 
 static void unindex(lop_store_t *s, const lop_obj_t *o)
 {
@@ -76,6 +82,7 @@ void lop_store_free(lop_store_t *s)
     lop_objset_cleanup(&s->items);
     lop_objindex_cleanup(&s->by_ns);
     lop_objindex_cleanup(&s->by_owner);
+    for (size_t i = 0; i < s->nfields; i++) lop_fieldindex_free(s->fields[i]);
     pthread_rwlock_destroy(&s->lock);
     free(s);
 }
@@ -102,6 +109,7 @@ void lop_store_put(lop_store_t *s, lop_obj_t *obj, lop_obj_t **old)
     pthread_rwlock_wrlock(&s->lock);
     lop_obj_t *prev = put_locked(s, obj);
     pthread_rwlock_unlock(&s->lock);
+    for (size_t i = 0; i < s->nfields; i++) lop_fieldindex_update(s->fields[i], prev, obj);
     if (old)
         *old = prev;
     else
@@ -116,6 +124,7 @@ lop_obj_t *lop_store_delete(lop_store_t *s, const char *key)
     lop_obj_t *prev = lop_objset_del(&s->items, key, len, h);
     if (prev) unindex(s, prev);
     pthread_rwlock_unlock(&s->lock);
+    for (size_t i = 0; prev && i < s->nfields; i++) lop_fieldindex_update(s->fields[i], prev, NULL);
     return prev;
 }
 
@@ -281,6 +290,7 @@ static void replace_empty_locked(lop_store_t *s, lop_obj_t *const *objs, size_t 
         ch[nc++] = (change_t){LOP_STORE_ADDED, NULL, lop_obj_ref(objs[i])};
     }
     pthread_rwlock_unlock(&s->lock);
+    rebuild_fields(s);
     if (listed_twice) { /* keep each key's last report: walk back, drop a key already seen */
         lop_objset_t seen = LOP_OBJSET_INIT;
         lop_objset_reserve(&seen, nc);
@@ -300,6 +310,33 @@ static void replace_empty_locked(lop_store_t *s, lop_obj_t *const *objs, size_t 
     }
     deliver_changes(ch, nc, fn, ud);
     free(ch);
+}
+
+/* After a relist: every field index from the store's new content (the lock not held). */
+static void rebuild_fields(lop_store_t *s)
+{
+    if (!s->nfields) return;
+    lop_obj_list_t all;
+    lop_store_list(s, &all);
+    for (size_t i = 0; i < s->nfields; i++) lop_fieldindex_rebuild(s->fields[i], all.items, all.n);
+    lop_obj_list_free(&all);
+}
+
+bool lop_store_add_field_index(lop_store_t *s, lop_fieldindex_t *x)
+{
+    if (!x || s->nfields == LOP_STORE_MAX_FIELD_INDEXES) return false;
+    for (size_t i = 0; i < s->nfields; i++)
+        if (strcmp(lop_fieldindex_name(s->fields[i]), lop_fieldindex_name(x)) == 0) return false;
+    s->fields[s->nfields++] = x;
+    rebuild_fields(s);
+    return true;
+}
+
+lop_fieldindex_t *lop_store_field_index(lop_store_t *s, const char *name)
+{
+    for (size_t i = 0; i < s->nfields; i++)
+        if (strcmp(lop_fieldindex_name(s->fields[i]), name) == 0) return s->fields[i];
+    return NULL;
 }
 
 void lop_store_replace(lop_store_t *s, lop_obj_t *const *objs, size_t n, lop_store_change_fn fn, void *ud)
@@ -335,6 +372,7 @@ void lop_store_replace(lop_store_t *s, lop_obj_t *const *objs, size_t n, lop_sto
         ch[nc++] = (change_t){prev ? LOP_STORE_UPDATED : LOP_STORE_ADDED, prev, lop_obj_ref(objs[i])};
     }
     pthread_rwlock_unlock(&s->lock);
+    rebuild_fields(s);
     lop_objset_cleanup(&fresh);
     free(last);
     /* adds and updates in list order, then the deletes in key order */

@@ -78,4 +78,18 @@ typedef void (*lop_store_change_fn)(void *ud, lop_store_change_t what, lop_obj_t
  */
 void lop_store_replace(lop_store_t *s, lop_obj_t *const *objs, size_t n, lop_store_change_fn fn, void *ud);
 
+/*
+ * Field indexes (fieldindex.h; client-go's AddIndexers / controller-runtime's IndexField).
+ * lop_store_add_field_index hands x to the store (freed with it), indexes the current content,
+ * and from then on keeps x up to date: put/delete update it after the store's lock is released
+ * (a reader may briefly see the store one change ahead of the index), replace rebuilds it.
+ * Register before the informer starts (not safe against concurrent writers). Returns false,
+ * taking nothing, when x is NULL, its name is already taken, or LOP_STORE_MAX_FIELD_INDEXES are set.
+ */
+#define LOP_STORE_MAX_FIELD_INDEXES 8
+struct lop_fieldindex;
+bool lop_store_add_field_index(lop_store_t *s, struct lop_fieldindex *x);
+/* The index registered under name (borrowed, lives as long as s), or NULL. */
+struct lop_fieldindex *lop_store_field_index(lop_store_t *s, const char *name);
+
 #endif

@@ -113,8 +113,40 @@ static void test_errors_and_bad_args(void)
     lop_fieldindex_free(NULL);
 }
 
+/* Through the store: put/delete keep it current, replace (a relist) rebuilds it. */
+static void test_in_store(void)
+{
+    lop_store_t *s = lop_store_new();
+    lop_obj_t *a = mk("n", "a", "s1"), *b = mk("n", "b", "s1"), *b2 = mk("n", "b", "s2");
+    lop_store_put(s, a, NULL);
+    T_CHECK(lop_store_add_field_index(s, lop_fieldindex_new("by_secret", by_ref, NULL))); /* indexes a */
+    lop_fieldindex_t *again = lop_fieldindex_new("by_secret", by_ref, NULL);
+    T_CHECK(!lop_store_add_field_index(s, again)); /* the name is taken */
+    lop_fieldindex_free(again);
+    lop_fieldindex_t *x = lop_store_field_index(s, "by_secret");
+    T_CHECK(x != NULL);
+    T_CHECK(lop_store_field_index(s, "nope") == NULL);
+    T_EQ_STR(names(x, "n/s1"), "a");
+    lop_store_put(s, b, NULL);
+    T_EQ_STR(names(x, "n/s1"), "a b");
+    lop_store_put(s, b2, NULL);
+    T_EQ_STR(names(x, "n/s1"), "a");
+    T_EQ_STR(names(x, "n/s2"), "b");
+    lop_obj_unref(lop_store_delete(s, "n/a"));
+    T_EQ_STR(names(x, "n/s1"), "");
+    lop_obj_t *relist[] = {a};
+    lop_store_replace(s, relist, 1, NULL, NULL);
+    T_EQ_STR(names(x, "n/s1"), "a");
+    T_EQ_STR(names(x, "n/s2"), "");
+    lop_obj_unref(a);
+    lop_obj_unref(b);
+    lop_obj_unref(b2);
+    lop_store_free(s);
+}
+
 int main(void)
 {
+    T_RUN(test_in_store);
     T_RUN(test_incremental);
     T_RUN(test_errors_and_bad_args);
     return T_DONE();
