@@ -19,13 +19,7 @@ local function crd(kind, plural, scope)
   }
 end
 
-local function write_tmp(text)
-  local path = os.tmpname()
-  local f = assert(io.open(path, "w"))
-  f:write(text)
-  f:close()
-  return path
-end
+local write_tmp = require("spec.support.fixtures").write_tmp
 
 -- A script set in a temp dir: main.lua with the given source.
 local function script_set(src)

@@ -5,13 +5,7 @@ local core = require("luaop.core")
 local testing = require("luaop.testing")
 local json = core.json
 
-local function write_tmp(text)
-  local path = os.tmpname()
-  local f = assert(io.open(path, "w"))
-  f:write(text)
-  f:close()
-  return path
-end
+local write_tmp = require("spec.support.fixtures").write_tmp
 
 -- plain scalars as the host resolves them (as kubectl does: go-yaml v2's YAML 1.1 reading),
 -- each as its JSON form; "agreement with kubectl" below checks every one against kubectl itself

@@ -20,5 +20,14 @@ function M.configmap(name, data)
            metadata = { name = name, namespace = "default" }, data = data or { a = "1" } }
 end
 
+-- A new temporary file (os.tmpname) holding text; returns its path. The caller removes it.
+function M.write_tmp(text)
+  local path = os.tmpname()
+  local f = assert(io.open(path, "w"))
+  f:write(text)
+  f:close()
+  return path
+end
+
 return M
 -- SPDX-License-Identifier: Apache-2.0

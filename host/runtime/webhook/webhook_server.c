@@ -499,6 +499,15 @@ uint64_t lop_webhook_server_cert_reloads(const lop_webhook_server_t *s)
     return s->certs ? lop_certwatcher_reloads(s->certs) : s->reloads_at_stop;
 }
 
+bool lop_webhook_server_stopping(lop_webhook_server_t *s)
+{
+    if (!s) return false;
+    pthread_mutex_lock(&s->mu);
+    bool stopping = s->stopping;
+    pthread_mutex_unlock(&s->mu);
+    return stopping;
+}
+
 void lop_webhook_server_stop(lop_webhook_server_t *s)
 {
     if (!s) return;

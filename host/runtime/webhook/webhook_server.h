@@ -108,6 +108,10 @@ int lop_webhook_server_port(const lop_webhook_server_t *s);
  * counted). 0 for NULL. */
 uint64_t lop_webhook_server_cert_reloads(const lop_webhook_server_t *s);
 
+/* True once lop_webhook_server_stop has begun (it may still be waiting for a review to leave a
+ * dispatcher); false for NULL. Thread-safe. */
+bool lop_webhook_server_stopping(lop_webhook_server_t *s);
+
 /* Stop accepting, stop the loop, let reviews already in a dispatcher finish, join every thread;
  * reviews still queued and open connections are dropped. Idempotent; NULL ok. */
 void lop_webhook_server_stop(lop_webhook_server_t *s);

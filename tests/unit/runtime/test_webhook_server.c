@@ -19,6 +19,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -580,8 +581,16 @@ static void test_stop_with_reviews_pending(void)
     pthread_mutex_unlock(&fake.mu);
     pthread_t stopper;
     pthread_create(&stopper, NULL, stop_main, s);
+    /* wait (a condition, not a time: bounded at 30 s) until stop has begun; from then on it can
+     * only return after the blocked worker is released below */
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (struct timespec now = t0; !lop_webhook_server_stopping(s) && now.tv_sec - t0.tv_sec < 30;
+         clock_gettime(CLOCK_MONOTONIC, &now))
+        sched_yield();
+    T_CHECK(lop_webhook_server_stopping(s));
     pthread_mutex_lock(&fake.mu);
-    T_CHECK(calls_finished != 100); /* stop has not returned: a review is still in the dispatcher */
+    T_CHECK(calls_finished != 100); /* stop began but has not returned: a review is still in the dispatcher */
     fake.release = true;            /* stop is waiting for this worker (or about to) */
     pthread_cond_broadcast(&fake.cv);
     T_CHECK(wait_count(&calls_finished, 100));
