@@ -62,8 +62,9 @@ static bool dir_has_files(const char *dir)
     return any;
 }
 
-/* Where luaop/core.so is for this executable: a build tree's lua/ beside the binary, or "" (the
- * Makefile then says to set LUAOP_CPATH; an installed package's location is decided there). */
+/* Where luaop/core.so is for this executable: a build tree's lua/ beside the binary, or an
+ * installed package's <prefix>/lib/lua/5.1 (CMakeLists.txt's LUAOP_INSTALL_CMOD default, beside
+ * <prefix>/bin/luaop), or "" (the Makefile then says to set LUAOP_CPATH). */
 static void core_dir(char *out, size_t len)
 {
     char exe[PATH_MAX], cand[PATH_MAX + 32];
@@ -74,7 +75,7 @@ static void core_dir(char *out, size_t len)
     char *slash = strrchr(exe, '/');
     if (!slash) return;
     *slash = '\0';
-    const char *tries[] = {"/lua", "/../lib/luaop/lua"};
+    const char *tries[] = {"/lua", "/../lib/lua/5.1"};
     for (size_t i = 0; i < sizeof tries / sizeof tries[0]; i++) {
         snprintf(cand, sizeof cand, "%s%s", exe, tries[i]);
         char so[PATH_MAX + 64];

@@ -22,6 +22,15 @@ cmake --install "$LUAOP_BUILD" --component lua --prefix "$tmp/prefix" >"$tmp/ins
 [ -f "$tmp/prefix/share/lua/5.1/luaop/testing/apiserver.lua" ] || fail "the library is not under share/lua/5.1"
 echo "ok   cmake --install --component lua: share/lua/5.1/luaop and lib/lua/5.1/luaop/core.so"
 
+# The installed executable scaffolds projects that find the installed core.so and library
+cmake --install "$LUAOP_BUILD" --prefix "$tmp/prefix" >"$tmp/install-all.log" ||
+  { cat "$tmp/install-all.log" >&2; fail "cmake --install (every component)"; }
+"$tmp/prefix/bin/luaop" init --domain example.com --repo "$tmp/scaffolded" >"$tmp/init.log" 2>&1 ||
+  { cat "$tmp/init.log" >&2; fail "the installed luaop init"; }
+grep -qxF "LUAOP_CPATH ?= $(cd "$tmp/prefix/lib/lua/5.1" && pwd -P)" "$tmp/scaffolded/Makefile" ||
+  { grep -n LUAOP_CPATH "$tmp/scaffolded/Makefile" >&2; fail "the installed luaop init does not point LUAOP_CPATH at <prefix>/lib/lua/5.1"; }
+echo "ok   the installed luaop init points the project at <prefix>/lib/lua/5.1 for luaop/core.so"
+
 # run_specs NAME TREE [LMOD CMOD]: copy examples/NAME out of the repository and run its specs with
 # only TREE's module directories on the Lua paths.
 run_specs() {
