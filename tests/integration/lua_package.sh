@@ -65,11 +65,12 @@ run_specs() {
 
 # luarocks make from the checkout, into a private tree (the rock's own CMake build dir is ROCK_BUILD).
 # Under `make asan` the variables of the calling make (CMAKEFLAGS=-DLUAOP_SANITIZE=address, BUILD)
-# reach the rockspec's `make rock` through MAKEFLAGS; a user's `luarocks make` has none of them.
+# reach the rockspec's `make rock` through MAKEFLAGS and the environment (make exports command-line
+# variables); a user's `luarocks make` has none of them.
 command -v luarocks >/dev/null || fail "luarocks is not installed (deps/debian-packages.txt lists it: make deps)"
 (
   cd "$LUAOP_SRC"
-  unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES
+  unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES CMAKEFLAGS BUILD BUILDTYPE
   ROCK_BUILD="$tmp/rock-build" JOBS=2 luarocks make --tree "$tmp/tree" luaop-scm-1.rockspec >"$tmp/rock.log" 2>&1
 ) || { tail -40 "$tmp/rock.log" >&2; fail "luarocks make --tree"; }
 [ -f "$tmp/tree/lib/lua/5.1/luaop/core.so" ] || fail "luarocks make did not deploy core.so into the tree"
