@@ -383,6 +383,28 @@ class Server:
         if not self.url:
             self.stop()
             raise BenchError("luaop apiserver did not start")
+        # over HTTPS: the CA from the kubeconfig, for lopbench-load ($LOPBENCH_CAINFO) and urllib
+        self.cainfo = None
+        if tls:
+            import base64
+            with open(self.kubeconfig) as f:
+                m = re.search(r"certificate-authority-data:\s*(\S+)", f.read())
+            if not m:
+                self.stop()
+                raise BenchError("luaop apiserver --tls wrote no certificate-authority-data")
+            self.cainfo = os.path.join(self.tmp, "ca.crt")
+            with open(self.cainfo, "wb") as f:
+                f.write(base64.b64decode(m.group(1)))
+
+    def load_env(self):
+        """The environment for lopbench-load against this server (None: inherit)."""
+        return dict(os.environ, LOPBENCH_CAINFO=self.cainfo) if self.cainfo else None
+
+    def urlopen(self, path):
+        import ssl
+        import urllib.request
+        ctx = ssl.create_default_context(cafile=self.cainfo) if self.cainfo else None
+        return urllib.request.urlopen(self.url + path, context=ctx)
 
     def rss_kb(self):
         try:
@@ -447,6 +469,7 @@ class Runner:
         self.sections = []
         self.failures = []
         self._pods = None  # (server, n) shared by sync and cache-rss
+        self._pods_tls = None  # the same Pods on an HTTPS server (sync, sync-paged)
 
     def n(self, base, minimum=1):
         return max(minimum, int(base * self.scale))
@@ -525,14 +548,13 @@ class Runner:
     # ---- population helpers ----
     def create(self, srv, path_tpl, fixture, n, nscount, conc=4):
         return run([self.tool("load"), "create", srv.url, path_tpl, os.path.join(FIX, fixture),
-                    str(n), str(nscount), str(conc)])
+                    str(n), str(nscount), str(conc)], env=srv.load_env())
 
     def namespaces(self, srv, k):
         self.create(srv, "/api/v1/namespaces", "namespace.json", k, 0)
 
     def revision(self, srv, path):
-        import urllib.request
-        with urllib.request.urlopen(srv.url + path + "?limit=1") as r:
+        with srv.urlopen(path + "?limit=1") as r:
             return json.load(r)["metadata"]["resourceVersion"]
 
     def pods(self):
@@ -544,15 +566,40 @@ class Runner:
             self._pods = (srv, n, c)
         return self._pods
 
+    def pods_tls(self):
+        """The same Pods as pods(), on a server started with --tls (real clusters serve HTTPS)."""
+        if self._pods_tls is None:
+            n = self.pods()[1]
+            srv = Server(self.luaop, 1000, tls=True)
+            self.namespaces(srv, 10)
+            self.create(srv, "/api/v1/namespaces/@NS@/pods", "pod.json", n, 10)
+            self._pods_tls = srv
+        return self._pods_tls
+
+    def https_note(self, res, http, https, key, what):
+        """'HTTPS costs X× the CPU of HTTP' for two rows of res (issue 19's goal: ≤ 1.15×)."""
+        a, b = res.get(http), res.get(https)
+        if not (a and b and a.get("cpu_s") and b.get("cpu_s")):
+            return "HTTPS ÷ HTTP: not measured (a run failed)"
+        r = (a[key] / a["cpu_s"]) / (b[key] / b["cpu_s"])
+        return "%s over HTTPS costs %.2f× the CPU per %s of HTTP (goal ≤ 1.15×: %s)" % (
+            what, r, key[:-1], "met" if r <= 1.15 else "missed")
+
     def close(self):
         if self._pods:
             self._pods[0].stop()
             self._pods = None
+        if self._pods_tls:
+            self._pods_tls.stop()
+            self._pods_tls = None
 
     # ---- clients side by side ----
-    def sync_clients(self, srv, api_version, kind, node_res, path, keep=False):
+    def sync_clients(self, srv, api_version, kind, node_res, path, keep=False, tls_srv=None):
         clients = [("luaop", lambda: run([self.tool("luaop"), "sync", srv.kubeconfig, api_version, kind,
                                           "keep" if keep else "strip"]), False)]
+        if tls_srv:
+            clients.append(("luaop over HTTPS", lambda: run([self.tool("luaop"), "sync", tls_srv.kubeconfig,
+                                                             api_version, kind, "strip"]), False))
         if self.node_ok and not keep:
             clients.append(("client-node", lambda: self.node("sync", srv.kubeconfig, node_res), True))
         if self.py_ok and not keep:
@@ -621,7 +668,7 @@ class Runner:
     def bench_sync(self):
         srv, n, _ = self.pods()
         raw = run([self.tool("load"), "list", srv.url, "/api/v1/pods", "3"])
-        res = self.sync_clients(srv, "v1", "Pod", "pods", "/api/v1/pods")
+        res = self.sync_clients(srv, "v1", "Pod", "pods", "/api/v1/pods", tls_srv=self.pods_tls())
         hdr = ["client", "wall s", "objects/s", "CPU s", "objects per CPU-s",
                "luaop ÷ this (wall)", "luaop ÷ this (CPU)"]
         rows = self.rate_rows(res, "objects")
@@ -632,6 +679,7 @@ class Runner:
                          if res.get("luaop") and raw["median_ms"] / 1e3 > 0.5 * res["luaop"]["seconds"]
                          else "not the bottleneck")]
         notes += ["goals: ≥ 50k objects per CPU-second; ≥ 7× client-node; ≥ 0.33× the ceiling",
+                  self.https_note(res, "luaop", "luaop over HTTPS", "objects", "sync"),
                   self.repeat_note()]
         notes += self.peer_note()
         self.emit("sync — LIST+WATCH of %s Pods (~%s KB as served) until synced" % (
@@ -744,18 +792,26 @@ class Runner:
     def bench_watch_ingest(self):
         nobj, m = self.n(1000, 10), self.n(100000, 100)
         srv = Server(self.luaop, m + nobj + 1000)
+        tsrv = None
         try:
-            self.namespaces(srv, 10)
-            self.create(srv, "/api/v1/namespaces/@NS@/configmaps", "configmap.json", nobj, 10)
-            rv = self.revision(srv, "/api/v1/configmaps")
-            p = run([self.tool("load"), "patch", srv.url, "/api/v1/namespaces/@NS@/configmaps/@NAME@",
-                     str(nobj), "10", str(m), "4"])
+            def populate(server):
+                self.namespaces(server, 10)
+                self.create(server, "/api/v1/namespaces/@NS@/configmaps", "configmap.json", nobj, 10)
+                rv = self.revision(server, "/api/v1/configmaps")
+                p = run([self.tool("load"), "patch", server.url, "/api/v1/namespaces/@NS@/configmaps/@NAME@",
+                         str(nobj), "10", str(m), "4"], env=server.load_env())
+                return rv, p
+            rv, p = populate(srv)
+            tsrv = Server(self.luaop, m + nobj + 1000, tls=True)  # the same history over HTTPS
+            trv, _ = populate(tsrv)
             drain = run([self.tool("load"), "drain", srv.url,
                          "/api/v1/configmaps?watch=1&resourceVersion=%s" % rv, str(m)])
             warm = run([self.tool("load"), "drain", srv.url,
                         "/api/v1/configmaps?watch=1&resourceVersion=%s" % rv, str(m)])
             luaop_watch = [self.tool("luaop"), "watch", srv.kubeconfig, "v1", "ConfigMap", rv, str(m)]
             clients = [("luaop", lambda: run(luaop_watch), False),
+                       ("luaop over HTTPS", lambda: run([self.tool("luaop"), "watch", tsrv.kubeconfig, "v1",
+                                                         "ConfigMap", trv, str(m)]), False),
                        ("luaop, handler without the queue",
                         lambda: run(luaop_watch, env=dict(os.environ, LOPBENCH_NO_QUEUE="1")), False)]
             if self.node_ok:
@@ -768,6 +824,8 @@ class Runner:
             res = self.rounds(clients)
         finally:
             srv.stop()
+            if tsrv:
+                tsrv.stop()
         hdr = ["client", "wall s", "events/s", "CPU s", "events per CPU-s", "luaop ÷ this (wall)",
                "luaop ÷ this (CPU)"]
         lu = res.get("luaop")
@@ -781,7 +839,9 @@ class Runner:
         if lu:
             notes.append("luaop arrival→enqueue latency: p50 %s ms, p99 %s ms" % (
                 fmt(lu["p50_ms"]), fmt(lu["p99_ms"])))
-        notes += ["goals: ≥ 50k events/s; ≥ 3.5× client-node", self.repeat_note()] + self.peer_note()
+        notes += ["goals: ≥ 50k events/s; ≥ 3.5× client-node",
+                  self.https_note(res, "luaop", "luaop over HTTPS", "events", "watch-ingest"),
+                  self.repeat_note()] + self.peer_note()
         self.emit("watch-ingest — %s MODIFIED events on %s ConfigMaps (~1.5 KB), stream → handler → queue" % (
             fmt(m), fmt(nobj)), table(hdr, self.rate_rows(res, "events")), notes)
 
@@ -887,8 +947,7 @@ class Runner:
             srv = Server(self.luaop, 1000, tls=tls)
             scheme = "HTTPS" if tls else "HTTP"
             try:
-                if not tls:  # (the loader speaks plain HTTP; the HTTPS row has no objects)
-                    self.namespaces(srv, 10)
+                self.namespaces(srv, 10)
                 if nobj:
                     self.create(srv, "/api/v1/namespaces/@NS@/configmaps", "configmap.json", nobj, 10)
                 op = Operator(self.luaop, srv, 1)
@@ -1280,22 +1339,27 @@ class Runner:
         page, as the watch cache does), a consistent LIST in pages of 500 with continue tokens,
         and a watch-list (sendInitialEvents). Peak RSS against the steady RSS once synced."""
         srv, n, _ = self.pods()
-        rows, verdicts = [], []
+        tsrv = self.pods_tls()
+        rows, verdicts, per_mode = [], [], {}
         env = dict(os.environ)
         base = None
         page = 500 if n >= 10000 else max(5, n // 20)  # ~20 pages at every scale
         env["LOPBENCH_PAGE_SIZE"] = str(page)
-        for label, mode in (("luaop, LIST RV=0 (one page)", "list"),
-                            ("luaop, LIST limit=%d + continue" % page, "paged"),
-                            ("luaop, watch-list (sendInitialEvents)", "watch-list")):
+        modes = (("luaop, LIST RV=0 (one page)", "list"),
+                 ("luaop, LIST limit=%d + continue" % page, "paged"),
+                 ("luaop, watch-list (sendInitialEvents)", "watch-list"))
+        for (label, mode), server in [(m, srv) for m in modes] + [(m, tsrv) for m in modes]:
+            https = server is tsrv
+            label += " over HTTPS" if https else ""
             env["LOPBENCH_SYNC_MODE"] = mode
             try:
-                r = run([self.tool("luaop"), "sync", srv.kubeconfig, "v1", "Pod", "strip"], env=env)
+                r = run([self.tool("luaop"), "sync", server.kubeconfig, "v1", "Pod", "strip"], env=env)
             except BenchError as e:
                 self.failures.append(str(e))
                 rows.append([label, "failed"] + [""] * 8)
                 continue
             per_cpu = r["objects"] / r["cpu_s"] if r.get("cpu_s") else None
+            per_mode[(mode, https)] = per_cpu
             base = base or per_cpu
             peak = r["hwm_kb"] / r["rss_kb"]
             verdicts.append(peak <= 1.2)
@@ -1313,6 +1377,10 @@ class Runner:
                    "goal: peak RSS ≤ 1.2× steady (%s)" % (
                        "met by all three" if verdicts and all(verdicts) else "missed by %d of %d" % (
                            verdicts.count(False), len(verdicts))),
+                   "over HTTPS ÷ HTTP, CPU per object (goal ≤ 1.15×): " + ", ".join(
+                       "%s %s" % (mode, "%.2f×" % (per_mode[(mode, False)] / per_mode[(mode, True)])
+                                  if per_mode.get((mode, False)) and per_mode.get((mode, True)) else "—")
+                       for _, mode in modes),
                    "peers: client-node's informer lists without a limit and has no watch-list; it is compared in "
                    "sync and cache-rss"])
 

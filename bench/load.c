@@ -20,6 +20,16 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* An easy handle for the benchmark's server: over HTTPS the CA bundle named by $LOPBENCH_CAINFO
+ * (bench.py writes the local API server's CA from its kubeconfig there). */
+static CURL *bench_easy(void)
+{
+    CURL *h = curl_easy_init();
+    const char *ca = getenv("LOPBENCH_CAINFO");
+    if (h && ca && *ca) curl_easy_setopt(h, CURLOPT_CAINFO, ca);
+    return h;
+}
+
 static char *subst(const char *tpl, long i, long nscount)
 {
     char ns[32], name[32], idx[32];
@@ -75,7 +85,7 @@ static long run_requests(const char *method, const char *ctype, long total, int 
     char ct[128];
     snprintf(ct, sizeof ct, "Content-Type: %s", ctype);
     for (int k = 0; k < conc; k++) {
-        slots[k].h = curl_easy_init();
+        slots[k].h = bench_easy();
         slots[k].hdr = curl_slist_append(NULL, ct);
         slots[k].hdr = curl_slist_append(slots[k].hdr, "Accept: application/json");
         slots[k].hdr = curl_slist_append(slots[k].hdr, "Expect:");
@@ -207,7 +217,7 @@ static int cmd_list(char **a)
     int rep = atoi(a[2]);
     if (rep < 1) rep = 1;
     double *ms = calloc((size_t)rep, sizeof *ms);
-    CURL *h = curl_easy_init();
+    CURL *h = bench_easy();
     struct curl_slist *hdr = curl_slist_append(NULL, "Accept: application/json");
     size_t bytes = 0;
     curl_easy_setopt(h, CURLOPT_URL, url);
@@ -255,7 +265,7 @@ static int cmd_drain(char **a)
     char url[4096];
     snprintf(url, sizeof url, "%s%s", a[0], a[1]);
     drain_t w = {0, atol(a[2]), 0, 0};
-    CURL *h = curl_easy_init();
+    CURL *h = bench_easy();
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, drain_cb);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &w);
@@ -295,7 +305,7 @@ static int cmd_hold(char **a)
     holder_t *ws = calloc((size_t)k, sizeof *ws);
     double t0 = bu_now();
     for (long i = 0; i < k; i++) {
-        hs[i] = curl_easy_init();
+        hs[i] = bench_easy();
         curl_easy_setopt(hs[i], CURLOPT_URL, url);
         curl_easy_setopt(hs[i], CURLOPT_WRITEFUNCTION, hold_cb);
         curl_easy_setopt(hs[i], CURLOPT_WRITEDATA, &ws[i]);
@@ -326,7 +336,7 @@ static int cmd_hold(char **a)
     if (!body) return 1;
     char purl[4096];
     snprintf(purl, sizeof purl, "%s%s", a[0], a[3]);
-    CURL *p = curl_easy_init();
+    CURL *p = bench_easy();
     struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
     size_t ignored = 0;
     curl_easy_setopt(p, CURLOPT_URL, purl);
