@@ -14,7 +14,10 @@ ex="$LUAOP_SRC/examples/memcached"
 lop_start_dev --scripts "$ex/scripts" --apply "$ex/crd/cache.example.com_memcacheds.yaml" \
   --apply "$ex/samples/memcached.yaml" --metrics-bind-address 127.0.0.1:0
 
-# /metrics during the scenario (the port was picked by the kernel; the log names it)
+# /metrics during the scenario (the port was picked by the kernel; the log names it). The API
+# server answers before the operator's HTTP server is up, so wait for its line first (without this
+# the grep below raced the operator's start and failed the script in CI).
+lop_wait_for "the metrics server's log line" 20 grep -q 'msg="http server listening".*metrics=true' "$LOP_TMP/luaop.log"
 mport=$(grep -m1 'msg="http server listening".*metrics=true' "$LOP_TMP/luaop.log" | sed -E 's/.* port=([0-9]+).*/\1/')
 metric() { /usr/bin/python3 "$LUAOP_SRC/tests/lib/metrics.py" "http://127.0.0.1:$mport/metrics" "$1"; }
 

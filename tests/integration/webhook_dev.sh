@@ -11,7 +11,8 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 lop_start_dev --scripts "$LUAOP_SRC/tests/integration/fixtures/webhooks"
 lop_wait_for "the webhook configurations" 30 kubectl get validatingwebhookconfigurations luaop-dev-validating-webhook-configuration
-grep -q 'msg="webhook configurations installed"' "$LOP_TMP/luaop.log" || fail "no 'webhook configurations installed' log line"
+# (logged just after the configurations are stored: wait for it rather than race it)
+lop_wait_for "the 'webhook configurations installed' log line" 20 grep -q 'msg="webhook configurations installed"' "$LOP_TMP/luaop.log"
 
 out=$(kubectl create configmap bad --from-literal=bad=1 2>&1) && fail "an invalid ConfigMap was accepted: $out"
 grep -q 'admission webhook "vconfigmap.core.k8s.io" denied the request: data.bad is not allowed' <<<"$out" ||
