@@ -6,9 +6,10 @@
  * return the objects carrying a value. Maintained incrementally (lop_fieldindex_update on every
  * add/update/delete the informer applies) and rebuilt wholesale on a relist (lop_fieldindex_rebuild).
  *
- * Shape: one record per indexed object (its reference and the values the function gave, copied),
- * in a growable array; a lookup scans the records. (First milestone: a value → objects hash, as
- * objindex.c's, is the next step; the API does not change with it.)
+ * Shape: two hash maps (host/codec/strmap.h): cache key → the object's record (its reference and
+ * its distinct values), and value → the set of records carrying it. An add/update/delete costs
+ * O(values of the object), a lookup O(matches) plus sorting them by key; a rebuild O(objects x
+ * values). Values an index function repeats for one object count once.
  *
  * Ownership: the index holds one reference on each object that has at least one value and owns
  * the value strings. lop_fieldindex_find returns new references (lop_obj_list_free).
@@ -44,8 +45,9 @@ void lop_fieldindex_update(lop_fieldindex_t *x, const lop_obj_t *old, lop_obj_t 
 void lop_fieldindex_rebuild(lop_fieldindex_t *x, lop_obj_t *const *objs, size_t n);
 /* Objects carrying value, sorted by cache key (overwrites out). */
 void lop_fieldindex_find(lop_fieldindex_t *x, const char *value, lop_obj_list_t *out);
-/* Number of indexed objects, and of index-function errors so far. */
+/* Number of indexed objects, of distinct values, and of index-function errors so far. */
 size_t lop_fieldindex_count(lop_fieldindex_t *x);
+size_t lop_fieldindex_values(lop_fieldindex_t *x);
 size_t lop_fieldindex_errors(lop_fieldindex_t *x);
 
 #endif
