@@ -257,15 +257,20 @@ static void add_query(luaL_Buffer *b, const char *key, const char *v)
     }
 }
 
-/* core.list(api_version, kind, ns, label_selector) -> array of objects | nil, err. Cache first;
- * else a live LIST following continue tokens. Not during load. */
+/* core.list(api_version, kind, ns, label_selector[, index, value]) -> array of objects | nil, err.
+ * Cache first; else a live LIST following continue tokens. With index (a declared field index's
+ * name) and value: the cached objects whose index holds value (host_api.cache_list_index), never
+ * a live LIST; an index the kind does not have raises (the message names the declared ones), a
+ * cache not synced yet returns nil, err (reason "ServiceUnavailable"). Not during load. */
 static int core_list(lua_State *L)
 {
     lop_vm_t *vm = api_vm(L, "list");
     const char *av = luaL_checkstring(L, 1), *kind = luaL_checkstring(L, 2);
     const char *ns = opt_str(L, 3), *sel = opt_str(L, 4);
+    const char *index = opt_str(L, 5), *value = index ? luaL_checkstring(L, 6) : NULL;
     if (!vm->host) return no_host(L);
-    lua_settop(L, 4);
+    if (index && !vm->host->cache_list_index) return luaL_error(L, "core.list: this host has no field indexes");
+    lua_settop(L, 6);
 
     lua_pushcfunction(L, decode_fn);
     decode_job_t job = {0};
@@ -275,7 +280,8 @@ static int core_list(lua_State *L)
     size_t n = 0;
     lop_err_t err;
     lop_err_clear(&err);
-    lop_rc_t rc = vm->host->cache_list(vm->host->ud, av, kind, ns, sel, &items, &n, &err);
+    lop_rc_t rc = index ? vm->host->cache_list_index(vm->host->ud, av, kind, ns, index, value, sel, &items, &n, &err)
+                        : vm->host->cache_list(vm->host->ud, av, kind, ns, sel, &items, &n, &err);
     if (rc == LOP_OK) {
         job.items = items;
         job.nitems = n;
@@ -286,7 +292,9 @@ static int core_list(lua_State *L)
         return 1;
     }
     lua_pop(L, 2);
-    if (rc != LOP_EAGAIN) return return_err(L, rc, &err);
+    if (index && rc == LOP_EINVAL && strcmp(err.reason, "UnknownIndex") == 0)
+        return luaL_error(L, "%s", err.message); /* misuse: the kind has no such index */
+    if (rc != LOP_EAGAIN || index) return return_err(L, rc, &err);
 
     /* Live LIST, all pages. */
     lua_createtable(L, 16, 0);
@@ -627,6 +635,7 @@ void lop_lua_core_host_register(lua_State *L, int tidx)
         {"context", core_context},
         {"register_controller", lop_lua_core_register_controller},
         {"register_webhook", lop_lua_core_register_webhook},
+        {"register_index", lop_lua_core_register_index},
         {NULL, NULL},
     };
     if (tidx < 0 && tidx > LUA_REGISTRYINDEX) tidx = lua_gettop(L) + tidx + 1;

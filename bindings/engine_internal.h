@@ -41,6 +41,8 @@ struct lop_vm {
     bool decl_open;               /* the last decl is being filled (or its spec failed half way) */
     lop_webhook_decl_t *webhooks; /* owned (op.webhook.*); entries count once allocated */
     size_t nwebhooks, capwebhooks;
+    lop_index_decl_t *indexes; /* owned (op.index) */
+    size_t nindexes, capindexes;
     char **callback_names; /* [lua_id] -> "controller 'x' for_.predicates[1]" (owned) */
     int ncallbacks;
 
@@ -76,6 +78,14 @@ int lop_lua_add_callback(lua_State *L, lop_vm_t *vm, int idx, const char *desc);
 int lop_lua_core_register_webhook(lua_State *L);
 void lop_lua_webhooks_free(lop_vm_t *vm);
 void lop_lua_webhook_declarations(lop_vm_t *vm, const lop_webhook_decl_t **decls, size_t *n);
+/* engine_index.c: core.register_index (op.index's spec), freeing index declarations, the
+ * engine's index_declarations (engine.h), and core.fieldpath registered into the core table at
+ * tidx (Stack: unchanged; may raise: memory). */
+int lop_lua_core_register_index(lua_State *L);
+void lop_lua_indexes_free(lop_vm_t *vm);
+void lop_lua_index_declarations(lop_vm_t *vm, const lop_index_decl_t **decls, size_t *n);
+void lop_lua_fieldpath_register(lua_State *L, int tidx);
+
 lop_rc_t lop_lua_admit(lop_vm_t *vm, int lua_id, const char *request_json, size_t len, int64_t timeout_ns,
                        lop_admission_result_t *res, bool *vm_broken, lop_err_t *err);
 lop_rc_t lop_lua_convert(lop_vm_t *vm, int lua_id, const char *obj_json, size_t len, const char *desired_api_version,

@@ -133,6 +133,7 @@ static int load_fn(lua_State *L)
     lua_setfield(L, core, "reconcile_result");
     lop_lua_clock_register(L, core, vm->lvm.clock);
     lop_lua_core_host_register(L, core);
+    lop_lua_fieldpath_register(L, core);
     lua_pushboolean(L, 1);
     lua_setfield(L, core, "in_host");
     lop_lua_push_registry(L, &lop_lua_key_loaded);
@@ -167,6 +168,7 @@ static void vm_free(lop_vm_t *vm)
     lop_lua_vm_cleanup(&vm->lvm);
     lop_lua_decls_free(vm);
     lop_lua_webhooks_free(vm);
+    lop_lua_indexes_free(vm);
     free(vm);
 }
 
@@ -401,6 +403,7 @@ static const lop_engine_t engine = {
     .webhook_declarations = lop_lua_webhook_declarations,
     .admit = lop_lua_admit,
     .convert = lop_lua_convert,
+    .index_declarations = lop_lua_index_declarations,
 };
 
 const lop_engine_t *lop_lua_engine(void) { return &engine; }

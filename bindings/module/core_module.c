@@ -2,13 +2,14 @@
 /*
  * core_module.c — luaop.core as a plain Lua C module (build/lua/luaop/core.so) for busted specs
  * under `luajit`: the same JSON codec and clock helpers as the host VMs (system clock), without
- * the host-only functions (docs/lua-core.md): json, yaml, selector, crypto, now/mono/format_time/...,
+ * the host-only functions (docs/lua-core.md): json, yaml, selector, crypto, fieldpath, now/mono/format_time/...,
  * plus what only the module has: apiserver and rest (core_envtest.h, for luaop.testing.apiserver)
  */
 #include "bindings/core_clock.h"
 #include "bindings/core_crypto.h"
 #include "bindings/core_selector.h"
 #include "bindings/core_yaml.h"
+#include "bindings/engine_internal.h"
 #include "bindings/json_codec.h"
 #include "bindings/module/core_envtest.h"
 #include "bindings/result_map.h"
@@ -32,6 +33,7 @@ int luaopen_luaop_core(lua_State *L)
     lua_setfield(L, -2, "reconcile_result");
     lop_lua_clock_register(L, -1, &lop_clock_system);
     lop_lua_envtest_register(L, -1);
+    lop_lua_fieldpath_register(L, -1);
     lua_pushboolean(L, 0);
     lua_setfield(L, -2, "in_host");
     return 1;

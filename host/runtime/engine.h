@@ -114,6 +114,17 @@ typedef struct lop_ctrl_decl {
     lop_ratelimit_decl_t rate_limiter;
 } lop_ctrl_decl_t;
 
+/* A declared field index (op.index, docs/lua-api.md "Field indexes"; controller-runtime's
+ * FieldIndexer.IndexField): every informer that caches the kind in full gets a field index
+ * named name whose values are what field (host/kube/cache/fieldpath.h) reaches in each object,
+ * keyed by namespace; op.client.list(..., {index = {[name] = value}}) reads it. Names are unique
+ * per kind. */
+typedef struct lop_index_decl {
+    char *name;
+    lop_gvk_t gvk;
+    char *field; /* a field path, compiled by the engine when declared (so it is valid) */
+} lop_index_decl_t;
+
 /* ---------------------------------------------------------------- reconcile */
 
 typedef struct lop_reconcile_req {
@@ -238,6 +249,22 @@ typedef struct lop_host_api {
      */
     lop_rc_t (*metric_update)(void *ud, void *metric, int op, const char *const *values, size_t nvalues, double v,
                               lop_err_t *err);
+
+    /* ---- field indexes (appended; NULL in hosts without them) ---- */
+
+    /*
+     * The cached objects of a kind whose declared field index `index` holds value, in namespace
+     * ns (NULL or "" = all namespaces), filtered by label_selector (NULL = all): controller-
+     * runtime's client.MatchingFields served by the cache (lop_fieldindex_find: O(matches)).
+     * *items as for cache_list. Errors: LOP_EINVAL with reason "UnknownIndex" when the kind has
+     * no index of that name (the message names it and the declared ones), LOP_EINVAL when the
+     * selector does not parse; LOP_EAGAIN when
+     * the kind's cache has not synced yet (no live fallback: the API server has no such index);
+     * a namespace outside --namespace as for cache_list.
+     */
+    lop_rc_t (*cache_list_index)(void *ud, const char *api_version, const char *kind, const char *ns, const char *index,
+                                 const char *value, const char *label_selector, lop_blob_t **items, size_t *n,
+                                 lop_err_t *err);
 } lop_host_api_t;
 
 typedef enum lop_host_metric_type {
@@ -390,6 +417,11 @@ typedef struct lop_engine {
      */
     lop_rc_t (*convert)(lop_vm_t *vm, int lua_id, const char *obj_json, size_t len, const char *desired_api_version,
                         int64_t timeout_ns, char **out, size_t *out_len, bool *vm_broken, lop_err_t *err);
+
+    /* ---- field indexes (appended; NULL in engines without them) ---- */
+
+    /* The field indexes main.lua declared (op.index), in declaration order; borrowed until vm_free. */
+    void (*index_declarations)(lop_vm_t *vm, const lop_index_decl_t **decls, size_t *n);
 } lop_engine_t;
 
 #endif

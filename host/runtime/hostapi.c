@@ -12,6 +12,8 @@
 #include "host/runtime/manager_internal.h"
 
 #include "host/codec/jsonscan.h"
+#include "host/kube/cache/fieldindex.h"
+#include "host/kube/cache/fieldpath.h"
 #include "host/kube/client/rest_object.h"
 
 #include "host/util/buf.h"
@@ -272,6 +274,130 @@ static lop_rc_t host_cache_list(void *ud, const char *api_version, const char *k
     return LOP_OK;
 }
 
+/* A started informer of mp's kind in full whose store has the field index `index`, scoped to
+ * scope (NULL: one that holds every namespace; else one of all namespaces or of that one), ready
+ * to serve reads. Caller holds m->mu. */
+static inf_entry_t *index_cache_for(lop_manager_t *m, const lop_rest_mapping_t *mp, const char *scope,
+                                    const char *index, bool exact)
+{
+    for (inf_entry_t *e = m->infs; e; e = e->next) {
+        if (e->selector || e->meta_only || !e->started || !lop_manager_index_has(e, index)) continue;
+        if (strcmp(e->mapping.group, mp->group) != 0 || strcmp(e->mapping.version, mp->version) != 0 ||
+            strcmp(e->mapping.resource, mp->resource) != 0)
+            continue;
+        if (exact ? (!e->ns != !scope || (scope && strcmp(e->ns, scope) != 0))
+                  : (e->ns && (!scope || strcmp(e->ns, scope) != 0)))
+            continue;
+        if (!cache_ready(e->inf)) continue;
+        return e;
+    }
+    return NULL;
+}
+
+/* The names of the field indexes the informers of mp's kind have, "a, b" (or "none"). Caller
+ * holds m->mu. */
+static void index_names(lop_manager_t *m, const lop_rest_mapping_t *mp, lop_buf_t *out)
+{
+    for (inf_entry_t *e = m->infs; e; e = e->next) {
+        if (strcmp(e->mapping.group, mp->group) != 0 || strcmp(e->mapping.version, mp->version) != 0 ||
+            strcmp(e->mapping.resource, mp->resource) != 0)
+            continue;
+        for (size_t i = 0; i < e->nindexes; i++) {
+            char quoted[200];
+            snprintf(quoted, sizeof quoted, "'%s'", e->index_names[i]);
+            if (out->data && strstr(out->data, quoted)) continue;
+            lop_buf_printf(out, "%s%s", out->len ? ", " : "", quoted);
+        }
+    }
+    if (!out->len) lop_buf_printf(out, "none");
+}
+
+/* Append the objects of e's index under value (the lookup key of ns) that match sel to out. */
+static void index_find(inf_entry_t *e, const char *index, const char *ns, const char *value,
+                       const lop_label_selector_t *sel, lop_obj_list_t *out)
+{
+    lop_fieldindex_t *x = lop_store_field_index(lop_informer_store(e->inf), index);
+    if (!x) return;
+    char *key = lop_fieldpath_lookup_key(ns, value);
+    lop_obj_list_t part = {NULL, 0};
+    lop_fieldindex_find(x, key, &part);
+    free(key);
+    out->items = lop_xrealloc(out->items, (out->n + part.n + 1) * sizeof *out->items);
+    for (size_t i = 0; i < part.n; i++) {
+        if (sel && !lop_label_selector_match_json(sel, json_object_get(lop_obj_metadata(part.items[i]), "labels"))) {
+            lop_obj_unref(part.items[i]);
+            continue;
+        }
+        out->items[out->n++] = part.items[i]; /* the reference moves */
+    }
+    free(part.items);
+}
+
+/* client.MatchingFields served by the cache's field index (engine.h cache_list_index). */
+static lop_rc_t host_cache_list_index(void *ud, const char *api_version, const char *kind, const char *ns,
+                                      const char *index, const char *value, const char *label_selector,
+                                      lop_blob_t **items, size_t *n, lop_err_t *err)
+{
+    lop_manager_t *m = ud;
+    *items = NULL;
+    *n = 0;
+    lop_rest_mapping_t mp;
+    lop_rc_t rc = lop_restmapper_resolve(m->cfg.mapper, api_version, kind, &mp, err);
+    if (rc != LOP_OK) return rc;
+    lop_label_selector_t *sel = NULL;
+    if (label_selector && *label_selector) {
+        rc = lop_label_selector_parse(label_selector, &sel, err);
+        if (rc != LOP_OK) return rc;
+    }
+    if (!mp.namespaced || (ns && !*ns)) ns = NULL;
+    lop_obj_list_t list = {NULL, 0};
+    bool ok = false, outside = false, known = false;
+    lop_buf_t names = {0};
+    pthread_mutex_lock(&m->mu);
+    for (inf_entry_t *e = m->infs; e && !known; e = e->next)
+        known = lop_manager_index_has(e, index) && strcmp(e->mapping.resource, mp.resource) == 0 &&
+                strcmp(e->mapping.group, mp.group) == 0 && strcmp(e->mapping.version, mp.version) == 0;
+    if (!known) {
+        index_names(m, &mp, &names);
+    } else if (ns && !lop_manager_ns_cached(m, ns)) {
+        outside = true;
+    } else {
+        inf_entry_t *e = index_cache_for(m, &mp, ns, index, false);
+        if (e) {
+            index_find(e, index, ns, value, sel, &list);
+            ok = true;
+        } else if (!ns && m->nns >= 1) { /* the union of the --namespace list's informers */
+            ok = true;
+            for (size_t i = 0; i < m->nns && ok; i++) ok = index_cache_for(m, &mp, m->nss[i], index, true) != NULL;
+            for (size_t i = 0; i < m->nns && ok; i++)
+                index_find(index_cache_for(m, &mp, m->nss[i], index, true), index, NULL, value, sel, &list);
+        }
+    }
+    pthread_mutex_unlock(&m->mu);
+    lop_label_selector_free(sel);
+    if (!known) {
+        rc = lop_err_set(err, LOP_EINVAL, 0, "UnknownIndex", "op.client.list: %s %s has no index '%s' (declared: %s)",
+                         api_version, kind, index, names.data);
+        lop_buf_free(&names);
+        return rc;
+    }
+    if (outside) return unknown_namespace(m, "list", &mp, ns, err);
+    if (!ok) {
+        lop_obj_list_free(&list);
+        return lop_err_set(err, LOP_EAGAIN, 503, "ServiceUnavailable",
+                           "index '%s' of %s %s: the cache has not synced yet", index, api_version, kind);
+    }
+    *items = lop_xcalloc(list.n ? list.n : 1, sizeof **items);
+    for (size_t i = 0; i < list.n; i++) {
+        (*items)[i].json = list.items[i]->json;
+        (*items)[i].len = list.items[i]->json_len;
+        (*items)[i].ref = list.items[i]; /* the list's reference moves to the blob */
+    }
+    *n = list.n;
+    free(list.items);
+    return LOP_OK;
+}
+
 static void host_release(void *ud, lop_blob_t *b)
 {
     (void)ud;
@@ -486,6 +612,7 @@ void lop_manager_host_api_init(lop_manager_t *m, lop_host_api_t *api)
     api->ud = m;
     api->cache_get = host_cache_get;
     api->cache_list = host_cache_list;
+    api->cache_list_index = host_cache_list_index;
     api->release = host_release;
     api->request = host_request;
     api->record_event = host_record_event;

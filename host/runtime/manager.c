@@ -80,6 +80,11 @@ static lop_rc_t validate_vm(void *ud, lop_vm_t *vm, lop_err_t *err)
             }
         }
     }
+    lop_rc_t irc = lop_manager_index_plan(m, vm, decls, n, maps, err);
+    if (irc != LOP_OK) {
+        free(maps);
+        return irc;
+    }
     free(m->plan.mappings);
     m->plan.mappings = maps;
     m->plan.n = total;
@@ -108,9 +113,10 @@ static inf_entry_t *inf_acquire(lop_manager_t *m, const lop_rest_mapping_t *mp, 
 {
     if (!mp->namespaced) ns = NULL;
     if (!ns && m->nns == 1 && mp->namespaced) ns = m->nss[0];
-    char key[640];
-    snprintf(key, sizeof key, "%s/%s/%s|%s|%s%s", mp->group, mp->version, mp->resource, ns ? ns : "",
-             selector ? selector : "", meta_only ? "|metadata" : "");
+    char key[640], idx[32] = "";
+    if (!selector && !meta_only) lop_manager_index_key(m, mp, idx, sizeof idx); /* its indexes */
+    snprintf(key, sizeof key, "%s/%s/%s|%s|%s%s%s", mp->group, mp->version, mp->resource, ns ? ns : "",
+             selector ? selector : "", meta_only ? "|metadata" : "", idx);
     for (inf_entry_t *e = m->infs; e; e = e->next) {
         if (strcmp(e->key, key) == 0 && e->meta_only == meta_only) { /* the key may be cut short */
             e->refs++;
@@ -148,6 +154,7 @@ static inf_entry_t *inf_acquire(lop_manager_t *m, const lop_rest_mapping_t *mp, 
     e->meta_only = meta_only;
     e->inf = inf;
     e->refs = 1;
+    lop_manager_index_attach(m, e); /* not started yet: the store may take indexes */
     lop_reflector_handlers_t h = lop_ryw_handlers;
     h.ud = m;
     h.on_synced = informer_synced;
@@ -218,6 +225,7 @@ static void inf_release(lop_manager_t *m, inf_entry_t *e)
     lop_log(LOP_LOG_INFO, "stopping informer", "informer", e->key, NULL);
     inf_unbind_metrics(m, e);
     lop_informer_free(e->inf); /* stops it */
+    lop_manager_index_entry_free(e);
     free(e->ns);
     free(e->selector);
     free(e);
@@ -705,6 +713,7 @@ void lop_manager_free(lop_manager_t *m)
     lop_scriptrt_free(m->rt);
     lop_recorder_free(m->recorder);
     free(m->plan.mappings);
+    lop_manager_index_plan_free(&m->iplan);
     pthread_mutex_destroy(&m->mu);
     pthread_mutex_destroy(&m->ryw_mu);
     pthread_cond_destroy(&m->ryw_cond);

@@ -23,6 +23,12 @@ typedef struct inf_entry {
     bool meta_only; /* entries hold apiVersion, kind and metadata only (LOP_OBJ_METADATA_ONLY),
                      * listed and watched as PartialObjectMetadata (lop_rest_listwatch_new_metadata) */
     lop_informer_t *inf;
+    /* Field indexes on its store (manager_index.c): informers that cache the kind in full (no
+     * selector, not metadata-only) get every index declared on the kind; the paths they
+     * evaluate, and the names, are owned here and freed after the informer. */
+    struct lop_fieldpath **index_paths;
+    char **index_names;
+    size_t nindexes;
     int refs;
     bool started;
     int notify_id; /* handler that wakes read-your-writes waiters */
@@ -66,6 +72,19 @@ typedef struct ctrl_entry {
     struct ctrl_entry *next;
 } ctrl_entry_t;
 
+/* The field indexes (op.index) of the set being installed, their kinds resolved: filled by the
+ * install validator (lop_manager_index_plan), read while the wiring is staged. */
+typedef struct index_plan_ent {
+    lop_rest_mapping_t mp;
+    char *name;
+    char *field;
+} index_plan_ent_t;
+
+typedef struct index_plan {
+    index_plan_ent_t *v;
+    size_t n;
+} index_plan_t;
+
 /* Resolved mappings for every watch of every declaration, in declaration order. */
 typedef struct plan {
     lop_rest_mapping_t *mappings;
@@ -89,6 +108,7 @@ struct lop_manager {
     inf_entry_t *infs;
     ctrl_entry_t *ctrls;
     plan_t plan;            /* filled by the install validator */
+    index_plan_t iplan;     /* likewise, for the field indexes */
     ctrl_entry_t *staged;   /* the wiring the install validator built, until committed */
     pthread_mutex_t ryw_mu; /* read-your-writes: informer events broadcast ryw_cond */
     pthread_cond_t ryw_cond;
@@ -123,6 +143,21 @@ void lop_ctrl_check_synced(const ctrl_entry_t *c);
 
 /* manager.c: whether ns is one of the namespaces the cache holds (true when it holds all). */
 bool lop_manager_ns_cached(const lop_manager_t *m, const char *ns);
+
+/* manager_index.c: field indexes. Resolve and check the set's index declarations (each on a
+ * kind some watch caches in full, names unique per kind) into m->iplan. */
+lop_rc_t lop_manager_index_plan(lop_manager_t *m, lop_vm_t *vm, const lop_ctrl_decl_t *decls, size_t n,
+                                const lop_rest_mapping_t *maps, lop_err_t *err);
+void lop_manager_index_plan_free(index_plan_t *p);
+/* The suffix of the informer key of mp that names its indexes ("" when it has none): a reload
+ * that changes a kind's indexes gets new informers (a fresh list, indexed from the start). */
+void lop_manager_index_key(const lop_manager_t *m, const lop_rest_mapping_t *mp, char *buf, size_t len);
+/* Register the planned indexes of e's kind on e's store (before the informer starts). */
+void lop_manager_index_attach(lop_manager_t *m, inf_entry_t *e);
+/* Free what lop_manager_index_attach gave e (after its informer is freed). */
+void lop_manager_index_entry_free(inf_entry_t *e);
+/* Whether e's store has an index named name. */
+bool lop_manager_index_has(const inf_entry_t *e, const char *name);
 
 /* hostapi.c */
 extern const lop_reflector_handlers_t lop_ryw_handlers; /* ud = the manager */

@@ -9,7 +9,9 @@
 --
 --    {
 --      get(api_version, kind, ns, name)                        -> obj | nil, err
---      list(api_version, kind, ns, label_selector)             -> {obj...} | nil, err
+--      list(api_version, kind, ns, label_selector[, index, value]) -> {obj...} | nil, err
+--                                                                 (index: a declared field index;
+--                                                                  raises when the kind has none so named)
 --      request(verb, api_version, kind, ns, name, subresource,
 --              patch_type, query, body)                        -> code, obj | nil, err
 --      event(obj, type, reason, message)                       -> true | nil, err
@@ -18,6 +20,7 @@
 --      is_leader() -> bool, identity() -> string, context() -> table | nil
 --      register_controller(spec)
 --      register_webhook(spec)                                  (luaop.webhook's normalized spec)
+--      register_index(spec)                                    (luaop.fieldindex's normalized spec)
 --    }
 --
 -- Context: any.
@@ -57,6 +60,10 @@ local function host_backend()
   function b.identity() return c.identity() end
   function b.context() if c.context then return c.context() end return nil end
   function b.register_controller(spec) return c.register_controller(spec) end
+  function b.register_index(spec)
+    if not c.register_index then error("op.index: this host has no field indexes", 3) end
+    return c.register_index(spec)
+  end
   function b.register_webhook(spec)
     if not c.register_webhook then error("luaop.webhook: this host does not serve webhooks", 3) end
     return c.register_webhook(spec)

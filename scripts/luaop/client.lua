@@ -117,25 +117,42 @@ function _M.get(api_version, kind, namespace, name, opts)
 end
 
 --- List objects (cache first in the host; all pages otherwise).
+--
+-- With `index = {[name] = value}` (controller-runtime's client.MatchingFields): the objects
+-- whose declared field index (`op.index`) holds value, served by the host's cache in O(matches)
+-- (never a live LIST: the API server has no such index), in namespace order by name.
 -- @tparam string api_version
 -- @tparam string kind
--- @tparam string|nil namespace nil = all namespaces (or cluster-scoped)
--- @tparam[opt] string|table opts a label selector string, or `{label_selector = "app=web"}`
+-- @tparam string|table|nil namespace nil = all namespaces (or cluster-scoped); or the opts table
+--   itself, with `namespace` in it: `list(av, kind, {namespace = ns, index = {...}})`
+-- @tparam[opt] string|table opts a label selector string, or `{label_selector = "app=web",
+--   index = {secretRef = "db-creds"}}` (one index; the value a string, or a number/boolean
+--   meaning its string form)
 -- @treturn table|nil array of objects (possibly empty, marked as a JSON array)
--- @treturn table|nil err
--- @raise on wrong argument types or a selector that does not parse
+-- @treturn table|nil err (an index lookup before the kind's cache synced: reason "ServiceUnavailable")
+-- @raise on wrong argument types, a selector that does not parse, an index option of another
+--   shape, or an index the kind does not have (the message names the declared ones)
 function _M.list(api_version, kind, namespace, opts)
   str("list", "api_version", api_version)
   str("list", "kind", kind)
+  if type(namespace) == "table" and opts == nil then
+    opts = namespace
+    namespace = opts.namespace
+  end
   str("list", "namespace", namespace, true)
   local sel = opts
-  if type(opts) == "table" then sel = opts.label_selector end
+  local index, value
+  if type(opts) == "table" then
+    sel = opts.label_selector
+    if opts.index ~= nil then index, value = require("luaop.fieldindex").option(opts.index, 2) end
+  end
   if sel ~= nil then
     if type(sel) ~= "string" then error("luaop.client.list: label_selector must be a string", 2) end
     local ok, err = require("luaop.selector").parse(sel)
     if not ok then error("luaop.client.list: " .. tostring(err), 2) end
     if sel == "" then sel = nil end
   end
+  if index then return backend().list(api_version, kind, namespace, sel, index, value) end
   return backend().list(api_version, kind, namespace, sel)
 end
 

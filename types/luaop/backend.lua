@@ -13,7 +13,9 @@
 ---
 ---    {
 ---      get(api_version, kind, ns, name)                        -> obj | nil, err
----      list(api_version, kind, ns, label_selector)             -> {obj...} | nil, err
+---      list(api_version, kind, ns, label_selector[, index, value]) -> {obj...} | nil, err
+---                                                                 (index: a declared field index;
+---                                                                  raises when the kind has none so named)
 ---      request(verb, api_version, kind, ns, name, subresource,
 ---              patch_type, query, body)                        -> code, obj | nil, err
 ---      event(obj, type, reason, message)                       -> true | nil, err
@@ -22,6 +24,7 @@
 ---      is_leader() -> bool, identity() -> string, context() -> table | nil
 ---      register_controller(spec)
 ---      register_webhook(spec)                                  (luaop.webhook's normalized spec)
+---      register_index(spec)                                    (luaop.fieldindex's normalized spec)
 ---    }
 ---
 --- Context: any.

@@ -29,13 +29,17 @@ local M = {}
 function M.get(api_version, kind, namespace, name, opts) end
 
 --- List objects (cache first in the host; all pages otherwise).
+---
+--- With `index = {[name] = value}` (controller-runtime's client.MatchingFields): the objects
+--- whose declared field index (`op.index`) holds value, served by the host's cache in O(matches)
+--- (never a live LIST: the API server has no such index), in namespace order by name.
 ---@param api_version string
 ---@param kind string
----@param namespace string|nil nil = all namespaces (or cluster-scoped)
----@param opts? string|table a label selector string, or `{label_selector = "app=web"}`
+---@param namespace string|table|nil nil = all namespaces (or cluster-scoped); or the opts table itself, with `namespace` in it: `list(av, kind, {namespace = ns, index = {...}})`
+---@param opts? string|table a label selector string, or `{label_selector = "app=web", index = {secretRef = "db-creds"}}` (one index; the value a string, or a number/boolean meaning its string form)
 ---@return table|nil # array of objects (possibly empty, marked as a JSON array)
----@return table|nil # err
---- Raises on wrong argument types or a selector that does not parse
+---@return table|nil # err (an index lookup before the kind's cache synced: reason "ServiceUnavailable")
+--- Raises on wrong argument types, a selector that does not parse, an index option of another shape, or an index the kind does not have (the message names the declared ones)
 function M.list(api_version, kind, namespace, opts) end
 
 --- Create an object (POST). `metadata.resourceVersion` is stripped (a set RV is a server error).

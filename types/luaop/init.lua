@@ -41,4 +41,20 @@ local M = {}
 --- Raises on any invalid or unknown field, naming it
 function M.controller(decl) end
 
+--- Declare a field index on a watched kind (call it while main.lua loads, like
+--- `luaop.controller`; controller-runtime's `mgr.GetFieldIndexer().IndexField`).
+---
+--- The host keeps, in the informer cache of the kind, the objects by the values `field` reaches in
+--- them (a field path evaluated in C on the informer's thread: members joined by `.`, `[*]` for
+--- every element of an array, `[N]` for one, `['a.b/c']` for a member with other characters;
+--- scalars as strings). `op.client.list(api_version, kind, {namespace = ns, index = {[name] = value}})`
+--- returns the objects whose values include value, within ns (or all namespaces), from the cache.
+--- Some controller must watch the kind in full (for_, owns or watches without label_selector or
+--- metadata_only); a reload that adds, removes or changes a kind's indexes re-lists that kind into
+--- new informers (see docs/lua-api.md "Field indexes").
+---@param decl table `{name = "secretRef", api_version = "apps/v1", kind = "Deployment", field = "spec.template.spec.volumes[*].secret.secretName"}`
+---@return table # the normalized declaration
+--- Raises on an invalid or unknown field, a field path that does not compile, a name declared twice for the kind, or a call outside load
+function M.index(decl) end
+
 return M

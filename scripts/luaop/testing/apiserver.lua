@@ -70,7 +70,9 @@ local function make_backend(env)
     if not code then return nil, obj end
     return obj
   end
-  function b.list(av, kind, ns, selector)
+  function b.list(av, kind, ns, selector, index, value)
+    -- an index: a live LIST filtered by the declaration (the same field-path evaluator as the host)
+    local spec = index and env.fake:index_spec(av, kind, index)
     local query
     if selector and selector ~= "" then query = "labelSelector=" .. urlencode(selector) end
     local code, res = rest:request("list", av, kind, ns, nil, nil, nil, query)
@@ -79,6 +81,12 @@ local function make_backend(env)
     for i, it in ipairs(res.items or {}) do
       it.apiVersion, it.kind = it.apiVersion or av, it.kind or kind
       items[i] = it
+    end
+    if spec then
+      local fi = require("luaop.fieldindex")
+      local kept = json().array()
+      for i, it in ipairs(fi.filter(spec, items, value)) do kept[i] = it end
+      return kept
     end
     return items
   end

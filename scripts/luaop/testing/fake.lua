@@ -122,6 +122,8 @@ function _M.new(opts)
   self.controllers = {}    -- name -> spec
   self.controller_order = {}
   self.webhooks = {}       -- luaop.webhook specs, in declaration order
+  self.indexes = {}        -- "api_version kind" -> array of op.index specs, in declaration order
+  self.index_order = {}    -- every op.index spec, in declaration order
   self.leader = true
   self.harness = {}
   return self
@@ -645,8 +647,22 @@ function Fake:backend_get(av, kind, ns, name)
   return o
 end
 
--- (internal) LIST with an optional label selector: an array of copies.
-function Fake:backend_list(av, kind, ns, selector)
+-- (internal) The op.index spec named name on a kind, or raises as the host does.
+function Fake:index_spec(av, kind, name)
+  local list = self.indexes[av .. " " .. kind] or {}
+  local names = {}
+  for i, spec in ipairs(list) do
+    if spec.name == name then return spec end
+    names[i] = spec.name
+  end
+  error(require("luaop.fieldindex").unknown_message(av, kind, name, names), 0)
+end
+
+-- (internal) LIST with an optional label selector, and optionally only the objects whose field
+-- index `index` holds value (op.index; the host's semantics: within ns, or all namespaces; sorted
+-- by namespace/name): an array of copies.
+function Fake:backend_list(av, kind, ns, selector, index, value)
+  local spec = index and self:index_spec(av, kind, index)
   local sel
   if selector and selector ~= "" then
     local err
@@ -654,7 +670,9 @@ function Fake:backend_list(av, kind, ns, selector)
     if not sel then return nil, status_err(400, "BadRequest", "unable to parse requirement: " .. tostring(err)) end
   end
   local out = json().array()
-  for _, o in ipairs(self:objects(av, kind, (ns ~= "" and ns) or nil)) do
+  local objs = self:objects(av, kind, (ns ~= "" and ns) or nil)
+  if spec then objs = require("luaop.fieldindex").filter(spec, objs, value) end
+  for _, o in ipairs(objs) do
     if not sel or sel:matches(o.metadata.labels or {}) then out[#out + 1] = o end
   end
   return out
@@ -669,9 +687,10 @@ function Fake:backend()
     fake.reads[#fake.reads + 1] = { verb = "get", kind = kind, namespace = ns, name = name, live = false }
     return fake:backend_get(av, kind, ns, name)
   end
-  function b.list(av, kind, ns, sel)
-    fake.reads[#fake.reads + 1] = { verb = "list", kind = kind, namespace = ns, live = false }
-    return fake:backend_list(av, kind, ns, sel)
+  function b.list(av, kind, ns, sel, index, value)
+    fake.reads[#fake.reads + 1] = { verb = "list", kind = kind, namespace = ns, live = false,
+                                    index = index and { [index] = value } or nil }
+    return fake:backend_list(av, kind, ns, sel, index, value)
   end
   function b.request(...) return fake:request(...) end
   function b.event(obj, etype, reason, message)
@@ -701,6 +720,22 @@ function Fake:backend()
     end
     fake.controllers[spec.name] = spec
     fake.controller_order[#fake.controller_order + 1] = spec.name
+  end
+  function b.register_index(spec)
+    if fake.current_context ~= nil then
+      error("op.index may only be called while main.lua loads (indexes are declared before the informers start, "
+            .. "as controller-runtime's IndexField)", 3)
+    end
+    local k = spec.api_version .. " " .. spec.kind
+    local list = fake.indexes[k] or {}
+    for _, other in ipairs(list) do
+      if other.name == spec.name then
+        error("op.index '" .. spec.name .. "': declared twice for " .. k .. " (names are unique per kind)", 3)
+      end
+    end
+    list[#list + 1] = spec
+    fake.indexes[k] = list
+    fake.index_order[#fake.index_order + 1] = spec
   end
   function b.register_webhook(spec)
     local clash = require("luaop.webhook").clash(fake.webhooks, spec)

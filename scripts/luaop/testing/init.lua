@@ -125,11 +125,29 @@ sandbox_globals = function(fake)
   return g
 end
 
+-- An op.index needs a controller that caches its kind in full, as the host's install checks.
+local function check_index_watched(fake, ix)
+  for _, spec in pairs(fake.controllers) do
+    local ws = { spec.for_ }
+    for _, w in ipairs(spec.owns or {}) do ws[#ws + 1] = w end
+    for _, w in ipairs(spec.watches or {}) do ws[#ws + 1] = w end
+    for _, w in ipairs(ws) do
+      if w.api_version == ix.api_version and w.kind == ix.kind and not w.metadata_only and not w.label_selector then
+        return
+      end
+    end
+  end
+  error("op.index '" .. ix.name .. "': no controller watches " .. ix.api_version .. " " .. ix.kind
+        .. " in full (for_, owns or watches without label_selector or metadata_only): the index lives in that"
+        .. " kind's informer cache", 0)
+end
+
 --- Load a script set the way the host does: `main.lua` is the entry and runs in the host's
 -- sandbox (base without dofile/loadfile, string without dump, table, math, coroutine, bit, an
 -- os with only time/date/clock on the fake clock; `print` goes to `fake.logs`); `require("luaop...")` and `require("cjson")` come from the
 -- library, every other name from the set (`a.b` → `<dir>/a/b.lua` or `<dir>/a/b/init.lua`,
--- loaded once per `load`). Controllers declared with `luaop.controller` are collected by the fake.
+-- loaded once per `load`). Controllers declared with `luaop.controller` are collected by the fake,
+-- field indexes declared with `op.index` too (each must be on a kind a controller watches in full).
 -- @tparam string dir the script directory (or the path of main.lua)
 -- @treturn table array of the declared controller specs, in declaration order
 -- @raise with file:line when a script fails to load
@@ -139,6 +157,7 @@ function _M.load(dir)
   local main = dir
   if not dir:match("%.lua$") then main = dir .. "/main.lua" else dir = dir:match("^(.*)/[^/]*$") or "." end
   local before = #fake.controller_order
+  local before_idx = #fake.index_order
   local env = setmetatable({}, { __index = sandbox_globals(fake) })
   local loaded = {}
   env.require = function(name)
@@ -166,6 +185,7 @@ function _M.load(dir)
   if not chunk then error("luaop.testing.load: " .. tostring(err), 2) end
   setfenv(chunk, env)
   chunk()
+  for i = before_idx + 1, #fake.index_order do check_index_watched(fake, fake.index_order[i]) end
   local out = {}
   for i = before + 1, #fake.controller_order do
     out[#out + 1] = fake.controllers[fake.controller_order[i]]

@@ -106,8 +106,8 @@ static lop_rc_t f_event(void *ud, const char *obj, size_t len, const char *type,
 static bool f_is_leader(void *ud) { return true; }
 static const char *f_identity(void *ud) { return "pod-1"; }
 
-static const lop_host_api_t host = {NULL,    f_cache_get, f_cache_list, f_release, f_request,
-                                    f_event, f_is_leader, f_identity,   NULL,      NULL};
+static const lop_host_api_t host = {NULL,        f_cache_get, f_cache_list, f_release, f_request, f_event,
+                                    f_is_leader, f_identity,  NULL,         NULL,      NULL};
 
 /* ------------------------------------------------------------------ helpers */
 

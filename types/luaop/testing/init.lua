@@ -51,7 +51,8 @@ function M.reset() end
 --- sandbox (base without dofile/loadfile, string without dump, table, math, coroutine, bit, an
 --- os with only time/date/clock on the fake clock; `print` goes to `fake.logs`); `require("luaop...")` and `require("cjson")` come from the
 --- library, every other name from the set (`a.b` → `<dir>/a/b.lua` or `<dir>/a/b/init.lua`,
---- loaded once per `load`). Controllers declared with `luaop.controller` are collected by the fake.
+--- loaded once per `load`). Controllers declared with `luaop.controller` are collected by the fake,
+--- field indexes declared with `op.index` too (each must be on a kind a controller watches in full).
 ---@param dir string the script directory (or the path of main.lua)
 ---@return table # array of the declared controller specs, in declaration order
 --- Raises with file:line when a script fails to load

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * engine_index.c — field indexes in the LuaJIT engine: core.register_index (the spec op.index
+ * builds, docs/lua-api.md "Field indexes"), the engine's index_declarations (engine.h), and
+ * core.fieldpath, the host's field-path evaluator (host/kube/cache/fieldpath.h) for luaop.testing,
+ * so that the fake computes index values with the code the host runs.
+ *
+ * Context: register_index in load only (indexes exist before the informers start, as
+ * controller-runtime's IndexField must be called before the cache starts); fieldpath anywhere.
+ */
+#include "bindings/engine_internal.h"
+#include "bindings/json_codec.h"
+
+#include "host/kube/cache/fieldpath.h"
+#include "host/util/buf.h"
+
+#include <lauxlib.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+static void index_free(lop_index_decl_t *d)
+{
+    free(d->name);
+    free(d->gvk.api_version);
+    free(d->gvk.kind);
+    free(d->field);
+}
+
+void lop_lua_indexes_free(lop_vm_t *vm)
+{
+    for (size_t i = 0; i < vm->nindexes; i++) index_free(&vm->indexes[i]);
+    free(vm->indexes);
+    vm->indexes = NULL;
+    vm->nindexes = vm->capindexes = 0;
+}
+
+void lop_lua_index_declarations(lop_vm_t *vm, const lop_index_decl_t **decls, size_t *n)
+{
+    *decls = vm->indexes;
+    *n = vm->nindexes;
+}
+
+/* spec[field] as a non-empty string (on the stack until the call returns), or raises. */
+static const char *need_string(lua_State *L, const char *field, const char *example)
+{
+    lua_getfield(L, 1, field);
+    if (lua_type(L, -1) != LUA_TSTRING || lua_objlen(L, -1) == 0)
+        luaL_error(L, "op.index: %s must be a non-empty string (e.g. %s)", field, example);
+    return lua_tostring(L, -1);
+}
+
+static bool valid_name(const char *s)
+{
+    for (const char *p = s; *p; p++) {
+        char c = *p;
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+              c == '-' || c == '/'))
+            return false;
+    }
+    return *s != 0;
+}
+
+/* core.register_index{name=, api_version=, kind=, field=} -> nothing. Load only; raises on an
+ * invalid spec, a field path that does not compile, or a name the kind already has. */
+int lop_lua_core_register_index(lua_State *L)
+{
+    lop_vm_t *vm = lop_lua_engine_vm(L);
+    if (vm->phase != LOP_LUA_LOAD)
+        return luaL_error(L, "op.index may only be called while main.lua loads (indexes are declared before the "
+                             "informers start, as controller-runtime's IndexField)");
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_settop(L, 1);
+    const char *name = need_string(L, "name", "\"secretRef\"");
+    if (!valid_name(name))
+        return luaL_error(L, "op.index: name '%s' may hold letters, digits, '.', '_', '-' and '/' only", name);
+    const char *av = need_string(L, "api_version", "\"apps/v1\"");
+    const char *kind = need_string(L, "kind", "\"Deployment\"");
+    const char *field = need_string(L, "field", "\"spec.template.spec.volumes[*].secret.secretName\"");
+    lop_fieldpath_t *p = NULL;
+    lop_err_t err;
+    lop_err_clear(&err);
+    if (lop_fieldpath_compile(field, &p, &err) != LOP_OK) return luaL_error(L, "op.index '%s': %s", name, err.message);
+    lop_fieldpath_free(p);
+    for (size_t i = 0; i < vm->nindexes; i++) {
+        lop_index_decl_t *d = &vm->indexes[i];
+        if (strcmp(d->name, name) == 0 && strcmp(d->gvk.api_version, av) == 0 && strcmp(d->gvk.kind, kind) == 0)
+            return luaL_error(L, "op.index '%s': declared twice for %s %s (names are unique per kind)", name, av, kind);
+    }
+    if (vm->nindexes == vm->capindexes) {
+        vm->capindexes = vm->capindexes ? vm->capindexes * 2 : 4;
+        vm->indexes = lop_xrealloc(vm->indexes, vm->capindexes * sizeof *vm->indexes);
+    }
+    vm->indexes[vm->nindexes++] =
+        (lop_index_decl_t){lop_xstrdup(name), {lop_xstrdup(av), lop_xstrdup(kind)}, lop_xstrdup(field)};
+    return 0;
+}
+
+/* core.fieldpath(path, obj) -> array of strings: the values path reaches in obj (a table, encoded
+ * through the lossless codec, or a JSON string), in document order. Raises when path does not
+ * compile or obj is neither. Any context. */
+static int core_fieldpath(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    size_t len = 0;
+    const char *json;
+    if (lua_type(L, 2) == LUA_TSTRING)
+        json = lua_tolstring(L, 2, &len);
+    else if (lua_istable(L, 2))
+        json = lop_lua_json_encode(L, 2, &len); /* pushes the text; raises on a table JSON cannot hold */
+    else
+        return luaL_argerror(L, 2, "an object (table) or a JSON string");
+    lop_fieldpath_t *p = NULL;
+    lop_err_t err;
+    lop_err_clear(&err);
+    if (lop_fieldpath_compile(path, &p, &err) != LOP_OK) return luaL_error(L, "%s", err.message);
+    char **vals = NULL;
+    int n = lop_fieldpath_eval(p, json, len, &vals);
+    lop_fieldpath_free(p);
+    if (n < 0) return luaL_error(L, "core.fieldpath: the object is not JSON");
+    /* push the strings first (a memory error may raise), free after */
+    lua_createtable(L, n, 0);
+    for (int i = 0; i < n; i++) {
+        lua_pushstring(L, vals[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    for (int i = 0; i < n; i++) free(vals[i]);
+    free(vals);
+    return 1;
+}
+
+void lop_lua_fieldpath_register(lua_State *L, int tidx)
+{
+    if (tidx < 0 && tidx > LUA_REGISTRYINDEX) tidx = lua_gettop(L) + tidx + 1;
+    lua_pushcfunction(L, core_fieldpath);
+    lua_setfield(L, tidx, "fieldpath");
+}

@@ -1,0 +1,214 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""Integration test (issue 23 part 8): field indexes in the host (op.index, op.client.list with
+index = {...}), under `luaop run` against `luaop apiserver`.
+
+The script set (written by this test, so that it can reload it) declares the index "secretRef"
+(spec.template.spec.volumes[*].secret.secretName) on Deployments, and a controller for
+Deployments that watches Secrets with a map function finding the Deployments that mount the
+Secret through the index (op.client.list(..., {index = {secretRef = name}}) served by the
+informer cache's field index, hostapi.c → fieldindex.c), never by listing the namespace. Proves:
+  - a Secret's create/update enqueues exactly the Deployments of its namespace that mount it (the
+    map function logs the index's answer; each of them is reconciled);
+  - an update of a Deployment that moves its value moves it in the index (the next Secret event
+    finds it);
+  - a lookup across all namespaces, and an unknown index name raising with the declared names, in
+    the host's own words (the same message luaop.testing gives, spec/fieldindex_spec.lua);
+  - a reload that adds an index ("configRef", with a ConfigMap watch using it) builds it from a
+    fresh list of the kind (the ConfigMap's event finds the Deployment created before the reload)
+    and keeps the old one working; a reload that removes it makes it unknown again;
+  - the operator exits 0 on SIGTERM.
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.environ["LUAOP_SRC"], "tests", "integration", "fixtures"))
+import opharness as h  # noqa: E402
+
+MAIN = """-- SPDX-License-Identifier: Apache-2.0
+local op = require("luaop")
+local AV, KIND = "apps/v1", "Deployment"
+
+op.index { name = "secretRef", api_version = AV, kind = KIND,
+           field = "spec.template.spec.volumes[*].secret.secretName" }
+%(extra_index)s
+local function keys(list)
+  local out = {}
+  for i, d in ipairs(list) do out[i] = d.metadata.namespace .. "/" .. d.metadata.name end
+  return table.concat(out, ",")
+end
+
+-- obj -> the Deployments of its namespace whose index `index` holds obj's name
+local function users(index)
+  return function(obj)
+    local ds, err = op.client.list(AV, KIND, obj.metadata.namespace, { index = { [index] = obj.metadata.name } })
+    if not ds then
+      op.log.error("map failed", { err = err.message })
+      return {}
+    end
+    op.log.info("mapped", { via = index, obj = obj.metadata.namespace .. "/" .. obj.metadata.name,
+                            keys = keys(ds), rv = obj.metadata.resourceVersion })
+    local reqs = {}
+    for i, d in ipairs(ds) do reqs[i] = { namespace = d.metadata.namespace, name = d.metadata.name } end
+    return reqs
+  end
+end
+
+op.controller {
+  name = "secret-users",
+  for_ = { api_version = AV, kind = KIND },
+  watches = { { api_version = "v1", kind = "Secret", map = users("secretRef") },
+%(extra_watch)s  },
+  reconcile = function(req)
+    local d = op.client.get(AV, KIND, req.namespace, req.name)
+    local probe = d and (d.metadata.annotations or {}).probe
+    if probe then
+      local ok, err = pcall(op.client.list, AV, KIND, { namespace = req.namespace, index = { [probe] = "x" } })
+      local all = op.client.list(AV, KIND, nil, { index = { secretRef = "db-creds" } })
+      op.log.info("probe", { index = probe, ok = tostring(ok), err = ok and "" or tostring(err),
+                             all = all and keys(all) or "" })
+    end
+    op.log.info("reconciled", { key = req.namespace .. "/" .. req.name })
+    return op.result.done()
+  end,
+}
+"""
+
+V1 = MAIN % {"extra_index": "", "extra_watch": ""}
+V2 = MAIN % {
+    "extra_index": 'op.index { name = "configRef", api_version = AV, kind = KIND,\n'
+                   '           field = "spec.template.spec.volumes[*].configMap.name" }\n',
+    "extra_watch": '    { api_version = "v1", kind = "ConfigMap", map = users("configRef") },\n',
+}
+
+
+def write(path, text):
+    tmp = path + ".tmp~"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.rename(tmp, path)
+
+
+def deployment(name, secrets, configmaps=()):
+    vols = [{"name": f"s{i}", "secret": {"secretName": s}} for i, s in enumerate(secrets)]
+    vols += [{"name": f"c{i}", "configMap": {"name": c}} for i, c in enumerate(configmaps)]
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "c", "image": "busybox"}], "volumes": vols}}}}
+
+
+def body():
+    srv, url, kc = h.start_apiserver()
+    api = h.Api(url)
+    for ns in ("a", "b"):
+        api.namespace(ns)
+    scripts = os.path.join(h.TMP, "scripts")
+    os.makedirs(scripts)
+    write(os.path.join(scripts, "main.lua"), V1)
+    op = h.start_operator("operator", scripts, kc)
+    live = [srv, op]
+
+    def reconciles(key):
+        return len(op.oplog.find(msg="reconciled", key=key))
+
+    def mapped(via, obj, rv):
+        r = op.oplog.find(msg="mapped", via=via, obj=obj, rv=rv)
+        return r and r[-1]
+
+    def installs():
+        return len(op.oplog.find(msg="scripts installed"))
+
+    def secret(ns, name, value):
+        path = f"/api/v1/namespaces/{ns}/secrets"
+        code, _ = api.req("GET", f"{path}/{name}")
+        if code == 404:
+            o = api.ok("POST", path, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name},
+                                      "stringData": {"k": value}})
+        else:
+            o = api.merge_patch(f"{path}/{name}", {"stringData": {"k": value}})
+        return o["metadata"]["resourceVersion"]
+
+    def wait_mapped(via, obj, rv, want, after):
+        m = h.wait_for(f"the {via} map of {obj}@{rv}", 20, lambda: mapped(via, obj, rv), live)
+        h.check(m.get("keys") == want, f"{obj}'s event via index {via} finds [{want}] (got [{m.get('keys')}])")
+        for key in want.split(",") if want else []:
+            h.wait_for(f"{key} reconciled again", 20, lambda: reconciles(key) > after[key], live)
+        h.check(True, f"each Deployment found is reconciled ({want or 'none'})")
+
+    h.wait_for("the scripts to be installed", 20, lambda: installs() >= 1, live)
+    api.ok("POST", "/apis/apps/v1/namespaces/a/deployments", deployment("web", ["db-creds"], ["cfg"]))
+    api.ok("POST", "/apis/apps/v1/namespaces/a/deployments", deployment("other", ["tls"]))
+    api.ok("POST", "/apis/apps/v1/namespaces/b/deployments", deployment("web", ["db-creds"]))
+    for key in ("a/web", "a/other", "b/web"):
+        h.wait_for(f"{key} reconciled", 20, lambda: reconciles(key) >= 1, live)
+
+    def counts():
+        return {k: reconciles(k) for k in ("a/web", "a/other", "b/web")}
+
+    # 1. a Secret finds the Deployments of its namespace that mount it
+    c = counts()
+    rv = secret("a", "db-creds", "v1")
+    wait_mapped("secretRef", "a/db-creds", rv, "a/web", c)
+    c = counts()
+    rv = secret("a", "tls", "v1")
+    wait_mapped("secretRef", "a/tls", rv, "a/other", c)
+    c = counts()
+    rv = secret("b", "db-creds", "v1")
+    wait_mapped("secretRef", "b/db-creds", rv, "b/web", c)
+
+    # 2. an update that moves a value: a/other now mounts db-creds instead of tls
+    c = counts()
+    api.merge_patch("/apis/apps/v1/namespaces/a/deployments/other",
+                    {"spec": {"template": {"spec": {"volumes": [{"name": "s0", "secret": {"secretName": "db-creds"}}]}}}})
+    h.wait_for("a/other reconciled after its update", 20, lambda: reconciles("a/other") > c["a/other"], live)
+    c = counts()
+    rv = secret("a", "db-creds", "v2")
+    wait_mapped("secretRef", "a/db-creds", rv, "a/other,a/web", c)
+    c = counts()
+    rv = secret("a", "tls", "v2")
+    wait_mapped("secretRef", "a/tls", rv, "", c)
+
+    # 3. all namespaces, and an unknown index in the host's words
+    api.merge_patch("/apis/apps/v1/namespaces/a/deployments/web", {"metadata": {"annotations": {"probe": "secretref"}}})
+    p = h.wait_for("the probe", 20, lambda: op.oplog.find(msg="probe", index="secretref"), live)[-1]
+    h.check(p.get("ok") == "false" and "apps/v1 Deployment has no index 'secretref' (declared: 'secretRef')"
+            in p.get("err", ""), f"an unknown index raises naming the declared ones ({p.get('err')!r})")
+    h.check(p.get("all") == "a/other,a/web,b/web", f"a lookup across all namespaces ({p.get('all')})")
+
+    # 4. a reload that adds an index: built from a fresh list; the old one keeps working
+    n = installs()
+    c = counts()
+    write(os.path.join(scripts, "main.lua"), V2)
+    h.wait_for("the reload that adds configRef", 20, lambda: installs() > n, live)
+    deps = [r["informer"] for r in op.oplog.find(msg="starting informer")
+            if r.get("informer", "").startswith("apps/v1/deployments|")]
+    h.check(len(deps) >= 2 and deps[-1] != deps[0] and "|idx:" in deps[-1],
+            f"the reload that changes the kind's indexes starts a new Deployment informer ({deps})")
+    # the kind's new informer has listed once every Deployment is reconciled again (a reload
+    # requeues every primary object; the new informer's first list replays them as adds)
+    for key in c:
+        h.wait_for(f"{key} requeued by the reload", 20, lambda: reconciles(key) > c[key], live)
+    c = counts()
+    o = api.ok("POST", "/api/v1/namespaces/a/configmaps",
+               {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"}, "data": {"k": "v"}})
+    wait_mapped("configRef", "a/cfg", o["metadata"]["resourceVersion"], "a/web", c)
+    c = counts()
+    rv = secret("a", "db-creds", "v3")
+    wait_mapped("secretRef", "a/db-creds", rv, "a/other,a/web", c)
+
+    # 5. a reload that removes it: the name is unknown again
+    n = installs()
+    write(os.path.join(scripts, "main.lua"), V1)
+    h.wait_for("the reload that removes configRef", 20, lambda: installs() > n, live)
+    api.merge_patch("/apis/apps/v1/namespaces/a/deployments/web", {"metadata": {"annotations": {"probe": "configRef"}}})
+    p = h.wait_for("the probe after the reload", 20, lambda: op.oplog.find(msg="probe", index="configRef"), live)[-1]
+    h.check(p.get("ok") == "false" and "has no index 'configRef' (declared: 'secretRef')" in p.get("err", ""),
+            f"after the reload that removed it, configRef is unknown ({p.get('err')!r})")
+    h.check(not op.oplog.find(msg="map failed"), "no map function failed")
+    h.check(op.poll() is None, "the operator survived")
+    h.stop(op, 0)
+    h.stop(srv, 0)
+
+
+h.main("operator_fieldindex", body)
