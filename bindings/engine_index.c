@@ -96,9 +96,27 @@ int lop_lua_core_register_index(lua_State *L)
     return 0;
 }
 
+typedef struct values_job {
+    char **vals;
+    int n;
+} values_job_t;
+
+/* Under lua_pcall: push job's values as an array (a memory error raises here, not past the
+ * caller, which still owns and frees the strings). */
+static int push_values(lua_State *L)
+{
+    const values_job_t *job = lua_touserdata(L, 1);
+    lua_createtable(L, job->n, 0);
+    for (int i = 0; i < job->n; i++) {
+        lua_pushstring(L, job->vals[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    return 1;
+}
+
 /* core.fieldpath(path, obj) -> array of strings: the values path reaches in obj (a table, encoded
  * through the lossless codec, or a JSON string), in document order. Raises when path does not
- * compile or obj is neither. Any context. */
+ * compile or obj is neither. Any context. Stack: +1. */
 static int core_fieldpath(lua_State *L)
 {
     const char *path = luaL_checkstring(L, 1);
@@ -113,19 +131,20 @@ static int core_fieldpath(lua_State *L)
     lop_fieldpath_t *p = NULL;
     lop_err_t err;
     lop_err_clear(&err);
-    if (lop_fieldpath_compile(path, &p, &err) != LOP_OK) return luaL_error(L, "%s", err.message);
-    char **vals = NULL;
-    int n = lop_fieldpath_eval(p, json, len, &vals);
-    lop_fieldpath_free(p);
-    if (n < 0) return luaL_error(L, "core.fieldpath: the object is not JSON");
-    /* push the strings first (a memory error may raise), free after */
-    lua_createtable(L, n, 0);
-    for (int i = 0; i < n; i++) {
-        lua_pushstring(L, vals[i]);
-        lua_rawseti(L, -2, i + 1);
+    if (lop_fieldpath_compile(path, &p, &err) != LOP_OK) {
+        lua_pushstring(L, err.message);
+        return lua_error(L);
     }
-    for (int i = 0; i < n; i++) free(vals[i]);
-    free(vals);
+    values_job_t job = {NULL, 0};
+    job.n = lop_fieldpath_eval(p, json, len, &job.vals);
+    lop_fieldpath_free(p);
+    if (job.n < 0) return luaL_error(L, "core.fieldpath: the object is not JSON");
+    lua_pushcfunction(L, push_values);
+    lua_pushlightuserdata(L, &job);
+    int st = lua_pcall(L, 1, 1, 0);
+    for (int i = 0; i < job.n; i++) free(job.vals[i]);
+    free(job.vals);
+    if (st != 0) return lua_error(L);
     return 1;
 }
 

@@ -17,6 +17,8 @@ informer cache's field index, hostapi.c → fieldindex.c), never by listing the 
   - a reload that adds an index ("configRef", with a ConfigMap watch using it) builds it from a
     fresh list of the kind (the ConfigMap's event finds the Deployment created before the reload)
     and keeps the old one working; a reload that removes it makes it unknown again;
+  - under --namespace a,b (one informer per namespace) a lookup across all namespaces is their
+    union; under --namespace a, that namespace's objects;
   - the operator exits 0 on SIGTERM.
 """
 import os
@@ -208,6 +210,15 @@ def body():
     h.check(not op.oplog.find(msg="map failed"), "no map function failed")
     h.check(op.poll() is None, "the operator survived")
     h.stop(op, 0)
+
+    # 6. under --namespace: across all namespaces is the union of the listed namespaces' informers
+    for flag, want in (("a,b", "a/other,a/web,b/web"), ("a", "a/other,a/web")):
+        opn = h.start_operator(f"operator-ns-{flag.replace(',', '-')}", scripts, kc, ["--namespace", flag])
+        p = h.wait_for(f"the probe under --namespace {flag}", 20,
+                       lambda: opn.oplog.find(msg="probe", index="configRef"), [srv, opn])[-1]
+        h.check(p.get("all") == want, f"--namespace {flag}: a lookup across all namespaces gives [{want}] "
+                f"(got [{p.get('all')}])")
+        h.stop(opn, 0)
     h.stop(srv, 0)
 
 
