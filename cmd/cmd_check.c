@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `luaop check`: load and validate a script set exactly as a reload would (compile every file,
- * run main.lua under the load deadline, check the controller declarations, refuse duplicate
- * controller names), without a cluster. Exits non-zero with file:line on error. Kinds are not
+ * run main.lua under the load deadline, check the controller and field index declarations,
+ * refuse duplicate controller names), without a cluster. Exits non-zero with file:line on error. Kinds are not
  * resolved (that needs the API server). --configmap takes a YAML file holding exactly one
  * ConfigMap (other documents are ignored), e.g. the output of
  * `kubectl create configmap NAME --from-file=DIR --dry-run=client -o yaml`. --rbac prints the
@@ -258,8 +258,37 @@ static bool check_decls(const lop_script_set_t *set, const lop_ctrl_decl_t *decl
     return true;
 }
 
+/* Every field index on a kind some watch caches in full, as the manager's install checks it
+ * (there by resolved kind; here by api_version and kind as written, without a cluster). */
+static bool check_indexes(const lop_script_set_t *set, const lop_ctrl_decl_t *decls, size_t n,
+                          const lop_index_decl_t *ix, size_t nix)
+{
+    for (size_t k = 0; k < nix; k++) {
+        bool full = false;
+        for (size_t i = 0; i < n && !full; i++) {
+            const lop_ctrl_decl_t *d = &decls[i];
+            for (size_t w = 0; w < 1 + d->nowns + d->nwatches && !full; w++) {
+                const lop_watch_decl_t *wd = w == 0          ? &d->for_
+                                             : w <= d->nowns ? &d->owns[w - 1]
+                                                             : &d->watches[w - 1 - d->nowns];
+                full = !wd->metadata_only && !wd->label_selector &&
+                       strcmp(wd->gvk.api_version, ix[k].gvk.api_version) == 0 &&
+                       strcmp(wd->gvk.kind, ix[k].gvk.kind) == 0;
+            }
+        }
+        if (!full) {
+            fprintf(stderr,
+                    "luaop check: %s: op.index '%s': no controller watches %s %s in full (for_, owns or watches "
+                    "without label_selector or metadata_only): the index lives in that kind's informer cache\n",
+                    set->origin, ix[k].name, ix[k].gvk.api_version, ix[k].gvk.kind);
+            return false;
+        }
+    }
+    return true;
+}
+
 static void print_summary(FILE *out, const lop_script_set_t *set, const lop_ctrl_decl_t *decls, size_t n,
-                          const lop_webhook_decl_t *wh, size_t nwh)
+                          const lop_webhook_decl_t *wh, size_t nwh, const lop_index_decl_t *ix, size_t nix)
 {
     static const char *const types[] = {"mutating", "validating", "conversion"};
     fprintf(out, "ok: %s (version %s), %zu controller%s", set->origin, set->version, n, n == 1 ? "" : "s");
@@ -269,6 +298,8 @@ static void print_summary(FILE *out, const lop_script_set_t *set, const lop_ctrl
         fprintf(out, "  %s: %s %s, owns %zu, watches %zu, workers %d\n", decls[i].name, decls[i].for_.gvk.api_version,
                 decls[i].for_.gvk.kind, decls[i].nowns, decls[i].nwatches, decls[i].max_concurrent_reconciles);
     for (size_t i = 0; i < nwh; i++) fprintf(out, "  webhook %s: %s %s\n", wh[i].name, types[wh[i].type], wh[i].path);
+    for (size_t i = 0; i < nix; i++)
+        fprintf(out, "  index %s: %s %s, field %s\n", ix[i].name, ix[i].gvk.api_version, ix[i].gvk.kind, ix[i].field);
 }
 
 static void print_webhooks(FILE *out, const lop_script_set_t *set, const lop_webhook_decl_t *wh, size_t n,
@@ -308,12 +339,15 @@ static int check_set(check_flags_t *f, lop_script_set_t *set)
     size_t n, nwh;
     engine->declarations(vm, &decls, &n);
     engine->webhook_declarations(vm, &wh, &nwh);
+    const lop_index_decl_t *ix = NULL;
+    size_t nix = 0;
+    if (engine->index_declarations) engine->index_declarations(vm, &ix, &nix);
     int status = 0;
-    if (!check_decls(set, decls, n, nwh)) {
+    if (!check_decls(set, decls, n, nwh) || !check_indexes(set, decls, n, ix, nix)) {
         status = 1;
     } else {
         /* with --rbac or --webhooks, stdout carries only the YAML */
-        print_summary(f->rbac || f->webhooks ? stderr : stdout, set, decls, n, wh, nwh);
+        print_summary(f->rbac || f->webhooks ? stderr : stdout, set, decls, n, wh, nwh, ix, nix);
         if (f->rbac && lop_rbac_generate(stdout, decls, n, set, &f->ro, &err) != LOP_OK) {
             fprintf(stderr, "luaop check --rbac: %s\n", err.message);
             status = 1;

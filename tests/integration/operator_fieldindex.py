@@ -17,11 +17,14 @@ informer cache's field index, hostapi.c → fieldindex.c), never by listing the 
   - a reload that adds an index ("configRef", with a ConfigMap watch using it) builds it from a
     fresh list of the kind (the ConfigMap's event finds the Deployment created before the reload)
     and keeps the old one working; a reload that removes it makes it unknown again;
+  - a reload to an index on a kind no controller watches in full is refused naming it (the
+    running set keeps serving its index), and `luaop check` refuses it and lists the indexes;
   - under --namespace a,b (one informer per namespace) a lookup across all namespaces is their
     union; under --namespace a, that namespace's objects;
   - the operator exits 0 on SIGTERM.
 """
 import os
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.environ["LUAOP_SRC"], "tests", "integration", "fixtures"))
@@ -207,6 +210,31 @@ def body():
     p = h.wait_for("the probe after the reload", 20, lambda: op.oplog.find(msg="probe", index="configRef"), live)[-1]
     h.check(p.get("ok") == "false" and "has no index 'configRef' (declared: 'secretRef')" in p.get("err", ""),
             f"after the reload that removed it, configRef is unknown ({p.get('err')!r})")
+    # a reload to an index on a kind no controller watches in full is refused; the running set stays
+    bad = V1.replace('op.controller {', 'op.index { name = "podRef", api_version = "apps/v1", kind = "StatefulSet",'
+                     ' field = "spec.serviceName" }\nop.controller {', 1)
+    write(os.path.join(scripts, "main.lua"), bad)
+    msg = "script reload failed; keeping the running scripts"
+    f = h.wait_for("the refused reload", 20, lambda: op.oplog.find(msg=msg), live)[-1]
+    h.check("op.index 'podRef': no controller watches apps/v1 StatefulSet in full" in f.get("error", ""),
+            f"the install names the index and the kind ({f.get('error', '')[:140]!r})")
+    c = counts()
+    rv = secret("b", "db-creds", "v4")
+    wait_mapped("secretRef", "b/db-creds", rv, "b/web", c)
+    write(os.path.join(scripts, "main.lua"), V1)
+
+    # luaop check says the same without a cluster, and lists the indexes
+    chk = subprocess.run([h.LUAOP, "check", "--scripts", scripts], capture_output=True, text=True, timeout=30)
+    h.check(chk.returncode == 0 and "index secretRef: apps/v1 Deployment, field "
+            "spec.template.spec.volumes[*].secret.secretName" in chk.stdout,
+            f"luaop check lists the index ({chk.stdout.strip()[-120:]!r})")
+    bad_dir = os.path.join(h.TMP, "bad")
+    os.makedirs(bad_dir)
+    write(os.path.join(bad_dir, "main.lua"), bad)
+    chk = subprocess.run([h.LUAOP, "check", "--scripts", bad_dir], capture_output=True, text=True, timeout=30)
+    h.check(chk.returncode == 1 and "op.index 'podRef': no controller watches apps/v1 StatefulSet in full"
+            in chk.stderr, f"luaop check refuses the index on an unwatched kind ({chk.stderr.strip()[:140]!r})")
+
     h.check(not op.oplog.find(msg="map failed"), "no map function failed")
     h.check(op.poll() is None, "the operator survived")
     h.stop(op, 0)
