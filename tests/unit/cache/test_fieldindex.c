@@ -9,6 +9,7 @@
 
 #include "host/util/clock.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -292,8 +293,68 @@ static void test_lookup_cost(void)
     T_CHECK(big < 8 * small + 2000);
 }
 
+/* Finds run concurrently with updates (the informer's thread writes, workers and map functions
+ * read): every answer is a consistent set — sorted, no duplicates, only objects that carry the
+ * value in one of their versions. Run under TSan (build-tsan) for the data races themselves. */
+typedef struct race {
+    lop_fieldindex_t *x;
+    volatile int stop; /* set once by the writer; read with __atomic */
+    long finds, bad;
+} race_t;
+
+static void *reader(void *ud)
+{
+    race_t *r = ud;
+    long finds = 0, bad = 0;
+    while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
+        lop_obj_list_t l;
+        lop_fieldindex_find(r->x, "n/hot", &l);
+        for (size_t i = 0; i < l.n; i++) {
+            if (i && strcmp(l.items[i - 1]->name, l.items[i]->name) >= 0) bad++;
+            if (!strstr(l.items[i]->json, "hot")) bad++;
+        }
+        lop_obj_list_free(&l);
+        finds++;
+    }
+    __atomic_add_fetch(&r->finds, finds, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&r->bad, bad, __ATOMIC_RELAXED);
+    return NULL;
+}
+
+static void test_concurrent_finds(void)
+{
+    race_t r = {lop_fieldindex_new("by_secret", by_ref, NULL), 0, 0, 0};
+    enum { N = 64 };
+    lop_obj_t *objs[N] = {0};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) T_CHECK(pthread_create(&th[i], NULL, reader, &r) == 0);
+    for (int round = 0; round < 20000; round++) {
+        int i = round % N;
+        char name[16];
+        snprintf(name, sizeof name, "o%02d", i);
+        lop_obj_t *o = round % 3 == 2 ? NULL : mk("n", name, round % 3 ? "hot,cold" : "cold");
+        lop_fieldindex_update(r.x, objs[i], o); /* add, move the value away and back, delete */
+        lop_obj_unref(objs[i]);
+        objs[i] = o;
+        if (round == 10000) {
+            lop_obj_t *live[N];
+            size_t n = 0;
+            for (int j = 0; j < N; j++)
+                if (objs[j]) live[n++] = objs[j];
+            lop_fieldindex_rebuild(r.x, live, n);
+        }
+    }
+    __atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    T_CHECK(r.finds > 0);
+    T_EQ_INT(r.bad, 0);
+    for (int i = 0; i < N; i++) lop_obj_unref(objs[i]);
+    lop_fieldindex_free(r.x);
+}
+
 int main(void)
 {
+    T_RUN(test_concurrent_finds);
     T_RUN(test_at_scale);
     T_RUN(test_lookup_cost);
     T_RUN(test_in_store);
