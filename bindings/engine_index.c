@@ -16,6 +16,7 @@
 
 #include <lauxlib.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,8 +62,9 @@ static bool valid_name(const char *s)
     return *s != 0;
 }
 
-/* core.register_index{name=, api_version=, kind=, field=} -> nothing. Load only; raises on an
- * invalid spec, a field path that does not compile, or a name the kind already has. */
+/* core.register_index{name=, api_version=, kind=, field= | extract=} -> nothing. Load only;
+ * raises on an invalid spec, a field path that does not compile, both or neither of field and
+ * extract, or a name the kind already has. An extract function gets a lua_id (callbacks table). */
 int lop_lua_core_register_index(lua_State *L)
 {
     lop_vm_t *vm = lop_lua_engine_vm(L);
@@ -76,12 +78,24 @@ int lop_lua_core_register_index(lua_State *L)
         return luaL_error(L, "op.index: name '%s' may hold letters, digits, '.', '_', '-' and '/' only", name);
     const char *av = need_string(L, "api_version", "\"apps/v1\"");
     const char *kind = need_string(L, "kind", "\"Deployment\"");
-    const char *field = need_string(L, "field", "\"spec.template.spec.volumes[*].secret.secretName\"");
-    lop_fieldpath_t *p = NULL;
-    lop_err_t err;
-    lop_err_clear(&err);
-    if (lop_fieldpath_compile(field, &p, &err) != LOP_OK) return luaL_error(L, "op.index '%s': %s", name, err.message);
-    lop_fieldpath_free(p);
+    lua_getfield(L, 1, "extract");
+    int extract = lua_gettop(L);
+    const char *field = NULL;
+    if (lua_isnil(L, extract)) {
+        field = need_string(L, "field", "\"spec.template.spec.volumes[*].secret.secretName\"");
+        lop_fieldpath_t *p = NULL;
+        lop_err_t err;
+        lop_err_clear(&err);
+        if (lop_fieldpath_compile(field, &p, &err) != LOP_OK)
+            return luaL_error(L, "op.index '%s': %s", name, err.message);
+        lop_fieldpath_free(p);
+    } else {
+        lua_getfield(L, 1, "field");
+        if (!lua_isfunction(L, extract) || !lua_isnil(L, -1))
+            return luaL_error(L, "op.index '%s': declare either field (a path) or extract (a function), not both",
+                              name);
+        lua_pop(L, 1);
+    }
     for (size_t i = 0; i < vm->nindexes; i++) {
         lop_index_decl_t *d = &vm->indexes[i];
         if (strcmp(d->name, name) == 0 && strcmp(d->gvk.api_version, av) == 0 && strcmp(d->gvk.kind, kind) == 0)
@@ -91,8 +105,14 @@ int lop_lua_core_register_index(lua_State *L)
         vm->capindexes = vm->capindexes ? vm->capindexes * 2 : 4;
         vm->indexes = lop_xrealloc(vm->indexes, vm->capindexes * sizeof *vm->indexes);
     }
-    vm->indexes[vm->nindexes++] =
-        (lop_index_decl_t){lop_xstrdup(name), {lop_xstrdup(av), lop_xstrdup(kind)}, lop_xstrdup(field)};
+    int lua_id = 0;
+    if (!field) {
+        char desc[200];
+        snprintf(desc, sizeof desc, "index '%.150s' extract", name);
+        lua_id = lop_lua_add_callback(L, vm, extract, desc);
+    }
+    vm->indexes[vm->nindexes++] = (lop_index_decl_t){
+        lop_xstrdup(name), {lop_xstrdup(av), lop_xstrdup(kind)}, field ? lop_xstrdup(field) : NULL, lua_id};
     return 0;
 }
 

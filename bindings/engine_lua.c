@@ -290,6 +290,8 @@ typedef struct ev_ctx {
     const lop_event_view_t *ev;
     bool *pass;
     lop_request_list_t *out; /* map only; owned by the caller frame even if this raises */
+    char ***vals;            /* index_values only: like out */
+    int *nvals;
 } ev_ctx_t;
 
 /* Push callbacks[lua_id]. Stack: +1. Raises when there is no such function. */
@@ -353,6 +355,53 @@ static int map_fn(lua_State *L)
     return 0;
 }
 
+/* An extract function's result: nil (no values) or a list of strings, numbers, booleans. */
+static int extract_fn(lua_State *L)
+{
+    ev_ctx_t *c = (ev_ctx_t *)lua_touserdata(L, 1);
+    push_callback(L, c->lua_id);
+    lop_lua_json_decode(L, c->ev->obj_json, c->ev->obj_len);
+    lop_lua_vm_call(L, 1, 1);
+    int t = lua_gettop(L);
+    if (lua_isnil(L, t)) return 0;
+    if (!lua_istable(L, t))
+        return luaL_error(L, "extract returned a %s; expected a list of strings", luaL_typename(L, t));
+    size_t n = lua_objlen(L, t);
+    if (n > 100000) return luaL_error(L, "extract returned %d values (at most 100000)", (int)n);
+    for (size_t i = 1; i <= n; i++) {
+        lua_rawgeti(L, t, (int)i);
+        int ty = lua_type(L, -1);
+        if (ty != LUA_TSTRING && ty != LUA_TNUMBER && ty != LUA_TBOOLEAN)
+            return luaL_error(L, "extract result [%d] is a %s; expected a string", (int)i, luaL_typename(L, -1));
+        lua_pop(L, 1);
+    }
+    *c->vals = lop_xcalloc(n ? n : 1, sizeof(char *)); /* nothing below raises */
+    for (size_t i = 1; i <= n; i++) {
+        lua_rawgeti(L, t, (int)i);
+        char buf[64];
+        const char *v;
+        if (lua_type(L, -1) == LUA_TBOOLEAN) {
+            v = lua_toboolean(L, -1) ? "true" : "false";
+        } else if (lua_type(L, -1) == LUA_TNUMBER) {
+            lua_Number d = lua_tonumber(L, -1);
+            if (d == (lua_Number)(long long)d && d > -9007199254740992.0 && d < 9007199254740992.0) {
+                snprintf(buf, sizeof buf, "%lld", (long long)d);
+            } else {
+                for (int prec = 1; prec <= 17; prec++) { /* the shortest form that reads back */
+                    snprintf(buf, sizeof buf, "%.*g", prec, d);
+                    if (strtod(buf, NULL) == d) break;
+                }
+            }
+            v = buf;
+        } else {
+            v = lua_tostring(L, -1);
+        }
+        (*c->vals)[(*c->nvals)++] = lop_xstrdup(v);
+        lua_pop(L, 1);
+    }
+    return 0;
+}
+
 static lop_rc_t run_event(lop_vm_t *vm, lua_CFunction fn, ev_ctx_t *c, const char *what, lop_err_t *err)
 {
     if (vm->lvm.broken)
@@ -374,7 +423,7 @@ static lop_rc_t run_event(lop_vm_t *vm, lua_CFunction fn, ev_ctx_t *c, const cha
 static lop_rc_t predicate(lop_vm_t *vm, int lua_id, const lop_event_view_t *ev, bool *pass, lop_err_t *err)
 {
     bool p = true;
-    ev_ctx_t c = {vm, lua_id, ev, &p, NULL};
+    ev_ctx_t c = {vm, lua_id, ev, &p, NULL, NULL, NULL};
     lop_rc_t rc = run_event(vm, predicate_fn, &c, "predicate", err);
     *pass = rc == LOP_OK ? p : true;
     return rc;
@@ -383,9 +432,26 @@ static lop_rc_t predicate(lop_vm_t *vm, int lua_id, const lop_event_view_t *ev, 
 static lop_rc_t map(lop_vm_t *vm, int lua_id, const lop_event_view_t *ev, lop_request_list_t *out, lop_err_t *err)
 {
     memset(out, 0, sizeof *out);
-    ev_ctx_t c = {vm, lua_id, ev, NULL, out};
+    ev_ctx_t c = {vm, lua_id, ev, NULL, out, NULL, NULL};
     lop_rc_t rc = run_event(vm, map_fn, &c, "map function", err);
     if (rc != LOP_OK) lop_request_list_free(out);
+    return rc;
+}
+
+static lop_rc_t index_values(lop_vm_t *vm, int lua_id, const char *obj_json, size_t len, char ***vals, int *n,
+                             lop_err_t *err)
+{
+    *vals = NULL;
+    *n = 0;
+    lop_event_view_t ev = {LOP_EV_ADD, NULL, 0, obj_json, len};
+    ev_ctx_t c = {vm, lua_id, &ev, NULL, NULL, vals, n};
+    lop_rc_t rc = run_event(vm, extract_fn, &c, "index extract function", err);
+    if (rc != LOP_OK) {
+        for (int i = 0; i < *n; i++) free((*vals)[i]);
+        free(*vals);
+        *vals = NULL;
+        *n = 0;
+    }
     return rc;
 }
 
@@ -404,6 +470,7 @@ static const lop_engine_t engine = {
     .admit = lop_lua_admit,
     .convert = lop_lua_convert,
     .index_declarations = lop_lua_index_declarations,
+    .index_values = index_values,
 };
 
 const lop_engine_t *lop_lua_engine(void) { return &engine; }

@@ -299,7 +299,8 @@ static void print_summary(FILE *out, const lop_script_set_t *set, const lop_ctrl
                 decls[i].for_.gvk.kind, decls[i].nowns, decls[i].nwatches, decls[i].max_concurrent_reconciles);
     for (size_t i = 0; i < nwh; i++) fprintf(out, "  webhook %s: %s %s\n", wh[i].name, types[wh[i].type], wh[i].path);
     for (size_t i = 0; i < nix; i++)
-        fprintf(out, "  index %s: %s %s, field %s\n", ix[i].name, ix[i].gvk.api_version, ix[i].gvk.kind, ix[i].field);
+        fprintf(out, "  index %s: %s %s, %s%s\n", ix[i].name, ix[i].gvk.api_version, ix[i].gvk.kind,
+                ix[i].field ? "field " : "an extract function", ix[i].field ? ix[i].field : "");
 }
 
 static void print_webhooks(FILE *out, const lop_script_set_t *set, const lop_webhook_decl_t *wh, size_t n,

@@ -37,18 +37,42 @@ local function names(items)
   return out
 end
 
+-- A Lua extract function: the Secrets named by the containers' env (valueFrom.secretKeyRef), and
+-- the tier label as a number when it is one; raises on an object labelled explode=yes (which is
+-- then left out of the index, in the host and in the fake).
+local function env_secrets(d)
+  if d.metadata.labels and d.metadata.labels.explode == "yes" then error("boom") end
+  local out = {}
+  for _, c in ipairs(d.spec.template.spec.containers or {}) do
+    for _, e in ipairs(c.env or {}) do
+      local ref = e.valueFrom and e.valueFrom.secretKeyRef
+      if ref then out[#out + 1] = ref.name end
+    end
+  end
+  if d.metadata.labels and tonumber(d.metadata.labels.tier) then out[#out + 1] = tonumber(d.metadata.labels.tier) end
+  return out
+end
+
 local function declare()
   op.index({ name = "secretRef", api_version = AV, kind = KIND, field = FIELD })
   op.index({ name = "replicas", api_version = AV, kind = KIND, field = "spec.replicas" })
+  op.index({ name = "envSecret", api_version = AV, kind = KIND, extract = env_secrets })
   op.controller({ name = "deploys", for_ = { api_version = AV, kind = KIND }, reconcile = function() end })
 end
 
 -- The cases both backends run (objects created by `seed`).
+local function with_env(d, secret)
+  d.spec.template.spec.containers[1].env = json.array({
+    { name = "K", valueFrom = { secretKeyRef = { name = secret, key = "k" } } }, { name = "PLAIN", value = "x" } })
+  return d
+end
+
 local function seed()
-  assert(client.create(deploy("a", "web", { "db-creds", "tls" })))
+  assert(client.create(with_env(deploy("a", "web", { "db-creds", "tls" }), "api-key")))
   assert(client.create(deploy("a", "api", { "db-creds", "db-creds" }, { app = "api", tier = "back" })))
-  assert(client.create(deploy("a", "cache", { "other" })))
-  assert(client.create(deploy("b", "web", { "db-creds" })))
+  assert(client.create(deploy("a", "cache", { "other" }, { app = "cache", tier = "7" })))
+  assert(client.create(with_env(deploy("b", "web", { "db-creds" }), "api-key")))
+  assert(client.create(with_env(deploy("b", "bad", {}, { app = "bad", explode = "yes" }), "api-key")))
 end
 
 local cases = {
@@ -84,7 +108,13 @@ local cases = {
   { "an unknown index raises naming it and the declared ones", function()
       local ok, err = pcall(client.list, AV, KIND, "a", { index = { secretref = "x" } })
       assert.is_false(ok)
-      assert.matches("apps/v1 Deployment has no index 'secretref' (declared: 'secretRef', 'replicas')", err, 1, true)
+      assert.matches("apps/v1 Deployment has no index 'secretref' (declared: 'secretRef', 'replicas', 'envSecret')",
+        err, 1, true)
+    end },
+  { "an extract function's values; an object whose extract raises is left out", function()
+      assert.same({ "a/web", "b/web" }, names(assert(client.list(AV, KIND, nil, { index = { envSecret = "api-key" } }))))
+      assert.same({ "a/cache" }, names(assert(client.list(AV, KIND, "a", { index = { envSecret = 7 } }))))
+      assert.same({}, names(assert(client.list(AV, KIND, "b", { index = { envSecret = "x" } }))))
     end },
   { "an index option of another shape raises", function()
       assert.has_error(function() client.list(AV, KIND, "a", { index = {} }) end,
@@ -141,7 +171,10 @@ describe("op.index declarations", function()
   end
   local bad = {
     { "unknown key, with a hint", with({ path = "x" }), "op.index: unknown field 'path' (did you mean 'field'?)" },
-    { "extract functions", with({ extract = function() end }), "op.index: extract functions are not supported" },
+    { "both field and extract", with({ extract = function() end }),
+      "op.index 'secretRef': declare either field (a path) or extract (a function), not both" },
+    { "extract not a function", { name = "e", api_version = AV, kind = KIND, extract = "x" },
+      "op.index 'e': declare either field (a path) or extract (a function), not both" },
     { "empty name", with({ name = "" }), "op.index: name must be a non-empty string" },
     { "kind not a Kind", with({ kind = "deployment" }), "op.index 'secretRef': kind must be a Kind name" },
     { "no field", with({ field = "" }), "op.index 'secretRef': field must be a field path" },

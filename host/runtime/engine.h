@@ -117,12 +117,15 @@ typedef struct lop_ctrl_decl {
 /* A declared field index (op.index, docs/lua-api.md "Field indexes"; controller-runtime's
  * FieldIndexer.IndexField): every informer that caches the kind in full gets a field index
  * named name whose values are what field (host/kube/cache/fieldpath.h) reaches in each object,
- * keyed by namespace; op.client.list(..., {index = {[name] = value}}) reads it. Names are unique
- * per kind. */
+ * or what the Lua extract function returns for it (lop_engine_t.index_values, run in an event
+ * VM under the predicate deadline), keyed by namespace; op.client.list(..., {index = {[name] =
+ * value}}) reads it. Names are unique per kind. */
 typedef struct lop_index_decl {
     char *name;
     lop_gvk_t gvk;
-    char *field; /* a field path, compiled by the engine when declared (so it is valid) */
+    char *field;        /* a field path, compiled by the engine when declared (so it is valid); NULL
+                         * when extract_lua_id is set */
+    int extract_lua_id; /* > 0: the Lua extract function (lop_engine_t.index_values) */
 } lop_index_decl_t;
 
 /* ---------------------------------------------------------------- reconcile */
@@ -422,6 +425,14 @@ typedef struct lop_engine {
 
     /* The field indexes main.lua declared (op.index), in declaration order; borrowed until vm_free. */
     void (*index_declarations)(lop_vm_t *vm, const lop_index_decl_t **decls, size_t *n);
+    /* Run a Lua extract function (op.index{extract = ...}) on obj_json under the predicate
+     * deadline: LOP_OK with *vals a malloc'd array of *n malloc'd strings (free each, then the
+     * array; NULL when none), the function's list of values in order (numbers and booleans as
+     * their string form). Errors (a raise, a result that is not a list of scalars, the deadline:
+     * LOP_ETIMEDOUT, the memory cap: LOP_ENOMEM, the VM must be rebuilt) with err "index 'x'
+     * extract: file:line: ..."; *vals is NULL then. */
+    lop_rc_t (*index_values)(lop_vm_t *vm, int lua_id, const char *obj_json, size_t len, char ***vals, int *n,
+                             lop_err_t *err);
 } lop_engine_t;
 
 #endif

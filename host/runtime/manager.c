@@ -464,6 +464,7 @@ static void wire_commit(lop_manager_t *m)
     ctrl_entry_t *fresh = m->staged;
     m->staged = NULL;
     uint64_t gen = lop_scriptrt_generation(m->rt); /* the staged set's: its Lua ids */
+    lop_manager_index_commit(m, gen);
     /* Metrics of what the reload made take over their series only now that it stays. */
     for (ctrl_entry_t *c = fresh; c; c = c->next) {
         for (size_t i = 0; i < c->nbindings; i++) inf_bind_metrics(m, c->bindings[i]->inf);
@@ -576,6 +577,7 @@ lop_rc_t lop_manager_install(lop_manager_t *m, lop_script_set_t *set, lop_err_t 
     lop_scriptrt_version(m->rt, old_version, sizeof old_version);
     /* The wiring is staged by the validation: a failure there (an informer that cannot be
      * made) leaves the running set and wiring alone, and set to the caller. */
+    snprintf(m->staging_version, sizeof m->staging_version, "%s", set->version);
     lop_rc_t rc = lop_scriptrt_install(m->rt, set, validate_and_stage, m, err);
     if (rc != LOP_OK && m->staged) { /* accepted, then refused: not today, but never half-wired */
         unstage(m, m->staged);

@@ -8,7 +8,14 @@
  * informer key carries the kind's index declarations, so that a reload that adds, removes or
  * changes an index of a kind builds new informers of that kind (listed afresh, indexed from the
  * first object) while a reload that keeps them shares the running informers.
- * Installing thread only (like manager.c's wiring).
+ *
+ * An extract index (op.index{extract = function(obj)}) runs its Lua function on the informer's
+ * thread for every object it caches, in an event VM of its own ("index <name>", the way each
+ * controller's predicates and map functions have theirs: docs/execution-model.md) under the
+ * predicate deadline; a function that fails leaves that object out of the index (logged). Its
+ * informer key carries the set's version (a function cannot be compared), so every reload
+ * re-lists the kinds that have one.
+ * Installing thread only (like manager.c's wiring), except the extract function (informer threads).
  */
 #include "host/runtime/manager_internal.h"
 
@@ -97,7 +104,14 @@ lop_rc_t lop_manager_index_plan(lop_manager_t *m, lop_vm_t *vm, const lop_ctrl_d
                                ix[i].gvk.api_version, ix[i].gvk.kind, LOP_STORE_MAX_FIELD_INDEXES);
         }
         e->name = lop_xstrdup(ix[i].name);
-        e->field = lop_xstrdup(ix[i].field);
+        e->field = ix[i].field ? lop_xstrdup(ix[i].field) : NULL;
+        e->extract_lua_id = ix[i].extract_lua_id;
+        if (!e->field && (e->extract_lua_id <= 0 || !m->cfg.engine->index_values)) {
+            free(e->name);
+            lop_manager_index_plan_free(&p);
+            return lop_err_set(err, LOP_EINVAL, 0, NULL, "op.index '%s': no field path and no extract function",
+                               ix[i].name);
+        }
         p.n++;
     }
     lop_manager_index_plan_free(&m->iplan);
@@ -117,7 +131,8 @@ void lop_manager_index_key(const lop_manager_t *m, const lop_rest_mapping_t *mp,
             h = (h ^ (unsigned char)*s) * 1099511628211ull;
             if (!*s) break;
         }
-        for (const char *s = e->field;; s++) {
+        /* an extract function: the set's version stands for it */
+        for (const char *s = e->field ? e->field : m->staging_version;; s++) {
             h = (h ^ (unsigned char)*s) * 1099511628211ull;
             if (!*s) break;
         }
@@ -128,6 +143,40 @@ void lop_manager_index_key(const lop_manager_t *m, const lop_rest_mapping_t *mp,
         buf[0] = '\0';
 }
 
+/* The ud of an extract index's function. gen is set by lop_manager_index_commit before the
+ * informer starts, read-only afterwards. */
+typedef struct index_extract {
+    lop_manager_t *m;
+    char *name;
+    char vm_name[160]; /* its event VM: "index <name>" */
+    int lua_id;
+    uint64_t gen; /* 0 until committed */
+} index_extract_t;
+
+/* lop_fieldindex_fn of an extract index: the Lua function's values, keyed by namespace. */
+static int extract_index_fn(void *ud, const lop_obj_t *o, char ***vals)
+{
+    index_extract_t *x = ud;
+    lop_manager_t *m = x->m;
+    *vals = NULL;
+    lop_err_t err;
+    lop_err_clear(&err);
+    lop_event_vm_t *slot = NULL;
+    lop_vm_t *vm = NULL;
+    char **raw = NULL;
+    int n = 0;
+    lop_rc_t rc = lop_scriptrt_event_acquire(m->rt, x->gen, x->vm_name, &vm, &slot, &err);
+    if (rc == LOP_OK) rc = m->cfg.engine->index_values(vm, x->lua_id, o->json, o->json_len, &raw, &n, &err);
+    lop_scriptrt_event_release(m->rt, slot, rc == LOP_ENOMEM);
+    if (rc == LOP_EGONE) return -1; /* its wiring is being removed: this index is about to go */
+    if (rc != LOP_OK) {
+        lop_log(LOP_LOG_ERROR, "index extract function failed; the object is left out of the index", "index", x->name,
+                "namespace", o->namespace_, "name", o->name, "error", err.message, NULL);
+        return -1;
+    }
+    return lop_fieldpath_ns_keys(o, raw, n, vals);
+}
+
 void lop_manager_index_attach(lop_manager_t *m, inf_entry_t *e)
 {
     if (e->selector || e->meta_only) return;
@@ -135,33 +184,59 @@ void lop_manager_index_attach(lop_manager_t *m, inf_entry_t *e)
         const index_plan_ent_t *p = &m->iplan.v[i];
         if (!same_gvr(&p->mp, &e->mapping)) continue;
         lop_fieldpath_t *fp = NULL;
-        lop_err_t err;
-        lop_err_clear(&err);
-        if (lop_fieldpath_compile(p->field, &fp, &err) != LOP_OK) { /* the engine compiled it already */
-            lop_log(LOP_LOG_ERROR, "field index not built", "index", p->name, "error", err.message, NULL);
-            continue;
+        index_extract_t *ex = NULL;
+        lop_fieldindex_t *x;
+        if (p->field) {
+            lop_err_t err;
+            lop_err_clear(&err);
+            if (lop_fieldpath_compile(p->field, &fp, &err) != LOP_OK) { /* the engine compiled it already */
+                lop_log(LOP_LOG_ERROR, "field index not built", "index", p->name, "error", err.message, NULL);
+                continue;
+            }
+            x = lop_fieldindex_new(p->name, lop_fieldpath_index_fn, fp);
+        } else {
+            ex = lop_xcalloc(1, sizeof *ex);
+            ex->m = m;
+            ex->name = lop_xstrdup(p->name);
+            snprintf(ex->vm_name, sizeof ex->vm_name, "index %s", p->name);
+            ex->lua_id = p->extract_lua_id;
+            x = lop_fieldindex_new(p->name, extract_index_fn, ex);
         }
-        lop_fieldindex_t *x = lop_fieldindex_new(p->name, lop_fieldpath_index_fn, fp);
         if (!lop_store_add_field_index(lop_informer_store(e->inf), x)) { /* the plan checked name and count */
             lop_fieldindex_free(x);
             lop_fieldpath_free(fp);
+            if (ex) free(ex->name);
+            free(ex);
             continue;
         }
         e->index_paths = lop_xrealloc(e->index_paths, (e->nindexes + 1) * sizeof *e->index_paths);
+        e->index_extracts = lop_xrealloc(e->index_extracts, (e->nindexes + 1) * sizeof *e->index_extracts);
         e->index_names = lop_xrealloc(e->index_names, (e->nindexes + 1) * sizeof *e->index_names);
         e->index_paths[e->nindexes] = fp;
+        e->index_extracts[e->nindexes] = ex;
         e->index_names[e->nindexes++] = lop_xstrdup(p->name);
     }
+}
+
+void lop_manager_index_commit(lop_manager_t *m, uint64_t gen)
+{
+    for (inf_entry_t *e = m->infs; e; e = e->next)
+        for (size_t i = 0; i < e->nindexes; i++)
+            if (e->index_extracts[i] && e->index_extracts[i]->gen == 0) e->index_extracts[i]->gen = gen;
 }
 
 void lop_manager_index_entry_free(inf_entry_t *e)
 {
     for (size_t i = 0; i < e->nindexes; i++) {
         lop_fieldpath_free(e->index_paths[i]);
+        if (e->index_extracts[i]) free(e->index_extracts[i]->name);
+        free(e->index_extracts[i]);
         free(e->index_names[i]);
     }
     free(e->index_paths);
+    free(e->index_extracts);
     free(e->index_names);
+    e->index_extracts = NULL;
     e->index_paths = NULL;
     e->index_names = NULL;
     e->nindexes = 0;

@@ -26,7 +26,8 @@ typedef struct inf_entry {
     /* Field indexes on its store (manager_index.c): informers that cache the kind in full (no
      * selector, not metadata-only) get every index declared on the kind; the paths they
      * evaluate, and the names, are owned here and freed after the informer. */
-    struct lop_fieldpath **index_paths;
+    struct lop_fieldpath **index_paths;    /* NULL for an extract index */
+    struct index_extract **index_extracts; /* the extract index's ud (NULL for a path) */
     char **index_names;
     size_t nindexes;
     int refs;
@@ -77,7 +78,8 @@ typedef struct ctrl_entry {
 typedef struct index_plan_ent {
     lop_rest_mapping_t mp;
     char *name;
-    char *field;
+    char *field;        /* NULL: extract */
+    int extract_lua_id; /* > 0: a Lua extract function of the staged set */
 } index_plan_ent_t;
 
 typedef struct index_plan {
@@ -107,10 +109,11 @@ struct lop_manager {
     pthread_mutex_t mu; /* guards infs, ctrls (readers: hostapi cache lookups) */
     inf_entry_t *infs;
     ctrl_entry_t *ctrls;
-    plan_t plan;            /* filled by the install validator */
-    index_plan_t iplan;     /* likewise, for the field indexes */
-    ctrl_entry_t *staged;   /* the wiring the install validator built, until committed */
-    pthread_mutex_t ryw_mu; /* read-your-writes: informer events broadcast ryw_cond */
+    plan_t plan;              /* filled by the install validator */
+    index_plan_t iplan;       /* likewise, for the field indexes */
+    char staging_version[17]; /* the version of the set being installed (extract indexes' keys) */
+    ctrl_entry_t *staged;     /* the wiring the install validator built, until committed */
+    pthread_mutex_t ryw_mu;   /* read-your-writes: informer events broadcast ryw_cond */
     pthread_cond_t ryw_cond;
     struct ryw_waiter *ryw_waiters; /* writes in flight (hostapi.c), guarded by ryw_mu */
     /* One record per GVR name with a committed informer, bound to its informer series (the sum
@@ -154,6 +157,9 @@ void lop_manager_index_plan_free(index_plan_t *p);
 void lop_manager_index_key(const lop_manager_t *m, const lop_rest_mapping_t *mp, char *buf, size_t len);
 /* Register the planned indexes of e's kind on e's store (before the informer starts). */
 void lop_manager_index_attach(lop_manager_t *m, inf_entry_t *e);
+/* The install is committed (the staged set is generation gen): the extract indexes attached
+ * while staging run in that generation's event VMs from now on (their informers start later). */
+void lop_manager_index_commit(lop_manager_t *m, uint64_t gen);
 /* Free what lop_manager_index_attach gave e (after its informer is freed). */
 void lop_manager_index_entry_free(inf_entry_t *e);
 /* Whether e's store has an index named name. */

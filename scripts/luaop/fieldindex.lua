@@ -16,24 +16,21 @@ local math_floor = math.floor
 
 local _M = {}
 
-local KEYS = { name = true, api_version = true, kind = true, field = true }
+local KEYS = { name = true, api_version = true, kind = true, field = true, extract = true }
 local HINTS = { apiVersion = "api_version", path = "field", fieldPath = "field", index = "name" }
 
 --- Validate an index declaration.
 -- @tparam table decl `{name = "secretRef", api_version = "apps/v1", kind = "Deployment",
---   field = "spec.template.spec.volumes[*].secret.secretName"}`
+--   field = "spec.template.spec.volumes[*].secret.secretName"}`, or with
+--   `extract = function(obj) return {"a", ...} end` in place of `field`
 -- @tparam[opt] number level error level of the user's call
--- @treturn table a normalized copy `{name=, api_version=, kind=, field=}`
+-- @treturn table a normalized copy `{name=, api_version=, kind=, field= | extract=}`
 -- @raise naming the offending field; a field path that does not compile (with its position);
---   `extract` functions, which are not supported yet
+--   both or neither of field and extract
 function _M.normalize(decl, level)
   level = (level or 1) + 1
   if type(decl) ~= "table" then error("op.index: the declaration must be a table", level) end
   for k in pairs(decl) do
-    if k == "extract" then
-      error("op.index: extract functions are not supported (the host evaluates a field path on the informer's "
-            .. "thread, without a Lua VM): declare field = \"a.b[*].c\"", level)
-    end
     if not KEYS[k] then
       local hint = HINTS[k]
       error("op.index: unknown field '" .. tostring(k) .. "'" .. (hint and (" (did you mean '" .. hint .. "'?)") or ""),
@@ -49,6 +46,12 @@ function _M.normalize(decl, level)
   if type(decl.kind) ~= "string" or not decl.kind:match("^%u%w*$") then
     error("op.index '" .. decl.name .. "': kind must be a Kind name (e.g. \"Deployment\")", level)
   end
+  if decl.extract ~= nil then
+    if type(decl.extract) ~= "function" or decl.field ~= nil then
+      error("op.index '" .. decl.name .. "': declare either field (a path) or extract (a function), not both", level)
+    end
+    return { name = decl.name, api_version = decl.api_version, kind = decl.kind, extract = decl.extract }
+  end
   if type(decl.field) ~= "string" or decl.field == "" then
     error("op.index '" .. decl.name .. "': field must be a field path (e.g. \"spec.template.spec.volumes[*].secret.secretName\")",
           level)
@@ -59,6 +62,21 @@ function _M.normalize(decl, level)
     if not cok then error("op.index '" .. decl.name .. "': " .. tostring(err), level) end
   end
   return { name = decl.name, api_version = decl.api_version, kind = decl.kind, field = decl.field }
+end
+
+-- A scalar as the string an index holds for it (3 -> "3", 0.5 -> "0.5", true -> "true"); nil
+-- for anything else.
+local function scalar_string(v)
+  local t = type(v)
+  if t == "string" then return v end
+  if t == "boolean" then return tostring(v) end
+  if t ~= "number" then return nil end
+  if v == math_floor(v) and v > -2 ^ 53 and v < 2 ^ 53 then return ("%d"):format(v) end
+  for p = 1, 17 do
+    local s = ("%." .. p .. "g"):format(v)
+    if tonumber(s) == v then return s end
+  end
+  return ("%.17g"):format(v)
 end
 
 --- Check a list's `index` option: exactly one `{[name] = value}` pair, the value a string (a
@@ -76,22 +94,11 @@ function _M.option(index, level)
     error("luaop.client.list: index must name exactly one index ({secretRef = \"db-creds\"})", level)
   end
   if type(name) ~= "string" then error("luaop.client.list: an index name must be a string", level) end
-  local t = type(value)
-  if t == "number" then
-    if value == math_floor(value) and value > -2 ^ 53 and value < 2 ^ 53 then
-      value = ("%d"):format(value)
-    else
-      value = ("%.17g"):format(value)
-      for p = 1, 17 do
-        local s = ("%." .. p .. "g"):format(index[name])
-        if tonumber(s) == index[name] then value = s break end
-      end
-    end
-  elseif t == "boolean" then
-    value = tostring(value)
-  elseif t ~= "string" then
-    error("luaop.client.list: index '" .. name .. "' value must be a string, not a " .. t, level)
+  local str = scalar_string(value)
+  if str == nil then
+    error("luaop.client.list: index '" .. name .. "' value must be a string, not a " .. type(value), level)
   end
+  value = str
   return name, value
 end
 
@@ -108,13 +115,39 @@ function _M.unknown_message(api_version, kind, name, declared)
          .. (#quoted > 0 and concat(quoted, ", ") or "none") .. ")"
 end
 
---- Whether obj's values under spec include value.
+--- The values of obj under spec: the field path's (the host's evaluator), or the extract
+-- function's as the host takes them (nil: none; a list of strings, numbers, booleans).
+-- @tparam table spec a normalized declaration
+-- @tparam table obj
+-- @treturn table|nil array of strings; nil, message when the extract function raised or returned
+--   something else (the host then leaves the object out of the index)
+function _M.values(spec, obj)
+  if not spec.extract then return require("luaop.core").fieldpath(spec.field, obj) end
+  local ok, res = pcall(spec.extract, obj)
+  if not ok then return nil, "index '" .. spec.name .. "' extract: " .. tostring(res) end
+  if res == nil then return {} end
+  if type(res) ~= "table" then
+    return nil, "index '" .. spec.name .. "' extract: extract returned a " .. type(res) .. "; expected a list of strings"
+  end
+  local out = {}
+  for i = 1, #res do
+    local s = scalar_string(res[i])
+    if s == nil then
+      return nil, "index '" .. spec.name .. "' extract: extract result [" .. i .. "] is a " .. type(res[i])
+                  .. "; expected a string"
+    end
+    out[i] = s
+  end
+  return out
+end
+
+--- Whether obj's values under spec include value (an extract function that fails: no).
 -- @tparam table spec a normalized declaration
 -- @tparam table obj
 -- @tparam string value
 -- @treturn boolean
 function _M.matches(spec, obj, value)
-  for _, v in ipairs(require("luaop.core").fieldpath(spec.field, obj)) do
+  for _, v in ipairs(_M.values(spec, obj) or {}) do
     if v == value then return true end
   end
   return false

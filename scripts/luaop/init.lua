@@ -54,11 +54,15 @@ end
 -- metadata_only); a reload that adds, removes or changes a kind's indexes re-lists that kind into
 -- new informers (see docs/lua-api.md "Field indexes").
 --
+-- Instead of `field`, `extract = function(obj) return {"a", ...} end` (controller-runtime's
+-- IndexerFunc) runs in an event VM of the host under the predicate deadline for each object
+-- cached; one that fails leaves the object out of the index.
+--
 -- @tparam table decl `{name = "secretRef", api_version = "apps/v1", kind = "Deployment",
---   field = "spec.template.spec.volumes[*].secret.secretName"}`
+--   field = "spec.template.spec.volumes[*].secret.secretName"}` (or `extract =` in place of `field`)
 -- @treturn table the normalized declaration
--- @raise on an invalid or unknown field, a field path that does not compile, a name declared
---   twice for the kind, or a call outside load
+-- @raise on an invalid or unknown field, a field path that does not compile, both or neither of
+--   field and extract, a name declared twice for the kind, or a call outside load
 -- Context: load.
 function _M.index(decl)
   local spec = require("luaop.fieldindex").normalize(decl, 2)

@@ -21,6 +21,10 @@ informer cache's field index, hostapi.c → fieldindex.c), never by listing the 
     running set keeps serving its index), and `luaop check` refuses it and lists the indexes;
   - under --namespace a,b (one informer per namespace) a lookup across all namespaces is their
     union; under --namespace a, that namespace's objects;
+  - a Lua extract index (op.index{extract = function(obj)}) run by the host in its own event VM:
+    the Secret named in a container's env finds its Deployment; an object whose extract raises is
+    left out of the index and logged with main.lua:line, one that never returns is stopped at the
+    predicate deadline (and left out); it survives a reload (re-listed);
   - the operator exits 0 on SIGTERM.
 """
 import os
@@ -36,6 +40,20 @@ local AV, KIND = "apps/v1", "Deployment"
 
 op.index { name = "secretRef", api_version = AV, kind = KIND,
            field = "spec.template.spec.volumes[*].secret.secretName" }
+-- a Lua extract function: the Secrets the containers' env names; raises on explode=yes objects,
+-- never returns on spin=yes ones
+op.index { name = "envSecret", api_version = AV, kind = KIND, extract = function(d)
+  if (d.metadata.labels or {}).explode == "yes" then error("boom") end
+  if (d.metadata.labels or {}).spin == "yes" then while true do end end
+  local out = {}
+  for _, c in ipairs(d.spec.template.spec.containers or {}) do
+    for _, e in ipairs(c.env or {}) do
+      local ref = e.valueFrom and e.valueFrom.secretKeyRef
+      if ref then out[#out + 1] = ref.name end
+    end
+  end
+  return out
+end }
 %(extra_index)s
 local function keys(list)
   local out = {}
@@ -63,6 +81,7 @@ op.controller {
   name = "secret-users",
   for_ = { api_version = AV, kind = KIND },
   watches = { { api_version = "v1", kind = "Secret", map = users("secretRef") },
+              { api_version = "v1", kind = "Secret", map = users("envSecret") },
 %(extra_watch)s  },
   reconcile = function(req)
     local d = op.client.get(AV, KIND, req.namespace, req.name)
@@ -94,13 +113,16 @@ def write(path, text):
     os.rename(tmp, path)
 
 
-def deployment(name, secrets, configmaps=()):
+def deployment(name, secrets, configmaps=(), env_secret=None, labels=None):
     vols = [{"name": f"s{i}", "secret": {"secretName": s}} for i, s in enumerate(secrets)]
     vols += [{"name": f"c{i}", "configMap": {"name": c}} for i, c in enumerate(configmaps)]
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+    c = {"name": "c", "image": "busybox"}
+    if env_secret:
+        c["env"] = [{"name": "K", "valueFrom": {"secretKeyRef": {"name": env_secret, "key": "k"}}}]
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "labels": labels or {"app": name}},
             "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
                      "template": {"metadata": {"labels": {"app": name}},
-                                  "spec": {"containers": [{"name": "c", "image": "busybox"}], "volumes": vols}}}}
+                                  "spec": {"containers": [c], "volumes": vols}}}}
 
 
 def body():
@@ -142,14 +164,18 @@ def body():
         h.check(True, f"each Deployment found is reconciled ({want or 'none'})")
 
     h.wait_for("the scripts to be installed", 20, lambda: installs() >= 1, live)
-    api.ok("POST", "/apis/apps/v1/namespaces/a/deployments", deployment("web", ["db-creds"], ["cfg"]))
+    api.ok("POST", "/apis/apps/v1/namespaces/a/deployments", deployment("web", ["db-creds"], ["cfg"], "api-key"))
     api.ok("POST", "/apis/apps/v1/namespaces/a/deployments", deployment("other", ["tls"]))
     api.ok("POST", "/apis/apps/v1/namespaces/b/deployments", deployment("web", ["db-creds"]))
-    for key in ("a/web", "a/other", "b/web"):
+    api.ok("POST", "/apis/apps/v1/namespaces/b/deployments",
+           deployment("bad", [], (), "api-key", {"app": "bad", "explode": "yes"}))
+    api.ok("POST", "/apis/apps/v1/namespaces/b/deployments",
+           deployment("spin", [], (), "api-key", {"app": "spin", "spin": "yes"}))
+    for key in ("a/web", "a/other", "b/web", "b/bad", "b/spin"):
         h.wait_for(f"{key} reconciled", 20, lambda: reconciles(key) >= 1, live)
 
     def counts():
-        return {k: reconciles(k) for k in ("a/web", "a/other", "b/web")}
+        return {k: reconciles(k) for k in ("a/web", "a/other", "b/web", "b/bad", "b/spin")}
 
     # 1. a Secret finds the Deployments of its namespace that mount it
     c = counts()
@@ -161,6 +187,24 @@ def body():
     c = counts()
     rv = secret("b", "db-creds", "v1")
     wait_mapped("secretRef", "b/db-creds", rv, "b/web", c)
+
+    # 1b. a Lua extract index (run in its own event VM on the informer's thread): the env's Secret;
+    # the object whose extract raises is left out of the index, and the failure is logged
+    c = counts()
+    rv = secret("a", "api-key", "v1")
+    wait_mapped("envSecret", "a/api-key", rv, "a/web", c)
+    c = counts()
+    rv = secret("b", "api-key", "v1")
+    wait_mapped("envSecret", "b/api-key", rv, "", c)
+    fails = op.oplog.find(msg="index extract function failed; the object is left out of the index", index="envSecret",
+                          namespace="b", name="bad")
+    h.check(bool(fails) and "boom" in fails[0].get("error", "") and "main.lua:" in fails[0].get("error", ""),
+            f"the raising extract is logged with main.lua:line ({(fails[0].get('error', '') if fails else '')[:120]!r})")
+    spins = op.oplog.find(msg="index extract function failed; the object is left out of the index",
+                          index="envSecret", namespace="b", name="spin")
+    h.check(bool(spins) and "deadline" in spins[0].get("error", ""),
+            f"an extract that never returns is stopped at the predicate deadline "
+            f"({(spins[0].get('error', '') if spins else '')[:100]!r})")
 
     # 2. an update that moves a value: a/other now mounts db-creds instead of tls
     c = counts()
@@ -177,8 +221,8 @@ def body():
     # 3. all namespaces, and an unknown index in the host's words
     api.merge_patch("/apis/apps/v1/namespaces/a/deployments/web", {"metadata": {"annotations": {"probe": "secretref"}}})
     p = h.wait_for("the probe", 20, lambda: op.oplog.find(msg="probe", index="secretref"), live)[-1]
-    h.check(p.get("ok") == "false" and "apps/v1 Deployment has no index 'secretref' (declared: 'secretRef')"
-            in p.get("err", ""), f"an unknown index raises naming the declared ones ({p.get('err')!r})")
+    h.check(p.get("ok") == "false" and "apps/v1 Deployment has no index 'secretref' (declared: 'secretRef', "
+            "'envSecret')" in p.get("err", ""), f"an unknown index raises naming the declared ones ({p.get('err')!r})")
     h.check(p.get("all") == "a/other,a/web,b/web", f"a lookup across all namespaces ({p.get('all')})")
 
     # 4. a reload that adds an index: built from a fresh list; the old one keeps working
@@ -201,6 +245,9 @@ def body():
     c = counts()
     rv = secret("a", "db-creds", "v3")
     wait_mapped("secretRef", "a/db-creds", rv, "a/other,a/web", c)
+    c = counts()
+    rv = secret("a", "api-key", "v3")
+    wait_mapped("envSecret", "a/api-key", rv, "a/web", c)
 
     # 5. a reload that removes it: the name is unknown again
     n = installs()
@@ -208,7 +255,8 @@ def body():
     h.wait_for("the reload that removes configRef", 20, lambda: installs() > n, live)
     api.merge_patch("/apis/apps/v1/namespaces/a/deployments/web", {"metadata": {"annotations": {"probe": "configRef"}}})
     p = h.wait_for("the probe after the reload", 20, lambda: op.oplog.find(msg="probe", index="configRef"), live)[-1]
-    h.check(p.get("ok") == "false" and "has no index 'configRef' (declared: 'secretRef')" in p.get("err", ""),
+    h.check(p.get("ok") == "false" and "has no index 'configRef' (declared: 'secretRef', 'envSecret')"
+            in p.get("err", ""),
             f"after the reload that removed it, configRef is unknown ({p.get('err')!r})")
     # a reload to an index on a kind no controller watches in full is refused; the running set stays
     bad = V1.replace('op.controller {', 'op.index { name = "podRef", api_version = "apps/v1", kind = "StatefulSet",'
@@ -226,7 +274,8 @@ def body():
     # luaop check says the same without a cluster, and lists the indexes
     chk = subprocess.run([h.LUAOP, "check", "--scripts", scripts], capture_output=True, text=True, timeout=30)
     h.check(chk.returncode == 0 and "index secretRef: apps/v1 Deployment, field "
-            "spec.template.spec.volumes[*].secret.secretName" in chk.stdout,
+            "spec.template.spec.volumes[*].secret.secretName" in chk.stdout and
+            "index envSecret: apps/v1 Deployment, an extract function" in chk.stdout,
             f"luaop check lists the index ({chk.stdout.strip()[-120:]!r})")
     bad_dir = os.path.join(h.TMP, "bad")
     os.makedirs(bad_dir)

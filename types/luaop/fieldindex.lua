@@ -15,10 +15,10 @@
 local M = {}
 
 --- Validate an index declaration.
----@param decl table `{name = "secretRef", api_version = "apps/v1", kind = "Deployment", field = "spec.template.spec.volumes[*].secret.secretName"}`
+---@param decl table `{name = "secretRef", api_version = "apps/v1", kind = "Deployment", field = "spec.template.spec.volumes[*].secret.secretName"}`, or with `extract = function(obj) return {"a", ...} end` in place of `field`
 ---@param level? number error level of the user's call
----@return table # a normalized copy `{name=, api_version=, kind=, field=}`
---- Raises naming the offending field; a field path that does not compile (with its position); `extract` functions, which are not supported yet
+---@return table # a normalized copy `{name=, api_version=, kind=, field= | extract=}`
+--- Raises naming the offending field; a field path that does not compile (with its position); both or neither of field and extract
 function M.normalize(decl, level) end
 
 --- Check a list's `index` option: exactly one `{[name] = value}` pair, the value a string (a
@@ -38,7 +38,14 @@ function M.option(index, level) end
 ---@return string
 function M.unknown_message(api_version, kind, name, declared) end
 
---- Whether obj's values under spec include value.
+--- The values of obj under spec: the field path's (the host's evaluator), or the extract
+--- function's as the host takes them (nil: none; a list of strings, numbers, booleans).
+---@param spec table a normalized declaration
+---@param obj table
+---@return table|nil # array of strings; nil, message when the extract function raised or returned something else (the host then leaves the object out of the index)
+function M.values(spec, obj) end
+
+--- Whether obj's values under spec include value (an extract function that fails: no).
 ---@param spec table a normalized declaration
 ---@param obj table
 ---@param value string

@@ -52,9 +52,13 @@ function M.controller(decl) end
 --- Some controller must watch the kind in full (for_, owns or watches without label_selector or
 --- metadata_only); a reload that adds, removes or changes a kind's indexes re-lists that kind into
 --- new informers (see docs/lua-api.md "Field indexes").
----@param decl table `{name = "secretRef", api_version = "apps/v1", kind = "Deployment", field = "spec.template.spec.volumes[*].secret.secretName"}`
+---
+--- Instead of `field`, `extract = function(obj) return {"a", ...} end` (controller-runtime's
+--- IndexerFunc) runs in an event VM of the host under the predicate deadline for each object
+--- cached; one that fails leaves the object out of the index.
+---@param decl table `{name = "secretRef", api_version = "apps/v1", kind = "Deployment", field = "spec.template.spec.volumes[*].secret.secretName"}` (or `extract =` in place of `field`)
 ---@return table # the normalized declaration
---- Raises on an invalid or unknown field, a field path that does not compile, a name declared twice for the kind, or a call outside load
+--- Raises on an invalid or unknown field, a field path that does not compile, both or neither of field and extract, a name declared twice for the kind, or a call outside load
 function M.index(decl) end
 
 return M

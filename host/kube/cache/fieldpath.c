@@ -180,12 +180,13 @@ char *lop_fieldpath_lookup_key(const char *ns, const char *value)
     return b.data;
 }
 
-int lop_fieldpath_index_fn(void *ud, const lop_obj_t *o, char ***vals)
+int lop_fieldpath_ns_keys(const lop_obj_t *o, char **raw, int n, char ***vals)
 {
-    char **raw = NULL;
-    int n = lop_fieldpath_eval(ud, o->json, o->json_len, &raw);
     *vals = NULL;
-    if (n <= 0) return n;
+    if (n <= 0) {
+        free(raw);
+        return 0;
+    }
     bool namespaced = o->namespace_ && *o->namespace_;
     char **out = lop_xcalloc((size_t)n * (namespaced ? 2 : 1), sizeof *out);
     size_t k = 0;
@@ -197,4 +198,13 @@ int lop_fieldpath_index_fn(void *ud, const lop_obj_t *o, char ***vals)
     free(raw);
     *vals = out;
     return (int)k;
+}
+
+int lop_fieldpath_index_fn(void *ud, const lop_obj_t *o, char ***vals)
+{
+    char **raw = NULL;
+    int n = lop_fieldpath_eval(ud, o->json, o->json_len, &raw);
+    *vals = NULL;
+    if (n < 0) return n;
+    return lop_fieldpath_ns_keys(o, raw, n, vals);
 }

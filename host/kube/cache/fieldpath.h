@@ -49,6 +49,10 @@ int lop_fieldpath_eval(const lop_fieldpath_t *p, const char *json, size_t len, c
 /* lop_fieldindex_fn for a declared index: ud is a lop_fieldpath_t (borrowed; it must outlive
  * the index). Values keyed as above. < 0 when the object's JSON does not parse. */
 int lop_fieldpath_index_fn(void *ud, const lop_obj_t *o, char ***vals);
+/* Key raw values of o by namespace as lop_fieldpath_index_fn does (any index function may use
+ * it: the Lua extract functions do): takes raw[0..n) (each string and the array), sets *vals to
+ * the keyed values and returns their number. */
+int lop_fieldpath_ns_keys(const lop_obj_t *o, char **raw, int n, char ***vals);
 /* The value to find in such an index for value in ns (NULL or "" = all namespaces). malloc'd. */
 char *lop_fieldpath_lookup_key(const char *ns, const char *value);
 
