@@ -252,10 +252,10 @@ static void test_at_scale(void)
     lop_fieldindex_free(x);
 }
 
-/* Lookups cost O(matches): the time of one lookup of a value carried by 2 objects stays the same
- * whether the index holds 1,000 or 64,000 other objects (a scan grows 64x). The bound is loose
- * (8x) so a loaded machine does not fail it; the figures are printed. */
-static double lookup_ns(size_t others)
+/* A lookup among many other objects finds exactly the objects carrying the value (the hash is
+ * keyed by value: the other 1,000 / 64,000 objects and their 2 values each never match). Its cost
+ * is not asserted here: timing belongs to benchmarks, not tests. */
+static void lookup_among(size_t others)
 {
     lop_fieldindex_t *x = lop_fieldindex_new("by_secret", by_ref, NULL);
     for (size_t i = 0; i < others; i++) {
@@ -269,28 +269,24 @@ static double lookup_ns(size_t others)
     lop_obj_t *a = mk("n", "a", "target"), *b = mk("n", "b", "target");
     lop_fieldindex_update(x, NULL, a);
     lop_fieldindex_update(x, NULL, b);
-    const int reps = 20000;
-    int64_t t0 = lop_clock_mono(&lop_clock_system);
-    size_t found = 0;
-    for (int r = 0; r < reps; r++) {
-        lop_obj_list_t l;
-        lop_fieldindex_find(x, "n/target", &l);
-        found += l.n;
-        lop_obj_list_free(&l);
-    }
-    int64_t t1 = lop_clock_mono(&lop_clock_system);
-    T_EQ_INT((long)found, 2L * reps);
+    lop_obj_list_t l;
+    lop_fieldindex_find(x, "n/target", &l);
+    T_EQ_INT((long)l.n, 2L);
+    if (l.n == 2) T_CHECK(l.items[0] == a && l.items[1] == b);
+    lop_obj_list_free(&l);
+    lop_fieldindex_find(x, "n/y5", &l); /* i % 97 == 5: ceil((others - 5) / 97) objects */
+    T_EQ_INT((long)l.n, (long)((others - 5 + 96) / 97));
+    lop_obj_list_free(&l);
+    T_EQ_INT((long)lop_fieldindex_count(x), (long)others + 2);
     lop_obj_unref(a);
     lop_obj_unref(b);
     lop_fieldindex_free(x);
-    return (double)(t1 - t0) / reps;
 }
 
-static void test_lookup_cost(void)
+static void test_lookup_among_many(void)
 {
-    double small = lookup_ns(1000), big = lookup_ns(64000);
-    printf("# lookup of 2 matches: %.0f ns among 1,000 objects, %.0f ns among 64,000\n", small, big);
-    T_CHECK(big < 8 * small + 2000);
+    lookup_among(1000);
+    lookup_among(64000);
 }
 
 /* Finds run concurrently with updates (the informer's thread writes, workers and map functions
@@ -356,7 +352,7 @@ int main(void)
 {
     T_RUN(test_concurrent_finds);
     T_RUN(test_at_scale);
-    T_RUN(test_lookup_cost);
+    T_RUN(test_lookup_among_many);
     T_RUN(test_in_store);
     T_RUN(test_incremental);
     T_RUN(test_errors_and_bad_args);
