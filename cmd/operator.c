@@ -352,13 +352,16 @@ static lop_rc_t leader_start(leader_t *l, const lop_run_opts_t *o, lop_rest_clie
     return lop_elector_start(l->elector);
 }
 
-/* The elector's own judgement (its clock), asked before each write of a leader-elected controller. */
-static bool still_leading(void *ud)
+/* The elector's own judgement (its clock), asked before each write of a leader-elected
+ * controller: ns left before its renew deadline, 0 when not leading. */
+static int64_t leading_left_ns(void *ud)
 {
     leader_t *l = ud;
     lop_elector_t *e = __atomic_load_n(&l->elector, __ATOMIC_ACQUIRE);
-    return e && lop_elector_is_leader(e);
+    return e ? lop_elector_leading_left_ns(e) : 0;
 }
+
+static bool still_leading(void *ud) { return leading_left_ns(ud) > 0; }
 
 static void leader_stop(leader_t *l)
 {
@@ -487,8 +490,8 @@ static bool create_manager(operator_t *op)
         .namespace_ = o->namespace_,
         .metrics = &op->std,
         .leader_gate = o->leader_elect ? &op->gate : NULL,
-        .still_leading = still_leading,
-        .still_leading_ud = &op->leader,
+        .leading_left_ns = leading_left_ns,
+        .leading_left_ud = &op->leader,
         .identity = op->identity,
         .watch_list = o->watch_list,
         .on_informer_synced = on_informer_synced,

@@ -510,10 +510,12 @@ static bool needs_leadership(lop_manager_t *m, const char *controller)
     return needs;
 }
 
-static bool leading(lop_manager_t *m)
+/* How long (ns) this replica may still write as the leader: INT64_MAX without a judge of its
+ * own, <= 0 when the gate is closed or the elector says leadership is over. */
+static int64_t leading_left_ns(lop_manager_t *m)
 {
-    if (!lop_gate_is_open(m->cfg.leader_gate)) return false;
-    return !m->cfg.still_leading || m->cfg.still_leading(m->cfg.still_leading_ud);
+    if (!lop_gate_is_open(m->cfg.leader_gate)) return 0;
+    return m->cfg.leading_left_ns ? m->cfg.leading_left_ns(m->cfg.leading_left_ud) : INT64_MAX;
 }
 
 static bool is_write(const char *verb) { return strcmp(verb, "get") != 0 && strcmp(verb, "list") != 0; }
@@ -528,7 +530,8 @@ static lop_rc_t host_request(void *ud, const lop_api_request_t *req, lop_api_res
     resp->len = 0;
     const char *verb = req->verb ? req->verb : "";
     bool apply = strcmp(verb, "patch") == 0 && req->patch_type && strcmp(req->patch_type, "apply") == 0;
-    if (is_write(verb) && needs_leadership(m, req->controller) && !leading(m))
+    int64_t lead_left = is_write(verb) && needs_leadership(m, req->controller) ? leading_left_ns(m) : INT64_MAX;
+    if (lead_left <= 0)
         return lop_err_set(err, LOP_ECLOSED, 0, "NotLeader", "this replica is not the leader: write refused");
     lop_object_req_t oreq = {
         .verb = apply ? "apply" : verb,
@@ -544,6 +547,13 @@ static lop_rc_t host_request(void *ud, const lop_api_request_t *req, lop_api_res
         /* what is left of the reconcile's deadline, rounded up to whole ms */
         .deadline_ms = req->timeout_ns > 0 ? (long)((req->timeout_ns + LOP_NS_PER_MS - 1) / LOP_NS_PER_MS) : 0,
     };
+    /* a leader's write must be on the wire before its renew deadline (whole ms, rounded down) */
+    if (lead_left != INT64_MAX) {
+        long lead_ms = (long)(lead_left / LOP_NS_PER_MS);
+        if (lead_ms <= 0)
+            return lop_err_set(err, LOP_ECLOSED, 0, "NotLeader", "this replica is not the leader: write refused");
+        if (oreq.deadline_ms <= 0 || lead_ms < oreq.deadline_ms) oreq.deadline_ms = lead_ms;
+    }
     lop_rest_resp_t r = LOP_REST_RESP_INIT;
     lop_rest_mapping_t mp;
     memset(&mp, 0, sizeof mp);
@@ -598,7 +608,7 @@ static lop_rc_t host_record_event(void *ud, const char *obj_json, size_t len, co
 static bool host_is_leader(void *ud)
 {
     lop_manager_t *m = ud;
-    return !m->cfg.leader_gate || leading(m);
+    return !m->cfg.leader_gate || leading_left_ns(m) > 0;
 }
 
 static const char *host_identity(void *ud)

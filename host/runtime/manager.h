@@ -33,6 +33,7 @@
 #include "host/util/buf.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 
 typedef struct lop_manager lop_manager_t;
 
@@ -49,10 +50,15 @@ typedef struct lop_manager_config {
     const lop_clock_t *clock; /* NULL = system */
     lop_gate_t *leader_gate;  /* NULL = no leader election; borrowed */
     /* With leader election: asked right before every write of a leader-elected controller, on
-     * top of the gate (the elector judges by its own clock, so a leader that stalled past its
-     * renew deadline stops writing even before its callbacks close the gate). NULL = gate only. */
-    bool (*still_leading)(void *ud);
-    void *still_leading_ud;
+     * top of the gate: how long (ns) this replica may still write as the leader, <= 0 = not
+     * leading (the elector judges by its own clock, so a leader that stalled past its renew
+     * deadline stops writing even before its callbacks close the gate). The write's deadline is
+     * cut to that time, so a write that a stall held between this check and the wire is dropped
+     * rather than sent once another replica may hold the lease (lease-based election has no
+     * fencing on the server: this narrows the window to the request's own time on the wire).
+     * NULL = gate only. */
+    int64_t (*leading_left_ns)(void *ud);
+    void *leading_left_ud;
     const char *identity;       /* this replica's identity; copied */
     const char *component;      /* Event source component (default "luaop"); copied */
     lop_metrics_std_t *metrics; /* standard metric families to feed; NULL = none; borrowed */

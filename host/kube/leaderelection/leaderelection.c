@@ -203,12 +203,14 @@ void lop_elector_free(lop_elector_t *e)
 
 /* ---- queries ---- */
 
-bool lop_elector_is_leader(lop_elector_t *e)
+bool lop_elector_is_leader(lop_elector_t *e) { return lop_elector_leading_left_ns(e) > 0; }
+
+int64_t lop_elector_leading_left_ns(lop_elector_t *e)
 {
     pthread_mutex_lock(&e->mu);
-    bool r = e->leading && lop_clock_mono(e->clock) < e->renew_deadline;
+    int64_t left = e->leading ? e->renew_deadline - lop_clock_mono(e->clock) : 0;
     pthread_mutex_unlock(&e->mu);
-    return r;
+    return left > 0 ? left : 0;
 }
 
 bool lop_elector_lost(lop_elector_t *e)

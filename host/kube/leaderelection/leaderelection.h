@@ -146,6 +146,10 @@ LOP_MUST_CHECK lop_rc_t lop_elector_notify_lease_event(lop_elector_t *e, const c
 
 /* True while this replica leads and its last successful renew is within the renew deadline. */
 bool lop_elector_is_leader(lop_elector_t *e);
+/* While this replica leads: ns (on the elector's clock) until its renew deadline, i.e. how much
+ * longer it may act as the leader without another successful renew (the deadline is counted from
+ * the START of the last successful renew attempt); 0 when it does not lead or the deadline passed. */
+int64_t lop_elector_leading_left_ns(lop_elector_t *e);
 /* True once leadership was lost in exit mode: the host should exit non-zero. */
 bool lop_elector_lost(lop_elector_t *e);
 /* This replica's identity. Borrowed, valid until free. */

@@ -376,6 +376,87 @@ static void test_read_your_writes_wait_ends_at_the_callers_deadline(void)
     teardown(&f);
 }
 
+/* With leader election, a leader-elected write goes out only while the elector leaves time
+ * (host/runtime/manager.h leading_left_ns): none left, or less than a whole millisecond, is
+ * NotLeader and nothing reaches the server; with time left the write is made (its deadline cut to
+ * that time); reads need no leadership; a closed gate refuses whatever the elector says. */
+static int64_t fake_left;
+static int64_t fake_leading_left_ns(void *ud)
+{
+    (void)ud;
+    return fake_left;
+}
+
+static lop_rc_t write_secret(fx_t *f, const char *name, lop_err_t *err)
+{
+    char body[160];
+    snprintf(body, sizeof body, "{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"%s\"}}", name);
+    lop_api_request_t req = {.verb = "create",
+                             .api_version = "v1",
+                             .kind = "Secret",
+                             .namespace_ = "default",
+                             .body = body,
+                             .body_len = strlen(body),
+                             .timeout_ns = 10 * LOP_NS_PER_S};
+    lop_api_response_t resp = {0};
+    lop_rc_t rc = f->m->host.request(f->m->host.ud, &req, &resp, err);
+    free(resp.body);
+    return rc;
+}
+
+static long secret_status(const char *name)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/api/v1/namespaces/default/secrets/%s", name);
+    lop_err_t err;
+    lop_rc_t rc = lop_rest_do(cli, "GET", path, NULL, NULL, 0, NULL, &err);
+    return rc == LOP_OK ? 200 : err.code;
+}
+
+static void test_leader_writes_only_while_the_elector_leaves_time(void)
+{
+    fx_t f;
+    setup(&f);
+    lop_gate_t gate;
+    lop_gate_init(&gate, true);
+    f.m->cfg.leader_gate = &gate;
+    f.m->cfg.leading_left_ns = fake_leading_left_ns;
+    lop_err_t err;
+
+    fake_left = 0;
+    T_EQ_INT(write_secret(&f, "lead-none", &err), LOP_ECLOSED);
+    T_EQ_STR(err.reason, "NotLeader");
+    T_EQ_INT((int)secret_status("lead-none"), 404);
+
+    fake_left = LOP_NS_PER_MS / 2; /* less than a whole millisecond: no deadline to give the write */
+    T_EQ_INT(write_secret(&f, "lead-sub-ms", &err), LOP_ECLOSED);
+    T_EQ_STR(err.reason, "NotLeader");
+    T_EQ_INT((int)secret_status("lead-sub-ms"), 404);
+
+    fake_left = 10 * LOP_NS_PER_S;
+    T_EQ_INT(write_secret(&f, "lead-ok", &err), LOP_OK);
+    T_EQ_INT((int)secret_status("lead-ok"), 200);
+
+    fake_left = 0; /* reads need no leadership */
+    lop_api_request_t get = {
+        .verb = "get", .api_version = "v1", .kind = "Secret", .namespace_ = "default", .name = "lead-ok"};
+    lop_api_response_t resp = {0};
+    T_EQ_INT(f.m->host.request(f.m->host.ud, &get, &resp, &err), LOP_OK);
+    T_EQ_INT((int)resp.code, 200);
+    free(resp.body);
+
+    fake_left = 10 * LOP_NS_PER_S;
+    lop_gate_set(&gate, false);
+    T_EQ_INT(write_secret(&f, "lead-closed", &err), LOP_ECLOSED);
+    T_EQ_STR(err.reason, "NotLeader");
+    T_EQ_INT((int)secret_status("lead-closed"), 404);
+
+    f.m->cfg.leader_gate = NULL;
+    f.m->cfg.leading_left_ns = NULL;
+    lop_gate_cleanup(&gate);
+    teardown(&f);
+}
+
 int main(void)
 {
     if (!T_SETUP("start the API server and a client", t_apiserver_client_start(&srv, &cli) == 0)) return T_DONE();
@@ -390,6 +471,7 @@ int main(void)
     T_RUN(test_controller_workers_wait_for_every_watched_informer);
     T_RUN(test_reload_moving_a_gated_controller_waits_for_its_new_sources);
     T_RUN(test_read_your_writes_wait_ends_at_the_callers_deadline);
+    T_RUN(test_leader_writes_only_while_the_elector_leaves_time);
     lop_rest_client_free(cli);
     lop_apiserver_stop(srv);
     return T_DONE();
