@@ -4,6 +4,7 @@
  * under `luajit`: the same JSON codec and clock helpers as the host VMs (system clock), without
  * the host-only functions (docs/lua-core.md): json, yaml, selector, crypto, fieldpath, now/mono/format_time/...,
  * plus what only the module has: apiserver and rest (core_envtest.h, for luaop.testing.apiserver)
+ * and schema (core_schema.h, the API server's CRD validator for luaop.testing's fake)
  */
 #include "bindings/core_clock.h"
 #include "bindings/core_crypto.h"
@@ -12,6 +13,7 @@
 #include "bindings/engine_internal.h"
 #include "bindings/json_codec.h"
 #include "bindings/module/core_envtest.h"
+#include "bindings/module/core_schema.h"
 #include "bindings/result_map.h"
 
 #include <lauxlib.h>
@@ -34,6 +36,7 @@ int luaopen_luaop_core(lua_State *L)
     lop_lua_clock_register(L, -1, &lop_clock_system);
     lop_lua_envtest_register(L, -1);
     lop_lua_fieldpath_register(L, -1);
+    lop_lua_schema_register(L, -1);
     lua_pushboolean(L, 0);
     lua_setfield(L, -2, "in_host");
     return 1;

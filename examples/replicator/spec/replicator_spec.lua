@@ -125,7 +125,18 @@ describe("replicator example", function()
       assert.equal(1, #fake:events_with("InvalidSelector"))
     end)
 
+    it("a spec without a source is refused by the API server (the CRD requires spec.source)", function()
+      local ok, err = fake:create(replication({ targetNamespaces = { "app-1" } }))
+      assert.is_nil(ok)
+      assert.equal(422, err.code)
+      assert.same({ { reason = "FieldValueRequired", message = "Required value", field = "spec.source" } },
+                  err.details.causes)
+    end)
+
     it("a spec without a source is a terminal error, not a crash, and deletion still works", function()
+      -- stored before the CRD required spec.source: the kind without its schema lets it in
+      fake:define_kind({ api_version = API, kind = KIND, namespaced = false,
+                         plural = "configmapreplications" })
       assert(fake:create(replication({ targetNamespaces = { "app-1" } })))
       local summary = stable()
       assert.equal("terminal", summary.results[#summary.results].kind)

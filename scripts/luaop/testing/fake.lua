@@ -100,6 +100,22 @@ local function invalid(av, kind, name, field, msg)
       causes = json().array({ { reason = "FieldValueInvalid", message = msg, field = field } }) })
 end
 
+-- The CRD schema check of a write (k.schema of define_kind: a luaop.core.schema validator, the API
+-- server's own): the object as the server would store it (ObjectMeta only, defaults applied,
+-- unknown fields pruned), or nil and the server's 422 with every cause.
+local function validate(info, av, kind, name, new, old)
+  if not info.schema then return new end
+  local causes, result = info.schema:validate(new, old)
+  if #causes == 0 then return result end
+  local parts = {}
+  for i, c in ipairs(causes) do parts[i] = tostring(c.field) .. ": " .. tostring(c.message) end
+  local text = table.concat(parts, ", ")
+  if #causes > 1 then text = "[" .. text .. "]" end
+  local g = group_of(av)
+  return nil, status_err(422, "Invalid", kind .. (g ~= "" and "." .. g or "") .. " \"" .. tostring(name)
+    .. "\" is invalid: " .. text, { name = name, group = g ~= "" and g or nil, kind = kind, causes = causes })
+end
+
 --- A new fake.
 -- @tparam[opt] table opts `{now = seconds}` start time of the fake clock
 -- @treturn table fake
@@ -132,8 +148,11 @@ end
 --- Describe a kind (defaults: custom resources are namespaced, with the status subresource and
 -- generation, and need a resourceVersion on PUT).
 -- @tparam table k `{api_version=, kind=, namespaced=true, status=true, generation=true, require_rv=true,
---   plural = the resource name (a CRD's names.plural; default: kubebuilder's guess from the kind)}`,
---   used in the messages and details of errors as the API server uses it
+--   plural = the resource name (a CRD's names.plural; default: kubebuilder's guess from the kind),
+--   schema = a validator from luaop.core.schema.compile(crd) (optional)}`; plural is used in the
+--   messages and details of errors as the API server uses it; with schema, every create, update
+--   and patch (status included) is validated, defaulted and pruned by the API server's own CRD
+--   validator and fails with the same 422 causes
 function Fake:define_kind(k)
   if type(k) ~= "table" or type(k.api_version) ~= "string" or type(k.kind) ~= "string" then
     error("fake:define_kind: {api_version=, kind=} required", 2)
@@ -144,7 +163,7 @@ function Fake:define_kind(k)
   self.kinds[gvk_key(k.api_version, k.kind)] = {
     namespaced = k.namespaced ~= false, status = k.status ~= false,
     generation = k.generation ~= false, require_rv = k.require_rv ~= false, custom = k.custom ~= false,
-    plural = k.plural,
+    plural = k.plural, schema = k.schema,
   }
 end
 
@@ -353,6 +372,9 @@ function Fake:create_internal(av, kind, ns, body)
   nm.deletionTimestamp, nm.deletionGracePeriodSeconds = nil, nil
   if info.generation then nm.generation = 1 else nm.generation = nil end
   if info.status then new.status = nil end
+  local bad_schema
+  new, bad_schema = validate(info, av, kind, nm.name, new, nil)
+  if not new then return nil, bad_schema end
   return 201, self:persist(av, kind, new, nil)
 end
 
@@ -384,6 +406,9 @@ function Fake:update_internal(av, kind, ns, name, body, sub, from_patch)
   if sub == "status" then
     new = copy(stored)
     new.status = copy(body.status)
+    local bad
+    new, bad = validate(info, av, kind, name, new, stored)
+    if not new then return nil, bad end
   else
     new = copy(body)
     new.apiVersion, new.kind = av, kind
@@ -404,6 +429,9 @@ function Fake:update_internal(av, kind, ns, name, body, sub, from_patch)
     end
     local bad = check_owner_refs(av, kind, name, nm.ownerReferences)
     if bad then return nil, bad end
+    new, bad = validate(info, av, kind, name, new, stored)
+    if not new then return nil, bad end
+    nm = new.metadata
     if info.generation then
       local a, b = strip_meta_for_compare(stored), strip_meta_for_compare(new)
       if info.status then a.status, b.status = nil, nil end

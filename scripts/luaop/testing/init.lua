@@ -387,7 +387,10 @@ function _M.read_manifest(path)
 end
 
 --- Apply a manifest to the fake: a CustomResourceDefinition defines its kinds (scope, status
--- subresource per version and names.plural, as the API server would serve them); any other
+-- subresource per version and names.plural, as the API server would serve them) and, under the
+-- busted module of luaop.core, its openAPIV3Schema per version: the fake then validates, defaults
+-- and prunes every write of those kinds with the API server's own validator (luaop.core.schema),
+-- failing with the 422 causes the server would give; any other
 -- object is created as another client would (`fake:create`).
 -- @tparam string|table path a YAML or JSON file (one or more documents), or an array of objects
 -- @treturn table array of what was created or defined (objects; CRDs as given)
@@ -406,11 +409,16 @@ function _M.apply_manifest(path)
   for _, doc in ipairs(docs) do
     if doc.kind == "CustomResourceDefinition" then
       local spec = doc.spec or {}
+      local core = require("luaop.core")
+      -- the API server's own validator (busted module only; the host's luaop.core has none)
+      local schema = core.schema and core.schema.compile(doc) or nil
       for _, v in ipairs(spec.versions or {}) do
+        local has_schema = type(v.schema) == "table" and type(v.schema.openAPIV3Schema) == "table"
         fake:define_kind({
           api_version = spec.group .. "/" .. v.name, kind = spec.names.kind,
           namespaced = spec.scope ~= "Cluster", plural = spec.names.plural,
           status = type(v.subresources) == "table" and v.subresources.status ~= nil,
+          schema = has_schema and schema or nil,
         })
       end
       out[#out + 1] = doc

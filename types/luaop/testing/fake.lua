@@ -33,7 +33,7 @@ function M.new(opts) end
 
 --- Describe a kind (defaults: custom resources are namespaced, with the status subresource and
 --- generation, and need a resourceVersion on PUT).
----@param k table `{api_version=, kind=, namespaced=true, status=true, generation=true, require_rv=true, plural = the resource name (a CRD's names.plural; default: kubebuilder's guess from the kind)}`, used in the messages and details of errors as the API server uses it
+---@param k table `{api_version=, kind=, namespaced=true, status=true, generation=true, require_rv=true, plural = the resource name (a CRD's names.plural; default: kubebuilder's guess from the kind), schema = a validator from luaop.core.schema.compile(crd) (optional)}`; plural is used in the messages and details of errors as the API server uses it; with schema, every create, update and patch (status included) is validated, defaulted and pruned by the API server's own CRD validator and fails with the same 422 causes
 function Fake:define_kind(k) end
 
 --- Current time of the fake clock (seconds).

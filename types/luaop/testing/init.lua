@@ -91,7 +91,10 @@ function M.run_until_stable(ctrl, opts) end
 function M.read_manifest(path) end
 
 --- Apply a manifest to the fake: a CustomResourceDefinition defines its kinds (scope, status
---- subresource per version and names.plural, as the API server would serve them); any other
+--- subresource per version and names.plural, as the API server would serve them) and, under the
+--- busted module of luaop.core, its openAPIV3Schema per version: the fake then validates, defaults
+--- and prunes every write of those kinds with the API server's own validator (luaop.core.schema),
+--- failing with the 422 causes the server would give; any other
 --- object is created as another client would (`fake:create`).
 ---@param path string|table a YAML or JSON file (one or more documents), or an array of objects
 ---@return table # array of what was created or defined (objects; CRDs as given)
