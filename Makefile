@@ -108,9 +108,13 @@ format-check: deps
 lint-lua:
 	luacheck .
 
-# The LuaLS ---@meta stubs (types/luaop) from the library's LDoc comments (spec/luals_types_spec.lua checks them).
+# The LuaLS ---@meta stubs (types/luaop) from the library's LDoc comments (spec/luals_types_spec.lua checks them),
+# and the examples' types from their CRDs (`luaop types`; spec/crdtypes_spec.lua checks them).
 types:
 	luajit tools/luals_types.lua scripts/luaop types/luaop
+	for ex in memcached replicator; do \
+	  $(BUILD)/luaop types --spdx Apache-2.0 --out examples/$$ex/types --crd examples/$$ex/crd/*.yaml || exit 1; \
+	done
 
 # The Lua library's reference (config.ld): $(BUILD)/doc/index.html.
 doc:

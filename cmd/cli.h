@@ -14,6 +14,7 @@ int lop_cmd_check(int argc, char **argv);     /* host/runtime: validate a script
 int lop_cmd_apiserver(int argc, char **argv); /* apiserver/: the local API server alone */
 int lop_cmd_init(int argc, char **argv);      /* cmd/scaffold.h: a new operator project */
 int lop_cmd_create(int argc, char **argv);    /* cmd/scaffold.h: create api | create webhook */
+int lop_cmd_types(int argc, char **argv);     /* cmd/crdtypes.h: LuaLS annotations from CRDs */
 
 /* Apply --log-level, --log-format and --zap-time-encoding of parsed run/dev flags to the logger.
  * 0 on success, 2 (the usage exit status) on a bad value, with a message on stderr naming the

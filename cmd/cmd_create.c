@@ -4,11 +4,14 @@
  * registered from scripts/main.lua; or a luaop.webhook declaration, its spec and the config/
  * parts that serve it. Templates: cmd/scaffold/ (cmd/scaffold.h). docs/scaffold.md. */
 #include "cmd/cli.h"
+#include "cmd/crdtypes.h"
 #include "cmd/scaffold.h"
 #include "host/meta/plural.h"
 
 #include <ctype.h>
 #include <getopt.h>
+#include <glob.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -238,6 +241,22 @@ static void regen(const create_flags_t *f, const kind_vars_t *k, bool webhooks)
         printf("  update config/webhook/manifests.yaml (luaop check --webhooks)\n");
 }
 
+/* types/ from every CRD in config/crd/bases (`make types` does the same): the LuaLS classes of
+ * the project's kinds, which .luarc.json lists. */
+static void regen_types(const create_flags_t *f)
+{
+    char pattern[PATH_MAX + 64], out[PATH_MAX + 16];
+    snprintf(pattern, sizeof pattern, "%s/config/crd/bases/*.yaml", f->repo);
+    snprintf(out, sizeof out, "%s/types", f->repo);
+    glob_t g;
+    if (glob(pattern, 0, NULL, &g) != 0) return;
+    if (lop_types_generate((const char *const *)g.gl_pathv, g.gl_pathc, out, NULL, false) == 0)
+        printf("  update types/ (luaop types: LuaLS classes of the CRDs)\n");
+    else
+        fprintf(stderr, "luaop create: warning: types/ not regenerated (fix the CRD, then `make types`)\n");
+    globfree(&g);
+}
+
 static int create_api(const create_flags_t *f)
 {
     kind_vars_t k;
@@ -261,7 +280,9 @@ static int create_api(const create_flags_t *f)
         insert(f, "config/samples/kustomization.yaml", "+luaop:scaffold:manifestskustomizesamples", sres))
         return 1;
     regen(f, &k, lop_scaffold_exists(f->repo, "config/webhook/kustomization.yaml"));
-    printf("Next: edit the schema in %s and the reconciler in %s; make test; make dev\n", crd, script);
+    regen_types(f);
+    printf("Next: edit the schema in %s and the reconciler in %s (then `make types`); make test; make dev\n", crd,
+           script);
     return 0;
 }
 

@@ -17,6 +17,7 @@ static const struct {
     {"apiserver", lop_cmd_apiserver, "the local Kubernetes API server alone (not for production)"},
     {"init", lop_cmd_init, "scaffold a new operator project (docs/scaffold.md)"},
     {"create", lop_cmd_create, "scaffold an API (CRD, sample, reconciler, spec) or a webhook"},
+    {"types", lop_cmd_types, "LuaLS type annotations from CRDs' openAPIV3Schema (editor completion)"},
 };
 
 static void usage(FILE *f)

@@ -55,7 +55,12 @@ grep -qx 'require("memcached_webhook").declare()' scripts/main.lua || fail "main
 grep -q '^FROM ${LUAOP_IMAGE}' Dockerfile && grep -q '^COPY scripts/ /operator/scripts/' Dockerfile || fail "Dockerfile"
 /usr/bin/python3 -c 'import json,sys; d=json.load(open(".luarc.json")); assert d["runtime.version"]=="LuaJIT", d' ||
   fail ".luarc.json"
-echo "ok   generated: every file rendered, main.lua registers the controller and the webhooks"
+grep -qx -- '---@class Memcached' types/memcached_v1alpha1.lua &&
+  grep -qx -- '---@field spec? MemcachedSpec The desired state of the Memcached.' types/memcached_v1alpha1.lua &&
+  [ -s types/objectmeta.lua ] || fail "create api did not write the LuaLS types of the CRD into types/"
+/usr/bin/python3 -c 'import json,sys; d=json.load(open(".luarc.json")); assert "types" in d["workspace.library"], d' ||
+  fail ".luarc.json does not list types/"
+echo "ok   generated: every file rendered, main.lua registers the controller and the webhooks, types/ has the CRD's classes"
 
 # 3. the generated project's own checks, as its Makefile runs them
 mk=(make --no-print-directory LUAOP="$LUAOP" LUAOP_LUA="$LUAOP_SRC/scripts" LUAOP_CPATH="$LUAOP_BUILD/lua")
@@ -78,6 +83,9 @@ grep -q '1 controller, 3 webhooks' "$TMP/check.out" || { cat "$TMP/check.out" >&
 cp config/rbac/role.yaml "$TMP/role.before"
 "${mk[@]}" manifests >/dev/null || fail "make manifests"
 diff -u "$TMP/role.before" config/rbac/role.yaml || fail "role.yaml differs from what make manifests generates"
+cp types/memcached_v1alpha1.lua "$TMP/types.before"
+"${mk[@]}" types >/dev/null || fail "make types"
+diff -u "$TMP/types.before" types/memcached_v1alpha1.lua || fail "types/ differs from what make types generates"
 grep -q 'resources: \["memcacheds/finalizers"\]' config/rbac/role.yaml || fail "role.yaml lacks the finalizers grant"
 kubectl kustomize config/default >"$TMP/deploy.yaml" || fail "kubectl kustomize config/default"
 for k in CustomResourceDefinition Deployment ClusterRole MutatingWebhookConfiguration ValidatingWebhookConfiguration Service; do
