@@ -6,10 +6,12 @@
  * ConfigMap (other documents are ignored), e.g. the output of
  * `kubectl create configmap NAME --from-file=DIR --dry-run=client -o yaml`. --rbac prints the
  * RBAC the set needs (cmd/rbac.h); --webhooks the WebhookConfigurations and CRD conversion
- * patches of its webhooks (host/runtime/webhook/webhook_manifests.h). */
+ * patches of its webhooks (host/runtime/webhook/webhook_manifests.h). With --crd, fields of a for_
+ * kind that its CRD schema lacks are warned about on stderr (cmd/fieldcheck.h). */
 #include "bindings/engine_lua.h"
 #include "host/codec/yaml.h"
 #include "cmd/cli.h"
+#include "cmd/fieldcheck.h"
 #include "cmd/rbac.h"
 #include "host/codec/yaml_emit.h"
 #include "host/runtime/scripts.h"
@@ -60,7 +62,9 @@ static void usage(FILE *f)
                "Load and validate a script set as a reload would; exit 1 with file:line on error.\n"
                "\n"
                "  --rbac                          print the least-privilege RBAC the set needs (YAML on stdout)\n"
-               "  --crd FILE                      CustomResourceDefinitions for plurals and scope (repeatable)\n"
+               "  --crd FILE                      CustomResourceDefinitions for plurals and scope (repeatable); also\n"
+               "                                  warns (file:line) where a script uses a field of a for_ kind\n"
+               "                                  that its schema lacks (obj.spec.sise; cmd/fieldcheck.h)\n"
                "  --namespace NS[,NS...]          a Role in each NS instead of a ClusterRole (luaop run --namespace)\n"
                "  --scripts-configmap NS/NAME     add a Role reading only that ConfigMap\n"
                "  --service-account NS/NAME       the subject bound (luaop-system/luaop)\n"
@@ -349,6 +353,12 @@ static int check_set(check_flags_t *f, lop_script_set_t *set)
     } else {
         /* with --rbac or --webhooks, stdout carries only the YAML */
         print_summary(f->rbac || f->webhooks ? stderr : stdout, set, decls, n, wh, nwh, ix, nix);
+        if (json_array_size(f->crds)) { /* fields the for_ kinds' schemas lack: warnings, not errors */
+            char prefix[4200];
+            snprintf(prefix, sizeof prefix, "%s%s", f->dir ? f->dir : "", f->dir ? "/" : "");
+            size_t w = lop_fieldcheck(stderr, prefix, set, decls, n, f->crds);
+            if (w) fprintf(stderr, "luaop check: %zu field%s not in the CRD schemas\n", w, w == 1 ? "" : "s");
+        }
         if (f->rbac && lop_rbac_generate(stdout, decls, n, set, &f->ro, &err) != LOP_OK) {
             fprintf(stderr, "luaop check --rbac: %s\n", err.message);
             status = 1;
