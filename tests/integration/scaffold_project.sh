@@ -80,6 +80,13 @@ echo "ok   make lint: luacheck clean"
 # 4. check, manifests, kustomize
 "${mk[@]}" check >"$TMP/check.out" 2>&1 || { cat "$TMP/check.out" >&2; fail "luaop check --scripts"; }
 grep -q '1 controller, 3 webhooks' "$TMP/check.out" || { cat "$TMP/check.out" >&2; fail "check summary"; }
+! grep -q warning "$TMP/check.out" || { cat "$TMP/check.out" >&2; fail "make check warned on the generated scripts"; }
+sed -i 's/(obj.spec or {}).message/(obj.spec or {}).mesage/' scripts/memcached_controller.lua
+"${mk[@]}" check >"$TMP/check.out" 2>&1 || { cat "$TMP/check.out" >&2; fail "luaop check with a typo"; }
+grep -q '^scripts/memcached_controller.lua:[0-9]*: warning: Memcached cache.example.com/v1alpha1 has no field spec.mesage (did you mean message?)$' \
+  "$TMP/check.out" || { cat "$TMP/check.out" >&2; fail "make check did not warn on obj.spec.mesage"; }
+sed -i 's/(obj.spec or {}).mesage/(obj.spec or {}).message/' scripts/memcached_controller.lua
+echo "ok   make check: no warning on the generated scripts, a typo in a spec field warned with file:line"
 cp config/rbac/role.yaml "$TMP/role.before"
 "${mk[@]}" manifests >/dev/null || fail "make manifests"
 diff -u "$TMP/role.before" config/rbac/role.yaml || fail "role.yaml differs from what make manifests generates"
