@@ -66,6 +66,8 @@ local function cleanup(m)
 end
 
 local function reconcile(req)
+  -- the LuaLS class generated from the CRD (types/memcached_v1.lua, `make types`)
+  ---@type Memcached|nil
   local m, err = client.get(API, KIND, req.namespace, req.name)
   if not m then
     if errors.is_not_found(err) then return result.done() end -- deleted: the GC removes the Deployment

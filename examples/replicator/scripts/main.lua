@@ -69,6 +69,8 @@ local function report(r, synced, ready, reason, message)
 end
 
 local function reconcile(req)
+  -- the LuaLS class generated from the CRD (types/, `make types`)
+  ---@type ConfigMapReplication|nil
   local r, err = client.get(API, KIND, nil, req.name)
   if not r then
     if errors.is_not_found(err) then return result.done() end
