@@ -6,6 +6,8 @@
  *
  * Thread-safety: list/watch are called from the reflector's thread only; cancel may be called
  * from any thread while a watch or list is running and makes it return LOP_ECLOSED promptly.
+ * The asynchronous watch (watch_start/watch_pump/watch_end) is called from one thread at a time
+ * (a dispatcher thread, dispatcher.h), its notify from any thread.
  */
 #ifndef LOP_KUBE_CACHE_LISTWATCH_H
 #define LOP_KUBE_CACHE_LISTWATCH_H
@@ -16,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct lop_list_opts {
     const char *resource_version;       /* NULL = unset (consistent read); "0" = any */
@@ -52,6 +55,30 @@ typedef struct lop_listwatch {
      * A failure after some bytes were passed is not retried here: the consumer starts over.
      * NULL: the reflector uses list. */
     lop_rc_t (*list_stream)(void *ud, const lop_list_opts_t *opts, lop_stream_fn fn, void *fn_ud, lop_err_t *err);
+
+    /*
+     * Optional: the same WATCH without blocking a thread for it (all three set, or none). With
+     * them a started reflector runs on the cache dispatcher (dispatcher.h) instead of a thread of
+     * its own; without them (the tests' fakes) it keeps its own thread.
+     *  - watch_start begins the watch and returns at once: LOP_OK with *call (the watch's, opaque),
+     *    or the rc watch would have returned (err filled) and *call NULL.
+     *  - notify(notify_ud) is called from any thread (the transport's I/O thread) whenever the
+     *    watch has something for watch_pump: bytes, its end. It must be quick and must not call
+     *    back into the listwatch (a reflector queues itself on the dispatcher).
+     *  - watch_pump passes the bytes that arrived to fn (on the calling thread, fn's return as for
+     *    watch) and returns false while the watch goes on, with *next_ns the longest the caller
+     *    may wait before pumping again without a notify (ns on the listwatch's clock, which is the
+     *    reflector's; INT64_MAX = only on notify); true once the watch ended, with *rc and err as
+     *    watch returns them. Bytes waiting for a pump are bounded by the implementation, which
+     *    stops reading (pauses the transfer) until they are pumped.
+     *  - watch_end ends the call (cancelling the watch if it goes on) and frees it; no notify runs
+     *    after it returns. cancel() is not needed for an asynchronous watch.
+     */
+    lop_rc_t (*watch_start)(void *ud, const lop_watch_opts_t *opts, void (*notify)(void *), void *notify_ud,
+                            void **call, lop_err_t *err);
+    bool (*watch_pump)(void *ud, void *call, lop_stream_fn fn, void *fn_ud, lop_rc_t *rc, int64_t *next_ns,
+                       lop_err_t *err);
+    void (*watch_end)(void *ud, void *call);
 } lop_listwatch_t;
 
 #endif

@@ -8,6 +8,7 @@
 #include "host/util/log.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -56,6 +57,7 @@ lop_reflector_t *lop_reflector_new(const lop_reflector_config_t *cfg, lop_err_t 
     r->idle_timeout_ms = cfg->idle_timeout_ms;
     r->max_event_bytes = cfg->max_event_bytes;
     r->watch_list = cfg->watch_list;
+    r->disp = cfg->dispatcher;
     r->obj_flags = cfg->obj_flags;
     if (cfg->api_version && *cfg->api_version && cfg->kind && *cfg->kind) {
         r->api_version = lop_xstrdup(cfg->api_version);
@@ -80,6 +82,7 @@ void lop_reflector_free(lop_reflector_t *r)
     pthread_cond_destroy(&r->cond);
     pthread_mutex_destroy(&r->mu);
     free(r->last_rv);
+    free(r->wrv);
     free(r->name);
     free(r->api_version);
     free(r->kind);
@@ -400,28 +403,33 @@ static lop_rc_t watch_list_failed(lop_reflector_t *r, lop_rc_t rc, const lop_err
     return LOP_OK;
 }
 
-static lop_rc_t do_watch(lop_reflector_t *r, int64_t *wait_ns)
+/* Everything a watch needs before it starts: its options (o->resource_version points into r->wrv,
+ * valid until the next watch), a reset decoder, the counters. */
+static void watch_begin(lop_reflector_t *r, lop_watch_opts_t *o)
 {
-    char *rv;
     pthread_mutex_lock(&r->mu);
-    rv = lop_xstrdup(r->wl_store && r->rv_unavailable ? "" : r->last_rv);
+    free(r->wrv);
+    r->wrv = lop_xstrdup(r->wl_store && r->rv_unavailable ? "" : r->last_rv);
     r->st.watches++;
     pthread_mutex_unlock(&r->mu);
+    const char *rv = r->wrv;
     long timeout_s = MIN_WATCH_TIMEOUT_S + (long)(lop_reflector_rand(r) % MIN_WATCH_TIMEOUT_S);
     long idle = r->idle_timeout_ms == 0 ? (timeout_s + 30) * 1000 : r->idle_timeout_ms < 0 ? 0 : r->idle_timeout_ms;
-    lop_watch_opts_t o = {rv[0] ? rv : NULL, true, timeout_s, r->wl_store != NULL, idle};
+    *o = (lop_watch_opts_t){rv[0] ? rv : NULL, true, timeout_s, r->wl_store != NULL, idle};
     if (!r->dec) r->dec = lop_watchdecoder_new(r->max_event_bytes, on_event, r);
     lop_watchdecoder_reset(r->dec);
     r->watch_events = 0;
     r->in_burst = r->wl_store || !rv[0] || strcmp(rv, "0") == 0;
     r->outcome = WO_NONE;
     lop_err_clear(&r->werr);
-    lop_err_t err;
-    lop_err_clear(&err);
-    int64_t start = lop_clock_mono(r->clock);
-    lop_rc_t rc = r->lw.watch(r->lw.ud, &o, on_bytes, r, &err);
-    int64_t took = lop_clock_mono(r->clock) - start;
-    free(rv);
+    r->wstart = lop_clock_mono(r->clock);
+}
+
+/* The watch begun by watch_begin ended with rc (err): what the loop does next (*wait_ns). */
+static lop_rc_t watch_end(lop_reflector_t *r, lop_rc_t rc, lop_err_t *errp, int64_t *wait_ns)
+{
+    lop_err_t err = *errp;
+    int64_t took = lop_clock_mono(r->clock) - r->wstart;
     finish_stream(r);
     *wait_ns = 0;
     if (atomic_load(&r->stop)) return LOP_ECLOSED;
@@ -477,19 +485,29 @@ gone:
     return LOP_OK;
 }
 
-lop_rc_t lop_reflector_step(lop_reflector_t *r, int64_t *wait_ns)
+static lop_rc_t do_watch(lop_reflector_t *r, int64_t *wait_ns)
 {
-    *wait_ns = 0;
-    if (atomic_load(&r->stop)) return LOP_ECLOSED;
-    if (!r->need_list) return do_watch(r, wait_ns);
-    if (r->watch_list && !r->wl_disabled && !r->wl_fallback) {
-        r->wl_store = lop_store_new();
-        r->wl_unsupported = false;
-        lop_store_stats_t ss;
-        lop_store_stats(r->store, &ss);
-        r->wl_reuse = ss.count > 0;
-        return do_watch(r, wait_ns);
-    }
+    lop_watch_opts_t o;
+    watch_begin(r, &o);
+    lop_err_t err;
+    lop_err_clear(&err);
+    lop_rc_t rc = r->lw.watch(r->lw.ud, &o, on_bytes, r, &err);
+    return watch_end(r, rc, &err, wait_ns);
+}
+
+/* A watch-list sync begins: its initial state goes to a store of its own until the bookmark. */
+static void watch_list_begin(lop_reflector_t *r)
+{
+    r->wl_store = lop_store_new();
+    r->wl_unsupported = false;
+    lop_store_stats_t ss;
+    lop_store_stats(r->store, &ss);
+    r->wl_reuse = ss.count > 0;
+}
+
+/* The list of a step (need_list, no watch-list): LOP_OK with *wait_ns, or LOP_ECLOSED. */
+static lop_rc_t list_step(lop_reflector_t *r, int64_t *wait_ns)
+{
     r->wl_fallback = false;
     lop_err_t err;
     lop_err_clear(&err);
@@ -503,6 +521,24 @@ lop_rc_t lop_reflector_step(lop_reflector_t *r, int64_t *wait_ns)
             err.message, NULL);
     *wait_ns = backoff(r);
     return LOP_OK;
+}
+
+/* Whether the next step is a watch (or a watch-list), not a list. */
+static bool next_is_watch(const lop_reflector_t *r)
+{
+    return !r->need_list || (r->watch_list && !r->wl_disabled && !r->wl_fallback);
+}
+
+lop_rc_t lop_reflector_step(lop_reflector_t *r, int64_t *wait_ns)
+{
+    *wait_ns = 0;
+    if (atomic_load(&r->stop)) return LOP_ECLOSED;
+    if (!r->need_list) return do_watch(r, wait_ns);
+    if (next_is_watch(r)) {
+        watch_list_begin(r);
+        return do_watch(r, wait_ns);
+    }
+    return list_step(r, wait_ns);
 }
 
 /* ---- thread ---- */
@@ -523,9 +559,120 @@ static void *run(void *arg)
     return NULL;
 }
 
+/* ---- on the cache dispatcher ---- */
+
+static lop_reflector_t *of_task(lop_dispatch_task_t *t)
+{
+    return (lop_reflector_t *)(void *)((char *)t - offsetof(lop_reflector_t, task));
+}
+
+/* The watch has bytes or has ended (any thread, the transport's I/O thread under its lock). */
+static void notify_cb(void *ud)
+{
+    lop_reflector_t *r = ud;
+    lop_dispatch_kick(&r->task);
+}
+
+/* Stop was asked: let go of the watch, tell lop_reflector_stop. */
+static void async_stopped(lop_reflector_t *r)
+{
+    if (r->wcall) {
+        r->lw.watch_end(r->lw.ud, r->wcall);
+        r->wcall = NULL;
+    }
+    pthread_mutex_lock(&r->mu);
+    r->dstopped = true;
+    pthread_cond_broadcast(&r->cond);
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* The next step after wait_ns (the backoff), or at once. */
+static void async_next(lop_reflector_t *r, int64_t wait_ns)
+{
+    r->next_at = wait_ns > 0 ? lop_clock_mono(r->clock) + wait_ns : 0;
+    lop_dispatch_after(&r->task, wait_ns);
+}
+
+/* One turn on a dispatcher thread: pump the watch in flight, or begin the next step (what
+ * lop_reflector_step does, with the watch split at its start and its end). A list still runs
+ * whole within one turn (its pages streamed by the listwatch's list_stream). */
+static void async_run(lop_dispatch_task_t *t)
+{
+    lop_reflector_t *r = of_task(t);
+    if (r->dstopped) return;
+    if (atomic_load(&r->stop)) {
+        async_stopped(r);
+        return;
+    }
+    int64_t wait = 0;
+    lop_err_t err;
+    lop_err_clear(&err);
+    if (r->wcall) {
+        lop_rc_t rc = LOP_OK;
+        int64_t next = INT64_MAX;
+        if (!r->lw.watch_pump(r->lw.ud, r->wcall, on_bytes, r, &rc, &next, &err)) {
+            if (next != INT64_MAX) lop_dispatch_after(t, next);
+            return;
+        }
+        r->lw.watch_end(r->lw.ud, r->wcall);
+        r->wcall = NULL;
+        if (watch_end(r, rc, &err, &wait) == LOP_ECLOSED) {
+            async_stopped(r);
+            return;
+        }
+        async_next(r, wait);
+        return;
+    }
+    int64_t now = lop_clock_mono(r->clock);
+    if (r->next_at > now) { /* a kick that came during the backoff (a notify of the last watch) */
+        lop_dispatch_after(t, r->next_at - now);
+        return;
+    }
+    if (next_is_watch(r)) {
+        if (r->need_list) watch_list_begin(r);
+        lop_watch_opts_t o;
+        watch_begin(r, &o);
+        void *call = NULL;
+        lop_rc_t rc = r->lw.watch_start(r->lw.ud, &o, notify_cb, r, &call, &err);
+        if (rc == LOP_OK) {
+            r->wcall = call;
+            lop_dispatch_kick(t); /* the first pump sends it */
+            return;
+        }
+        if (watch_end(r, rc, &err, &wait) == LOP_ECLOSED) {
+            async_stopped(r);
+            return;
+        }
+    } else if (list_step(r, &wait) == LOP_ECLOSED) {
+        async_stopped(r);
+        return;
+    }
+    async_next(r, wait);
+}
+
+/* LUAOP_REFLECTOR_OWN_THREAD=1: every reflector on a thread of its own, as before the dispatcher
+ * (to compare; see bench/README.md). */
+static bool own_thread_forced(void)
+{
+    const char *v = getenv("LUAOP_REFLECTOR_OWN_THREAD");
+    return v && strcmp(v, "1") == 0;
+}
+
 lop_rc_t lop_reflector_start(lop_reflector_t *r, lop_err_t *err)
 {
     if (r->started) return lop_err_set(err, LOP_EINVAL, 0, NULL, "reflector %s already started", r->name);
+    if (r->lw.watch_start && r->lw.watch_pump && r->lw.watch_end && !own_thread_forced()) {
+        if (!r->disp) {
+            r->disp = lop_dispatcher_acquire(r->clock, err);
+            if (!r->disp) return LOP_ERR;
+            r->disp_shared = true;
+        }
+        lop_dispatch_init(r->disp, &r->task, async_run);
+        r->started = true;
+        lop_dispatch_kick(&r->task);
+        return LOP_OK;
+    }
+    r->disp = NULL; /* a blocking listwatch: its own thread */
     if (pthread_create(&r->th, NULL, run, r) != 0)
         return lop_err_set(err, LOP_ERR, 0, NULL, "reflector %s: cannot create its thread", r->name);
     r->started = true;
@@ -539,6 +686,31 @@ void lop_reflector_stop(lop_reflector_t *r)
     pthread_cond_broadcast(&r->cond);
     pthread_mutex_unlock(&r->mu);
     if (!r->started || r->joined) return;
+    if (r->disp) {
+        /* cancel (a list running in a turn) and kick until the task has let go */
+        lop_dispatch_kick(&r->task);
+        pthread_mutex_lock(&r->mu);
+        while (!r->dstopped) {
+            if (r->lw.cancel) r->lw.cancel(r->lw.ud);
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            ts.tv_nsec += 20 * 1000 * 1000;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&r->cond, &r->mu, &ts);
+        }
+        pthread_mutex_unlock(&r->mu);
+        lop_dispatch_detach(&r->task);
+        if (r->disp_shared) {
+            lop_dispatcher_release(r->disp);
+            r->disp = NULL;
+            r->disp_shared = false;
+        }
+        r->joined = true;
+        return;
+    }
     /* cancel until the thread is gone: a cancel landing between two requests is not missed */
     for (;;) {
         if (r->lw.cancel) r->lw.cancel(r->lw.ud);

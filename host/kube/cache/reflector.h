@@ -35,8 +35,16 @@
  * are borrowed for the call (lop_obj_ref to keep one). HasSynced turns true after the first list
  * has been delivered.
  *
- * Threads: lop_reflector_start runs the loop on its own thread; lop_reflector_stop cancels the
- * listwatch and joins. Without start, a test drives it with lop_reflector_step (synchronous, one
+ * Threads: when the listwatch has the asynchronous watch (listwatch.h watch_start; the REST
+ * listwatch has it) lop_reflector_start runs the loop as a task of the cache dispatcher
+ * (dispatcher.h): a watch costs no thread, its bytes are pumped in turns on one of the
+ * dispatcher's few threads when the transport's I/O thread says they arrived, and the backoff
+ * waits are the dispatcher's timers on the reflector's clock; a list still runs whole within one
+ * turn (streamed page by page) and so occupies one dispatcher thread while it lasts. Otherwise
+ * (the tests' blocking fakes, or LUAOP_REFLECTOR_OWN_THREAD=1 in the environment) the loop runs
+ * on a thread of its own. Handlers run on whichever of those threads delivers, one call at a
+ * time per reflector, and must not stop a reflector of the same dispatcher. lop_reflector_stop
+ * cancels the listwatch and waits until the loop has let go of it (joins its thread). Without start, a test drives it with lop_reflector_step (synchronous, one
  * list or one watch per call, returning the wait the loop would make, never sleeping).
  * lop_reflector_has_synced/last_rv/stats are safe from any thread.
  */
@@ -117,6 +125,10 @@ typedef struct lop_reflector_config {
      * or ignores it (a MODIFIED, DELETED or plain BOOKMARK before the annotated
      * bookmark: a plain watch) is not asked again by this reflector. */
     bool watch_list;
+    /* Where a started reflector runs when its listwatch has the asynchronous watch
+     * (listwatch.h watch_start): this dispatcher (borrowed, on the reflector's clock, must
+     * outlive it), or NULL for the process's shared one for the clock (lop_dispatcher_acquire). */
+    struct lop_dispatcher *dispatcher;
 } lop_reflector_config_t;
 
 typedef struct lop_reflector_stats {

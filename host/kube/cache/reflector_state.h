@@ -5,6 +5,7 @@
 #ifndef LOP_KUBE_CACHE_REFLECTOR_STATE_H
 #define LOP_KUBE_CACHE_REFLECTOR_STATE_H
 
+#include "host/kube/cache/dispatcher.h"
 #include "host/kube/cache/reflector.h"
 #include "host/kube/cache/listdecoder.h"
 #include "host/kube/cache/watchdecoder.h"
@@ -54,7 +55,17 @@ struct lop_reflector {
     bool bo_used;
     int64_t bo_dur, bo_last;
 
+    /* on the cache dispatcher (lop_reflector_start with an asynchronous listwatch) */
+    lop_dispatcher_t *disp;   /* NULL: the reflector has a thread of its own (th) */
+    bool disp_shared;         /* disp was acquired (lop_dispatcher_acquire), released at stop */
+    lop_dispatch_task_t task; /* its turns on disp */
+    void *wcall;              /* the asynchronous watch in flight (lw.watch_start), or NULL */
+    int64_t next_at;          /* no step starts before this (the backoff), on the clock */
+    bool dstopped;            /* mu: the task saw stop and let go of its watch */
+
     /* current watch (reflector thread only) */
+    char *wrv; /* the resourceVersion it started from */
+    int64_t wstart;
     lop_watchdecoder_t *dec;
     lop_listdecoder_t *ldec; /* reused by every list */
     uint64_t watch_events;

@@ -127,13 +127,10 @@ static lop_rc_t lw_list_stream(void *ud, const lop_list_opts_t *o, lop_stream_fn
     return list_page(ud, o, NULL, fn, fn_ud, err);
 }
 
-static lop_rc_t lw_watch(void *ud, const lop_watch_opts_t *o, lop_stream_fn fn, void *fn_ud, lop_err_t *err)
+/* The path and query of a WATCH. */
+static lop_rc_t watch_path(rest_lw_t *lw, const lop_watch_opts_t *o, lop_buf_t *path, lop_err_t *err)
 {
-    rest_lw_t *lw = ud;
-    lop_err_t local;
-    if (!err) err = &local; /* its code tells a refused Accept */
-    if (atomic_load(&lw->cancel)) return lop_err_set(err, LOP_ECLOSED, 0, NULL, "watch cancelled");
-    lop_buf_t q = LOP_BUF_INIT, path = LOP_BUF_INIT;
+    lop_buf_t q = LOP_BUF_INIT;
     add_param(&q, "watch", "true");
     add_selectors(lw, &q);
     if (o && o->resource_version && *o->resource_version) add_param(&q, "resourceVersion", o->resource_version);
@@ -147,7 +144,19 @@ static lop_rc_t lw_watch(void *ud, const lop_watch_opts_t *o, lop_stream_fn fn, 
         add_param(&q, "sendInitialEvents", "true");
         add_param(&q, "resourceVersionMatch", "NotOlderThan");
     }
-    lop_rc_t rc = lop_rest_path(&path, &lw->m, lw->ns, NULL, NULL, q.data, err);
+    lop_rc_t rc = lop_rest_path(path, &lw->m, lw->ns, NULL, NULL, q.data, err);
+    lop_buf_free(&q);
+    return rc;
+}
+
+static lop_rc_t lw_watch(void *ud, const lop_watch_opts_t *o, lop_stream_fn fn, void *fn_ud, lop_err_t *err)
+{
+    rest_lw_t *lw = ud;
+    lop_err_t local;
+    if (!err) err = &local; /* its code tells a refused Accept */
+    if (atomic_load(&lw->cancel)) return lop_err_set(err, LOP_ECLOSED, 0, NULL, "watch cancelled");
+    lop_buf_t path = LOP_BUF_INIT;
+    lop_rc_t rc = watch_path(lw, o, &path, err);
     if (rc == LOP_OK) {
         lop_rest_stream_opts_t so = {
             .cancel = &lw->cancel, .idle_timeout_ms = o ? o->idle_timeout_ms : 0, .accept = accept_of(lw, false)};
@@ -157,9 +166,74 @@ static lop_rc_t lw_watch(void *ud, const lop_watch_opts_t *o, lop_stream_fn fn, 
             rc = lop_rest_stream(lw->c, path.data, fn, fn_ud, &so, NULL, err);
         }
     }
-    lop_buf_free(&q);
     lop_buf_free(&path);
     return rc;
+}
+
+/* An asynchronous watch (listwatch.h watch_start): a REST stream pumped by the reflector. */
+typedef struct lw_call {
+    char *path;
+    lop_rest_stream_opts_t so;
+    void (*notify)(void *);
+    void *notify_ud;
+    lop_rest_stream_call_t *s;
+} lw_call_t;
+
+static lop_rc_t lw_watch_start(void *ud, const lop_watch_opts_t *o, void (*notify)(void *), void *notify_ud,
+                               void **call, lop_err_t *err)
+{
+    rest_lw_t *lw = ud;
+    *call = NULL;
+    if (atomic_load(&lw->cancel)) return lop_err_set(err, LOP_ECLOSED, 0, NULL, "watch cancelled");
+    lop_buf_t path = LOP_BUF_INIT;
+    lop_rc_t rc = watch_path(lw, o, &path, err);
+    if (rc != LOP_OK) {
+        lop_buf_free(&path);
+        return rc;
+    }
+    lw_call_t *c = lop_xcalloc(1, sizeof *c);
+    c->path = lop_buf_steal(&path);
+    c->so = (lop_rest_stream_opts_t){.idle_timeout_ms = o ? o->idle_timeout_ms : 0, .accept = accept_of(lw, false)};
+    c->notify = notify;
+    c->notify_ud = notify_ud;
+    rc = lop_rest_stream_start(lw->c, c->path, &c->so, notify, notify_ud, &c->s, err);
+    if (rc != LOP_OK) {
+        free(c->path);
+        free(c);
+        return rc;
+    }
+    *call = c;
+    return LOP_OK;
+}
+
+static bool lw_watch_pump(void *ud, void *call, lop_stream_fn fn, void *fn_ud, lop_rc_t *rc, int64_t *next_ns,
+                          lop_err_t *err)
+{
+    rest_lw_t *lw = ud;
+    lw_call_t *c = call;
+    lop_err_t local;
+    if (!err) err = &local; /* its code tells a refused Accept */
+    if (!lop_rest_stream_pump(c->s, fn, fn_ud, rc, next_ns, err)) return false;
+    if (!partial_refused(lw, c->so.accept, *rc, err, c->path)) return true;
+    /* the server refused metadata-only: the same watch again at once with plain JSON (an error
+     * body never reaches fn) */
+    lop_rest_stream_free(c->s);
+    c->s = NULL;
+    c->so.accept = NULL;
+    *rc = lop_rest_stream_start(lw->c, c->path, &c->so, c->notify, c->notify_ud, &c->s, err);
+    if (*rc != LOP_OK) return true;
+    *next_ns = 0;
+    return false;
+}
+
+static void lw_watch_end(void *ud, void *call)
+{
+    (void)ud;
+    lw_call_t *c = call;
+    if (!c) return;
+    lop_rest_stream_free(c->s);
+    free(c->path);
+    free(c);
 }
 
 static void lw_cancel(void *ud)
@@ -198,6 +272,9 @@ static lop_listwatch_t *new_lw(lop_rest_client_t *c, const struct lop_rest_mappi
     out->list = lw_list;
     out->list_stream = lw_list_stream;
     out->watch = lw_watch;
+    out->watch_start = lw_watch_start;
+    out->watch_pump = lw_watch_pump;
+    out->watch_end = lw_watch_end;
     out->cancel = lw_cancel;
     out->free = lw_free;
     return out;

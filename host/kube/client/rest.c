@@ -283,19 +283,18 @@ static void build_headers(lop_rest_client_t *c, lop_buf_t *h, const lop_auth_cre
     }
 }
 
-/* Perform one HTTP exchange; *code gets the HTTP status (0 if none), errbuf the transport's
- * reason on failure. */
-static lop_http_result_t perform(lop_rest_client_t *c, attempt_t *a, const char *method, const char *path,
-                                 const char *accept, const char *content_type, const char *body, size_t len,
-                                 long timeout_ms, const lop_auth_cred_t *cred, int *code, char *errbuf, size_t errcap)
+/* Fill x for one attempt of a (its headers built into hdr, which the caller zeroes and frees once
+ * the exchange has ended: they hold the credentials). */
+static void exchange_init(lop_rest_client_t *c, attempt_t *a, lop_http_exchange_t *x, lop_buf_t *hdr,
+                          const char *method, const char *path, const char *accept, const char *content_type,
+                          const char *body, size_t len, long timeout_ms, const lop_auth_cred_t *cred)
 {
-    lop_buf_t hdr = LOP_BUF_INIT;
-    build_headers(c, &hdr, cred, accept, content_type, body != NULL);
+    build_headers(c, hdr, cred, accept, content_type, body != NULL);
     bool needs_length = strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0 || strcmp(method, "PATCH") == 0;
-    lop_http_exchange_t x = {
+    *x = (lop_http_exchange_t){
         .method = method,
         .target = path,
-        .headers = hdr.data,
+        .headers = hdr->data,
         .body = body,
         .body_len = len,
         .send_length = needs_length,
@@ -311,17 +310,33 @@ static lop_http_result_t perform(lop_rest_client_t *c, attempt_t *a, const char 
         .on_tick = on_tick,
     };
     a->last_byte = lop_clock_mono(c->clock);
-    a->tick_ms = &x.tick_ms;
-    x.tick_ms = next_tick_ms(a);
+    a->tick_ms = &x->tick_ms;
+    x->tick_ms = next_tick_ms(a);
     atomic_fetch_add(&c->requests, 1);
+}
+
+/* The observer's report of an attempt that began at t0. */
+static void observe(lop_rest_client_t *c, const char *method, int code, int64_t t0)
+{
+    lop_rest_observer_fn obs = atomic_load(&c->observer);
+    if (obs)
+        obs(atomic_load(&c->observer_ud), method, code, lop_transport_host_port(c->tr), lop_clock_mono(c->clock) - t0);
+}
+
+/* Perform one HTTP exchange; *code gets the HTTP status (0 if none), errbuf the transport's
+ * reason on failure. */
+static lop_http_result_t perform(lop_rest_client_t *c, attempt_t *a, const char *method, const char *path,
+                                 const char *accept, const char *content_type, const char *body, size_t len,
+                                 long timeout_ms, const lop_auth_cred_t *cred, int *code, char *errbuf, size_t errcap)
+{
+    lop_buf_t hdr = LOP_BUF_INIT;
+    lop_http_exchange_t x;
+    exchange_init(c, a, &x, &hdr, method, path, accept, content_type, body, len, timeout_ms, cred);
     int64_t t0 = lop_clock_mono(c->clock);
     lop_http_result_t res = lop_transport_exchange(c->tr, &x);
     *code = x.code;
     snprintf(errbuf, errcap, "%s", x.error);
-    lop_rest_observer_fn obs = atomic_load(&c->observer);
-    if (obs)
-        obs(atomic_load(&c->observer_ud), method, x.code, lop_transport_host_port(c->tr),
-            lop_clock_mono(c->clock) - t0);
+    observe(c, method, x.code, t0);
     explicit_bzero(hdr.data, hdr.len); /* it held the credentials */
     lop_buf_free(&hdr);
     return res;
@@ -486,4 +501,190 @@ lop_rc_t lop_rest_stream(lop_rest_client_t *c, const char *path, lop_stream_fn f
     if (code) *code = resp.code;
     lop_rest_resp_cleanup(&resp);
     return rc;
+}
+
+/* ---- asynchronous streams (lop_rest_stream_start) ---- */
+
+typedef enum stream_state { SS_WAITING, SS_RUNNING, SS_ENDED } stream_state_t;
+
+struct lop_rest_stream_call {
+    lop_rest_client_t *c;
+    char *path, *accept;
+    long idle_ms;
+    lop_transport_notify_fn notify;
+    void *notify_ud;
+    stream_state_t state;
+    int64_t start_at; /* SS_WAITING: when the rate limiter's token is ours (client's clock) */
+    bool auth_retried;
+    /* the attempt in flight (SS_RUNNING) */
+    attempt_t a;
+    lop_buf_t body; /* a non-2xx body */
+    lop_buf_t hdr;
+    lop_auth_cred_t cred;
+    lop_http_exchange_t x;
+    lop_transport_call_t *tc;
+    int64_t t0;
+    /* SS_ENDED */
+    lop_rc_t rc;
+    lop_err_t err;
+    int code;
+};
+
+lop_rc_t lop_rest_stream_start(lop_rest_client_t *c, const char *path, const lop_rest_stream_opts_t *opts,
+                               lop_transport_notify_fn notify, void *notify_ud, lop_rest_stream_call_t **out,
+                               lop_err_t *err)
+{
+    *out = NULL;
+    if (!path || !notify)
+        return lop_err_set(err, LOP_EINVAL, 0, NULL, "stream: a path and a notify callback are required");
+    lop_rest_stream_call_t *s = lop_xcalloc(1, sizeof *s);
+    s->c = c;
+    s->path = lop_xstrdup(path);
+    s->accept = opts && opts->accept ? lop_xstrdup(opts->accept) : NULL;
+    s->idle_ms = opts ? opts->idle_timeout_ms : 0;
+    s->notify = notify;
+    s->notify_ud = notify_ud;
+    lop_buf_init(&s->body);
+    lop_buf_init(&s->hdr);
+    int64_t wait = lop_qps_reserve(c->qps);
+    s->start_at = lop_clock_mono(c->clock) + (wait > 0 ? wait : 0);
+    s->state = SS_WAITING;
+    *out = s;
+    return LOP_OK;
+}
+
+static void stream_end(lop_rest_stream_call_t *s, lop_rc_t rc, const lop_err_t *err)
+{
+    s->state = SS_ENDED;
+    s->rc = rc;
+    if (err)
+        s->err = *err;
+    else
+        lop_err_clear(&s->err);
+}
+
+/* The attempt's exchange is over: its resources go, its observer and warnings are reported. */
+static void attempt_release(lop_rest_stream_call_t *s)
+{
+    if (s->tc) {
+        lop_transport_end(s->tc);
+        s->tc = NULL;
+        observe(s->c, "GET", s->x.code, s->t0);
+    }
+    explicit_bzero(s->hdr.data, s->hdr.len);
+    lop_buf_free(&s->hdr);
+    lop_buf_init(&s->hdr);
+    lop_auth_cred_cleanup(&s->cred);
+    memset(&s->cred, 0, sizeof s->cred);
+    for (int i = 0; i < s->a.nwarnings; i++) log_warning(s->a.warnings[i], "GET", s->path);
+    attempt_free(&s->a);
+}
+
+/* Begin an attempt; false when it ended at once (then SS_ENDED, or SS_WAITING for a retry). */
+static bool attempt_begin(lop_rest_stream_call_t *s, lop_stream_fn fn, void *fn_ud);
+
+/* How the finished exchange (hr) ends the attempt: SS_ENDED, or SS_WAITING for the 401 retry. */
+static void attempt_done(lop_rest_stream_call_t *s, lop_http_result_t hr)
+{
+    lop_rest_client_t *c = s->c;
+    int code = s->x.code;
+    char why[256];
+    snprintf(why, sizeof why, "%s", s->x.error);
+    attempt_release(s);
+    lop_err_t e;
+    lop_err_clear(&e);
+    lop_rc_t rc = LOP_OK;
+    if (s->a.fn_stopped) {
+        rc = lop_err_set(&e, LOP_ECLOSED, code, NULL, "GET %s: stopped by the consumer", s->path);
+    } else if (s->a.idle_expired) {
+        rc = lop_err_set(&e, LOP_ETIMEDOUT, code, NULL, "GET %s: no data for %ld ms", s->path, s->idle_ms);
+    } else if (s->a.too_big) {
+        rc = lop_err_set(&e, LOP_EAGAIN, code, NULL, "GET %s: response body over %zu MiB", s->path, BODY_MAX >> 20);
+    } else if (hr != LOP_HTTP_OK) {
+        lop_rc_t trc = hr == LOP_HTTP_ETIMEDOUT ? LOP_ETIMEDOUT : hr == LOP_HTTP_EREQUEST ? LOP_EINVAL : LOP_EAGAIN;
+        rc = lop_err_set(&e, trc, code, NULL, "GET %s%s: %s", c->cfg.server, s->path, why);
+    } else if (code >= 200 && code < 300) {
+        rc = LOP_OK;
+    } else if (code == 401 && !s->auth_retried && lop_auth_invalidate(c->cfg.auth)) {
+        lop_log(LOP_LOG_INFO, "401 from the API server; refreshing credentials and retrying once", "method", "GET",
+                "path", s->path, NULL);
+        s->auth_retried = true;
+        int64_t wait = lop_qps_reserve(c->qps);
+        s->start_at = lop_clock_mono(c->clock) + (wait > 0 ? wait : 0);
+        s->state = SS_WAITING;
+        return;
+    } else {
+        rc = lop_rest_status_parse(code, s->body.data, s->body.len, &e, NULL);
+    }
+    s->code = code;
+    stream_end(s, rc, &e);
+}
+
+static bool attempt_begin(lop_rest_stream_call_t *s, lop_stream_fn fn, void *fn_ud)
+{
+    lop_rest_client_t *c = s->c;
+    lop_err_t e;
+    lop_err_clear(&e);
+    lop_rc_t rc = lop_auth_get(c->cfg.auth, &s->cred, &e);
+    if (rc != LOP_OK) {
+        stream_end(s, rc, &e);
+        return false;
+    }
+    lop_buf_reset(&s->body);
+    s->a = (attempt_t){.c = c, .body = &s->body, .fn = fn, .fn_ud = fn_ud, .idle_ms = s->idle_ms, .retry_after = -1};
+    exchange_init(c, &s->a, &s->x, &s->hdr, "GET", s->path, s->accept, NULL, NULL, 0, -1, &s->cred);
+    s->t0 = lop_clock_mono(c->clock);
+    lop_http_result_t hr;
+    s->tc = lop_transport_begin(c->tr, &s->x, s->notify, s->notify_ud, &hr);
+    if (!s->tc) {
+        observe(c, "GET", 0, s->t0);
+        attempt_done(s, hr);
+        return false;
+    }
+    s->state = SS_RUNNING;
+    return true;
+}
+
+bool lop_rest_stream_pump(lop_rest_stream_call_t *s, lop_stream_fn fn, void *fn_ud, lop_rc_t *rc, int64_t *next_ns,
+                          lop_err_t *err)
+{
+    *next_ns = INT64_MAX;
+    for (;;) {
+        if (s->state == SS_ENDED) {
+            *rc = s->rc;
+            if (err) *err = s->err;
+            return true;
+        }
+        if (s->state == SS_WAITING) {
+            int64_t left = s->start_at - lop_clock_mono(s->c->clock);
+            if (left > 0) {
+                *next_ns = left;
+                return false;
+            }
+            if (!attempt_begin(s, fn, fn_ud)) continue;
+        }
+        s->a.fn = fn;
+        s->a.fn_ud = fn_ud;
+        lop_http_result_t hr;
+        if (!lop_transport_pump(s->tc, &hr)) {
+            if (s->idle_ms > 0) {
+                int64_t left = s->idle_ms * LOP_NS_PER_MS - (lop_clock_mono(s->c->clock) - s->a.last_byte);
+                *next_ns = left > 0 ? left + 1 : 1;
+            }
+            return false;
+        }
+        attempt_done(s, hr);
+    }
+}
+
+int lop_rest_stream_code(const lop_rest_stream_call_t *s) { return s->code; }
+
+void lop_rest_stream_free(lop_rest_stream_call_t *s)
+{
+    if (!s) return;
+    attempt_release(s);
+    lop_buf_free(&s->body);
+    free(s->path);
+    free(s->accept);
+    free(s);
 }

@@ -177,6 +177,34 @@ LOP_MUST_CHECK lop_rc_t lop_rest_stream(lop_rest_client_t *c, const char *path, 
                                         const lop_rest_stream_opts_t *opts, int *code, lop_err_t *err);
 
 /*
+ * The same stream without blocking a thread for it (issue 19: threads independent of the number of
+ * watches). lop_rest_stream_start takes the rate limiter's token (without waiting for it) and
+ * returns the call at once; nothing is sent before the first lop_rest_stream_pump.
+ * notify(notify_ud) runs on the transport's I/O thread whenever the call has something for
+ * lop_rest_stream_pump (see lop_transport_begin in transport.h: it must only note that, e.g.
+ * queue a task, and never call into the client). lop_rest_stream_pump, on the consumer's thread,
+ * sends the request once the token is due (resolving the name and getting credentials there: an
+ * exec plugin or an uncached name blocks that thread as it would block lop_rest_stream's), passes
+ * the body bytes that arrived to fn, and returns false while the stream goes on, with *next_ns the
+ * longest the caller may wait before pumping again without a notify (ns on the client's clock:
+ * the token's wait or the idle timeout; INT64_MAX = only on notify); true once it ended, with
+ * *rc and err exactly as lop_rest_stream returns them (fn returning non-zero ends it,
+ * LOP_ECLOSED). The 401 refresh-and-retry happens inside the pumps. Calls for one stream must not
+ * overlap; fn may differ between pumps. lop_rest_stream_free cancels the stream if it is running
+ * (waiting briefly for the I/O thread to let go) and frees it; no notify runs after it. NULL
+ * accepted. opts->cancel is not used (free cancels).
+ */
+typedef struct lop_rest_stream_call lop_rest_stream_call_t;
+LOP_MUST_CHECK lop_rc_t lop_rest_stream_start(lop_rest_client_t *c, const char *path,
+                                              const lop_rest_stream_opts_t *opts, void (*notify)(void *),
+                                              void *notify_ud, lop_rest_stream_call_t **out, lop_err_t *err);
+bool lop_rest_stream_pump(lop_rest_stream_call_t *s, lop_stream_fn fn, void *fn_ud, lop_rc_t *rc, int64_t *next_ns,
+                          lop_err_t *err);
+/* The HTTP status of an ended stream's response (0 when none arrived). */
+int lop_rest_stream_code(const lop_rest_stream_call_t *s);
+void lop_rest_stream_free(lop_rest_stream_call_t *s);
+
+/*
  * Decode an error body as a metav1.Status (apimachinery pkg/apis/meta/v1/types.go) or synthesize
  * one from the HTTP code when it is not one (client-go rest/request.go
  * newUnstructuredResponseError: reason from the code, message = trimmed body text or a generic

@@ -373,7 +373,21 @@ static void timed_wait(pthread_cond_t *cond, pthread_mutex_t *mu, long ms)
     pthread_cond_timedwait(cond, mu, &ts);
 }
 
-lop_http_result_t lop_transport_exchange(lop_transport_t *t, lop_http_exchange_t *x)
+/* The caller's side of one exchange (lop_transport_begin .. lop_transport_end). */
+struct lop_transport_call {
+    lop_transport_t *t;
+    lop_http_exchange_t *x;
+    lop_tr_xfer_t *xf;
+    size_t rb;
+    unsigned seen_gen;
+    bool head_delivered, finished;
+    int code;
+    lop_http_result_t res;
+    lop_buf_t got, head;
+};
+
+lop_transport_call_t *lop_transport_begin(lop_transport_t *t, lop_http_exchange_t *x, lop_transport_notify_fn notify,
+                                          void *notify_ud, lop_http_result_t *res)
 {
     x->code = 0;
     x->response_started = false;
@@ -382,18 +396,30 @@ lop_http_result_t lop_transport_exchange(lop_transport_t *t, lop_http_exchange_t
         char ex[48];
         snprintf(x->error, sizeof x->error, "request to %s: the method or target is not valid on the wire: \"%s\"",
                  t->host_port, excerpt(ex, sizeof ex, x->target ? x->target : "", x->target ? strlen(x->target) : 0));
-        return LOP_HTTP_EREQUEST;
+        *res = LOP_HTTP_EREQUEST;
+        return NULL;
     }
     /* the name libcurl would connect to (the proxy's, when there is one), resolved here, bounded */
     struct curl_slist *resolve = NULL;
     lop_http_result_t rr = t->proxy.url ? lop_tr_resolve(t, t->proxy.host, t->proxy.port, x, &resolve)
                                         : lop_tr_resolve(t, t->host, t->port, x, &resolve);
-    if (rr != LOP_HTTP_OK) return rr;
-    size_t rb = x->read_bytes ? x->read_bytes : LOP_TR_READ_DEFAULT;
+    if (rr != LOP_HTTP_OK) {
+        *res = rr;
+        return NULL;
+    }
+    lop_transport_call_t *call = lop_xcalloc(1, sizeof *call);
+    call->t = t;
+    call->x = x;
+    call->rb = x->read_bytes ? x->read_bytes : LOP_TR_READ_DEFAULT;
+    lop_buf_init(&call->got);
+    lop_buf_init(&call->head);
     lop_tr_xfer_t *xf = lop_xcalloc(1, sizeof *xf);
+    call->xf = xf;
     xf->t = t;
     xf->x = x;
-    xf->hwm = 8 * rb > LOP_TR_INBOX_MIN ? 8 * rb : LOP_TR_INBOX_MIN;
+    xf->notify = notify;
+    xf->notify_ud = notify_ud;
+    xf->hwm = 8 * call->rb > LOP_TR_INBOX_MIN ? 8 * call->rb : LOP_TR_INBOX_MIN;
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -410,73 +436,117 @@ lop_http_result_t lop_transport_exchange(lop_transport_t *t, lop_http_exchange_t
     lop_tr_io_queue(xf);
     xf->next_waiting = t->waiting;
     t->waiting = xf;
-    unsigned seen_gen = t->wake_gen - 1; /* no wait before the first on_tick: a wake may have come
-                                          * before we were on the list */
+    call->seen_gen = t->wake_gen - 1; /* no wait before the first on_tick: a wake may have come
+                                       * before we were on the list */
+    pthread_mutex_unlock(&t->mu);
+    *res = LOP_HTTP_OK;
+    return call;
+}
+
+/* Whether the caller has something to do (t->mu held). */
+static bool call_ready(const lop_transport_call_t *call)
+{
+    const lop_tr_xfer_t *xf = call->xf;
+    return xf->inbox.len || (xf->head_done && !call->head_delivered) || xf->done || call->t->wake_gen != call->seen_gen;
+}
+
+bool lop_transport_pump(lop_transport_call_t *call, lop_http_result_t *res)
+{
+    lop_transport_t *t = call->t;
+    lop_tr_xfer_t *xf = call->xf;
+    lop_http_exchange_t *x = call->x;
+    if (call->finished) {
+        *res = call->res;
+        return true;
+    }
+    lop_http_result_t r = LOP_HTTP_OK;
+    pthread_mutex_lock(&t->mu);
+    call->seen_gen = t->wake_gen;
+    bool new_head = xf->head_done && !call->head_delivered;
+    if (new_head) {
+        lop_buf_swap(&call->head, &xf->head);
+        call->code = xf->code;
+    }
+    if (xf->started) x->response_started = true;
+    if (call->head_delivered || new_head) lop_buf_swap(&call->got, &xf->inbox);
+    if (xf->paused && !xf->op_resume) {
+        xf->op_resume = true;
+        lop_tr_io_queue(xf);
+    }
+    bool done = xf->done && !xf->inbox.len;
     pthread_mutex_unlock(&t->mu);
 
-    lop_http_result_t res = LOP_HTTP_OK;
-    bool head_delivered = false, finished = false;
-    lop_buf_t got = LOP_BUF_INIT, head = LOP_BUF_INIT;
-    int code = 0;
-    while (!finished) {
-        pthread_mutex_lock(&t->mu);
-        if (!xf->inbox.len && !(xf->head_done && !head_delivered) && !xf->done && t->wake_gen == seen_gen)
-            timed_wait(&xf->cond, &t->mu, x->tick_ms ? x->tick_ms : LOP_TR_TICK_MS);
-        seen_gen = t->wake_gen;
-        bool new_head = xf->head_done && !head_delivered;
-        if (new_head) {
-            lop_buf_swap(&head, &xf->head);
-            code = xf->code;
-        }
-        if (xf->started) x->response_started = true;
-        if (head_delivered || new_head) lop_buf_swap(&got, &xf->inbox);
-        if (xf->paused && !xf->op_resume) {
-            xf->op_resume = true;
-            lop_tr_io_queue(xf);
-        }
-        bool done = xf->done && !xf->inbox.len;
-        pthread_mutex_unlock(&t->mu);
-
-        if (new_head) {
-            deliver_head(x, code, &head);
-            head_delivered = true;
-        }
-        for (size_t off = 0; off < got.len && res == LOP_HTTP_OK;) {
-            size_t n = got.len - off < rb ? got.len - off : rb;
-            if (x->on_body && x->on_body(x->ud, got.data + off, n)) res = LOP_HTTP_ESTOPPED;
-            off += n;
-        }
-        lop_buf_reset(&got);
-        if (res == LOP_HTTP_OK && x->on_tick && x->on_tick(x->ud)) res = LOP_HTTP_EABORTED;
-        if (res != LOP_HTTP_OK || (head_delivered && code == 101)) {
-            /* stopped by the caller, or switched protocols: what follows is not HTTP */
-            cancel_and_wait(t, xf);
-            finished = true;
-            if (res == LOP_HTTP_ESTOPPED)
-                snprintf(x->error, sizeof x->error, "%s: stopped by the body consumer", t->host_port);
-            else if (res == LOP_HTTP_EABORTED)
-                snprintf(x->error, sizeof x->error, "%s: aborted by the caller", t->host_port);
-        } else if (done) {
-            res = map_result(t, xf, x);
-            finished = true;
-        }
+    if (new_head) {
+        deliver_head(x, call->code, &call->head);
+        call->head_delivered = true;
     }
-    if (!head_delivered) x->code = 0;
+    lop_buf_t *got = &call->got;
+    for (size_t off = 0; off < got->len && r == LOP_HTTP_OK;) {
+        size_t n = got->len - off < call->rb ? got->len - off : call->rb;
+        if (x->on_body && x->on_body(x->ud, got->data + off, n)) r = LOP_HTTP_ESTOPPED;
+        off += n;
+    }
+    lop_buf_reset(got);
+    if (r == LOP_HTTP_OK && x->on_tick && x->on_tick(x->ud)) r = LOP_HTTP_EABORTED;
+    if (r != LOP_HTTP_OK || (call->head_delivered && call->code == 101)) {
+        /* stopped by the caller, or switched protocols: what follows is not HTTP */
+        cancel_and_wait(t, xf);
+        call->finished = true;
+        if (r == LOP_HTTP_ESTOPPED)
+            snprintf(x->error, sizeof x->error, "%s: stopped by the body consumer", t->host_port);
+        else if (r == LOP_HTTP_EABORTED)
+            snprintf(x->error, sizeof x->error, "%s: aborted by the caller", t->host_port);
+    } else if (done) {
+        r = map_result(t, xf, x);
+        call->finished = true;
+    }
+    if (!call->finished) return false;
+    if (!call->head_delivered) x->code = 0;
+    call->res = r;
+    *res = r;
+    return true;
+}
+
+void lop_transport_end(lop_transport_call_t *call)
+{
+    if (!call) return;
+    lop_transport_t *t = call->t;
+    lop_tr_xfer_t *xf = call->xf;
+    if (!call->finished) {
+        cancel_and_wait(t, xf);
+        if (!call->head_delivered) call->x->code = 0;
+    }
     pthread_mutex_lock(&t->mu); /* until the I/O thread lets go of it */
     for (lop_tr_xfer_t **p = &t->waiting; *p; p = &(*p)->next_waiting)
         if (*p == xf) {
             *p = xf->next_waiting;
             break;
         }
+    xf->notify = NULL;
     while (xf->in_ops || xf->busy) pthread_cond_wait(&xf->cond, &t->mu);
     pthread_mutex_unlock(&t->mu);
-    lop_buf_free(&got);
-    lop_buf_free(&head);
+    lop_buf_free(&call->got);
+    lop_buf_free(&call->head);
     lop_buf_free(&xf->inbox);
     lop_buf_free(&xf->head);
     pthread_cond_destroy(&xf->cond);
     free(xf->url);
     free(xf);
+    free(call);
+}
+
+lop_http_result_t lop_transport_exchange(lop_transport_t *t, lop_http_exchange_t *x)
+{
+    lop_http_result_t res;
+    lop_transport_call_t *call = lop_transport_begin(t, x, NULL, NULL, &res);
+    if (!call) return res;
+    for (;;) {
+        pthread_mutex_lock(&t->mu);
+        if (!call_ready(call)) timed_wait(&call->xf->cond, &t->mu, x->tick_ms ? x->tick_ms : LOP_TR_TICK_MS);
+        pthread_mutex_unlock(&t->mu);
+        if (lop_transport_pump(call, &res)) break;
+    }
+    lop_transport_end(call);
     return res;
 }
 
@@ -484,7 +554,7 @@ void lop_transport_wake(lop_transport_t *t)
 {
     pthread_mutex_lock(&t->mu);
     t->wake_gen++;
-    for (lop_tr_xfer_t *xf = t->waiting; xf; xf = xf->next_waiting) pthread_cond_signal(&xf->cond);
+    for (lop_tr_xfer_t *xf = t->waiting; xf; xf = xf->next_waiting) lop_tr_signal(xf);
     for (lop_tr_dns_wait_t *w = t->dns_waiting; w; w = w->next) {
         pthread_mutex_lock(w->mu);
         *w->woken = 1;

@@ -145,6 +145,33 @@ typedef struct lop_http_exchange {
  * connection that fails before any response byte is sent once more by libcurl. */
 lop_http_result_t lop_transport_exchange(lop_transport_t *t, lop_http_exchange_t *x);
 
+/*
+ * The same exchange without blocking (what lop_transport_exchange is made of), for a caller that
+ * drives many exchanges from a few threads (the cache dispatcher, host/kube/cache/dispatcher.h):
+ *
+ *  - lop_transport_begin resolves the name (on the calling thread, bounded as above: the only
+ *    part that may block, and only when the answer is not cached) and hands the exchange to the
+ *    I/O thread. x is borrowed until lop_transport_end. Returns NULL with *res set when it cannot
+ *    start (LOP_HTTP_EREQUEST, or a resolution failure).
+ *  - notify(notify_ud) is called on the I/O thread, under the transport's lock, whenever there is
+ *    something for lop_transport_pump (head, body bytes, the end, a lop_transport_wake). It must
+ *    only note that (e.g. queue a task) and never call into the transport.
+ *  - lop_transport_pump passes what has arrived to x's callbacks on the calling thread, exactly
+ *    as one turn of lop_transport_exchange's loop does (on_tick included), and resumes a transfer
+ *    paused because its inbox was full: the inbox is the exchange's byte queue, bounded by its
+ *    high-water mark. Returns false while the exchange goes on; true once it has ended, *res
+ *    then says how. The caller calls it after each notify, and after tick_ms when x relies on
+ *    timed on_tick calls (pump never waits). Calls for one exchange must not overlap.
+ *  - lop_transport_end cancels the exchange if it has not ended, waits (briefly) until the I/O
+ *    thread has let go of it and frees it; no notify runs after it returns.
+ */
+typedef void (*lop_transport_notify_fn)(void *ud);
+typedef struct lop_transport_call lop_transport_call_t;
+lop_transport_call_t *lop_transport_begin(lop_transport_t *t, lop_http_exchange_t *x, lop_transport_notify_fn notify,
+                                          void *notify_ud, lop_http_result_t *res);
+bool lop_transport_pump(lop_transport_call_t *call, lop_http_result_t *res);
+void lop_transport_end(lop_transport_call_t *call);
+
 /* Make every exchange of t whose caller is waiting (for the response, for more of the body, or
  * for name resolution) call its on_tick now, so a cancel flag set by another thread is seen at
  * once rather than at the next tick. Any thread; cheap (cancellation is rare, so all are woken). */

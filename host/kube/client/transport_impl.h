@@ -58,7 +58,10 @@ typedef struct lop_tr_xfer {
     bool probe;          /* the transport's own dead-connection probe (no caller) */
     int probe_fd;        /* probe: the socket it checks */
     pthread_cond_t cond; /* signalled (with t->mu) when inbox, head or done change */
-    size_t hwm;          /* inbox high-water mark (bytes) */
+    /* mu: an asynchronous caller's (lop_transport_begin), called with cond; NULL once it ended */
+    lop_transport_notify_fn notify;
+    void *notify_ud;
+    size_t hwm; /* inbox high-water mark (bytes) */
     /* mu: shared between the I/O thread and the caller */
     lop_buf_t inbox;   /* body bytes not yet passed to on_body */
     lop_buf_t head;    /* the final response's header lines, "Name: value\n" each */
@@ -151,6 +154,14 @@ struct lop_transport {
     atomic_long open;
     atomic_long dead;
 };
+
+/* Tell the caller of xf that something changed (t->mu held): its condition variable, and its
+ * notify callback when it has one. */
+static inline void lop_tr_signal(lop_tr_xfer_t *xf)
+{
+    pthread_cond_signal(&xf->cond);
+    if (xf->notify) xf->notify(xf->notify_ud);
+}
 
 /* transport_dns.c */
 /* Resolve host (no brackets) for x on the calling thread, bounded by x's connect timeout (and

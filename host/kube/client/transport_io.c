@@ -130,7 +130,7 @@ static size_t on_header_line(char *p, size_t size, size_t n, void *ud)
         long v = 0;
         curl_easy_getinfo(xf->easy, CURLINFO_HTTP_VERSION, &v);
         h2 = v == CURL_HTTP_VERSION_2_0;
-        pthread_cond_signal(&xf->cond);
+        lop_tr_signal(xf);
     } else if (rc == LOP_TR_HEAD_TOO_BIG) {
         xf->head_too_big = true;
         pthread_mutex_unlock(&t->mu);
@@ -157,7 +157,7 @@ static size_t on_write(char *p, size_t size, size_t n, void *ud)
     }
     if (xf->inbox.len >= xf->hwm) {
         xf->paused = true;
-        pthread_cond_signal(&xf->cond); /* the caller resumes it once it has drained the inbox */
+        lop_tr_signal(xf); /* the caller resumes it once it has drained the inbox */
         pthread_mutex_unlock(&t->mu);
         return CURL_WRITEFUNC_PAUSE; /* the same bytes come again after the resume */
     }
@@ -176,7 +176,7 @@ static size_t on_write(char *p, size_t size, size_t n, void *ud)
     pthread_mutex_lock(&t->mu);
     lop_buf_append(&xf->inbox, p, len);
     xf->started = true;
-    pthread_cond_signal(&xf->cond);
+    lop_tr_signal(xf);
     pthread_mutex_unlock(&t->mu);
     return len;
 }
@@ -387,7 +387,7 @@ static void finish(lop_transport_t *t, lop_tr_xfer_t *xf, CURLcode res)
     xf->os_errno = os_errno;
     xf->connect_code = connect_code;
     xf->done = true;
-    pthread_cond_signal(&xf->cond);
+    lop_tr_signal(xf);
     pthread_mutex_unlock(&t->mu);
 }
 
@@ -486,7 +486,7 @@ static void run_ops(lop_transport_t *t)
         }
         pthread_mutex_lock(&t->mu);
         xf->busy = false;
-        pthread_cond_signal(&xf->cond);
+        lop_tr_signal(xf);
         pthread_mutex_unlock(&t->mu);
     }
 }

@@ -113,7 +113,7 @@ static lop_listwatch_t wrap(lop_listwatch_t *lw, counter_t **out)
     c->inner = *lw;
     free(lw);
     *out = c;
-    return (lop_listwatch_t){c, c_list, c_watch, c_cancel, c_free, c_list_stream};
+    return (lop_listwatch_t){c, c_list, c_watch, c_cancel, c_free, c_list_stream, NULL, NULL, NULL};
 }
 
 /* ---- informers over the local API server ---- */
