@@ -10,6 +10,8 @@ import json, os, re, shutil, subprocess, sys, tempfile, time, urllib.request, ss
 
 build, n = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[2].isdigit() else 30
 tls = "--tls" in sys.argv
+# extra `luaop run` flags after "--" (e.g. -- --kube-api-qps -1 to take the client's rate limit out)
+extra = sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else []
 src = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 luaop = os.path.join(build, "luaop")
 tmp = tempfile.mkdtemp(prefix="lopbench-inf-")
@@ -46,7 +48,7 @@ try:
     shutil.copytree(os.path.join(src, "tests/integration/fixtures/namespaces"), scripts)
     t0 = time.monotonic()
     op = subprocess.Popen([luaop, "run", "--scripts", scripts, "--kubeconfig", kc, "--metrics-bind-address", "0",
-                           "--health-probe-bind-address", "0", "--namespace", ",".join(f"ns{i}" for i in range(n))],
+                           "--health-probe-bind-address", "0", "--namespace", ",".join(f"ns{i}" for i in range(n))] + extra,
                           stdout=open(os.path.join(tmp, "op.log"), "w"), stderr=subprocess.STDOUT)
     procs.append(op)
     while True:
