@@ -506,8 +506,12 @@ int main(int argc, char **argv)
      * with continue tokens), watch-list (sendInitialEvents, no LIST) */
     const char *mode = getenv("LOPBENCH_SYNC_MODE") ? getenv("LOPBENCH_SYNC_MODE") : "list";
     w.consistent = !strcmp(mode, "paged");
-    lop_listwatch_t lw = {&w,   w_list, w_watch, w_cancel, w_free, w.from_rv || no_stream ? NULL : w_list_stream,
-                          NULL, NULL,   NULL};
+    lop_listwatch_t lw = {.ud = &w,
+                          .list = w_list,
+                          .watch = w_watch,
+                          .cancel = w_cancel,
+                          .free = w_free,
+                          .list_stream = w.from_rv || no_stream ? NULL : w_list_stream};
     lop_store_t *store = lop_store_new();
     if (burst_mode) {
         burst_store = store;

@@ -6,7 +6,7 @@
  *
  * Thread-safety: list/watch are called from the reflector's thread only; cancel may be called
  * from any thread while a watch or list is running and makes it return LOP_ECLOSED promptly.
- * The asynchronous watch (watch_start/watch_pump/watch_end) is called from one thread at a time
+ * The asynchronous calls (watch_start, list_stream_start, call_pump, call_end) are made from one thread at a time
  * (a dispatcher thread, dispatcher.h), its notify from any thread.
  */
 #ifndef LOP_KUBE_CACHE_LISTWATCH_H
@@ -57,28 +57,33 @@ typedef struct lop_listwatch {
     lop_rc_t (*list_stream)(void *ud, const lop_list_opts_t *opts, lop_stream_fn fn, void *fn_ud, lop_err_t *err);
 
     /*
-     * Optional: the same WATCH without blocking a thread for it (all three set, or none). With
-     * them a started reflector runs on the cache dispatcher (dispatcher.h) instead of a thread of
-     * its own; without them (the tests' fakes) it keeps its own thread.
-     *  - watch_start begins the watch and returns at once: LOP_OK with *call (the watch's, opaque),
-     *    or the rc watch would have returned (err filled) and *call NULL.
+     * Optional: the same WATCH and streamed LIST page without blocking a thread for them
+     * (watch_start, call_pump and call_end all set, list_stream_start optional). With them a
+     * started reflector runs on the cache dispatcher (dispatcher.h) instead of a thread of its
+     * own; without them (the tests' fakes) it keeps its own thread.
+     *  - watch_start begins the watch, list_stream_start one LIST page streamed (as list_stream),
+     *    and return at once: LOP_OK with *call (opaque), or the rc watch / list_stream would have
+     *    returned (err filled) and *call NULL.
      *  - notify(notify_ud) is called from any thread (the transport's I/O thread) whenever the
-     *    watch has something for watch_pump: bytes, its end. It must be quick and must not call
-     *    back into the listwatch (a reflector queues itself on the dispatcher).
-     *  - watch_pump passes the bytes that arrived to fn (on the calling thread, fn's return as for
-     *    watch) and returns false while the watch goes on, with *next_ns the longest the caller
-     *    may wait before pumping again without a notify (ns on the listwatch's clock, which is the
-     *    reflector's; INT64_MAX = only on notify); true once the watch ended, with *rc and err as
-     *    watch returns them. Bytes waiting for a pump are bounded by the implementation, which
-     *    stops reading (pauses the transfer) until they are pumped.
-     *  - watch_end ends the call (cancelling the watch if it goes on) and frees it; no notify runs
-     *    after it returns. cancel() is not needed for an asynchronous watch.
+     *    call has something for call_pump: bytes, its end, a wait that is over. It must be quick
+     *    and must not call back into the listwatch (a reflector queues itself on the dispatcher).
+     *  - call_pump passes the bytes that arrived to fn (on the calling thread; fn's return as for
+     *    watch: non-zero ends the call, LOP_ECLOSED) and returns false while the call goes on,
+     *    with *next_ns the longest the caller may wait before pumping again without a notify (ns
+     *    on the listwatch's clock, which must be the reflector's; INT64_MAX = only on notify);
+     *    true once it ended, with *rc and err as watch / list_stream return them. Bytes waiting
+     *    for a pump are bounded by the implementation, which stops reading (pauses the transfer)
+     *    until they are pumped.
+     *  - call_end ends the call (cancelling it if it goes on) and frees it; no notify runs after
+     *    it returns. cancel() is not needed for asynchronous calls.
      */
     lop_rc_t (*watch_start)(void *ud, const lop_watch_opts_t *opts, void (*notify)(void *), void *notify_ud,
                             void **call, lop_err_t *err);
-    bool (*watch_pump)(void *ud, void *call, lop_stream_fn fn, void *fn_ud, lop_rc_t *rc, int64_t *next_ns,
-                       lop_err_t *err);
-    void (*watch_end)(void *ud, void *call);
+    bool (*call_pump)(void *ud, void *call, lop_stream_fn fn, void *fn_ud, lop_rc_t *rc, int64_t *next_ns,
+                      lop_err_t *err);
+    void (*call_end)(void *ud, void *call);
+    lop_rc_t (*list_stream_start)(void *ud, const lop_list_opts_t *opts, void (*notify)(void *), void *notify_ud,
+                                  void **call, lop_err_t *err);
 } lop_listwatch_t;
 
 #endif

@@ -77,6 +77,7 @@ void lop_reflector_free(lop_reflector_t *r)
     lop_reflector_stop(r);
     if (r->lw.free) r->lw.free(r->lw.ud);
     lop_watchdecoder_free(r->dec);
+    lop_reflector_list_free(r->alist);
     lop_listdecoder_free(r->ldec);
     lop_store_free(r->wl_store);
     pthread_cond_destroy(&r->cond);
@@ -505,13 +506,10 @@ static void watch_list_begin(lop_reflector_t *r)
     r->wl_reuse = ss.count > 0;
 }
 
-/* The list of a step (need_list, no watch-list): LOP_OK with *wait_ns, or LOP_ECLOSED. */
-static lop_rc_t list_step(lop_reflector_t *r, int64_t *wait_ns)
+/* A list ended with rc (err): LOP_OK with *wait_ns for the next step, or LOP_ECLOSED. */
+static lop_rc_t list_result(lop_reflector_t *r, lop_rc_t rc, const lop_err_t *errp, int64_t *wait_ns)
 {
-    r->wl_fallback = false;
-    lop_err_t err;
-    lop_err_clear(&err);
-    lop_rc_t rc = lop_reflector_do_list(r, &err);
+    lop_err_t err = *errp;
     if (atomic_load(&r->stop)) return LOP_ECLOSED;
     if (rc == LOP_OK) {
         r->need_list = false;
@@ -521,6 +519,16 @@ static lop_rc_t list_step(lop_reflector_t *r, int64_t *wait_ns)
             err.message, NULL);
     *wait_ns = backoff(r);
     return LOP_OK;
+}
+
+/* The list of a step (need_list, no watch-list): LOP_OK with *wait_ns, or LOP_ECLOSED. */
+static lop_rc_t list_step(lop_reflector_t *r, int64_t *wait_ns)
+{
+    r->wl_fallback = false;
+    lop_err_t err;
+    lop_err_clear(&err);
+    lop_rc_t rc = lop_reflector_do_list(r, &err);
+    return list_result(r, rc, &err, wait_ns);
 }
 
 /* Whether the next step is a watch (or a watch-list), not a list. */
@@ -577,13 +585,43 @@ static void notify_cb(void *ud)
 static void async_stopped(lop_reflector_t *r)
 {
     if (r->wcall) {
-        r->lw.watch_end(r->lw.ud, r->wcall);
+        r->lw.call_end(r->lw.ud, r->wcall);
         r->wcall = NULL;
     }
+    lop_reflector_list_free(r->alist);
+    r->alist = NULL;
     pthread_mutex_lock(&r->mu);
     r->dstopped = true;
     pthread_cond_broadcast(&r->cond);
     pthread_mutex_unlock(&r->mu);
+}
+
+/* The asynchronous list is over (rc, err): 1 with *wait_ns for the next step, -1 when stopped. */
+static int async_list_over(lop_reflector_t *r, lop_rc_t rc, const lop_err_t *err, int64_t *wait_ns)
+{
+    lop_reflector_list_free(r->alist);
+    r->alist = NULL;
+    return list_result(r, rc, err, wait_ns) == LOP_ECLOSED ? -1 : 1;
+}
+
+/* Start fetching the current page of the asynchronous list: 0 when it is in flight (r->wcall),
+ * else as async_list_over (a page that could not start ends the list, or moves to the next
+ * page as a failed fetch would). */
+static int async_list_fetch(lop_reflector_t *r, int64_t *wait_ns)
+{
+    for (;;) {
+        lop_err_t err;
+        lop_err_clear(&err);
+        void *call = NULL;
+        lop_rc_t rc = r->lw.list_stream_start(r->lw.ud, lop_reflector_list_opts(r->alist), notify_cb, r, &call, &err);
+        if (rc == LOP_OK) {
+            r->wcall = call;
+            return 0;
+        }
+        lop_rc_t out = LOP_OK;
+        if (lop_reflector_list_page_done(r->alist, rc, false, &out, &err) == LOP_LIST_NEXT_PAGE) continue;
+        return async_list_over(r, out, &err, wait_ns);
+    }
 }
 
 /* The next step after wait_ns (the backoff), or at once. */
@@ -610,12 +648,28 @@ static void async_run(lop_dispatch_task_t *t)
     if (r->wcall) {
         lop_rc_t rc = LOP_OK;
         int64_t next = INT64_MAX;
-        if (!r->lw.watch_pump(r->lw.ud, r->wcall, on_bytes, r, &rc, &next, &err)) {
+        bool list = r->alist != NULL;
+        bool ended = list ? r->lw.call_pump(r->lw.ud, r->wcall, lop_reflector_list_on_bytes, r->alist, &rc, &next, &err)
+                          : r->lw.call_pump(r->lw.ud, r->wcall, on_bytes, r, &rc, &next, &err);
+        if (!ended) {
             if (next != INT64_MAX) lop_dispatch_after(t, next);
             return;
         }
-        r->lw.watch_end(r->lw.ud, r->wcall);
+        r->lw.call_end(r->lw.ud, r->wcall);
         r->wcall = NULL;
+        if (list) {
+            lop_rc_t out = LOP_OK;
+            int k = lop_reflector_list_page_done(r->alist, rc, false, &out, &err) == LOP_LIST_NEXT_PAGE
+                        ? async_list_fetch(r, &wait)
+                        : async_list_over(r, out, &err, &wait);
+            if (k == 0)
+                lop_dispatch_kick(t); /* the next page: its first pump sends it */
+            else if (k < 0)
+                async_stopped(r);
+            else
+                async_next(r, wait);
+            return;
+        }
         if (watch_end(r, rc, &err, &wait) == LOP_ECLOSED) {
             async_stopped(r);
             return;
@@ -643,7 +697,19 @@ static void async_run(lop_dispatch_task_t *t)
             async_stopped(r);
             return;
         }
-    } else if (list_step(r, &wait) == LOP_ECLOSED) {
+    } else if (r->lw.list_stream_start) { /* the list's pages pumped in turns as the watch's bytes */
+        r->wl_fallback = false;
+        r->alist = lop_reflector_list_begin(r);
+        int k = async_list_fetch(r, &wait);
+        if (k == 0) {
+            lop_dispatch_kick(t);
+            return;
+        }
+        if (k < 0) {
+            async_stopped(r);
+            return;
+        }
+    } else if (list_step(r, &wait) == LOP_ECLOSED) { /* a blocking list within this turn */
         async_stopped(r);
         return;
     }
@@ -661,7 +727,7 @@ static bool own_thread_forced(void)
 lop_rc_t lop_reflector_start(lop_reflector_t *r, lop_err_t *err)
 {
     if (r->started) return lop_err_set(err, LOP_EINVAL, 0, NULL, "reflector %s already started", r->name);
-    if (r->lw.watch_start && r->lw.watch_pump && r->lw.watch_end && !own_thread_forced()) {
+    if (r->lw.watch_start && r->lw.call_pump && r->lw.call_end && !own_thread_forced()) {
         if (!r->disp) {
             r->disp = lop_dispatcher_acquire(r->clock, err);
             if (!r->disp) return LOP_ERR;

@@ -130,119 +130,169 @@ static lop_rc_t page_failure(list_run_t *lr, lop_err_t *err)
     return LOP_OK;
 }
 
-/* Fetch and decode one page: its items are appended to lr->ov as they arrive (streamed when the
- * listwatch can, else from the collected body). On LOP_OK the decoder holds rv and continue. */
-static lop_rc_t fetch_page(list_run_t *lr, const lop_list_opts_t *o, lop_buf_t *body, lop_err_t *err)
+/* The state of a list in progress (every page; the pager's and the unavailable-resourceVersion
+ * fallbacks), between the turns that fetch its pages. */
+struct lop_reflector_list {
+    list_run_t lr;
+    objvec_t ov;
+    lop_buf_t body;
+    char *orig_rv, *rv, *token;
+    lop_list_opts_t o;
+    int page;
+    bool retried_unset;
+    size_t first; /* lr.ov's count when the page began */
+};
+
+/* Get ready to fetch the page l->o: a reset decoder. */
+static void page_begin(lop_reflector_list_t *l)
 {
-    lop_reflector_t *r = lr->r;
-    lop_listdecoder_reset(lr->dec);
-    lr->item_failed = lr->dec_failed = false;
-    size_t first = lr->ov->n;
-    lop_rc_t rc;
-    if (r->lw.list_stream) {
-        rc = r->lw.list_stream(r->lw.ud, o, on_list_bytes, lr, err);
-    } else {
-        lop_buf_reset(body);
-        rc = r->lw.list(r->lw.ud, o, body, err);
-        if (rc == LOP_OK && !atomic_load(&r->stop)) {
-            rc = lop_listdecoder_feed(lr->dec, body->data ? body->data : "", body->len, &lr->dec_err);
-            if (rc == LOP_EINVAL) lr->dec_failed = true; /* (an error of the request itself keeps its own err) */
-        }
+    lop_listdecoder_reset(l->lr.dec);
+    l->lr.item_failed = l->lr.dec_failed = false;
+    l->first = l->ov.n;
+}
+
+/* The page fetched (rc of the request, its body streamed through on_list_bytes, or collected in
+ * l->body): its rc once decoded and completed. */
+static lop_rc_t page_fetched(lop_reflector_list_t *l, lop_rc_t rc, bool collected, lop_err_t *err)
+{
+    list_run_t *lr = &l->lr;
+    if (collected && rc == LOP_OK && !atomic_load(&lr->r->stop)) {
+        rc = lop_listdecoder_feed(lr->dec, l->body.data ? l->body.data : "", l->body.len, &lr->dec_err);
+        if (rc == LOP_EINVAL) lr->dec_failed = true; /* (an error of the request itself keeps its own err) */
     }
     lop_rc_t fr = page_failure(lr, err);
     if (fr != LOP_OK) return fr;
     if (rc != LOP_OK) return rc;
     rc = lop_listdecoder_finish(lr->dec, err);
-    return rc == LOP_OK ? complete_kinds(lr, first, err) : rc;
+    return rc == LOP_OK ? complete_kinds(lr, l->first, err) : rc;
 }
 
 /* "too large resource version" is a 504 Timeout (we branch on code and reason, never on
  * the message; a plain 504 on a list at a specific RV is retried the same way). */
 static bool too_large_rv(const lop_err_t *e) { return e->code == 504 && strcmp(e->reason, "Timeout") == 0; }
 
-lop_rc_t lop_reflector_do_list(lop_reflector_t *r, lop_err_t *err)
+lop_reflector_list_t *lop_reflector_list_begin(lop_reflector_t *r)
 {
-    char *orig_rv;
+    lop_reflector_list_t *l = lop_xcalloc(1, sizeof *l);
     pthread_mutex_lock(&r->mu);
-    orig_rv = lop_xstrdup(r->rv_unavailable ? "" : (r->last_rv[0] ? r->last_rv : "0"));
+    l->orig_rv = lop_xstrdup(r->rv_unavailable ? "" : (r->last_rv[0] ? r->last_rv : "0"));
     r->st.lists++;
     pthread_mutex_unlock(&r->mu);
-
-    objvec_t ov = {0};
-    lop_buf_t body = LOP_BUF_INIT;
-    char *rv = NULL, *token = NULL;
-    lop_rc_t rc;
-    list_run_t lr = {.r = r, .ov = &ov};
+    lop_buf_init(&l->body);
+    l->lr = (list_run_t){.r = r, .ov = &l->ov};
     if (!r->ldec) {
-        r->ldec = lop_listdecoder_new(r->max_event_bytes, on_item, &lr);
+        r->ldec = lop_listdecoder_new(r->max_event_bytes, on_item, &l->lr);
         lop_listdecoder_set_validate(r->ldec, false);
     } else
-        lop_listdecoder_set_callback(r->ldec, on_item, &lr);
-    lr.dec = r->ldec;
+        lop_listdecoder_set_callback(r->ldec, on_item, &l->lr);
+    l->lr.dec = r->ldec;
     lop_store_stats_t ss;
     lop_store_stats(r->store, &ss);
-    lr.reuse = ss.count > 0;
+    l->lr.reuse = ss.count > 0;
     /* client-go: page unless a specific RV is asked for (served from the watch cache) */
-    bool paged = !orig_rv[0] || strcmp(orig_rv, "0") == 0 || r->paginated_result;
-    lop_list_opts_t o = {orig_rv[0] ? orig_rv : NULL, NULL, paged ? r->page_size : 0, NULL};
-    bool retried_unset = false;
-    for (int page = 0;; page++) {
-        if (err) lop_err_clear(err);
-        rc = fetch_page(&lr, &o, &body, err);
+    bool paged = !l->orig_rv[0] || strcmp(l->orig_rv, "0") == 0 || r->paginated_result;
+    l->o = (lop_list_opts_t){l->orig_rv[0] ? l->orig_rv : NULL, NULL, paged ? r->page_size : 0, NULL};
+    page_begin(l);
+    return l;
+}
+
+const lop_list_opts_t *lop_reflector_list_opts(const lop_reflector_list_t *l) { return &l->o; }
+
+int lop_reflector_list_on_bytes(void *ud, const char *data, size_t len)
+{
+    return on_list_bytes(&((lop_reflector_list_t *)ud)->lr, data, len);
+}
+
+lop_list_step_t lop_reflector_list_page_done(lop_reflector_list_t *l, lop_rc_t rc, bool collected, lop_rc_t *out,
+                                             lop_err_t *err)
+{
+    lop_reflector_t *r = l->lr.r;
+    rc = page_fetched(l, rc, collected, err);
+    pthread_mutex_lock(&r->mu);
+    r->st.list_pages++;
+    pthread_mutex_unlock(&r->mu);
+    int page = l->page;
+    if (atomic_load(&r->stop)) {
+        rc = LOP_ECLOSED;
+    } else if (rc == LOP_EGONE && page > 0) {
+        /* pager: the snapshot of a continue token expired → one full list at the original RV */
+        lop_logf(LOP_LOG_INFO, "reflector %s: continue token expired, falling back to a full list", r->name);
         pthread_mutex_lock(&r->mu);
-        r->st.list_pages++;
+        r->st.list_fallbacks++;
         pthread_mutex_unlock(&r->mu);
-        if (atomic_load(&r->stop)) {
-            rc = LOP_ECLOSED;
-            break;
+        objvec_clear(&l->ov);
+        l->o = (lop_list_opts_t){l->orig_rv[0] ? l->orig_rv : NULL, NULL, 0, NULL};
+        l->page = 0;
+        goto next;
+    } else if (rc != LOP_OK) {
+        if ((rc == LOP_EGONE || (err && too_large_rv(err))) && page == 0 && l->orig_rv[0] && !l->retried_unset) {
+            /* our RV is unavailable: relist at once with a consistent read */
+            r->rv_unavailable = true;
+            l->retried_unset = true;
+            l->orig_rv[0] = '\0';
+            objvec_clear(&l->ov);
+            l->o = (lop_list_opts_t){NULL, NULL, r->page_size, NULL};
+            l->page = 0;
+            goto next;
         }
-        if (rc == LOP_EGONE && page > 0) {
-            /* pager: the snapshot of a continue token expired → one full list at the original RV */
-            lop_logf(LOP_LOG_INFO, "reflector %s: continue token expired, falling back to a full list", r->name);
-            pthread_mutex_lock(&r->mu);
-            r->st.list_fallbacks++;
-            pthread_mutex_unlock(&r->mu);
-            objvec_clear(&ov);
-            o = (lop_list_opts_t){orig_rv[0] ? orig_rv : NULL, NULL, 0, NULL};
-            page = -1;
-            continue;
+    } else {
+        free(l->rv);
+        l->rv = lop_xstrdup(lop_listdecoder_resource_version(l->lr.dec));
+        const char *cont = lop_listdecoder_continue(l->lr.dec);
+        if (cont[0]) {
+            if (page == 0) r->paginated_result = true;
+            free(l->token);
+            l->token = lop_xstrdup(cont);
+            l->o = (lop_list_opts_t){NULL, NULL, l->o.limit ? l->o.limit : r->page_size, l->token}; /* no RV */
+            l->page++;
+            goto next;
         }
-        if (rc != LOP_OK) {
-            if ((rc == LOP_EGONE || (err && too_large_rv(err))) && page == 0 && orig_rv[0] && !retried_unset) {
-                /* our RV is unavailable: relist at once with a consistent read */
-                r->rv_unavailable = true;
-                retried_unset = true;
-                orig_rv[0] = '\0';
-                objvec_clear(&ov);
-                o = (lop_list_opts_t){NULL, NULL, r->page_size, NULL};
-                page = -1;
-                continue;
-            }
-            break;
-        }
-        free(rv);
-        rv = lop_xstrdup(lop_listdecoder_resource_version(lr.dec));
-        const char *cont = lop_listdecoder_continue(lr.dec);
-        if (!cont[0]) break;
-        if (page == 0) r->paginated_result = true;
-        free(token);
-        token = lop_xstrdup(cont);
-        o = (lop_list_opts_t){NULL, NULL, o.limit ? o.limit : r->page_size, token}; /* no RV */
     }
     if (rc == LOP_OK) {
-        lop_reflector_replace(r, ov.v, ov.n);
-        lop_reflector_set_rv(r, rv);
+        lop_reflector_replace(r, l->ov.v, l->ov.n);
+        lop_reflector_set_rv(r, l->rv);
         r->rv_unavailable = false;
         lop_reflector_mark_synced(r);
         pthread_mutex_lock(&r->mu);
-        r->st.list_reused += lr.reused;
+        r->st.list_reused += l->lr.reused;
         pthread_mutex_unlock(&r->mu);
     }
-    objvec_clear(&ov);
-    free(ov.v);
-    free(rv);
-    free(token);
-    free(orig_rv);
-    lop_buf_free(&body);
+    *out = rc;
+    return LOP_LIST_DONE;
+next:
+    if (err) lop_err_clear(err);
+    page_begin(l);
+    return LOP_LIST_NEXT_PAGE;
+}
+
+void lop_reflector_list_free(lop_reflector_list_t *l)
+{
+    if (!l) return;
+    objvec_clear(&l->ov);
+    free(l->ov.v);
+    free(l->rv);
+    free(l->token);
+    free(l->orig_rv);
+    lop_buf_free(&l->body);
+    free(l);
+}
+
+lop_rc_t lop_reflector_do_list(lop_reflector_t *r, lop_err_t *err)
+{
+    lop_reflector_list_t *l = lop_reflector_list_begin(r);
+    lop_rc_t rc = LOP_OK;
+    for (;;) {
+        if (err) lop_err_clear(err);
+        lop_rc_t prc;
+        bool collected = !r->lw.list_stream;
+        if (collected) {
+            lop_buf_reset(&l->body);
+            prc = r->lw.list(r->lw.ud, &l->o, &l->body, err);
+        } else {
+            prc = r->lw.list_stream(r->lw.ud, &l->o, lop_reflector_list_on_bytes, l, err);
+        }
+        if (lop_reflector_list_page_done(l, prc, collected, &rc, err) == LOP_LIST_DONE) break;
+    }
+    lop_reflector_list_free(l);
     return rc;
 }

@@ -56,12 +56,13 @@ struct lop_reflector {
     int64_t bo_dur, bo_last;
 
     /* on the cache dispatcher (lop_reflector_start with an asynchronous listwatch) */
-    lop_dispatcher_t *disp;   /* NULL: the reflector has a thread of its own (th) */
-    bool disp_shared;         /* disp was acquired (lop_dispatcher_acquire), released at stop */
-    lop_dispatch_task_t task; /* its turns on disp */
-    void *wcall;              /* the asynchronous watch in flight (lw.watch_start), or NULL */
-    int64_t next_at;          /* no step starts before this (the backoff), on the clock */
-    bool dstopped;            /* mu: the task saw stop and let go of its watch */
+    lop_dispatcher_t *disp;           /* NULL: the reflector has a thread of its own (th) */
+    bool disp_shared;                 /* disp was acquired (lop_dispatcher_acquire), released at stop */
+    lop_dispatch_task_t task;         /* its turns on disp */
+    void *wcall;                      /* the asynchronous watch or list page in flight, or NULL */
+    struct lop_reflector_list *alist; /* the asynchronous list in progress (its page is wcall), or NULL */
+    int64_t next_at;                  /* no step starts before this (the backoff), on the clock */
+    bool dstopped;                    /* mu: the task saw stop and let go of its watch */
 
     /* current watch (reflector thread only) */
     char *wrv; /* the resourceVersion it started from */

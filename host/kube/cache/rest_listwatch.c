@@ -170,33 +170,36 @@ static lop_rc_t lw_watch(void *ud, const lop_watch_opts_t *o, lop_stream_fn fn, 
     return rc;
 }
 
-/* An asynchronous watch (listwatch.h watch_start): a REST stream pumped by the reflector. */
+/* An asynchronous watch or LIST page (listwatch.h watch_start, list_stream_start): a REST
+ * stream or sink call pumped by the reflector. */
 typedef struct lw_call {
+    bool list;
     char *path;
-    lop_rest_stream_opts_t so;
+    const char *accept;
+    long idle_ms;
     void (*notify)(void *);
     void *notify_ud;
     lop_rest_stream_call_t *s;
 } lw_call_t;
 
-static lop_rc_t lw_watch_start(void *ud, const lop_watch_opts_t *o, void (*notify)(void *), void *notify_ud,
-                               void **call, lop_err_t *err)
+static lop_rc_t call_send(rest_lw_t *lw, lw_call_t *c, lop_err_t *err)
 {
-    rest_lw_t *lw = ud;
-    *call = NULL;
-    if (atomic_load(&lw->cancel)) return lop_err_set(err, LOP_ECLOSED, 0, NULL, "watch cancelled");
-    lop_buf_t path = LOP_BUF_INIT;
-    lop_rc_t rc = watch_path(lw, o, &path, err);
-    if (rc != LOP_OK) {
-        lop_buf_free(&path);
-        return rc;
-    }
+    if (c->list) return lop_rest_sink_start(lw->c, c->path, c->accept, c->notify, c->notify_ud, &c->s, err);
+    lop_rest_stream_opts_t so = {.idle_timeout_ms = c->idle_ms, .accept = c->accept};
+    return lop_rest_stream_start(lw->c, c->path, &so, c->notify, c->notify_ud, &c->s, err);
+}
+
+static lop_rc_t call_new(rest_lw_t *lw, bool list, lop_buf_t *path, long idle_ms, void (*notify)(void *),
+                         void *notify_ud, void **call, lop_err_t *err)
+{
     lw_call_t *c = lop_xcalloc(1, sizeof *c);
-    c->path = lop_buf_steal(&path);
-    c->so = (lop_rest_stream_opts_t){.idle_timeout_ms = o ? o->idle_timeout_ms : 0, .accept = accept_of(lw, false)};
+    c->list = list;
+    c->path = lop_buf_steal(path);
+    c->accept = accept_of(lw, list);
+    c->idle_ms = idle_ms;
     c->notify = notify;
     c->notify_ud = notify_ud;
-    rc = lop_rest_stream_start(lw->c, c->path, &c->so, notify, notify_ud, &c->s, err);
+    lop_rc_t rc = call_send(lw, c, err);
     if (rc != LOP_OK) {
         free(c->path);
         free(c);
@@ -206,27 +209,53 @@ static lop_rc_t lw_watch_start(void *ud, const lop_watch_opts_t *o, void (*notif
     return LOP_OK;
 }
 
-static bool lw_watch_pump(void *ud, void *call, lop_stream_fn fn, void *fn_ud, lop_rc_t *rc, int64_t *next_ns,
-                          lop_err_t *err)
+static lop_rc_t lw_watch_start(void *ud, const lop_watch_opts_t *o, void (*notify)(void *), void *notify_ud,
+                               void **call, lop_err_t *err)
+{
+    rest_lw_t *lw = ud;
+    *call = NULL;
+    if (atomic_load(&lw->cancel)) return lop_err_set(err, LOP_ECLOSED, 0, NULL, "watch cancelled");
+    lop_buf_t path = LOP_BUF_INIT;
+    lop_rc_t rc = watch_path(lw, o, &path, err);
+    if (rc == LOP_OK) rc = call_new(lw, false, &path, o ? o->idle_timeout_ms : 0, notify, notify_ud, call, err);
+    lop_buf_free(&path);
+    return rc;
+}
+
+static lop_rc_t lw_list_stream_start(void *ud, const lop_list_opts_t *o, void (*notify)(void *), void *notify_ud,
+                                     void **call, lop_err_t *err)
+{
+    rest_lw_t *lw = ud;
+    *call = NULL;
+    if (atomic_load(&lw->cancel)) return lop_err_set(err, LOP_ECLOSED, 0, NULL, "list cancelled");
+    lop_buf_t path = LOP_BUF_INIT;
+    lop_rc_t rc = list_path(lw, o, &path, err);
+    if (rc == LOP_OK) rc = call_new(lw, true, &path, 0, notify, notify_ud, call, err);
+    lop_buf_free(&path);
+    return rc;
+}
+
+static bool lw_call_pump(void *ud, void *call, lop_stream_fn fn, void *fn_ud, lop_rc_t *rc, int64_t *next_ns,
+                         lop_err_t *err)
 {
     rest_lw_t *lw = ud;
     lw_call_t *c = call;
     lop_err_t local;
     if (!err) err = &local; /* its code tells a refused Accept */
     if (!lop_rest_stream_pump(c->s, fn, fn_ud, rc, next_ns, err)) return false;
-    if (!partial_refused(lw, c->so.accept, *rc, err, c->path)) return true;
-    /* the server refused metadata-only: the same watch again at once with plain JSON (an error
+    if (!partial_refused(lw, c->accept, *rc, err, c->path)) return true;
+    /* the server refused metadata-only: the same call again at once with plain JSON (an error
      * body never reaches fn) */
     lop_rest_stream_free(c->s);
     c->s = NULL;
-    c->so.accept = NULL;
-    *rc = lop_rest_stream_start(lw->c, c->path, &c->so, c->notify, c->notify_ud, &c->s, err);
+    c->accept = NULL;
+    *rc = call_send(lw, c, err);
     if (*rc != LOP_OK) return true;
     *next_ns = 0;
     return false;
 }
 
-static void lw_watch_end(void *ud, void *call)
+static void lw_call_end(void *ud, void *call)
 {
     (void)ud;
     lw_call_t *c = call;
@@ -273,8 +302,9 @@ static lop_listwatch_t *new_lw(lop_rest_client_t *c, const struct lop_rest_mappi
     out->list_stream = lw_list_stream;
     out->watch = lw_watch;
     out->watch_start = lw_watch_start;
-    out->watch_pump = lw_watch_pump;
-    out->watch_end = lw_watch_end;
+    out->call_pump = lw_call_pump;
+    out->call_end = lw_call_end;
+    out->list_stream_start = lw_list_stream_start;
     out->cancel = lw_cancel;
     out->free = lw_free;
     return out;

@@ -503,19 +503,23 @@ lop_rc_t lop_rest_stream(lop_rest_client_t *c, const char *path, lop_stream_fn f
     return rc;
 }
 
-/* ---- asynchronous streams (lop_rest_stream_start) ---- */
+/* ---- asynchronous streams and sinks (lop_rest_stream_start, lop_rest_sink_start) ---- */
 
-typedef enum stream_state { SS_WAITING, SS_RUNNING, SS_ENDED } stream_state_t;
+typedef enum stream_state { SS_RETRY, SS_WAITING, SS_RUNNING, SS_ENDED } stream_state_t;
 
 struct lop_rest_stream_call {
     lop_rest_client_t *c;
     char *path, *accept;
     long idle_ms;
+    bool plain; /* a request with a sink (lop_rest_sink_start): its timeout and retries */
     lop_transport_notify_fn notify;
     void *notify_ud;
     stream_state_t state;
+    int64_t retry_at; /* SS_RETRY: when the next attempt takes its rate limiter token */
     int64_t start_at; /* SS_WAITING: when the rate limiter's token is ours (client's clock) */
+    int attempt;      /* attempts made */
     bool auth_retried;
+    int64_t wait_budget; /* plain: what Retry-After waits may still take (ns) */
     /* the attempt in flight (SS_RUNNING) */
     attempt_t a;
     lop_buf_t body; /* a non-2xx body */
@@ -530,9 +534,17 @@ struct lop_rest_stream_call {
     int code;
 };
 
-lop_rc_t lop_rest_stream_start(lop_rest_client_t *c, const char *path, const lop_rest_stream_opts_t *opts,
-                               lop_transport_notify_fn notify, void *notify_ud, lop_rest_stream_call_t **out,
-                               lop_err_t *err)
+/* The next attempt takes its token now (SS_WAITING until it is due). */
+static void take_token(lop_rest_stream_call_t *s)
+{
+    int64_t wait = lop_qps_reserve(s->c->qps);
+    s->start_at = lop_clock_mono(s->c->clock) + (wait > 0 ? wait : 0);
+    s->state = SS_WAITING;
+}
+
+static lop_rc_t call_start(lop_rest_client_t *c, const char *path, const char *accept, long idle_ms, bool plain,
+                           lop_transport_notify_fn notify, void *notify_ud, lop_rest_stream_call_t **out,
+                           lop_err_t *err)
 {
     *out = NULL;
     if (!path || !notify)
@@ -540,17 +552,31 @@ lop_rc_t lop_rest_stream_start(lop_rest_client_t *c, const char *path, const lop
     lop_rest_stream_call_t *s = lop_xcalloc(1, sizeof *s);
     s->c = c;
     s->path = lop_xstrdup(path);
-    s->accept = opts && opts->accept ? lop_xstrdup(opts->accept) : NULL;
-    s->idle_ms = opts ? opts->idle_timeout_ms : 0;
+    s->accept = accept ? lop_xstrdup(accept) : NULL;
+    s->idle_ms = idle_ms;
+    s->plain = plain;
+    s->wait_budget = DEFAULT_TIMEOUT_MS * LOP_NS_PER_MS;
     s->notify = notify;
     s->notify_ud = notify_ud;
     lop_buf_init(&s->body);
     lop_buf_init(&s->hdr);
-    int64_t wait = lop_qps_reserve(c->qps);
-    s->start_at = lop_clock_mono(c->clock) + (wait > 0 ? wait : 0);
-    s->state = SS_WAITING;
+    take_token(s);
     *out = s;
     return LOP_OK;
+}
+
+lop_rc_t lop_rest_stream_start(lop_rest_client_t *c, const char *path, const lop_rest_stream_opts_t *opts,
+                               lop_transport_notify_fn notify, void *notify_ud, lop_rest_stream_call_t **out,
+                               lop_err_t *err)
+{
+    return call_start(c, path, opts ? opts->accept : NULL, opts ? opts->idle_timeout_ms : 0, false, notify, notify_ud,
+                      out, err);
+}
+
+lop_rc_t lop_rest_sink_start(lop_rest_client_t *c, const char *path, const char *accept, lop_transport_notify_fn notify,
+                             void *notify_ud, lop_rest_stream_call_t **out, lop_err_t *err)
+{
+    return call_start(c, path, accept, 0, true, notify, notify_ud, out, err);
 }
 
 static void stream_end(lop_rest_stream_call_t *s, lop_rc_t rc, const lop_err_t *err)
@@ -580,17 +606,18 @@ static void attempt_release(lop_rest_stream_call_t *s)
     attempt_free(&s->a);
 }
 
-/* Begin an attempt; false when it ended at once (then SS_ENDED, or SS_WAITING for a retry). */
-static bool attempt_begin(lop_rest_stream_call_t *s, lop_stream_fn fn, void *fn_ud);
-
-/* How the finished exchange (hr) ends the attempt: SS_ENDED, or SS_WAITING for the 401 retry. */
+/* How the finished exchange (hr) ends the attempt (as run() decides after perform): SS_ENDED, or
+ * SS_RETRY / SS_WAITING for a retry. */
 static void attempt_done(lop_rest_stream_call_t *s, lop_http_result_t hr)
 {
     lop_rest_client_t *c = s->c;
     int code = s->x.code;
     char why[256];
     snprintf(why, sizeof why, "%s", s->x.error);
+    long retry_after = s->a.retry_after;
     attempt_release(s);
+    int attempt = s->attempt++;
+    int64_t now = lop_clock_mono(c->clock);
     lop_err_t e;
     lop_err_clear(&e);
     lop_rc_t rc = LOP_OK;
@@ -601,6 +628,12 @@ static void attempt_done(lop_rest_stream_call_t *s, lop_http_result_t hr)
     } else if (s->a.too_big) {
         rc = lop_err_set(&e, LOP_EAGAIN, code, NULL, "GET %s: response body over %zu MiB", s->path, BODY_MAX >> 20);
     } else if (hr != LOP_HTTP_OK) {
+        if (s->plain && !s->a.delivered && hr == LOP_HTTP_ERESET && attempt < LOP_REST_MAX_RETRIES) {
+            lop_log(LOP_LOG_DEBUG, "retrying GET after a connection error", "path", s->path, "error", why, NULL);
+            s->retry_at = now + LOP_NS_PER_S;
+            s->state = SS_RETRY;
+            return;
+        }
         lop_rc_t trc = hr == LOP_HTTP_ETIMEDOUT ? LOP_ETIMEDOUT : hr == LOP_HTTP_EREQUEST ? LOP_EINVAL : LOP_EAGAIN;
         rc = lop_err_set(&e, trc, code, NULL, "GET %s%s: %s", c->cfg.server, s->path, why);
     } else if (code >= 200 && code < 300) {
@@ -609,9 +642,18 @@ static void attempt_done(lop_rest_stream_call_t *s, lop_http_result_t hr)
         lop_log(LOP_LOG_INFO, "401 from the API server; refreshing credentials and retrying once", "method", "GET",
                 "path", s->path, NULL);
         s->auth_retried = true;
-        int64_t wait = lop_qps_reserve(c->qps);
-        s->start_at = lop_clock_mono(c->clock) + (wait > 0 ? wait : 0);
-        s->state = SS_WAITING;
+        take_token(s);
+        return;
+    } else if (s->plain && (code == 429 || code >= 500) && retry_after >= 0 && attempt < LOP_REST_MAX_RETRIES &&
+               retry_after * LOP_NS_PER_S <= s->wait_budget) {
+        char ra[24], n[16];
+        snprintf(ra, sizeof ra, "%ld", retry_after);
+        snprintf(n, sizeof n, "%d", attempt + 1);
+        lop_log(LOP_LOG_DEBUG, "retrying after Retry-After", "method", "GET", "path", s->path, "code",
+                code == 429 ? "429" : "5xx", "retry_after_s", ra, "attempt", n, NULL);
+        s->wait_budget -= retry_after * LOP_NS_PER_S;
+        s->retry_at = now + retry_after * LOP_NS_PER_S;
+        s->state = SS_RETRY;
         return;
     } else {
         rc = lop_rest_status_parse(code, s->body.data, s->body.len, &e, NULL);
@@ -620,6 +662,7 @@ static void attempt_done(lop_rest_stream_call_t *s, lop_http_result_t hr)
     stream_end(s, rc, &e);
 }
 
+/* Begin an attempt; false when it ended at once (then SS_ENDED, or waiting for a retry). */
 static bool attempt_begin(lop_rest_stream_call_t *s, lop_stream_fn fn, void *fn_ud)
 {
     lop_rest_client_t *c = s->c;
@@ -632,7 +675,8 @@ static bool attempt_begin(lop_rest_stream_call_t *s, lop_stream_fn fn, void *fn_
     }
     lop_buf_reset(&s->body);
     s->a = (attempt_t){.c = c, .body = &s->body, .fn = fn, .fn_ud = fn_ud, .idle_ms = s->idle_ms, .retry_after = -1};
-    exchange_init(c, &s->a, &s->x, &s->hdr, "GET", s->path, s->accept, NULL, NULL, 0, -1, &s->cred);
+    exchange_init(c, &s->a, &s->x, &s->hdr, "GET", s->path, s->accept, NULL, NULL, 0,
+                  s->plain ? DEFAULT_TIMEOUT_MS : -1, &s->cred);
     s->t0 = lop_clock_mono(c->clock);
     lop_http_result_t hr;
     s->tc = lop_transport_begin(c->tr, &s->x, s->notify, s->notify_ud, &hr);
@@ -655,6 +699,14 @@ bool lop_rest_stream_pump(lop_rest_stream_call_t *s, lop_stream_fn fn, void *fn_
             if (err) *err = s->err;
             return true;
         }
+        if (s->state == SS_RETRY) {
+            int64_t left = s->retry_at - lop_clock_mono(s->c->clock);
+            if (left > 0) {
+                *next_ns = left;
+                return false;
+            }
+            take_token(s);
+        }
         if (s->state == SS_WAITING) {
             int64_t left = s->start_at - lop_clock_mono(s->c->clock);
             if (left > 0) {
@@ -670,6 +722,8 @@ bool lop_rest_stream_pump(lop_rest_stream_call_t *s, lop_stream_fn fn, void *fn_
             if (s->idle_ms > 0) {
                 int64_t left = s->idle_ms * LOP_NS_PER_MS - (lop_clock_mono(s->c->clock) - s->a.last_byte);
                 *next_ns = left > 0 ? left + 1 : 1;
+            } else if (s->plain) { /* the attempt's timeout is the transport's: it ends the exchange */
+                *next_ns = INT64_MAX;
             }
             return false;
         }

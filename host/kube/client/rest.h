@@ -200,6 +200,18 @@ LOP_MUST_CHECK lop_rc_t lop_rest_stream_start(lop_rest_client_t *c, const char *
                                               void *notify_ud, lop_rest_stream_call_t **out, lop_err_t *err);
 bool lop_rest_stream_pump(lop_rest_stream_call_t *s, lop_stream_fn fn, void *fn_ud, lop_rc_t *rc, int64_t *next_ns,
                           lop_err_t *err);
+/*
+ * A GET whose 2xx body goes to a sink (lop_rest_req_t.sink, e.g. a streamed LIST page) without
+ * blocking a thread: pumped and freed as a stream above (fn is the sink), with a plain request's
+ * rules instead of a stream's: each attempt is bounded by the default 120 s timeout, a 429/5xx
+ * with an integer Retry-After is retried (at most 10 times, the waits bounded by that timeout), a
+ * connection reset before any 2xx byte reached the sink is retried after 1 s; each wait is a
+ * *next_ns of the pump, never a blocked thread. A failure after bytes reached fn is not retried
+ * (the consumer starts over).
+ */
+LOP_MUST_CHECK lop_rc_t lop_rest_sink_start(lop_rest_client_t *c, const char *path, const char *accept,
+                                            void (*notify)(void *), void *notify_ud, lop_rest_stream_call_t **out,
+                                            lop_err_t *err);
 /* The HTTP status of an ended stream's response (0 when none arrived). */
 int lop_rest_stream_code(const lop_rest_stream_call_t *s);
 void lop_rest_stream_free(lop_rest_stream_call_t *s);

@@ -38,14 +38,26 @@ static int threads(void)
     return n;
 }
 
-/* Wait (mu held) until pred() holds, woken by cond; false after 20 s of real time. */
+/* Wait (mu held) until pred() holds, re-checked when cond is signalled and at least every 5 ms
+ * (a state the reflector changes without signalling, e.g. its resume point, is seen too); false
+ * after 20 s of real time. */
 static bool wait_for(bool (*pred)(void *), void *arg)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += 20;
-    while (!pred(arg))
-        if (pthread_cond_timedwait(&cond, &mu, &ts) != 0) return pred(arg);
+    struct timespec end;
+    clock_gettime(CLOCK_REALTIME, &end);
+    end.tv_sec += 20;
+    while (!pred(arg)) {
+        struct timespec now, ts;
+        clock_gettime(CLOCK_REALTIME, &now);
+        if (now.tv_sec > end.tv_sec || (now.tv_sec == end.tv_sec && now.tv_nsec >= end.tv_nsec)) return pred(arg);
+        ts = now;
+        ts.tv_nsec += 5 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&cond, &mu, &ts);
+    }
     return true;
 }
 
@@ -170,6 +182,7 @@ static void test_shared_dispatcher_per_clock(void)
 /* ---- fake asynchronous listwatch ---- */
 
 typedef struct fcall {
+    bool list; /* a LIST page (list_stream_start), else a watch */
     struct flw *lw;
     void (*notify)(void *);
     void *nud;
@@ -184,6 +197,9 @@ typedef struct flw {
     fcall_t *cur; /* mu: the watch in flight */
     int starts, ends, lists, blocking_watches, adds;
     bool synced;
+    bool paged;           /* serve LIST pages through list_stream_start */
+    bool expire_continue; /* the continue page answers 410 */
+    char list_log[256];   /* each page asked: "limit/rv/continue;" */
 } flw_t;
 
 static lop_rc_t f_list(void *ud, const lop_list_opts_t *o, lop_buf_t *body, lop_err_t *err)
@@ -251,13 +267,55 @@ static bool f_watch_pump(void *ud, void *call, lop_stream_fn fn, void *fn_ud, lo
     return true;
 }
 
+/* Pages of two objects, one per page (limit 1) with a continue token, or both (no limit). */
+static lop_rc_t f_list_stream_start(void *ud, const lop_list_opts_t *o, void (*notify)(void *), void *nud, void **call,
+                                    lop_err_t *err)
+{
+    flw_t *f = ud;
+    const char *cont = o->continue_token ? o->continue_token : "";
+    pthread_mutex_lock(&mu);
+    size_t n = strlen(f->list_log);
+    snprintf(f->list_log + n, sizeof f->list_log - n, "%ld/%s/%s;", o->limit,
+             o->resource_version ? o->resource_version : "-", cont);
+    if (!cont[0]) f->lists++;
+    pthread_mutex_unlock(&mu);
+    fcall_t *c = calloc(1, sizeof *c);
+    c->list = true;
+    c->lw = f;
+    c->notify = notify;
+    c->nud = nud;
+    c->ended = true;
+    char body[600];
+    const char *item_a = "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"resourceVersion\":\"15\"}}";
+    const char *item_b = "{\"metadata\":{\"name\":\"b\",\"namespace\":\"ns\",\"resourceVersion\":\"16\"}}";
+    if (cont[0] && f->expire_continue) {
+        c->rc = LOP_EGONE;
+        body[0] = '\0';
+    } else if (o->limit == 1) {
+        snprintf(body, sizeof body,
+                 "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"20\","
+                 "\"continue\":\"%s\"},\"items\":[%s]}",
+                 cont[0] ? "" : "p2", cont[0] ? item_b : item_a);
+    } else {
+        snprintf(body, sizeof body,
+                 "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"20\"},"
+                 "\"items\":[%s,%s]}",
+                 item_a, item_b);
+    }
+    c->q = strdup(body);
+    c->qlen = strlen(body);
+    *call = c;
+    (void)err;
+    return LOP_OK;
+}
+
 static void f_watch_end(void *ud, void *call)
 {
     flw_t *f = ud;
     fcall_t *c = call;
     pthread_mutex_lock(&mu);
     if (f->cur == c) f->cur = NULL;
-    f->ends++;
+    if (!c->list) f->ends++;
     pthread_cond_broadcast(&cond);
     pthread_mutex_unlock(&mu);
     free(c->q);
@@ -310,18 +368,20 @@ typedef struct fleet {
     int n;
 } fleet_t;
 
-static void fleet_start(fleet_t *fl, int n, lop_dispatcher_t *d, const lop_clock_t *clock, bool async)
+static void fleet_start_paged(fleet_t *fl, int n, lop_dispatcher_t *d, const lop_clock_t *clock, bool async, bool paged)
 {
     fl->n = n;
     for (int i = 0; i < n; i++) {
         memset(&fl->f[i], 0, sizeof fl->f[i]);
         fl->f[i].idx = i;
+        fl->f[i].paged = paged;
         fl->s[i] = lop_store_new();
-        lop_listwatch_t lw = {&fl->f[i], f_list, f_watch, f_cancel, NULL, NULL, NULL, NULL, NULL};
+        lop_listwatch_t lw = {.ud = &fl->f[i], .list = f_list, .watch = f_watch, .cancel = f_cancel};
         if (async) {
+            if (fl->f[i].paged) lw.list_stream_start = f_list_stream_start;
             lw.watch_start = f_watch_start;
-            lw.watch_pump = f_watch_pump;
-            lw.watch_end = f_watch_end;
+            lw.call_pump = f_watch_pump;
+            lw.call_end = f_watch_end;
         }
         char name[32];
         snprintf(name, sizeof name, "fake-%d", i);
@@ -332,10 +392,16 @@ static void fleet_start(fleet_t *fl, int n, lop_dispatcher_t *d, const lop_clock
                                       .handlers = {.on_add = h_add, .on_synced = h_synced, .ud = &fl->f[i]},
                                       .idle_timeout_ms = -1,
                                       .seed = (uint64_t)i + 1,
+                                      .page_size = paged ? 1 : 0,
                                       .dispatcher = d};
         fl->r[i] = lop_reflector_new(&cfg, NULL);
         T_CHECK(lop_reflector_start(fl->r[i], NULL) == LOP_OK);
     }
+}
+
+static void fleet_start(fleet_t *fl, int n, lop_dispatcher_t *d, const lop_clock_t *clock, bool async)
+{
+    fleet_start_paged(fl, n, d, clock, async, false);
 }
 
 static void fleet_free(fleet_t *fl)
@@ -357,8 +423,12 @@ static bool all_watching(void *arg)
 static bool all_got_event(void *arg)
 {
     fleet_t *fl = arg;
-    for (int i = 0; i < fl->n; i++)
+    for (int i = 0; i < fl->n; i++) {
         if (fl->f[i].adds < 2) return false;
+        char rv[32]; /* the resume point moves right after the handlers ran */
+        lop_reflector_last_rv(fl->r[i], rv, sizeof rv);
+        if (strcmp(rv, "11") != 0) return false;
+    }
     return true;
 }
 
@@ -519,11 +589,69 @@ static void test_async_watch_backoff_on_injected_clock(void)
     lop_dispatcher_free(g_d1);
 }
 
+/* A paged LIST through list_stream_start, pumped in turns: both pages fetched (the continue
+ * page without resourceVersion), the store replaced once; a 410 on the continue page of a
+ * relist falls back to one full list at the original resourceVersion (client-go's pager). */
+static void test_async_paged_list(void)
+{
+    lop_fake_clock_t fc;
+    lop_fake_clock_init(&fc, 0);
+    g_d1 = lop_dispatcher_new(1, &fc.base, NULL);
+    T_CHECK(g_d1 != NULL);
+    if (!g_d1) return;
+    lop_dispatch_init(g_d1, &sentinel.task, sentinel_run);
+    fleet_start_paged(&fleet, 1, g_d1, &fc.base, true, true);
+    flw_t *f = &fleet.f[0];
+    pthread_mutex_lock(&mu);
+    T_CHECK(wait_for(started_n, (void *[]){f, &(int){1}}));
+    pthread_mutex_unlock(&mu);
+    T_EQ_STR(f->list_log, "1/0/;1/-/p2;");
+    lop_store_stats_t ss;
+    lop_store_stats(fleet.s[0], &ss);
+    T_EQ_INT(ss.count, 2);
+    T_EQ_INT(f->adds, 2);
+    lop_reflector_stats_t st;
+    lop_reflector_stats(fleet.r[0], &st);
+    T_EQ_INT(st.lists, 1);
+    T_EQ_INT(st.list_pages, 2);
+    T_EQ_INT(f->blocking_watches, 0);
+    char rv[32];
+    lop_reflector_last_rv(fleet.r[0], rv, sizeof rv);
+    T_EQ_STR(rv, "20");
+
+    /* relist after an ERROR 410, the continue page expired: one full list at RV 20 */
+    pthread_mutex_lock(&mu);
+    f->expire_continue = true;
+    f->list_log[0] = '\0';
+    pthread_mutex_unlock(&mu);
+    f_push(f, "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410,\"reason\":\"Expired\"}}\n", false,
+           LOP_OK);
+    drain();
+    lop_reflector_stats(fleet.r[0], &st);
+    lop_fake_clock_step(&fc, st.last_backoff_ns);
+    pthread_mutex_lock(&mu);
+    T_CHECK(wait_for(started_n, (void *[]){f, &(int){2}}));
+    pthread_mutex_unlock(&mu);
+    T_EQ_STR(f->list_log, "1/20/;1/-/p2;0/20/;");
+    lop_reflector_stats(fleet.r[0], &st);
+    T_EQ_INT(st.list_fallbacks, 1);
+    T_EQ_INT(st.lists, 2);
+    T_EQ_INT(st.list_reused, 3); /* same resourceVersions: the cached entries kept (a on the
+                                  * dropped first page, then a and b) */
+    lop_store_stats(fleet.s[0], &ss);
+    T_EQ_INT(ss.count, 2);
+    fleet_free(&fleet);
+    T_EQ_INT(f->ends, f->starts);
+    lop_dispatch_detach(&sentinel.task);
+    lop_dispatcher_free(g_d1);
+}
+
 int main(void)
 {
     T_RUN(test_timers_on_the_injected_clock);
     T_RUN(test_shared_dispatcher_per_clock);
     T_RUN(test_fifty_reflectors_no_more_threads);
     T_RUN(test_async_watch_backoff_on_injected_clock);
+    T_RUN(test_async_paged_list);
     return T_DONE();
 }

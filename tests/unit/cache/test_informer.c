@@ -101,7 +101,7 @@ static void setup(env_t *e, const char *const *lists, int nl, const char *const 
     e->f = (fake_t){.fc = &e->fc, .lists = lists, .nlists = nl, .watches = watches, .nwatches = nw};
     pthread_mutex_init(&e->f.mu, NULL);
     pthread_cond_init(&e->f.cond, NULL);
-    lop_listwatch_t lw = {&e->f, fake_list, fake_watch, fake_cancel, NULL, NULL, NULL, NULL, NULL};
+    lop_listwatch_t lw = {.ud = &e->f, .list = fake_list, .watch = fake_watch, .cancel = fake_cancel};
     lop_informer_config_t cfg = {.name = "v1/configmaps", .lw = &lw, .clock = &e->fc.base, .seed = 7};
     e->inf = lop_informer_new(&cfg, NULL);
     T_CHECK(e->inf != NULL);

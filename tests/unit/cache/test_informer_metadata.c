@@ -113,7 +113,8 @@ static lop_listwatch_t wrap(lop_listwatch_t *lw, counter_t **out)
     c->inner = *lw;
     free(lw);
     *out = c;
-    return (lop_listwatch_t){c, c_list, c_watch, c_cancel, c_free, c_list_stream, NULL, NULL, NULL};
+    return (lop_listwatch_t){
+        .ud = c, .list = c_list, .watch = c_watch, .cancel = c_cancel, .free = c_free, .list_stream = c_list_stream};
 }
 
 /* ---- informers over the local API server ---- */

@@ -162,8 +162,11 @@ static void setup(env_t *e, const lresp_t *lists, int nl, const wresp_t *watches
     pthread_mutex_init(&e->f.mu, NULL);
     pthread_cond_init(&e->f.cond, NULL);
     e->store = lop_store_new();
-    lop_listwatch_t lw = {&e->f, fake_list, fake_watch, fake_cancel, NULL, g_stream ? fake_list_stream : NULL,
-                          NULL,  NULL,      NULL};
+    lop_listwatch_t lw = {.ud = &e->f,
+                          .list = fake_list,
+                          .watch = fake_watch,
+                          .cancel = fake_cancel,
+                          .list_stream = g_stream ? fake_list_stream : NULL};
     lop_reflector_config_t cfg = {
         .name = "v1/configmaps",
         .lw = &lw,
@@ -456,8 +459,11 @@ static void test_relist_keeps_unchanged_entries(void)
     step(&e);
     step(&e);
     lop_reflector_free(e.r);
-    lop_listwatch_t lw = {&e.f, fake_list, fake_watch, fake_cancel, NULL, g_stream ? fake_list_stream : NULL,
-                          NULL, NULL,      NULL};
+    lop_listwatch_t lw = {.ud = &e.f,
+                          .list = fake_list,
+                          .watch = fake_watch,
+                          .cancel = fake_cancel,
+                          .list_stream = g_stream ? fake_list_stream : NULL};
     e.f.li = 1;
     lop_reflector_config_t cfg = {.name = "x",
                                   .lw = &lw,

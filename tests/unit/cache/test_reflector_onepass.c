@@ -64,7 +64,7 @@ static void run(const char *list_body, const char *s0, const char *s1, bool watc
     fake_t f = {list_body, {s0, s1}, piece, 0};
     lop_store_t *store = lop_store_new();
     log_t log = {{0}};
-    lop_listwatch_t lw = {&f, fake_list, fake_watch, fake_cancel, NULL, NULL, NULL, NULL, NULL};
+    lop_listwatch_t lw = {.ud = &f, .list = fake_list, .watch = fake_watch, .cancel = fake_cancel};
     lop_reflector_config_t cfg = {
         .name = "v1/configmaps",
         .lw = &lw,

@@ -813,6 +813,184 @@ static void test_watch_idle_timeout_on_injected_clock(void)
     fs_stop(s);
 }
 
+/* ---- asynchronous streams and sinks (lop_rest_stream_start, lop_rest_sink_start) ---- */
+
+/* The test's thread pumps the call, as a cache dispatcher thread does: after each notify, or,
+ * when the call asks for a wait (a Retry-After, a rate limiter token, a reset retry), by stepping
+ * the fake clock by exactly that wait — so a wait that blocked a thread would hang the test
+ * (capped at 20 s of real time per notify, then a failure). */
+typedef struct drv {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    int notified;
+    int64_t stepped; /* ns the clock was stepped by */
+    int pumps;
+} drv_t;
+
+static void drv_notify(void *ud)
+{
+    drv_t *d = ud;
+    pthread_mutex_lock(&d->mu);
+    d->notified++;
+    pthread_cond_broadcast(&d->cond);
+    pthread_mutex_unlock(&d->mu);
+}
+
+static lop_rc_t drv_run(drv_t *d, lop_rest_stream_call_t *call, lop_fake_clock_t *fc, lop_stream_fn fn, void *ud,
+                        lop_err_t *err)
+{
+    for (;;) {
+        lop_rc_t rc;
+        int64_t next;
+        d->pumps++;
+        if (lop_rest_stream_pump(call, fn, ud, &rc, &next, err)) return rc;
+        pthread_mutex_lock(&d->mu);
+        if (!d->notified && next != INT64_MAX) {
+            pthread_mutex_unlock(&d->mu);
+            lop_fake_clock_step(fc, next);
+            d->stepped += next;
+            continue;
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 20;
+        while (!d->notified)
+            if (pthread_cond_timedwait(&d->cond, &d->mu, &ts) != 0) {
+                pthread_mutex_unlock(&d->mu);
+                return lop_err_set(err, LOP_ETIMEDOUT, 0, NULL, "no notify in 20 s");
+            }
+        d->notified = 0;
+        pthread_mutex_unlock(&d->mu);
+    }
+}
+
+static void drv_init(drv_t *d)
+{
+    memset(d, 0, sizeof *d);
+    pthread_mutex_init(&d->mu, NULL);
+    pthread_cond_init(&d->cond, NULL);
+}
+
+/* A sink GET (a LIST page) retried after two 429s with Retry-After: 2, the waits taken as
+ * timers on the injected clock, the 2xx body passed to the sink whole. */
+static void test_async_sink_retry_after_and_reset(void)
+{
+    lop_fake_clock_t fc;
+    lop_fake_clock_init(&fc, 0);
+    fs_server_t *s = fs_start(h_429_twice, NULL);
+    lop_rest_client_t *c = mk_client(s, &fc, -1, 0, NULL);
+    drv_t d;
+    drv_init(&d);
+    lop_rest_stream_call_t *call = NULL;
+    lop_err_t err;
+    T_EQ_INT(lop_rest_sink_start(c, "/api/v1/configmaps", NULL, drv_notify, &d, &call, &err), LOP_OK);
+    T_EQ_INT(fs_nreqs(s), 0); /* nothing sent before the first pump */
+    lop_buf_t got = LOP_BUF_INIT;
+    T_EQ_INT(drv_run(&d, call, &fc, collect, &got, &err), LOP_OK);
+    T_EQ_INT(lop_rest_stream_code(call), 200);
+    T_EQ_STR(got.data, OK_BODY);
+    T_EQ_INT(fs_nreqs(s), 3);
+    T_EQ_INT(d.stepped, 4 * LOP_NS_PER_S); /* 2 s twice, as timers */
+    lop_rest_stream_free(call);
+    lop_buf_free(&got);
+    lop_rest_client_free(c);
+    fs_stop(s);
+
+    /* a connection reset before any byte: retried after 1 s; a stream is not retried */
+    s = fs_start(h_close_first, NULL);
+    c = mk_client(s, &fc, -1, 0, NULL);
+    drv_init(&d);
+    lop_buf_init(&got);
+    T_EQ_INT(lop_rest_sink_start(c, "/api/v1/configmaps", NULL, drv_notify, &d, &call, &err), LOP_OK);
+    T_EQ_INT(drv_run(&d, call, &fc, collect, &got, &err), LOP_OK);
+    T_EQ_INT(fs_nreqs(s), 2);
+    T_EQ_INT(d.stepped, LOP_NS_PER_S);
+    T_EQ_STR(got.data, OK_BODY);
+    lop_rest_stream_free(call);
+    lop_buf_free(&got);
+    lop_rest_client_free(c);
+    fs_stop(s);
+
+    s = fs_start(h_close_first, NULL);
+    c = mk_client(s, &fc, -1, 0, NULL);
+    drv_init(&d);
+    T_EQ_INT(lop_rest_stream_start(c, "/api/v1/configmaps?watch=true", NULL, drv_notify, &d, &call, &err), LOP_OK);
+    T_EQ_INT(drv_run(&d, call, &fc, collect, &got, &err), LOP_EAGAIN);
+    T_EQ_INT(fs_nreqs(s), 1);
+    lop_rest_stream_free(call);
+    lop_buf_free(&got);
+    lop_rest_client_free(c);
+    fs_stop(s);
+}
+
+/* An asynchronous watch: the same bytes as lop_rest_stream whatever the chunking; a Status error
+ * typed; the rate limiter's wait a timer; the idle timeout on the injected clock; freeing a
+ * running stream cancels it. */
+static void test_async_stream(void)
+{
+    fs_server_t *s = fs_start(h_watch, NULL);
+    lop_fake_clock_t fc;
+    lop_fake_clock_init(&fc, 0);
+    lop_rest_client_t *c = mk_client(s, &fc, 1, 1, NULL); /* QPS 1, burst 1: the second start waits 1 s */
+    lop_buf_t got = LOP_BUF_INIT;
+    lop_err_t err;
+    drv_t d;
+    drv_init(&d);
+    lop_rest_stream_call_t *call = NULL;
+    for (int i = 0; i < 2; i++) {
+        lop_buf_reset(&got);
+        T_EQ_INT(lop_rest_stream_start(c, "/api/v1/configmaps?watch=true", NULL, drv_notify, &d, &call, &err), LOP_OK);
+        T_EQ_INT(drv_run(&d, call, &fc, collect, &got, &err), LOP_OK);
+        T_EQ_INT(lop_rest_stream_code(call), 200);
+        T_EQ_STR(got.data, "{\"type\":\"ADDED\",\"object\":{\"kind\":\"A\"}}\n{\"type\":\"BOOKMARK\",\"object\":{}}\n"
+                           "{\"type\":\"DELETED\",\"obj\":1}\n");
+        lop_rest_stream_free(call);
+    }
+    T_CHECK(d.stepped >= 900 * LOP_NS_PER_MS && d.stepped <= LOP_NS_PER_S); /* the token, as a timer */
+    lop_rest_client_free(c);
+    fs_stop(s);
+
+    s = fs_start(h_conflict, NULL);
+    c = mk_client(s, &fc, -1, 0, NULL);
+    drv_init(&d);
+    T_EQ_INT(lop_rest_stream_start(c, "/api/v1/configmaps?watch=true", NULL, drv_notify, &d, &call, &err), LOP_OK);
+    T_EQ_INT(drv_run(&d, call, &fc, collect, &got, &err), LOP_ECONFLICT);
+    T_EQ_INT(err.code, 409);
+    T_EQ_STR(err.reason, "Conflict");
+    lop_rest_stream_free(call);
+    lop_rest_client_free(c);
+    fs_stop(s);
+
+    /* idle: no byte for 30 s on the injected clock ends it with LOP_ETIMEDOUT */
+    s = fs_start(h_stall, NULL);
+    c = mk_client(s, &fc, -1, 0, NULL);
+    drv_init(&d);
+    lop_rest_stream_opts_t so = {.idle_timeout_ms = 30000};
+    T_EQ_INT(lop_rest_stream_start(c, "/api/v1/configmaps?watch=true", &so, drv_notify, &d, &call, &err), LOP_OK);
+    lop_buf_reset(&got);
+    T_EQ_INT(drv_run(&d, call, &fc, collect, &got, &err), LOP_ETIMEDOUT);
+    T_CHECK(d.stepped >= 30 * LOP_NS_PER_S);
+    lop_rest_stream_free(call);
+
+    /* freed while it runs: cancelled, no notify after */
+    drv_init(&d);
+    T_EQ_INT(lop_rest_stream_start(c, "/api/v1/configmaps?watch=true", NULL, drv_notify, &d, &call, &err), LOP_OK);
+    lop_rc_t rc;
+    int64_t next;
+    T_CHECK(!lop_rest_stream_pump(call, collect, &got, &rc, &next, &err));
+    lop_rest_stream_free(call);
+    pthread_mutex_lock(&d.mu);
+    int after = d.notified;
+    pthread_mutex_unlock(&d.mu);
+    lop_rest_client_wake(c); /* would notify a call still registered */
+    pthread_mutex_lock(&d.mu);
+    T_EQ_INT(d.notified, after);
+    pthread_mutex_unlock(&d.mu);
+    lop_buf_free(&got);
+    lop_rest_client_free(c);
+    fs_stop(s);
+}
+
 /* ---- rate limiting and concurrency ---- */
 
 static void test_client_side_qps_waits_on_clock(void)
@@ -962,6 +1140,8 @@ int main(void)
     T_RUN(test_watch_cancel_from_another_thread);
     T_RUN(test_watch_callback_can_stop);
     T_RUN(test_watch_idle_timeout_on_injected_clock);
+    T_RUN(test_async_sink_retry_after_and_reset);
+    T_RUN(test_async_stream);
     T_RUN(test_client_side_qps_waits_on_clock);
     T_RUN(test_concurrent_requests_share_one_client);
     T_RUN(test_warnings_logged_and_secrets_never);
