@@ -14,12 +14,13 @@
  *    task has at most one timer, a new one replaces it, a kick runs the task earlier (the timer
  *    stays armed unless the task re-arms or clears it).
  * A task never runs on two threads at once; a kick while it runs makes it run once more after.
- * Run functions must not block for long (a list streams its pages through the same machinery);
- * what they may block on is said where they do it (reflector.h).
+ * Run functions must not block for long (a reflector's list pages and watch bytes are pumped in
+ * turns); what they may block on is said where they do it (reflector.h, rest.h).
  *
  * Threads: nthreads (1..8). The shared dispatchers (lop_dispatcher_acquire) have
- * LOP_DISPATCHER_THREADS = 2: one thread keeps delivering events while the other decodes a long
- * list page, resolves a name or runs an exec credential plugin (the only blocking steps left),
+ * LOP_DISPATCHER_THREADS = 2: one thread keeps delivering events while the other runs a slow
+ * handler (a Lua predicate), resolves a name or runs an exec credential plugin (the blocking
+ * steps left),
  * and the two cores of a small node are both used when many watches are busy; more threads
  * would only add contention on the store and workqueue locks the handlers take.
  *

@@ -631,9 +631,9 @@ static void async_next(lop_reflector_t *r, int64_t wait_ns)
     lop_dispatch_after(&r->task, wait_ns);
 }
 
-/* One turn on a dispatcher thread: pump the watch in flight, or begin the next step (what
- * lop_reflector_step does, with the watch split at its start and its end). A list still runs
- * whole within one turn (its pages streamed by the listwatch's list_stream). */
+/* One turn on a dispatcher thread: pump the watch or list page in flight, or begin the next step
+ * (what lop_reflector_step does, with each watch and page split at its start and its end). A
+ * listwatch without list_stream_start lists whole within one turn. */
 static void async_run(lop_dispatch_task_t *t)
 {
     lop_reflector_t *r = of_task(t);

@@ -39,8 +39,9 @@
  * listwatch has it) lop_reflector_start runs the loop as a task of the cache dispatcher
  * (dispatcher.h): a watch costs no thread, its bytes are pumped in turns on one of the
  * dispatcher's few threads when the transport's I/O thread says they arrived, and the backoff
- * waits are the dispatcher's timers on the reflector's clock; a list still runs whole within one
- * turn (streamed page by page) and so occupies one dispatcher thread while it lasts. Otherwise
+ * waits are the dispatcher's timers on the reflector's clock; LIST pages too when the listwatch
+ * has list_stream_start (else a list runs whole within one turn, occupying one dispatcher
+ * thread while it lasts). Otherwise
  * (the tests' blocking fakes, or LUAOP_REFLECTOR_OWN_THREAD=1 in the environment) the loop runs
  * on a thread of its own. Handlers run on whichever of those threads delivers, one call at a
  * time per reflector, and must not stop a reflector of the same dispatcher. lop_reflector_stop
