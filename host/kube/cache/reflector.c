@@ -757,7 +757,12 @@ void lop_reflector_stop(lop_reflector_t *r)
         lop_dispatch_kick(&r->task);
         pthread_mutex_lock(&r->mu);
         while (!r->dstopped) {
-            if (r->lw.cancel) r->lw.cancel(r->lw.ud);
+            if (r->lw.cancel) { /* not under mu: it wakes the transport, which kicks the task */
+                pthread_mutex_unlock(&r->mu);
+                r->lw.cancel(r->lw.ud);
+                pthread_mutex_lock(&r->mu);
+                if (r->dstopped) break;
+            }
             struct timespec ts;
             clock_gettime(CLOCK_MONOTONIC, &ts);
             ts.tv_nsec += 20 * 1000 * 1000;
