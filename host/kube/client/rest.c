@@ -597,7 +597,7 @@ static void attempt_release(lop_rest_stream_call_t *s)
         s->tc = NULL;
         observe(s->c, "GET", s->x.code, s->t0);
     }
-    explicit_bzero(s->hdr.data, s->hdr.len);
+    if (s->hdr.data) explicit_bzero(s->hdr.data, s->hdr.len); /* it held the credentials */
     lop_buf_free(&s->hdr);
     lop_buf_init(&s->hdr);
     lop_auth_cred_cleanup(&s->cred);
