@@ -6,8 +6,8 @@
  *
  * Thread-safety: list/watch are called from the reflector's thread only; cancel may be called
  * from any thread while a watch or list is running and makes it return LOP_ECLOSED promptly.
- * The asynchronous calls (watch_start, list_stream_start, call_pump, call_end) are made from one thread at a time
- * (a dispatcher thread, dispatcher.h), its notify from any thread.
+ * The asynchronous calls (watch_start, list_stream_start, call_pump, call_end) are made from one
+ * thread at a time (a dispatcher thread, dispatcher.h); their notify runs on any thread.
  */
 #ifndef LOP_KUBE_CACHE_LISTWATCH_H
 #define LOP_KUBE_CACHE_LISTWATCH_H

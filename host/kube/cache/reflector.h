@@ -28,8 +28,8 @@
  *  - Backoff: 800 ms, ×2 per failure, jitter 1.0 (each wait is in [d, 2d)), cap 30 s, reset to
  *    800 ms when no failure happened for 2 minutes.
  *
- * Delivery: every change is applied to the store first, then to the handlers (on the
- * reflector's thread, in stream order): ADDED/MODIFIED → on_add, or on_update(old, new) when the
+ * Delivery: every change is applied to the store first, then to the handlers (on the thread
+ * running the reflector — its own or a dispatcher thread, one call at a time — in stream order): ADDED/MODIFIED → on_add, or on_update(old, new) when the
  * key was cached; DELETED → on_delete(last state, false); relist → adds/updates for listed
  * objects, then on_delete(last known state, true) for vanished ones. Objects passed to handlers
  * are borrowed for the call (lop_obj_ref to keep one). HasSynced turns true after the first list
