@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A real informer (reflector + store over lop_rest_listwatch_new) against the local API server
  * started in-process on 127.0.0.1 port 0: list+watch sync, a 410 relist after a gap during which
- * an object was deleted (the delete is delivered), and 10,000 rapid updates of 100 objects ending
- * in the right final state. Waits are on a condition variable signalled by the handlers (with a
+ * an object was deleted (the delete is delivered), 10,000 rapid updates of 100 objects ending
+ * in the right final state, and 30 informers on the cache dispatcher costing no thread more than
+ * one. Waits are on a condition variable signalled by the handlers (with a
  * generous real-time cap so a bug fails the test instead of hanging it), never sleeps. */
 #include "apiserver/apiserver.h"
+#include "host/kube/cache/dispatcher.h"
 #include "host/kube/cache/informer.h"
 #include "host/kube/cache/rest_listwatch.h"
 #include "host/kube/client/rest.h"
@@ -12,6 +14,7 @@
 #include "t.h"
 #include "apiserver_client.h"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -285,6 +288,64 @@ static void test_ten_thousand_rapid_updates_end_in_the_right_state(void)
     env_stop(&e);
 }
 
+static int threads(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    int n = 0;
+    if (!d) return -1;
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (de->d_name[0] != '.') n++;
+    closedir(d);
+    return n;
+}
+
+#define NINF 30
+
+static env_t many[NINF];
+static int many_n;
+
+static bool all_have(void *arg)
+{
+    int want = *(int *)arg;
+    for (int i = 0; i < many_n; i++)
+        if (!lop_informer_has_synced(many[i].inf) || many[i].rec.adds < want) return false;
+    return true;
+}
+
+/* Wait until every informer of many[] is synced with at least want adds (handlers of different
+ * informers signal different conds: re-checked every 50 ms on the first one's). */
+static bool wait_all(int want) { return wait_for(&many[0].rec, all_have, &want); }
+
+/* Issue 19 part 1 over the real REST listwatch and transport: 30 informers (each a LIST and a
+ * WATCH on the local API server) run on the shared cache dispatcher — the process has as many
+ * threads with 30 as with 1, and an object created afterwards reaches all 30 through their
+ * watches. */
+static void test_thirty_informers_no_more_threads(void)
+{
+    lop_apiserver_reset(srv);
+    create_cm("a", "1");
+    many_n = 1;
+    env_start(&many[0]);
+    T_CHECK(wait_all(1));
+    int base = threads();
+    for (many_n = 1; many_n < NINF; many_n++) env_start(&many[many_n]);
+    T_CHECK(wait_all(1));
+    T_EQ_INT(threads(), base);
+    create_cm("b", "1");
+    T_CHECK(wait_all(2));
+    T_EQ_INT(threads(), base);
+    for (int i = 0; i < NINF; i++) {
+        lop_reflector_stats_t rs;
+        lop_reflector_stats(lop_informer_reflector(many[i].inf), &rs);
+        T_EQ_INT(rs.lists, 1);
+        T_EQ_INT(rs.events, 1);
+        T_EQ_INT(store_count(&many[i]), 2);
+    }
+    for (int i = NINF - 1; i >= 0; i--) env_stop(&many[i]);
+    T_CHECK(threads() <= base - LOP_DISPATCHER_THREADS); /* the last informer released the dispatcher */
+}
+
 int main(void)
 {
     if (!T_SETUP("start the API server and a client", t_apiserver_client_start(&srv, &cli) == 0)) return T_DONE();
@@ -295,6 +356,7 @@ int main(void)
     }
     g_watch_list = false;
     T_RUN(test_ten_thousand_rapid_updates_end_in_the_right_state);
+    T_RUN(test_thirty_informers_no_more_threads);
     lop_rest_client_free(cli);
     lop_apiserver_stop(srv);
     return T_DONE();
