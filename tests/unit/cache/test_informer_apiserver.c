@@ -307,9 +307,13 @@ static int many_n;
 
 static bool all_have(void *arg)
 {
-    int want = *(int *)arg;
-    for (int i = 0; i < many_n; i++)
-        if (!lop_informer_has_synced(many[i].inf) || many[i].rec.adds < want) return false;
+    int want = *(int *)arg; /* called with many[0].rec.mu held; the others' counters under theirs */
+    for (int i = 0; i < many_n; i++) {
+        if (i) pthread_mutex_lock(&many[i].rec.mu);
+        bool ok = lop_informer_has_synced(many[i].inf) && many[i].rec.adds >= want;
+        if (i) pthread_mutex_unlock(&many[i].rec.mu);
+        if (!ok) return false;
+    }
     return true;
 }
 
