@@ -5,7 +5,7 @@
 #ifndef LOP_KUBE_CACHE_REFLECTOR_STATE_H
 #define LOP_KUBE_CACHE_REFLECTOR_STATE_H
 
-#include "host/kube/cache/dispatcher.h"
+#include "host/util/dispatcher.h"
 #include "host/kube/cache/reflector.h"
 #include "host/kube/cache/listdecoder.h"
 #include "host/kube/cache/watchdecoder.h"

@@ -147,7 +147,7 @@ lop_http_result_t lop_transport_exchange(lop_transport_t *t, lop_http_exchange_t
 
 /*
  * The same exchange without blocking (what lop_transport_exchange is made of), for a caller that
- * drives many exchanges from a few threads (the cache dispatcher, host/kube/cache/dispatcher.h):
+ * drives many exchanges from a few threads (the cache dispatcher, host/util/dispatcher.h):
  *
  *  - lop_transport_begin resolves the name (on the calling thread, bounded as above: the only
  *    part that may block, and only when the answer is not cached) and hands the exchange to the

@@ -4,11 +4,13 @@
 
 #include "host/kube/client/rest.h"
 #include "host/util/buf.h"
+#include "host/util/dispatcher.h"
 #include "host/util/log.h"
 
 #include <jansson.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,10 +28,16 @@ struct lop_lease_watch {
     atomic_bool cancel;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    pthread_t thread;
-    long events;        /* under mu */
-    long stream_events; /* events in the current stream (watch thread only) */
-    lop_buf_t pending;  /* bytes of an incomplete line */
+    long events;  /* under mu */
+    bool stopped; /* under mu: the task saw cancel and let go of its stream */
+    lop_dispatcher_t *disp;
+    lop_dispatch_task_t task;
+    /* the task's (one turn at a time) */
+    lop_rest_stream_call_t *call; /* the stream in flight, or NULL */
+    int64_t backoff;              /* the next failure's base wait */
+    int64_t next_at;              /* no stream starts before this (the backoff), on the clock */
+    long stream_events;           /* events in the current stream */
+    lop_buf_t pending;            /* bytes of an incomplete line */
 };
 
 static uint64_t rnd(void)
@@ -82,43 +90,82 @@ static int on_bytes(void *ud, const char *data, size_t len)
     return atomic_load(&w->cancel) ? 1 : 0;
 }
 
-/* Wait on the injected clock until deadline or stop. */
-static void backoff_wait(lop_lease_watch_t *w, int64_t delay)
+static void notify_cb(void *ud)
 {
-    int64_t deadline = lop_clock_mono(w->clock) + delay;
-    pthread_mutex_lock(&w->mu);
-    while (!atomic_load(&w->cancel) && !lop_clock_wait_until(w->clock, &w->cv, &w->mu, deadline)) {}
-    pthread_mutex_unlock(&w->mu);
+    lop_lease_watch_t *w = ud;
+    lop_dispatch_kick(&w->task);
 }
 
-static void *watch_main(void *arg)
+static lop_lease_watch_t *of_task(lop_dispatch_task_t *t)
 {
-    lop_lease_watch_t *w = arg;
-    int64_t backoff = BACKOFF_MIN_NS;
-    lop_rest_stream_opts_t opts = {.cancel = &w->cancel};
-    while (!atomic_load(&w->cancel)) {
-        char path[640];
-        long timeout_s = 300 + (long)(rnd() % 300); /* rotate streams like a reflector */
-        snprintf(path, sizeof path,
-                 "/apis/coordination.k8s.io/v1/namespaces/%s/leases?watch=true&allowWatchBookmarks=true"
-                 "&timeoutSeconds=%ld&fieldSelector=metadata.name%%3D%s",
-                 w->ns, timeout_s, w->name);
-        w->stream_events = 0;
-        lop_buf_reset(&w->pending);
+    return (lop_lease_watch_t *)(void *)((char *)t - offsetof(lop_lease_watch_t, task));
+}
+
+/* One turn on the dispatcher: pump the stream in flight; when it ended, reconnect at once after
+ * a stream that delivered events, else after the backoff (a timer on the injected clock). */
+static void watch_turn(lop_dispatch_task_t *t)
+{
+    lop_lease_watch_t *w = of_task(t);
+    if (atomic_load(&w->cancel)) {
+        lop_rest_stream_free(w->call);
+        w->call = NULL;
+        pthread_mutex_lock(&w->mu);
+        w->stopped = true;
+        pthread_cond_broadcast(&w->cv);
+        pthread_mutex_unlock(&w->mu);
+        return;
+    }
+    if (w->call) {
+        lop_rc_t rc = LOP_OK;
+        int64_t next = INT64_MAX;
         lop_err_t err;
         lop_err_clear(&err);
-        lop_rc_t rc = lop_rest_stream(w->rest, path, on_bytes, w, &opts, NULL, &err);
-        if (atomic_load(&w->cancel)) break;
-        if (w->stream_events > 0) backoff = BACKOFF_MIN_NS;
-        if (rc == LOP_OK && w->stream_events > 0) continue; /* a normal end: reconnect at once */
+        if (!lop_rest_stream_pump(w->call, on_bytes, w, &rc, &next, &err)) {
+            if (next != INT64_MAX) lop_dispatch_after(t, next);
+            return;
+        }
+        lop_rest_stream_free(w->call);
+        w->call = NULL;
+        if (atomic_load(&w->cancel)) {
+            lop_dispatch_kick(t);
+            return;
+        }
+        if (w->stream_events > 0) w->backoff = BACKOFF_MIN_NS;
+        if (rc == LOP_OK && w->stream_events > 0) { /* a normal end: reconnect at once */
+            w->next_at = 0;
+            lop_dispatch_kick(t);
+            return;
+        }
         lop_log(LOP_LOG_DEBUG, "lease watch: stream ended, backing off", "lease", w->name, "rc", lop_rc_str(rc),
                 "error", err.message, NULL);
         /* jitter 1.0: wait in [backoff, 2 × backoff) */
-        int64_t delay = backoff + (int64_t)(rnd() % (uint64_t)backoff);
-        backoff_wait(w, delay);
-        backoff = backoff * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : backoff * 2;
+        int64_t delay = w->backoff + (int64_t)(rnd() % (uint64_t)w->backoff);
+        w->backoff = w->backoff * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : w->backoff * 2;
+        w->next_at = lop_clock_mono(w->clock) + delay;
+        lop_dispatch_after(t, delay);
+        return;
     }
-    return NULL;
+    int64_t now = lop_clock_mono(w->clock);
+    if (w->next_at > now) { /* a kick during the backoff */
+        lop_dispatch_after(t, w->next_at - now);
+        return;
+    }
+    char path[640];
+    long timeout_s = 300 + (long)(rnd() % 300); /* rotate streams like a reflector */
+    snprintf(path, sizeof path,
+             "/apis/coordination.k8s.io/v1/namespaces/%s/leases?watch=true&allowWatchBookmarks=true"
+             "&timeoutSeconds=%ld&fieldSelector=metadata.name%%3D%s",
+             w->ns, timeout_s, w->name);
+    w->stream_events = 0;
+    lop_buf_reset(&w->pending);
+    lop_err_t err;
+    if (lop_rest_stream_start(w->rest, path, NULL, notify_cb, w, &w->call, &err) != LOP_OK) {
+        lop_log(LOP_LOG_WARN, "lease watch: cannot start the stream", "lease", w->name, "error", err.message, NULL);
+        w->next_at = now + w->backoff;
+        lop_dispatch_after(t, w->backoff);
+        return;
+    }
+    lop_dispatch_kick(t); /* the first pump sends it */
 }
 
 lop_lease_watch_t *lop_lease_watch_start(lop_rest_client_t *rest, const char *ns, const char *name,
@@ -142,8 +189,9 @@ lop_lease_watch_t *lop_lease_watch_start(lop_rest_client_t *rest, const char *ns
     atomic_init(&w->cancel, false);
     pthread_mutex_init(&w->mu, NULL);
     lop_cond_init(&w->cv);
-    if (pthread_create(&w->thread, NULL, watch_main, w) != 0) {
-        lop_err_set(err, LOP_ERR, 0, NULL, "lease watch: cannot create a thread");
+    w->backoff = BACKOFF_MIN_NS;
+    w->disp = lop_dispatcher_acquire(w->clock, err);
+    if (!w->disp) {
         pthread_mutex_destroy(&w->mu);
         pthread_cond_destroy(&w->cv);
         free(w->ns);
@@ -151,6 +199,8 @@ lop_lease_watch_t *lop_lease_watch_start(lop_rest_client_t *rest, const char *ns
         free(w);
         return NULL;
     }
+    lop_dispatch_init(w->disp, &w->task, watch_turn);
+    lop_dispatch_kick(&w->task);
     return w;
 }
 
@@ -175,12 +225,13 @@ bool lop_lease_watch_wait_events(lop_lease_watch_t *w, long n, int64_t timeout_n
 void lop_lease_watch_stop(lop_lease_watch_t *w)
 {
     if (!w) return;
-    pthread_mutex_lock(&w->mu);
     atomic_store(&w->cancel, true);
-    pthread_cond_broadcast(&w->cv);
+    lop_dispatch_kick(&w->task);
+    pthread_mutex_lock(&w->mu);
+    while (!w->stopped) pthread_cond_wait(&w->cv, &w->mu);
     pthread_mutex_unlock(&w->mu);
-    lop_rest_client_wake(w->rest);
-    pthread_join(w->thread, NULL);
+    lop_dispatch_detach(&w->task);
+    lop_dispatcher_release(w->disp);
     lop_buf_free(&w->pending);
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->cv);

@@ -13,7 +13,7 @@
  * a watch and calls notify, as the transport does. Waits are on a condition variable with a
  * real-time cap (a bug fails the test instead of hanging it), never sleeps.
  */
-#include "host/kube/cache/dispatcher.h"
+#include "host/util/dispatcher.h"
 #include "host/kube/cache/reflector.h"
 #include "t.h"
 

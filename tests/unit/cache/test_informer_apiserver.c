@@ -6,7 +6,7 @@
  * one. Waits are on a condition variable signalled by the handlers (with a
  * generous real-time cap so a bug fails the test instead of hanging it), never sleeps. */
 #include "apiserver/apiserver.h"
-#include "host/kube/cache/dispatcher.h"
+#include "host/util/dispatcher.h"
 #include "host/kube/cache/informer.h"
 #include "host/kube/cache/rest_listwatch.h"
 #include "host/kube/client/rest.h"

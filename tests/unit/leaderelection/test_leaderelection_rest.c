@@ -6,7 +6,8 @@
  *  - three electors (each with its own REST client, as three replicas) sharing one Lease, fed by a
  *    real Lease watch: exactly one leader; the leader shuts down and releases → another replica
  *    leads in well under a second, although its retry period (2 s) is longer than that: the
- *    handover comes from the watch, not from polling.
+ *    handover comes from the watch, not from polling;
+ *  - Lease watches run on the dispatcher: five more cost no thread.
  * Real clock; waits are on condition variables with generous safety timeouts.
  */
 #include "apiserver/apiserver.h"
@@ -19,12 +20,26 @@
 #include "host/util/log.h"
 #include "t.h"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
+
+/* The process's threads (/proc/self/task). */
+static int threads(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    int n = 0;
+    if (!d) return -1;
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (de->d_name[0] != '.') n++;
+    closedir(d);
+    return n;
+}
 
 #define NS    "leader-test"
 #define LEASE "luaop-lock"
@@ -137,6 +152,17 @@ static void test_lease_watch_reconnects(void)
     char rv[LOP_LEASE_RV_MAX], rv2[LOP_LEASE_RV_MAX];
     T_EQ_INT(lop_lease_create(c, &r, rv, &err), LOP_OK);
     T_CHECK(lop_lease_watch_wait_events(w, 1, 15 * LOP_NS_PER_S));
+    /* more Lease watches cost no thread: they are tasks of the same dispatcher */
+    int base = threads();
+    lop_lease_watch_t *more[5];
+    for (int i = 0; i < 5; i++) {
+        more[i] = lop_lease_watch_start(rest, NS, "watch-check", e, NULL, &err);
+        T_CHECK(more[i] != NULL);
+    }
+    for (int i = 0; i < 5; i++)
+        if (more[i]) T_CHECK(lop_lease_watch_wait_events(more[i], 1, 15 * LOP_NS_PER_S));
+    T_EQ_INT(threads(), base);
+    for (int i = 0; i < 5; i++) lop_lease_watch_stop(more[i]);
     char *leader = lop_elector_leader(e);
     T_EQ_STR(leader, ""); /* not started: observations are applied by its own steps only */
     free(leader);

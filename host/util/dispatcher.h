@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * dispatcher.h — the cache dispatcher: a fixed set of threads that run every reflector of the
- * process (issue 19: threads independent of the number of watches). client-go gives each
+ * dispatcher.h — the dispatcher ("cache dispatcher"): a fixed set of threads that run every
+ * reflector of the process and the Lease watch (issue 19: threads independent of the number of
+ * watches). It knows nothing of Kubernetes: a task is any state machine. client-go gives each
  * reflector a goroutine, which costs a few KiB; a thread costs a stack, a kernel task and a
  * context switch per event, so luaop multiplexes reflectors onto a few threads instead.
  *
@@ -30,8 +31,8 @@
  * Thread-safety: every function is safe from any thread, except lop_dispatch_detach and
  * lop_dispatcher_free/release, which must not be called from a run function of that dispatcher.
  */
-#ifndef LOP_KUBE_CACHE_DISPATCHER_H
-#define LOP_KUBE_CACHE_DISPATCHER_H
+#ifndef LOP_UTIL_DISPATCHER_H
+#define LOP_UTIL_DISPATCHER_H
 
 #include "host/util/clock.h"
 #include "host/util/err.h"

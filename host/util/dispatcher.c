@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* dispatcher.c — a few threads, a run queue and a timer heap on the injected clock (see
  * dispatcher.h). */
-#include "host/kube/cache/dispatcher.h"
+#include "host/util/dispatcher.h"
 
 #include "host/util/buf.h"
 
