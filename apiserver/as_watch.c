@@ -12,6 +12,7 @@
 #include "apiserver/as_util.h"
 #include "apiserver/as_view.h"
 
+#include "host/util/buf.h"
 #include "host/util/log.h"
 
 #include <event2/buffer.h>
@@ -97,10 +98,41 @@ static struct evbuffer *out_buf(as_watcher_t *w)
     return evbuffer_new();
 }
 
+#define TLS_RECORD_BYTES 16384 /* the largest TLS record's payload */
+
+static void block_free(const void *data, size_t len, void *arg)
+{
+    (void)len;
+    (void)arg;
+    free((void *)data);
+}
+
+/* Over TLS, buf's bytes copied into 16 KiB blocks (the result replaces buf's content). libevent's
+ * OpenSSL bufferevent writes one TLS record per buffer chain, so events referenced one chain each
+ * would go out as one ~1.5 KB record per event plus tiny ones for their framing, and a client
+ * would pay a read, a decrypt and a wake-up per event; packed, a backlog (a replay from an old
+ * resourceVersion) goes out in full-size records, as kube-apiserver's buffered writer sends it. */
+static void pack_for_tls(struct evbuffer *buf)
+{
+    size_t n = evbuffer_get_length(buf);
+    if (n <= TLS_RECORD_BYTES / 4) return; /* one live event: nothing to gain */
+    struct evbuffer *packed = evbuffer_new();
+    while (n > 0) {
+        size_t take = n < TLS_RECORD_BYTES ? n : TLS_RECORD_BYTES;
+        char *block = lop_xmalloc(take);
+        evbuffer_remove(buf, block, take);
+        evbuffer_add_reference(packed, block, take, block_free, NULL);
+        n -= take;
+    }
+    evbuffer_add_buffer(buf, packed);
+    evbuffer_free(packed);
+}
+
 /* Send what out_buf gave; returns -1 when the watcher was closed (slow consumer). */
 static int flush_buf(as_watcher_t *w, struct evbuffer *buf)
 {
     if (buf == w->held || buf == w->batch) return 0;
+    if (w->srv->tls) pack_for_tls(buf);
     evhttp_send_reply_chunk(w->r, buf);
     evbuffer_free(buf);
     if (w->conn) {
@@ -114,12 +146,19 @@ static int flush_buf(as_watcher_t *w, struct evbuffer *buf)
     return 0;
 }
 
+/* Append b's bytes [off, off+len) to buf, by reference (no copy: the serialized object is shared
+ * by every watcher and the store). */
+static void add_bytes(struct evbuffer *buf, as_blob_t *b, size_t off, size_t len)
+{
+    b->refs++;
+    evbuffer_add_reference(buf, b->data + off, len, blob_cleanup, b);
+}
+
 /* Queue a complete line (blob) to w. */
 static int send_blob(as_watcher_t *w, as_blob_t *b)
 {
     struct evbuffer *buf = out_buf(w);
-    b->refs++;
-    evbuffer_add_reference(buf, b->data, b->len, blob_cleanup, b);
+    add_bytes(buf, b, 0, b->len);
     return flush_buf(w, buf);
 }
 
@@ -146,10 +185,7 @@ static int send_wire(as_watcher_t *w, const char *type, as_blob_t *b)
     struct evbuffer *buf = out_buf(w);
     evbuffer_add(buf, head.data, head.len);
     lop_buf_free(&head);
-    if (len) {
-        b->refs++;
-        evbuffer_add_reference(buf, b->data + off, len, blob_cleanup, b);
-    }
+    if (len) add_bytes(buf, b, off, len);
     evbuffer_add(buf, tail, strlen(tail));
     return flush_buf(w, buf);
 }
