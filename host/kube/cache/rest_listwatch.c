@@ -184,8 +184,14 @@ typedef struct lw_call {
 
 static lop_rc_t call_send(rest_lw_t *lw, lw_call_t *c, lop_err_t *err)
 {
-    if (c->list) return lop_rest_sink_start(lw->c, c->path, c->accept, c->notify, c->notify_ud, &c->s, err);
-    lop_rest_stream_opts_t so = {.idle_timeout_ms = c->idle_ms, .accept = c->accept};
+    /* the listwatch's cancel (lw_cancel: set, then wake the client) also cuts a pump's name
+     * resolution short, as it does for the blocking calls */
+    if (c->list) {
+        lop_rc_t rc = lop_rest_sink_start(lw->c, c->path, c->accept, c->notify, c->notify_ud, &c->s, err);
+        if (rc == LOP_OK) lop_rest_stream_set_cancel(c->s, &lw->cancel);
+        return rc;
+    }
+    lop_rest_stream_opts_t so = {.idle_timeout_ms = c->idle_ms, .accept = c->accept, .cancel = &lw->cancel};
     return lop_rest_stream_start(lw->c, c->path, &so, c->notify, c->notify_ud, &c->s, err);
 }
 

@@ -514,6 +514,7 @@ struct lop_rest_stream_call {
     bool plain; /* a request with a sink (lop_rest_sink_start): its timeout and retries */
     lop_transport_notify_fn notify;
     void *notify_ud;
+    const atomic_bool *cancel; /* lop_rest_stream_set_cancel; NULL = none */
     stream_state_t state;
     int64_t retry_at; /* SS_RETRY: when the next attempt takes its rate limiter token */
     int64_t start_at; /* SS_WAITING: when the rate limiter's token is ours (client's clock) */
@@ -569,8 +570,10 @@ lop_rc_t lop_rest_stream_start(lop_rest_client_t *c, const char *path, const lop
                                lop_transport_notify_fn notify, void *notify_ud, lop_rest_stream_call_t **out,
                                lop_err_t *err)
 {
-    return call_start(c, path, opts ? opts->accept : NULL, opts ? opts->idle_timeout_ms : 0, false, notify, notify_ud,
-                      out, err);
+    lop_rc_t rc = call_start(c, path, opts ? opts->accept : NULL, opts ? opts->idle_timeout_ms : 0, false, notify,
+                             notify_ud, out, err);
+    if (rc == LOP_OK && opts) (*out)->cancel = opts->cancel;
+    return rc;
 }
 
 lop_rc_t lop_rest_sink_start(lop_rest_client_t *c, const char *path, const char *accept, lop_transport_notify_fn notify,
@@ -621,7 +624,9 @@ static void attempt_done(lop_rest_stream_call_t *s, lop_http_result_t hr)
     lop_err_t e;
     lop_err_clear(&e);
     lop_rc_t rc = LOP_OK;
-    if (s->a.fn_stopped) {
+    if (s->a.cancelled) {
+        rc = lop_err_set(&e, LOP_ECLOSED, code, NULL, "GET %s: cancelled", s->path);
+    } else if (s->a.fn_stopped) {
         rc = lop_err_set(&e, LOP_ECLOSED, code, NULL, "GET %s: stopped by the consumer", s->path);
     } else if (s->a.idle_expired) {
         rc = lop_err_set(&e, LOP_ETIMEDOUT, code, NULL, "GET %s: no data for %ld ms", s->path, s->idle_ms);
@@ -674,7 +679,13 @@ static bool attempt_begin(lop_rest_stream_call_t *s, lop_stream_fn fn, void *fn_
         return false;
     }
     lop_buf_reset(&s->body);
-    s->a = (attempt_t){.c = c, .body = &s->body, .fn = fn, .fn_ud = fn_ud, .idle_ms = s->idle_ms, .retry_after = -1};
+    s->a = (attempt_t){.c = c,
+                       .body = &s->body,
+                       .fn = fn,
+                       .fn_ud = fn_ud,
+                       .cancel = s->cancel,
+                       .idle_ms = s->idle_ms,
+                       .retry_after = -1};
     exchange_init(c, &s->a, &s->x, &s->hdr, "GET", s->path, s->accept, NULL, NULL, 0,
                   s->plain ? DEFAULT_TIMEOUT_MS : -1, &s->cred);
     s->t0 = lop_clock_mono(c->clock);
@@ -732,6 +743,11 @@ bool lop_rest_stream_pump(lop_rest_stream_call_t *s, lop_stream_fn fn, void *fn_
 }
 
 int lop_rest_stream_code(const lop_rest_stream_call_t *s) { return s->code; }
+
+void lop_rest_stream_set_cancel(lop_rest_stream_call_t *s, const atomic_bool *cancel)
+{
+    if (s) s->cancel = cancel;
+}
 
 void lop_rest_stream_free(lop_rest_stream_call_t *s)
 {

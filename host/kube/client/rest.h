@@ -192,7 +192,7 @@ LOP_MUST_CHECK lop_rc_t lop_rest_stream(lop_rest_client_t *c, const char *path, 
  * LOP_ECLOSED). The 401 refresh-and-retry happens inside the pumps. Calls for one stream must not
  * overlap; fn may differ between pumps. lop_rest_stream_free cancels the stream if it is running
  * (waiting briefly for the I/O thread to let go) and frees it; no notify runs after it. NULL
- * accepted. opts->cancel is not used (free cancels).
+ * accepted. opts->cancel is taken as by lop_rest_stream_set_cancel.
  */
 typedef struct lop_rest_stream_call lop_rest_stream_call_t;
 LOP_MUST_CHECK lop_rc_t lop_rest_stream_start(lop_rest_client_t *c, const char *path,
@@ -212,6 +212,11 @@ bool lop_rest_stream_pump(lop_rest_stream_call_t *s, lop_stream_fn fn, void *fn_
 LOP_MUST_CHECK lop_rc_t lop_rest_sink_start(lop_rest_client_t *c, const char *path, const char *accept,
                                             void (*notify)(void *), void *notify_ud, lop_rest_stream_call_t **out,
                                             lop_err_t *err);
+/* A flag (borrowed; NULL = none) that, once set and followed by lop_rest_client_wake, cuts the
+ * call's current step short — a name resolution or credential wait inside a pump as much as a
+ * running transfer — so that the next pump ends it with LOP_ECLOSED (a stopping reflector's
+ * listwatch cancel). Set it before the first pump. */
+void lop_rest_stream_set_cancel(lop_rest_stream_call_t *s, const atomic_bool *cancel);
 /* The HTTP status of an ended stream's response (0 when none arrived). */
 int lop_rest_stream_code(const lop_rest_stream_call_t *s);
 void lop_rest_stream_free(lop_rest_stream_call_t *s);

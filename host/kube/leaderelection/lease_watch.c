@@ -159,7 +159,8 @@ static void watch_turn(lop_dispatch_task_t *t)
     w->stream_events = 0;
     lop_buf_reset(&w->pending);
     lop_err_t err;
-    if (lop_rest_stream_start(w->rest, path, NULL, notify_cb, w, &w->call, &err) != LOP_OK) {
+    lop_rest_stream_opts_t so = {.cancel = &w->cancel}; /* stop also cuts a pump's name resolution short */
+    if (lop_rest_stream_start(w->rest, path, &so, notify_cb, w, &w->call, &err) != LOP_OK) {
         lop_log(LOP_LOG_WARN, "lease watch: cannot start the stream", "lease", w->name, "error", err.message, NULL);
         w->next_at = now + w->backoff;
         lop_dispatch_after(t, w->backoff);
@@ -226,6 +227,7 @@ void lop_lease_watch_stop(lop_lease_watch_t *w)
 {
     if (!w) return;
     atomic_store(&w->cancel, true);
+    lop_rest_client_wake(w->rest); /* a pump waiting on a name resolution looks at the flag */
     lop_dispatch_kick(&w->task);
     pthread_mutex_lock(&w->mu);
     while (!w->stopped) pthread_cond_wait(&w->cv, &w->mu);

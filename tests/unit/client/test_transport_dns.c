@@ -13,6 +13,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* RTLD_NEXT */
 #endif
+#include "host/kube/client/rest.h"
 #include "host/kube/client/transport.h"
 #include "t.h"
 
@@ -146,11 +147,82 @@ static void test_wake_during_resolution(void)
     lop_transport_free(w.t);
 }
 
+/* An asynchronous stream (lop_rest_stream_start: a reflector's watch on the cache dispatcher)
+ * whose pump is stuck resolving the server's name: its cancel flag and lop_rest_client_wake end
+ * the pump at once and the stream with LOP_ECLOSED (a stopping reflector must not wait for the
+ * 30 s connect timeout while it holds a dispatcher thread). Without the flag reaching the attempt
+ * the pump would return only at that timeout, with LOP_EAGAIN or LOP_ETIMEDOUT. */
+typedef struct pump_run {
+    lop_rest_stream_call_t *s;
+    atomic_bool cancel;
+    bool ended;
+    lop_rc_t rc;
+} pump_run_t;
+
+static void no_notify(void *ud) { (void)ud; }
+static int no_bytes(void *ud, const char *data, size_t len)
+{
+    (void)ud;
+    (void)data;
+    (void)len;
+    return 0;
+}
+
+static void *pump_main(void *arg)
+{
+    pump_run_t *p = arg;
+    int64_t next;
+    lop_err_t err;
+    p->ended = lop_rest_stream_pump(p->s, no_bytes, NULL, &p->rc, &next, &err);
+    return NULL;
+}
+
+static void test_stream_cancel_during_resolution(void)
+{
+    lop_rest_config_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.server = strdup("http://stall.invalid:8080");
+    cfg.proxy_url = strdup(""); /* no proxy from the environment */
+    lop_rest_client_t *c = NULL;
+    lop_err_t err;
+    T_EQ_INT(lop_rest_client_new(&cfg, &c, &err), LOP_OK);
+    lop_rest_config_cleanup(&cfg);
+    if (!c) return;
+    static pump_run_t p;
+    atomic_init(&p.cancel, false);
+    lop_rest_stream_opts_t so = {.cancel = &p.cancel};
+    T_EQ_INT(lop_rest_stream_start(c, "/api/v1/configmaps?watch=true", &so, no_notify, NULL, &p.s, &err), LOP_OK);
+    pthread_mutex_lock(&stall_mu);
+    int before = stalled;
+    pthread_mutex_unlock(&stall_mu);
+    pthread_t thr;
+    pthread_create(&thr, NULL, pump_main, &p);
+    for (;;) { /* until the pump is stuck in getaddrinfo */
+        pthread_mutex_lock(&stall_mu);
+        bool stuck = stalled > before;
+        pthread_mutex_unlock(&stall_mu);
+        if (stuck) break;
+        sched_yield();
+    }
+    atomic_store(&p.cancel, true);
+    lop_rest_client_wake(c);
+    pthread_join(thr, NULL);
+    lop_rc_t rc = p.rc;
+    if (!p.ended) { /* the cut-short attempt ends at the next pump */
+        int64_t next;
+        T_CHECK(lop_rest_stream_pump(p.s, no_bytes, NULL, &rc, &next, &err));
+    }
+    T_EQ_INT(rc, LOP_ECLOSED);
+    lop_rest_stream_free(p.s);
+    lop_rest_client_free(c);
+}
+
 int main(void)
 {
     T_RUN(test_connect_timeout_covers_resolution);
     T_RUN(test_cancel_during_resolution);
     T_RUN(test_wake_during_resolution);
+    T_RUN(test_stream_cancel_during_resolution);
     pthread_mutex_lock(&stall_mu);
     released = true;
     pthread_cond_broadcast(&stall_cond);
