@@ -150,7 +150,7 @@ def phase_a(url, kc):
         print(f"     SIGTERM handover: {1000 * (t1 - t0):.0f} ms", file=sys.stderr)
         check(t1 - t0 < 1.0, "A: SIGTERM handover within one second")
     check(leader.proc.wait(10) == 0, "A: the released leader exits 0")
-    check(leader.find("RELEASED") is not None, "A: the leader released the lease")
+    check(leader.wait("RELEASED", 5) is not None, "A: the leader released the lease")  # (lines may trail the exit)
     spec = get_lease(url, "lock-a")
     check(spec.get("leaseTransitions") == 1, "A: one transition counted")
     if not nxt:
@@ -237,7 +237,8 @@ def phase_d(url, kc):
     except subprocess.TimeoutExpired:
         code = None
     check(code == 1, "D: the leader that lost its lease exits with status 1")
-    check(p.find("LOST") is not None, "D: it reports the loss")
+    # (the reader thread may not have taken the last line off the pipe yet when the exit is seen)
+    check(p.wait("LOST", 5) is not None, "D: it reports the loss")
     check(q.leading(), "D: Q leads")
     q.kill()
 
