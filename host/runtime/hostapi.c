@@ -547,13 +547,8 @@ static lop_rc_t host_request(void *ud, const lop_api_request_t *req, lop_api_res
         /* what is left of the reconcile's deadline, rounded up to whole ms */
         .deadline_ms = req->timeout_ns > 0 ? (long)((req->timeout_ns + LOP_NS_PER_MS - 1) / LOP_NS_PER_MS) : 0,
     };
-    /* a leader's write must be on the wire before its renew deadline (whole ms, rounded down) */
-    if (lead_left != INT64_MAX) {
-        long lead_ms = (long)(lead_left / LOP_NS_PER_MS);
-        if (lead_ms <= 0)
-            return lop_err_set(err, LOP_ECLOSED, 0, "NotLeader", "this replica is not the leader: write refused");
-        if (oreq.deadline_ms <= 0 || lead_ms < oreq.deadline_ms) oreq.deadline_ms = lead_ms;
-    }
+    /* a leader's write must be on the wire before its renew deadline; its answer may come later */
+    if (lead_left != INT64_MAX) oreq.send_by_ns = lop_clock_mono(&lop_clock_system) + lead_left;
     lop_rest_resp_t r = LOP_REST_RESP_INIT;
     lop_rest_mapping_t mp;
     memset(&mp, 0, sizeof mp);
@@ -572,6 +567,9 @@ static lop_rc_t host_request(void *ud, const lop_api_request_t *req, lop_api_res
     }
     int64_t call_deadline = req->timeout_ns > 0 ? lop_clock_mono(m->clock) + req->timeout_ns : 0;
     lop_rc_t rc = lop_rest_object(m->cfg.rest, m->cfg.mapper, &oreq, &r, &mp, err);
+    if (rc == LOP_ECLOSED && oreq.send_by_ns && lop_clock_mono(&lop_clock_system) > oreq.send_by_ns)
+        rc = lop_err_set(err, LOP_ECLOSED, 0, "NotLeader",
+                         "this replica's leadership ended before the write could be sent: not sent");
     resp->code = r.code;
     resp->len = r.body.len;
     resp->body = lop_buf_steal(&r.body);

@@ -52,10 +52,12 @@ typedef struct lop_manager_config {
     /* With leader election: asked right before every write of a leader-elected controller, on
      * top of the gate: how long (ns) this replica may still write as the leader, <= 0 = not
      * leading (the elector judges by its own clock, so a leader that stalled past its renew
-     * deadline stops writing even before its callbacks close the gate). The write's deadline is
-     * cut to that time, so a write that a stall held between this check and the wire is dropped
-     * rather than sent once another replica may hold the lease (lease-based election has no
-     * fencing on the server: this narrows the window to the request's own time on the wire).
+     * deadline stops writing even before its callbacks close the gate). The write must leave by
+     * that time (lop_rest_req_t.send_by_ns, checked right before libcurl sends it), so a write
+     * that a stall held between this check and the wire is dropped (NotLeader) rather than sent
+     * once another replica may hold the lease; its answer may arrive later and is taken (lease-
+     * based election has no fencing on the server: this narrows the window to the request's own
+     * time on the wire).
      * NULL = gate only. */
     int64_t (*leading_left_ns)(void *ud);
     void *leading_left_ud;

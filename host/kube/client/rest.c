@@ -140,6 +140,7 @@ typedef struct attempt {
     bool cancelled;
     long *tick_ms; /* the exchange's: when on_tick must run next */
     long idle_ms;
+    int64_t send_by_ns; /* the request's (lop_rest_req_t.send_by_ns) */
     int64_t last_byte;
     bool idle_expired;
     int code;         /* HTTP status of the response being read */
@@ -302,6 +303,7 @@ static void exchange_init(lop_rest_client_t *c, attempt_t *a, lop_http_exchange_
         .cert_pem = cred->cert_pem ? cred->cert_pem : c->cfg.client_cert_pem,
         .key_pem = cred->cert_pem ? cred->key_pem : c->cfg.client_key_pem,
         .timeout_ms = timeout_ms > 0 ? timeout_ms : 0,
+        .send_by_ns = a->send_by_ns,
         .read_bytes = a->fn ? STREAM_READ_BYTES : PLAIN_READ_BYTES,
         .ud = a,
         .on_status = on_status,
@@ -409,6 +411,7 @@ static lop_rc_t run(lop_rest_client_t *c, const lop_rest_req_t *req, lop_stream_
                        .fn_ud = fn ? fn_ud : req->sink_ud,
                        .cancel = req->cancel,
                        .idle_ms = idle_ms,
+                       .send_by_ns = req->send_by_ns,
                        .retry_after = -1};
         int code = 0;
         char why[256];
@@ -439,6 +442,8 @@ static lop_rc_t run(lop_rest_client_t *c, const lop_rest_req_t *req, lop_stream_
                     return lop_err_set(err, LOP_ECLOSED, 0, NULL, "%s %s: cancelled", req->method, req->path);
                 continue;
             }
+            if (hr == LOP_HTTP_ELATE)
+                return lop_err_set(err, LOP_ECLOSED, 0, NULL, "%s %s: %s", req->method, req->path, why);
             lop_rc_t trc = hr == LOP_HTTP_ETIMEDOUT ? LOP_ETIMEDOUT : hr == LOP_HTTP_EREQUEST ? LOP_EINVAL : LOP_EAGAIN;
             return lop_err_set(err, trc, code, NULL, "%s %s%s: %s", req->method, c->cfg.server, req->path, why);
         }

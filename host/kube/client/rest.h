@@ -133,6 +133,11 @@ typedef struct lop_rest_req {
      * the transport error) for a retry, LOP_ETIMEDOUT for the rate limiter (its token is spent).
      * The Lua bindings pass what is left of the calling reconcile's deadline. */
     long deadline_ms;
+    /* Optional: the request must leave by then (ns on lop_clock_system's monotonic clock; 0 =
+     * none); checked the moment before it is sent, after connecting: later, it is not sent and the
+     * call fails with LOP_ECLOSED ("not sent: its send-by deadline had passed"); the response may
+     * arrive after it. A leader's write uses it: on the wire while the lease holds, or not at all. */
+    int64_t send_by_ns;
     /* Optional: a 2xx body is passed to sink as it arrives instead of being collected in
      * resp->body (a non-2xx body is still collected and parsed as a Status). sink returning
      * non-zero ends the transfer (LOP_ECLOSED). Retries (Retry-After, 401) happen only before any

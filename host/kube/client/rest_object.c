@@ -107,7 +107,8 @@ lop_rc_t lop_rest_object(lop_rest_client_t *c, lop_restmapper_t *m, const lop_ob
                               .len = send ? len : 0,
                               .cancel = r->cancel,
                               .timeout_ms = r->timeout_ms,
-                              .deadline_ms = r->deadline_ms};
+                              .deadline_ms = r->deadline_ms,
+                              .send_by_ns = r->send_by_ns};
         lop_rest_resp_t local = LOP_REST_RESP_INIT;
         lop_rest_resp_t *rp = resp ? resp : &local;
         rc = lop_rest_request(c, &req, rp, err);

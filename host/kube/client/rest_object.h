@@ -35,7 +35,8 @@ typedef struct lop_object_req {
     bool force;                /* apply: take ownership on conflicts (force=true) */
     const atomic_bool *cancel;
     long timeout_ms;  /* as lop_rest_req_t */
-    long deadline_ms; /* as lop_rest_req_t */
+    long deadline_ms;   /* as lop_rest_req_t */
+    int64_t send_by_ns; /* as lop_rest_req_t */
 } lop_object_req_t;
 
 /*

@@ -289,6 +289,10 @@ static lop_http_result_t map_result(lop_transport_t *t, lop_tr_xfer_t *xf, lop_h
                  t->host_port, xf->connect_code);
         return LOP_HTTP_ECONNECT;
     }
+    if (xf->late) {
+        snprintf(x->error, sizeof x->error, "%s: not sent: its send-by deadline had passed", t->host_port);
+        return LOP_HTTP_ELATE;
+    }
     if (xf->no_resend) {
         snprintf(x->error, sizeof x->error,
                  "%s: the connection died after the response began; the request is not sent again", t->host_port);
@@ -417,6 +421,7 @@ lop_transport_call_t *lop_transport_begin(lop_transport_t *t, lop_http_exchange_
     call->xf = xf;
     xf->t = t;
     xf->x = x;
+    xf->send_by_ns = x->send_by_ns;
     xf->notify = notify;
     xf->notify_ud = notify_ud;
     xf->hwm = 8 * call->rb > LOP_TR_INBOX_MIN ? 8 * call->rb : LOP_TR_INBOX_MIN;

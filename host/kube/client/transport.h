@@ -98,6 +98,7 @@ typedef enum lop_http_result {
                          * decompressed past the bomb bound (see gzip below) */
     LOP_HTTP_ETIMEDOUT, /* timeout_ms or connect_timeout_ms passed */
     LOP_HTTP_EABORTED,  /* on_tick returned non-zero */
+    LOP_HTTP_ELATE,     /* not sent: send_by_ns had passed when it was about to go out */
     LOP_HTTP_ESTOPPED,  /* on_body returned non-zero */
     LOP_HTTP_EREQUEST,  /* the method is not a token, or the target does not start with '/' or
                          * holds a space or control byte (it could split the request): nothing sent */
@@ -119,6 +120,11 @@ typedef struct lop_http_exchange {
     const char *key_pem;
     long timeout_ms;         /* the whole exchange, connect included; <= 0 = none */
     long connect_timeout_ms; /* DNS + TCP + TLS; <= 0 = 30 s */
+    /* Optional: the request must leave by then (ns, CLOCK_MONOTONIC as lop_clock_system; 0 =
+     * none). Checked the moment before libcurl sends it (after connecting): later, it is not sent
+     * and the exchange fails with LOP_HTTP_ELATE. A response that arrives after it is still taken
+     * (a leader's write: it must be on the wire while the lease holds, however late the answer). */
+    int64_t send_by_ns;
     size_t read_bytes;       /* each on_body call passes at most this much; 0 = 16 KiB. What arrived
                               * while the caller was busy is passed in pieces of this size */
     /* callbacks (ud is passed to each). on_header: once per response header of the final

@@ -190,6 +190,12 @@ static int on_prereq(void *ud, char *conn_primary_ip, char *conn_local_ip, int c
 {
     (void)conn_primary_ip, (void)conn_local_ip, (void)conn_primary_port, (void)conn_local_port;
     lop_tr_xfer_t *xf = ud;
+    if (!xf->started && xf->send_by_ns && lop_tr_now_ns() > xf->send_by_ns) { /* too late to send it */
+        pthread_mutex_lock(&xf->t->mu);
+        xf->late = true;
+        pthread_mutex_unlock(&xf->t->mu);
+        return CURL_PREREQFUNC_ABORT;
+    }
     if (!xf->started) return CURL_PREREQFUNC_OK; /* written by this (the I/O) thread only */
     pthread_mutex_lock(&xf->t->mu);
     xf->no_resend = true;

@@ -608,6 +608,28 @@ static void test_101_is_final(void)
     teardown(s, t, &g);
 }
 
+/* send_by_ns: a request whose send-by time has passed is not sent (LOP_HTTP_ELATE, the server sees
+ * nothing); one with time left is sent and its answer taken. */
+static void test_send_by_deadline(void)
+{
+    reply_t r[] = {{.data = "HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n"}};
+    SETUP(r, 1);
+    int64_t now = lop_clock_mono(&lop_clock_system);
+    lop_http_exchange_t x = {.method = "POST", .target = "/late", .body = "{}", .body_len = 2, .send_by_ns = now - 1};
+    T_EQ_INT(run(t, &x, &g), LOP_HTTP_ELATE);
+    T_CHECK(has(x.error, "not sent"));
+    T_EQ_INT(srv_nreqs(s), 0);
+    x = (lop_http_exchange_t){.method = "POST",
+                              .target = "/in-time",
+                              .body = "{}",
+                              .body_len = 2,
+                              .send_by_ns = lop_clock_mono(&lop_clock_system) + 60 * LOP_NS_PER_S};
+    T_EQ_INT(run(t, &x, &g), LOP_HTTP_OK);
+    T_EQ_INT(srv_nreqs(s), 1);
+    T_CHECK(has(srv_req(s, 0).head, "POST /in-time HTTP/1.1\r\n"));
+    teardown(s, t, &g);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/luaop-transport-XXXXXX");
@@ -627,6 +649,7 @@ int main(void)
     T_RUN(test_gzip);
     T_RUN(test_gzip_stream_flushes_what_arrived);
     T_RUN(test_read_bytes_bound_on_body);
+    T_RUN(test_send_by_deadline);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
