@@ -34,7 +34,7 @@ typedef struct lop_object_req {
     const char *field_manager; /* writes: NULL = LOP_DEFAULT_FIELD_MANAGER unless query has one */
     bool force;                /* apply: take ownership on conflicts (force=true) */
     const atomic_bool *cancel;
-    long timeout_ms;  /* as lop_rest_req_t */
+    long timeout_ms;    /* as lop_rest_req_t */
     long deadline_ms;   /* as lop_rest_req_t */
     int64_t send_by_ns; /* as lop_rest_req_t */
 } lop_object_req_t;
