@@ -125,7 +125,7 @@ typedef struct lop_http_exchange {
      * and the exchange fails with LOP_HTTP_ELATE. A response that arrives after it is still taken
      * (a leader's write: it must be on the wire while the lease holds, however late the answer). */
     int64_t send_by_ns;
-    size_t read_bytes;       /* each on_body call passes at most this much; 0 = 16 KiB. What arrived
+    size_t read_bytes; /* each on_body call passes at most this much; 0 = 16 KiB. What arrived
                               * while the caller was busy is passed in pieces of this size */
     /* callbacks (ud is passed to each). on_header: once per response header of the final
      * response, the status code first known through on_status; value trimmed; not NUL-terminated.
