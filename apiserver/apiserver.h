@@ -18,6 +18,7 @@
 #include "host/util/err.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct lop_apiserver lop_apiserver_t;
@@ -28,8 +29,16 @@ typedef struct lop_apiserver_opts {
     /* NULL = no bearer-token auth; else kube-apiserver's static token CSV
      * `token,user,uid[,"group1,group2"]` (a line with only a token: the admin, system:masters) */
     const char *token_file;
-    const char *client_ca;      /* NULL = no client-cert auth; else PEM CA file (implies tls) */
-    long history;               /* watch history size in events; 0 = 10000 */
+    const char *client_ca; /* NULL = no client-cert auth; else PEM CA file (implies tls) */
+    long history;          /* watch history size in events; 0 = 10000 */
+    /* ... and in bytes: each event is charged its serialized object, before and after, plus its
+     * key and bookkeeping; the oldest events fall out first (a watch from before them: 410 Gone
+     * "too old resource version"). 0 = 256 MiB. */
+    size_t history_bytes;
+    /* The decode cache: stored objects are kept serialized, and decoded trees of recently used
+     * ones are cached up to this many serialized bytes (trees take ~10x that), trimmed after each
+     * event-loop callback. 0 = 4 MiB. */
+    size_t decode_cache_bytes;
     const char *kubeconfig_out; /* NULL = none; else written at start */
     /* "AlwaysAllow" (NULL or "": the default) or "RBAC": Roles/ClusterRoles and their bindings
      * enforced, system:masters allowed everything; with RBAC a request needs credentials, and

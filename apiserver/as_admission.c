@@ -2,6 +2,7 @@
 /* as_admission.c — the admission webhook chain (k8s.io/apiserver pkg/admission/plugin/webhook). */
 #include "apiserver/as_admission.h"
 
+#include "apiserver/as_decode.h"
 #include "apiserver/as_authn.h"
 
 #include "apiserver/as_registry.h"
@@ -45,7 +46,7 @@ static json_t **sorted_configs(lop_apiserver_t *srv, const char *plural, size_t 
     for (size_t i = 0; i < *n; i++) es[i] = &c->items[i];
     qsort(es, *n, sizeof *es, cmp_entry_key);
     json_t **out = lop_xmalloc(*n * sizeof *out);
-    for (size_t i = 0; i < *n; i++) out[i] = json_incref(es[i]->obj);
+    for (size_t i = 0; i < *n; i++) out[i] = json_incref(as_entry_obj(srv, es[i]));
     free(es);
     return out;
 }
@@ -125,7 +126,7 @@ static bool namespace_matches(const json_t *wh, const admit_ctx_t *a)
     if (!res->namespaced) return selector_matches(sel, labels_of(a->obj ? a->obj : a->old));
     as_coll_t *nsc = as_coll_get(a->q->srv, "", "namespaces", false);
     as_entry_t *e = nsc ? as_store_find(nsc, a->q->ns) : NULL;
-    return selector_matches(sel, e ? labels_of(e->obj) : NULL);
+    return selector_matches(sel, e ? labels_of(as_entry_obj(a->q->srv, e)) : NULL);
 }
 
 static bool webhook_matches(const json_t *wh, const admit_ctx_t *a)

@@ -268,7 +268,7 @@ static bool account_alive(lop_apiserver_t *srv, const as_token_t *t)
     char key[600];
     snprintf(key, sizeof key, "%s/%s", t->sa_ns, t->sa_name);
     as_entry_t *e = c ? as_store_find(c, key) : NULL;
-    const char *uid = e ? as_meta_str(e->obj, "uid") : NULL;
+    const char *uid = e ? e->wire->facts->uid : NULL;
     return uid && !strcmp(uid, t->sa_uid);
 }
 

@@ -2,6 +2,7 @@
 /* as_authz.c — AlwaysAllow and RBAC (see as_authz.h). */
 #include "apiserver/as_authz.h"
 
+#include "apiserver/as_decode.h"
 #include "apiserver/as_registry.h"
 #include "apiserver/as_status.h"
 #include "apiserver/as_store.h"
@@ -126,7 +127,7 @@ static const json_t *role_rules(lop_apiserver_t *srv, visit_t *v, const json_t *
     else
         snprintf(key, sizeof key, "%s/%s", binding_ns, name);
     as_entry_t *e = c ? as_store_find(c, key) : NULL;
-    if (e) return json_object_get(e->obj, "rules");
+    if (e) return json_object_get(as_entry_obj(srv, e), "rules");
     size_t used = strlen(v->errors);
     snprintf(v->errors + used, sizeof v->errors - used, "%s%s.%s \"%s\" not found", v->nerrors ? ", " : "",
              cluster ? "clusterrole" : "role", RBAC_GROUP, name);
@@ -208,7 +209,7 @@ static bool walk(lop_apiserver_t *srv, visit_t *v, const char *plural, const cha
 {
     as_coll_t *c = as_coll_get(srv, RBAC_GROUP, plural, false);
     for (size_t i = 0; c && i < c->n; i++) {
-        const json_t *b = c->items[i].obj;
+        const json_t *b = as_entry_obj(srv, &c->items[i]);
         const char *bns = as_meta_str(b, "namespace");
         if (ns && (!bns || strcmp(bns, ns))) continue;
         if (visit_binding(srv, v, b, ns ? ns : "")) return true;
@@ -287,7 +288,7 @@ static void collect_bindings(lop_apiserver_t *srv, visit_t *v, const char *plura
 {
     as_coll_t *c = as_coll_get(srv, RBAC_GROUP, plural, false);
     for (size_t i = 0; c && i < c->n; i++) {
-        const json_t *b = c->items[i].obj;
+        const json_t *b = as_entry_obj(srv, &c->items[i]);
         const char *bns = as_meta_str(b, "namespace");
         if (ns && (!bns || strcmp(bns, ns))) continue;
         size_t j;

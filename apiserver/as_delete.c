@@ -5,6 +5,7 @@
  * collector and namespace termination. */
 #include "apiserver/as_delete.h"
 
+#include "apiserver/as_decode.h"
 #include "apiserver/as_admission.h"
 #include "apiserver/as_convert.h"
 
@@ -46,7 +47,7 @@ static json_t *delete_object(lop_apiserver_t *srv, as_res_t *res, const char *ke
     as_entry_t *e = as_store_find(res->coll, key);
     *removed = false;
     if (!e) return NULL;
-    json_t *old = e->obj;
+    json_t *old = as_entry_obj(srv, e);
     json_t *n = json_deep_copy(old);
     json_t *m = as_meta(n);
     json_t *fin = json_object_get(m, "finalizers");
@@ -167,21 +168,22 @@ void as_handle_delete(as_req_t *q)
     as_qualified_kind(res, qk, sizeof qk);
     const char *puid = json_string_value(json_object_get(pre, "uid"));
     const char *prv = json_string_value(json_object_get(pre, "resourceVersion"));
-    if (puid && strcmp(puid, as_meta_str(e->obj, "uid"))) {
+    json_t *cur = as_entry_obj(srv, e);
+    if (puid && strcmp(puid, as_meta_str(cur, "uid"))) {
         as_reply_status(q, 409, "Conflict", as_details(q->name, res->group, res->plural),
                         "Operation cannot be fulfilled on %s \"%s\": the UID in the precondition "
                         "(%s) does not match the UID in record (%s). The object might have been "
                         "deleted and then recreated",
-                        qk, q->name, puid, as_meta_str(e->obj, "uid"));
+                        qk, q->name, puid, as_meta_str(cur, "uid"));
         json_decref(opts);
         return;
     }
-    if (prv && strcmp(prv, as_meta_str(e->obj, "resourceVersion"))) {
+    if (prv && strcmp(prv, as_meta_str(cur, "resourceVersion"))) {
         as_reply_status(q, 409, "Conflict", as_details(q->name, res->group, res->plural),
                         "Operation cannot be fulfilled on %s \"%s\": the ResourceVersion in the "
                         "precondition (%s) does not match the ResourceVersion in record (%s). The "
                         "object might have been modified",
-                        qk, q->name, prv, as_meta_str(e->obj, "resourceVersion"));
+                        qk, q->name, prv, as_meta_str(cur, "resourceVersion"));
         json_decref(opts);
         return;
     }
@@ -189,7 +191,7 @@ void as_handle_delete(as_req_t *q)
     char *pol = policy ? lop_xstrdup(policy) : NULL;
     json_decref(opts);
     char msg[2600];
-    json_t *live = as_convert(srv, res, e->obj, res->api_version, msg, sizeof msg);
+    json_t *live = as_convert(srv, res, cur, res->api_version, msg, sizeof msg);
     if (!live) {
         free(pol);
         as_reply_status(q, 500, "InternalError", NULL, "%s", msg);
@@ -236,12 +238,13 @@ void as_handle_deletecollection(as_req_t *q)
     char **keys = lop_xcalloc(c->n + 1, sizeof *keys);
     const char *ns = q->ns[0] ? q->ns : NULL;
     for (size_t i = 0; i < c->n; i++)
-        if (as_obj_matches(res, ns, ls, fs, c->items[i].obj)) keys[nkeys++] = lop_xstrdup(c->items[i].key);
+        if (as_blob_matches(srv, res, ns, ls, fs, c->items[i].key, c->items[i].wire, false))
+            keys[nkeys++] = lop_xstrdup(c->items[i].key);
     json_t *items = json_array();
     for (size_t i = 0; i < nkeys; i++) {
         as_entry_t *e = as_store_find(c, keys[i]);
         if (e && dry) {
-            json_array_append(items, e->obj);
+            json_array_append(items, as_entry_obj(srv, e));
         } else if (e) {
             bool removed;
             json_t *o = delete_object(srv, res, keys[i], policy, &removed);
@@ -281,7 +284,7 @@ static void collect_uids(lop_apiserver_t *srv, uidset_t *s)
     for (size_t i = 0; i < srv->ncolls; i++) {
         as_coll_t *c = srv->colls[i];
         for (size_t j = 0; j < c->n; j++) {
-            const char *u = as_meta_str(c->items[j].obj, "uid");
+            const char *u = c->items[j].wire->facts->uid;
             if (!u) continue;
             if (s->n == s->cap) {
                 s->cap = s->cap ? s->cap * 2 : 256;
@@ -299,7 +302,7 @@ static as_entry_t *find_uid(lop_apiserver_t *srv, const char *uid, as_coll_t **c
     for (size_t i = 0; i < srv->ncolls; i++) {
         as_coll_t *c = srv->colls[i];
         for (size_t j = 0; j < c->n; j++) {
-            const char *u = as_meta_str(c->items[j].obj, "uid");
+            const char *u = c->items[j].wire->facts->uid;
             if (u && !strcmp(u, uid)) {
                 *cout = c;
                 return &c->items[j];
@@ -320,8 +323,8 @@ static bool has_finalizer(const json_t *obj, const char *f)
 static bool drop_finalizer(lop_apiserver_t *srv, as_coll_t *c, const char *key, const char *f)
 {
     as_entry_t *e = as_store_find(c, key);
-    if (!e || !has_finalizer(e->obj, f)) return false;
-    json_t *n = json_deep_copy(e->obj);
+    if (!e || !has_finalizer(as_entry_obj(srv, e), f)) return false;
+    json_t *n = json_deep_copy(as_entry_obj(srv, e));
     json_t *fin = json_object_get(json_object_get(n, "metadata"), "finalizers");
     remove_str(fin, f);
     if (json_array_size(fin) == 0 && as_meta_str(n, "deletionTimestamp")) {
@@ -348,19 +351,15 @@ static bool gc_pass(lop_apiserver_t *srv)
         as_res_t *res = res_for_coll(srv, c);
         if (!res) continue;
         for (size_t j = 0; j < c->n && !changed; j++) {
-            json_t *obj = c->items[j].obj;
-            json_t *refs = json_object_get(json_object_get(obj, "metadata"), "ownerReferences");
-            if (!json_is_array(refs) || json_array_size(refs) == 0 || as_meta_str(obj, "deletionTimestamp")) continue;
+            const as_facts_t *f = c->items[j].wire->facts;
+            if (!f->owner_refs || f->deleting) continue;
             bool any_live = false, owner_fg = false;
-            size_t k;
-            json_t *r;
-            json_array_foreach(refs, k, r)
-            {
-                const char *u = json_string_value(json_object_get(r, "uid"));
-                if (!u || !uid_exists(&live, u)) continue;
+            for (size_t k = 0; k < f->nowners; k++) {
+                const char *u = f->owner_uids[k];
+                if (!uid_exists(&live, u)) continue;
                 as_coll_t *oc;
                 as_entry_t *oe = find_uid(srv, u, &oc);
-                if (oe && as_meta_str(oe->obj, "deletionTimestamp") && has_finalizer(oe->obj, "foregroundDeletion"))
+                if (oe && oe->wire->facts->deleting && oe->wire->facts->fin_foreground)
                     owner_fg = true;
                 else
                     any_live = true;
@@ -378,17 +377,22 @@ static bool gc_pass(lop_apiserver_t *srv)
     for (size_t ci = 0; ci < srv->ncolls && !changed; ci++) {
         as_coll_t *c = srv->colls[ci];
         for (size_t j = 0; j < c->n && !changed; j++) {
-            json_t *obj = c->items[j].obj;
-            if (!as_meta_str(obj, "deletionTimestamp")) continue;
-            bool fg = has_finalizer(obj, "foregroundDeletion");
-            bool orphan = has_finalizer(obj, "orphan");
+            const as_facts_t *of = c->items[j].wire->facts;
+            if (!of->deleting) continue;
+            bool fg = of->fin_foreground;
+            bool orphan = of->fin_orphan;
             if (!fg && !orphan) continue;
-            const char *uid = as_meta_str(obj, "uid");
+            const char *uid = of->uid;
+            if (!uid) continue;
             bool blocking = false;
             for (size_t di = 0; di < srv->ncolls; di++) {
                 as_coll_t *dc = srv->colls[di];
                 for (size_t dj = 0; dj < dc->n; dj++) {
-                    json_t *dobj = dc->items[dj].obj;
+                    const as_facts_t *df = dc->items[dj].wire->facts;
+                    bool owned = false;
+                    for (size_t k = 0; k < df->nowners && !owned; k++) owned = !strcmp(df->owner_uids[k], uid);
+                    if (!owned) continue;
+                    json_t *dobj = as_entry_obj(srv, &dc->items[dj]);
                     json_t *refs = json_object_get(json_object_get(dobj, "metadata"), "ownerReferences");
                     size_t k;
                     json_t *r;
@@ -435,9 +439,8 @@ static bool ns_pass(lop_apiserver_t *srv)
     as_coll_t *nsc = as_coll_get(srv, "", "namespaces", false);
     if (!nsc) return false;
     for (size_t i = 0; i < nsc->n; i++) {
-        json_t *ns = nsc->items[i].obj;
-        if (!as_meta_str(ns, "deletionTimestamp")) continue;
-        const char *name = as_meta_str(ns, "name");
+        if (!nsc->items[i].wire->facts->deleting) continue;
+        const char *name = nsc->items[i].key; /* cluster-scoped: the key is the name */
         size_t nl = strlen(name);
         bool remaining = false, changed = false;
         for (size_t ci = 0; ci < srv->ncolls; ci++) {
@@ -448,7 +451,7 @@ static bool ns_pass(lop_apiserver_t *srv)
                 const char *k = c->items[j].key;
                 if (strncmp(k, name, nl) || k[nl] != '/') continue;
                 remaining = true;
-                if (!as_meta_str(c->items[j].obj, "deletionTimestamp")) {
+                if (!c->items[j].wire->facts->deleting) {
                     char *key = lop_xstrdup(k);
                     bool removed;
                     delete_object(srv, res, key, NULL, &removed);

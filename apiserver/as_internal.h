@@ -7,8 +7,10 @@
  *
  * Everything here is owned by and touched from the server's event-loop thread, except the
  * command queue (cmd_*), which other threads use under srv->mu.
- * Stored objects (json_t) are immutable once committed: every write builds a new object, so
- * history events, snapshots and watch payloads can share references without copying.
+ * Stored objects are immutable once committed: every write builds a new object. The store keeps
+ * each one only as its serialized bytes (an as_blob_t with as_facts_t, shared by the store entry,
+ * the history events, snapshots and watch payloads); a decoded tree is made on demand from the
+ * bytes and cached for a while (as_store.h: as_blob_obj), never mutated.
  */
 #ifndef LOP_APISERVER_AS_INTERNAL_H
 #define LOP_APISERVER_AS_INTERNAL_H
@@ -32,10 +34,27 @@
 
 enum as_evtype { AS_ADDED = 0, AS_MODIFIED = 1, AS_DELETED = 2 };
 
-/* A refcounted immutable byte string (one serialized watch event shared by every watcher). */
+/* What the server's loops read of a stored object without decoding it, taken from the tree when
+ * it is committed (as_store.c). One allocation; the strings point into it. */
+typedef struct as_facts {
+    const char *api_version; /* apiVersion ("" when absent) */
+    const char *uid;         /* metadata.uid, NULL when absent */
+    bool deleting;           /* metadata.deletionTimestamp is set */
+    bool fin_foreground;     /* metadata.finalizers holds "foregroundDeletion" */
+    bool fin_orphan;         /* ... holds "orphan" */
+    bool owner_refs;         /* metadata.ownerReferences is a non-empty array */
+    size_t nowners;
+    const char **owner_uids; /* metadata.ownerReferences[].uid (those that are strings) */
+} as_facts_t;
+
+/* A refcounted immutable byte string (one serialized watch event shared by every watcher, or a
+ * stored object's serialized form, which also carries facts and, while cached, its tree). */
 typedef struct as_blob {
     int refs;
     size_t len;
+    as_facts_t *facts;               /* stored objects only (owned), else NULL */
+    json_t *tree;                    /* decode cache (as_store.c): the bytes decoded, or NULL */
+    struct as_blob *c_prev, *c_next; /* decode cache LRU links, while tree is set */
     char data[];
 } as_blob_t;
 
@@ -45,9 +64,9 @@ as_blob_t *as_blob_new(const char *data, size_t len);
 void as_blob_unref(as_blob_t *b);
 
 typedef struct as_entry {
-    char *key; /* "ns/name" or "name" */
-    json_t *obj;
-    as_blob_t *wire; /* obj serialized once at commit (compact; keys sorted for CRs) */
+    char *key;       /* "ns/name" or "name" */
+    as_blob_t *wire; /* the object serialized once at commit (compact; keys sorted for CRs), with
+                        its facts; the tree: as_entry_obj (as_store.h) */
 } as_entry_t;
 
 struct as_watcher;
@@ -96,10 +115,10 @@ typedef struct as_event {
     int type;
     as_coll_t *coll;
     char *key;
-    json_t *obj;      /* state after (DELETED: last state, RV = deletion revision) */
-    json_t *prev;     /* state before, NULL for ADDED */
-    as_blob_t *wire;  /* obj serialized (shared with the store entry) */
-    as_blob_t *pwire; /* prev serialized, NULL for ADDED */
+    as_blob_t *wire;  /* state after, serialized (shared with the store entry; DELETED: the last
+                         state with RV = deletion revision) */
+    as_blob_t *pwire; /* state before, serialized, NULL for ADDED */
+    size_t bytes;     /* what the ring charges for it (as_store.c ring_push) */
 } as_event_t;
 
 /* What the negotiated Accept asks the response to be converted to (apiserver's `as=`, `g=`, `v=`
@@ -159,7 +178,8 @@ struct lop_apiserver {
     char host[64];
     int port;
     bool tls;
-    long history;
+    long history;         /* the ring's bound in events */
+    size_t history_bytes; /* ... and in bytes (as_store.c ring_push) */
     bool fault_control;
     /* command queue (any thread) */
     pthread_mutex_t mu;
@@ -176,6 +196,12 @@ struct lop_apiserver {
     as_event_t **ring;
     size_t ring_cap, ring_head, ring_len;
     int64_t hist_floor; /* every change with rv > hist_floor is in the ring */
+    size_t ring_bytes;  /* sum of the ring's events' bytes */
+    /* decode cache (as_store.c): blobs whose tree is kept, most recently used first */
+    as_blob_t *dc_head, *dc_tail;
+    size_t dc_bytes, dc_budget, dc_count; /* bytes = the cached blobs' serialized lengths */
+    struct event *dc_trim_ev;             /* trims to the budget after the current callback */
+    uint64_t dc_hits, dc_misses;
     /* faults */
     as_fault_t faults[16];
     int nfaults;

@@ -5,6 +5,7 @@
  * ssa.c. */
 #include "apiserver/as_patch_handler.h"
 
+#include "apiserver/as_decode.h"
 #include "apiserver/as_convert.h"
 #include "apiserver/as_registry.h"
 #include "apiserver/as_status.h"
@@ -156,7 +157,7 @@ static void handle_apply(as_req_t *q, as_entry_t *e, json_t *patch)
     }
     apply_reset_fields(res, q->sub, patch);
     char msg[2600];
-    json_t *live = e ? as_convert(srv, res, e->obj, res->api_version, msg, sizeof msg) : NULL;
+    json_t *live = e ? as_convert(srv, res, as_entry_obj(srv, e), res->api_version, msg, sizeof msg) : NULL;
     if (e && !live) {
         json_decref(patch);
         as_reply_status(q, 500, "InternalError", NULL, "%s", msg);
@@ -220,7 +221,7 @@ static void handle_patch_update(as_req_t *q, as_entry_t *e, enum ptype pt, json_
     bool scale = !strcmp(q->sub, "scale");
     lop_err_t err;
     lop_err_clear(&err);
-    json_t *old = json_incref(e->obj);
+    json_t *old = json_incref(as_entry_obj(q->srv, e));
     char msg[2600];
     json_t *target = scale ? as_scale_view(res, old)
                      : as_convert_needed(res, old, res->api_version)

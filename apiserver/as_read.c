@@ -4,6 +4,7 @@
  * the /scale view of custom resources. */
 #include "apiserver/as_read.h"
 
+#include "apiserver/as_decode.h"
 #include "apiserver/as_convert.h"
 #include "apiserver/as_gzip.h"
 
@@ -251,17 +252,18 @@ typedef struct list_out {
     size_t plen;
 } list_out_t;
 
-/* One item as PartialObjectMetadata: the metadata bytes as they are in the object. */
-static void add_partial_item(as_req_t *q, list_out_t *lo, const as_entry_t *it)
+/* One item as PartialObjectMetadata: the metadata bytes as they are in the object. wb: the stored
+ * bytes, or NULL when obj (else NULL) is the object to show (converted). */
+static void add_partial_item(as_req_t *q, list_out_t *lo, as_blob_t *wb, const json_t *obj)
 {
     as_res_t *res = q->res;
-    json_t *obj = it->obj;
-    as_blob_t *wb = it->wire;
-    const json_t *av = json_object_get(obj, "apiVersion");
     char *dumped = NULL;
     size_t dl = 0;
-    if (!wb || !json_is_string(av) || strcmp(json_string_value(av), res->api_version))
-        dumped = as_dump_obj(res, obj, &dl);
+    if (!wb || strcmp(as_blob_api_version(wb), res->api_version)) {
+        json_t *o = obj ? json_incref((json_t *)obj) : as_blob_decode(q->srv, wb);
+        dumped = as_dump_obj(res, o, &dl);
+        json_decref(o);
+    }
     size_t ms = 0, me = 0;
     bool has_meta =
         dumped ? as_partial_meta_span(dumped, dl, &ms, &me) : as_partial_meta_span(wb->data, wb->len, &ms, &me);
@@ -284,13 +286,10 @@ static void add_partial_item(as_req_t *q, list_out_t *lo, const as_entry_t *it)
 
 /* One item: zero-copy from the bytes serialized at commit when they are the served form, else
  * the served object dumped (built-ins without kind/apiVersion, which the list carries). */
-static void add_item(as_req_t *q, list_out_t *lo, const as_entry_t *it, size_t flags)
+static void add_item(as_req_t *q, list_out_t *lo, as_blob_t *wb, const json_t *obj_in, size_t flags)
 {
     as_res_t *res = q->res;
-    json_t *obj = it->obj;
-    as_blob_t *wb = it->wire;
-    const json_t *av = json_object_get(obj, "apiVersion");
-    if (wb && json_is_string(av) && !strcmp(json_string_value(av), res->api_version) &&
+    if (wb && !strcmp(as_blob_api_version(wb), res->api_version) &&
         (res->is_cr || (wb->len > lo->plen && !memcmp(wb->data, lo->prefix, lo->plen)))) {
         /* zero-copy: the bytes serialized at commit (built-ins minus kind/apiVersion) */
         if (lo->count > 0) evbuffer_add(lo->ib, ",", 1);
@@ -303,6 +302,7 @@ static void add_item(as_req_t *q, list_out_t *lo, const as_entry_t *it, size_t f
         }
         return;
     }
+    json_t *obj = obj_in ? json_incref((json_t *)obj_in) : as_blob_decode(q->srv, wb);
     json_t *shown;
     if (res->is_cr) {
         shown = as_served_obj(res, obj);
@@ -313,6 +313,7 @@ static void add_item(as_req_t *q, list_out_t *lo, const as_entry_t *it, size_t f
         json_object_del(shown, "kind");
         json_object_del(shown, "apiVersion");
     }
+    json_decref(obj);
     char *s = json_dumps(shown, flags);
     json_decref(shown);
     if (lo->count > 0) evbuffer_add(lo->ib, ",", 1);
@@ -402,20 +403,25 @@ void as_handle_list(as_req_t *q)
     char conv_err[2600] = "";
     for (; i < n; i++) {
         if (lq.limit > 0 && lo.count >= lq.limit) break;
-        if (!as_obj_matches(res, NULL, ls, fs, items[i].obj)) continue;
-        as_entry_t conv = items[i]; /* another version through the conversion webhook */
-        if (as_convert_needed(res, conv.obj, res->api_version)) {
-            conv.wire = NULL;
-            conv.obj = as_convert(q->srv, res, items[i].obj, res->api_version, conv_err, sizeof conv_err);
-            if (!conv.obj) break;
+        if (!as_blob_matches(srv, res, NULL, ls, fs, items[i].key, items[i].wire, false)) continue;
+        as_blob_t *wb = items[i].wire;
+        json_t *obj = NULL;                                     /* a new reference when decoded */
+        if (as_blob_needs_convert(res, wb, res->api_version)) { /* another version: conversion webhook */
+            json_t *stored = as_blob_decode(srv, wb);
+            obj = as_convert(q->srv, res, stored, res->api_version, conv_err, sizeof conv_err);
+            json_decref(stored);
+            if (!obj) break;
+            wb = NULL;
         }
-        if (table_objs)
-            json_array_append_new(table_objs, as_served_obj(res, conv.obj));
-        else if (partial)
-            add_partial_item(q, &lo, &conv);
-        else
-            add_item(q, &lo, &conv, flags);
-        if (conv.obj != items[i].obj) json_decref(conv.obj);
+        if (table_objs) {
+            if (!obj) obj = as_blob_decode(srv, wb);
+            json_array_append_new(table_objs, as_served_obj(res, obj));
+        } else if (partial) {
+            add_partial_item(q, &lo, wb, obj);
+        } else {
+            add_item(q, &lo, wb, obj, flags);
+        }
+        json_decref(obj);
         lo.count++;
         lo.last_key = items[i].key;
     }
@@ -474,17 +480,17 @@ void as_handle_get(as_req_t *q)
         return;
     }
     if (!strcmp(q->sub, "scale")) {
-        as_reply_json(q, 200, as_scale_view(res, e->obj), false);
+        as_reply_json(q, 200, as_scale_view(res, as_entry_obj(q->srv, e)), false);
         return;
     }
-    if (as_convert_needed(res, e->obj, res->api_version)) {
+    if (as_blob_needs_convert(res, e->wire, res->api_version)) {
         char msg[2600];
-        json_t *c = as_convert(q->srv, res, e->obj, res->api_version, msg, sizeof msg);
+        json_t *c = as_convert(q->srv, res, as_entry_obj(q->srv, e), res->api_version, msg, sizeof msg);
         if (!c)
             as_reply_status(q, 500, "InternalError", NULL, "%s", msg);
         else
             as_reply_json(q, 200, c, true);
         return;
     }
-    as_reply_stored(q, 200, res, e->obj, e->wire);
+    as_reply_stored(q, 200, res, as_entry_obj(q->srv, e), e->wire);
 }

@@ -262,7 +262,7 @@ void as_review_token_request(as_req_t *q)
     json_t *auds = json_object_get(spec, "audiences");
     json_t *out_auds = json_array_size(auds) ? json_deep_copy(auds) : json_pack("[s]", AS_API_AUDIENCE);
     int64_t expires;
-    const char *tok = as_authn_mint_sa(q->srv, q->ns, q->name, as_meta_str(e->obj, "uid"), out_auds, exp, &expires);
+    const char *tok = as_authn_mint_sa(q->srv, q->ns, q->name, e->wire->facts->uid, out_auds, exp, &expires);
     char ts[40];
     lop_time_format(expires * (int64_t)1000000000, ts, sizeof ts);
     json_t *out = json_pack("{s:s,s:s,s:{s:s,s:s,s:n},s:{s:o,s:I,s:O},s:{s:s,s:s}}", "kind", "TokenRequest",

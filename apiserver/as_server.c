@@ -134,6 +134,8 @@ lop_rc_t lop_apiserver_start(const lop_apiserver_opts_t *opts, lop_apiserver_t *
     pthread_cond_init(&srv->cv, NULL);
     snprintf(srv->host, sizeof srv->host, "%s", host);
     srv->history = opts->history > 0 ? opts->history : 10000;
+    srv->history_bytes = opts->history_bytes > 0 ? opts->history_bytes : (size_t)256 << 20;
+    srv->dc_budget = opts->decode_cache_bytes > 0 ? opts->decode_cache_bytes : (size_t)4 << 20;
     srv->fault_control = opts->fault_control;
     const char *mode = opts->authorization_mode && *opts->authorization_mode ? opts->authorization_mode : "AlwaysAllow";
     if (strcmp(mode, "AlwaysAllow") && strcmp(mode, "RBAC")) {

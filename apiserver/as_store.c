@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* as_store.c — the in-memory object store: sorted collections, one global revision, the bounded
- * event history (ring) and point-in-time snapshots rebuilt from it (api-concepts#resource-versions). */
+ * event history (ring, bounded in events and bytes), point-in-time snapshots rebuilt from it
+ * (api-concepts#resource-versions). Objects are kept serialized (as_decode.h for their trees). */
 #include "apiserver/as_store.h"
 
+#include "apiserver/as_decode.h"
 #include "apiserver/as_util.h"
 #include "apiserver/as_watch.h"
 
@@ -40,10 +42,10 @@ as_entry_t *as_store_find(as_coll_t *c, const char *key)
     return i >= 0 ? &c->items[i] : NULL;
 }
 
+/* ---- history ring ---- */
+
 static void hist_event_free(as_event_t *e)
 {
-    json_decref(e->obj);
-    json_decref(e->prev);
     free(e->key);
     as_blob_unref(e->wire);
     as_blob_unref(e->pwire);
@@ -53,8 +55,11 @@ static void hist_event_free(as_event_t *e)
 void as_store_init(lop_apiserver_t *srv)
 {
     srv->ring_cap = (size_t)(srv->history > 0 ? srv->history : 10000);
+    if (!srv->history_bytes) srv->history_bytes = (size_t)256 << 20;
+    if (!srv->dc_budget) srv->dc_budget = (size_t)4 << 20;
     srv->ring = lop_xcalloc(srv->ring_cap, sizeof *srv->ring);
     srv->ring_head = srv->ring_len = 0;
+    srv->ring_bytes = 0;
     srv->hist_floor = 0;
     srv->rev = 0;
 }
@@ -65,11 +70,12 @@ void as_store_free(lop_apiserver_t *srv)
     free(srv->ring);
     srv->ring = NULL;
     srv->ring_len = 0;
+    srv->ring_bytes = 0;
+    as_decode_free(srv);
     for (size_t i = 0; i < srv->ncolls; i++) {
         as_coll_t *c = srv->colls[i];
         for (size_t j = 0; j < c->n; j++) {
             free(c->items[j].key);
-            json_decref(c->items[j].obj);
             as_blob_unref(c->items[j].wire);
         }
         free(c->items);
@@ -81,23 +87,35 @@ void as_store_free(lop_apiserver_t *srv)
     srv->ncolls = srv->capcolls = 0;
 }
 
+static void ring_drop_oldest(lop_apiserver_t *srv)
+{
+    as_event_t *old = srv->ring[srv->ring_head];
+    srv->hist_floor = old->rv;
+    srv->ring_bytes -= old->bytes;
+    hist_event_free(old);
+    srv->ring_head = (srv->ring_head + 1) % srv->ring_cap;
+    srv->ring_len--;
+}
+
+/* Append e, first dropping the oldest events until it fits in ring_cap events and history_bytes
+ * (an event larger than the whole budget is kept alone). An event is charged both its blobs
+ * although they are shared with the store or a neighbour event: the bound is on what the ring
+ * may keep alive, not less. */
 static void ring_push(lop_apiserver_t *srv, as_event_t *e)
 {
-    if (srv->ring_len == srv->ring_cap) {
-        as_event_t *old = srv->ring[srv->ring_head];
-        srv->hist_floor = old->rv;
-        hist_event_free(old);
-        srv->ring_head = (srv->ring_head + 1) % srv->ring_cap;
-        srv->ring_len--;
-    }
+    e->bytes = sizeof *e + strlen(e->key) + 1 + e->wire->len + (e->pwire ? e->pwire->len : 0);
+    while (srv->ring_len && (srv->ring_len == srv->ring_cap || srv->ring_bytes + e->bytes > srv->history_bytes))
+        ring_drop_oldest(srv);
     srv->ring[(srv->ring_head + srv->ring_len) % srv->ring_cap] = e;
     srv->ring_len++;
+    srv->ring_bytes += e->bytes;
 }
 
 void as_store_compact(lop_apiserver_t *srv)
 {
     for (size_t i = 0; i < srv->ring_len; i++) hist_event_free(srv->ring[(srv->ring_head + i) % srv->ring_cap]);
     srv->ring_head = srv->ring_len = 0;
+    srv->ring_bytes = 0;
     srv->hist_floor = srv->rev;
 }
 
@@ -114,11 +132,13 @@ static as_blob_t *serialize(const as_coll_t *c, const json_t *obj)
     if (!s) s = lop_xstrdup("{}");
     as_blob_t *b = as_blob_new(s, strlen(s));
     free(s);
+    b->facts = as_facts_of(obj);
     return b;
 }
 
-as_blob_t *as_store_wire(as_coll_t *c, const json_t *obj)
+as_blob_t *as_store_wire(lop_apiserver_t *srv, as_coll_t *c, const json_t *obj)
 {
+    (void)srv;
     const char *name = as_meta_str(obj, "name");
     const char *ns = as_meta_str(obj, "namespace");
     if (!name) return NULL;
@@ -128,14 +148,14 @@ as_blob_t *as_store_wire(as_coll_t *c, const json_t *obj)
     else
         snprintf(key, sizeof key, "%s", name);
     as_entry_t *e = as_store_find(c, key);
-    return e && e->obj == obj ? e->wire : NULL;
+    return e && e->wire->tree == obj ? e->wire : NULL;
 }
 
 json_t *as_store_commit(lop_apiserver_t *srv, as_coll_t *c, const char *key, json_t *new_obj)
 {
     long idx = bsearch_key(c->items, c->n, key);
-    json_t *old = idx >= 0 ? c->items[idx].obj : NULL;
-    if (!new_obj && !old) return NULL;
+    as_blob_t *oldw = idx >= 0 ? c->items[idx].wire : NULL;
+    if (!new_obj && !oldw) return NULL;
     int64_t rv = ++srv->rev;
     as_event_t *e = lop_xcalloc(1, sizeof *e);
     e->rv = rv;
@@ -143,27 +163,24 @@ json_t *as_store_commit(lop_apiserver_t *srv, as_coll_t *c, const char *key, jso
     e->key = lop_xstrdup(key);
     json_t *result;
     if (!new_obj) { /* delete: the event carries the last state with the deletion RV */
-        json_t *last = json_deep_copy(old);
+        json_t *last = json_deep_copy(as_blob_obj(srv, oldw));
         set_rv(last, rv);
         e->type = AS_DELETED;
-        e->obj = last;
         e->wire = serialize(c, last);
-        e->prev = old; /* takes the store's reference */
-        e->pwire = c->items[idx].wire;
+        as_decode_put(srv, e->wire, last);
+        e->pwire = oldw; /* takes the store's reference */
         free(c->items[idx].key);
         memmove(&c->items[idx], &c->items[idx + 1], (c->n - (size_t)idx - 1) * sizeof *c->items);
         c->n--;
         result = last;
     } else {
         set_rv(new_obj, rv);
-        e->obj = json_incref(new_obj);
         e->wire = serialize(c, new_obj);
-        e->wire->refs++; /* one for the event, one for the store entry */
-        if (old) {
+        as_decode_put(srv, e->wire, new_obj); /* the caller's reference goes to the cache */
+        e->wire->refs++;                      /* one for the event, one for the store entry */
+        if (oldw) {
             e->type = AS_MODIFIED;
-            e->prev = old; /* the store's references move to the event */
-            e->pwire = c->items[idx].wire;
-            c->items[idx].obj = new_obj;
+            e->pwire = oldw; /* the store's reference moves to the event */
             c->items[idx].wire = e->wire;
         } else {
             e->type = AS_ADDED;
@@ -174,7 +191,6 @@ json_t *as_store_commit(lop_apiserver_t *srv, as_coll_t *c, const char *key, jso
             }
             memmove(&c->items[pos + 1], &c->items[pos], (c->n - pos) * sizeof *c->items);
             c->items[pos].key = lop_xstrdup(key);
-            c->items[pos].obj = new_obj;
             c->items[pos].wire = e->wire;
             c->n++;
         }
@@ -214,10 +230,7 @@ int as_store_snapshot(lop_apiserver_t *srv, as_coll_t *c, int64_t rv, const char
                     cnt--;
                 }
             } else if (e->type == AS_MODIFIED) {
-                if (idx >= 0) {
-                    arr[idx].obj = e->prev;
-                    arr[idx].wire = e->pwire;
-                }
+                if (idx >= 0) arr[idx].wire = e->pwire;
             } else if (idx < 0) {
                 if (cnt == cap) {
                     cap *= 2;
@@ -226,7 +239,6 @@ int as_store_snapshot(lop_apiserver_t *srv, as_coll_t *c, int64_t rv, const char
                 size_t pos = (size_t)(-idx - 1);
                 memmove(&arr[pos + 1], &arr[pos], (cnt - pos) * sizeof *arr);
                 arr[pos].key = e->key;
-                arr[pos].obj = e->prev;
                 arr[pos].wire = e->pwire;
                 cnt++;
             }

@@ -5,6 +5,7 @@
  * See as_table.h. */
 #include "apiserver/as_table.h"
 
+#include "apiserver/as_decode.h"
 #include "apiserver/as_jsonpath.h"
 #include "apiserver/as_registry.h"
 #include "apiserver/as_store.h"
@@ -116,7 +117,7 @@ static const json_t *crd_columns(lop_apiserver_t *srv, const as_res_t *res)
 {
     as_coll_t *c = as_coll_get(srv, "apiextensions.k8s.io", "customresourcedefinitions", false);
     as_entry_t *e = c && res->crd_name ? as_store_find(c, res->crd_name) : NULL;
-    const json_t *versions = e ? json_object_get(json_object_get(e->obj, "spec"), "versions") : NULL;
+    const json_t *versions = e ? json_object_get(json_object_get(as_entry_obj(srv, e), "spec"), "versions") : NULL;
     size_t i;
     const json_t *v;
     json_array_foreach(versions, i, v)

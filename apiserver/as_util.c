@@ -17,6 +17,9 @@ as_blob_t *as_blob_new(const char *data, size_t len)
     as_blob_t *b = lop_xmalloc(sizeof(*b) + len + 1);
     b->refs = 1;
     b->len = len;
+    b->facts = NULL;
+    b->tree = NULL;
+    b->c_prev = b->c_next = NULL;
     memcpy(b->data, data, len);
     b->data[len] = '\0';
     return b;
@@ -24,7 +27,10 @@ as_blob_t *as_blob_new(const char *data, size_t len)
 
 void as_blob_unref(as_blob_t *b)
 {
-    if (b && --b->refs == 0) free(b);
+    if (b && --b->refs == 0) {
+        free(b->facts); /* tree: a cached blob holds a reference of its own, so it is NULL here */
+        free(b);
+    }
 }
 
 static void rand_bytes(unsigned char *p, size_t n)

@@ -5,6 +5,7 @@
 #include "apiserver/as_watch.h"
 
 #include "apiserver/as_convert.h"
+#include "apiserver/as_decode.h"
 
 #include "apiserver/as_select.h"
 #include "apiserver/as_status.h"
@@ -287,20 +288,39 @@ static int send_bookmark(as_watcher_t *w, bool initial_end)
 
 static const char *const type_names[] = {"ADDED", "MODIFIED", "DELETED"};
 
-/* Deliver one stored event to one watcher. Returns -1 if the watcher ended. */
-static int deliver(as_watcher_t *w, as_event_t *e)
+/* The tree of stored bytes b as a new reference: through the decode cache when cache (an event
+ * being dispatched to every watcher decodes once), else decoded for this use only (replay). */
+static json_t *tree_of(as_watcher_t *w, as_blob_t *b, bool cache)
+{
+    return cache ? json_incref(as_blob_obj(w->srv, b)) : as_blob_decode(w->srv, b);
+}
+
+/* send_obj_event with the tree of b. */
+static int send_stored_event(as_watcher_t *w, const char *type, as_blob_t *b, bool cache)
+{
+    json_t *o = tree_of(w, b, cache);
+    int rc = send_obj_event(w, type, o);
+    json_decref(o);
+    return rc;
+}
+
+/* Deliver one stored event to one watcher; objects are decoded only when the watcher's selectors,
+ * a conversion or a Table needs them (cache: see tree_of). Returns -1 if the watcher ended. */
+static int deliver(as_watcher_t *w, as_event_t *e, bool cache)
 {
     if (e->rv <= w->min_rv) return 0;
-    bool now = e->type != AS_DELETED && as_obj_matches(w->res, w->ns, w->ls, w->fs, e->obj);
-    bool before = e->prev && as_obj_matches(w->res, w->ns, w->ls, w->fs, e->prev);
-    const json_t *av = json_object_get(e->obj, "apiVersion");
-    bool same_version = json_is_string(av) && !strcmp(json_string_value(av), w->res->api_version);
+    lop_apiserver_t *srv = w->srv;
+    bool now = e->type != AS_DELETED && as_blob_matches(srv, w->res, w->ns, w->ls, w->fs, e->key, e->wire, cache);
+    bool before = e->pwire && as_blob_matches(srv, w->res, w->ns, w->ls, w->fs, e->key, e->pwire, cache);
+    bool same_version = !strcmp(as_blob_api_version(e->wire), w->res->api_version);
     if (e->type == AS_DELETED) {
-        if (!as_obj_matches(w->res, w->ns, w->ls, w->fs, e->obj)) return 0;
+        if (!as_blob_matches(srv, w->res, w->ns, w->ls, w->fs, e->key, e->wire, cache)) return 0;
     } else if (e->type == AS_MODIFIED && now && !before) {
-        return send_obj_event(w, "ADDED", e->obj);
+        return send_stored_event(w, "ADDED", e->wire, cache);
     } else if (e->type == AS_MODIFIED && !now && before) {
-        json_t *old = json_deep_copy(e->prev);
+        json_t *prev = tree_of(w, e->pwire, cache);
+        json_t *old = json_deep_copy(prev);
+        json_decref(prev);
         char b[32];
         snprintf(b, sizeof b, "%" PRId64, e->rv);
         json_object_set_new(as_meta(old), "resourceVersion", json_string(b));
@@ -310,8 +330,8 @@ static int deliver(as_watcher_t *w, as_event_t *e)
     } else if (!now) {
         return 0;
     }
-    if (!same_version || !e->wire || w->conv.kind == AS_CONV_TABLE)
-        return send_obj_event(w, type_names[e->type], e->obj);
+    if (!same_version || w->conv.kind == AS_CONV_TABLE)
+        return send_stored_event(w, type_names[e->type], e->wire, cache);
     return send_wire(w, type_names[e->type], e->wire);
 }
 
@@ -321,7 +341,7 @@ void as_watch_dispatch(lop_apiserver_t *srv, as_event_t *ev)
     as_watcher_t *w = ev->coll->watchers;
     while (w) {
         as_watcher_t *next = w->next;
-        deliver(w, ev);
+        deliver(w, ev, true);
         w = next;
     }
 }
@@ -495,22 +515,30 @@ void as_handle_watch(as_req_t *q)
     if (initial) {
         as_coll_t *c = w->coll;
         for (size_t i = 0; i < c->n; i++) {
-            json_t *o = c->items[i].obj;
-            if (!as_obj_matches(w->res, w->ns, w->ls, w->fs, o)) continue;
-            const json_t *av = json_object_get(o, "apiVersion");
-            bool same = json_is_string(av) && !strcmp(json_string_value(av), w->res->api_version);
-            bool wire = same && c->items[i].wire && w->conv.kind != AS_CONV_TABLE;
-            int rc = wire ? send_wire(w, "ADDED", c->items[i].wire) : send_obj_event(w, "ADDED", o);
+            as_blob_t *b = c->items[i].wire;
+            if (!as_blob_matches(srv, w->res, w->ns, w->ls, w->fs, c->items[i].key, b, false)) continue;
+            bool same = !strcmp(as_blob_api_version(b), w->res->api_version);
+            bool wire = same && w->conv.kind != AS_CONV_TABLE;
+            int rc = wire ? send_wire(w, "ADDED", b) : send_stored_event(w, "ADDED", b, false);
             if (rc < 0) return;
         }
         if (bookmarks && send_bookmark(w, true) < 0) return;
     } else if (rv > srv->rev) {
         w->min_rv = rv; /* silent until the store passes the requested revision */
     } else if (rv < srv->rev) {
-        for (size_t i = 0; i < srv->ring_len; i++) {
+        /* the ring is in RV order: find the first event after rv, then replay */
+        size_t lo = 0, hi = srv->ring_len;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (srv->ring[(srv->ring_head + mid) % srv->ring_cap]->rv <= rv)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        for (size_t i = lo; i < srv->ring_len; i++) {
             as_event_t *e = srv->ring[(srv->ring_head + i) % srv->ring_cap];
-            if (e->rv <= rv || e->coll != w->coll) continue;
-            if (deliver(w, e) < 0) return;
+            if (e->coll != w->coll) continue;
+            if (deliver(w, e, false) < 0) return;
         }
     }
     struct evbuffer *batch = w->batch;

@@ -5,6 +5,7 @@
  * in as_patch_handler.c. */
 #include "apiserver/as_write.h"
 
+#include "apiserver/as_decode.h"
 #include "apiserver/as_admission.h"
 #include "apiserver/as_convert.h"
 #include "apiserver/as_crd.h"
@@ -221,7 +222,7 @@ static void reply_obj(as_req_t *q, int code, const json_t *obj)
             as_reply_json(q, code, c, true);
         return;
     }
-    as_reply_stored(q, code, q->res, obj, as_store_wire(q->res->coll, obj));
+    as_reply_stored(q, code, q->res, obj, as_store_wire(q->srv, q->res->coll, obj));
 }
 
 static void namespace_exists_or_reply(as_req_t *q, int *ok)
@@ -418,7 +419,7 @@ static bool check_create_target(as_req_t *q, const char *key, const char *name)
     if (!res->namespaced) return true;
     as_coll_t *nsc = as_coll_get(q->srv, "", "namespaces", false);
     as_entry_t *ne = nsc ? as_store_find(nsc, q->ns) : NULL;
-    if (!ne || !as_meta_str(ne->obj, "deletionTimestamp")) return true;
+    if (!ne || !ne->wire->facts->deleting) return true;
     char qual[300];
     as_qualified_resource(res, qual, sizeof qual);
     json_t *d = as_details(name, res->group, res->plural);
@@ -704,7 +705,7 @@ void as_handle_update(as_req_t *q)
         as_reply_notfound(q, res, q->name);
         return;
     }
-    json_t *old = json_incref(e->obj);
+    json_t *old = json_incref(as_entry_obj(q->srv, e));
     const char *brv = as_meta_str(obj, "resourceVersion");
     bool required = res->require_rv || (res->is_cr && !strcmp(q->sub, "status"));
     if (check_update_rv(q, old, brv, required && !scale) < 0) {

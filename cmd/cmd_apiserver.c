@@ -4,8 +4,10 @@
 #include "cmd/cli.h"
 #include "host/util/log.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,10 +18,31 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: luaop apiserver [--listen HOST:PORT] [--kubeconfig-out PATH] [--tls]\n"
                "                       [--token-file F] [--client-ca F] [--authorization-mode AlwaysAllow|RBAC]\n"
-               "                       [--history N]\n"
+               "                       [--history N] [--history-bytes N[Ki|Mi|Gi]]\n"
                "                       [--enable-fault-control] [--webhook-service NS/NAME=HOST:PORT]...\n"
                "A local, in-memory Kubernetes API server for development and tests.\n"
                "NOT a production API server. Prints `listening on URL` and serves until SIGTERM.\n");
+}
+
+/* "N", "NKi", "NMi" or "NGi" (binary multiples, as Kubernetes quantities) → bytes > 0; -1 if not. */
+static int parse_bytes(const char *s, size_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s || errno || *s == '-') return -1;
+    unsigned shift = 0;
+    if (!strcmp(end, "Ki"))
+        shift = 10;
+    else if (!strcmp(end, "Mi"))
+        shift = 20;
+    else if (!strcmp(end, "Gi"))
+        shift = 30;
+    else if (*end)
+        return -1;
+    if (v == 0 || v > (SIZE_MAX >> shift)) return -1;
+    *out = (size_t)v << shift;
+    return 0;
 }
 
 int lop_cmd_apiserver(int argc, char **argv)
@@ -33,7 +56,7 @@ int lop_cmd_apiserver(int argc, char **argv)
         const char *val = NULL;
         bool needs = !strcmp(a, "--listen") || !strcmp(a, "--kubeconfig-out") || !strcmp(a, "--token-file") ||
                      !strcmp(a, "--client-ca") || !strcmp(a, "--history") || !strcmp(a, "--webhook-service") ||
-                     !strcmp(a, "--authorization-mode");
+                     !strcmp(a, "--history-bytes") || !strcmp(a, "--authorization-mode");
         if (needs) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "luaop apiserver: %s needs a value\n", a);
@@ -62,6 +85,12 @@ int lop_cmd_apiserver(int argc, char **argv)
             o.history = strtol(val, &end, 10);
             if (*end || o.history <= 0) {
                 fprintf(stderr, "luaop apiserver: --history wants a positive number, got \"%s\"\n", val);
+                return 2;
+            }
+        } else if (!strcmp(a, "--history-bytes")) {
+            if (parse_bytes(val, &o.history_bytes) < 0) {
+                fprintf(stderr,
+                        "luaop apiserver: --history-bytes wants a positive size (N, NKi, NMi, NGi), got \"%s\"\n", val);
                 return 2;
             }
         } else if (!strcmp(a, "--tls"))

@@ -5,6 +5,10 @@
  *   1. LIST of 10,000 ~1 KB ConfigMaps (best of 5),
  *   2. events/s received by one watcher (50,000 MODIFIED events replayed from history),
  *   3. 1,000 concurrent watches held, and the time until all of them saw one new event.
+ * `mem [configmaps] [pods]` instead measures memory: heap bytes held per stored object (mallinfo2
+ * uordblks after malloc_trim, before and after creating them; the server runs in this process)
+ * for ~1.4 KB ConfigMaps and ~6.7 KB Pods (bench/fixtures, found through $BENCH_FIXTURES), next to
+ * the size of their JSON as LIST serves it, and LIST of all the ConfigMaps (best of 3).
  * Build and run: bench/apiserver/run.sh (needs a configured build/ directory).
  */
 #include "apiserver/apiserver.h"
@@ -12,6 +16,7 @@
 #include "host/util/clock.h"
 
 #include <curl/curl.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,8 +61,125 @@ static size_t count_lines(char *p, size_t sz, size_t n, void *ud)
     return sz * n;
 }
 
+/* The fixture file name (bench/fixtures/NAME) read whole, NUL-terminated; exits on failure. */
+static char *read_fixture(const char *name)
+{
+    const char *dir = getenv("BENCH_FIXTURES");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir ? dir : "bench/fixtures", name);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "cannot open %s\n", path);
+        exit(1);
+    }
+    lop_buf_t b = LOP_BUF_INIT;
+    char tmp[4096];
+    size_t n;
+    while ((n = fread(tmp, 1, sizeof tmp, f)) > 0) lop_buf_append(&b, tmp, n);
+    fclose(f);
+    while (b.len && (b.data[b.len - 1] == '\n' || b.data[b.len - 1] == ' ')) b.len--;
+    lop_buf_append(&b, "", 1);
+    return b.data;
+}
+
+/* tmpl with every @NAME@, @NS@ and @I@ replaced; malloc'd. */
+static char *fill(const char *tmpl, const char *name, const char *ns, int i)
+{
+    lop_buf_t b = LOP_BUF_INIT;
+    for (const char *p = tmpl; *p;) {
+        if (!strncmp(p, "@NAME@", 6)) {
+            lop_buf_puts(&b, name);
+            p += 6;
+        } else if (!strncmp(p, "@NS@", 4)) {
+            lop_buf_puts(&b, ns);
+            p += 4;
+        } else if (!strncmp(p, "@I@", 3)) {
+            lop_buf_printf(&b, "%d", i);
+            p += 3;
+        } else {
+            lop_buf_append(&b, p++, 1);
+        }
+    }
+    lop_buf_append(&b, "", 1);
+    return b.data;
+}
+
+static size_t heap_in_use(void)
+{
+    malloc_trim(0);
+    return mallinfo2().uordblks;
+}
+
+/* Create n objects from fixture under url; print heap bytes per object against their LIST size. */
+static int mem_kind(CURL *c, const char *base, const char *plural, const char *fixture, int n, int lists)
+{
+    char *tmpl = read_fixture(fixture);
+    char url[512];
+    snprintf(url, sizeof url, "%s/api/v1/namespaces/default/%s", base, plural);
+    size_t h0 = heap_in_use();
+    double t0 = now_s();
+    for (int i = 0; i < n; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "m-%07d", i);
+        char *body = fill(tmpl, name, "default", i);
+        long code = req(c, "POST", url, body, NULL, NULL);
+        free(body);
+        if (code != 201) {
+            fprintf(stderr, "create %s %d: HTTP %ld\n", plural, i, code);
+            return 1;
+        }
+    }
+    double t1 = now_s();
+    size_t h1 = heap_in_use();
+    double best = 1e9;
+    size_t bytes = 0;
+    for (int k = 0; k < (lists > 0 ? lists : 1); k++) {
+        lop_buf_t out = LOP_BUF_INIT;
+        double a = now_s();
+        req(c, "GET", url, NULL, NULL, &out);
+        double b = now_s();
+        if (b - a < best) best = b - a;
+        bytes = out.len;
+        lop_buf_free(&out);
+    }
+    double per = (double)(h1 > h0 ? h1 - h0 : 0) / n, json = (double)bytes / n;
+    printf("mem: %d %s created in %.1f s; heap +%.1f MB = %.0f bytes per object; JSON %.0f bytes per "
+           "object (LIST %.1f MB); ratio %.2fx\n",
+           n, plural, t1 - t0, (double)(h1 - h0) / 1e6, per, json, bytes / 1e6, per / json);
+    if (lists > 0)
+        printf("mem: LIST of %d %s (%.1f MB), best of %d: %.1f ms\n", n, plural, bytes / 1e6, lists, best * 1000);
+    free(tmpl);
+    return 0;
+}
+
+static int mem_main(int argc, char **argv)
+{
+    int ncm = argc > 2 ? atoi(argv[2]) : 100000;
+    int npod = argc > 3 ? atoi(argv[3]) : 10000;
+    lop_apiserver_opts_t o = {0}; /* the defaults, history ring included */
+    lop_apiserver_t *srv;
+    lop_err_t err;
+    if (lop_apiserver_start(&o, &srv, &err) != LOP_OK) {
+        fprintf(stderr, "start: %s\n", err.message);
+        return 1;
+    }
+    CURL *c = curl_easy_init();
+    int rc = 0;
+    if (ncm > 0) rc |= mem_kind(c, lop_apiserver_url(srv), "configmaps", "configmap.json", ncm, 3);
+    if (npod > 0 && !rc) rc |= mem_kind(c, lop_apiserver_url(srv), "pods", "pod.json", npod, 1);
+    curl_easy_cleanup(c);
+    lop_apiserver_stop(srv);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "mem")) {
+        curl_global_init(CURL_GLOBAL_ALL);
+        int rc = mem_main(argc, argv);
+        curl_global_cleanup();
+        return rc;
+    }
     int nobj = argc > 1 ? atoi(argv[1]) : 10000;
     int nev = argc > 2 ? atoi(argv[2]) : 50000;
     int nwatch = argc > 3 ? atoi(argv[3]) : 1000;

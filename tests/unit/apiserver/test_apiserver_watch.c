@@ -196,6 +196,53 @@ static void test_history_ring_overflow(void)
     lop_apiserver_stop(small);
 }
 
+/* --history-bytes: the ring drops its oldest events to stay within its bytes (each ~1 KB
+ * ConfigMap's ADDED event is charged its ~1 KB of JSON), so a watch from before them gets 410 Gone
+ * "too old resource version" while one from a recent RV still replays. */
+static void test_history_ring_bytes(void)
+{
+    lop_apiserver_opts_t o = {.history_bytes = 3500};
+    lop_apiserver_t *small;
+    lop_err_t err;
+    T_EQ_INT(lop_apiserver_start(&o, &small, &err), LOP_OK);
+    char pad[1001];
+    memset(pad, 'x', 1000);
+    pad[1000] = '\0';
+    for (int i = 0; i < 8; i++) {
+        char body[1200];
+        snprintf(body, sizeof body, "{\"metadata\":{\"name\":\"b%d\"},\"data\":{\"v\":\"%s\"}}", i, pad);
+        resp_t r = t_http(small, "POST", "/api/v1/namespaces/default/configmaps", body, NULL);
+        T_EQ_INT(r.code, 201);
+        resp_free(&r);
+    }
+    int64_t rev = lop_apiserver_revision(small);
+    watch_t w;
+    char path[200];
+    snprintf(path, sizeof path, "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=%lld",
+             (long long)(rev - 2));
+    watch_start(&w, small, path); /* room for two or three events: two replayed ADDED */
+    T_EQ_INT(watch_wait_lines(&w, 2), 2);
+    lop_apiserver_close_watches(small);
+    json_t *ev = watch_finish(&w);
+    T_EQ_INT(json_array_size(ev), 2);
+    T_EQ_STR(ev_type(ev, 0), "ADDED");
+    T_EQ_STR(jstr(json_object_get(json_array_get(ev, 0), "object"), "metadata.name"), "b6");
+    T_EQ_STR(jstr(json_object_get(json_array_get(ev, 1), "object"), "metadata.name"), "b7");
+    json_decref(ev);
+    snprintf(path, sizeof path, "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=%lld",
+             (long long)(rev - 4));
+    watch_start(&w, small, path);
+    ev = watch_finish(&w);
+    T_EQ_INT(json_array_size(ev), 1);
+    T_EQ_STR(ev_type(ev, 0), "ERROR");
+    json_t *st = json_object_get(json_array_get(ev, 0), "object");
+    T_EQ_INT(json_integer_value(json_object_get(st, "code")), 410);
+    T_EQ_STR(jstr(st, "reason"), "Expired");
+    T_CHECK(strstr(jstr(st, "message"), "too old resource version") != NULL);
+    json_decref(ev);
+    lop_apiserver_stop(small);
+}
+
 static void test_selector_transitions(void)
 {
     resp_t r = t_http(srv, "GET", WPATH "/w1", NULL, NULL);
@@ -522,6 +569,7 @@ int main(void)
     T_RUN(test_watch_initial_events_and_bookmark);
     T_RUN(test_watch_410_after_compaction);
     T_RUN(test_history_ring_overflow);
+    T_RUN(test_history_ring_bytes);
     T_RUN(test_selector_transitions);
     T_RUN(test_finalizer_single_deleted_event);
     T_RUN(test_owner_gc);
