@@ -132,8 +132,13 @@ void as_decode_put(lop_apiserver_t *srv, as_blob_t *b, json_t *tree)
     srv->dc_bytes += b->len;
     srv->dc_count++;
     if (srv->dc_bytes > srv->dc_budget && srv->base) {
-        if (!srv->dc_trim_ev) srv->dc_trim_ev = event_new(srv->base, -1, 0, dc_trim_cb, srv);
-        if (srv->dc_trim_ev) event_active(srv->dc_trim_ev, EV_TIMEOUT, 1);
+        /* a zero timeout, not event_active: timers become active after the loop's poll, behind
+         * the I/O it found, so the reply this callback queued is written before the trim frees */
+        if (!srv->dc_trim_ev) srv->dc_trim_ev = evtimer_new(srv->base, dc_trim_cb, srv);
+        if (srv->dc_trim_ev && !evtimer_pending(srv->dc_trim_ev, NULL)) {
+            struct timeval now = {0, 0};
+            evtimer_add(srv->dc_trim_ev, &now);
+        }
     }
 }
 

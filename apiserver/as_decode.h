@@ -7,7 +7,7 @@
  * a caller needs one. The decode cache keeps recently used trees, keyed by the blob (the blob
  * holds the tree and a reference on itself while cached), least recently used evicted first
  * until the cached blobs' serialized bytes are within srv->dc_budget. Eviction runs only from its
- * own event (activated when the cache goes over budget), never inside another callback, so a
+ * own event (a zero timeout added when the cache goes over budget), never inside another callback, so a
  * tree returned here stays valid until the callback that asked for it returns. Trees are shared:
  * never modify one (json_deep_copy first).
  * Loop thread only.
