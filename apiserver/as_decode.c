@@ -7,11 +7,13 @@
 #include "apiserver/as_util.h"
 #include "apiserver/as_view.h"
 
+#include "host/codec/jsonscan.h"
 #include "host/codec/jsonstr.h"
+#include "host/meta/selector.h"
 
 #include <string.h>
 
-as_facts_t *as_facts_of(const json_t *obj)
+as_facts_t *as_facts_of(const json_t *obj, const char *data, size_t len)
 {
     const char *av = json_string_value(json_object_get(obj, "apiVersion"));
     const json_t *m = json_object_get(obj, "metadata");
@@ -56,6 +58,13 @@ as_facts_t *as_facts_of(const json_t *obj)
     }
     f->deleting = json_string_value(json_object_get(m, "deletionTimestamp")) != NULL;
     f->owner_refs = json_is_array(refs) && json_array_size(refs) > 0;
+    f->labels_start = f->labels_end = 0;
+    size_t ms, me, ls, le;
+    if (json_object_get(m, "labels") && lop_jscan_find(data, len, 0, "metadata", &ms, &me) == 1 &&
+        lop_jscan_find(data, len, ms, "labels", &ls, &le) == 1) {
+        f->labels_start = ls;
+        f->labels_end = le;
+    }
     f->fin_foreground = json_is_array(fin) && lop_json_str_in(fin, "foregroundDeletion");
     f->fin_orphan = json_is_array(fin) && lop_json_str_in(fin, "orphan");
     return f;
@@ -198,6 +207,21 @@ bool as_blob_matches(lop_apiserver_t *srv, as_res_t *res, const char *ns, lop_la
         return !strncmp(key, ns, n) && key[n] == '/';
     }
     if (cache || b->tree) return as_obj_matches(res, ns, ls, fs, as_blob_obj(srv, b));
+    if ((!fs || lop_field_selector_empty(fs)) && b->facts && (!ns || res->namespaced)) {
+        /* a label selector alone: only the labels' bytes are parsed, the namespace is the key's */
+        if (ns) {
+            size_t n = strlen(ns);
+            if (strncmp(key, ns, n) || key[n] != '/') return false;
+        }
+        const as_facts_t *f = b->facts;
+        json_t *labels = f->labels_end > f->labels_start
+                             ? json_loadb(b->data + f->labels_start, f->labels_end - f->labels_start,
+                                          JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL)
+                             : NULL;
+        bool ok = lop_label_selector_match_json(ls, labels);
+        json_decref(labels);
+        return ok;
+    }
     size_t ms, me;
     if (fields_in_meta(fs) && as_partial_meta_span(b->data, b->len, &ms, &me)) {
         json_t *m = json_loadb(b->data + ms, me - ms, JSON_ALLOW_NUL, NULL);

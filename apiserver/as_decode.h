@@ -44,7 +44,8 @@ void as_decode_trim(lop_apiserver_t *srv);
 void as_decode_put(lop_apiserver_t *srv, as_blob_t *b, json_t *tree);
 /* Empty the cache and free its trim event (as_store_free). */
 void as_decode_free(lop_apiserver_t *srv);
-/* The facts of obj (as_internal.h), a new allocation (freed with the blob that holds it). */
-as_facts_t *as_facts_of(const json_t *obj);
+/* The facts of obj (as_internal.h) serialized as data[0..len), a new allocation (freed with the
+ * blob that holds it). */
+as_facts_t *as_facts_of(const json_t *obj, const char *data, size_t len);
 
 #endif

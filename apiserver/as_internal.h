@@ -43,6 +43,8 @@ typedef struct as_facts {
     bool fin_foreground;     /* metadata.finalizers holds "foregroundDeletion" */
     bool fin_orphan;         /* ... holds "orphan" */
     bool owner_refs;         /* metadata.ownerReferences is a non-empty array */
+    size_t labels_start;     /* [labels_start, labels_end): metadata.labels in the blob's bytes, */
+    size_t labels_end;       /* both 0 when absent (label selectors parse only these bytes) */
     size_t nowners;
     const char **owner_uids; /* metadata.ownerReferences[].uid (those that are strings) */
 } as_facts_t;

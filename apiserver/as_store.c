@@ -132,7 +132,7 @@ static as_blob_t *serialize(const as_coll_t *c, const json_t *obj)
     if (!s) s = lop_xstrdup("{}");
     as_blob_t *b = as_blob_new(s, strlen(s));
     free(s);
-    b->facts = as_facts_of(obj);
+    b->facts = as_facts_of(obj, b->data, b->len);
     return b;
 }
 

@@ -166,6 +166,7 @@ static void test_facts(void)
     T_CHECK(f->uid == NULL);
     T_CHECK(!f->deleting && !f->fin_foreground && !f->fin_orphan && !f->owner_refs);
     T_EQ_INT((long)f->nowners, 0);
+    T_EQ_INT((long)f->labels_end, 0); /* no labels: no span */
     free_srv(srv);
 }
 
@@ -186,6 +187,12 @@ static void test_blob_matches(void)
     T_CHECK(as_blob_matches(srv, &res, "ns", NULL, NULL, e->key, e->wire, false));
     T_CHECK(!as_blob_matches(srv, &res, "n", NULL, NULL, e->key, e->wire, false)); /* "n" is not "ns" */
     T_CHECK(as_blob_matches(srv, &res, "ns", yes, name, e->key, e->wire, false));
+    /* a label selector alone parses only the labels' bytes, found at commit */
+    const as_facts_t *f = e->wire->facts;
+    T_EQ_INT((long)(f->labels_end - f->labels_start), (long)strlen("{\"app\":\"x\"}"));
+    T_CHECK(!memcmp(e->wire->data + f->labels_start, "{\"app\":\"x\"}", f->labels_end - f->labels_start));
+    T_CHECK(as_blob_matches(srv, &res, "ns", yes, NULL, e->key, e->wire, false));
+    T_CHECK(!as_blob_matches(srv, &res, "other", yes, NULL, e->key, e->wire, false));
     T_CHECK(!as_blob_matches(srv, &res, NULL, no, NULL, e->key, e->wire, false));
     T_EQ_INT((long)srv->dc_count, 0); /* scans fill no cache */
     T_CHECK(as_blob_matches(srv, &res, NULL, yes, NULL, e->key, e->wire, true));
