@@ -162,8 +162,10 @@ static void watch_turn(lop_dispatch_task_t *t)
     lop_rest_stream_opts_t so = {.cancel = &w->cancel}; /* stop also cuts a pump's name resolution short */
     if (lop_rest_stream_start(w->rest, path, &so, notify_cb, w, &w->call, &err) != LOP_OK) {
         lop_log(LOP_LOG_WARN, "lease watch: cannot start the stream", "lease", w->name, "error", err.message, NULL);
-        w->next_at = now + w->backoff;
-        lop_dispatch_after(t, w->backoff);
+        int64_t delay = w->backoff + (int64_t)(rnd() % (uint64_t)w->backoff); /* as after a failed stream */
+        w->backoff = w->backoff * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : w->backoff * 2;
+        w->next_at = now + delay;
+        lop_dispatch_after(t, delay);
         return;
     }
     lop_dispatch_kick(t); /* the first pump sends it */
