@@ -15,6 +15,7 @@
  */
 #include "host/util/dispatcher.h"
 #include "host/kube/cache/reflector.h"
+#include "proc_threads.h"
 #include "t.h"
 
 #include <dirent.h>
@@ -26,17 +27,7 @@
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 
-static int threads(void)
-{
-    DIR *d = opendir("/proc/self/task");
-    int n = 0;
-    if (!d) return -1;
-    struct dirent *e;
-    while ((e = readdir(d)))
-        if (e->d_name[0] != '.') n++;
-    closedir(d);
-    return n;
-}
+static int threads(void) { return proc_threads(); }
 
 /* Wait (mu held) until pred() holds, re-checked when cond is signalled and at least every 5 ms
  * (a state the reflector changes without signalling, e.g. its resume point, is seen too); false

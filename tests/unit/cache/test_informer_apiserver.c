@@ -11,6 +11,7 @@
 #include "host/kube/cache/rest_listwatch.h"
 #include "host/kube/client/rest.h"
 #include "host/kube/client/restmapper.h"
+#include "proc_threads.h"
 #include "t.h"
 #include "apiserver_client.h"
 
@@ -288,17 +289,7 @@ static void test_ten_thousand_rapid_updates_end_in_the_right_state(void)
     env_stop(&e);
 }
 
-static int threads(void)
-{
-    DIR *d = opendir("/proc/self/task");
-    int n = 0;
-    if (!d) return -1;
-    struct dirent *de;
-    while ((de = readdir(d)))
-        if (de->d_name[0] != '.') n++;
-    closedir(d);
-    return n;
-}
+static int threads(void) { return proc_threads(); }
 
 #define NINF 30
 

@@ -18,6 +18,7 @@
 #include "host/kube/client/rest.h"
 #include "host/util/buf.h"
 #include "host/util/log.h"
+#include "proc_threads.h"
 #include "t.h"
 
 #include <dirent.h>
@@ -28,18 +29,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-/* The process's threads (/proc/self/task). */
-static int threads(void)
-{
-    DIR *d = opendir("/proc/self/task");
-    int n = 0;
-    if (!d) return -1;
-    struct dirent *de;
-    while ((de = readdir(d)))
-        if (de->d_name[0] != '.') n++;
-    closedir(d);
-    return n;
-}
+static int threads(void) { return proc_threads(); }
 
 #define NS    "leader-test"
 #define LEASE "luaop-lock"
