@@ -17,12 +17,7 @@ local function run(cmd)
   return body, tonumber(rc)
 end
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+local read = require("spec.support.fixtures").read_file
 
 local function tmpdir()
   local d = os.tmpname()

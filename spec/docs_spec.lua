@@ -1,11 +1,6 @@
 -- Documentation is a check, not advice: every public function of the library has an LDoc block,
 -- and docs/lua-api.md names it.
-local function read(path)
-  local f = assert(io.open(path, "r"))
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+local read = require("spec.support.fixtures").read_file
 
 local function modules()
   local out = {}

@@ -23,12 +23,7 @@ local function stub_path(mod)
   return "types/luaop/" .. rel .. "/init.lua"
 end
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+local read = require("spec.support.fixtures").read_file
 
 describe("LuaLS types (types/luaop)", function()
   it("are what tools/luals_types.lua generates from the LDoc comments (make types)", function()

@@ -20,6 +20,14 @@ function M.configmap(name, data)
            metadata = { name = name, namespace = "default" }, data = data or { a = "1" } }
 end
 
+-- The whole content of the file at path (raises when it cannot be read).
+function M.read_file(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
 -- A new temporary file (os.tmpname) holding text; returns its path. The caller removes it.
 function M.write_tmp(text)
   local path = os.tmpname()
