@@ -233,20 +233,29 @@ static bool list_namespaces(lop_manager_t *m, const lop_rest_mapping_t *mp, cons
     return all;
 }
 
+/* The start both cache lists share: no items yet, the kind's mapping, the label selector parsed
+ * (*sel NULL when there is none; the caller frees it). */
+static lop_rc_t cache_list_begin(lop_manager_t *m, const char *api_version, const char *kind,
+                                 const char *label_selector, lop_rest_mapping_t *mp, lop_label_selector_t **sel,
+                                 lop_blob_t **items, size_t *n, lop_err_t *err)
+{
+    *items = NULL;
+    *n = 0;
+    *sel = NULL;
+    lop_rc_t rc = lop_restmapper_resolve(m->cfg.mapper, api_version, kind, mp, err);
+    if (rc != LOP_OK) return rc;
+    if (label_selector && *label_selector) return lop_label_selector_parse(label_selector, sel, err);
+    return LOP_OK;
+}
+
 static lop_rc_t host_cache_list(void *ud, const char *api_version, const char *kind, const char *ns,
                                 const char *label_selector, lop_blob_t **items, size_t *n, lop_err_t *err)
 {
     lop_manager_t *m = ud;
-    *items = NULL;
-    *n = 0;
     lop_rest_mapping_t mp;
-    lop_rc_t rc = lop_restmapper_resolve(m->cfg.mapper, api_version, kind, &mp, err);
-    if (rc != LOP_OK) return rc;
     lop_label_selector_t *sel = NULL;
-    if (label_selector && *label_selector) {
-        rc = lop_label_selector_parse(label_selector, &sel, err);
-        if (rc != LOP_OK) return rc;
-    }
+    lop_rc_t rc = cache_list_begin(m, api_version, kind, label_selector, &mp, &sel, items, n, err);
+    if (rc != LOP_OK) return rc;
     pthread_mutex_lock(&m->mu);
     inf_entry_t *e = cache_for(m, &mp, ns && *ns ? ns : NULL);
     lop_obj_list_t list = {NULL, 0};
@@ -339,16 +348,10 @@ static lop_rc_t host_cache_list_index(void *ud, const char *api_version, const c
                                       lop_blob_t **items, size_t *n, lop_err_t *err)
 {
     lop_manager_t *m = ud;
-    *items = NULL;
-    *n = 0;
     lop_rest_mapping_t mp;
-    lop_rc_t rc = lop_restmapper_resolve(m->cfg.mapper, api_version, kind, &mp, err);
-    if (rc != LOP_OK) return rc;
     lop_label_selector_t *sel = NULL;
-    if (label_selector && *label_selector) {
-        rc = lop_label_selector_parse(label_selector, &sel, err);
-        if (rc != LOP_OK) return rc;
-    }
+    lop_rc_t rc = cache_list_begin(m, api_version, kind, label_selector, &mp, &sel, items, n, err);
+    if (rc != LOP_OK) return rc;
     if (!mp.namespaced || (ns && !*ns)) ns = NULL;
     lop_obj_list_t list = {NULL, 0};
     bool ok = false, outside = false, known = false;
