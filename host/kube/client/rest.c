@@ -120,9 +120,11 @@ void lop_rest_client_set_observer(lop_rest_client_t *c, lop_rest_observer_fn fn,
     atomic_store(&c->observer, fn);
 }
 
-/* read size of a body passed to fn (bytes): a backed-up watch yields ~80 events per read instead
- * of ~10, and the handlers see them as one burst; other bodies are read 16 KiB at a time */
-#define STREAM_READ_BYTES (128L * 1024)
+/* the most of a body passed to fn at once (bytes): what arrived while the stream's consumer was
+ * busy (up to the transport's 1 MiB inbox) is decoded as one block, so a backed-up watch yields
+ * its events as one burst and few LIST items straddle two blocks (a straddling item is tracked
+ * byte by byte before it is decoded); other bodies are passed 16 KiB at a time */
+#define STREAM_READ_BYTES (1024L * 1024)
 #define PLAIN_READ_BYTES  (16L * 1024)
 #define BODY_MAX          ((size_t)512 << 20) /* a collected body larger than this is refused */
 

@@ -425,6 +425,7 @@ lop_transport_call_t *lop_transport_begin(lop_transport_t *t, lop_http_exchange_
     xf->notify = notify;
     xf->notify_ud = notify_ud;
     xf->hwm = 8 * call->rb > LOP_TR_INBOX_MIN ? 8 * call->rb : LOP_TR_INBOX_MIN;
+    if (xf->hwm > LOP_TR_INBOX_MAX) xf->hwm = LOP_TR_INBOX_MAX;
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

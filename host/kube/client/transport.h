@@ -6,8 +6,10 @@
  * (curl_multi_socket_action over poll(2), woken through an eventfd when work arrives: no polling
  * tick). The calling thread submits an exchange and blocks in lop_transport_exchange; the I/O
  * thread moves the response's bytes into the exchange's inbox and the caller passes them to its
- * callbacks, so a slow consumer never stalls the other transfers: when an inbox holds more than
- * its high-water mark the transfer is paused (CURL_WRITEFUNC_PAUSE; over HTTP/2 that stream's flow
+ * callbacks. The caller is woken once per read of the socket (after libcurl's call returns), not
+ * per piece libcurl decodes (<= 16 KiB), so it takes what one read decoded as one block. A slow
+ * consumer never stalls the other transfers: when an inbox holds more than its high-water mark
+ * (8 read_bytes, between 256 KiB and 1 MiB) the transfer is paused (CURL_WRITEFUNC_PAUSE; over HTTP/2 that stream's flow
  * control window closes, the other streams go on) until the caller has drained it.
  *
  * Protocol: https servers are offered HTTP/2 through ALPN and HTTP/1.1 is used when the server

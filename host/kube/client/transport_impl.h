@@ -26,6 +26,7 @@
 #define LOP_TR_READ_DEFAULT       (16 * 1024)
 #define LOP_TR_HEAD_MAX           (64 * 1024)            /* bytes of one response's header lines */
 #define LOP_TR_INBOX_MIN          (256 * 1024)           /* smallest high-water mark of an inbox (bytes) */
+#define LOP_TR_INBOX_MAX          (1024 * 1024)          /* largest: 8 read_bytes, at most this */
 #define LOP_TR_BOMB_BYTES         ((curl_off_t)64 << 20) /* decoded bytes before the ratio is checked */
 #define LOP_TR_BOMB_RATIO         200                    /* decoded : wire bytes that marks a bomb */
 
@@ -87,10 +88,12 @@ typedef struct lop_tr_xfer {
     struct lop_tr_xfer *next_waiting; /* mu: t->waiting, while the caller is in the exchange */
     /* I/O thread only */
     CURL *easy;
-    int sock_fd;        /* its connection's socket when libcurl told us, else -1 */
-    curl_off_t decoded; /* body bytes decoded so far */
-    size_t body_off;    /* request body bytes handed to libcurl */
-    bool idempotent;    /* the request may be sent again after its body went out */
+    int sock_fd;                    /* its connection's socket when libcurl told us, else -1 */
+    curl_off_t decoded;             /* body bytes decoded so far */
+    size_t body_off;                /* request body bytes handed to libcurl */
+    bool idempotent;                /* the request may be sent again after its body went out */
+    bool dirty;                     /* bytes were added to inbox since the caller was last signalled */
+    struct lop_tr_xfer *next_dirty; /* t->dirty */
 } lop_tr_xfer_t;
 
 /* A socket libcurl asked us to watch (I/O thread only). */
@@ -147,6 +150,10 @@ struct lop_transport {
     lop_tr_sock_t *socks;
     int nsocks, capsocks;
     long timer_ms; /* libcurl's requested timeout; -1 = none */
+    /* exchanges whose inbox grew during the current libcurl call; their callers are signalled
+     * once when it returns (lop_tr_flush), so a caller takes all that one read of the socket
+     * decoded (many of libcurl's <= 16 KiB pieces) in one block instead of a wake-up per piece */
+    lop_tr_xfer_t *dirty;
     int running;
 
     char *dns_addrs; /* mu: the last answer for the name connected to ("a,b"), or NULL */
@@ -181,5 +188,7 @@ void lop_tr_io_stop(lop_transport_t *t);
 /* Queue an operation (op_add, op_resume or op_cancel already set) and wake the I/O thread.
  * Call with t->mu held. */
 void lop_tr_io_queue(lop_tr_xfer_t *xf);
+/* Signal the caller of every exchange on t->dirty and empty the list (I/O thread; takes t->mu). */
+void lop_tr_flush(lop_transport_t *t);
 
 #endif

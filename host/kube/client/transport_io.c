@@ -161,24 +161,39 @@ static size_t on_write(char *p, size_t size, size_t n, void *ud)
         pthread_mutex_unlock(&t->mu);
         return CURL_WRITEFUNC_PAUSE; /* the same bytes come again after the resume */
     }
-    pthread_mutex_unlock(&t->mu);
     xf->decoded += (curl_off_t)len;
     if (xf->decoded > LOP_TR_BOMB_BYTES && xf->x->gzip) {
         curl_off_t wire = 0;
         curl_easy_getinfo(xf->easy, CURLINFO_SIZE_DOWNLOAD_T, &wire);
         if (xf->decoded > wire * LOP_TR_BOMB_RATIO) {
-            pthread_mutex_lock(&t->mu);
             xf->bomb = true;
             pthread_mutex_unlock(&t->mu);
             return 0;
         }
     }
-    pthread_mutex_lock(&t->mu);
     lop_buf_append(&xf->inbox, p, len);
     xf->started = true;
-    lop_tr_signal(xf);
     pthread_mutex_unlock(&t->mu);
+    if (!xf->dirty) { /* signalled by lop_tr_flush when libcurl's call returns */
+        xf->dirty = true;
+        xf->next_dirty = t->dirty;
+        t->dirty = xf;
+    }
     return len;
+}
+
+void lop_tr_flush(lop_transport_t *t)
+{
+    if (!t->dirty) return;
+    pthread_mutex_lock(&t->mu);
+    for (lop_tr_xfer_t *xf = t->dirty, *next; xf; xf = next) {
+        next = xf->next_dirty;
+        xf->dirty = false;
+        xf->next_dirty = NULL;
+        lop_tr_signal(xf);
+    }
+    t->dirty = NULL;
+    pthread_mutex_unlock(&t->mu);
 }
 
 /* Called before libcurl sends the request, and again before each resend. libcurl resends a request
@@ -363,6 +378,7 @@ static void probe_finished(lop_transport_t *t, lop_tr_xfer_t *xf, CURLcode res)
 /* Remove a transfer from the multi handle, free its libcurl state and tell its caller. */
 static void finish(lop_transport_t *t, lop_tr_xfer_t *xf, CURLcode res)
 {
+    lop_tr_flush(t); /* xf may be on the list; its caller may free it once it is done */
     long os_errno = 0, connect_code = 0;
     if (xf->easy) {
         curl_easy_getinfo(xf->easy, CURLINFO_OS_ERRNO, &os_errno);
@@ -488,8 +504,9 @@ static void run_ops(lop_transport_t *t)
         if (cancel && xf->easy) {
             finish(t, xf, CURLE_ABORTED_BY_CALLBACK);
         } else if (resume && xf->easy) {
-            curl_easy_pause(xf->easy, CURLPAUSE_CONT);
+            curl_easy_pause(xf->easy, CURLPAUSE_CONT); /* may pass held bytes to on_write */
         }
+        lop_tr_flush(t);
         pthread_mutex_lock(&t->mu);
         xf->busy = false;
         lop_tr_signal(xf);
@@ -568,10 +585,12 @@ static void *io_main(void *arg)
                 if (s) s->last_read = lop_tr_now_ns();
             }
             curl_multi_socket_action(t->multi, pfd[i].fd, mask, &t->running);
+            lop_tr_flush(t);
         }
         if (timer_at >= 0 && lop_tr_now_ns() >= timer_at) {
             timer_at = -1;
             curl_multi_socket_action(t->multi, CURL_SOCKET_TIMEOUT, 0, &t->running);
+            lop_tr_flush(t);
         }
         read_done(t);
     }

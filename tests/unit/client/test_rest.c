@@ -527,11 +527,11 @@ static void test_watch_stream_passes_bytes_regardless_of_chunking(void)
     fs_stop(s);
 }
 
-/* A 2xx body passed to a request's sink (a streamed LIST): 300 KB sent at once arrive intact,
- * in order, whatever the reads (up to 128 KiB each); a sink that stops ends the request. */
+/* A 2xx body passed to a request's sink (a streamed LIST): 3 MB sent at once arrive intact,
+ * in order, whatever the reads (up to 1 MiB each); a sink that stops ends the request. */
 static char *big_body(void)
 {
-    size_t n = 300 * 1000;
+    size_t n = 3000 * 1000;
     char *b = malloc(n + 1);
     for (size_t i = 0; i < n; i++) b[i] = (char)('a' + (i * 7 + i / 1000) % 26);
     b[n] = '\0';
