@@ -6,6 +6,9 @@
  *
  * Thread-safety: list/watch are called from the reflector's thread only; cancel may be called
  * from any thread while a watch or list is running and makes it return LOP_ECLOSED promptly.
+ * cancel is sticky: once called, every list and watch of the listwatch (running or started
+ * later) returns LOP_ECLOSED, so a stopping reflector calls it once (client-go's stop channel,
+ * closed once, does the same for a ListAndWatch).
  * The asynchronous calls (watch_start, list_stream_start, call_pump, call_end) are made from one
  * thread at a time (a dispatcher thread, dispatcher.h); their notify runs on any thread.
  */

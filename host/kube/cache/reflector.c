@@ -7,11 +7,9 @@
 #include "host/util/buf.h"
 #include "host/util/log.h"
 
-#include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define BACKOFF_INITIAL     (800 * LOP_NS_PER_MS)
 #define BACKOFF_CAP         (30 * LOP_NS_PER_S)
@@ -752,26 +750,18 @@ void lop_reflector_stop(lop_reflector_t *r)
     pthread_cond_broadcast(&r->cond);
     pthread_mutex_unlock(&r->mu);
     if (!r->started || r->joined) return;
+    /* One cancel: it is sticky (listwatch.h), so the list or watch running now returns and one
+     * the loop would start later returns before it sends, much as client-go's closed stop
+     * channel ends a ListAndWatch for good. The REST listwatch's cancel wakes every exchange of
+     * its shared client (lop_rest_client_wake) once; the waits below are for the loop's own
+     * signal (the task's last turn, the thread's end), never a timed re-cancel that would wake
+     * them again while the loop winds down. Not under mu: the wake kicks the task. */
+    if (r->lw.cancel) r->lw.cancel(r->lw.ud);
     if (r->disp) {
-        /* cancel (a list running in a turn) and kick until the task has let go */
+        /* a turn running now runs once more after it (dispatcher.h) and sees stop */
         lop_dispatch_kick(&r->task);
         pthread_mutex_lock(&r->mu);
-        while (!r->dstopped) {
-            if (r->lw.cancel) { /* not under mu: it wakes the transport, which kicks the task */
-                pthread_mutex_unlock(&r->mu);
-                r->lw.cancel(r->lw.ud);
-                pthread_mutex_lock(&r->mu);
-                if (r->dstopped) break;
-            }
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            ts.tv_nsec += 20 * 1000 * 1000;
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
-            pthread_cond_timedwait(&r->cond, &r->mu, &ts);
-        }
+        while (!r->dstopped) pthread_cond_wait(&r->cond, &r->mu);
         pthread_mutex_unlock(&r->mu);
         lop_dispatch_detach(&r->task);
         if (r->disp_shared) {
@@ -782,22 +772,6 @@ void lop_reflector_stop(lop_reflector_t *r)
         r->joined = true;
         return;
     }
-    /* cancel until the thread is gone: a cancel landing between two requests is not missed */
-    for (;;) {
-        if (r->lw.cancel) r->lw.cancel(r->lw.ud);
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 20 * 1000 * 1000;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        int e = pthread_timedjoin_np(r->th, NULL, &ts);
-        if (e == 0) break;
-        if (e != ETIMEDOUT && e != EBUSY) {
-            pthread_join(r->th, NULL);
-            break;
-        }
-    }
+    pthread_join(r->th, NULL); /* its backoff wait ended on the broadcast above, its call on the cancel */
     r->joined = true;
 }

@@ -45,7 +45,9 @@
  * (the tests' blocking fakes, or LUAOP_REFLECTOR_OWN_THREAD=1 in the environment) the loop runs
  * on a thread of its own. Handlers run on whichever of those threads delivers, one call at a
  * time per reflector, and must not stop a reflector of the same dispatcher. lop_reflector_stop
- * cancels the listwatch and waits until the loop has let go of it (joins its thread). Without start, a test drives it with lop_reflector_step (synchronous, one
+ * cancels the listwatch once (the cancel is sticky, listwatch.h) and waits, without polling, until
+ * the loop has let go of it (its last turn, or its thread's end). Without start, a test drives it
+ * with lop_reflector_step (synchronous, one
  * list or one watch per call, returning the wait the loop would make, never sleeping).
  * lop_reflector_has_synced/last_rv/stats are safe from any thread.
  */
