@@ -5,25 +5,61 @@
 #include "host/util/clock.h"
 #include "t.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* A clock that moves 50 ms forward every time it is read (by the VM or the watchdog thread):
- * deadlines pass without sleeping. */
-typedef struct tick_clock {
-    lop_clock_t base;
-    int64_t now;
-} tick_clock_t;
+/*
+ * The tests' clock. It moves only by what the test thread does, never because another thread
+ * looked, so no expectation depends on scheduling. (The deadline watchdog polls a fake clock
+ * every 1 ms of real time, as often as a loaded machine lets it; the clock these tests had moved
+ * 50 ms on every read, the watchdog's included, so a test's elapsed time grew with its polls.)
+ *  - A monotonic read by the test thread, which runs every VM (the call's own deadline
+ *    arithmetic, lop_lua_vm_check_deadline in core.* calls, core.sleep's wait), moves it STEP_NS
+ *    forward: cooperative deadlines (JIT on) see time pass in as many reads as the script makes.
+ *  - A wall read by the test thread (os.time() in a script) first makes the jump the test asked
+ *    for, once (jump_at_os_time). A script meant to run into its deadline through the watchdog's
+ *    hook (a loop that reads no clock) calls os.time() just before its loop and is given its own
+ *    timeout as the jump: the deadline has passed when the loop begins, wherever the watchdog is,
+ *    and the hook fires inside the loop, on the same line in every run.
+ *  - A read by any other thread (the watchdog) never moves it.
+ */
+#define STEP_NS (50 * LOP_NS_PER_MS)
 
-static int64_t tick_mono(const lop_clock_t *c)
+typedef struct test_clock {
+    lop_clock_t base;
+    int64_t now;     /* atomically */
+    int64_t jump;    /* atomically: what the test thread's next wall read adds first, once */
+    long watched;    /* atomically: reads by other threads (the watchdog's polls) */
+    pthread_t owner; /* the test thread */
+} test_clock_t;
+
+static int64_t test_mono(const lop_clock_t *c)
 {
-    tick_clock_t *t = (tick_clock_t *)c;
-    return __atomic_add_fetch(&t->now, 50 * LOP_NS_PER_MS, __ATOMIC_SEQ_CST);
+    test_clock_t *t = (test_clock_t *)c;
+    if (!pthread_equal(pthread_self(), t->owner)) {
+        __atomic_add_fetch(&t->watched, 1, __ATOMIC_SEQ_CST);
+        return __atomic_load_n(&t->now, __ATOMIC_SEQ_CST);
+    }
+    return __atomic_add_fetch(&t->now, STEP_NS, __ATOMIC_SEQ_CST);
 }
 
-static int64_t tick_wall(const lop_clock_t *c) { return tick_mono(c) + INT64_C(1740823200) * LOP_NS_PER_S; }
+static int64_t test_wall(const lop_clock_t *c)
+{
+    test_clock_t *t = (test_clock_t *)c;
+    if (pthread_equal(pthread_self(), t->owner))
+        __atomic_add_fetch(&t->now, __atomic_exchange_n(&t->jump, 0, __ATOMIC_SEQ_CST), __ATOMIC_SEQ_CST);
+    return test_mono(c) + INT64_C(1740823200) * LOP_NS_PER_S;
+}
 
-static tick_clock_t tclock = {{tick_mono, tick_wall, true}, LOP_NS_PER_S};
+static test_clock_t tclock = {{test_mono, test_wall, true}, LOP_NS_PER_S, 0, 0, 0};
+
+/* The next os.time() of a script moves the clock by ns first (its call's timeout, to end it at
+ * its deadline). Ask just before the call, and call jump_done after it. */
+static void jump_at_os_time(int64_t ns) { __atomic_store_n(&tclock.jump, ns, __ATOMIC_SEQ_CST); }
+
+/* After the call: a jump not made (the script never called os.time) must not reach a later call. */
+static void jump_done(void) { __atomic_store_n(&tclock.jump, 0, __ATOMIC_SEQ_CST); }
 
 static lop_script_set_t one_file(const char *main_src)
 {
@@ -36,9 +72,8 @@ static lop_script_set_t one_file(const char *main_src)
     return s;
 }
 
-/* Deadlines far away (an hour on the ticking clock): the watchdog thread reads the clock too, so
- * how fast it polls — slower or faster under a sanitizer — must not decide a test that is not
- * about deadlines. */
+/* Deadlines far away (an hour on the test clock, 72,000 reads of the test thread): a test that is
+ * not about deadlines never reaches them. */
 static lop_engine_opts_t opts_default(void)
 {
     lop_engine_opts_t o = {0};
@@ -48,7 +83,7 @@ static lop_engine_opts_t opts_default(void)
     return o;
 }
 
-/* For the deadline tests: a reconcile deadline of 1 s on the ticking clock. */
+/* For the deadline tests: a reconcile deadline of 1 s on the test clock. */
 static lop_engine_opts_t opts_deadline(void)
 {
     lop_engine_opts_t o = opts_default();
@@ -64,25 +99,40 @@ static const lop_reconcile_req_t req = {"default", "x", "r-1"};
     "  reconcile = function(req)\n"
 
 /* Build a VM from s with o, run the controller "c" once for req into *res, free the VM. False
- * (with a failed check) when the VM could not be built. */
-static bool reconcile_once(const lop_script_set_t *s, const lop_engine_opts_t *o, lop_reconcile_result_t *res)
+ * (with a failed check) when the VM could not be built. With to_deadline the reconcile is meant
+ * to run into its deadline: the script's os.time() moves the clock by its timeout. */
+static bool reconcile_run(const lop_script_set_t *s, const lop_engine_opts_t *o, bool to_deadline,
+                          lop_reconcile_result_t *res)
 {
     const lop_engine_t *e = lop_lua_engine();
     lop_err_t err;
     lop_vm_t *vm = e->vm_new(s, o, NULL, &err);
     T_CHECK(vm != NULL);
     if (!vm) return false;
+    if (to_deadline) jump_at_os_time(o->reconcile_timeout_ns);
     e->reconcile(vm, "c", &req, res);
+    jump_done();
     e->vm_free(vm);
     return true;
 }
 
+static bool reconcile_once(const lop_script_set_t *s, const lop_engine_opts_t *o, lop_reconcile_result_t *res)
+{
+    return reconcile_run(s, o, false, res);
+}
+
+/* A reconcile that must end at its deadline (a loop, possibly reading no clock). */
+static bool reconcile_to_deadline(const lop_script_set_t *s, const lop_engine_opts_t *o, lop_reconcile_result_t *res)
+{
+    return reconcile_run(s, o, true, res);
+}
+
 static void test_infinite_loop_is_interrupted(void)
 {
-    lop_script_set_t s = one_file(CTRL_HEAD "    while true do end\n  end }\n");
+    lop_script_set_t s = one_file(CTRL_HEAD "    os.time() while true do end\n  end }\n");
     lop_engine_opts_t o = opts_deadline();
     lop_reconcile_result_t res;
-    if (!reconcile_once(&s, &o, &res)) return;
+    if (!reconcile_to_deadline(&s, &o, &res)) return;
     T_EQ_INT(res.kind, LOP_RESULT_ERROR);
     T_CHECK(res.timed_out);
     T_CHECK(!res.vm_broken);
@@ -90,16 +140,53 @@ static void test_infinite_loop_is_interrupted(void)
     T_CHECK(strstr(res.message, "stack traceback") != NULL);
 }
 
+/* The watchdog's polls do not move the tests' clock: a reconcile that spins for a while (real time,
+ * reading no clock, its deadline an hour away, so the watchdog is polling it every millisecond)
+ * takes exactly as long on the test clock as one that returns at once. What a test measures
+ * depends on what its script does, not on how often the watchdog thread got to look (with a clock
+ * that moved on every read it did, which made unit.lua_vm flaky on a loaded machine). */
+static void test_watchdog_polls_do_not_move_the_test_clock(void)
+{
+    const lop_engine_t *e = lop_lua_engine();
+    static const char *const bodies[] = {
+        "    return { requeue_after = 1 }",
+        "    local n = 0 for i = 1, 2e7 do n = n + i end\n    return { requeue_after = 1 }",
+    };
+    int64_t took[2];
+    long looked[2];
+    for (int i = 0; i < 2; i++) {
+        char src[512];
+        snprintf(src, sizeof src, CTRL_HEAD "%s\n  end }\n", bodies[i]);
+        lop_script_set_t s = one_file(src);
+        lop_engine_opts_t o = opts_default();
+        lop_err_t err;
+        lop_vm_t *vm = e->vm_new(&s, &o, NULL, &err);
+        T_CHECK(vm != NULL);
+        if (!vm) return;
+        lop_reconcile_result_t res;
+        long l0 = __atomic_load_n(&tclock.watched, __ATOMIC_SEQ_CST);
+        int64_t t0 = lop_clock_mono(&tclock.base);
+        e->reconcile(vm, "c", &req, &res);
+        took[i] = lop_clock_mono(&tclock.base) - t0;
+        looked[i] = __atomic_load_n(&tclock.watched, __ATOMIC_SEQ_CST) - l0;
+        T_EQ_INT(res.kind, LOP_RESULT_REQUEUE_AFTER);
+        e->vm_free(vm);
+    }
+    T_EQ_INT(took[1], took[0]);
+    printf("# the spinning reconcile: %ld watchdog reads, %lld ms on the test clock (the quick one: %ld, %lld ms)\n",
+           looked[1], (long long)(took[1] / LOP_NS_PER_MS), looked[0], (long long)(took[0] / LOP_NS_PER_MS));
+}
+
 /* Lua predicates and map functions run under the predicate deadline (opts.predicate_timeout_ns,
  * default LOP_PREDICATE_TIMEOUT_DEFAULT_NS), not the reconcile's: with a 1 h reconcile deadline a
- * spinning predicate and map function are still stopped within their own (on the ticking clock),
+ * spinning predicate and map function are still stopped within their own (on the test clock),
  * naming the deadline and main.lua:line; the VM stays usable. */
 static void test_predicate_and_map_deadline(void)
 {
     const lop_engine_t *e = lop_lua_engine();
     lop_script_set_t s =
         one_file("local core = require('luaop.core')\n"
-                 "local function spin() while true do end end\n"
+                 "local function spin() os.time() while true do end end\n"
                  "core.register_controller{ name = 'c', for_ = { api_version = 'v1', kind = 'ConfigMap',\n"
                  "  predicates = { function(ev) spin() end, function(ev) return false end } },\n"
                  "  watches = { { api_version = 'v1', kind = 'Secret', map = function(o) spin() end } },\n"
@@ -117,7 +204,9 @@ static void test_predicate_and_map_deadline(void)
         lop_event_view_t ev = {LOP_EV_ADD, NULL, 0, obj, strlen(obj)};
         bool pass = false;
         int64_t t0 = lop_clock_mono(&tclock.base);
+        jump_at_os_time(timeouts[i] ? timeouts[i] : LOP_PREDICATE_TIMEOUT_DEFAULT_NS);
         T_EQ_INT(e->predicate(vm, 1, &ev, &pass, &err), LOP_ETIMEDOUT);
+        jump_done();
         int64_t took = lop_clock_mono(&tclock.base) - t0;
         T_CHECK(took >= (timeouts[i] ? timeouts[i] : LOP_PREDICATE_TIMEOUT_DEFAULT_NS));
         T_CHECK(took < 10 * LOP_NS_PER_S); /* its own deadline, far below the reconcile's hour */
@@ -127,7 +216,9 @@ static void test_predicate_and_map_deadline(void)
         T_CHECK(!pass);
         lop_request_list_t out;
         t0 = lop_clock_mono(&tclock.base);
+        jump_at_os_time(timeouts[i] ? timeouts[i] : LOP_PREDICATE_TIMEOUT_DEFAULT_NS);
         T_EQ_INT(e->map(vm, 3, &ev, &out, &err), LOP_ETIMEDOUT);
+        jump_done();
         T_CHECK(lop_clock_mono(&tclock.base) - t0 < 10 * LOP_NS_PER_S);
         T_CHECK(strstr(err.message, "main.lua:2: map function deadline exceeded") != NULL);
         T_EQ_INT(out.n, 0);
@@ -140,7 +231,7 @@ static void test_pcall_cannot_swallow_the_deadline(void)
     const lop_engine_t *e = lop_lua_engine();
     lop_script_set_t s = one_file(CTRL_HEAD "    local n = 0\n"
                                             "    while true do\n"
-                                            "      local ok, err = pcall(function() while true do end end)\n"
+                                            "      local ok, err = pcall(function() os.time() while true do end end)\n"
                                             "      n = n + 1\n"
                                             "      if n > 3 then return { requeue = true } end\n"
                                             "    end\n"
@@ -151,11 +242,15 @@ static void test_pcall_cannot_swallow_the_deadline(void)
     T_CHECK(vm != NULL);
     if (!vm) return;
     lop_reconcile_result_t res;
+    jump_at_os_time(o.reconcile_timeout_ns);
     e->reconcile(vm, "c", &req, &res);
+    jump_done();
     T_EQ_INT(res.kind, LOP_RESULT_ERROR);
     T_CHECK(res.timed_out);
     /* The VM stays usable: the next call gets a fresh deadline (and times out again). */
+    jump_at_os_time(o.reconcile_timeout_ns);
     e->reconcile(vm, "c", &req, &res);
+    jump_done();
     T_CHECK(res.timed_out);
     e->vm_free(vm);
 }
@@ -168,7 +263,7 @@ static void run_expect_timeout(const char *body, bool jit)
     lop_engine_opts_t o = opts_deadline();
     o.jit = jit;
     lop_reconcile_result_t res;
-    if (!reconcile_once(&s, &o, &res)) return;
+    if (!reconcile_to_deadline(&s, &o, &res)) return;
     T_EQ_INT(res.kind, LOP_RESULT_ERROR);
     T_CHECK(res.timed_out);
     if (!res.timed_out) fprintf(stderr, "%s: %s\n", body, res.message);
@@ -177,14 +272,14 @@ static void run_expect_timeout(const char *body, bool jit)
 
 static void test_deadline_in_coroutines_and_sleep(void)
 {
-    run_expect_timeout("    coroutine.wrap(function() while true do end end)()", false);
-    run_expect_timeout("    local co = coroutine.create(function() while true do coroutine.yield() end end)\n"
+    run_expect_timeout("    coroutine.wrap(function() os.time() while true do end end)()", false);
+    run_expect_timeout("    local co = coroutine.create(function() os.time() while true do coroutine.yield() end end)\n"
                        "    while true do coroutine.resume(co) end",
                        false);
     run_expect_timeout("    core.sleep(30)", false);
     run_expect_timeout("    core.sleep(30)", true);
-    run_expect_timeout("    while true do pcall(string.rep, 'x', 10) end", false);
-    run_expect_timeout("    local t = {} while true do t[#t % 100 + 1] = {} end", false);
+    run_expect_timeout("    os.time() while true do pcall(string.rep, 'x', 10) end", false);
+    run_expect_timeout("    local t = {} os.time() while true do t[#t % 100 + 1] = {} end", false);
 }
 
 static void test_system_clock_deadline(void)
@@ -210,15 +305,17 @@ static void test_system_clock_deadline(void)
 static void test_load_deadline(void)
 {
     const lop_engine_t *e = lop_lua_engine();
-    lop_script_set_t s = one_file("local x = 0\nwhile true do x = x + 1 end\n");
+    lop_script_set_t s = one_file("local x = 0\nos.time() while true do x = x + 1 end\n");
     lop_engine_opts_t o = opts_default();
     o.load_timeout_ns = LOP_NS_PER_S;
     lop_err_t err;
+    jump_at_os_time(o.load_timeout_ns); /* the load is the call that runs into its deadline */
     lop_vm_t *vm = e->vm_new(&s, &o, NULL, &err);
+    jump_done();
     T_CHECK(vm == NULL);
-    /* The ticking clock may pass the deadline before the loop starts (line 1) or inside it (line 2). */
+    /* the deadline passes at os.time(), just before the loop: the hook fires inside it */
     T_CHECK(strstr(err.message, "script load deadline exceeded") != NULL);
-    T_CHECK(strncmp(err.message, "main.lua:1:", 11) == 0 || strncmp(err.message, "main.lua:2:", 11) == 0);
+    T_CHECK(strncmp(err.message, "main.lua:2: script load deadline exceeded", 41) == 0);
 }
 
 static void test_jit_deadline_is_cooperative(void)
@@ -369,8 +466,9 @@ static void test_many_vms_free_cleanly(void)
  * (it would run with hooks off), and a handler looping on another error is interrupted. */
 static void test_xpcall_handler_cannot_defeat_the_deadline(void)
 {
-    run_expect_timeout("    xpcall(function() while true do end end, function() while true do end end)", false);
-    run_expect_timeout("    xpcall(function() error('x') end, function() while true do end end)\n"
+    run_expect_timeout("    xpcall(function() os.time() while true do end end, function() while true do end end)",
+                       false);
+    run_expect_timeout("    xpcall(function() error('x') end, function() os.time() while true do end end)\n"
                        "    while true do end",
                        false);
     /* a handler still runs for ordinary errors and sees them */
@@ -487,6 +585,8 @@ int main(void)
 {
     /* cjson is found on the system package path; CTest's LUA_CPATH points at the build tree. */
     unsetenv("LUA_CPATH");
+    tclock.owner = pthread_self(); /* the test thread: it runs every VM */
+    T_RUN(test_watchdog_polls_do_not_move_the_test_clock);
     T_RUN(test_infinite_loop_is_interrupted);
     T_RUN(test_predicate_and_map_deadline);
     T_RUN(test_pcall_cannot_swallow_the_deadline);

@@ -321,7 +321,10 @@ static void test_reload_moving_a_gated_controller_waits_for_its_new_sources(void
 }
 
 /* A clock that moves 10 ms forward every time it is read: the read-your-writes wait below ends
- * by the clock, not by sleeping. */
+ * by the clock, not by sleeping. Only the calling thread reads it (the informer, recorder and REST
+ * client keep the clock they were built with; nothing runs in the background), so a run makes the
+ * same reads, and measures the same time, however it is scheduled — unlike unit.lua_vm's old clock,
+ * which the watchdog thread's polls moved too. */
 typedef struct tick_clock {
     lop_clock_t base;
     int64_t now; /* atomically */
