@@ -19,10 +19,12 @@ import os
 import platform
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
+import types
 
 SRC = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(SRC)
@@ -31,7 +33,7 @@ CALLGRIND_BASELINE = os.path.join(SRC, "callgrind-baseline.json")
 CALLGRIND_SLACK = 0.05  # json-micro's guard: a luaop figure this much above the baseline fails
 
 BENCHMARKS = ["apiserver", "sync", "sync-crs", "cache-rss", "watch-ingest", "reconcile-noop", "startup-idle",
-              "hot-reload", "leader-failover", "write-path", "lazy-decode", "sync-paged", "relist-peak", "burst",
+              "informers", "hot-reload", "leader-failover", "write-path", "lazy-decode", "sync-paged", "relist-peak", "burst",
               "json-micro", "webhook"]
 PENDING = []
 
@@ -181,6 +183,43 @@ def proc_rss_kb(pid):
     except OSError:
         pass
     return -1
+
+
+def proc_threads(pid):
+    """The process's threads (/proc/PID/task), None when it is gone."""
+    try:
+        return len(os.listdir("/proc/%d/task" % pid))
+    except OSError:
+        return None
+
+
+def proc_tcp_connections(pid, port):
+    """The process's established TCP connections to loopback port `port`: its socket inodes
+    (/proc/PID/fd) matched against /proc/net/tcp and tcp6 (remote port, state 01 = ESTABLISHED)."""
+    inodes = set()
+    try:
+        fds = os.listdir("/proc/%d/fd" % pid)
+    except OSError:
+        return None
+    for fd in fds:
+        try:
+            m = re.match(r"socket:\[(\d+)\]$", os.readlink("/proc/%d/fd/%s" % (pid, fd)))
+        except OSError:
+            continue
+        if m:
+            inodes.add(m.group(1))
+    n = 0
+    for table_path in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table_path) as f:
+                lines = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            f = line.split()
+            if len(f) > 9 and f[9] in inodes and f[3] == "01" and int(f[2].rsplit(":", 1)[1], 16) == port:
+                n += 1
+    return n
 
 
 class Operator:
@@ -423,6 +462,74 @@ class Server:
                 self.proc.wait(10)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+class H2Proxy:
+    """Debian's nghttpx (nghttp2-proxy) in front of `srv` (plain HTTP): TLS with a self-signed
+    certificate for 127.0.0.1, h2 or HTTP/1.1 to the client (ALPN), HTTP/1.1 to the server, as
+    tests/unit/client/test_transport_h2.c runs it; `kubeconfig` points at it (the CA inline).
+    streams: --frontend-http2-max-concurrent-streams (nghttpx's default is 100); one more than a
+    client keeps open on a connection makes a client that honours it open a second connection."""
+
+    def __init__(self, srv, streams):
+        import base64
+        self.tmp = tempfile.mkdtemp(prefix="luaop-bench-h2.")
+        self.proc = None
+        key, cert = os.path.join(self.tmp, "key.pem"), os.path.join(self.tmp, "cert.pem")
+        p = subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                            "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
+                            "-addext", "subjectAltName=IP:127.0.0.1"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if p.returncode != 0:
+            self.stop()
+            raise BenchError("openssl req failed: " + p.stderr.strip()[-300:])
+        self.port = free_port()
+        backend = int(srv.url.rsplit(":", 1)[1])
+        errlog = os.path.join(self.tmp, "nghttpx.log")
+        # long timeouts: a watch is a stream that stays open for minutes; a backend connection per
+        # stream (HTTP/1.1 behind), so allow more than the streams
+        self.proc = subprocess.Popen(
+            ["nghttpx", "--conf=/dev/null", "--frontend=127.0.0.1,%d" % self.port,
+             "--backend=127.0.0.1,%d" % backend, "--workers=1", "--log-level=WARN",
+             "--errorlog-file=" + errlog, "--accesslog-file=/dev/null", "--no-ocsp",
+             "--backend-read-timeout=1h", "--frontend-read-timeout=1h", "--stream-read-timeout=0",
+             "--backend-connections-per-host=%d" % (2 * streams),
+             "--frontend-http2-max-concurrent-streams=%d" % streams, key, cert],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        import socket
+        deadline = time.time() + 20
+        while True:
+            if self.proc.poll() is not None:
+                with open(errlog) if os.path.exists(errlog) else open(os.devnull) as f:
+                    why = f.read()[-300:]
+                self.stop()
+                raise BenchError("nghttpx exited (status %s): %s" % (self.proc.returncode, why))
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    break
+            except OSError:
+                if time.time() > deadline:
+                    self.stop()
+                    raise BenchError("nghttpx not accepting after 20 s")
+                time.sleep(0.01)  # waiting for a process to listen, not for time
+        with open(cert, "rb") as f:
+            ca = base64.b64encode(f.read()).decode()
+        self.kubeconfig = os.path.join(self.tmp, "kubeconfig")
+        with open(self.kubeconfig, "w") as f:
+            f.write("apiVersion: v1\nkind: Config\nclusters:\n- name: h2\n  cluster:\n"
+                    "    server: https://127.0.0.1:%d\n    certificate-authority-data: %s\n"
+                    "users:\n- name: h2\n  user: {}\ncontexts:\n- name: h2\n  context:\n"
+                    "    cluster: h2\n    user: h2\n    namespace: default\ncurrent-context: h2\n" % (self.port, ca))
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)  # the master and the worker it forked
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
@@ -1022,6 +1129,164 @@ class Runner:
                   table(["process", "ConfigMaps", "start → ready ms", "idle RSS MB", "of which file-backed MB",
                          "PSS MB", "private dirty MB", "this ÷ luaop (time)", "this ÷ luaop (RSS)"], rows),
                   notes)
+
+    def bench_informers(self):
+        """Issue 19's "30 informers": `luaop run --namespace bench-0,...` with the ConfigMap controller
+        of tests/integration/fixtures/namespaces (an informer, so a reflector and a watch, per
+        namespace) against the same number of client-node informers; threads, connections, RSS and
+        spawn → synced. Over plain HTTP, and through nghttpx (h2; HTTP/1.1 over TLS) when it is
+        installed. BENCH_INFORMERS overrides the count (BENCH_INFORMERS=100 bench/run.sh build informers)."""
+        n = int(os.environ.get("BENCH_INFORMERS", "0")) or self.n(30, 2)
+        script_dir = os.path.join(ROOT, "tests", "integration", "fixtures", "namespaces")
+        # nghttpx's --frontend-http2-max-concurrent-streams (default 100): twice the watches, so
+        # that one connection can carry every watch and the requests beside them at any count
+        streams = max(100, 2 * n)
+        h2_ok = shutil.which("nghttpx") is not None and shutil.which("openssl") is not None
+        notes_extra = []
+
+        def reconciled(srv):
+            with srv.urlopen("/api/v1/configmaps?labelSelector=ns-test%3Dyes") as r:
+                items = json.load(r)["items"]
+            return sum(1 for o in items if (o.get("data") or {}).get("reconciled") == "yes")
+
+        def settle_and_count(pid, port):
+            time.sleep(0.5)  # the watches are open and idle: the figures are the steady ones
+            return proc_threads(pid), proc_tcp_connections(pid, port), proc_rss_kb(pid)
+
+        def luaop_run(srv, kubeconfig, port, qps, env=None):
+            """spawn → /readyz (every informer synced), then → every ConfigMap reconciled."""
+            op = Operator(self.luaop, types.SimpleNamespace(kubeconfig=kubeconfig), 1, script_dir=script_dir,
+                          extra=["--namespace", ",".join("bench-%d" % i for i in range(n))], env=env, qps=qps)
+            try:
+                t_ready = op.wait_ready()
+                deadline = time.perf_counter() + 120
+                while reconciled(srv) < n:
+                    if op.proc.poll() is not None or time.perf_counter() > deadline:
+                        raise BenchError("luaop run reconciled %d of %d ConfigMaps" % (reconciled(srv), n))
+                    time.sleep(0.005)
+                t_rec = time.perf_counter()
+                threads, conns, rss = settle_and_count(op.proc.pid, port)
+            finally:
+                op.stop()
+            return {"threads": threads, "connections": conns, "rss_kb": rss,
+                    "synced_s": t_ready - op.t0, "reconciled_s": t_rec - op.t0}
+
+        def node_run(kubeconfig, port):
+            """spawn → its line (every informer synced); None (a warning) when the peer fails."""
+            t0 = time.perf_counter()
+            p = subprocess.Popen(["node", "--expose-gc", os.path.join(SRC, "peers", "informer.mjs"), "informers",
+                                  kubeconfig, "configmaps", str(n)],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                import select
+                ready, _, _ = select.select([p.stdout], [], [], 120)
+                line = p.stdout.readline() if ready else ""
+                t1 = time.perf_counter()
+                r = kv(line)
+                if "seconds" not in r:
+                    p.kill()
+                    print("warning: client-node informers: %s" % (line.strip() or p.stderr.read()[-300:] or
+                                                                   "no answer in 120 s"), file=sys.stderr)
+                    return None
+                threads, conns, rss = settle_and_count(p.pid, port)
+                return {"threads": threads, "connections": conns, "rss_kb": rss, "synced_s": t1 - t0,
+                        "inner_s": r["seconds"]}
+            finally:
+                p.stdin.close()
+                try:
+                    p.wait(10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+
+        res = []  # (client, transport, figures, the luaop row it is compared with)
+        srv = Server(self.luaop, 1000)
+        try:
+            self.namespaces(srv, n)
+            self.create(srv, "/api/v1/namespaces/@NS@/configmaps", "configmap-informers.json", n, n)
+            port = int(srv.url.rsplit(":", 1)[1])
+
+            def reset():  # the next operator finds every ConfigMap to reconcile again
+                import urllib.request
+                for i in range(n):
+                    rq = urllib.request.Request(srv.url + "/api/v1/namespaces/bench-%d/configmaps/obj-%d" % (i, i),
+                                                data=b'{"data":{"reconciled":null}}', method="PATCH",
+                                                headers={"Content-Type": "application/merge-patch+json"})
+                    with urllib.request.urlopen(rq) as r:
+                        r.read()
+
+            base = luaop_run(srv, srv.kubeconfig, port, (-1, 0))
+            res.append(("luaop run", "HTTP/1.1, limiter off", base, None))
+            reset()
+            res.append(("luaop run", "HTTP/1.1, QPS 20 / burst 30 (default)", luaop_run(srv, srv.kubeconfig, port, (20, 30)), None))
+            if self.node_ok:
+                nd = node_run(srv.kubeconfig, port)
+                if nd:
+                    res.append(("client-node", "HTTP/1.1", nd, base))
+            if h2_ok:
+                px = H2Proxy(srv, streams)
+                try:
+                    reset()
+                    h2 = luaop_run(srv, px.kubeconfig, px.port, (-1, 0))
+                    res.append(("luaop run", "h2 via nghttpx (TLS), limiter off", h2, None))
+                    reset()
+                    res.append(("luaop run", "HTTP/1.1 via nghttpx (TLS, --kube-api-disable-http2), limiter off",
+                                luaop_run(srv, px.kubeconfig, px.port, (-1, 0), env={"DISABLE_HTTP2": "1"}), None))
+                    if self.node_ok:
+                        nd = node_run(px.kubeconfig, px.port)
+                        if nd:
+                            res.append(("client-node", "HTTP/1.1 via nghttpx (TLS; client-node has no h2)", nd, h2))
+                finally:
+                    px.stop()
+                if h2["connections"] != 1:
+                    self.failures.append("informers: luaop over h2 held %s connections for %d informers, not 1"
+                                         % (h2["connections"], n))
+            else:
+                notes_extra.append("h2 rows skipped: nghttpx (Debian's nghttp2-proxy) or openssl is not installed")
+        finally:
+            srv.stop()
+
+        rows = []
+        for client, transport, r, lu in res:
+            def rat(key):
+                return "%.2f×" % (lu[key] / r[key]) if lu and lu.get(key) and r.get(key) else ""
+            rows.append([client, transport, r["threads"], r["connections"], r["rss_kb"] / 1024, r["synced_s"],
+                         r.get("reconciled_s", "—") if client == "luaop run" else "—",
+                         rat("threads"), rat("rss_kb"), rat("synced_s")])
+        notes = [
+            "luaop run: `--namespace bench-0,…,bench-%d` with tests/integration/fixtures/namespaces (a ConfigMap "
+            "controller: one informer, one reflector, one watch per namespace; each ConfigMap is labelled and "
+            "its reconcile writes data.reconciled once); client-node: %d makeInformer, one per namespace, "
+            "started at once (bench/peers/informer.mjs informers), handlers that queue keys, no reconcile" % (n - 1, n),
+            "threads: /proc/PID/task; connections: the process's ESTABLISHED TCP connections to the server's "
+            "port (to nghttpx's port in the nghttpx rows); RSS: VmRSS; all three 0.5 s after the last figure "
+            "below, with every watch open",
+            "spawn → synced: luaop from spawn to the first 200 of /readyz (its informers-synced check, polled "
+            "every 2 ms); client-node from spawn to its line saying every informer listed and handed its "
+            "objects to its handler (node's start-up and module load included, as luaop's process start is)",
+            "spawn → all reconciled: luaop only, every ConfigMap carries data.reconciled (LISTed every 5 ms)",
+            "limiter: client-node has no client-side rate limiter, so the comparison runs luaop with "
+            "`--kube-api-qps -1`; the default row shows the limiter (QPS 20, burst 30, controller-runtime's "
+            "and client-go's) pacing discovery, %d LISTs, %d WATCHes and %d PUTs: the requests past the "
+            "burst of 30 wait for tokens at 20/s" % (n, n, n),
+            "ratios: luaop ÷ client-node, each against the luaop row of the same path (plain HTTP; through "
+            "nghttpx luaop's h2 row, each client using the best protocol it has) — below 1 is luaop lower",
+        ]
+        if h2_ok:
+            notes.append("nghttpx (Debian's nghttp2-proxy) in front of the same server: TLS with a self-signed "
+                         "certificate, h2 or HTTP/1.1 by ALPN to the client, HTTP/1.1 to the server; "
+                         "--frontend-http2-max-concurrent-streams=%d (nghttpx's default is 100; set to "
+                         "max(100, 2 × informers): past the limit a client that honours it, as libcurl and Go's "
+                         "http2 transport do, opens a second connection); goal: 1 connection over h2" % streams)
+        nd_rows = [r for c, _, r, _ in res if c == "client-node"]
+        if nd_rows:
+            notes.append("client-node's own start() → synced: %s s (the rest of its spawn → synced is node's start-up)"
+                         % " / ".join(fmt(r["inner_s"]) for r in nd_rows))
+        notes += notes_extra + self.peer_note()
+        self.emit("informers — %d informers, one per namespace: threads, connections, RSS, sync time" % n,
+                  table(["client", "transport", "threads", "connections", "RSS MB", "spawn → synced s",
+                         "spawn → all reconciled s", "luaop ÷ this (threads)", "luaop ÷ this (RSS)",
+                         "luaop ÷ this (synced)"], rows), notes)
 
     def bench_hot_reload(self):
         nobj, reloads = self.n(2000, 20), 10 if self.scale >= 0.1 else 3

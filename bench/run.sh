@@ -3,7 +3,7 @@
 # bench/run.sh [BUILD_DIR] [BENCHMARK ...] — luaop's benchmark suite (see bench/README.md).
 #   ./bench/run.sh build                 every benchmark
 #   ./bench/run.sh build sync            one benchmark, or several (apiserver sync sync-crs cache-rss
-#                                        watch-ingest reconcile-noop startup-idle hot-reload
+#                                        watch-ingest reconcile-noop startup-idle informers hot-reload
 #                                        leader-failover write-path lazy-decode sync-paged relist-peak
 #                                        burst json-micro)
 #   BENCH_SCALE=0.1 ./bench/run.sh build smaller sizes (the smoke test uses 0.01)

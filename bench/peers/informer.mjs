@@ -9,6 +9,7 @@
 //   node informer.mjs burst KUBECONFIG RESOURCE FROM_RV M DELAY_MS
 //   node informer.mjs write KUBECONFIG GROUP/VERSION/PLURAL WORKERS N [QPS BURST]
 //   node informer.mjs relist KUBECONFIG RESOURCE SERVER_URL
+//   node informer.mjs informers KUBECONFIG configmaps N
 //
 // RESOURCE: "pods", "configmaps" or "GROUP/VERSION/PLURAL" (a custom resource, all namespaces).
 // sync: time from start() until the last listed object reached the handler; RSS per object.
@@ -35,6 +36,12 @@
 // does not see, history compacted, watches ended, stall lifted; the server's fault API at
 // SERVER_URL): the informer re-watches, gets 410 and relists. Time from the fault until the relist
 // has replaced the cache; RSS steady before (after gc), peak during (VmHWM reset), after (gc).
+// informers: N informers (makeInformer), one per namespace bench-0 … bench-(N-1), each over that
+// namespace's ConfigMaps, all started at once (bench.py's informers row; the peer of `luaop run
+// --namespace` with one informer per namespace). Prints `informers=N objects=K seconds=S` once
+// every informer has listed and handed its listed objects to its handler (S from the first
+// start()), then keeps the N watches open until stdin closes, so that the caller can count the
+// process's threads, TCP connections and RSS from /proc while they are held.
 // Output: one key=value line, like the C programs.
 import * as k8s from '@kubernetes/client-node';
 
@@ -238,6 +245,43 @@ if (mode === 'watch' || mode === 'burst') {
     return l;
   };
 }
+
+async function informers(n) {
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  let unlisted = n, expectedAdds = 0, added = 0, ready;
+  const synced = new Promise((r) => { ready = r; });
+  const check = () => { if (unlisted === 0 && added >= expectedAdds) ready(); };
+  const infs = [];
+  for (let i = 0; i < n; i++) {
+    const namespace = `bench-${i}`;
+    let listed = false;
+    const list = async () => {
+      const l = await core.listNamespacedConfigMap({ namespace });
+      if (!listed) {           // the first list: its items are this informer's share of the sync
+        listed = true;
+        expectedAdds += l.items.length;
+        unlisted--;
+        setImmediate(check);   // after the informer has handed the items to its handler
+      }
+      return l;
+    };
+    const one = k8s.makeInformer(kc, `/api/v1/namespaces/${namespace}/configmaps`, list);
+    one.on('add', (o) => { enqueue(o); added++; check(); });
+    one.on('update', enqueue);
+    one.on('error', (e) => { console.error(`client-node informer ${namespace} error:`, e && (e.message || e)); process.exit(1); });
+    infs.push(one);
+  }
+  const timer = setTimeout(() => { console.error('client-node: informers not synced in 600 s'); process.exit(1); }, 600000);
+  const t0 = now();
+  await Promise.all(infs.map((one) => one.start()));
+  await synced;
+  clearTimeout(timer);
+  console.log(`informers=${n} objects=${expectedAdds} seconds=${(now() - t0).toFixed(4)}`);
+  process.stdin.on('end', () => process.exit(0));  // no stop(): it reports the aborted watches as errors
+  process.stdin.resume();
+  await new Promise(() => {});                       // the watches keep the process alive
+}
+if (mode === 'informers') await informers(Number(fromRv));
 
 const rss0 = rss();
 inf = k8s.makeInformer(kc, path, wrappedList);

@@ -17,7 +17,7 @@ fail() { echo "FAIL: $*" >&2; echo "---- bench output ----" >&2; cat "$out" >&2;
 
 # Every benchmark printed its table.
 for title in "### apiserver" "### sync — LIST+WATCH of" "### sync — LIST+WATCH of .* custom resources" \
-             "### cache-rss" "### watch-ingest" "### reconcile-noop" "### startup-idle" "### hot-reload" "### leader-failover" "### write-path" "### lazy-decode" "### sync-paged" "### relist-peak" "### burst" "### json-micro" "### webhook"; do
+             "### cache-rss" "### watch-ingest" "### reconcile-noop" "### startup-idle" "### informers" "### hot-reload" "### leader-failover" "### write-path" "### lazy-decode" "### sync-paged" "### relist-peak" "### burst" "### json-micro" "### webhook"; do
   grep -q "^$title" "$out" || fail "no table for \"$title\""
 done
 # The luaop rows carry numbers: sync (pods and custom resources), watch-ingest, relist-peak;
@@ -43,6 +43,16 @@ grep -qE "^\| luaop run, HTTPS \| 0 \| $num \| $num \| $num \| $num \| $num \| +
 for s in HTTP HTTPS; do
   grep -qE "^\| floor \(C\), $s:[^|]* \| 0 \| +\| $num \| $num \| $num \| $num \|" "$out" || fail "no startup-idle $s floor row"
 done
+# informers: luaop's rows over plain HTTP (threads, connections, RSS, synced, reconciled); through
+# nghttpx when it is installed, and then h2 carries every watch on 1 connection.
+[ "$(grep -cE "^\| luaop run \| HTTP/1.1, [^|]* \| $num \| $num \| $num \| $num \| $num \|" "$out")" -eq 2 ] ||
+  fail "expected 2 luaop run rows over HTTP/1.1 in informers"
+if command -v nghttpx >/dev/null; then
+  grep -qE "^\| luaop run \| h2 via nghttpx \(TLS\), limiter off \| $num \| 1 \| $num \|" "$out" ||
+    fail "no informers h2 row with 1 connection"
+else
+  grep -q "h2 rows skipped: nghttpx" "$out" || fail "nghttpx missing but the informers table does not say so"
+fi
 # Reloads were installed (directory and ConfigMap) and the follower took over in both ways.
 [ "$(grep -cE "^\| (directory|directory, debounce 1 ms|ConfigMap) \| 3 \| $num \| $num \|" "$out")" -eq 3 ] ||
   fail "expected 3 hot-reload rows"
