@@ -1140,7 +1140,8 @@ class Runner:
         script_dir = os.path.join(ROOT, "tests", "integration", "fixtures", "namespaces")
         # nghttpx's --frontend-http2-max-concurrent-streams (default 100): twice the watches, so
         # that one connection can carry every watch and the requests beside them at any count
-        streams = max(100, 2 * n)
+        # (BENCH_H2_STREAMS overrides)
+        streams = int(os.environ.get("BENCH_H2_STREAMS", "0")) or max(100, 2 * n)
         h2_ok = shutil.which("nghttpx") is not None and shutil.which("openssl") is not None
         notes_extra = []
 
@@ -1238,9 +1239,13 @@ class Runner:
                             res.append(("client-node", "HTTP/1.1 via nghttpx (TLS; client-node has no h2)", nd, h2))
                 finally:
                     px.stop()
-                if h2["connections"] != 1:
+                if h2["connections"] != 1 and streams >= 2 * n:
                     self.failures.append("informers: luaop over h2 held %s connections for %d informers, not 1"
                                          % (h2["connections"], n))
+                elif h2["connections"] != 1:  # BENCH_H2_STREAMS below the watches and requests
+                    notes_extra.append("h2: %s connections, as the server's limit of %d streams per connection "
+                                       "requires for %d watches and the requests beside them"
+                                       % (h2["connections"], streams, n))
             else:
                 notes_extra.append("h2 rows skipped: nghttpx (Debian's nghttp2-proxy) or openssl is not installed")
         finally:

@@ -15,7 +15,9 @@
  * Protocol: https servers are offered HTTP/2 through ALPN and HTTP/1.1 is used when the server
  * does not choose h2 (as client-go does by default); every stream to one server is multiplexed
  * over one connection (CURLOPT_PIPEWAIT), at most the server's SETTINGS_MAX_CONCURRENT_STREAMS at
- * once (libcurl opens another connection beyond that). disable_http2 (client-go's DISABLE_HTTP2)
+ * once and at most 1000 (Go's http2 transport's figure for a server that names no limit; Go
+ * follows a higher server limit, luaop stops at 1000); libcurl opens another connection beyond
+ * that. libcurl's own default cap of 100 is raised to it. disable_http2 (client-go's DISABLE_HTTP2)
  * forces HTTP/1.1. http:// servers always get HTTP/1.1 (no h2c), one connection per concurrent
  * exchange, kept alive and reused. Bodies are decoded from gzip when the exchange asks for it.
  *

@@ -23,6 +23,7 @@
 #define LOP_TR_TICK_MS            50     /* the caller's wait between on_tick calls (tick_ms 0) */
 #define LOP_TR_CONNECT_TIMEOUT_MS 30000L /* client-go's dialer: 30 s */
 #define LOP_TR_KEEPALIVE_S        30L    /* TCP keep-alive, as client-go's dialer */
+#define LOP_TR_H2_MAX_STREAMS     1000L  /* our cap on streams per h2 connection (server's may be lower) */
 #define LOP_TR_READ_DEFAULT       (16 * 1024)
 #define LOP_TR_HEAD_MAX           (64 * 1024)            /* bytes of one response's header lines */
 #define LOP_TR_INBOX_MIN          (256 * 1024)           /* smallest high-water mark of an inbox (bytes) */

@@ -613,6 +613,12 @@ lop_rc_t lop_tr_io_start(lop_transport_t *t, lop_err_t *err)
     curl_multi_setopt(t->multi, CURLMOPT_TIMERFUNCTION, on_timer);
     curl_multi_setopt(t->multi, CURLMOPT_TIMERDATA, t);
     curl_multi_setopt(t->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+    /* libcurl's own cap on streams per h2 connection is 100 (the effective limit is the lower of it
+     * and the server's SETTINGS_MAX_CONCURRENT_STREAMS): with it the 101st watch opened a second
+     * connection even where the server allows more. Go's http2 transport (client-go's) follows
+     * the server's value, 1000 when the server names none (golang.org/x/net/http2/transport.go,
+     * defaultMaxConcurrentStreams); this follows the server's value up to 1000. */
+    curl_multi_setopt(t->multi, CURLMOPT_MAX_CONCURRENT_STREAMS, (long)LOP_TR_H2_MAX_STREAMS);
     t->timer_ms = -2;
     int e = pthread_create(&t->io, NULL, io_main, t);
     if (e) return lop_err_set(err, LOP_ERR, 0, NULL, "transport: cannot start the I/O thread: %s", strerror(e));

@@ -2,7 +2,8 @@
 /*
  * HTTP/2 tests of the libcurl transport (host/kube/client/transport.h) without a real cluster:
  * Debian's nghttpx (nghttp2-proxy) terminates TLS and speaks h2 to the client, HTTP/1.1 to the
- * local API server behind it. Checked: twelve watches and a write share one connection;
+ * local API server behind it. Checked: twelve watches and a write share one connection, and so do
+ * 110 (past libcurl's default cap of 100 streams) when the server allows 200;
  * DISABLE_HTTP2 gives one connection per watch; a connection that stops answering (nghttpx
  * SIGSTOPped) is found by the dead-connection probe, every watch on it ends with
  * LOP_HTTP_ERESET, and the next request opens a fresh connection; a stalled watch consumer does
@@ -31,6 +32,9 @@
 #include <unistd.h>
 
 #define NWATCH 12
+/* nghttpx's SETTINGS_MAX_CONCURRENT_STREAMS (its default is 100): room for MANY_WATCHES */
+#define H2_SERVER_STREAMS "200"
+#define MANY_WATCHES      110 /* more than libcurl's own default cap of 100 streams per connection */
 
 static char dir[256];
 static pid_t proxy_pid;
@@ -102,7 +106,8 @@ static bool env_start(void)
         setpgid(0, 0); /* its own group: nghttpx serves from a worker process it forks */
         execlp("nghttpx", "nghttpx", "--conf=/dev/null", front, back, "--workers=1", "--log-level=WARN", errlog,
                "--accesslog-file=/dev/null", "--no-ocsp", "--backend-read-timeout=1h", "--frontend-read-timeout=1h",
-               "--stream-read-timeout=0", "--backend-connections-per-host=64", key, cert, (char *)NULL);
+               "--stream-read-timeout=0", "--backend-connections-per-host=64",
+               "--frontend-http2-max-concurrent-streams=" H2_SERVER_STREAMS, key, cert, (char *)NULL);
         _exit(127);
     }
     if (proxy_pid < 0 || !ca_pem) return false;
@@ -299,6 +304,26 @@ static void test_watches_share_one_connection(void)
     lop_transport_free(t);
 }
 
+/* More watches than libcurl's default cap of 100 streams, on a server that allows 200: still one
+ * connection (the transport raises the cap as Go's http2 transport follows the server's limit). */
+static void test_more_than_100_watches_share_one_connection(void)
+{
+    lop_transport_t *t = h2_transport(false, false);
+    T_CHECK(t != NULL);
+    if (!t) return;
+    static watch_t w[MANY_WATCHES];
+    watches_start(w, MANY_WATCHES, t);
+    int ok = 0;
+    for (int i = 0; i < MANY_WATCHES; i++) ok += w[i].code == 200;
+    T_EQ_INT(ok, MANY_WATCHES);
+    create_configmap(t, "h2-many");
+    wait_events(w, MANY_WATCHES, 1, -1);
+    T_EQ_INT(lop_transport_open_connections(t), 1);
+    T_EQ_INT(lop_transport_connects(t), 1);
+    watches_stop(w, MANY_WATCHES);
+    lop_transport_free(t);
+}
+
 /* DISABLE_HTTP2: HTTP/1.1, one connection per watch. */
 static void test_disable_http2(void)
 {
@@ -391,6 +416,7 @@ int main(void)
     T_CHECK(up);
     if (up) {
         T_RUN(test_watches_share_one_connection);
+        T_RUN(test_more_than_100_watches_share_one_connection);
         T_RUN(test_disable_http2);
         T_RUN(test_stalled_stream_does_not_block_others);
         T_RUN(test_dead_connection_found_by_probe);
