@@ -54,7 +54,7 @@ cc_prog webhook webhook.c "$build/liblop_runtime.a" "$build/liblop_cache.a" "$bu
   $(pkg-config --cflags --libs libcurl zlib libevent_openssl libevent_pthreads libevent jansson yaml-0.1 openssl) -lpthread -lm
 # startup-idle's floor: the luaop executable's shared libraries, every one loaded (--no-as-needed),
 # and luaop's own transport for its one GET
-cc_prog floor floor.c "$build/liblop_cache.a" "$build/liblop_meta.a" "$build/liblop_client.a" "$build/liblop_codec.a" "$build/liblop_util.a" -Wl,--no-as-needed -lm -lpthread \
+cc_prog floor floor.c -rdynamic "$build/liblop_cache.a" "$build/liblop_meta.a" "$build/liblop_client.a" "$build/liblop_codec.a" "$build/liblop_util.a" -Wl,--no-as-needed -lm -lpthread \
   $(pkg-config --cflags --libs libcurl zlib libevent_openssl libevent_pthreads libevent jansson yaml-0.1 openssl luajit)
 
 # The peer: @kubernetes/client-node pinned by bench/peers/package-lock.json.

@@ -20,6 +20,21 @@ static const struct {
     {"types", lop_cmd_types, "LuaLS type annotations from CRDs' openAPIV3Schema (editor completion)"},
 };
 
+/*
+ * GnuTLS is in the process only as a dependency of two of libcurl's back ends that luaop never
+ * uses (RTMP through librtmp, LDAP through libldap; luaop's transport allows http and https only,
+ * CURLOPT_PROTOCOLS_STR in host/kube/client/transport_io.c) — luaop's TLS is OpenSSL's. GnuTLS
+ * initialises itself from a library constructor anyway (priority strings, ASN.1 trees, PKCS#11
+ * modules through p11-kit): ~1 MB of resident memory before main. Its constructor first asks the
+ * program whether to skip that implicit initialisation through this hook, which the executable
+ * overrides (it exports its symbols: ENABLE_EXPORTS in CMakeLists.txt; checked by
+ * integration.gnutls_init_skipped). Nothing that works changes: librtmp and libldap call
+ * gnutls_global_init() themselves before they use GnuTLS. Measured in bench/README.md
+ * ("startup-idle over HTTPS (issue 19)").
+ */
+int _gnutls_global_init_skip(void);
+int _gnutls_global_init_skip(void) { return 1; }
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: luaop <command> [flags]   (luaop <command> --help for its flags)\n\ncommands:\n");
