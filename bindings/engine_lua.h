@@ -22,8 +22,9 @@
  *      contains luaop/:
  *   3. <directory of the executable>/../share/luaop/lua (installed layout: make install);
  *   4. the source tree's scripts/ (located at compile time; builds run in place).
- * The library files are read once per process (on the first vm_new after a path change) and
- * shared read-only by every VM.
+ * The library directory is listed once per process (on the first vm_new after a path change);
+ * each file is read when a VM first requires it and its bytes are then shared read-only by every
+ * VM, so a process holds only the modules its scripts use.
  *
  * Thread-safety: lop_lua_engine() and the library lookup are safe from any thread; each VM is
  * used by one thread at a time (engine.h).

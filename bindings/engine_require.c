@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * engine_require.c — module resolution for the VMs: the luaop library directory (read once per
- * process) and the `require` scripts see (resolution order in engine_lua.h).
+ * engine_require.c — module resolution for the VMs: the luaop library directory (listed once per
+ * process, each file read when first required) and the `require` scripts see (resolution order in engine_lua.h).
  */
 #include "bindings/engine_internal.h"
 #include "bindings/engine_lua.h"
@@ -23,7 +23,8 @@
 
 typedef struct libset {
     char dir[PATH_MAX];
-    lop_script_file_t *files;
+    lop_script_file_t *files; /* data NULL until the file is first required (lib_find) */
+    char **paths;             /* files[i]'s full path, for that read */
     size_t n, cap;
     struct libset *prev; /* replaced snapshots stay reachable: VMs may still point into them */
 } libset_t;
@@ -82,25 +83,42 @@ static void resolve_dir(char *out, size_t len)
 #endif
 }
 
-static void lib_add(libset_t *ls, const char *name, const char *path)
+/* The file's bytes in a buffer of its size (kept for the process's lifetime: not rounded up to a
+ * power of two); false when it cannot be read. */
+static bool lib_read(const char *path, lop_script_file_t *f)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return;
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return false;
     lop_buf_t b = LOP_BUF_INIT;
-    /* kept for the process's lifetime: sized to the file, not rounded up to a power of two */
     struct stat st;
-    if (fstat(fileno(f), &st) == 0 && st.st_size > 0) lop_buf_reserve_exact(&b, (size_t)st.st_size);
+    if (fstat(fileno(fp), &st) == 0 && st.st_size > 0) lop_buf_reserve_exact(&b, (size_t)st.st_size);
     char chunk[4096];
     size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) lop_buf_append(&b, chunk, n);
-    fclose(f);
+    while ((n = fread(chunk, 1, sizeof chunk, fp)) > 0) lop_buf_append(&b, chunk, n);
+    bool ok = !ferror(fp);
+    fclose(fp);
+    if (!ok) {
+        lop_buf_free(&b);
+        return false;
+    }
+    f->len = b.len;
+    f->data = b.len ? lop_buf_steal(&b) : lop_xstrdup("");
+    return true;
+}
+
+/* Lists the file; its bytes are read when it is first required. A process reads only the
+ * modules its scripts use (`luaop run` never reads luaop.testing's ~80 KB, busted's fake API). */
+static void lib_add(libset_t *ls, const char *name, const char *path)
+{
     if (ls->n == ls->cap) {
         ls->cap = ls->cap ? ls->cap * 2 : 16;
         ls->files = lop_xrealloc(ls->files, ls->cap * sizeof *ls->files);
+        ls->paths = lop_xrealloc(ls->paths, ls->cap * sizeof *ls->paths);
     }
     ls->files[ls->n].name = lop_xstrdup(name);
-    ls->files[ls->n].len = b.len;
-    ls->files[ls->n].data = lop_buf_steal(&b);
+    ls->files[ls->n].len = 0;
+    ls->files[ls->n].data = NULL;
+    ls->paths[ls->n] = lop_xstrdup(path);
     ls->n++;
 }
 
@@ -129,7 +147,7 @@ static void lib_scan(libset_t *ls, const char *dir, const char *rel, int depth)
     closedir(d);
 }
 
-static const libset_t *lib_get(void)
+static libset_t *lib_get(void)
 {
     pthread_mutex_lock(&lib_mu);
     if (!lib_valid) {
@@ -140,7 +158,7 @@ static const libset_t *lib_get(void)
         lib_cur = ls;
         lib_valid = true;
     }
-    const libset_t *ls = lib_cur;
+    libset_t *ls = lib_cur;
     pthread_mutex_unlock(&lib_mu);
     return ls;
 }
@@ -160,11 +178,20 @@ void lop_lua_library_path(char *buf, size_t len)
     snprintf(buf, len, "%s", ls->dir);
 }
 
-static const lop_script_file_t *lib_find(const libset_t *ls, const char *name)
+/* The library file `name` with its bytes (read on its first lookup, then kept: every later VM
+ * gets the same bytes), or NULL when it is not listed or cannot be read. */
+static const lop_script_file_t *lib_find(libset_t *ls, const char *name)
 {
-    for (size_t i = 0; i < ls->n; i++)
-        if (strcmp(ls->files[i].name, name) == 0) return &ls->files[i];
-    return NULL;
+    const lop_script_file_t *found = NULL;
+    pthread_mutex_lock(&lib_mu);
+    for (size_t i = 0; i < ls->n; i++) {
+        if (strcmp(ls->files[i].name, name) != 0) continue;
+        lop_script_file_t *f = &ls->files[i];
+        if (f->data || lib_read(ls->paths[i], f)) found = f;
+        break;
+    }
+    pthread_mutex_unlock(&lib_mu);
+    return found;
 }
 
 /* ------------------------------------------------------------------ require */
@@ -212,7 +239,7 @@ static int lua_require(lua_State *L)
     const char *path = lua_tostring(L, -1);
     char f1[PATH_MAX], f2[PATH_MAX];
     if (strcmp(name, "luaop") == 0 || strncmp(name, "luaop.", 6) == 0) {
-        const libset_t *ls = lib_get();
+        libset_t *ls = lib_get();
         snprintf(f1, sizeof f1, "%s.lua", path);
         snprintf(f2, sizeof f2, "%s/init.lua", path);
         const lop_script_file_t *f = lib_find(ls, f1);

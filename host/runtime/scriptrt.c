@@ -40,7 +40,7 @@ struct lop_scriptrt {
     uint64_t gen;
     pthread_mutex_t event_mu; /* guards the fields below (not the VMs: each event VM has its lock) */
     lop_event_vm_t *event_vms;
-    lop_vm_t *spare_vm; /* the install's VM (generation spare_gen), handed to the first event VM */
+    lop_vm_t *spare_vm; /* the install's VM (generation spare_gen), handed to its first user: an event VM or a worker */
     uint64_t spare_gen;
     shared_set_t *prev_set; /* the set before the current one, while handlers of its wiring may run */
     uint64_t prev_gen;
@@ -156,8 +156,19 @@ lop_vm_t *lop_scriptrt_vm(lop_scriptrt_t *rt, lop_vm_slot_t *slot, lop_err_t *er
     if (s && slot->gen != gen) s->refs++;
     pthread_mutex_unlock(&rt->mu);
     if (!s || slot->gen == gen) return slot->vm;
+    /* The install's VM, when no event VM took it yet: the first VM user of a generation, worker
+     * or event VM, takes it over, so an operator whose controllers have no Lua predicates or map
+     * functions does not hold it idle next to its workers' VMs (bench startup-idle). Lock order
+     * as in install: event_mu, then mu. */
+    lop_vm_t *vm = NULL;
+    pthread_mutex_lock(&rt->event_mu);
+    if (rt->spare_vm && rt->spare_gen == gen) {
+        vm = rt->spare_vm;
+        rt->spare_vm = NULL;
+    }
+    pthread_mutex_unlock(&rt->event_mu);
     /* Build outside the lock: the set stays alive through our reference. */
-    lop_vm_t *vm = rt->engine->vm_new(s->set, rt->opts, rt->host, err);
+    if (!vm) vm = rt->engine->vm_new(s->set, rt->opts, rt->host, err);
     shared_unref(rt, s);
     if (!vm) {
         lop_log(LOP_LOG_ERROR, "building a worker VM failed; keeping the previous one", "error",

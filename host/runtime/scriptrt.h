@@ -8,13 +8,15 @@
  *
  * Workers each own a lop_vm_slot_t: lop_scriptrt_vm() returns the slot's VM, rebuilding it
  * from the current set when the generation moved on (between reconciles, so an in-flight
- * reconcile finishes on the old code) or when the VM was flagged broken.
+ * reconcile finishes on the old code) or when the VM was flagged broken. The VM the install
+ * built and validated goes to the first user of its generation, a worker or an event VM
+ * (below); everyone after builds their own.
  *
  * Event VMs run Lua predicates and map functions for the informer threads: one per controller
  * and script generation, each with its own lock, so a slow predicate of one controller delays
  * only that controller's events (docs/execution-model.md "Predicates and map functions"). A
- * controller's event VM is built on its first event (the first one of a generation takes over
- * the VM the install built and validated); controllers without Lua predicates or map functions
+ * controller's event VM is built on its first event (unless a worker was first, the first one
+ * of a generation takes over the VM the install built and validated); controllers without Lua predicates or map functions
  * never get one. Calls under it run under the engine's predicate deadline
  * (lop_engine_opts_t.predicate_timeout_ns).
  *

@@ -582,6 +582,61 @@ static void test_luaop_library_cannot_be_shadowed(void)
     rmdir(dir);
 }
 
+/* The library is listed once, but a file is read when a VM first requires it, and its bytes are
+ * then what every later VM gets: a module no VM has required is not held (luaop run never reads
+ * luaop.testing), and once read a module does not change under later VMs. Shown by editing both
+ * files on disk after the first VM: the required one keeps its first bytes, the other one, first
+ * required by the second VM, has the new ones (it was not read when the directory was listed). */
+static void test_library_files_are_read_when_first_required(void)
+{
+    char dir[] = "/tmp/lop_lua_libXXXXXX";
+    if (!mkdtemp(dir)) {
+        T_CHECK(0);
+        return;
+    }
+    char p[256], used_path[256], unused_path[256];
+    snprintf(p, sizeof p, "%s/luaop", dir);
+    mkdir(p, 0700);
+    snprintf(p, sizeof p, "%s/luaop/init.lua", dir);
+    write_file(p, "return { name = 'lib' }\n");
+    snprintf(used_path, sizeof used_path, "%s/luaop/used.lua", dir);
+    write_file(used_path, "return 1\n");
+    snprintf(unused_path, sizeof unused_path, "%s/luaop/later.lua", dir);
+    write_file(unused_path, "return 1\n");
+    lop_lua_set_library_path(dir);
+
+    const lop_engine_t *e = lop_lua_engine();
+    set_builder_t b;
+    lop_engine_opts_t o = opts();
+    lop_err_t err;
+    mkset(&b, "assert(require('luaop.used') == 1, 'used, first read')\n", NULL, NULL);
+    lop_vm_t *vm = e->vm_new(&b.set, &o, &host, &err);
+    T_CHECK(vm != NULL);
+    if (vm) e->vm_free(vm);
+
+    write_file(used_path, "return 2\n");
+    write_file(unused_path, "return 2\n");
+    mkset(&b,
+          "assert(require('luaop.used') == 1, 'used: the bytes first read')\n"
+          "assert(require('luaop.later') == 2, 'later: read now, not when listed')\n",
+          NULL, NULL);
+    vm = e->vm_new(&b.set, &o, &host, &err);
+    T_CHECK(vm != NULL);
+    if (!vm)
+        fprintf(stderr, "%s\n", err.message);
+    else
+        e->vm_free(vm);
+
+    lop_lua_set_library_path(NULL);
+    snprintf(p, sizeof p, "%s/luaop/init.lua", dir);
+    unlink(p);
+    unlink(used_path);
+    unlink(unused_path);
+    snprintf(p, sizeof p, "%s/luaop", dir);
+    rmdir(p);
+    rmdir(dir);
+}
+
 int main(void)
 {
     lop_fake_clock_init(&fclock, 0);
@@ -592,5 +647,6 @@ int main(void)
     T_RUN(test_host_functions);
     T_RUN(test_requests_get_what_is_left_of_the_deadline);
     T_RUN(test_luaop_library_cannot_be_shadowed);
+    T_RUN(test_library_files_are_read_when_first_required);
     return T_DONE();
 }

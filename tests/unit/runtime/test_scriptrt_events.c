@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the event VMs of host/runtime/scriptrt (one per controller and generation): a
  * controller's VM held by a slow call does not block another controller's; the first one of a
- * generation takes over the install's VM; a broken one is rebuilt; a reload's old generation stays
+ * generation takes over the install's VM unless a worker took it first (then no VM is held idle);
+ * a broken one is rebuilt; a reload's old generation stays
  * usable until released, then is gone. A C fake engine stands in for Lua. */
 #include "host/runtime/scriptrt.h"
 #include "host/runtime/scripts.h"
@@ -200,6 +201,42 @@ static void test_stuck_event_vm_is_reported(void)
     lop_scriptrt_free(rt);
 }
 
+/* Controllers without Lua predicates or map functions never acquire an event VM: the install's
+ * VM then serves the first worker, with no second build, instead of being held idle next to it;
+ * the next worker builds its own, and an event VM acquired after that builds its own too. After a
+ * reload the first worker to move on takes the new install's VM. */
+static void test_first_worker_takes_the_install_vm(void)
+{
+    vms_built = vms_freed = 0;
+    lop_scriptrt_t *rt = rt_with("3");
+    T_EQ_INT(vms_built, 1); /* the install's */
+    lop_err_t err;
+    lop_vm_slot_t w1 = {NULL, 0}, w2 = {NULL, 0};
+    lop_vm_t *a = lop_scriptrt_vm(rt, &w1, &err);
+    T_CHECK(a != NULL);
+    T_EQ_INT(((fake_vm_t *)a)->version, 3);
+    T_EQ_INT(vms_built, 1);                       /* taken over, not built */
+    T_CHECK(lop_scriptrt_vm(rt, &w1, &err) == a); /* kept between reconciles */
+    lop_vm_t *b = lop_scriptrt_vm(rt, &w2, &err);
+    T_CHECK(b != NULL && b != a);
+    T_EQ_INT(vms_built, 2);
+    lop_vm_t *e = NULL;
+    lop_event_vm_t *se = NULL;
+    T_EQ_INT(lop_scriptrt_event_acquire(rt, lop_scriptrt_generation(rt), "a", &e, &se, &err), LOP_OK);
+    T_CHECK(e != a && e != b);
+    T_EQ_INT(vms_built, 3);
+    lop_scriptrt_event_release(rt, se, false);
+    T_EQ_INT(lop_scriptrt_install(rt, set_with("4"), NULL, NULL, &err), LOP_OK);
+    T_EQ_INT(vms_built, 4);
+    lop_vm_t *a2 = lop_scriptrt_vm(rt, &w1, &err);
+    T_EQ_INT(((fake_vm_t *)a2)->version, 4);
+    T_EQ_INT(vms_built, 4); /* the new install's VM */
+    lop_vm_slot_release(rt, &w1);
+    lop_vm_slot_release(rt, &w2);
+    lop_scriptrt_free(rt);
+    T_EQ_INT(vms_freed, vms_built);
+}
+
 int main(void)
 {
     T_RUN(test_one_vm_per_controller);
@@ -207,5 +244,6 @@ int main(void)
     T_RUN(test_broken_vm_is_rebuilt);
     T_RUN(test_generations);
     T_RUN(test_stuck_event_vm_is_reported);
+    T_RUN(test_first_worker_takes_the_install_vm);
     return T_DONE();
 }
