@@ -44,8 +44,10 @@ struct lop_recorder {
     char *component, *host;
     const lop_clock_t *clock;
     pthread_mutex_t mu;
-    seen_t seen[CACHE_SIZE]; /* WAYS-way set-associative by key hash */
-    bucket_t buckets[CACHE_SIZE];
+    /* WAYS-way set-associative by key hash; both CACHE_SIZE long, allocated with the first event
+     * recorded (~49 KB that an operator which emits no Event never holds). mu. */
+    seen_t *seen;
+    bucket_t *buckets;
 };
 
 lop_recorder_t *lop_recorder_new(lop_rest_client_t *rest, const char *component, const char *host,
@@ -63,12 +65,14 @@ lop_recorder_t *lop_recorder_new(lop_rest_client_t *rest, const char *component,
 void lop_recorder_free(lop_recorder_t *r)
 {
     if (!r) return;
-    for (int i = 0; i < CACHE_SIZE; i++) {
+    for (int i = 0; r->seen && i < CACHE_SIZE; i++) {
         free(r->seen[i].key);
         free(r->seen[i].ns);
         free(r->seen[i].name);
         free(r->buckets[i].uid);
     }
+    free(r->seen);
+    free(r->buckets);
     pthread_mutex_destroy(&r->mu);
     free(r->component);
     free(r->host);
@@ -174,6 +178,10 @@ static lop_rc_t record(lop_recorder_t *r, const char *obj_json, size_t len, cons
     lop_buf_t key = LOP_BUF_INIT;
     lop_buf_printf(&key, "%s|%s/%s|%s|%s|%s", uid, obj_ns, obj_name, type, reason, message);
     pthread_mutex_lock(&r->mu);
+    if (!r->seen) {
+        r->seen = lop_xcalloc(CACHE_SIZE, sizeof *r->seen);
+        r->buckets = lop_xcalloc(CACHE_SIZE, sizeof *r->buckets);
+    }
     if (!take_token(r, *uid ? uid : key.data, now)) {
         pthread_mutex_unlock(&r->mu);
         lop_log(LOP_LOG_DEBUG, "event dropped by the per-object rate limit", "object", obj_name, "reason", reason,
