@@ -122,19 +122,19 @@ static void lib_add(libset_t *ls, const char *name, const char *path)
     ls->n++;
 }
 
-/* Add every *.lua under dir/rel (rel is "luaop" or "luaop/sub"), up to depth 8. */
+/* Add every *.lua under dir/rel (rel is "luaop" or "luaop/sub"), up to depth 8. The paths live
+ * on the heap, not the stack: this runs on the thread building a VM (the main thread at start),
+ * and 16 KiB of path buffers per level would stay resident in its stack for the process's life. */
 static void lib_scan(libset_t *ls, const char *dir, const char *rel, int depth)
 {
-    char path[PATH_MAX];
-    if (depth > 8 || snprintf(path, sizeof path, "%s/%s", dir, rel) >= (int)sizeof path) return;
-    DIR *d = opendir(path);
-    if (!d) return;
+    if (depth > 8) return;
+    char *path = lop_xmalloc(PATH_MAX), *sub = lop_xmalloc(PATH_MAX), *full = lop_xmalloc(2 * PATH_MAX);
+    DIR *d = snprintf(path, PATH_MAX, "%s/%s", dir, rel) < PATH_MAX ? opendir(path) : NULL;
     struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
+    while (d && (e = readdir(d)) != NULL) {
         if (e->d_name[0] == '.') continue;
-        char sub[PATH_MAX], full[PATH_MAX * 2];
-        if (snprintf(sub, sizeof sub, "%s/%s", rel, e->d_name) >= (int)sizeof sub) continue;
-        snprintf(full, sizeof full, "%s/%s", dir, sub);
+        if (snprintf(sub, PATH_MAX, "%s/%s", rel, e->d_name) >= PATH_MAX) continue;
+        snprintf(full, 2 * PATH_MAX, "%s/%s", dir, sub);
         struct stat st;
         if (stat(full, &st) != 0) continue;
         if (S_ISDIR(st.st_mode)) {
@@ -144,7 +144,10 @@ static void lib_scan(libset_t *ls, const char *dir, const char *rel, int depth)
             if (nl > 4 && strcmp(sub + nl - 4, ".lua") == 0) lib_add(ls, sub, full);
         }
     }
-    closedir(d);
+    if (d) closedir(d);
+    free(path);
+    free(sub);
+    free(full);
 }
 
 static libset_t *lib_get(void)
