@@ -181,7 +181,11 @@ lop_rc_t lop_op_webhooks_sync(lop_op_webhooks_t *w, const lop_run_opts_t *o, lop
         w->ndecls = lop_webhook_pool_declarations(w->pool, NULL, NULL);
         if (w->certs) lop_webhook_pool_declarations(w->pool, conversion_targets, w->certs);
     }
-    if (w->ndecls == 0 && !w->srv) return LOP_OK; /* (a running server keeps its certificates fresh) */
+    if (w->ndecls == 0 && !w->srv) { /* (a running server keeps its certificates fresh) */
+        /* nothing to serve: the VM that read the declarations goes to the first reconcile worker */
+        if (w->pool) lop_webhook_pool_give_back(w->pool);
+        return LOP_OK;
+    }
     if (o->webhook_cert_secret && !w->certs) {
         lop_rc_t rc = lop_op_certs_new(o, w->rest, w->mapper, w->wake_fd, &w->certs, err);
         if (rc != LOP_OK) {

@@ -194,6 +194,25 @@ void lop_vm_slot_release(lop_scriptrt_t *rt, lop_vm_slot_t *slot)
     slot->gen = 0;
 }
 
+void lop_vm_slot_return(lop_scriptrt_t *rt, lop_vm_slot_t *slot)
+{
+    lop_vm_t *vm = slot->vm;
+    slot->vm = NULL;
+    if (vm && slot->gen) {
+        pthread_mutex_lock(&rt->event_mu); /* lock order as in install */
+        pthread_mutex_lock(&rt->mu);
+        if (!rt->spare_vm && slot->gen == rt->gen) {
+            rt->spare_vm = vm;
+            rt->spare_gen = slot->gen;
+            vm = NULL;
+        }
+        pthread_mutex_unlock(&rt->mu);
+        pthread_mutex_unlock(&rt->event_mu);
+    }
+    if (vm) rt->engine->vm_free(vm);
+    slot->gen = 0;
+}
+
 lop_rc_t lop_scriptrt_event_acquire(lop_scriptrt_t *rt, uint64_t gen, const char *controller, lop_vm_t **vm,
                                     lop_event_vm_t **out, lop_err_t *err)
 {

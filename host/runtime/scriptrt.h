@@ -65,6 +65,12 @@ lop_vm_t *lop_scriptrt_vm(lop_scriptrt_t *rt, lop_vm_slot_t *slot, lop_err_t *er
 /* Mark the slot's VM broken: it is rebuilt on the next lop_scriptrt_vm. */
 void lop_scriptrt_vm_broken(lop_scriptrt_t *rt, lop_vm_slot_t *slot);
 void lop_vm_slot_release(lop_scriptrt_t *rt, lop_vm_slot_t *slot);
+/* Give the slot's VM back to the runtime, for the next VM user of its generation to take over
+ * instead of building one (as the install's VM): only for a VM nothing has been called in yet
+ * (its declarations read, no reconcile, predicate, map function or webhook run), whose Lua state
+ * is as the build left it. Freed instead when its generation is no longer current or the runtime
+ * holds such a VM already. The slot is empty afterwards. Only the slot's owner may call this. */
+void lop_vm_slot_return(lop_scriptrt_t *rt, lop_vm_slot_t *slot);
 
 typedef struct lop_event_vm lop_event_vm_t;
 

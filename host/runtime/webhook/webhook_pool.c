@@ -67,6 +67,14 @@ static void slot_give(lop_webhook_pool_t *p, int i, bool broken)
     pthread_mutex_unlock(&p->mu);
 }
 
+void lop_webhook_pool_give_back(lop_webhook_pool_t *p)
+{
+    pthread_mutex_lock(&p->mu);
+    for (int i = 0; i < p->n; i++)
+        if (!p->busy[i]) lop_vm_slot_return(p->rt, &p->slots[i]);
+    pthread_mutex_unlock(&p->mu);
+}
+
 /* 80% of timeoutSeconds: the answer reaches the API server before its own timeout. */
 static int64_t deadline_ns(const lop_webhook_decl_t *d)
 {

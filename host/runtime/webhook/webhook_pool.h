@@ -53,4 +53,10 @@ lop_rc_t lop_webhook_pool_convert(void *ud, const char *obj_json, size_t len, co
 size_t lop_webhook_pool_declarations(lop_webhook_pool_t *p,
                                      void (*fn)(void *ud, const lop_webhook_decl_t *decls, size_t n), void *ud);
 
+/* The script set declares no webhook, so no review will come: the pool's idle slots give their VMs
+ * back to the script runtime (lop_vm_slot_return: only their declarations were read), and the
+ * first reconcile worker takes one over instead of the process holding a VM that serves nothing.
+ * Call it only while no webhook server uses the pool. */
+void lop_webhook_pool_give_back(lop_webhook_pool_t *p);
+
 #endif

@@ -237,6 +237,30 @@ static void test_first_worker_takes_the_install_vm(void)
     T_EQ_INT(vms_freed, vms_built);
 }
 
+/* A VM given back (lop_vm_slot_return: nothing was called in it) serves the next user of its
+ * generation without a build; one of a generation that is no longer current is freed. */
+static void test_returned_vm_serves_the_next_user(void)
+{
+    vms_built = vms_freed = 0;
+    lop_scriptrt_t *rt = rt_with("5");
+    lop_err_t err;
+    lop_vm_slot_t reader = {NULL, 0}, worker = {NULL, 0};
+    lop_vm_t *a = lop_scriptrt_vm(rt, &reader, &err);
+    lop_vm_slot_return(rt, &reader);
+    T_CHECK(reader.vm == NULL);
+    T_CHECK(lop_scriptrt_vm(rt, &worker, &err) == a);
+    T_EQ_INT(vms_built, 1);
+    T_CHECK(lop_scriptrt_vm(rt, &reader, &err) != a); /* the worker holds it: this one builds */
+    T_EQ_INT(vms_built, 2);
+    T_EQ_INT(lop_scriptrt_install(rt, set_with("6"), NULL, NULL, &err), LOP_OK);
+    int freed = vms_freed;
+    lop_vm_slot_return(rt, &reader); /* generation 1: freed */
+    T_EQ_INT(vms_freed, freed + 1);
+    lop_vm_slot_release(rt, &worker);
+    lop_scriptrt_free(rt);
+    T_EQ_INT(vms_freed, vms_built);
+}
+
 int main(void)
 {
     T_RUN(test_one_vm_per_controller);
@@ -245,5 +269,6 @@ int main(void)
     T_RUN(test_generations);
     T_RUN(test_stuck_event_vm_is_reported);
     T_RUN(test_first_worker_takes_the_install_vm);
+    T_RUN(test_returned_vm_serves_the_next_user);
     return T_DONE();
 }

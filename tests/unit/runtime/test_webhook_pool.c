@@ -2,7 +2,7 @@
 /* Unit tests for host/runtime/webhook/webhook_pool: a review goes to the declaration served at
  * its path with 80% of timeoutSeconds as its deadline; conversion is chosen by group and kind;
  * unknown paths and kinds are LOP_ENOTFOUND; a reload takes effect on the next call; a VM the
- * engine calls broken is rebuilt. A C fake engine stands in for Lua. */
+ * engine calls broken is rebuilt; with nothing to serve the pool gives its VMs back. A C fake engine stands in for Lua. */
 #include "host/runtime/scriptrt.h"
 #include "host/runtime/scripts.h"
 #include "host/runtime/webhook/webhook_pool.h"
@@ -150,9 +150,47 @@ static void test_reload_and_broken_vm(void)
     lop_scriptrt_free(rt);
 }
 
+/* With no webhook server (the script set declares none), the VMs the pool built to read the
+ * declarations go back to the runtime: the first reconcile worker takes one over and builds
+ * nothing, so the process holds no VM that serves no one. A slot in use keeps its VM; after a
+ * reload a given-back VM of the old generation is freed, not handed on. */
+static void test_give_back_when_nothing_is_served(void)
+{
+    vms_built = 0;
+    lop_scriptrt_t *rt = lop_scriptrt_new(&fake_engine, &opts, &host);
+    lop_err_t err;
+    T_EQ_INT(lop_scriptrt_install(rt, set_with("1"), NULL, NULL, &err), LOP_OK);
+    lop_webhook_pool_t *p = lop_webhook_pool_new(rt, 2);
+    T_EQ_INT(lop_webhook_pool_declarations(p, NULL, NULL), 2);
+    T_EQ_INT(vms_built, 1); /* the install's VM, taken over by the pool's slot */
+    lop_webhook_pool_give_back(p);
+    lop_vm_slot_t worker = {NULL, 0};
+    lop_vm_t *vm = lop_scriptrt_vm(rt, &worker, &err);
+    T_CHECK(vm != NULL);
+    T_EQ_INT(((fake_vm_t *)vm)->version, 1);
+    T_EQ_INT(vms_built, 1); /* the worker took the given-back VM */
+    lop_admission_result_t r;
+    T_EQ_INT(lop_webhook_pool_admit(p, "/validate-example-com-v1-widget", "{}", 2, &r, &err), LOP_OK);
+    lop_admission_result_free(&r);
+    T_EQ_INT(vms_built, 2); /* the pool builds again when a review does come */
+    T_EQ_INT(lop_webhook_pool_declarations(p, NULL, NULL), 2);
+    T_EQ_INT(lop_scriptrt_install(rt, set_with("2"), NULL, NULL, &err), LOP_OK);
+    T_EQ_INT(vms_built, 3);
+    lop_webhook_pool_give_back(p); /* generation 1's VM: freed, the runtime keeps generation 2's */
+    lop_vm_slot_t second = {NULL, 0};
+    vm = lop_scriptrt_vm(rt, &second, &err);
+    T_EQ_INT(((fake_vm_t *)vm)->version, 2);
+    T_EQ_INT(vms_built, 3); /* the new install's */
+    lop_vm_slot_release(rt, &worker);
+    lop_vm_slot_release(rt, &second);
+    lop_webhook_pool_free(p);
+    lop_scriptrt_free(rt);
+}
+
 int main(void)
 {
     T_RUN(test_admit_and_convert);
     T_RUN(test_reload_and_broken_vm);
+    T_RUN(test_give_back_when_nothing_is_served);
     return T_DONE();
 }
