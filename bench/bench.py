@@ -1583,6 +1583,18 @@ class Runner:
                    "Lease timings: %s" % ("lease 1 s / renew 0.8 s / retry 0.2 s (smoke run)" if short
                                           else "the defaults: lease 15 s / renew 10 s / retry 2 s")])
 
+    def touch_pod(self, srv, i, npods):
+        """Merge-patch an annotation of the i-th Pod of self.pods() (modulo npods): an update
+        event, so a controller of Pods gets that key to reconcile again."""
+        import urllib.request
+        k = i % npods
+        ns, name = "bench-%d" % (k % 10), "obj-%d" % k
+        body = json.dumps({"metadata": {"annotations": {"bench.luaop.dev/touch": str(i)}}}).encode()
+        rq = urllib.request.Request(srv.url + "/api/v1/namespaces/%s/pods/%s" % (ns, name), data=body,
+                                    method="PATCH", headers={"Content-Type": "application/merge-patch+json"})
+        with urllib.request.urlopen(rq, timeout=10) as r:
+            r.read()
+
     def bench_lazy_decode(self):
         srv, npods, _ = self.pods()
         iters = self.n(2000, 50)
@@ -1600,13 +1612,20 @@ class Runner:
                 try:
                     op.wait_ready()
                     # Wait for every worker's report (its VM's first reconcile), not just for as
-                    # many reconciles: one busy worker may take several keys before the other wakes.
+                    # many reconciles: one busy worker may take several keys before the other wakes,
+                    # and with few Pods (the smoke scale) it may take every key while the other is
+                    # still starting. So while a worker has not reported, keep offering new keys:
+                    # a patch of the next Pod's annotation is an update event, a key to reconcile.
                     deadline = time.perf_counter() + 120
                     logpath = os.path.join(op.dir, "log")
+                    touch, t_touch = 0, time.perf_counter() + 0.5
                     while time.perf_counter() < deadline:
                         with open(logpath) as lf:
                             if lf.read().count("bench-lazy") >= workers:
                                 break
+                        if time.perf_counter() >= t_touch:
+                            self.touch_pod(srv, touch, npods)
+                            touch, t_touch = touch + 1, time.perf_counter() + 0.2
                         time.sleep(0.02)
                 finally:
                     op.stop()

@@ -31,6 +31,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,6 +171,13 @@ static bool check_synced(void *ud, char *reason, size_t len)
         snprintf(reason, len, "informers have not synced yet: %s", names);
     else
         snprintf(reason, len, "informers have not synced yet");
+    return false;
+}
+
+static bool check_startup(void *ud, char *reason, size_t len)
+{
+    if (atomic_load((atomic_bool *)ud)) return true;
+    snprintf(reason, len, "starting: the readiness checks of the manager and the scripts are not registered yet");
     return false;
 }
 
@@ -406,6 +414,9 @@ typedef struct operator_state {
     leader_t leader;
     char *identity;
     lop_op_webhooks_t webhooks;
+    /* readyz "startup" passes once every readiness check is registered: the probe server answers
+     * before the manager and the scripts exist, and a readyz with no check would pass */
+    atomic_bool checks_registered;
 } operator_t;
 
 /* The flags no later step can do without. 0, or the exit status (2: usage) after saying why. */
@@ -448,7 +459,8 @@ static bool start_metrics_and_probes(operator_t *op)
     if (lop_metrics_std_init(&op->std, op->metrics, &op->err) != LOP_OK ||
         lop_metrics_process_init(op->metrics, &op->err) != LOP_OK ||
         lop_health_add(op->health, LOP_HEALTHZ, "event-loop", lop_health_heartbeat_check, &op->loop_hb, &op->err) !=
-            LOP_OK) {
+            LOP_OK ||
+        lop_health_add(op->health, LOP_READYZ, "startup", check_startup, &op->checks_registered, &op->err) != LOP_OK) {
         lop_log(LOP_LOG_ERROR, "cannot register the metrics and health checks", "error", op->err.message, NULL);
         return false;
     }
@@ -527,6 +539,7 @@ static int load_first_scripts(operator_t *op)
         return 1;
     }
     op->reloader = lop_script_reloader_new(op->source, op->m, op->metrics, op->health);
+    atomic_store(&op->checks_registered, true); /* readyz "scripts" and "informers-synced" stand in */
     int early_sig = wait_for_apiserver(op->rest, &op->loop_hb);
     if (early_sig) {
         lop_log(LOP_LOG_INFO, "shutting down", "signal", strsignal(early_sig), NULL);

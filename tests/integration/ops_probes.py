@@ -231,13 +231,17 @@ current-context: c
     check(code == 500, f"A: /readyz fails while the API server does not answer ({code})")
     check("[-]scripts failed" in body and "readyz check failed" in body,
           "A: verbose /readyz names the failing check: " + body.replace("\n", " | "))
+    # "startup" is registered before the probe server listens (a readyz with no check would pass)
+    # and passes once the scripts' and the manager's checks are in: here they are, and fail
+    check("[+]startup ok" in body, "A: /readyz has its startup check, passed once the other checks exist")
     code, body = http(f"http://127.0.0.1:{hp}/healthz")
     check(code == 200, f"A: /healthz passes meanwhile ({code})")
     srv.send_signal(signal.SIGCONT)
     check(wait_for("/readyz to pass", 30, lambda: http(f"http://127.0.0.1:{hp}/readyz")[0] == 200) is not None,
           "A: /readyz passes once the API server answers and the caches synced")
     code, body = http(f"http://127.0.0.1:{hp}/readyz?verbose")
-    check("[+]informers-synced ok" in body and "[+]scripts ok" in body, "A: verbose /readyz lists the checks")
+    check("[+]informers-synced ok" in body and "[+]scripts ok" in body and "[+]startup ok" in body,
+          "A: verbose /readyz lists the checks")
     code, body = http(f"http://127.0.0.1:{hp}/healthz?verbose")
     check(code == 200 and "[+]ping ok" in body and "[+]event-loop ok" in body and "[+]workers ok" in body
           and "healthz check passed" in body, "A: /healthz?verbose lists ping, event-loop, workers: "
