@@ -16,7 +16,6 @@ Exit status: 0 when every luaop measurement ran; 1 otherwise (a missing peer is 
 import datetime
 import json
 import os
-import platform
 import re
 import shutil
 import signal
@@ -978,7 +977,6 @@ class Runner:
                         if done >= n:
                             break
                         time.sleep(0.001)
-                    t_done = time.perf_counter()
                     cpu = self._cpu_s(op.proc.pid)
                     rss = proc_rss_kb(op.proc.pid)
                     if done < n:
@@ -998,7 +996,6 @@ class Runner:
                     op.stop()
             if self.node_ok:
                 for workers in (1, 2):
-                    t0 = time.perf_counter()
                     try:
                         r = self.node("reconcile", srv.kubeconfig, "configmaps", str(workers))
                     except BenchError as e:
@@ -1318,7 +1315,7 @@ class Runner:
     def bench_hot_reload(self):
         nobj, reloads = self.n(2000, 20), 10 if self.scale >= 0.1 else 3
         srv = Server(self.luaop, 1000)
-        rows, notes = [], []
+        rows = []
         try:
             self.namespaces(srv, 10)
             self.create(srv, "/api/v1/namespaces/@NS@/configmaps", "configmap.json", nobj, 10)
