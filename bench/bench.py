@@ -410,6 +410,10 @@ class Server:
         # fault control (POST /luaop-fault/...) is for relist-peak; loopback only
         self.proc = subprocess.Popen([luaop, "apiserver", "--listen", "127.0.0.1:0",
                                       "--kubeconfig-out", self.kubeconfig, "--history", str(history),
+                                      # the rows replay whole histories: let the event count bound the
+                                      # ring, not the default 256 MiB (an event is charged its object's
+                                      # bytes and its metadata-only form, ~3 KB for a bench ConfigMap)
+                                      "--history-bytes", "%dKi" % (max(history, 1000) * 8),
                                       "--enable-fault-control"] + (["--tls"] if tls else []),
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         deadline = time.time() + 30
