@@ -323,16 +323,17 @@ static int on_event(void *ud, const char *doc, size_t len, bool checked)
             return malformed(r, "watch event object without metadata.name", "");
         }
         if (!added) r->in_burst = false;
+        /* counted before it is applied: whoever sees the handler run sees the event counted */
+        r->watch_events++;
+        pthread_mutex_lock(&r->mu);
+        r->st.events++;
+        pthread_mutex_unlock(&r->mu);
         if (r->wl_store) /* the initial state is delivered at its bookmark, as one replace */
             wl_apply(r, o, deleted);
         else if (deleted)
             apply_delete(r, o);
         else
             apply_upsert(r, o);
-        r->watch_events++;
-        pthread_mutex_lock(&r->mu);
-        r->st.events++;
-        pthread_mutex_unlock(&r->mu);
     }
     /* RVs of the initial ADDED burst of an RV-less watch are not resume points */
     if (!r->in_burst && o->rv[0]) lop_reflector_set_rv(r, o->rv);

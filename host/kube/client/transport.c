@@ -363,10 +363,14 @@ static void cancel_and_wait(lop_transport_t *t, lop_tr_xfer_t *xf)
 }
 
 /* Wait on cond for ms (< 0: until signalled). */
-static void timed_wait(pthread_cond_t *cond, pthread_mutex_t *mu, long ms)
+/* Wait on cond (mu held) until ready(arg) holds or ms have passed (< 0: no limit). Spurious
+ * wake-ups and signals that brought nothing go back to waiting, so the caller's on_tick runs once
+ * per real event or per ms, never more often. */
+static void wait_ready(pthread_cond_t *cond, pthread_mutex_t *mu, long ms, bool (*ready)(const void *),
+                       const void *arg)
 {
     if (ms < 0) {
-        pthread_cond_wait(cond, mu);
+        while (!ready(arg)) pthread_cond_wait(cond, mu);
         return;
     }
     struct timespec ts;
@@ -374,7 +378,8 @@ static void timed_wait(pthread_cond_t *cond, pthread_mutex_t *mu, long ms)
     ts.tv_nsec += ms * 1000000L;
     ts.tv_sec += ts.tv_nsec / 1000000000L;
     ts.tv_nsec %= 1000000000L;
-    pthread_cond_timedwait(cond, mu, &ts);
+    while (!ready(arg))
+        if (pthread_cond_timedwait(cond, mu, &ts) == ETIMEDOUT) return;
 }
 
 /* The caller's side of one exchange (lop_transport_begin .. lop_transport_end). */
@@ -456,6 +461,31 @@ static bool call_ready(const lop_transport_call_t *call)
     return xf->inbox.len || (xf->head_done && !call->head_delivered) || xf->done || call->t->wake_gen != call->seen_gen;
 }
 
+static bool call_ready_cb(const void *call) { return call_ready(call); }
+
+/* A burst grew the two buffers an exchange's bytes pass through (the inbox the I/O thread fills and
+ * the one the caller drains, swapped each pump) to up to the high-water mark each. Once the caller
+ * has caught up (nothing waits in the inbox) those over LOP_TR_KEEP_BYTES are freed, so an idle
+ * watch does not keep MiBs for the next burst; while bytes keep coming they are kept (no
+ * reallocation per pump). */
+static void give_back_burst_buffers(lop_transport_call_t *call)
+{
+    lop_tr_xfer_t *xf = call->xf;
+    pthread_mutex_lock(&call->t->mu);
+    bool caught_up = !xf->inbox.len;
+    if (caught_up && xf->inbox.cap > LOP_TR_KEEP_BYTES) lop_buf_free(&xf->inbox);
+    pthread_mutex_unlock(&call->t->mu);
+    if (caught_up && call->got.cap > LOP_TR_KEEP_BYTES) lop_buf_free(&call->got);
+}
+
+size_t lop_transport_call_buffer_bytes(lop_transport_call_t *call)
+{
+    pthread_mutex_lock(&call->t->mu);
+    size_t n = call->xf->inbox.cap;
+    pthread_mutex_unlock(&call->t->mu);
+    return n + call->got.cap;
+}
+
 bool lop_transport_pump(lop_transport_call_t *call, lop_http_result_t *res)
 {
     lop_transport_t *t = call->t;
@@ -475,6 +505,8 @@ bool lop_transport_pump(lop_transport_call_t *call, lop_http_result_t *res)
     }
     if (xf->started) x->response_started = true;
     if (call->head_delivered || new_head) lop_buf_swap(&call->got, &xf->inbox);
+    /* the I/O thread only appends to the inbox we just handed it, so its size now is what it was */
+    bool grown = call->got.cap > LOP_TR_KEEP_BYTES || xf->inbox.cap > LOP_TR_KEEP_BYTES;
     if (xf->paused && !xf->op_resume) {
         xf->op_resume = true;
         lop_tr_io_queue(xf);
@@ -493,6 +525,7 @@ bool lop_transport_pump(lop_transport_call_t *call, lop_http_result_t *res)
         off += n;
     }
     lop_buf_reset(got);
+    if (grown) give_back_burst_buffers(call);
     if (r == LOP_HTTP_OK && x->on_tick && x->on_tick(x->ud)) r = LOP_HTTP_EABORTED;
     if (r != LOP_HTTP_OK || (call->head_delivered && call->code == 101)) {
         /* stopped by the caller, or switched protocols: what follows is not HTTP */
@@ -548,7 +581,7 @@ lop_http_result_t lop_transport_exchange(lop_transport_t *t, lop_http_exchange_t
     if (!call) return res;
     for (;;) {
         pthread_mutex_lock(&t->mu);
-        if (!call_ready(call)) timed_wait(&call->xf->cond, &t->mu, x->tick_ms ? x->tick_ms : LOP_TR_TICK_MS);
+        wait_ready(&call->xf->cond, &t->mu, x->tick_ms ? x->tick_ms : LOP_TR_TICK_MS, call_ready_cb, call);
         pthread_mutex_unlock(&t->mu);
         if (lop_transport_pump(call, &res)) break;
     }

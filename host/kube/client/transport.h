@@ -182,6 +182,11 @@ lop_transport_call_t *lop_transport_begin(lop_transport_t *t, lop_http_exchange_
 bool lop_transport_pump(lop_transport_call_t *call, lop_http_result_t *res);
 void lop_transport_end(lop_transport_call_t *call);
 
+/* Bytes allocated for call's body buffers (the inbox and the caller's copy; capacity, not use).
+ * Each grows up to the inbox's high-water mark (at most 1 MiB) in a burst; once the caller has
+ * caught up, buffers over 64 KiB are freed. The calling thread of call; for tests and metrics. */
+size_t lop_transport_call_buffer_bytes(lop_transport_call_t *call);
+
 /* Make every exchange of t whose caller is waiting (for the response, for more of the body, or
  * for name resolution) call its on_tick now, so a cancel flag set by another thread is seen at
  * once rather than at the next tick. Any thread; cheap (cancellation is rare, so all are woken). */

@@ -239,7 +239,7 @@ static void test_on_tick_abort(void)
 typedef struct wake_run {
     lop_transport_t *t;
     lop_http_exchange_t x;
-    atomic_int ticks, bodies;
+    atomic_int ticks, bodies, ticks_at_body;
     atomic_bool stop;
     lop_http_result_t res;
 } wake_run_t;
@@ -247,6 +247,7 @@ typedef struct wake_run {
 static int wr_body(void *ud, const char *p, size_t len)
 {
     wake_run_t *w = ud;
+    atomic_store(&w->ticks_at_body, atomic_load(&w->ticks));
     atomic_fetch_add(&w->bodies, 1);
     (void)p;
     (void)len;
@@ -284,7 +285,9 @@ static void test_wake_without_timed_ticks(void)
                                 .timeout_ms = 60000};
     pthread_t thr;
     pthread_create(&thr, NULL, wr_main, &w);
-    while (atomic_load(&w.bodies) < 1 || atomic_load(&w.ticks) < 1) sched_yield(); /* "hello", its tick */
+    /* "hello", then the tick of the same pump (the head may have come in a pump of its own, with
+     * its own tick, before the body) */
+    while (atomic_load(&w.bodies) < 1 || atomic_load(&w.ticks) <= atomic_load(&w.ticks_at_body)) sched_yield();
     int base = atomic_load(&w.ticks);
     lop_transport_wake(t);
     while (atomic_load(&w.ticks) < base + 1) sched_yield();
@@ -295,6 +298,79 @@ static void test_wake_without_timed_ticks(void)
     T_EQ_INT(atomic_load(&w.ticks), base + 2); /* one per wake, none timed */
     srv_wait_closed(s, 1);
     got_t g = {0};
+    teardown(s, t, &g);
+}
+
+/* ---- buffers after a burst ---- */
+
+typedef struct note {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    long n;
+} note_t;
+
+static void on_note(void *ud) /* the I/O thread, under the transport's lock */
+{
+    note_t *n = ud;
+    pthread_mutex_lock(&n->mu);
+    n->n++;
+    pthread_cond_signal(&n->cond);
+    pthread_mutex_unlock(&n->mu);
+}
+
+/* Pump call (after notifies) until g holds want body bytes; false if it ended first. */
+static bool pump_until(lop_transport_call_t *call, note_t *n, long *seen, got_t *g, size_t want)
+{
+    lop_http_result_t res;
+    while (g->body.len < want) {
+        pthread_mutex_lock(&n->mu);
+        while (n->n == *seen) pthread_cond_wait(&n->cond, &n->mu);
+        *seen = n->n;
+        pthread_mutex_unlock(&n->mu);
+        if (lop_transport_pump(call, &res)) return false;
+    }
+    return true;
+}
+
+/* A stream that got 2 MiB while its consumer was away (the inbox filled to its high-water mark
+ * and the transfer paused) gives back its grown buffers once the consumer has caught up, so an
+ * idle watch does not keep MiBs; the next event after that arrives whole. */
+static void test_idle_stream_gives_back_burst_buffers(void)
+{
+    enum { BURST = 2 * 1024 * 1024 };
+    lop_buf_t data = LOP_BUF_INIT;
+    lop_buf_printf(&data, "%s%x\r\n", CHUNKED_HEAD, (unsigned)BURST);
+    for (int i = 0; i < BURST; i++) lop_buf_putc(&data, 'x');
+    lop_buf_puts(&data, "\r\n");
+    size_t split = data.len;
+    lop_buf_puts(&data, "5\r\nhello\r\n");
+    /* the server sends the burst, waits for srv_bump, then one more chunk, then holds the stream */
+    reply_t r[] = {{.data = data.data, .len = data.len, .split = split, .stall = true}};
+    SETUP(r, 1);
+    static note_t n = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    long seen = 0;
+    lop_http_exchange_t x = {.method = "GET", .target = "/watch", .ud = &g, .on_body = on_body, .tick_ms = -1};
+    lop_http_result_t res;
+    lop_transport_call_t *call = lop_transport_begin(t, &x, on_note, &n, &res);
+    T_CHECK(call != NULL);
+    if (!call) {
+        lop_buf_free(&data);
+        teardown(s, t, &g);
+        return;
+    }
+    while (lop_transport_call_buffer_bytes(call) < 256 * 1024) sched_yield(); /* the inbox filled */
+    T_CHECK(pump_until(call, &n, &seen, &g, BURST));
+    T_EQ_INT(g.body.len, BURST);
+    T_CHECK(lop_transport_call_buffer_bytes(call) <= 2 * 64 * 1024); /* caught up: given back */
+    srv_bump(s, &s->events);
+    T_CHECK(pump_until(call, &n, &seen, &g, BURST + 5));
+    T_EQ_INT(g.body.len, BURST + 5);
+    T_CHECK(g.body.len >= 5 && memcmp(g.body.data + g.body.len - 5, "hello", 5) == 0);
+    size_t xs = 0;
+    for (size_t i = 0; i < BURST && i < g.body.len; i++) xs += g.body.data[i] == 'x';
+    T_EQ_INT(xs, BURST);
+    lop_transport_end(call);
+    lop_buf_free(&data);
     teardown(s, t, &g);
 }
 
@@ -657,6 +733,7 @@ int main(void)
     T_RUN(test_on_body_stop);
     T_RUN(test_on_tick_abort);
     T_RUN(test_wake_without_timed_ticks);
+    T_RUN(test_idle_stream_gives_back_burst_buffers);
     T_RUN(test_timeout);
     T_RUN(test_connect_refused);
     T_RUN(test_url_parsing);
