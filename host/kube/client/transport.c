@@ -366,8 +366,7 @@ static void cancel_and_wait(lop_transport_t *t, lop_tr_xfer_t *xf)
 /* Wait on cond (mu held) until ready(arg) holds or ms have passed (< 0: no limit). Spurious
  * wake-ups and signals that brought nothing go back to waiting, so the caller's on_tick runs once
  * per real event or per ms, never more often. */
-static void wait_ready(pthread_cond_t *cond, pthread_mutex_t *mu, long ms, bool (*ready)(const void *),
-                       const void *arg)
+static void wait_ready(pthread_cond_t *cond, pthread_mutex_t *mu, long ms, bool (*ready)(const void *), const void *arg)
 {
     if (ms < 0) {
         while (!ready(arg)) pthread_cond_wait(cond, mu);

@@ -28,7 +28,7 @@
 #define LOP_TR_HEAD_MAX           (64 * 1024)            /* bytes of one response's header lines */
 #define LOP_TR_INBOX_MIN          (256 * 1024)           /* smallest high-water mark of an inbox (bytes) */
 #define LOP_TR_INBOX_MAX          (1024 * 1024)          /* largest: 8 read_bytes, at most this */
-#define LOP_TR_KEEP_BYTES         (64 * 1024) /* a caught-up exchange frees buffers larger than this */
+#define LOP_TR_KEEP_BYTES         (64 * 1024)            /* a caught-up exchange frees buffers larger than this */
 #define LOP_TR_BOMB_BYTES         ((curl_off_t)64 << 20) /* decoded bytes before the ratio is checked */
 #define LOP_TR_BOMB_RATIO         200                    /* decoded : wire bytes that marks a bomb */
 
