@@ -6,8 +6,9 @@
  * 110 (past libcurl's default cap of 100 streams) when the server allows 200;
  * DISABLE_HTTP2 gives one connection per watch; a connection that stops answering (nghttpx
  * SIGSTOPped) is found by the dead-connection probe, every watch on it ends with
- * LOP_HTTP_ERESET, and the next request opens a fresh connection; a stalled watch consumer does
- * not hold up the other streams.
+ * LOP_HTTP_ERESET, and the next request opens a fresh connection; after a GOAWAY (nghttpx
+ * reloaded) new requests open a fresh connection while the watches on the old one go on; a
+ * stalled watch consumer does not hold up the other streams.
  *
  * Time: the probe's read-idle and answer timeouts are set to 300 ms, the only real time these
  * tests spend; nothing sleeps — threads wait for each other on condition variables.
@@ -388,6 +389,47 @@ static void test_stalled_stream_does_not_block_others(void)
     lop_transport_free(t);
 }
 
+/* nghttpx reloads (SIGHUP): its old worker sends GOAWAY and serves the streams it has until they
+ * end. New requests go to a fresh connection (never the one that said GOAWAY); the watches on the
+ * old one are not broken by it and keep getting events; once they end, the old connection closes,
+ * and watches started again share the new one. */
+static void test_goaway_on_reload(void)
+{
+    lop_transport_t *t = h2_transport(false, false);
+    T_CHECK(t != NULL);
+    if (!t) return;
+    watch_t w[NWATCH];
+    watches_start(w, NWATCH, t);
+    T_EQ_INT(lop_transport_connects(t), 1);
+    kill(proxy_pid, SIGHUP);
+    /* The GOAWAY reaches the I/O thread some time after the signal: each GET before that still
+     * goes on the old connection (or is refused there and sent again on a new one). */
+    int code = 0, gets = 0;
+    while (lop_transport_connects(t) < 2 && gets < 10000) {
+        T_EQ_INT(request(t, "GET", "/version", NULL, &code), LOP_HTTP_OK);
+        T_EQ_INT(code, 200);
+        gets++;
+    }
+    T_EQ_INT(lop_transport_connects(t), 2);
+    create_configmap(t, "h2-after-goaway");
+    wait_events(w, NWATCH, 1, -1);
+    pthread_mutex_lock(&mu);
+    for (int i = 0; i < NWATCH; i++) {
+        T_CHECK(!w[i].ended);
+        T_CHECK(w[i].events >= 1);
+    }
+    pthread_mutex_unlock(&mu);
+    watches_stop(w, NWATCH);
+    for (int i = 0; i < NWATCH; i++) T_EQ_INT(w[i].res, LOP_HTTP_EABORTED);
+    T_EQ_INT(request(t, "GET", "/version", NULL, &code), LOP_HTTP_OK);
+    T_EQ_INT(lop_transport_open_connections(t), 1); /* the old one went with its last stream */
+    watches_start(w, NWATCH, t);
+    for (int i = 0; i < NWATCH; i++) T_EQ_INT(w[i].code, 200);
+    T_EQ_INT(lop_transport_connects(t), 2);
+    watches_stop(w, NWATCH);
+    lop_transport_free(t);
+}
+
 /* nghttpx stops answering: the probe finds the connection dead, every watch ends with ERESET, and
  * the next request gets a fresh connection. */
 static void test_dead_connection_found_by_probe(void)
@@ -430,6 +472,7 @@ int main(void)
         T_RUN(test_more_than_100_watches_share_one_connection);
         T_RUN(test_disable_http2);
         T_RUN(test_stalled_stream_does_not_block_others);
+        T_RUN(test_goaway_on_reload);
         T_RUN(test_dead_connection_found_by_probe);
     }
     env_stop();
