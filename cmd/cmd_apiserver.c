@@ -18,7 +18,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: luaop apiserver [--listen HOST:PORT] [--kubeconfig-out PATH] [--tls]\n"
                "                       [--token-file F] [--client-ca F] [--authorization-mode AlwaysAllow|RBAC]\n"
-               "                       [--history N] [--history-bytes N[Ki|Mi|Gi]]\n"
+               "                       [--history N] [--history-bytes N[Ki|Mi|Gi]] [--decode-cache-bytes N[Ki|Mi|Gi]]\n"
                "                       [--enable-fault-control] [--webhook-service NS/NAME=HOST:PORT]...\n"
                "A local, in-memory Kubernetes API server for development and tests.\n"
                "NOT a production API server. Prints `listening on URL` and serves until SIGTERM.\n");
@@ -56,7 +56,8 @@ int lop_cmd_apiserver(int argc, char **argv)
         const char *val = NULL;
         bool needs = !strcmp(a, "--listen") || !strcmp(a, "--kubeconfig-out") || !strcmp(a, "--token-file") ||
                      !strcmp(a, "--client-ca") || !strcmp(a, "--history") || !strcmp(a, "--webhook-service") ||
-                     !strcmp(a, "--history-bytes") || !strcmp(a, "--authorization-mode");
+                     !strcmp(a, "--history-bytes") || !strcmp(a, "--decode-cache-bytes") ||
+                     !strcmp(a, "--authorization-mode");
         if (needs) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "luaop apiserver: %s needs a value\n", a);
@@ -91,6 +92,13 @@ int lop_cmd_apiserver(int argc, char **argv)
             if (parse_bytes(val, &o.history_bytes) < 0) {
                 fprintf(stderr,
                         "luaop apiserver: --history-bytes wants a positive size (N, NKi, NMi, NGi), got \"%s\"\n", val);
+                return 2;
+            }
+        } else if (!strcmp(a, "--decode-cache-bytes")) {
+            if (parse_bytes(val, &o.decode_cache_bytes) < 0) {
+                fprintf(stderr,
+                        "luaop apiserver: --decode-cache-bytes wants a positive size (N, NKi, NMi, NGi), got \"%s\"\n",
+                        val);
                 return 2;
             }
         } else if (!strcmp(a, "--tls"))

@@ -62,6 +62,20 @@ static const char *opt_field_str(lua_State *L, int t, const char *k, char *buf, 
     return v;
 }
 
+/* opts[k]: nil -> 0 (the server's default); else an integer in [1, max], or raises naming it. */
+static double opt_field_count(lua_State *L, int t, const char *k, double max)
+{
+    lua_getfield(L, t, k);
+    double v = 0;
+    if (!lua_isnil(L, -1)) {
+        v = lua_type(L, -1) == LUA_TNUMBER ? lua_tonumber(L, -1) : 0;
+        if (!(v >= 1 && v <= max) || v != (double)(long long)v)
+            luaL_error(L, "core.apiserver.start: opts.%s must be a whole number >= 1", k);
+    }
+    lua_pop(L, 1);
+    return v;
+}
+
 /* core.apiserver.start([opts]) -> server | nil, err */
 static int apiserver_start(lua_State *L)
 {
@@ -71,13 +85,9 @@ static int apiserver_start(lua_State *L)
     if (!lua_isnoneornil(L, 1)) {
         luaL_checktype(L, 1, LUA_TTABLE);
         o.listen = opt_field_str(L, 1, "listen", listen, sizeof listen);
-        lua_getfield(L, 1, "history");
-        if (!lua_isnil(L, -1)) {
-            if (!lua_isnumber(L, -1) || lua_tonumber(L, -1) < 1)
-                return luaL_error(L, "core.apiserver.start: opts.history must be a number >= 1");
-            o.history = (long)lua_tonumber(L, -1);
-        }
-        lua_pop(L, 1);
+        o.history = (long)opt_field_count(L, 1, "history", 1e12);
+        o.history_bytes = (size_t)opt_field_count(L, 1, "history_bytes", 1e15);
+        o.decode_cache_bytes = (size_t)opt_field_count(L, 1, "decode_cache_bytes", 1e15);
         char level[16];
         if (opt_field_str(L, 1, "log_level", level, sizeof level) && lop_log_level_parse(level, &log_level) != 0)
             return luaL_error(L, "core.apiserver.start: opts.log_level must be debug, info, warn or error");

@@ -24,7 +24,10 @@ describe("luaop.core.apiserver", function()
 
   local bad = {
     { "listen not a string", { listen = 1 }, "opts.listen must be a string" },
-    { "history below 1", { history = 0 }, "opts.history must be a number >= 1" },
+    { "history below 1", { history = 0 }, "opts.history must be a whole number >= 1" },
+    { "history not whole", { history = 1.5 }, "opts.history must be a whole number >= 1" },
+    { "history_bytes a string", { history_bytes = "1Mi" }, "opts.history_bytes must be a whole number >= 1" },
+    { "decode_cache_bytes below 1", { decode_cache_bytes = -1 }, "opts.decode_cache_bytes must be a whole number >= 1" },
     { "an unknown log level", { log_level = "loud" }, "opts.log_level must be debug, info, warn or error" },
   }
   for _, c in ipairs(bad) do

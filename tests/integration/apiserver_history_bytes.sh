@@ -3,7 +3,8 @@
 # Integration test: `luaop apiserver --history-bytes` (issue 22 part 8). With a 4 KiB history ring
 # and ~1.1 KB ConfigMaps, only the last few events are kept: a watch from an older
 # resourceVersion gets one ERROR event with a 410 "too old resource version" Status, a watch from
-# a recent one replays the newer events; a bad size is refused with exit code 2.
+# a recent one replays the newer events (with a decode cache smaller than one object); a bad size,
+# of either, is refused with exit code 2.
 set -eu
 
 : "${LUAOP:?LUAOP must point at the luaop binary}"
@@ -13,8 +14,12 @@ rc=0
 "$LUAOP" apiserver --history-bytes 4Xi >/dev/null 2>"$TMP/bad.err" || rc=$?
 [ "$rc" = 2 ] || fail "--history-bytes 4Xi: exit $rc, want 2"
 grep -q -- "--history-bytes wants a positive size" "$TMP/bad.err" || fail "no message for a bad size: $(cat "$TMP/bad.err")"
+rc=0
+"$LUAOP" apiserver --decode-cache-bytes 0 >/dev/null 2>"$TMP/bad2.err" || rc=$?
+[ "$rc" = 2 ] || fail "--decode-cache-bytes 0: exit $rc, want 2"
+grep -q -- "--decode-cache-bytes wants a positive size" "$TMP/bad2.err" || fail "no message for a bad size: $(cat "$TMP/bad2.err")"
 
-"$LUAOP" apiserver --listen 127.0.0.1:0 --history-bytes 4Ki >"$TMP/srv.out" 2>"$TMP/srv.err" &
+"$LUAOP" apiserver --listen 127.0.0.1:0 --history-bytes 4Ki --decode-cache-bytes 2Ki >"$TMP/srv.out" 2>"$TMP/srv.err" &
 PIDS+=($!)
 wait_file "$TMP/srv.out" "luaop apiserver"
 URL=$(sed -n 's/^listening on //p' "$TMP/srv.out")

@@ -96,7 +96,9 @@ end
 --- Start the local API server in process, install a backend that talks to it, and prepare it.
 -- @tparam[opt] table opts `{crds = {path...}, manifests = {path...}, scripts = dir (main.lua's
 --   directory, loaded with testing.load), now = seconds (the fake clock's start), listen =
---   "127.0.0.1:0", log_level = "warn"}`; crds, then manifests, are applied in order
+--   "127.0.0.1:0", log_level = "warn", history = events, history_bytes = bytes,
+--   decode_cache_bytes = bytes}` (the last three as luaop.core's apiserver.start: the watch
+--   history's bounds, the decode cache's size); crds, then manifests, are applied in order
 -- @treturn table env: `env.url`, `env.client` (luaop.client, on this server), `env.writes`,
 --   `env.events`, `env.logs`, `env.fake`, and the methods below
 -- @raise when luaop.core has no apiserver (not the busted module), the server cannot start, a
@@ -117,7 +119,13 @@ function _M.start(opts)
     error("luaop.testing.apiserver: this luaop.core has no local API server (it is the busted module's:"
           .. " run under busted with build/lua/luaop/core.so or the installed package on LUA_CPATH)", 2)
   end
-  local srv, err = core.apiserver.start({ listen = opts.listen, log_level = opts.log_level })
+  local srv, err = core.apiserver.start({
+    listen = opts.listen,
+    log_level = opts.log_level,
+    history = opts.history,
+    history_bytes = opts.history_bytes,
+    decode_cache_bytes = opts.decode_cache_bytes,
+  })
   if not srv then error("luaop.testing.apiserver: the local API server did not start: " .. tostring(err.message), 2) end
   local rest, rerr = core.rest.new(srv:url())
   if not rest then

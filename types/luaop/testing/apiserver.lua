@@ -42,7 +42,7 @@ local M = {}
 local Env = {}
 
 --- Start the local API server in process, install a backend that talks to it, and prepare it.
----@param opts? table `{crds = {path...}, manifests = {path...}, scripts = dir (main.lua's directory, loaded with testing.load), now = seconds (the fake clock's start), listen = "127.0.0.1:0", log_level = "warn"}`; crds, then manifests, are applied in order
+---@param opts? table `{crds = {path...}, manifests = {path...}, scripts = dir (main.lua's directory, loaded with testing.load), now = seconds (the fake clock's start), listen = "127.0.0.1:0", log_level = "warn", history = events, history_bytes = bytes, decode_cache_bytes = bytes}` (the last three as luaop.core's apiserver.start: the watch history's bounds, the decode cache's size); crds, then manifests, are applied in order
 ---@return table # env: `env.url`, `env.client` (luaop.client, on this server), `env.writes`, `env.events`, `env.logs`, `env.fake`, and the methods below
 --- Raises when luaop.core has no apiserver (not the busted module), the server cannot start, a manifest fails to apply or the scripts fail to load; a bad option raises naming it
 function M.start(opts) end
