@@ -33,7 +33,9 @@ static void usage(FILE *f)
             "usage: luaop create api --group G --version V --kind K [--plural P] [--namespaced=BOOL] [--force]\n"
             "       luaop create webhook --group G --version V --kind K [--defaulting]\n"
             "                            [--programmatic-validation] [--conversion] [--force]\n"
-            "       luaop create manifests   (regenerate config/rbac/role.yaml and config/webhook/manifests.yaml)\n"
+            "       luaop create manifests   (regenerate config/rbac/role.yaml and config/webhook/manifests.yaml;\n"
+            "                                 with config/default's [cert-manager] lines on, cert-manager's\n"
+            "                                 cert-manager.io/inject-ca-from annotations)\n"
             "In a project made by `luaop init` (--repo DIR, default the current directory).\n\n"
             "  api:      config/crd/bases/G.DOMAIN_PLURAL.yaml, config/samples/G_V_KIND.yaml,\n"
             "            scripts/KIND_controller.lua (registered in scripts/main.lua), spec/KIND_controller_spec.lua\n"
@@ -231,14 +233,19 @@ static void regen(const create_flags_t *f, const kind_vars_t *k, bool webhooks)
     lop_err_t err;
     lop_err_clear(&err);
     if (lop_scaffold_regen_rbac(f->repo, k->project, k->ns, &err) != LOP_OK)
-        fprintf(stderr, "luaop create: warning: %s (fix the scripts, then `make rbac`)\n", err.message);
+        fprintf(stderr, "luaop create: warning: %s (fix the scripts, then `make manifests`)\n", err.message);
     else
         printf("  update config/rbac/role.yaml (luaop check --rbac)\n");
     if (!webhooks) return;
-    if (lop_scaffold_regen_webhooks(f->repo, k->project, k->ns, &err) != LOP_OK)
-        fprintf(stderr, "luaop create: warning: %s (fix the scripts, then `make webhooks`)\n", err.message);
+    /* with cert-manager on, the regenerated manifests keep its CA-injection annotations */
+    char cm[600];
+    if (lop_scaffold_cert_manager_ref(f->repo, cm, sizeof cm, &err) != LOP_OK)
+        fprintf(stderr, "luaop create: warning: %s (fix it, then `make manifests`)\n", err.message);
+    else if (lop_scaffold_regen_webhooks(f->repo, k->project, k->ns, cm, &err) != LOP_OK)
+        fprintf(stderr, "luaop create: warning: %s (fix the scripts, then `make manifests`)\n", err.message);
     else
-        printf("  update config/webhook/manifests.yaml (luaop check --webhooks)\n");
+        printf("  update config/webhook/manifests.yaml (luaop check --webhooks%s%s)\n", *cm ? " --cert-manager " : "",
+               cm);
 }
 
 /* types/ from every CRD in config/crd/bases (`make types` does the same): the LuaLS classes of
@@ -362,11 +369,13 @@ static int create_webhook(const create_flags_t *f)
     return 0;
 }
 
-/* `make manifests`: config/rbac/role.yaml and, with config/webhook, the webhook manifests. */
+/* `make manifests`: config/rbac/role.yaml and, with config/webhook, the webhook manifests, with
+ * cert-manager's CA-injection annotation when config/default deploys config/certmanager. The
+ * kustomizations are read before anything is written: a malformed one changes no file. */
 static int create_manifests(const create_flags_t *f)
 {
     kind_vars_t k;
-    char dom[256];
+    char dom[256], cm[600];
     lop_err_t err;
     lop_err_clear(&err);
     if (lop_scaffold_read_project(f->repo, dom, k.project, k.ns, &err) != LOP_OK) {
@@ -374,12 +383,17 @@ static int create_manifests(const create_flags_t *f)
         return 1;
     }
     bool hooks = lop_scaffold_exists(f->repo, "config/webhook/kustomization.yaml");
-    if (lop_scaffold_regen_rbac(f->repo, k.project, k.ns, &err) != LOP_OK ||
-        (hooks && lop_scaffold_regen_webhooks(f->repo, k.project, k.ns, &err) != LOP_OK)) {
+    if (lop_scaffold_cert_manager_ref(f->repo, cm, sizeof cm, &err) != LOP_OK ||
+        lop_scaffold_regen_rbac(f->repo, k.project, k.ns, &err) != LOP_OK ||
+        (hooks && lop_scaffold_regen_webhooks(f->repo, k.project, k.ns, cm, &err) != LOP_OK)) {
         fprintf(stderr, "luaop create manifests: %s\n", err.message);
         return 1;
     }
     printf("  update config/rbac/role.yaml%s\n", hooks ? ", config/webhook/manifests.yaml" : "");
+    if (hooks && *cm)
+        printf("  cert-manager on (config/default lists ../certmanager): cert-manager.io/inject-ca-from: %s\n", cm);
+    else if (hooks)
+        printf("  cert-manager off: no CA-injection annotations\n");
     return 0;
 }
 

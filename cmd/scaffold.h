@@ -86,9 +86,28 @@ LOP_MUST_CHECK lop_rc_t lop_scaffold_read_project(const char *root, char domain[
  * ROOT/config/crd/bases/NAME.yaml (names prefixed with project, bound to NS/PROJECT-controller-manager). */
 LOP_MUST_CHECK lop_rc_t lop_scaffold_regen_rbac(const char *root, const char *project, const char *ns, lop_err_t *err);
 
+/* Whether ROOT/config/default/kustomization.yaml deploys cert-manager (its resources list
+ * config/certmanager: the scaffold's `#[cert-manager] ` lines turned on) and, if so, the
+ * Certificate it deploys as "NS/NAME" in ref (ref_len bytes; "" when cert-manager is off or the
+ * project has no config/default). The Certificate is the one cert-manager.io Certificate among the
+ * files config/certmanager/kustomization.yaml lists; its name as kustomize renders it (the
+ * namePrefix/nameSuffix of config/certmanager's and then config/default's kustomization around
+ * metadata.name), its namespace config/default's `namespace:`, else config/certmanager's, else
+ * its metadata.namespace. Both kustomizations are parsed as YAML (host/codec/yaml.h).
+ * LOP_EINVAL naming the file: YAML that does not parse, not one mapping, a field of the wrong
+ * type (resources/bases not a list of strings, namespace/namePrefix/nameSuffix not a string), no
+ * Certificate or more than one, a Certificate without a name or namespace, or a NS/NAME that is
+ * not a DNS-1123 label/subdomain; LOP_ENOTFOUND when config/certmanager/kustomization.yaml is
+ * missing while config/default lists it. Reads only. */
+LOP_MUST_CHECK lop_rc_t lop_scaffold_cert_manager_ref(const char *root, char *ref, size_t ref_len, lop_err_t *err);
+
 /* Regenerate ROOT/config/webhook/manifests.yaml with `luaop check --webhooks` (Service
- * NS/PROJECT-webhook-service), as `make webhooks` does. */
+ * NS/PROJECT-webhook-service), as `make manifests` does, and split the CRD conversion stanzas out
+ * into ROOT/config/crd/patches/webhook_conversion.yaml. cert_manager "NS/NAME" (see
+ * lop_scaffold_cert_manager_ref) adds cert-manager's `cert-manager.io/inject-ca-from: NS/NAME` to
+ * the webhook configurations and the conversion stanzas (`luaop check --cert-manager`); NULL or ""
+ * writes none, so a regeneration after cert-manager was turned off drops the annotations. */
 LOP_MUST_CHECK lop_rc_t lop_scaffold_regen_webhooks(const char *root, const char *project, const char *ns,
-                                                    lop_err_t *err);
+                                                    const char *cert_manager, lop_err_t *err);
 
 #endif

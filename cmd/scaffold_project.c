@@ -4,10 +4,13 @@
  * `luaop check` as the Makefile's `make rbac` / `make webhooks` do (cmd/scaffold.h). */
 #include "cmd/scaffold.h"
 
+#include "host/codec/yaml.h"
+
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static bool field(const char *data, const char *key, char out[256])
 {
@@ -64,7 +67,9 @@ static void crd_args(const char *root, char **args, size_t *n, size_t cap, char 
     free(list);
 }
 
-static lop_rc_t regen(const char *root, const char *what, const char *flag2, const char *val2, const char *out_rel,
+/* `luaop check WHAT --scripts scripts --crd ... --name-prefix PROJECT` and the flag/value pairs
+ * of extra (NULL-terminated, at most 4 pairs), its stdout into ROOT/OUT_REL. */
+static lop_rc_t regen(const char *root, const char *what, const char *const *extra, const char *out_rel,
                       const char *project, lop_err_t *err)
 {
     char crds[8][512];
@@ -74,11 +79,10 @@ static lop_rc_t regen(const char *root, const char *what, const char *flag2, con
     args[n++] = (char *)what;
     args[n++] = "--scripts";
     args[n++] = "scripts";
-    crd_args(root, args, &n, 24, crds, 8);
+    crd_args(root, args, &n, 22, crds, 8);
     args[n++] = "--name-prefix";
     args[n++] = (char *)project;
-    args[n++] = (char *)flag2;
-    args[n++] = (char *)val2;
+    for (size_t i = 0; extra[i] && i < 8; i++) args[n++] = (char *)extra[i];
     args[n] = NULL;
     return lop_scaffold_run_self(root, args, out_rel, err);
 }
@@ -87,7 +91,203 @@ lop_rc_t lop_scaffold_regen_rbac(const char *root, const char *project, const ch
 {
     char sa[600];
     snprintf(sa, sizeof sa, "%s/%s-controller-manager", ns, project);
-    return regen(root, "--rbac", "--service-account", sa, "config/rbac/role.yaml", project, err);
+    const char *const extra[] = {"--service-account", sa, NULL};
+    return regen(root, "--rbac", extra, "config/rbac/role.yaml", project, err);
+}
+
+/* A kustomization file ROOT/REL as one JSON object in *doc (caller owns): an empty file is {}.
+ * LOP_ENOTFOUND when it does not exist; LOP_EINVAL naming it otherwise. */
+static lop_rc_t load_kustomization(const char *root, const char *rel, json_t **doc, lop_err_t *err)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", root, rel);
+    *doc = NULL;
+    if (!lop_scaffold_exists(root, rel)) return lop_err_set(err, LOP_ENOTFOUND, 0, NULL, "%s: no such file", path);
+    json_t *docs = NULL;
+    lop_rc_t rc = lop_yaml_load_file(path, &docs, err); /* LOP_EINVAL, "path:line:col: problem" */
+    if (rc != LOP_OK) return rc == LOP_ENOTFOUND ? LOP_EINVAL : rc;
+    size_t n = json_array_size(docs);
+    json_t *d = n == 1 ? json_array_get(docs, 0) : NULL;
+    if (n == 0)
+        *doc = json_object();
+    else if (json_is_object(d))
+        *doc = json_incref(d);
+    else
+        rc = lop_err_set(err, LOP_EINVAL, 0, NULL,
+                         n > 1 ? "%s: %zu YAML documents; a kustomization is one mapping"
+                               : "%s: not a mapping (a kustomization is one: resources:, namespace:, ...)",
+                         path, n);
+    json_decref(docs);
+    if (rc != LOP_OK) return rc;
+    /* the fields read here, of the types kustomize takes */
+    static const char *const strs[] = {"namespace", "namePrefix", "nameSuffix"};
+    static const char *const lists[] = {"resources", "bases"};
+    for (size_t i = 0; i < 3 && rc == LOP_OK; i++) {
+        json_t *v = json_object_get(*doc, strs[i]);
+        if (v && !json_is_null(v) && !json_is_string(v))
+            rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "%s: %s: a string expected", path, strs[i]);
+    }
+    for (size_t i = 0; i < 2 && rc == LOP_OK; i++) {
+        json_t *v = json_object_get(*doc, lists[i]);
+        if (!v || json_is_null(v)) continue;
+        bool ok = json_is_array(v);
+        size_t k;
+        json_t *e;
+        json_array_foreach(v, k, e) ok = ok && json_is_string(e);
+        if (!ok) rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "%s: %s: a list of paths expected", path, lists[i]);
+    }
+    if (rc != LOP_OK) {
+        json_decref(*doc);
+        *doc = NULL;
+    }
+    return rc;
+}
+
+/* The string field key of a kustomization, "" when absent or null (load_kustomization checked the type). */
+static const char *kstr(const json_t *doc, const char *key)
+{
+    const char *v = json_string_value(json_object_get(doc, key));
+    return v ? v : "";
+}
+
+/* dir "/" p with "." and ".." resolved lexically ("config/default" + "../certmanager/" is
+ * "config/certmanager"), into out (len bytes; a longer result is cut, which then matches nothing). */
+static void norm_path(const char *dir, const char *p, char *out, size_t len)
+{
+    char in[4096];
+    snprintf(in, sizeof in, "%s/%s", dir, p);
+    size_t o = 0;
+    out[0] = '\0';
+    for (char *save = NULL, *c = strtok_r(in, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+        if (strcmp(c, ".") == 0) continue;
+        char *last = strrchr(out, '/');
+        const char *top = last ? last + 1 : out;
+        if (strcmp(c, "..") == 0 && o && strcmp(top, "..") != 0) {
+            o = last ? (size_t)(last - out) : 0;
+            out[o] = '\0';
+            continue;
+        }
+        int w = snprintf(out + o, len - o, "%s%s", o ? "/" : "", c);
+        if (w < 0 || (size_t)w >= len - o) return;
+        o += (size_t)w;
+    }
+}
+
+/* Whether the resources (or the older bases) of the kustomization in directory dir list target. */
+static bool lists_dir(const json_t *doc, const char *dir, const char *target)
+{
+    static const char *const lists[] = {"resources", "bases"};
+    for (size_t i = 0; i < 2; i++) {
+        size_t k;
+        json_t *e;
+        json_array_foreach(json_object_get(doc, lists[i]), k, e)
+        {
+            char p[4096];
+            norm_path(dir, json_string_value(e), p, sizeof p);
+            if (strcmp(p, target) == 0) return true;
+        }
+    }
+    return false;
+}
+
+/* The cert-manager.io Certificates among the files the kustomization kc (of config/certmanager)
+ * lists: the first into *cert (a new reference) and its file's path into file; their number, or
+ * (size_t)-1 with err set when a listed file does not parse. Directories are not looked into. */
+static size_t find_certificates(const char *root, const json_t *kc, json_t **cert, char file[4200], lop_err_t *err)
+{
+    size_t found = 0, k;
+    json_t *e;
+    json_array_foreach(json_object_get(kc, "resources"), k, e)
+    {
+        char rel[4096], path[4200];
+        norm_path("config/certmanager", json_string_value(e), rel, sizeof rel);
+        snprintf(path, sizeof path, "%s/%s", root, rel);
+        struct stat st;
+        if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) continue; /* kustomize names what is missing */
+        json_t *docs = NULL;
+        if (lop_yaml_load_file(path, &docs, err) != LOP_OK) return (size_t)-1;
+        size_t i;
+        json_t *d;
+        json_array_foreach(docs, i, d)
+        {
+            const char *kind = json_string_value(json_object_get(d, "kind"));
+            const char *av = json_string_value(json_object_get(d, "apiVersion"));
+            if (!kind || !av || strcmp(kind, "Certificate") != 0 || strncmp(av, "cert-manager.io/", 16) != 0) continue;
+            if (!found++) {
+                *cert = json_incref(d);
+                snprintf(file, 4200, "%s", path);
+            }
+        }
+        json_decref(docs);
+    }
+    return found;
+}
+
+/* "NS/NAME" of the one Certificate of config/certmanager (kc) as config/default (kd) renders it. */
+static lop_rc_t certificate_ref(const char *root, const json_t *kd, const json_t *kc, char *ref, size_t ref_len,
+                                lop_err_t *err)
+{
+    char file[4200];
+    json_t *cert = NULL;
+    size_t n = find_certificates(root, kc, &cert, file, err);
+    if (n == (size_t)-1) return LOP_EINVAL;
+    if (n == 0)
+        return lop_err_set(err, LOP_EINVAL, 0, NULL,
+                           "%s/config/certmanager/kustomization.yaml: no cert-manager.io Certificate in the files "
+                           "of its resources (certificate.yaml holds the webhook server's)",
+                           root);
+    lop_rc_t rc = LOP_OK;
+    if (n > 1) {
+        rc = lop_err_set(err, LOP_EINVAL, 0, NULL,
+                         "%s/config/certmanager/kustomization.yaml: its resources hold %zu cert-manager "
+                         "Certificates; the CA injection names one (the webhook server's)",
+                         root, n);
+        goto done;
+    }
+    json_t *md = json_object_get(cert, "metadata");
+    const char *name = json_string_value(json_object_get(md, "name"));
+    const char *ns = kstr(kd, "namespace");
+    if (!*ns) ns = kstr(kc, "namespace");
+    if (!*ns) ns = kstr(md, "namespace");
+    char full[1024];
+    snprintf(full, sizeof full, "%s%s%s%s%s", kstr(kd, "namePrefix"), kstr(kc, "namePrefix"), name ? name : "",
+             kstr(kc, "nameSuffix"), kstr(kd, "nameSuffix"));
+    if (!name || !*name)
+        rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "%s: the Certificate has no metadata.name", file);
+    else if (!*ns)
+        rc = lop_err_set(err, LOP_EINVAL, 0, NULL,
+                         "%s: the Certificate %s has no namespace, and neither config/default's nor "
+                         "config/certmanager's kustomization sets one",
+                         file, name);
+    else if (!lop_scaffold_dns_name(ns, false) || !lop_scaffold_dns_name(full, true))
+        rc = lop_err_set(err, LOP_EINVAL, 0, NULL,
+                         "%s: the Certificate renders as %s/%s, not a DNS-1123 namespace and name", file, ns, full);
+    else if (snprintf(ref, ref_len, "%s/%s", ns, full) >= (int)ref_len)
+        rc = lop_err_set(err, LOP_EINVAL, 0, NULL, "%s: the Certificate's %s/%s is too long", file, ns, full);
+done:
+    json_decref(cert);
+    return rc;
+}
+
+lop_rc_t lop_scaffold_cert_manager_ref(const char *root, char *ref, size_t ref_len, lop_err_t *err)
+{
+    ref[0] = '\0';
+    json_t *kd = NULL, *kc = NULL;
+    lop_rc_t rc = load_kustomization(root, "config/default/kustomization.yaml", &kd, err);
+    if (rc == LOP_ENOTFOUND) return LOP_OK; /* no config/default: nothing deploys cert-manager */
+    if (rc != LOP_OK || !lists_dir(kd, "config/default", "config/certmanager")) goto done;
+    rc = load_kustomization(root, "config/certmanager/kustomization.yaml", &kc, err);
+    if (rc == LOP_ENOTFOUND)
+        rc = lop_err_set(err, LOP_ENOTFOUND, 0, NULL,
+                         "%s/config/default/kustomization.yaml lists ../certmanager, but there is no "
+                         "%s/config/certmanager/kustomization.yaml (`luaop create webhook` writes it)",
+                         root, root);
+    if (rc == LOP_OK) rc = certificate_ref(root, kd, kc, ref, ref_len, err);
+    if (rc != LOP_OK) ref[0] = '\0';
+done:
+    json_decref(kd);
+    json_decref(kc);
+    return rc;
 }
 
 /* Move the CustomResourceDefinition documents (conversion stanzas) of ROOT/config/webhook/
@@ -132,10 +332,13 @@ static lop_rc_t split_conversion(const char *root, lop_err_t *err)
     return rc;
 }
 
-lop_rc_t lop_scaffold_regen_webhooks(const char *root, const char *project, const char *ns, lop_err_t *err)
+lop_rc_t lop_scaffold_regen_webhooks(const char *root, const char *project, const char *ns, const char *cert_manager,
+                                     lop_err_t *err)
 {
     char svc[600];
     snprintf(svc, sizeof svc, "%s/%s-webhook-service", ns, project);
-    lop_rc_t rc = regen(root, "--webhooks", "--webhook-service", svc, "config/webhook/manifests.yaml", project, err);
+    bool cm = cert_manager && *cert_manager;
+    const char *const extra[] = {"--webhook-service", svc, cm ? "--cert-manager" : NULL, cert_manager, NULL};
+    lop_rc_t rc = regen(root, "--webhooks", extra, "config/webhook/manifests.yaml", project, err);
     return rc == LOP_OK ? split_conversion(root, err) : rc;
 }

@@ -8,7 +8,11 @@
 #  3. the project's own busted specs pass (`make test`, against this tree's luaop library and
 #     build/lua/luaop/core.so), luacheck is clean on its scripts and specs (`make lint`);
 #  4. `luaop check --scripts` loads it; config/rbac/role.yaml is what `luaop create manifests`
-#     generates, and `kubectl kustomize config/default` builds;
+#     generates, and `kubectl kustomize config/default` builds; with the [cert-manager] lines of
+#     config/default on, `make manifests` writes cert-manager.io/inject-ca-from naming the rendered
+#     Certificate on every webhook configuration and the conversion CRD (following namespace: and
+#     namePrefix:), and none once they are off again; a malformed kustomization is refused,
+#     naming the file, with no file changed;
 #  5. `luaop dev --once` (the local API server, the operator, the CRD and the sample) reconciles
 #     the sample and exits 0 (no key whose last reconcile failed).
 set -euo pipefail
@@ -100,6 +104,74 @@ for k in CustomResourceDefinition Deployment ClusterRole MutatingWebhookConfigur
 done
 grep -q 'path: /convert' "$TMP/deploy.yaml" || fail "the CRD is not patched for its conversion webhook"
 echo "ok   luaop check loads it; role.yaml is current; kustomize builds config/default"
+
+# 4b. cert-manager's CA injection follows config/default's [cert-manager] lines
+# inject_in WANT FILE...: every webhook configuration and conversion CRD in the files (and in
+# kustomize's output on stdin for "-", whose one Certificate it must name) carries
+# cert-manager.io/inject-ca-from = WANT ("" = none)
+inject_in() { /usr/bin/python3 "$TMP/inject_in.py" "$@"; }
+cat >"$TMP/inject_in.py" <<'PY'
+import sys, yaml
+want, files = sys.argv[1], sys.argv[2:]
+kinds = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "CustomResourceDefinition")
+seen = {}
+for f in files:
+    docs = [d for d in yaml.safe_load_all(sys.stdin if f == "-" else open(f)) if d]
+    for d in docs:
+        if d["kind"] == "CustomResourceDefinition" and "conversion" not in d.get("spec", {}):
+            continue
+        if d["kind"] not in kinds:
+            continue
+        got = (d["metadata"].get("annotations") or {}).get("cert-manager.io/inject-ca-from", "")
+        assert got == want, "%s: %s %s: inject-ca-from %r, want %r" % (f, d["kind"], d["metadata"]["name"], got, want)
+        seen[d["kind"]] = seen.get(d["kind"], 0) + 1
+    if f == "-" and want:  # the annotation names the Certificate the rendering holds
+        certs = ["%s/%s" % (d["metadata"]["namespace"], d["metadata"]["name"]) for d in docs if d["kind"] == "Certificate"]
+        assert certs == [want], "rendered Certificates %r, the annotation names %r" % (certs, want)
+for k in kinds:
+    assert seen.get(k), "no %s in %s" % (k, files)
+PY
+gen=(config/webhook/manifests.yaml config/crd/patches/webhook_conversion.yaml)
+inject_in "" "${gen[@]}" || fail "cert-manager off, yet an inject-ca-from annotation"
+kubectl kustomize config/default | inject_in "" - || fail "cert-manager off: the rendering has an annotation"
+sed -i 's/^#\[cert-manager\] //' config/default/kustomization.yaml
+"${mk[@]}" manifests >"$TMP/manifests.out" || fail "make manifests with cert-manager on"
+cm="memcached-operator-system/memcached-operator-serving-cert"
+grep -qF "cert-manager.io/inject-ca-from: $cm" "$TMP/manifests.out" || { cat "$TMP/manifests.out" >&2; fail "make manifests did not say cert-manager is on"; }
+inject_in "$cm" "${gen[@]}" || fail "cert-manager on: the generated manifests lack the annotation"
+kubectl kustomize config/default | inject_in "$cm" - || fail "cert-manager on: the rendering"
+# `create api` regenerates the webhook manifests too: the annotations stay
+"$LUAOP" create api --group cache --version v1alpha1 --kind Memcached --force >"$TMP/api2.out" || fail "create api --force"
+inject_in "$cm" "${gen[@]}" || fail "create api dropped the cert-manager annotations"
+# the namespace and the Certificate's name as kustomize renders them
+cp config/default/kustomization.yaml "$TMP/kustomization.on"
+sed -i 's/^namespace: .*/namespace: team-a/' config/default/kustomization.yaml
+echo 'namePrefix: blue-' >>config/default/kustomization.yaml
+"$LUAOP" create manifests >/dev/null || fail "create manifests with namespace: and namePrefix:"
+inject_in "team-a/blue-memcached-operator-serving-cert" "${gen[@]}" || fail "namespace:/namePrefix: not followed"
+kubectl kustomize config/default | inject_in "team-a/blue-memcached-operator-serving-cert" - ||
+  fail "namespace:/namePrefix: the rendering"
+cp "$TMP/kustomization.on" config/default/kustomization.yaml
+# a malformed kustomization: refused naming the file, nothing written
+sums() { md5sum config/rbac/role.yaml "${gen[@]}"; stat -c '%n inode %i' config/rbac/role.yaml "${gen[@]}"; } # a write renames
+sums >"$TMP/sums"
+for bad in 'resources: [../crd, ../certmanager' 'resources: ../certmanager' '- ../crd' $'resources: []\n---\nnamespace: x'; do
+  printf '%s\n' "$bad" >config/default/kustomization.yaml
+  expect_fail "malformed kustomization ($(head -1 config/default/kustomization.yaml))" \
+    'config/default/kustomization.yaml' "$LUAOP" create manifests
+  sums | diff -u "$TMP/sums" - || fail "a malformed kustomization changed files"
+done
+cp "$TMP/kustomization.on" config/default/kustomization.yaml
+sed -i 's/^kind: Certificate$/kind: NotACertificate/' config/certmanager/certificate.yaml
+expect_fail "no Certificate in config/certmanager" 'config/certmanager/kustomization.yaml: no cert-manager.io Certificate' \
+  "$LUAOP" create manifests
+sed -i 's/^kind: NotACertificate$/kind: Certificate/' config/certmanager/certificate.yaml
+# off again: the annotations go
+sed -i 's|^- \.\./certmanager$|#[cert-manager] - ../certmanager|' config/default/kustomization.yaml
+"${mk[@]}" manifests >/dev/null || fail "make manifests with cert-manager off again"
+inject_in "" "${gen[@]}" || fail "cert-manager off again: the annotations stayed"
+kubectl kustomize config/default | inject_in "" - || fail "cert-manager off again: the rendering"
+echo "ok   make manifests: cert-manager's inject-ca-from on every webhook configuration and the conversion CRD while the [cert-manager] lines are on (namespace:, namePrefix: followed), none once off; a malformed kustomization is refused naming it, nothing written"
 
 # 5. luaop dev --once: local API server, operator, CRD, sample
 "$LUAOP" dev --scripts scripts --listen 127.0.0.1:0 --apply config/crd/bases/cache.example.com_memcacheds.yaml \
