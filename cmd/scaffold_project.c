@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The project-level steps `luaop init` and `luaop create` share: the PROJECT file, and the
  * generated manifests (config/rbac/role.yaml, config/webhook/manifests.yaml) refreshed through
- * `luaop check` as the Makefile's `make rbac` / `make webhooks` do (cmd/scaffold.h). */
+ * `luaop check` as the scaffolded Makefile's `make manifests` does, and whether config/default
+ * deploys cert-manager (its CA-injection annotation then goes on the webhook manifests)
+ * (cmd/scaffold.h). */
 #include "cmd/scaffold.h"
 
 #include "host/codec/yaml.h"
