@@ -298,12 +298,9 @@ static int bound_port(struct evhttp_bound_socket *h)
     return -1;
 }
 
-/* Each accepted connection of an HTTPS server: TLS on the current context (SSL_new takes its own
- * reference, so a reload leaves open connections alone). */
-static struct bufferevent *make_tls_bev(struct event_base *base, void *arg)
+struct bufferevent *lop_tls_accept_bev(struct event_base *base, SSL_CTX *ctx)
 {
-    lop_httpserver_t *s = arg;
-    SSL *ssl = SSL_new(s->certs ? lop_certwatcher_ctx(s->certs) : s->self_signed);
+    SSL *ssl = SSL_new(ctx);
     if (!ssl) return NULL;
     struct bufferevent *bev =
         bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
@@ -312,6 +309,13 @@ static struct bufferevent *make_tls_bev(struct event_base *base, void *arg)
     else
         SSL_free(ssl);
     return bev;
+}
+
+/* Each accepted connection of an HTTPS server: TLS on the current context. */
+static struct bufferevent *make_tls_bev(struct event_base *base, void *arg)
+{
+    lop_httpserver_t *s = arg;
+    return lop_tls_accept_bev(base, s->certs ? lop_certwatcher_ctx(s->certs) : s->self_signed);
 }
 
 /* A self-signed serving certificate for localhost / 127.0.0.1 / ::1, as controller-runtime's

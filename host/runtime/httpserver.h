@@ -86,4 +86,13 @@ struct event_base;
  * thread_name (at most 15 characters), and run base until it is broken out of. */
 void lop_event_loop_run(struct event_base *base, const char *thread_name);
 
+struct bufferevent;
+typedef struct ssl_ctx_st SSL_CTX;
+/* A server-side TLS bufferevent for one accepted connection on base (this server's and the
+ * webhook server's evhttp_set_bevcb callbacks), on ctx as it is now: SSL_new takes its own
+ * reference, so a certificate reload later leaves this connection alone. A peer that closes
+ * without close_notify is a plain EOF (allow_dirty_shutdown), as Go's servers treat it. NULL when
+ * OpenSSL or libevent cannot make it (the connection is then dropped). */
+struct bufferevent *lop_tls_accept_bev(struct event_base *base, SSL_CTX *ctx);
+
 #endif

@@ -285,17 +285,7 @@ static void handle(struct evhttp_request *req, void *arg)
 static struct bufferevent *make_tls_bev(struct event_base *base, void *arg)
 {
     lop_webhook_server_t *s = arg;
-    /* SSL_new takes its own reference on the current context: a later reload does not touch
-     * this connection. */
-    SSL *ssl = SSL_new(lop_certwatcher_ctx(s->certs));
-    if (!ssl) return NULL;
-    struct bufferevent *bev =
-        bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
-    if (bev)
-        bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
-    else
-        SSL_free(ssl);
-    return bev;
+    return lop_tls_accept_bev(base, lop_certwatcher_ctx(s->certs)); /* the current certificate */
 }
 
 /* ---------------------------------------------------------------- lifecycle */
