@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * HTTP/2 tests of the libcurl transport (host/kube/client/transport.h) without a real cluster:
- * Debian's nghttpx (nghttp2-proxy) terminates TLS and speaks h2 to the client, HTTP/1.1 to the
- * local API server behind it. Checked: twelve watches and a write share one connection, and so do
- * 110 (past libcurl's default cap of 100 streams) when the server allows 200;
- * DISABLE_HTTP2 gives one connection per watch; a connection that stops answering (nghttpx
- * SIGSTOPped) is found by the dead-connection probe, every watch on it ends with
+ * Debian's nghttpx (nghttp2-proxy, started by nghttpx_env.h) terminates TLS and speaks h2 to the
+ * client, HTTP/1.1 to the local API server behind it. Checked: twelve watches and a write share
+ * one connection, and so do 110 (past libcurl's default cap of 100 streams) when the server
+ * allows 200; DISABLE_HTTP2 gives one connection per watch; a connection that stops answering
+ * (nghttpx SIGSTOPped) is found by the dead-connection probe, every watch on it ends with
  * LOP_HTTP_ERESET, and the next request opens a fresh connection; after a GOAWAY (nghttpx
  * reloaded) new requests open a fresh connection while the watches on the old one go on; a
- * stalled watch consumer does not hold up the other streams.
+ * stalled watch consumer does not hold up the other streams. The same through informers:
+ * tests/unit/cache/test_informer_h2.c.
  *
  * Time: the probe's read-idle and answer timeouts are set to 300 ms, the only real time these
  * tests spend; nothing sleeps — threads wait for each other on condition variables.
@@ -16,70 +17,24 @@
 #include "apiserver/apiserver.h"
 #include "host/kube/client/transport.h"
 #include "host/util/buf.h"
+#include "nghttpx_env.h"
 #include "t.h"
 
-#include <arpa/inet.h>
-#include <errno.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #define NWATCH 12
 /* nghttpx's SETTINGS_MAX_CONCURRENT_STREAMS (its default is 100): room for MANY_WATCHES */
 #define H2_SERVER_STREAMS "200"
 #define MANY_WATCHES      110 /* more than libcurl's own default cap of 100 streams per connection */
 
-static char dir[256];
-static pid_t proxy_pid;
-static int proxy_port;
-static char *ca_pem;
+static t_nghttpx_t px;
 static lop_apiserver_t *srv;
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    lop_buf_t b = LOP_BUF_INIT;
-    char tmp[4096];
-    size_t n;
-    while ((n = fread(tmp, 1, sizeof tmp, f)) > 0) lop_buf_append(&b, tmp, n);
-    fclose(f);
-    return lop_buf_steal(&b);
-}
-
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t l = sizeof a;
-    int port = -1;
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(fd, (struct sockaddr *)&a, &l) == 0)
-        port = ntohs(a.sin_port);
-    if (fd >= 0) close(fd);
-    return port;
-}
-
-/* Whether something accepts connections on the port now. */
-static bool accepting(int port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {
-        .sin_family = AF_INET, .sin_port = htons((uint16_t)port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    bool ok = fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
-    if (fd >= 0) close(fd);
-    return ok;
-}
-
-/* The API server on plain HTTP, nghttpx in front of it with a self-signed certificate for
- * 127.0.0.1. */
+/* The API server on plain HTTP, nghttpx in front of it. */
 static bool env_start(void)
 {
     lop_err_t err;
@@ -87,64 +42,21 @@ static bool env_start(void)
         fprintf(stderr, "API server: %s\n", err.message);
         return false;
     }
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd,
-             "cd '%s' && openssl req -x509 -newkey rsa:2048 -nodes -keyout key.pem -out cert.pem -days 1 "
-             "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 >/dev/null 2>&1",
-             dir);
-    if (system(cmd) != 0) return false;
-    snprintf(cmd, sizeof cmd, "%s/cert.pem", dir);
-    ca_pem = slurp(cmd);
-    proxy_port = free_port();
-    char front[64], back[64], key[300], cert[300], errlog[300];
-    snprintf(front, sizeof front, "--frontend=127.0.0.1,%d", proxy_port);
-    snprintf(back, sizeof back, "--backend=127.0.0.1,%d", lop_apiserver_port(srv));
-    snprintf(key, sizeof key, "%s/key.pem", dir);
-    snprintf(cert, sizeof cert, "%s/cert.pem", dir);
-    snprintf(errlog, sizeof errlog, "--errorlog-file=%s/nghttpx.log", dir);
-    proxy_pid = fork();
-    if (proxy_pid == 0) {
-        setpgid(0, 0); /* its own group: nghttpx serves from a worker process it forks */
-        execlp("nghttpx", "nghttpx", "--conf=/dev/null", front, back, "--workers=1", "--log-level=WARN", errlog,
-               "--accesslog-file=/dev/null", "--no-ocsp", "--backend-read-timeout=1h", "--frontend-read-timeout=1h",
-               "--stream-read-timeout=0", "--backend-connections-per-host=64",
-               "--frontend-http2-max-concurrent-streams=" H2_SERVER_STREAMS, key, cert, (char *)NULL);
-        _exit(127);
-    }
-    if (proxy_pid < 0 || !ca_pem) return false;
-    /* ready when it accepts (it exits at once on a bad flag: then waitpid says so) */
-    for (int i = 0; i < 500; i++) {
-        if (accepting(proxy_port)) return true;
-        int st;
-        if (waitpid(proxy_pid, &st, WNOHANG) == proxy_pid) {
-            fprintf(stderr, "nghttpx exited (status %d); see %s/nghttpx.log\n", st, dir);
-            proxy_pid = 0;
-            return false;
-        }
-        poll(NULL, 0, 10); /* waiting for a process to start listening, not for time */
-    }
-    return false;
+    return t_nghttpx_start(&px, lop_apiserver_port(srv), H2_SERVER_STREAMS);
 }
 
 static void env_stop(void)
 {
-    if (proxy_pid > 0) {
-        kill(-proxy_pid, SIGCONT);
-        kill(proxy_pid, SIGTERM);
-        waitpid(proxy_pid, NULL, 0);
-    }
+    t_nghttpx_stop(&px);
     lop_apiserver_stop(srv);
-    free(ca_pem);
 }
 
 /* probe: the dead-connection probe on a short fuse (300 ms); off otherwise, so that a slow
  * machine's pause is not taken for a dead connection by tests about something else. */
 static lop_transport_t *h2_transport(bool disable_http2, bool probe)
 {
-    char url[64];
-    snprintf(url, sizeof url, "https://127.0.0.1:%d", proxy_port);
-    lop_transport_config_t cfg = {.server = url,
-                                  .ca_pem = ca_pem,
+    lop_transport_config_t cfg = {.server = px.url,
+                                  .ca_pem = px.ca_pem,
                                   .disable_http2 = disable_http2,
                                   .h2_read_idle_ms = probe ? 300 : -1,
                                   /* a live connection answers a PING well within 1 s even under
@@ -401,7 +313,7 @@ static void test_goaway_on_reload(void)
     watch_t w[NWATCH];
     watches_start(w, NWATCH, t);
     T_EQ_INT(lop_transport_connects(t), 1);
-    kill(proxy_pid, SIGHUP);
+    t_nghttpx_reload(&px);
     /* The GOAWAY reaches the I/O thread some time after the signal: each GET before that still
      * goes on the old connection (or is refused there and sent again on a new one). */
     int code = 0, gets = 0;
@@ -440,7 +352,7 @@ static void test_dead_connection_found_by_probe(void)
     watch_t w[NWATCH];
     watches_start(w, NWATCH, t);
     T_EQ_INT(lop_transport_open_connections(t), 1);
-    kill(-proxy_pid, SIGSTOP); /* the whole group: master and worker */
+    t_nghttpx_pause(&px); /* the whole group: master and worker */
     pthread_mutex_lock(&mu);
     for (;;) {
         int ended = 0;
@@ -452,7 +364,7 @@ static void test_dead_connection_found_by_probe(void)
     for (int i = 0; i < NWATCH; i++) T_EQ_INT(w[i].res, LOP_HTTP_ERESET);
     T_EQ_INT(lop_transport_dead_connections(t), 1);
     watches_stop(w, NWATCH);
-    kill(-proxy_pid, SIGCONT);
+    t_nghttpx_resume(&px);
     int code = 0;
     T_EQ_INT(request(t, "GET", "/version", NULL, &code), LOP_HTTP_OK);
     T_EQ_INT(code, 200);
@@ -462,8 +374,6 @@ static void test_dead_connection_found_by_probe(void)
 
 int main(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/luaop-h2-XXXXXX");
-    if (!mkdtemp(dir)) return 2;
     signal(SIGPIPE, SIG_IGN);
     bool up = env_start();
     T_CHECK(up);
@@ -476,8 +386,5 @@ int main(void)
         T_RUN(test_dead_connection_found_by_probe);
     }
     env_stop();
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
     return T_DONE();
 }
