@@ -112,6 +112,7 @@ const char *lop_rest_client_user_agent(const lop_rest_client_t *c) { return c->c
 long lop_rest_client_requests(lop_rest_client_t *c) { return atomic_load(&c->requests); }
 
 const char *lop_rest_client_host(const lop_rest_client_t *c) { return lop_transport_host_port(c->tr); }
+lop_transport_t *lop_rest_client_transport(lop_rest_client_t *c) { return c->tr; }
 
 void lop_rest_client_set_observer(lop_rest_client_t *c, lop_rest_observer_fn fn, void *ud)
 {

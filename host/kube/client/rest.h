@@ -78,6 +78,12 @@ void lop_rest_client_wake(lop_rest_client_t *c);
 /* "host:port" of the server URL (borrowed, the client's lifetime): client-go's "host" label. */
 const char *lop_rest_client_host(const lop_rest_client_t *c);
 
+/* The client's transport (borrowed, the client's lifetime), for tests and metrics to read its
+ * connection counters (lop_transport_connects, _open_connections, _dead_connections in
+ * transport.h). Not to be freed, nor used for exchanges of its own. */
+typedef struct lop_transport lop_transport_t;
+lop_transport_t *lop_rest_client_transport(lop_rest_client_t *c);
+
 /*
  * Per-attempt observer (metrics): called once for every exchange sent on the wire, retries and
  * watch streams included, on the requesting thread right after the attempt ends. method is the
