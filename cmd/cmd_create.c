@@ -356,6 +356,7 @@ static int create_webhook(const create_flags_t *f)
         {"config_webhook_service.yaml", "config/webhook/service.yaml"},
         {"config_default_manager_webhook_patch.yaml", "config/default/manager_webhook_patch.yaml"},
         {"config_certmanager_kustomization.yaml", "config/certmanager/kustomization.yaml"},
+        {"config_certmanager_kustomizeconfig.yaml", "config/certmanager/kustomizeconfig.yaml"},
         {"config_certmanager_certificate.yaml", "config/certmanager/certificate.yaml"}};
     for (size_t i = 0; i < sizeof shared / sizeof shared[0]; i++)
         if (!lop_scaffold_exists(f->repo, shared[i][1]) && emit_all(f, vars, &shared[i], 1)) return 1;

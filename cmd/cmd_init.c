@@ -35,6 +35,7 @@ static const struct {
     {"config_rbac_kustomization.yaml", "config/rbac/kustomization.yaml"},
     {"config_rbac_service_account.yaml", "config/rbac/service_account.yaml"},
     {"config_crd_kustomization.yaml", "config/crd/kustomization.yaml"},
+    {"config_crd_kustomizeconfig.yaml", "config/crd/kustomizeconfig.yaml"},
     {"config_samples_kustomization.yaml", "config/samples/kustomization.yaml"},
 };
 

@@ -231,6 +231,33 @@ done:
     return rc;
 }
 
+lop_rc_t lop_scaffold_remove_line(const char *root, const char *rel, const char *line, bool *removed, lop_err_t *err)
+{
+    char path[PATH_MAX];
+    lop_rc_t rc = join(path, sizeof path, root, rel, err);
+    if (rc != LOP_OK) return rc;
+    if (removed) *removed = false;
+    lop_buf_t b = LOP_BUF_INIT, out = LOP_BUF_INIT;
+    if ((rc = read_file(path, &b, err)) != LOP_OK) goto done;
+    size_t n = strlen(line);
+    bool found = false;
+    for (const char *p = b.data ? b.data : "", *end = p + b.len; p < end;) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t len = nl ? (size_t)(nl - p) + 1 : (size_t)(end - p);
+        if (len == n && memcmp(p, line, n) == 0)
+            found = true;
+        else
+            lop_buf_append(&out, p, len);
+        p += len;
+    }
+    if (found) rc = lop_scaffold_write(root, rel, out.data ? out.data : "", out.len, true, err);
+    if (rc == LOP_OK && removed) *removed = found;
+done:
+    lop_buf_free(&b);
+    lop_buf_free(&out);
+    return rc;
+}
+
 lop_rc_t lop_scaffold_run_self(const char *root, char *const args[], const char *out_rel, lop_err_t *err)
 {
     char exe[PATH_MAX], path[PATH_MAX], tmp[PATH_MAX + 8], errpath[PATH_MAX + 8];

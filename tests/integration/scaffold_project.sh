@@ -11,8 +11,11 @@
 #     generates, and `kubectl kustomize config/default` builds; with the [cert-manager] lines of
 #     config/default on, `make manifests` writes cert-manager.io/inject-ca-from naming the rendered
 #     Certificate on every webhook configuration and the conversion CRD (following namespace: and
-#     namePrefix:), and none once they are off again; a malformed kustomization is refused,
-#     naming the file, with no file changed;
+#     namePrefix:), and none once they are off again; the Certificate's dnsNames are exactly the
+#     rendered webhook Service's (config/default's replacements) and every webhook calls that
+#     Service, also under namespace: team-a and namePrefix: blue-; a malformed kustomization is
+#     refused, naming the file, with no file changed; once no conversion webhook is left, `make
+#     manifests` deletes the conversion patch it generated (not one without its header);
 #  5. `luaop dev --once` (the local API server, the operator, the CRD and the sample) reconciles
 #     the sample and exits 0 (no key whose last reconcile failed).
 set -euo pipefail
@@ -131,6 +134,40 @@ for f in files:
 for k in kinds:
     assert seen.get(k), "no %s in %s" % (k, files)
 PY
+# serving_cert NS SERVICE: in kustomize's rendering on stdin the webhook Service is NS/SERVICE, the
+# webhook configurations and the conversion CRD call exactly it, the Certificate's dnsNames are
+# exactly its SERVICE.NS.svc and SERVICE.NS.svc.cluster.local, its issuerRef names the rendered
+# Issuer, and its Secret is the one the manager mounts
+serving_cert() { /usr/bin/python3 "$TMP/serving_cert.py" "$@"; }
+cat >"$TMP/serving_cert.py" <<'PY'
+import sys, yaml
+ns, svc = sys.argv[1:3]
+docs = [d for d in yaml.safe_load_all(sys.stdin) if d]
+def of(kind): return [d for d in docs if d["kind"] == kind]
+def ref(md): return "%s/%s" % (md.get("namespace"), md["name"])
+svcs = [ref(d["metadata"]) for d in of("Service")]
+assert svcs == ["%s/%s" % (ns, svc)], "rendered Services %r, want %s/%s" % (svcs, ns, svc)
+calls = []
+for k in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+    assert of(k), "no %s" % k
+    calls += [(k, w["name"], w["clientConfig"]["service"]) for d in of(k) for w in d["webhooks"]]
+calls += [("CustomResourceDefinition", d["metadata"]["name"], d["spec"]["conversion"]["webhook"]["clientConfig"]["service"])
+          for d in of("CustomResourceDefinition") if "conversion" in d["spec"]]
+assert any(c[0] == "CustomResourceDefinition" for c in calls), "no conversion CRD"
+for kind, name, s in calls:
+    assert ref(s) == "%s/%s" % (ns, svc), "%s %s calls %s, the Service is %s/%s" % (kind, name, ref(s), ns, svc)
+certs, issuers = of("Certificate"), of("Issuer")
+assert len(certs) == 1 and len(issuers) == 1, "Certificates %d, Issuers %d" % (len(certs), len(issuers))
+c = certs[0]
+want = ["%s.%s.svc" % (svc, ns), "%s.%s.svc.cluster.local" % (svc, ns)]
+assert c["spec"]["dnsNames"] == want, "dnsNames %r, want %r" % (c["spec"]["dnsNames"], want)
+assert c["metadata"]["namespace"] == ns == issuers[0]["metadata"]["namespace"], "Certificate/Issuer namespace"
+assert c["spec"]["issuerRef"]["name"] == issuers[0]["metadata"]["name"], \
+    "issuerRef %r, the Issuer is %r" % (c["spec"]["issuerRef"]["name"], issuers[0]["metadata"]["name"])
+mounts = [v["secret"]["secretName"] for d in of("Deployment") for v in d["spec"]["template"]["spec"].get("volumes", [])
+          if "secret" in v]
+assert mounts == [c["spec"]["secretName"]], "the manager mounts %r, the Certificate writes %r" % (mounts, c["spec"]["secretName"])
+PY
 gen=(config/webhook/manifests.yaml config/crd/patches/webhook_conversion.yaml)
 inject_in "" "${gen[@]}" || fail "cert-manager off, yet an inject-ca-from annotation"
 kubectl kustomize config/default | inject_in "" - || fail "cert-manager off: the rendering has an annotation"
@@ -140,6 +177,8 @@ cm="memcached-operator-system/memcached-operator-serving-cert"
 grep -qF "cert-manager.io/inject-ca-from: $cm" "$TMP/manifests.out" || { cat "$TMP/manifests.out" >&2; fail "make manifests did not say cert-manager is on"; }
 inject_in "$cm" "${gen[@]}" || fail "cert-manager on: the generated manifests lack the annotation"
 kubectl kustomize config/default | inject_in "$cm" - || fail "cert-manager on: the rendering"
+kubectl kustomize config/default | serving_cert memcached-operator-system memcached-operator-webhook-service ||
+  fail "cert-manager on: the Certificate and the webhook Service"
 # `create api` regenerates the webhook manifests too: the annotations stay
 "$LUAOP" create api --group cache --version v1alpha1 --kind Memcached --force >"$TMP/api2.out" || fail "create api --force"
 inject_in "$cm" "${gen[@]}" || fail "create api dropped the cert-manager annotations"
@@ -151,6 +190,8 @@ echo 'namePrefix: blue-' >>config/default/kustomization.yaml
 inject_in "team-a/blue-memcached-operator-serving-cert" "${gen[@]}" || fail "namespace:/namePrefix: not followed"
 kubectl kustomize config/default | inject_in "team-a/blue-memcached-operator-serving-cert" - ||
   fail "namespace:/namePrefix: the rendering"
+kubectl kustomize config/default | serving_cert team-a blue-memcached-operator-webhook-service ||
+  fail "namespace:/namePrefix: the Certificate does not follow the webhook Service"
 cp "$TMP/kustomization.on" config/default/kustomization.yaml
 # a malformed kustomization: refused naming the file, nothing written
 sums() { md5sum config/rbac/role.yaml "${gen[@]}"; stat -c '%n inode %i' config/rbac/role.yaml "${gen[@]}"; } # a write renames
@@ -172,6 +213,35 @@ sed -i 's|^- \.\./certmanager$|#[cert-manager] - ../certmanager|' config/default
 inject_in "" "${gen[@]}" || fail "cert-manager off again: the annotations stayed"
 kubectl kustomize config/default | inject_in "" - || fail "cert-manager off again: the rendering"
 echo "ok   make manifests: cert-manager's inject-ca-from on every webhook configuration and the conversion CRD while the [cert-manager] lines are on (namespace:, namePrefix: followed), none once off; a malformed kustomization is refused naming it, nothing written"
+echo "ok   cert-manager on: the Certificate's dnsNames are the rendered webhook Service's, which every webhook calls (namespace: team-a, namePrefix: blue- followed); issuerRef and Secret match"
+
+# 4c. no conversion webhook left: make manifests deletes the conversion patch it generated and
+# its entry in config/crd; a file of that name it did not generate (no header) stays
+patch=config/crd/patches/webhook_conversion.yaml entry='- path: patches/webhook_conversion.yaml'
+head -1 "$patch" | grep -q '^# Generated by `luaop create manifests`' || fail "$patch has no generated-file header"
+cp scripts/memcached_webhook.lua "$TMP/webhook.lua"
+cp "$patch" "$TMP/conversion.generated"
+sed -i '/op\.webhook\.conversion {/d' scripts/memcached_webhook.lua
+"${mk[@]}" manifests >/dev/null || fail "make manifests without a conversion webhook"
+[ ! -e "$patch" ] || fail "the generated $patch stayed with no conversion webhook"
+! grep -qF -- "$entry" config/crd/kustomization.yaml || fail "config/crd still lists the conversion patch"
+grep -q '+luaop:scaffold:crdkustomizewebhookpatch' config/crd/kustomization.yaml || fail "the marker went with the entry"
+kubectl kustomize config/default >"$TMP/deploy.yaml" || fail "kustomize without the conversion patch"
+! grep -q 'path: /convert' "$TMP/deploy.yaml" || fail "the CRD still calls a conversion webhook"
+grep -q '^kind: ValidatingWebhookConfiguration$' "$TMP/deploy.yaml" || fail "the other webhooks went too"
+sed 1d "$TMP/conversion.generated" >"$patch" # the user's own: no header
+sed -i "s|^# +luaop:scaffold:crdkustomizewebhookpatch\$|$entry\n&|" config/crd/kustomization.yaml
+cp "$patch" "$TMP/conversion.user"
+cp config/crd/kustomization.yaml "$TMP/crdk.user"
+"${mk[@]}" manifests >/dev/null || fail "make manifests with the user's conversion patch"
+cmp -s "$patch" "$TMP/conversion.user" || fail "a conversion patch without the header was changed or deleted"
+cmp -s config/crd/kustomization.yaml "$TMP/crdk.user" || fail "the user's conversion patch entry was removed"
+cp "$TMP/webhook.lua" scripts/memcached_webhook.lua
+"${mk[@]}" manifests >/dev/null || fail "make manifests with the conversion webhook back"
+cmp -s "$patch" "$TMP/conversion.generated" || fail "$patch is not regenerated as before"
+[ "$(grep -cxF -- "$entry" config/crd/kustomization.yaml)" = 1 ] || fail "config/crd does not list the patch once"
+kubectl kustomize config/default | grep -q 'path: /convert' || fail "the CRD does not call its conversion webhook again"
+echo "ok   no conversion webhook: make manifests deletes the patch it generated and its entry (kustomize builds, no /convert); a patch without its header stays; back with the webhook"
 
 # 5. luaop dev --once: local API server, operator, CRD, sample
 "$LUAOP" dev --scripts scripts --listen 127.0.0.1:0 --apply config/crd/bases/cache.example.com_memcacheds.yaml \
