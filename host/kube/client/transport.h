@@ -29,7 +29,10 @@
  * streams, it sends `GET <prefix>/version` (no credentials: any answer, even 401, proves the
  * connection alive) multiplexed on that connection; when no answer comes within ping_timeout the
  * connection is shut down, every stream on it fails with LOP_HTTP_ERESET (callers reconnect) and
- * libcurl never reuses it. HTTP/1.1 connections rely on TCP keep-alive (30 s, as client-go's
+ * libcurl never reuses it. A connection that takes no new stream (it had a GOAWAY, or is at its
+ * stream limit) cannot carry the probe, and an answer on another connection says nothing of it:
+ * the probe is then not sent, and the connection is shut down the same way unless something is
+ * read on it within ping_timeout. HTTP/1.1 connections rely on TCP keep-alive (30 s, as client-go's
  * dialer).
  *
  * TLS is libcurl's over OpenSSL: CA and client certificate from memory (CURLOPT_*_BLOB), SNI and

@@ -105,6 +105,10 @@ typedef struct lop_tr_sock {
     bool h2;            /* carries HTTP/2 streams: subject to the dead-connection probe */
     int64_t last_read;  /* monotonic ns of the last readable event */
     int64_t probe_sent; /* when the probe went out; 0 = none in flight */
+    /* the probe found the connection taking no new stream (after a GOAWAY, or at its stream limit)
+     * and went elsewhere: the connection is dead unless something is read on it within the ping
+     * timeout of probe_sent (health_check decides) */
+    bool probe_elsewhere;
 } lop_tr_sock_t;
 
 /* A caller waiting for name resolution: lop_transport_wake signals cond (taking mu, after

@@ -7,6 +7,7 @@
 #include "host/util/log.h"
 
 #include <errno.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -196,6 +197,32 @@ void lop_tr_flush(lop_transport_t *t)
     pthread_mutex_unlock(&t->mu);
 }
 
+/* The local port of socket fd, or -1. */
+static int local_port(int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t l = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &l) != 0) return -1;
+    if (ss.ss_family == AF_INET6) return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    if (ss.ss_family == AF_INET) return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    return -1;
+}
+
+/* The probe's: libcurl puts it on any connection to the server that takes a new stream, which is
+ * not the one it checks when that one took a GOAWAY or is at its stream limit; an answer there
+ * would say nothing of the checked connection. Then it is not sent, and the checked connection
+ * must show a read within the ping timeout instead (health_check). */
+static int on_probe_prereq(void *ud, char *conn_primary_ip, char *conn_local_ip, int conn_primary_port,
+                           int conn_local_port)
+{
+    (void)conn_primary_ip, (void)conn_local_ip, (void)conn_primary_port;
+    lop_tr_xfer_t *xf = ud;
+    if (conn_local_port == local_port(xf->probe_fd)) return CURL_PREREQFUNC_OK;
+    lop_tr_sock_t *s = sock_find(xf->t, xf->probe_fd);
+    if (s && s->probe_sent) s->probe_elsewhere = true;
+    return CURL_PREREQFUNC_ABORT;
+}
+
 /* Called before libcurl sends the request, and again before each resend. libcurl resends a request
  * whose reused connection failed, and can do so after part of the response arrived (an h2 stream
  * reset on a dying connection, an HTTP/1.1 connection closed mid-head); the bytes already passed
@@ -238,10 +265,8 @@ static void set_common(lop_transport_t *t, lop_tr_xfer_t *xf, CURL *e)
     curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, on_close_socket);
     curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, t);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, xf->headers);
-    if (!xf->probe) {
-        curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, on_prereq);
-        curl_easy_setopt(e, CURLOPT_PREREQDATA, xf);
-    }
+    curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, xf->probe ? on_probe_prereq : on_prereq);
+    curl_easy_setopt(e, CURLOPT_PREREQDATA, xf);
     if (xf->resolve) curl_easy_setopt(e, CURLOPT_RESOLVE, xf->resolve);
     curl_easy_setopt(e, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1L);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
@@ -355,22 +380,24 @@ static void set_probe(lop_transport_t *t, CURL *e)
 
 /* ---- finishing ---- */
 
+/* No answer within the ping timeout: the connection is dead. Shutting it down makes libcurl read
+ * an end of stream, fail every stream on it and close it, never to be reused. */
+static void declare_dead(lop_transport_t *t, lop_tr_sock_t *s)
+{
+    char fd[16];
+    snprintf(fd, sizeof fd, "%d", s->fd);
+    lop_log(LOP_LOG_WARN, "HTTP/2 connection to the API server did not answer the health probe; closing it", "server",
+            t->host_port, "fd", fd, NULL);
+    shutdown(s->fd, SHUT_RDWR);
+    atomic_fetch_add(&t->dead, 1);
+}
+
 static void probe_finished(lop_transport_t *t, lop_tr_xfer_t *xf, CURLcode res)
 {
     lop_tr_sock_t *s = sock_find(t, xf->probe_fd);
-    if (s && s->probe_sent) {
-        if (res == CURLE_OPERATION_TIMEDOUT) {
-            /* no answer within the ping timeout: the connection is dead. Shutting it down makes
-             * libcurl read an end of stream, fail every stream on it and close it, never to be
-             * reused. */
-            char fd[16];
-            snprintf(fd, sizeof fd, "%d", s->fd);
-            lop_log(LOP_LOG_WARN, "HTTP/2 connection to the API server did not answer the health probe; closing it",
-                    "server", t->host_port, "fd", fd, NULL);
-            shutdown(s->fd, SHUT_RDWR);
-            atomic_fetch_add(&t->dead, 1);
-        }
-        s->probe_sent = 0; /* answered elsewhere or failed otherwise: probe again after read_idle */
+    if (s && s->probe_sent && !s->probe_elsewhere) {
+        if (res == CURLE_OPERATION_TIMEDOUT) declare_dead(t, s);
+        s->probe_sent = 0; /* answered or failed otherwise: probe again after read_idle */
         s->last_read = lop_tr_now_ns();
     }
 }
@@ -447,6 +474,18 @@ static long health_check(lop_transport_t *t)
     int64_t now = lop_tr_now_ns(), next = -1;
     for (int i = 0; i < t->nsocks; i++) {
         lop_tr_sock_t *s = &t->socks[i];
+        if (s->probe_elsewhere) { /* no probe could ride it: a read must come by the ping timeout */
+            int64_t by = s->probe_sent + t->ping_timeout_ns;
+            if (s->last_read > s->probe_sent || by <= now) {
+                if (s->last_read <= s->probe_sent) declare_dead(t, s);
+                s->probe_elsewhere = false;
+                s->probe_sent = 0;
+                s->last_read = now;
+            } else {
+                if (next < 0 || by < next) next = by;
+                continue;
+            }
+        }
         if (!s->h2 || s->probe_sent) continue;
         int64_t due = s->last_read + t->read_idle_ns;
         if (due <= now) {

@@ -20,11 +20,20 @@
 #include "nghttpx_env.h"
 #include "t.h"
 
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #define NWATCH 12
 /* nghttpx's SETTINGS_MAX_CONCURRENT_STREAMS (its default is 100): room for MANY_WATCHES */
@@ -342,6 +351,75 @@ static void test_goaway_on_reload(void)
     lop_transport_free(t);
 }
 
+/* The processes whose parent is nghttpx's master (its workers), up to cap; how many. */
+static int workers(pid_t *out, int cap)
+{
+    int n = 0;
+    DIR *d = opendir("/proc");
+    for (struct dirent *e; d && (e = readdir(d)) && n < cap;) {
+        char path[300], buf[512];
+        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+        FILE *f = e->d_name[0] >= '0' && e->d_name[0] <= '9' ? fopen(path, "r") : NULL;
+        if (!f) continue;
+        size_t len = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[len] = '\0';
+        const char *rp = strrchr(buf, ')'); /* "pid (comm) state ppid ..." */
+        char state;
+        int ppid;
+        if (rp && sscanf(rp + 1, " %c %d", &state, &ppid) == 2 && ppid == px.pid) out[n++] = atoi(e->d_name);
+    }
+    if (d) closedir(d);
+    return n;
+}
+
+/* After a GOAWAY the old connection takes no new stream, so a probe for it rides another
+ * connection; that answer must not count for the old one. nghttpx reloads (the old worker keeps
+ * the watches' connection after its GOAWAY), then the old worker stops answering: the watches on
+ * its connection must end (ERESET) once the probe gives up on it, while the new connection
+ * stays. Bounded by a 30 s cap: a probe that takes another connection's answer for the old
+ * one's never ends them. */
+static void test_probe_of_a_connection_after_goaway(void)
+{
+    lop_transport_t *t = h2_transport(false, true);
+    T_CHECK(t != NULL);
+    if (!t) return;
+    pid_t old[8];
+    int nold = workers(old, 8);
+    T_CHECK(nold >= 1);
+    watch_t w[NWATCH];
+    watches_start(w, NWATCH, t);
+    T_EQ_INT(lop_transport_connects(t), 1);
+    t_nghttpx_reload(&px);
+    int code = 0, gets = 0;
+    while (lop_transport_connects(t) < 2 && gets < 10000) {
+        T_EQ_INT(request(t, "GET", "/version", NULL, &code), LOP_HTTP_OK);
+        gets++;
+    }
+    T_EQ_INT(lop_transport_connects(t), 2);
+    for (int i = 0; i < nold; i++) kill(old[i], SIGSTOP); /* the old connection goes silent */
+    struct timespec cap;
+    clock_gettime(CLOCK_REALTIME, &cap);
+    cap.tv_sec += 30;
+    int ended = 0;
+    pthread_mutex_lock(&mu);
+    for (;;) {
+        ended = 0;
+        for (int i = 0; i < NWATCH; i++) ended += w[i].ended;
+        if (ended == NWATCH || pthread_cond_timedwait(&cond, &mu, &cap) == ETIMEDOUT) break;
+    }
+    pthread_mutex_unlock(&mu);
+    T_EQ_INT(ended, NWATCH);
+    watches_stop(w, NWATCH);
+    for (int i = 0; i < NWATCH; i++) T_EQ_INT(w[i].res, LOP_HTTP_ERESET);
+    T_EQ_INT(lop_transport_dead_connections(t), 1);
+    for (int i = 0; i < nold; i++) kill(old[i], SIGCONT);
+    T_EQ_INT(request(t, "GET", "/version", NULL, &code), LOP_HTTP_OK);
+    T_EQ_INT(code, 200);
+    T_EQ_INT(lop_transport_connects(t), 2); /* the new connection was never taken for dead */
+    lop_transport_free(t);
+}
+
 /* nghttpx stops answering: the probe finds the connection dead, every watch ends with ERESET, and
  * the next request gets a fresh connection. */
 static void test_dead_connection_found_by_probe(void)
@@ -383,6 +461,7 @@ int main(void)
         T_RUN(test_disable_http2);
         T_RUN(test_stalled_stream_does_not_block_others);
         T_RUN(test_goaway_on_reload);
+        T_RUN(test_probe_of_a_connection_after_goaway);
         T_RUN(test_dead_connection_found_by_probe);
     }
     env_stop();
