@@ -319,12 +319,15 @@ static lop_http_result_t map_result(lop_transport_t *t, lop_tr_xfer_t *xf, lop_h
     case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
     case CURLE_SSL_ENGINE_INITFAILED:
     case CURLE_PROXY: r = LOP_HTTP_ECONNECT; break;
-    case CURLE_OPERATION_TIMEDOUT:
-        snprintf(x->error, sizeof x->error, "%s: timed out after %ld ms", t->host_port,
-                 xf->started || x->timeout_ms > 0 ? x->timeout_ms
-                 : x->connect_timeout_ms > 0      ? x->connect_timeout_ms
-                                                  : LOP_TR_CONNECT_TIMEOUT_MS);
+    case CURLE_OPERATION_TIMEDOUT: {
+        /* while connecting, libcurl's bound is the shorter of the two (the request never left) */
+        long ct = x->connect_timeout_ms > 0 ? x->connect_timeout_ms : LOP_TR_CONNECT_TIMEOUT_MS;
+        if (!xf->sent && (x->timeout_ms <= 0 || ct < x->timeout_ms))
+            snprintf(x->error, sizeof x->error, "%s: connecting timed out after %ld ms", t->host_port, ct);
+        else
+            snprintf(x->error, sizeof x->error, "%s: timed out after %ld ms", t->host_port, x->timeout_ms);
         return LOP_HTTP_ETIMEDOUT;
+    }
     case CURLE_SEND_FAIL_REWIND:
         snprintf(x->error, sizeof x->error,
                  "%s: the server closed the connection before responding; a %s is not sent again", t->host_port,

@@ -61,6 +61,7 @@ typedef struct lop_tr_xfer {
     bool probe;          /* the transport's own dead-connection probe (no caller) */
     int64_t send_by_ns;  /* the exchange's send_by_ns (copied at setup); 0 = none */
     bool late;           /* mu: refused by on_prereq, send_by_ns had passed */
+    bool sent;           /* mu: on_prereq let the request go (its connection was up) */
     int probe_fd;        /* probe: the socket it checks */
     pthread_cond_t cond; /* signalled (with t->mu) when inbox, head or done change */
     /* mu: an asynchronous caller's (lop_transport_begin), called with cond; NULL once it ended */

@@ -238,7 +238,12 @@ static int on_prereq(void *ud, char *conn_primary_ip, char *conn_local_ip, int c
         pthread_mutex_unlock(&xf->t->mu);
         return CURL_PREREQFUNC_ABORT;
     }
-    if (!xf->started) return CURL_PREREQFUNC_OK; /* written by this (the I/O) thread only */
+    if (!xf->started) { /* started: written by this (the I/O) thread only */
+        pthread_mutex_lock(&xf->t->mu);
+        xf->sent = true;
+        pthread_mutex_unlock(&xf->t->mu);
+        return CURL_PREREQFUNC_OK;
+    }
     pthread_mutex_lock(&xf->t->mu);
     xf->no_resend = true;
     pthread_mutex_unlock(&xf->t->mu);

@@ -403,6 +403,34 @@ static void test_timeout(void)
 
 /* ---- connecting ---- */
 
+/* A server that accepts and never answers the TLS handshake: the connect timeout (300 ms) ends
+ * the exchange, not its 10 s timeout, and the error says which fired (it named the 10 s one). */
+static void test_connect_timeout_named(void)
+{
+    reply_t r[] = {{.data = "", .stall = true}}; /* a ClientHello is never a whole request head */
+    srv_t *s = srv_start(serve_replies, r, 1, false);
+    T_CHECK(s != NULL);
+    if (!s) return;
+    char url[80];
+    snprintf(url, sizeof url, "https://127.0.0.1:%d", s->port);
+    lop_transport_t *t = tr_new(url);
+    T_CHECK(t != NULL);
+    if (t) {
+        got_t g = {0};
+        lop_http_exchange_t x = {.connect_timeout_ms = 300, .timeout_ms = 10000};
+        int64_t t0 = now_ns();
+        T_EQ_INT(run(t, &x, &g), LOP_HTTP_ETIMEDOUT);
+        int64_t took = now_ns() - t0;
+        T_CHECK(took >= 300 * 1000000LL && took < 5000 * 1000000LL);
+        T_CHECK(has(x.error, "300 ms"));
+        T_CHECK(!has(x.error, "10000 ms"));
+        T_CHECK(!x.response_started);
+        got_free(&g);
+        lop_transport_free(t);
+    }
+    srv_stop(s);
+}
+
 /* A port bound but not listening refuses: ECONNECT naming host:port, nothing started. */
 static void test_connect_refused(void)
 {
@@ -736,6 +764,7 @@ int main(void)
     T_RUN(test_wake_without_timed_ticks);
     T_RUN(test_idle_stream_gives_back_burst_buffers);
     T_RUN(test_timeout);
+    T_RUN(test_connect_timeout_named);
     T_RUN(test_connect_refused);
     T_RUN(test_url_parsing);
     T_RUN(test_url_prefix_and_ipv6);
