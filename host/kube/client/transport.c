@@ -411,6 +411,7 @@ lop_transport_call_t *lop_transport_begin(lop_transport_t *t, lop_http_exchange_
         return NULL;
     }
     /* the name libcurl would connect to (the proxy's, when there is one), resolved here, bounded */
+    int64_t begun = lop_tr_now_ns();
     struct curl_slist *resolve = NULL;
     lop_http_result_t rr = t->proxy.url ? lop_tr_resolve(t, t->proxy.host, t->proxy.port, x, &resolve)
                                         : lop_tr_resolve(t, t->host, t->port, x, &resolve);
@@ -429,6 +430,7 @@ lop_transport_call_t *lop_transport_begin(lop_transport_t *t, lop_http_exchange_
     xf->t = t;
     xf->x = x;
     xf->send_by_ns = x->send_by_ns;
+    xf->begun_ns = begun;
     xf->notify = notify;
     xf->notify_ud = notify_ud;
     xf->hwm = 8 * call->rb > LOP_TR_INBOX_MIN ? 8 * call->rb : LOP_TR_INBOX_MIN;

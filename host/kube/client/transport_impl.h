@@ -60,6 +60,7 @@ typedef struct lop_tr_xfer {
     char *url;
     bool probe;          /* the transport's own dead-connection probe (no caller) */
     int64_t send_by_ns;  /* the exchange's send_by_ns (copied at setup); 0 = none */
+    int64_t begun_ns;    /* when lop_transport_begin was called (before resolution), monotonic */
     bool late;           /* mu: refused by on_prereq, send_by_ns had passed */
     bool sent;           /* mu: on_prereq let the request go (its connection was up) */
     int probe_fd;        /* probe: the socket it checks */

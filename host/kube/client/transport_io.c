@@ -342,7 +342,10 @@ static void set_request(lop_tr_xfer_t *xf, CURL *e)
     const lop_http_exchange_t *x = xf->x;
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
                      x->connect_timeout_ms > 0 ? x->connect_timeout_ms : LOP_TR_CONNECT_TIMEOUT_MS);
-    if (x->timeout_ms > 0) curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, x->timeout_ms);
+    if (x->timeout_ms > 0) { /* the whole exchange: what resolving the name took is spent */
+        int64_t left = x->timeout_ms - (lop_tr_now_ns() - xf->begun_ns) / 1000000;
+        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(left > 1 ? left : 1));
+    }
     if (x->gzip) curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "gzip");
     if (xf->t->tls && x->cert_pem && x->key_pem) {
         /* copied: a connection keeps them to match later transfers (a rotated certificate gets

@@ -17,21 +17,34 @@
 #include "host/kube/client/transport.h"
 #include "t.h"
 
+#include <arpa/inet.h>
 #include <dlfcn.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 static pthread_mutex_t stall_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t stall_cond = PTHREAD_COND_INITIALIZER;
 static bool released;
 static int stalled; /* resolutions blocked so far */
 
+static bool slow_released; /* stall_mu: "slow.invalid" answers (as 127.0.0.1) once set */
+
 int getaddrinfo(const char *node, const char *service, const struct addrinfo *hints, struct addrinfo **res)
 {
+    if (node && strcmp(node, "slow.invalid") == 0) {
+        pthread_mutex_lock(&stall_mu);
+        while (!slow_released && !released) pthread_cond_wait(&stall_cond, &stall_mu);
+        pthread_mutex_unlock(&stall_mu);
+        node = "127.0.0.1";
+    }
     if (node && strcmp(node, "stall.invalid") == 0) {
         pthread_mutex_lock(&stall_mu);
         stalled++;
@@ -68,6 +81,60 @@ static void test_connect_timeout_covers_resolution(void)
     T_CHECK(stalled >= 1); /* it really was stuck in getaddrinfo */
     pthread_mutex_unlock(&stall_mu);
     lop_transport_free(t);
+}
+
+/* timeout_ms is the whole exchange, name resolution included: a resolver that answers after
+ * 1.8 s of a 2 s timeout leaves the server (which never answers) 0.2 s, not another 2 s. The
+ * resolver is released by on_tick, which runs every 50 ms while the caller waits for it. */
+static int64_t slow_t0;
+
+static int release_at_1800_ms(void *ud)
+{
+    (void)ud;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    if (now - slow_t0 >= 1800 * 1000000LL) {
+        pthread_mutex_lock(&stall_mu);
+        slow_released = true;
+        pthread_cond_broadcast(&stall_cond);
+        pthread_mutex_unlock(&stall_mu);
+    }
+    return 0;
+}
+
+static void test_timeout_covers_resolution(void)
+{
+    /* a server that never answers: the kernel completes the handshakes of a listener that never
+     * accepts, and the request sits in its buffer */
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof a;
+    T_CHECK(fd >= 0 && bind(fd, (struct sockaddr *)&a, al) == 0 && listen(fd, 16) == 0 &&
+            getsockname(fd, (struct sockaddr *)&a, &al) == 0);
+    char url[64];
+    snprintf(url, sizeof url, "http://slow.invalid:%d", ntohs(a.sin_port));
+    lop_transport_config_t cfg = {.server = url, .proxy = ""};
+    lop_transport_t *t = NULL;
+    lop_err_t err;
+    T_EQ_INT(lop_transport_new(&cfg, &t, &err), LOP_OK);
+    if (t) {
+        lop_http_exchange_t x = {
+            .method = "GET", .target = "/version", .timeout_ms = 2000, .on_tick = release_at_1800_ms};
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        slow_t0 = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+        T_EQ_INT(lop_transport_exchange(t, &x), LOP_HTTP_ETIMEDOUT);
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        int64_t took = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec - slow_t0;
+        pthread_mutex_lock(&stall_mu);
+        T_CHECK(slow_released); /* it waited for the resolver, then for the server */
+        pthread_mutex_unlock(&stall_mu);
+        T_CHECK(took >= 1800 * 1000000LL);
+        T_CHECK(took < 3000 * 1000000LL); /* ~2 s; 3.8 s when the timeout restarted after resolution */
+        lop_transport_free(t);
+    }
+    close(fd);
 }
 
 static int abort_at_once(void *ud)
@@ -220,6 +287,7 @@ static void test_stream_cancel_during_resolution(void)
 int main(void)
 {
     T_RUN(test_connect_timeout_covers_resolution);
+    T_RUN(test_timeout_covers_resolution);
     T_RUN(test_cancel_during_resolution);
     T_RUN(test_wake_during_resolution);
     T_RUN(test_stream_cancel_during_resolution);
