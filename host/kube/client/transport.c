@@ -199,6 +199,7 @@ void lop_transport_free(lop_transport_t *t)
     free(t->base_url);
     free(t->connect_to);
     free(t->tls_server_name);
+    lop_tr_dns_free(t);
     free(t->dns_addrs);
     if (t->ca_pem) free(t->ca_pem);
     free(t);

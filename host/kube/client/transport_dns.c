@@ -7,7 +7,9 @@
  * on a detached helper thread and waits for it under the exchange's connect timeout and on_tick;
  * a helper that stalls is abandoned (it frees its job when getaddrinfo returns). The answer is
  * handed to libcurl as a CURLOPT_RESOLVE entry, so libcurl never calls getaddrinfo itself, and
- * kept for LOP_TR_DNS_TTL_NS; a failed refresh keeps using the last good answer. */
+ * kept for lop_tr_dns_ttl_ns. An older answer is refreshed in the background (one helper at a
+ * time) while the exchanges go on with it at once, so a resolver that stalls costs them nothing
+ * once a name has been answered; a failed refresh keeps the last good answer for another TTL. */
 #include "host/kube/client/transport_impl.h"
 #include "host/util/clock.h"
 
@@ -19,9 +21,9 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#define LOP_TR_DNS_TTL_NS (30LL * 1000000000LL) /* how long an answer is used before it is refreshed */
+_Atomic int64_t lop_tr_dns_ttl_ns = 30LL * 1000000000LL;
 
-typedef struct dns_job {
+typedef struct lop_tr_dns_job {
     atomic_int refs; /* the helper and the waiter */
     pthread_mutex_t mu;
     pthread_cond_t cond;
@@ -66,6 +68,58 @@ static void *dns_main(void *arg)
     lop_buf_free(&b);
     job_unref(j);
     return NULL;
+}
+
+/* A job resolving host:port on a detached helper; refs: the helper's and `holders` more. */
+static dns_job_t *job_start(const char *host, const char *port, int holders)
+{
+    dns_job_t *j = lop_xcalloc(1, sizeof *j);
+    atomic_init(&j->refs, holders + 1);
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&j->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    j->host = lop_xstrdup(host);
+    j->port = lop_xstrdup(port);
+    pthread_t thr;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&thr, &attr, dns_main, j) != 0) {
+        atomic_store(&j->refs, holders);
+        j->done = true;
+        j->rc = EAI_SYSTEM;
+    }
+    pthread_attr_destroy(&attr);
+    return j;
+}
+
+/* Take the background refresh's answer once it has come (t->mu held). */
+static void harvest(lop_transport_t *t, int64_t now)
+{
+    dns_job_t *j = t->dns_refresh;
+    if (!j) return;
+    pthread_mutex_lock(&j->mu);
+    bool done = j->done;
+    char *addrs = done ? j->addrs : NULL;
+    if (done) j->addrs = NULL;
+    pthread_mutex_unlock(&j->mu);
+    if (!done) return;
+    if (addrs) {
+        free(t->dns_addrs);
+        t->dns_addrs = addrs;
+    }
+    t->dns_expires = now + atomic_load(&lop_tr_dns_ttl_ns); /* failed: the last answer again until then */
+    t->dns_refresh = NULL;
+    job_unref(j);
+}
+
+void lop_tr_dns_free(lop_transport_t *t)
+{
+    if (t->dns_refresh) job_unref(t->dns_refresh); /* a helper still running frees it when it returns */
+    t->dns_refresh = NULL;
 }
 
 static bool is_ip_literal(const char *host)
@@ -135,30 +189,23 @@ lop_http_result_t lop_tr_resolve(lop_transport_t *t, const char *host, const cha
     int64_t now = lop_tr_now_ns();
     lop_buf_t entry = LOP_BUF_INIT;
     pthread_mutex_lock(&t->mu);
-    bool fresh = t->dns_addrs && now < t->dns_expires;
-    if (t->dns_addrs) lop_buf_printf(&entry, "%s:%s:%s", host, port, t->dns_addrs);
+    harvest(t, now);
+    bool have = t->dns_addrs != NULL;
+    bool refresh = have && now >= t->dns_expires && !t->dns_refresh; /* stale: refresh it behind us */
+    if (have) lop_buf_printf(&entry, "%s:%s:%s", host, port, t->dns_addrs);
     pthread_mutex_unlock(&t->mu);
-    if (!fresh) {
-        dns_job_t *j = lop_xcalloc(1, sizeof *j);
-        atomic_init(&j->refs, 2);
-        pthread_mutex_init(&j->mu, NULL);
-        pthread_condattr_t ca;
-        pthread_condattr_init(&ca);
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_init(&j->cond, &ca);
-        pthread_condattr_destroy(&ca);
-        j->host = lop_xstrdup(host);
-        j->port = lop_xstrdup(port);
-        pthread_t thr;
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        if (pthread_create(&thr, &attr, dns_main, j) != 0) {
-            atomic_store(&j->refs, 1);
-            j->done = true;
-            j->rc = EAI_SYSTEM;
+    if (refresh) {
+        dns_job_t *j = job_start(host, port, 1); /* the transport's reference */
+        pthread_mutex_lock(&t->mu);
+        if (!t->dns_refresh) {
+            t->dns_refresh = j;
+            j = NULL;
         }
-        pthread_attr_destroy(&attr);
+        pthread_mutex_unlock(&t->mu);
+        if (j) job_unref(j); /* another exchange started one first */
+    }
+    if (!have) {
+        dns_job_t *j = job_start(host, port, 1); /* the waiter's reference */
         long limit_ms = x->connect_timeout_ms > 0 ? x->connect_timeout_ms : LOP_TR_CONNECT_TIMEOUT_MS;
         if (x->timeout_ms > 0 && x->timeout_ms < limit_ms) limit_ms = x->timeout_ms;
         int64_t deadline = now + (int64_t)limit_ms * 1000000;
@@ -175,7 +222,7 @@ lop_http_result_t lop_tr_resolve(lop_transport_t *t, const char *host, const cha
             pthread_mutex_lock(&t->mu);
             free(t->dns_addrs);
             t->dns_addrs = addrs;
-            t->dns_expires = lop_tr_now_ns() + LOP_TR_DNS_TTL_NS;
+            t->dns_expires = lop_tr_now_ns() + atomic_load(&lop_tr_dns_ttl_ns);
             pthread_mutex_unlock(&t->mu);
         } else {
             free(addrs);

@@ -166,6 +166,7 @@ struct lop_transport {
 
     char *dns_addrs; /* mu: the last answer for the name connected to ("a,b"), or NULL */
     int64_t dns_expires;
+    struct lop_tr_dns_job *dns_refresh; /* mu: the background refresh of dns_addrs in flight, or NULL */
 
     atomic_long connects;
     atomic_long open;
@@ -181,6 +182,10 @@ static inline void lop_tr_signal(lop_tr_xfer_t *xf)
 }
 
 /* transport_dns.c */
+/* How long a name's answer is used before it is refreshed (ns; 30 s; tests shorten it). */
+extern _Atomic int64_t lop_tr_dns_ttl_ns;
+/* Let go of a background refresh still in flight (lop_transport_free). */
+void lop_tr_dns_free(lop_transport_t *t);
 /* Resolve host (no brackets) for x on the calling thread, bounded by x's connect timeout (and
  * timeout) and on_tick: LOP_HTTP_OK with *resolve a CURLOPT_RESOLVE entry (NULL for an IP
  * literal); LOP_HTTP_ETIMEDOUT, LOP_HTTP_EABORTED or LOP_HTTP_ECONNECT with x->error set. */

@@ -15,6 +15,7 @@
 #endif
 #include "host/kube/client/rest.h"
 #include "host/kube/client/transport.h"
+#include "host/kube/client/transport_impl.h" /* lop_tr_dns_ttl_ns */
 #include "t.h"
 
 #include <arpa/inet.h>
@@ -36,9 +37,18 @@ static bool released;
 static int stalled; /* resolutions blocked so far */
 
 static bool slow_released; /* stall_mu: "slow.invalid" answers (as 127.0.0.1) once set */
+static bool flaky_stalls;  /* stall_mu: "flaky.invalid" is 127.0.0.1, or stalls while set */
+static int flaky_stalled;  /* stall_mu: resolutions of it that stalled */
 
 int getaddrinfo(const char *node, const char *service, const struct addrinfo *hints, struct addrinfo **res)
 {
+    if (node && strcmp(node, "flaky.invalid") == 0) {
+        pthread_mutex_lock(&stall_mu);
+        if (flaky_stalls) flaky_stalled++;
+        while (flaky_stalls && !released) pthread_cond_wait(&stall_cond, &stall_mu);
+        pthread_mutex_unlock(&stall_mu);
+        node = "127.0.0.1";
+    }
     if (node && strcmp(node, "slow.invalid") == 0) {
         pthread_mutex_lock(&stall_mu);
         while (!slow_released && !released) pthread_cond_wait(&stall_cond, &stall_mu);
@@ -135,6 +145,71 @@ static void test_timeout_covers_resolution(void)
         lop_transport_free(t);
     }
     close(fd);
+}
+
+/* A keep-alive HTTP server on fd's one connection: 200 with no body to every request. */
+static void *answer_all(void *arg)
+{
+    int fd = accept4(*(int *)arg, NULL, NULL, SOCK_CLOEXEC);
+    char buf[4096];
+    size_t len = 0;
+    for (ssize_t n; fd >= 0 && (n = recv(fd, buf + len, sizeof buf - len, 0)) > 0;) {
+        len += (size_t)n;
+        char *end;
+        while ((end = memmem(buf, len, "\r\n\r\n", 4)) != NULL) {
+            const char *a = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+            if (send(fd, a, strlen(a), MSG_NOSIGNAL) < 0) break;
+            size_t used = (size_t)(end + 4 - buf);
+            memmove(buf, buf + used, len - used);
+            len -= used;
+        }
+    }
+    if (fd >= 0) close(fd);
+    return NULL;
+}
+
+/* Once an answer is older than its TTL it is refreshed, but a refresh that stalls must not stall
+ * the exchanges: they go on with the last good answer at once, and one refresh is in flight at a
+ * time (before, each exchange waited its whole connect timeout for a refresh of its own). */
+static void test_stalled_refresh_uses_the_last_answer(void)
+{
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof a;
+    T_CHECK(lfd >= 0 && bind(lfd, (struct sockaddr *)&a, al) == 0 && listen(lfd, 16) == 0 &&
+            getsockname(lfd, (struct sockaddr *)&a, &al) == 0);
+    pthread_t srv;
+    pthread_create(&srv, NULL, answer_all, &lfd);
+    char url[64];
+    snprintf(url, sizeof url, "http://flaky.invalid:%d", ntohs(a.sin_port));
+    lop_transport_config_t cfg = {.server = url, .proxy = ""};
+    lop_transport_t *t = NULL;
+    lop_err_t err;
+    T_EQ_INT(lop_transport_new(&cfg, &t, &err), LOP_OK);
+    int64_t ttl = atomic_exchange(&lop_tr_dns_ttl_ns, 0); /* every answer is stale at once */
+    lop_http_exchange_t x = {.method = "GET", .target = "/version", .timeout_ms = 10000, .connect_timeout_ms = 1000};
+    if (t) T_EQ_INT(lop_transport_exchange(t, &x), LOP_HTTP_OK); /* resolved, connected */
+    pthread_mutex_lock(&stall_mu);
+    flaky_stalls = true;
+    pthread_mutex_unlock(&stall_mu);
+    for (int i = 0; t && i < 3; i++) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        x = (lop_http_exchange_t){
+            .method = "GET", .target = "/version", .timeout_ms = 10000, .connect_timeout_ms = 1000};
+        T_EQ_INT(lop_transport_exchange(t, &x), LOP_HTTP_OK);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        int64_t took = (t1.tv_sec - t0.tv_sec) * 1000000000LL + t1.tv_nsec - t0.tv_nsec;
+        T_CHECK(took < 900 * 1000000LL); /* not the 1 s connect timeout spent waiting for the name */
+    }
+    pthread_mutex_lock(&stall_mu);
+    T_EQ_INT(flaky_stalled, 1); /* one refresh for the three */
+    pthread_mutex_unlock(&stall_mu);
+    atomic_store(&lop_tr_dns_ttl_ns, ttl);
+    lop_transport_free(t);
+    shutdown(lfd, SHUT_RDWR);
+    pthread_join(srv, NULL);
+    close(lfd);
 }
 
 static int abort_at_once(void *ud)
@@ -288,6 +363,7 @@ int main(void)
 {
     T_RUN(test_connect_timeout_covers_resolution);
     T_RUN(test_timeout_covers_resolution);
+    T_RUN(test_stalled_refresh_uses_the_last_answer);
     T_RUN(test_cancel_during_resolution);
     T_RUN(test_wake_during_resolution);
     T_RUN(test_stream_cancel_during_resolution);
