@@ -211,6 +211,8 @@ const char *lop_transport_proxy(const lop_transport_t *t) { return t->proxy.host
 long lop_transport_connects(lop_transport_t *t) { return atomic_load(&t->connects); }
 long lop_transport_open_connections(lop_transport_t *t) { return atomic_load(&t->open); }
 long lop_transport_dead_connections(lop_transport_t *t) { return atomic_load(&t->dead); }
+long lop_transport_probes_sent(lop_transport_t *t) { return atomic_load(&t->probes_sent); }
+long lop_transport_probes(lop_transport_t *t) { return atomic_load(&t->probes_done); }
 
 /* ---- an exchange ---- */
 

@@ -27,7 +27,8 @@
  * HTTP2_PING_TIMEOUT_SECONDS). libcurl sends no PING we could wait on, so the transport does the
  * equivalent with a probe: after read_idle with nothing read on an h2 connection that carries
  * streams, it sends `GET <prefix>/version` (no credentials: any answer, even 401, proves the
- * connection alive) multiplexed on that connection; when no answer comes within ping_timeout the
+ * connection alive) multiplexed on that connection; when neither its answer nor anything else is
+ * read on the connection within ping_timeout (a slow server's late answer is no dead connection) the
  * connection is shut down, every stream on it fails with LOP_HTTP_ERESET (callers reconnect) and
  * libcurl never reuses it. A connection that takes no new stream (it had a GOAWAY, or is at its
  * stream limit) cannot carry the probe, and an answer on another connection says nothing of it:
@@ -95,6 +96,9 @@ long lop_transport_connects(lop_transport_t *t);
 long lop_transport_open_connections(lop_transport_t *t);
 /* Connections shut down by the dead-connection probe so far. */
 long lop_transport_dead_connections(lop_transport_t *t);
+/* Dead-connection probes sent so far, and those finished, answered or not (for tests). */
+long lop_transport_probes_sent(lop_transport_t *t);
+long lop_transport_probes(lop_transport_t *t);
 
 /* How an exchange ended. */
 typedef enum lop_http_result {

@@ -171,6 +171,7 @@ struct lop_transport {
     atomic_long connects;
     atomic_long open;
     atomic_long dead;
+    atomic_long probes_sent, probes_done;
 };
 
 /* Tell the caller of xf that something changed (t->mu held): its condition variable, and its

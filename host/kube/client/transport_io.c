@@ -402,9 +402,12 @@ static void declare_dead(lop_transport_t *t, lop_tr_sock_t *s)
 
 static void probe_finished(lop_transport_t *t, lop_tr_xfer_t *xf, CURLcode res)
 {
+    atomic_fetch_add(&t->probes_done, 1);
     lop_tr_sock_t *s = sock_find(t, xf->probe_fd);
     if (s && s->probe_sent && !s->probe_elsewhere) {
-        if (res == CURLE_OPERATION_TIMEDOUT) declare_dead(t, s);
+        /* a late answer from a slow server is no dead connection: anything read on it since the
+         * probe went out proves it alive, as a PING's answer from the h2 layer would */
+        if (res == CURLE_OPERATION_TIMEDOUT && s->last_read <= s->probe_sent) declare_dead(t, s);
         s->probe_sent = 0; /* answered or failed otherwise: probe again after read_idle */
         s->last_read = lop_tr_now_ns();
     }
@@ -510,6 +513,7 @@ static long health_check(lop_transport_t *t)
                 lop_buf_free(&u);
             }
             s->probe_sent = now;
+            atomic_fetch_add(&t->probes_sent, 1);
             xf->next_op = t->probes; /* probes never sit in the operations list */
             t->probes = xf;
             start(t, xf); /* may change t->socks */

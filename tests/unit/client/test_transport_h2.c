@@ -26,6 +26,8 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +83,7 @@ static lop_transport_t *h2_transport(bool disable_http2, bool probe)
 
 typedef struct watch {
     lop_transport_t *t;
+    const char *target; /* NULL: a watch of the default namespace's ConfigMaps */
     pthread_t thr;
     pthread_mutex_t *mu;
     pthread_cond_t *cond;
@@ -121,7 +124,7 @@ static void *w_main(void *arg)
 {
     watch_t *w = arg;
     lop_http_exchange_t x = {.method = "GET",
-                             .target = "/api/v1/namespaces/default/configmaps?watch=1",
+                             .target = w->target ? w->target : "/api/v1/namespaces/default/configmaps?watch=1",
                              .headers = "Accept: application/json\r\n",
                              .ud = w,
                              .on_status = w_status,
@@ -420,6 +423,58 @@ static void test_probe_of_a_connection_after_goaway(void)
     lop_transport_free(t);
 }
 
+/* The probe's answer is late (the API server is slow: 5 s for /version against a 1 s ping
+ * timeout) while the connection keeps reading a watch's events: it is alive and must stay, as
+ * client-go's PING would find it (its answer comes from the h2 layer, not the handler). The probe
+ * goes out after 1 ms of silence; once it has, bookmarks, each sent once the previous one
+ * arrived, keep the connection reading until that probe has ended. */
+static void test_late_probe_answer_on_a_reading_connection(void)
+{
+    lop_transport_config_t cfg = {
+        .server = px.url, .ca_pem = px.ca_pem, .h2_read_idle_ms = 1, .h2_ping_timeout_ms = 1000};
+    lop_transport_t *t = NULL;
+    lop_err_t err;
+    T_EQ_INT(lop_transport_new(&cfg, &t, &err), LOP_OK);
+    if (!t) return;
+    watch_t w[1];
+    memset(w, 0, sizeof w);
+    w[0].t = t;
+    w[0].target = "/api/v1/namespaces/default/configmaps?watch=1&allowWatchBookmarks=true";
+    pthread_create(&w[0].thr, NULL, w_main, &w[0]);
+    pthread_mutex_lock(&mu);
+    while (w[0].code != 200 && !w[0].ended) pthread_cond_wait(&cond, &mu);
+    pthread_mutex_unlock(&mu);
+    T_EQ_INT(w[0].code, 200);
+    lop_apiserver_set_latency(srv, 5000);
+    long probes0 = lop_transport_probes(t), sent0 = lop_transport_probes_sent(t);
+    /* the silent connection's probe goes out (after 1 ms), then the connection reads */
+    for (long i = 0; lop_transport_probes_sent(t) == sent0 && i < 100000000; i++) sched_yield();
+    T_CHECK(lop_transport_probes_sent(t) > sent0);
+    int bookmarks = 0;
+    while (lop_transport_probes(t) < probes0 + 1 && bookmarks < 1000000) {
+        pthread_mutex_lock(&mu);
+        int before = w[0].events;
+        pthread_mutex_unlock(&mu);
+        lop_apiserver_bookmark_now(srv);
+        pthread_mutex_lock(&mu);
+        while (w[0].events == before && !w[0].ended) pthread_cond_wait(&cond, &mu);
+        bool ended = w[0].ended;
+        pthread_mutex_unlock(&mu);
+        if (ended) break;
+        bookmarks++;
+    }
+    lop_apiserver_set_latency(srv, 0);
+    T_CHECK(lop_transport_probes(t) > probes0);
+    pthread_mutex_lock(&mu);
+    T_CHECK(!w[0].ended);
+    pthread_mutex_unlock(&mu);
+    T_EQ_INT(lop_transport_dead_connections(t), 0);
+    T_EQ_INT(lop_transport_connects(t), 1);
+    watches_stop(w, 1);
+    T_EQ_INT(w[0].res, LOP_HTTP_EABORTED);
+    lop_transport_free(t);
+}
+
 /* nghttpx stops answering: the probe finds the connection dead, every watch ends with ERESET, and
  * the next request gets a fresh connection. */
 static void test_dead_connection_found_by_probe(void)
@@ -462,6 +517,7 @@ int main(void)
         T_RUN(test_stalled_stream_does_not_block_others);
         T_RUN(test_goaway_on_reload);
         T_RUN(test_probe_of_a_connection_after_goaway);
+        T_RUN(test_late_probe_answer_on_a_reading_connection);
         T_RUN(test_dead_connection_found_by_probe);
     }
     env_stop();
