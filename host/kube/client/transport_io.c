@@ -72,6 +72,11 @@ static int on_socket(CURL *easy, curl_socket_t fd, int what, void *ud, void *soc
         *s = (lop_tr_sock_t){.fd = fd, .last_read = lop_tr_now_ns()};
     }
     s->what = what;
+    /* libcurl may drop a connection's socket while it waits on nothing and add it again later: a
+     * transfer whose response is known to be h2 marks it again (else only the head's marking) */
+    long v = 0;
+    if (!s->h2 && xf && curl_easy_getinfo(easy, CURLINFO_HTTP_VERSION, &v) == CURLE_OK && v == CURL_HTTP_VERSION_2_0)
+        s->h2 = true;
     return 0;
 }
 
