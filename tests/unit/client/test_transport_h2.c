@@ -313,6 +313,21 @@ static void test_stalled_stream_does_not_block_others(void)
     lop_transport_free(t);
 }
 
+/* Reload nghttpx (its old worker sends GOAWAY) and send GETs until t has opened its second
+ * connection. The GOAWAY reaches the I/O thread some time after the signal: each GET before that
+ * still goes on the old connection (or is refused there and sent again on a new one). */
+static void reload_until_fresh_connection(lop_transport_t *t)
+{
+    t_nghttpx_reload(&px);
+    int code = 0, gets = 0;
+    while (lop_transport_connects(t) < 2 && gets < 10000) {
+        T_EQ_INT(request(t, "GET", "/version", NULL, &code), LOP_HTTP_OK);
+        T_EQ_INT(code, 200);
+        gets++;
+    }
+    T_EQ_INT(lop_transport_connects(t), 2);
+}
+
 /* nghttpx reloads (SIGHUP): its old worker sends GOAWAY and serves the streams it has until they
  * end. New requests go to a fresh connection (never the one that said GOAWAY); the watches on the
  * old one are not broken by it and keep getting events; once they end, the old connection closes,
@@ -325,16 +340,8 @@ static void test_goaway_on_reload(void)
     watch_t w[NWATCH];
     watches_start(w, NWATCH, t);
     T_EQ_INT(lop_transport_connects(t), 1);
-    t_nghttpx_reload(&px);
-    /* The GOAWAY reaches the I/O thread some time after the signal: each GET before that still
-     * goes on the old connection (or is refused there and sent again on a new one). */
-    int code = 0, gets = 0;
-    while (lop_transport_connects(t) < 2 && gets < 10000) {
-        T_EQ_INT(request(t, "GET", "/version", NULL, &code), LOP_HTTP_OK);
-        T_EQ_INT(code, 200);
-        gets++;
-    }
-    T_EQ_INT(lop_transport_connects(t), 2);
+    reload_until_fresh_connection(t);
+    int code = 0;
     create_configmap(t, "h2-after-goaway");
     wait_events(w, NWATCH, 1, -1);
     pthread_mutex_lock(&mu);
@@ -393,13 +400,8 @@ static void test_probe_of_a_connection_after_goaway(void)
     watch_t w[NWATCH];
     watches_start(w, NWATCH, t);
     T_EQ_INT(lop_transport_connects(t), 1);
-    t_nghttpx_reload(&px);
-    int code = 0, gets = 0;
-    while (lop_transport_connects(t) < 2 && gets < 10000) {
-        T_EQ_INT(request(t, "GET", "/version", NULL, &code), LOP_HTTP_OK);
-        gets++;
-    }
-    T_EQ_INT(lop_transport_connects(t), 2);
+    reload_until_fresh_connection(t);
+    int code = 0;
     for (int i = 0; i < nold; i++) kill(old[i], SIGSTOP); /* the old connection goes silent */
     struct timespec cap;
     clock_gettime(CLOCK_REALTIME, &cap);
