@@ -113,15 +113,28 @@ static int release_at_1800_ms(void *ud)
     return 0;
 }
 
+/* A listening socket on 127.0.0.1 and a free port (its address in *a), or -1 after a failed check. */
+static int loopback_listener(struct sockaddr_in *a)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    *a = (struct sockaddr_in){.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof *a;
+    bool ok = fd >= 0 && bind(fd, (struct sockaddr *)a, al) == 0 && listen(fd, 16) == 0 &&
+              getsockname(fd, (struct sockaddr *)a, &al) == 0;
+    T_CHECK(ok);
+    if (!ok && fd >= 0) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
 static void test_timeout_covers_resolution(void)
 {
     /* a server that never answers: the kernel completes the handshakes of a listener that never
      * accepts, and the request sits in its buffer */
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t al = sizeof a;
-    T_CHECK(fd >= 0 && bind(fd, (struct sockaddr *)&a, al) == 0 && listen(fd, 16) == 0 &&
-            getsockname(fd, (struct sockaddr *)&a, &al) == 0);
+    struct sockaddr_in a;
+    int fd = loopback_listener(&a);
     char url[64];
     snprintf(url, sizeof url, "http://slow.invalid:%d", ntohs(a.sin_port));
     lop_transport_config_t cfg = {.server = url, .proxy = ""};
@@ -173,11 +186,8 @@ static void *answer_all(void *arg)
  * time (before, each exchange waited its whole connect timeout for a refresh of its own). */
 static void test_stalled_refresh_uses_the_last_answer(void)
 {
-    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t al = sizeof a;
-    T_CHECK(lfd >= 0 && bind(lfd, (struct sockaddr *)&a, al) == 0 && listen(lfd, 16) == 0 &&
-            getsockname(lfd, (struct sockaddr *)&a, &al) == 0);
+    struct sockaddr_in a;
+    int lfd = loopback_listener(&a);
     pthread_t srv;
     pthread_create(&srv, NULL, answer_all, &lfd);
     char url[64];
