@@ -248,9 +248,11 @@ static void process(lop_apiserver_t *srv, struct evhttp_request *r)
     free(q.path);
 }
 
-typedef struct delayed {
+typedef struct as_delayed {
     lop_apiserver_t *srv;
     struct evhttp_request *r;
+    struct event *ev;
+    struct as_delayed *next;
 } delayed_t;
 
 static void delayed_cb(evutil_socket_t fd, short what, void *arg)
@@ -258,8 +260,24 @@ static void delayed_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     delayed_t *d = arg;
+    for (delayed_t **p = &d->srv->delayed; *p; p = &(*p)->next)
+        if (*p == d) {
+            *p = d->next;
+            break;
+        }
+    event_free(d->ev);
     process(d->srv, d->r);
     free(d);
+}
+
+void as_http_drop_delayed(lop_apiserver_t *srv)
+{
+    while (srv->delayed) {
+        delayed_t *d = srv->delayed;
+        srv->delayed = d->next;
+        event_free(d->ev);
+        free(d);
+    }
 }
 
 void as_http_handle(struct evhttp_request *r, void *arg)
@@ -269,8 +287,11 @@ void as_http_handle(struct evhttp_request *r, void *arg)
         delayed_t *d = lop_xmalloc(sizeof *d);
         d->srv = srv;
         d->r = r;
+        d->ev = evtimer_new(srv->base, delayed_cb, d);
+        d->next = srv->delayed;
+        srv->delayed = d;
         struct timeval tv = {srv->latency_ms / 1000, (srv->latency_ms % 1000) * 1000};
-        event_base_once(srv->base, -1, EV_TIMEOUT, delayed_cb, d, &tv);
+        evtimer_add(d->ev, &tv);
         return;
     }
     process(srv, r);

@@ -13,5 +13,8 @@
 
 /* evhttp's generic callback (arg is the lop_apiserver_t): serves r, after srv->latency_ms when set. */
 void as_http_handle(struct evhttp_request *r, void *arg);
+/* Free the requests still waiting out srv->latency_ms (their timers with them); the server's loop
+ * has stopped. evhttp_free then frees the requests themselves with their connections. */
+void as_http_drop_delayed(lop_apiserver_t *srv);
 
 #endif

@@ -209,6 +209,7 @@ struct lop_apiserver {
     int nfaults;
     bool stall;
     int latency_ms;
+    struct as_delayed *delayed; /* requests waiting out latency_ms (as_http.c), freed at stop */
     /* auth */
     struct as_authn *authn; /* identities (as_authn.h) */
     bool authz_rbac;        /* --authorization-mode=RBAC (as_authz.h), else AlwaysAllow */

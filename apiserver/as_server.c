@@ -89,6 +89,7 @@ static int read_webhook_services(lop_apiserver_t *srv, const char *const *specs,
 
 static void free_server(lop_apiserver_t *srv)
 {
+    as_http_drop_delayed(srv);
     if (srv->http) evhttp_free(srv->http);
     if (srv->cmd_ev) event_free(srv->cmd_ev);
     if (srv->base) event_base_free(srv->base);
