@@ -115,19 +115,6 @@ static bool add_crds(check_flags_t *f, const char *path)
     return true;
 }
 
-static char *read_file(const char *path)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    lop_buf_t b = {0};
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, fp)) > 0) lop_buf_append(&b, chunk, n);
-    fclose(fp);
-    if (!b.data) lop_buf_putc(&b, '\0'), b.len = 0;
-    return lop_buf_steal(&b);
-}
-
 /* The references and files the flags name. 0, or 2 (usage error, printed). */
 static int resolve_flags(check_flags_t *f)
 {
@@ -152,7 +139,7 @@ static int resolve_flags(check_flags_t *f)
         f->wo.service_name = f->svc_name;
     }
     if (f->ca_file) {
-        f->ca_pem = read_file(f->ca_file);
+        f->ca_pem = lop_file_read(f->ca_file, NULL);
         if (!f->ca_pem || !strstr(f->ca_pem, "-----BEGIN CERTIFICATE-----")) {
             fprintf(stderr, "luaop check: --ca-bundle %s: %s\n", f->ca_file,
                     f->ca_pem ? "no PEM certificate in it" : strerror(errno));

@@ -25,20 +25,6 @@ static void usage(FILE *f)
                "  --spdx ID    add `-- SPDX-License-Identifier: ID` to each file\n");
 }
 
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    lop_buf_t b = LOP_BUF_INIT;
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, fp)) > 0) lop_buf_append(&b, chunk, n);
-    fclose(fp);
-    *len = b.len;
-    if (!b.data) lop_buf_putc(&b, '\0'), *len = 0;
-    return lop_buf_steal(&b);
-}
-
 /* The CRDs of path rendered into *files. false after printing why. */
 static bool render_file(const char *path, const char *spdx, lop_crdtypes_file_t **files, size_t *n)
 {
@@ -85,7 +71,7 @@ static int write_all(const char *dir, bool check, const lop_crdtypes_file_t *fil
         snprintf(path, sizeof path, "%s/%s", dir, files[i].name);
         if (check) {
             size_t len = 0;
-            char *have = slurp(path, &len);
+            char *have = lop_file_read(path, &len);
             if (!have || len != files[i].text.len || memcmp(have, files[i].text.data, len) != 0) {
                 fprintf(stderr, "%s is stale: run luaop types\n", path);
                 status = 1;

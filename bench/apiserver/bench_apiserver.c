@@ -70,19 +70,15 @@ static char *read_fixture(const char *name)
     const char *dir = getenv("BENCH_FIXTURES");
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", dir ? dir : "bench/fixtures", name);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    size_t n;
+    char *data = lop_file_read(path, &n);
+    if (!data) {
         fprintf(stderr, "cannot open %s\n", path);
         exit(1);
     }
-    lop_buf_t b = LOP_BUF_INIT;
-    char tmp[4096];
-    size_t n;
-    while ((n = fread(tmp, 1, sizeof tmp, f)) > 0) lop_buf_append(&b, tmp, n);
-    fclose(f);
-    while (b.len && (b.data[b.len - 1] == '\n' || b.data[b.len - 1] == ' ')) b.len--;
-    lop_buf_append(&b, "", 1);
-    return b.data;
+    while (n && (data[n - 1] == '\n' || data[n - 1] == ' ')) n--;
+    data[n] = '\0';
+    return data;
 }
 
 /* tmpl with every @NAME@, @NS@ and @I@ replaced; malloc'd. */

@@ -6,6 +6,7 @@
 
 #include "host/util/utf8.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,4 +202,24 @@ void lop_buf_utf8(lop_buf_t *b, const char *s, size_t n)
         run = i;
     }
     lop_buf_append(b, s + run, n - run);
+}
+
+char *lop_file_read(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    lop_buf_t b = LOP_BUF_INIT;
+    char chunk[8192];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) lop_buf_append(&b, chunk, n);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        lop_buf_free(&b);
+        errno = EIO;
+        return NULL;
+    }
+    if (!b.data) lop_buf_reserve(&b, 0);
+    if (len) *len = b.len;
+    return lop_buf_steal(&b);
 }

@@ -87,6 +87,11 @@ void lop_buf_utf8(lop_buf_t *b, const char *s, size_t n);
 const char *lop_buf_join(lop_buf_t *b, const char *p, size_t n, size_t *len);
 /* Remove the first n bytes (n <= len). */
 void lop_buf_consume(lop_buf_t *b, size_t n);
+
+/* The whole file at path: malloc'd, NUL-terminated (so "" for an empty file), its length in *len
+ * when len is not NULL. NULL with errno set when it cannot be opened or read. For small files
+ * (configs, certificates, fixtures); callers that must bound what they read have their own. */
+char *lop_file_read(const char *path, size_t *len);
 /* Return data (never NULL: "" when empty) and reset b to empty; the caller frees the result. */
 char *lop_buf_steal(lop_buf_t *b);
 

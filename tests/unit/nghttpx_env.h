@@ -36,19 +36,6 @@ typedef struct t_nghttpx {
     char url[64];  /* "https://127.0.0.1:<port>" */
 } t_nghttpx_t;
 
-/* A whole file (NUL-terminated, malloc'd), or NULL. */
-static inline char *t_nghttpx_slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    lop_buf_t b = LOP_BUF_INIT;
-    char tmp[4096];
-    size_t n;
-    while ((n = fread(tmp, 1, sizeof tmp, f)) > 0) lop_buf_append(&b, tmp, n);
-    fclose(f);
-    return lop_buf_steal(&b);
-}
-
 /* A loopback port free now (bound and released), or -1. */
 static inline int t_nghttpx_free_port(void)
 {
@@ -98,7 +85,7 @@ static inline bool t_nghttpx_start(t_nghttpx_t *p, int backend_port, const char 
         return false;
     }
     snprintf(cmd, sizeof cmd, "%s/cert.pem", p->dir);
-    p->ca_pem = t_nghttpx_slurp(cmd);
+    p->ca_pem = lop_file_read(cmd, NULL);
     p->port = t_nghttpx_free_port();
     if (!p->ca_pem || p->port < 0) return false;
     snprintf(p->url, sizeof p->url, "https://127.0.0.1:%d", p->port);

@@ -164,18 +164,6 @@ static void test_tls_server_name_is_verified(void)
     lop_apiserver_stop(srv);
 }
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (!f) return NULL;
-    lop_buf_t b = LOP_BUF_INIT;
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) lop_buf_append(&b, chunk, n);
-    fclose(f);
-    return lop_buf_steal(&b);
-}
-
 static void test_client_certificate_auth(void)
 {
     char cmd[2048];
@@ -192,7 +180,7 @@ static void test_client_certificate_auth(void)
     snprintf(ca, sizeof ca, "%s/ca.crt", dir);
     snprintf(crt, sizeof crt, "%s/client.crt", dir);
     snprintf(key, sizeof key, "%s/client.key", dir);
-    char *cert_pem = slurp(crt), *key_pem = slurp(key);
+    char *cert_pem = lop_file_read(crt, NULL), *key_pem = lop_file_read(key, NULL);
     T_CHECK(cert_pem && key_pem);
     if (!cert_pem || !key_pem) return;
     lop_apiserver_opts_t o = {.tls = true, .client_ca = ca};
