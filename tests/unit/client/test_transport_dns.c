@@ -129,18 +129,26 @@ static int loopback_listener(struct sockaddr_in *a)
     return fd;
 }
 
+/* A plain-HTTP transport (no proxy) for http://host:<a's port>: host is one of the resolver
+ * shim's names. NULL after a failed check. */
+static lop_transport_t *named_transport(const char *host, const struct sockaddr_in *a)
+{
+    char url[64];
+    snprintf(url, sizeof url, "http://%s:%d", host, ntohs(a->sin_port));
+    lop_transport_config_t cfg = {.server = url, .proxy = ""};
+    lop_transport_t *t = NULL;
+    lop_err_t err;
+    T_EQ_INT(lop_transport_new(&cfg, &t, &err), LOP_OK);
+    return t;
+}
+
 static void test_timeout_covers_resolution(void)
 {
     /* a server that never answers: the kernel completes the handshakes of a listener that never
      * accepts, and the request sits in its buffer */
     struct sockaddr_in a;
     int fd = loopback_listener(&a);
-    char url[64];
-    snprintf(url, sizeof url, "http://slow.invalid:%d", ntohs(a.sin_port));
-    lop_transport_config_t cfg = {.server = url, .proxy = ""};
-    lop_transport_t *t = NULL;
-    lop_err_t err;
-    T_EQ_INT(lop_transport_new(&cfg, &t, &err), LOP_OK);
+    lop_transport_t *t = named_transport("slow.invalid", &a);
     if (t) {
         lop_http_exchange_t x = {
             .method = "GET", .target = "/version", .timeout_ms = 2000, .on_tick = release_at_1800_ms};
@@ -190,12 +198,7 @@ static void test_stalled_refresh_uses_the_last_answer(void)
     int lfd = loopback_listener(&a);
     pthread_t srv;
     pthread_create(&srv, NULL, answer_all, &lfd);
-    char url[64];
-    snprintf(url, sizeof url, "http://flaky.invalid:%d", ntohs(a.sin_port));
-    lop_transport_config_t cfg = {.server = url, .proxy = ""};
-    lop_transport_t *t = NULL;
-    lop_err_t err;
-    T_EQ_INT(lop_transport_new(&cfg, &t, &err), LOP_OK);
+    lop_transport_t *t = named_transport("flaky.invalid", &a);
     int64_t ttl = atomic_exchange(&lop_tr_dns_ttl_ns, 0); /* every answer is stale at once */
     lop_http_exchange_t x = {.method = "GET", .target = "/version", .timeout_ms = 10000, .connect_timeout_ms = 1000};
     if (t) T_EQ_INT(lop_transport_exchange(t, &x), LOP_HTTP_OK); /* resolved, connected */
